@@ -1,0 +1,96 @@
+"""NaViT resize decision: hand-computed vectors, SGLang's own cases, vector == scalar."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+from hypothesis import given
+from hypothesis import strategies as st
+
+from reference.navit import resize_config, resize_config_arrays
+from reference.profiles import profile
+
+K3 = profile("kimi-k3")
+K25 = profile("kimi-k2.5")
+
+# (w, h) -> (new_w, new_h, pad_w, pad_h, grid, tokens); computed by hand from SPEC 3.2
+# (table in ../shared/notes/sglang-k3-facts.md 1.4).
+K3_CASES = [
+    ((32, 32), (32, 32, 24, 24, (1, 4, 4), 4)),
+    ((224, 224), (224, 224, 0, 0, (1, 16, 16), 64)),
+    ((640, 480), (640, 480, 4, 24, (1, 36, 46), 414)),
+    ((1024, 1024), (1024, 1024, 12, 12, (1, 74, 74), 1369)),
+    ((1920, 1080), (1920, 1080, 12, 12, (1, 78, 138), 2691)),
+    ((3840, 2160), (3840, 2160, 24, 24, (1, 156, 276), 10764)),
+    ((4000, 3000), (4000, 3000, 4, 24, (1, 216, 286), 15444)),
+    ((8000, 6000), (4142, 3107, 2, 1, (1, 222, 296), 16428)),
+    ((3600, 3600), (3585, 3585, 27, 27, (1, 258, 258), 16641)),
+    ((10000, 100), (7168, 71, 0, 13, (1, 6, 512), 768)),
+    ((1, 1), (1, 1, 27, 27, (1, 2, 2), 1)),
+    ((14, 14), (14, 14, 14, 14, (1, 2, 2), 1)),
+]
+
+
+@pytest.mark.parametrize(("size", "expected"), K3_CASES, ids=[f"{w}x{h}" for (w, h), _ in K3_CASES])
+def test_kimi_k3_hand_vectors(size, expected):
+    rc = resize_config(*size, K3)
+    assert (rc.new_width, rc.new_height, rc.pad_width, rc.pad_height, rc.grid_thw, rc.num_tokens) == expected
+
+
+def test_kimi_k25_4000x3000():
+    rc = resize_config(4000, 3000, K25)
+    assert (rc.new_width, rc.new_height, rc.pad_width, rc.pad_height, rc.num_tokens) == (2073, 1554, 27, 14, 4200)
+
+
+def test_fixed_output_tokens_changes_only_the_token_count():
+    rc = resize_config(1024, 1024, K3.with_(fixed_output_tokens=64))
+    assert rc.num_tokens == 64 and rc.grid_thw == (1, 74, 74)
+
+
+@pytest.mark.parametrize(("size", "grid"), [((8, 6), (1, 4, 4)), ((5, 9), (1, 6, 4))])
+def test_sglang_epd_test_grids(size, grid):
+    assert resize_config(*size, profile("sglang-epd-test")).grid_thw == grid
+
+
+def test_sglang_gate_case_two_geometry():
+    # (3, 1024, 1024) with in_patch_limit 1: scale 1/73 -> 14x14, pad 14 -> 28x28 (facts 5.2)
+    rc = resize_config(1024, 1024, profile("sglang-gate-test-l1"))
+    assert (rc.new_width, rc.new_height, rc.padded_width, rc.padded_height) == (14, 14, 28, 28)
+
+
+@pytest.mark.parametrize("bad", [0, -3, 1.5, True, "7"])
+def test_bad_sizes_are_refused(bad):
+    with pytest.raises((ValueError, TypeError), match="width"):
+        resize_config(bad, 10, K3)
+
+
+@given(
+    st.integers(1, 8192),
+    st.integers(1, 8192),
+    st.sampled_from(["kimi-k3", "kimi-k2.5", "sglang-unit-4096", "sglang-epd-test", "sglang-gate-test-l1"]),
+)
+def test_vectorized_equals_scalar(w, h, name):
+    """For any size and profile, the column form is bit-identical to the scalar form."""
+    cfg = profile(name)
+    rc = resize_config(w, h, cfg)
+    arr = resize_config_arrays(np.array([w]), np.array([h]), cfg)
+    got = tuple(int(getattr(arr, f)[0]) for f in ("new_width", "new_height", "pad_width", "pad_height", "num_tokens"))
+    assert got == (rc.new_width, rc.new_height, rc.pad_width, rc.pad_height, rc.num_tokens)
+
+
+@given(st.integers(1, 8192), st.integers(1, 8192))
+def test_never_upscales_and_pads_to_factor(w, h):
+    """new sizes never exceed the source; padded sides are multiples of merge*patch."""
+    rc = resize_config(w, h, K3)
+    assert 1 <= rc.new_width <= w and 1 <= rc.new_height <= h
+    assert rc.padded_width % K3.factor == 0 and rc.padded_height % K3.factor == 0
+    assert 0 <= rc.pad_width < K3.factor and 0 <= rc.pad_height < K3.factor
+
+
+def test_vectorized_dense_grid_matches_scalar_on_a_sample():
+    w, h = np.meshgrid(np.arange(1, 600, 7), np.arange(1, 600, 11))
+    arr = resize_config_arrays(w, h, profile("sglang-unit-4096"))
+    cfg = profile("sglang-unit-4096")
+    for i in range(0, w.size, 97):
+        rc = resize_config(int(w.flat[i]), int(h.flat[i]), cfg)
+        assert int(arr.num_tokens.flat[i]) == rc.num_tokens and int(arr.new_width.flat[i]) == rc.new_width

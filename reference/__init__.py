@@ -1,0 +1,11 @@
+"""deferlab's independent oracle: pure NumPy (+ Pillow only to decode and read raw bands).
+
+It must never import torch and never call ``Image.convert`` for a conversion it
+is meant to check. The shared types (`reference.config`, `reference.profiles`,
+`reference.contract`) are the only part ``impl`` may import.
+"""
+
+from reference.config import BackgroundConfig, PreprocessConfig, ResizeConfig
+from reference.profiles import DEFAULT_PROFILE, profile, profile_names
+
+__all__ = ["BackgroundConfig", "PreprocessConfig", "ResizeConfig", "DEFAULT_PROFILE", "profile", "profile_names"]
