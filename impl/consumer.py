@@ -1,0 +1,60 @@
+"""Consumer side of the deferred contract (SPEC 5, 6): what the owner reads from an item.
+
+Separate from `impl.producer` on purpose (see there). The consumer accepts
+either form a producer may write (dict or dataclass), and reads ``backend``
+only when the policy says the consumer version did: INTERIM_418975B with a
+non-EPD producer then raises ``KeyError('backend')``, as upstream did.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass
+from typing import Any
+
+from impl.items import KimiK3DeferredPreprocessing
+from impl.policy import Policy
+from reference.config import ResizeConfig
+
+
+@dataclass(frozen=True)
+class DeferredView:
+    """What the owner uses from one deferred config, whatever form it travelled in."""
+
+    backend: str
+    image_mean: tuple[float, ...]
+    image_std: tuple[float, ...]
+    transparent_bg_config: Mapping[str, Any] | None
+    resize_config: ResizeConfig
+
+
+def read_deferred(
+    cfg: Mapping[str, Any] | KimiK3DeferredPreprocessing, policy: Policy, patch_size: int
+) -> DeferredView:
+    """Read a deferred config the way the ``policy``'s consumer version did (dict subscripts or attributes)."""
+    if isinstance(cfg, KimiK3DeferredPreprocessing):
+        return DeferredView(
+            cfg.backend,
+            tuple(cfg.image_mean),
+            tuple(cfg.image_std),
+            cfg.transparent_bg_config,
+            ResizeConfig.from_dict(cfg.resize_config, patch_size=patch_size),
+        )
+    if not isinstance(cfg, Mapping):
+        raise TypeError(f"deferred config must be a dict or KimiK3DeferredPreprocessing, got {type(cfg).__name__}")
+    backend = cfg["backend"] if policy.consumer_reads_backend else "gpu"
+    return DeferredView(
+        backend,
+        tuple(cfg["image_mean"]),
+        tuple(cfg["image_std"]),
+        cfg["transparent_bg_config"],
+        ResizeConfig.from_dict(cfg["resize_config"], patch_size=patch_size),
+    )
+
+
+def consumer_reads(policy: Policy) -> frozenset[str]:
+    """The keys the ``policy``'s consumer subscripts from a dict-form config."""
+    keys = {"image_mean", "image_std", "transparent_bg_config", "resize_config"}
+    if policy.consumer_reads_backend:
+        keys.add("backend")
+    return frozenset(keys)

@@ -1,0 +1,35 @@
+"""Antialiased bicubic resize (SPEC 3.3) and the per-source-shape sub-batching of SPEC 3.6."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+import torch
+import torch.nn.functional as F
+
+
+def resize_bicubic_if_needed(x: torch.Tensor, out_h: int, out_w: int) -> torch.Tensor:
+    """Resize a (B, C, H, W) batch to (out_h, out_w) in float32: aa bicubic, round half even, clamp.
+
+    Already at the target size: a dtype-only cast, no rounding and no clamp
+    (upstream's shortcut; the values are integer levels already).
+    """
+    x = x.float()
+    if tuple(x.shape[-2:]) == (out_h, out_w):
+        return x
+    out = F.interpolate(x, size=(out_h, out_w), mode="bicubic", align_corners=False, antialias=True)
+    return out.round_().clamp_(0.0, 255.0)
+
+
+def source_shape_batches(images: Sequence[torch.Tensor]) -> list[list[int]]:
+    """Positions of ``images`` grouped by identical (shape, dtype), in first-seen order."""
+    groups: dict[tuple[tuple[int, ...], torch.dtype], list[int]] = {}
+    for i, img in enumerate(images):
+        groups.setdefault((tuple(img.shape), img.dtype), []).append(i)
+    return list(groups.values())
+
+
+def resize_sub_batch(images: Sequence[torch.Tensor], out_h: int, out_w: int) -> torch.Tensor:
+    """Resize same-shape CHW images as one (k, C, H, W) batch (one interpolate call)."""
+    batch = images[0].unsqueeze(0) if len(images) == 1 else torch.stack(list(images), dim=0)
+    return resize_bicubic_if_needed(batch, out_h, out_w)

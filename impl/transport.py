@@ -1,0 +1,61 @@
+"""Transports (SPEC 1.2, 8): ``cpu`` really serializes; ``cuda_ipc`` / ``fabric`` are modeled, eager only.
+
+Under ``cpu`` every rank of the group receives a full copy of every item: the
+items are serialized once (``torch.save`` into bytes; the size is measured)
+and each rank deserializes its own copy. The IPC transports pass handles, so
+no host bytes move; each consumer's acknowledgement count comes from
+`impl.ipc` under the policy.
+"""
+
+from __future__ import annotations
+
+import io
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+import torch
+
+from impl.ipc import released_total_count, requested_count, resolve_count
+from impl.items import MultimodalItem
+from impl.policy import PR_33921, Policy, get_policy
+from reference.contract import DEFERRED_PREPROCESSING_KEY, TRANSPORTS
+
+
+def serialize_items(items: Sequence[MultimodalItem]) -> bytes:
+    """The items as bytes (features, grids and deferred configs; tensors by value)."""
+    buf = io.BytesIO()
+    torch.save(list(items), buf)
+    return buf.getvalue()
+
+
+def deserialize_items(data: bytes) -> list[MultimodalItem]:
+    """Inverse of `serialize_items`: fresh objects, tensors on the CPU."""
+    return torch.load(io.BytesIO(data), weights_only=False, map_location="cpu")
+
+
+@dataclass
+class Delivery:
+    """Per-rank item copies and what the transport cost."""
+
+    rank_items: list[list[MultimodalItem]]
+    bytes_per_rank: int
+    ipc_consumer_count: int | None
+
+
+def deliver(
+    items: Sequence[MultimodalItem], transport: str, num_ranks: int, policy: Policy | str = PR_33921
+) -> Delivery:
+    """Ship a request's items to ``num_ranks`` scheduler ranks over ``transport``."""
+    policy = get_policy(policy)
+    if transport not in TRANSPORTS:
+        raise ValueError(f"transport must be one of {TRANSPORTS}, got {transport!r}")
+    if isinstance(num_ranks, bool) or not isinstance(num_ranks, int) or num_ranks < 1:
+        raise ValueError(f"num_ranks must be a positive int, got {num_ranks!r}")
+    if transport == "cpu":
+        data = serialize_items(items)
+        return Delivery([deserialize_items(data) for _ in range(num_ranks)], len(data), None)
+    if any(DEFERRED_PREPROCESSING_KEY in it.model_specific_data for it in items):
+        raise ValueError(f"deferred items travel only over the 'cpu' transport, not {transport!r}")
+    total = released_total_count(num_ranks)
+    count = resolve_count(requested_count(policy, num_ranks), total, policy.ipc_clamp)
+    return Delivery([list(items) for _ in range(num_ranks)], 0, count)
