@@ -13,6 +13,7 @@ import torch
 from PIL import Image
 
 from impl.navit import navit_resize_config
+from impl.policy import PR_33921, Policy, get_policy
 from impl.staging import ImageLikeT, image_dimensions, raw_channels
 from reference.config import PreprocessConfig
 
@@ -50,3 +51,20 @@ def should_defer_per_image(
 ) -> list[bool]:
     """3d3194f6c+: the same gate called with one image at a time."""
     return [should_defer([img], config, transport, cuda_available) for img in images]
+
+
+def defer_decisions(
+    images: Sequence[object],
+    config: PreprocessConfig,
+    *,
+    policy: Policy | str = PR_33921,
+    transport: str = "cpu",
+    cuda_available: bool = True,
+) -> list[bool]:
+    """One decision per image under ``policy``: the request-wide answer repeated, or per image (3d3194f6c+)."""
+    policy = get_policy(policy)
+    if not policy.defer_enabled:
+        return [False] * len(images)
+    if policy.gate_per_image:
+        return should_defer_per_image(images, config, transport, cuda_available)
+    return [should_defer(images, config, transport, cuda_available)] * len(images)

@@ -4,6 +4,8 @@
 mirrors upstream's ``process_mm_data_async`` minus tokenization: one item per
 image, either deferred (uint8 CHW CPU feature + contract) or eager (the
 image's float32 patches, on the CPU, as the ``cpu`` transport ships them).
+``epd=True`` is the encoder-side (EPD) start path: the same gate, but the
+deferred items are written by the EPD producer (``policy.epd_contract``).
 ``cuda_available=True`` on a CPU-only machine exercises deferral; the "GPU"
 work then runs on the CPU device.
 """
@@ -16,11 +18,11 @@ from dataclasses import dataclass
 import torch
 
 from impl.device import resolve_device
-from impl.gate import should_defer, should_defer_per_image
+from impl.gate import defer_decisions
 from impl.items import MultimodalItem
 from impl.pipeline import preprocess_with, resize_configs_for
 from impl.policy import PR_33921, Policy, get_policy
-from impl.producer import build_deferred_items, eager_item
+from impl.producer import build_deferred_items, build_epd_items, eager_item
 from impl.staging import ImageLikeT, to_eager_chw
 from impl.validation import validate_images
 from reference.config import PreprocessConfig
@@ -47,6 +49,7 @@ class Processor:
         policy: Policy | str = PR_33921,
         cuda_available: bool | None = None,
         device: str | torch.device | None = None,
+        epd: bool = False,
     ) -> None:
         if config is None or isinstance(config, str):
             config = profile(config or "kimi-k3")
@@ -61,14 +64,15 @@ class Processor:
         self.policy = get_policy(policy)
         self.cuda_available = torch.cuda.is_available() if cuda_available is None else cuda_available
         self.device = resolve_device(device)
+        if not isinstance(epd, bool):
+            raise TypeError(f"epd must be a bool, got {epd!r}")
+        self.epd = epd
 
     def decisions(self, images: Sequence[object]) -> list[bool]:
         """Per-image deferral as the policy's gate decides it (one request-wide answer at the PR)."""
-        if not self.policy.defer_enabled:
-            return [False] * len(images)
-        if self.policy.gate_per_image:
-            return should_defer_per_image(images, self.config, self.transport, self.cuda_available)
-        return [should_defer(images, self.config, self.transport, self.cuda_available)] * len(images)
+        return defer_decisions(
+            images, self.config, policy=self.policy, transport=self.transport, cuda_available=self.cuda_available
+        )
 
     def eager_items(self, images: Sequence[ImageLikeT], resize_configs: list) -> list[MultimodalItem]:
         """Preprocess on the producer's device, grouped over these images; one item per image, moved to CPU."""
@@ -97,7 +101,8 @@ class Processor:
         deferred_pos = [i for i, d in enumerate(decided) if d]
         eager_pos = [i for i, d in enumerate(decided) if not d]
         if deferred_pos:
-            built = build_deferred_items(
+            build = build_epd_items if self.epd else build_deferred_items
+            built = build(
                 [images[i] for i in deferred_pos], [resize_configs[i] for i in deferred_pos], self.config, self.policy
             )
             for i, item in zip(deferred_pos, built, strict=True):
