@@ -1,0 +1,105 @@
+"""Crash-safe writing: every file and every report directory appears whole or not at all.
+
+A report run can be interrupted at any point (Ctrl-C, a killed CI job, a full
+disk). Readers (CI, people, the next run's baseline) must then still find the
+last *complete* report, so nothing is ever written in place: files go to a
+temporary sibling and are renamed over the target (``os.replace`` is atomic
+within one filesystem), and a whole report is built in a hidden sibling
+directory that is renamed into place only once every file is in it. The
+``latest`` pointer file is replaced the same way, last.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import shutil
+import tempfile
+from collections.abc import Callable, Iterator
+from pathlib import Path
+
+LATEST_POINTER = "latest"
+
+
+def write_bytes_atomic(path: str | Path, data: bytes) -> Path:
+    """Write ``data`` to ``path`` through a temp file in the same directory, then rename."""
+    target = Path(path)
+    target.parent.mkdir(parents=True, exist_ok=True)
+    fd, tmp = tempfile.mkstemp(prefix=f".{target.name}.", suffix=".tmp", dir=target.parent)
+    try:
+        with os.fdopen(fd, "wb") as fh:
+            fh.write(data)
+            fh.flush()
+            os.fsync(fh.fileno())
+        os.replace(tmp, target)
+    except BaseException:
+        with contextlib.suppress(FileNotFoundError):
+            os.unlink(tmp)
+        raise
+    return target
+
+
+def write_text_atomic(path: str | Path, text: str) -> Path:
+    """`write_bytes_atomic` for UTF-8 text."""
+    return write_bytes_atomic(path, text.encode("utf-8"))
+
+
+def write_with_atomic(path: str | Path, writer: Callable[[Path], None]) -> Path:
+    """Let ``writer`` fill a temp path (e.g. ``savefig``), then rename it over ``path``.
+
+    The temp name keeps ``path``'s suffix, because writers such as matplotlib
+    pick the format from it.
+    """
+    target = Path(path)
+    target.parent.mkdir(parents=True, exist_ok=True)
+    fd, tmp = tempfile.mkstemp(prefix=f".{target.stem}.", suffix=f".tmp{target.suffix}", dir=target.parent)
+    os.close(fd)
+    try:
+        writer(Path(tmp))
+        os.replace(tmp, target)
+    except BaseException:
+        with contextlib.suppress(FileNotFoundError):
+            os.unlink(tmp)
+        raise
+    return target
+
+
+@contextlib.contextmanager
+def staged_directory(final: str | Path) -> Iterator[Path]:
+    """Yield a hidden sibling directory to fill; on success it replaces ``final``.
+
+    On any exception the staging directory is removed and ``final`` (the last
+    complete report, if any) is left untouched. When ``final`` already exists it
+    is swapped out by two renames; only a crash between those two renames can
+    leave it under its ``.old-`` name, still complete.
+    """
+    target = Path(final).resolve()
+    target.parent.mkdir(parents=True, exist_ok=True)
+    staging = Path(tempfile.mkdtemp(prefix=f".{target.name}.partial-", dir=target.parent))
+    try:
+        yield staging
+    except BaseException:
+        shutil.rmtree(staging, ignore_errors=True)
+        raise
+    old = None
+    if target.exists():
+        old = target.parent / f".{target.name}.old-{os.getpid()}"
+        os.replace(target, old)
+    os.replace(staging, target)
+    if old is not None:
+        shutil.rmtree(old, ignore_errors=True)
+
+
+def update_latest(report_dir: str | Path) -> Path:
+    """Point ``<parent>/latest`` at ``report_dir`` (its name, one line), atomically."""
+    d = Path(report_dir).resolve()
+    return write_text_atomic(d.parent / LATEST_POINTER, d.name + "\n")
+
+
+def read_latest(parent: str | Path) -> Path | None:
+    """The report directory the ``latest`` pointer in ``parent`` names, or None."""
+    pointer = Path(parent) / LATEST_POINTER
+    if not pointer.is_file():
+        return None
+    name = pointer.read_text().strip()
+    return (Path(parent) / name) if name else None
