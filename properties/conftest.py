@@ -55,3 +55,108 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
 def device(request: pytest.FixtureRequest) -> str:
     """Run a test on the CPU, and on CUDA too when one is present."""
     return request.param
+
+
+# --- The implementation seam and the verdict recorder (properties/SEAM.md) -----------------------------------------
+
+import json  # noqa: E402
+import time  # noqa: E402
+import uuid  # noqa: E402
+from pathlib import Path  # noqa: E402
+
+import seam  # noqa: E402
+import verdicts  # noqa: E402
+
+
+def pytest_addoption(parser: pytest.Parser) -> None:
+    parser.addoption(
+        "--impl",
+        action="store",
+        default=seam.DEFAULT_IMPL,
+        help=f"implementation under test: a registered name ({', '.join(seam.REGISTRY)}) or module:object",
+    )
+
+
+def _parts_dir(config: pytest.Config) -> Path:
+    run_id = getattr(config, "workerinput", {}).get("deferlab_run_id") or config.stash[_RUN_ID]
+    return verdicts.RESULTS_DIR / "parts" / run_id
+
+
+_RUN_ID = pytest.StashKey[str]()
+
+
+def pytest_configure(config: pytest.Config) -> None:
+    if not hasattr(config, "workerinput"):
+        config.stash[_RUN_ID] = uuid.uuid4().hex[:12]
+
+
+@pytest.hookimpl(optionalhook=True)
+def pytest_configure_node(node) -> None:  # xdist controller: tell each worker where to write its part
+    node.workerinput["deferlab_run_id"] = node.config.stash[_RUN_ID]
+
+
+@pytest.fixture(scope="session")
+def impl(request: pytest.FixtureRequest) -> seam.Impl:
+    """The implementation under test, resolved from ``--impl`` (default: deferlab's own torch impl)."""
+    return seam.resolve_impl(request.config.getoption("--impl"))
+
+
+@pytest.hookimpl(hookwrapper=True, trylast=True)
+def pytest_runtest_call(item: pytest.Item):
+    """Count the examples Hypothesis ran, chaining to whatever collector the Hypothesis plugin set."""
+    from hypothesis.statistics import collector
+
+    previous = collector.value
+
+    def note(stats: dict) -> None:
+        item._deferlab_examples = _count_examples(stats)
+        if previous is not None:
+            previous(stats)
+
+    with collector.with_value(note):
+        yield
+
+
+def _count_examples(stats: dict) -> int | None:
+    try:
+        return sum(
+            1
+            for phase in ("explicit", "reuse", "generate", "target")
+            for case in stats.get(f"{phase}-phase", {}).get("test-cases", [])
+            if case.get("status") == "valid"
+        )
+    except (AttributeError, TypeError):  # the stats format is not a stable API; never fail a run on it
+        return None
+
+
+@pytest.hookimpl(hookwrapper=True)
+def pytest_runtest_makereport(item: pytest.Item, call: pytest.CallInfo):
+    report = (yield).get_result()
+    if report.when == "call" or (report.when == "setup" and report.outcome != "passed"):
+        verdicts.RECORDER.record_property(
+            item.nodeid, getattr(item, "_deferlab_examples", None), report.outcome, report.duration
+        )
+
+
+def pytest_sessionfinish(session: pytest.Session, exitstatus: int) -> None:
+    config = session.config
+    parts = _parts_dir(config)
+    worker = getattr(config, "workerinput", {}).get("workerid")
+    verdicts.RECORDER.write_part(parts, worker or "controller")
+    if worker is None:  # the controller, or the only process without xdist: merge after every worker wrote
+        profile = config.getoption("hypothesis_profile", None) or settings.get_current_profile_name()
+        out = verdicts.merge_directory(
+            parts, verdicts.RESULTS_DIR / "verdicts.json", profile=str(profile), impl=config.getoption("--impl")
+        )
+        config._deferlab_verdicts = json.loads(out.read_text())  # for a terminal summary line
+
+
+def pytest_terminal_summary(terminalreporter, exitstatus: int, config: pytest.Config) -> None:
+    doc = getattr(config, "_deferlab_verdicts", None)
+    if not doc:
+        return
+    counts: dict[str, int] = {}
+    for row in doc["claims"]:
+        counts[row["verdict"]] = counts.get(row["verdict"], 0) + 1
+    summary = ", ".join(f"{v} {n}" for v, n in sorted(counts.items()))
+    terminalreporter.write_line(f"deferlab verdicts ({time.strftime('%H:%M:%S')}): {summary} -> properties/results/")

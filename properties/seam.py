@@ -1,0 +1,256 @@
+"""The implementation seam: what the properties call, and how ``--impl`` picks who answers.
+
+Why a seam: the properties are the product, the implementation is a
+parameter. The same suite checks deferlab's torch ``impl/``, a deliberately
+broken copy of it (the proof that each property can fail), or another
+system with the same functions (e.g. SGLang's on a GPU box), without editing
+a test. The protocol is `Impl` below; ``properties/SEAM.md`` says what each
+function must accept and return. Arrays may be NumPy arrays or torch tensors:
+the properties convert with `to_numpy`.
+
+``--impl NAME`` looks ``NAME`` up in `REGISTRY`; ``--impl module:object``
+imports ``module`` and takes ``object`` (an instance, or a class / factory
+called with no arguments).
+"""
+
+from __future__ import annotations
+
+import importlib
+from collections.abc import Callable, Mapping, Sequence
+from typing import Any, Protocol, runtime_checkable
+
+import numpy as np
+
+from reference.config import BackgroundConfig, PreprocessConfig
+
+DEFAULT_IMPL = "deferlab"
+
+
+@runtime_checkable
+class Impl(Protocol):
+    """What an implementation under test provides (one method per pipeline step, plus the system roles)."""
+
+    name: str
+
+    def to_chw_uint8(self, image: Any, *, promote_rgb_transparency: bool = False) -> Any:
+        """Stage a PIL image or uint8 tensor to uint8 (C, H, W); ValueError/TypeError on bad input."""
+
+    def resize(self, x: np.ndarray, out_h: int, out_w: int) -> Any:
+        """Float32 (C, H, W) integer levels to (C, out_h, out_w): aa bicubic, round half even, clamp."""
+
+    def fill_transparent_bg(self, x: np.ndarray, background: BackgroundConfig | None, device: str = "cpu") -> Any:
+        """Float32 (C, H, W) after resize to (3, H, W): composite 4 channels, pass 3 through."""
+
+    def normalize_and_patchify(
+        self, x: np.ndarray, mean: Sequence[float], std: Sequence[float], patch_size: int, padded_h: int, padded_w: int
+    ) -> Any:
+        """Float32 (3, H, W) to (gh*gw, 3, p, p): zero pad bottom/right, x*scale+bias, patchify."""
+
+    def preprocess(self, images: Sequence[Any], config: PreprocessConfig, device: str = "cpu") -> tuple[Any, Any]:
+        """The eager pipeline: (pixel_values float32 (N, 3, p, p), grid_thws int64 (n, 3))."""
+
+    def gate_bytes(self, images: Sequence[Any], config: PreprocessConfig) -> tuple[int, int]:
+        """(raw bytes, processed bytes) the gate counts for ``images``, summed."""
+
+    def defer_decisions(
+        self,
+        images: Sequence[Any],
+        config: PreprocessConfig,
+        *,
+        policy: Any,
+        transport: str = "cpu",
+        cuda_available: bool = True,
+    ) -> list[bool]:
+        """The gate, one decision per image (a per-request gate repeats its one decision)."""
+
+    def process(self, images: Sequence[Any], config: PreprocessConfig, *, policy: Any, transport: str = "cpu") -> Any:
+        """The non-EPD producer: an object with ``.items`` (feature, model_specific_data) and ``.deferred``."""
+
+    def epd_items(
+        self, images: Sequence[Any], config: PreprocessConfig, *, policy: Any, backend: str = "gpu"
+    ) -> list[Any]:
+        """The EPD producer's deferred items (backend "gpu": staged uint8; "cpu": the raw input)."""
+
+    def deliver(self, items: Sequence[Any], num_ranks: int, *, policy: Any) -> list[list[Any]]:
+        """CPU transport: one deserialized copy of the items per rank."""
+
+    def materialize(
+        self, items: Sequence[Any], owner_indices: Sequence[int], *, policy: Any, device: str = "cpu"
+    ) -> Any:
+        """The owner's loader: BF16 features of ``items[owner_indices]`` in that order."""
+
+    def vision_dp(self, items: Sequence[Any], num_ranks: int, *, policy: Any, device: str = "cpu") -> Any:
+        """Every rank of the group: ``.per_image`` (request order), ``.owners``, ``.ranks[r].log`` counters."""
+
+
+def to_numpy(x: Any) -> np.ndarray:
+    """A NumPy copy of an array or tensor (BF16 tensors become float32, exactly: BF16 widens losslessly)."""
+    if isinstance(x, np.ndarray):
+        return x
+    if hasattr(x, "detach"):
+        t = x.detach().cpu()
+        if str(t.dtype) == "torch.bfloat16":
+            t = t.float()
+        return t.numpy()
+    return np.asarray(x)
+
+
+class DeferlabImpl:
+    """deferlab's own torch implementation (``impl/``) behind the `Impl` protocol."""
+
+    name = "deferlab"
+
+    def to_chw_uint8(self, image: Any, *, promote_rgb_transparency: bool = False) -> Any:
+        from impl.staging import to_chw_uint8
+
+        return to_chw_uint8(image, promote_rgb_transparency=promote_rgb_transparency)
+
+    def resize(self, x: np.ndarray, out_h: int, out_w: int) -> Any:
+        import torch
+
+        from impl.resize import resize_bicubic_if_needed
+
+        return resize_bicubic_if_needed(torch.as_tensor(x, dtype=torch.float32)[None], out_h, out_w)[0]
+
+    def fill_transparent_bg(self, x: np.ndarray, background: BackgroundConfig | None, device: str = "cpu") -> Any:
+        import torch
+
+        from impl.background import fill_transparent_bg
+
+        t = torch.as_tensor(x, dtype=torch.float32, device=device)[None]
+        return fill_transparent_bg(t, background)[0]
+
+    def normalize_and_patchify(
+        self, x: np.ndarray, mean: Sequence[float], std: Sequence[float], patch_size: int, padded_h: int, padded_w: int
+    ) -> Any:
+        import torch
+
+        from impl.normalize import normalization_tensors, normalize_and_patchify
+
+        scale, bias = normalization_tensors(mean, std, "cpu")
+        t = torch.as_tensor(x, dtype=torch.float32)[None]
+        return normalize_and_patchify(t, scale, bias, patch_size, padded_h, padded_w)[0]
+
+    def preprocess(self, images: Sequence[Any], config: PreprocessConfig, device: str = "cpu") -> tuple[Any, Any]:
+        from impl.pipeline import preprocess
+
+        return preprocess(images, config, device=device)
+
+    def gate_bytes(self, images: Sequence[Any], config: PreprocessConfig) -> tuple[int, int]:
+        from impl.gate import payload_bytes
+
+        return payload_bytes(images, config)
+
+    def defer_decisions(
+        self,
+        images: Sequence[Any],
+        config: PreprocessConfig,
+        *,
+        policy: Any,
+        transport: str = "cpu",
+        cuda_available: bool = True,
+    ) -> list[bool]:
+        from impl.processor import Processor
+
+        proc = Processor(config, transport=transport, policy=policy, cuda_available=cuda_available, device="cpu")
+        return list(proc.decisions(images))
+
+    def process(self, images: Sequence[Any], config: PreprocessConfig, *, policy: Any, transport: str = "cpu") -> Any:
+        from impl.processor import Processor
+
+        return Processor(config, transport=transport, policy=policy, cuda_available=True, device="cpu").process(images)
+
+    def epd_items(
+        self, images: Sequence[Any], config: PreprocessConfig, *, policy: Any, backend: str = "gpu"
+    ) -> list[Any]:
+        from impl.pipeline import resize_configs_for
+        from impl.producer import build_epd_items
+
+        return build_epd_items(images, resize_configs_for(images, config), config, policy, backend)
+
+    def deliver(self, items: Sequence[Any], num_ranks: int, *, policy: Any) -> list[list[Any]]:
+        from impl.transport import deliver
+
+        return deliver(items, "cpu", num_ranks, policy).rank_items
+
+    def materialize(
+        self, items: Sequence[Any], owner_indices: Sequence[int], *, policy: Any, device: str = "cpu"
+    ) -> Any:
+        from impl.model import materialize
+
+        patch = _patch_size_of(items)
+        return materialize(items, list(owner_indices), device=device, policy=policy, patch_size=patch)
+
+    def vision_dp(self, items: Sequence[Any], num_ranks: int, *, policy: Any, device: str = "cpu") -> Any:
+        from impl.model import get_image_features
+
+        return get_image_features(items, num_ranks, device=device, policy=policy, patch_size=_patch_size_of(items))
+
+
+def _patch_size_of(items: Sequence[Any]) -> int:
+    """The patch side the owner needs (the vision tower's, upstream): read back from an eager feature
+    or derived from a deferred config's padded size and grid."""
+    for item in items:
+        feat = item.feature
+        msd = item.model_specific_data
+        if hasattr(feat, "dim") and feat.dim() == 4 and feat.dtype.is_floating_point:
+            return int(feat.shape[-1])
+        grid = msd.get("image_grid_thw")
+        cfg = msd.get("kimi_k3_deferred_preprocessing")
+        if grid is not None and cfg is not None:
+            rc = cfg["resize_config"] if isinstance(cfg, dict) else cfg.resize_config
+            return (rc["new_height"] + rc["pad_height"]) // int(grid[0][1])
+    return 14
+
+
+REGISTRY: dict[str, Callable[[], Impl]] = {"deferlab": DeferlabImpl}
+
+
+def register(name: str, factory: Callable[[], Impl]) -> None:
+    """Add an implementation under a short name (for ``--impl NAME``)."""
+    if not isinstance(name, str) or not name or ":" in name:
+        raise ValueError(f"implementation name must be a non-empty str without ':', got {name!r}")
+    REGISTRY[name] = factory
+
+
+def resolve_impl(spec: str | Impl, registry: Mapping[str, Callable[[], Impl]] | None = None) -> Impl:
+    """The implementation named by ``spec``: a registered name, ``module:object``, or an `Impl` itself."""
+    registry = REGISTRY if registry is None else registry
+    if not isinstance(spec, str):
+        obj = spec
+    elif spec in registry:
+        obj = registry[spec]()
+    elif ":" in spec:
+        module_name, _, attr = spec.partition(":")
+        try:
+            module = importlib.import_module(module_name)
+        except ImportError as e:
+            raise ValueError(f"--impl {spec!r}: cannot import module {module_name!r}: {e}") from None
+        try:
+            obj = getattr(module, attr)
+        except AttributeError:
+            raise ValueError(f"--impl {spec!r}: module {module_name!r} has no attribute {attr!r}") from None
+        if isinstance(obj, type) or (callable(obj) and not isinstance(obj, Impl)):
+            obj = obj()
+    else:
+        raise ValueError(f"--impl {spec!r}: not a registered name ({', '.join(registry)}) nor module:object")
+    missing = [m for m in ("name", *_METHODS) if not hasattr(obj, m)]
+    if missing:
+        raise TypeError(f"--impl {spec!r}: {type(obj).__name__} lacks {missing}; see properties/SEAM.md")
+    return obj
+
+
+_METHODS = (
+    "to_chw_uint8",
+    "resize",
+    "fill_transparent_bg",
+    "normalize_and_patchify",
+    "preprocess",
+    "gate_bytes",
+    "defer_decisions",
+    "process",
+    "epd_items",
+    "deliver",
+    "materialize",
+    "vision_dp",
+)

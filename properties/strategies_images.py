@@ -1,0 +1,221 @@
+"""Image strategies: PIL images in every mode Pillow can create, and raw arrays in every layout.
+
+Re-exported by `strategies`; see there for the overview. Each strategy says
+what it generates, its arguments, and how it shrinks, like Hypothesis's own.
+The structure (mode, transparency form, layout, odd sizes) breaks things, not
+the size, so pixel strategies default to small sides.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+from hypothesis import strategies as st
+from PIL import Image
+
+# Every mode Image.new / frombytes accepts in Pillow 13 (the I;16 variants share one band).
+ALL_MODES = (
+    "1",
+    "L",
+    "LA",
+    "La",
+    "P",
+    "PA",
+    "RGB",
+    "RGBA",
+    "RGBa",
+    "RGBX",
+    "CMYK",
+    "YCbCr",
+    "LAB",
+    "HSV",
+    "I",
+    "I;16",
+    "I;16L",
+    "I;16B",
+    "I;16N",
+    "F",
+)
+GREY_LIKE = ("1", "L", "I", "I;16", "I;16L", "I;16B", "I;16N")
+# Where `transparency` means nothing to Pillow's convert (a stray key).
+STRAY_KEY_MODES = ("LA", "La", "PA", "RGBA", "RGBa", "RGBX", "CMYK", "YCbCr", "LAB", "HSV", "F")
+LAYOUTS = ("CHW", "HWC", "HW")
+
+
+def _check_sides(min_side: int, max_side: int) -> None:
+    if not (isinstance(min_side, int) and isinstance(max_side, int)) or not 1 <= min_side <= max_side:
+        raise ValueError(f"need 1 <= min_side <= max_side (ints), got min_side={min_side!r}, max_side={max_side!r}")
+
+
+@st.composite
+def _pixels(draw: st.DrawFn, mode: str, size: tuple[int, int]) -> Image.Image:
+    """Raw pixel bytes of ``mode``: few distinct values (so ties and keys collide), or any bytes."""
+    w, h = size
+    if mode == "F":
+        vals = draw(
+            st.lists(
+                st.sampled_from([0.0, 1.0, 1.9, 127.5, 254.9, 255.0, 300.0, -3.0]) | st.floats(-10, 300, width=32),
+                min_size=w * h,
+                max_size=w * h,
+            )
+        )
+        return Image.frombytes("F", size, np.asarray(vals, dtype=np.float32).tobytes())
+    if mode == "1":
+        bits = draw(st.binary(min_size=w * h, max_size=w * h))
+        return Image.frombytes("1", size, bytes(255 if b & 1 else 0 for b in bits), "raw", "1;8")
+    n = len(Image.new(mode, size).tobytes())
+    palette_like = draw(st.booleans())
+    if palette_like:  # few distinct bytes: exercises colour keys and equal neighbours
+        alphabet = draw(st.lists(st.integers(0, 255), min_size=1, max_size=4))
+        data = bytes(draw(st.lists(st.sampled_from(alphabet), min_size=n, max_size=n)))
+    else:
+        data = draw(st.binary(min_size=n, max_size=n))
+    return Image.frombytes(mode, size, data)
+
+
+@st.composite
+def _transparency(draw: st.DrawFn, image: Image.Image) -> Any:
+    """A `transparency` value of the form Pillow gives this mode, or a stray one; None for no key."""
+    mode = image.mode
+    if not draw(st.booleans()):
+        return None
+    if mode == "P":
+        n = len(image.getpalette() or []) // 3 or 256
+        return draw(
+            st.one_of(
+                st.binary(min_size=0, max_size=n),  # alpha table, shorter than or equal to the palette
+                st.integers(0, n - 1),  # one transparent index
+                st.tuples(st.integers(0, 255), st.integers(0, 255), st.integers(0, 255)),  # stray: wrong form
+            )
+        )
+    if mode in GREY_LIKE:
+        hi = 255 if mode in ("1", "L") else 65535
+        return draw(st.integers(0, hi))  # one transparent grey value
+    if mode == "RGB":
+        return draw(st.tuples(st.integers(0, 255), st.integers(0, 255), st.integers(0, 255)))
+    return draw(st.integers(0, 255) | st.tuples(st.integers(0, 255), st.integers(0, 255), st.integers(0, 255)))
+
+
+@st.composite
+def pil_images(
+    draw: st.DrawFn,
+    *,
+    modes: tuple[str, ...] = ALL_MODES,
+    min_side: int = 1,
+    max_side: int = 12,
+    transparency: bool = True,
+) -> Image.Image:
+    """PIL images in any of ``modes``, with optional `transparency` info in every form Pillow uses.
+
+    - ``modes``: Pillow mode names (default: every mode Pillow can create).
+    - ``min_side``/``max_side``: bounds of width and height.
+    - ``transparency``: also draw a ``transparency`` key: a palette alpha table
+      (bytes, up to the palette length), a transparent index or grey value (int),
+      an RGB colour (tuple), or a stray key where it means nothing.
+
+    Palette images get a random palette of 1..256 entries. Shrinks towards the
+    first mode, a 1x1 image, zero bytes and no transparency key.
+    """
+    _check_sides(min_side, max_side)
+    bad = [m for m in modes if m not in ALL_MODES]
+    if not modes or bad:
+        raise ValueError(f"modes must be a non-empty subset of {ALL_MODES}, got unknown {bad}")
+    mode = draw(st.sampled_from(modes))
+    size = (draw(st.integers(min_side, max_side)), draw(st.integers(min_side, max_side)))
+    image = draw(_pixels(mode, size))
+    if mode in ("P", "PA"):
+        entries = draw(st.integers(1, 256))
+        image.putpalette(draw(st.binary(min_size=3 * entries, max_size=3 * entries)))
+    if transparency:
+        value = draw(_transparency(image))
+        if value is not None:
+            image.info["transparency"] = value
+    return image
+
+
+@dataclass(frozen=True)
+class ArrayImage:
+    """A raw array input and what it really is: the layout and the true (width, height, channels)."""
+
+    value: Any
+    layout: str
+    width: int
+    height: int
+    channels: int
+
+    def __repr__(self) -> str:  # readable in a falsifying example and in verdicts.json
+        return (
+            f"ArrayImage({type(self.value).__module__.split('.')[0]} {tuple(self.value.shape)} {self.value.dtype}, "
+            f"layout={self.layout}, w={self.width}, h={self.height}, c={self.channels})"
+        )
+
+
+@st.composite
+def uint8_arrays(
+    draw: st.DrawFn,
+    *,
+    layouts: tuple[str, ...] = LAYOUTS,
+    min_channels: int = 1,
+    max_channels: int = 5,
+    min_side: int = 1,
+    max_side: int = 12,
+    as_tensor: bool = True,
+) -> ArrayImage:
+    """uint8 images in a layout a caller might pass: CHW, HWC, or 2-D (HW), 1..5 channels.
+
+    - ``layouts``: subset of ("CHW", "HWC", "HW"); "HW" ignores the channel bounds.
+    - ``as_tensor``: a torch tensor (default) or a NumPy array.
+
+    Returns an `ArrayImage` carrying the truth (layout, width, height, channels)
+    so a property can compare it with what the system reads. Shrinks towards
+    the first layout, one channel, 1x1, zeros.
+    """
+    _check_sides(min_side, max_side)
+    layout = draw(st.sampled_from(layouts))
+    c = 1 if layout == "HW" else draw(st.integers(min_channels, max_channels))
+    h, w = draw(st.integers(min_side, max_side)), draw(st.integers(min_side, max_side))
+    shape = {"CHW": (c, h, w), "HWC": (h, w, c), "HW": (h, w)}[layout]
+    data = draw(st.binary(min_size=int(np.prod(shape)), max_size=int(np.prod(shape))))
+    arr = np.frombuffer(data, dtype=np.uint8).reshape(shape).copy()
+    if as_tensor:
+        import torch
+
+        arr = torch.from_numpy(arr)
+    return ArrayImage(arr, layout, w, h, c)
+
+
+@st.composite
+def float_tensors(draw: st.DrawFn, *, max_side: int = 8) -> Any:
+    """Float32 / float64 / float16 CHW tensors (what the eager path tolerates and the gate must refuse)."""
+    import torch
+
+    c = draw(st.sampled_from([1, 3, 4]))
+    h, w = draw(st.integers(1, max_side)), draw(st.integers(1, max_side))
+    dtype = draw(st.sampled_from([torch.float32, torch.float64, torch.float16]))
+    vals = draw(st.lists(st.floats(0, 255, width=16), min_size=c * h * w, max_size=c * h * w))
+    return torch.tensor(vals, dtype=dtype).reshape(c, h, w)
+
+
+def chw_uint8_tensors(*, max_side: int = 12, channels: tuple[int, ...] = (1, 3, 4)) -> st.SearchStrategy[Any]:
+    """uint8 CHW tensors with 1, 3 or 4 channels: the tensor inputs upstream reads correctly."""
+    return (
+        uint8_arrays(layouts=("CHW",), min_channels=min(channels), max_channels=max(channels), max_side=max_side)
+        .filter(lambda a: a.channels in channels)
+        .map(lambda a: a.value)
+    )
+
+
+def staging_ok_pil_images(*, max_side: int = 12) -> st.SearchStrategy[Image.Image]:
+    """PIL images upstream's stager converts: every mode but `La`; a P image's key only as bytes or int.
+
+    `La` has no converter to RGB in Pillow, and a P image with a tuple key makes
+    ``convert("RGBA")`` raise: both are covered by `pil_images` for the error paths.
+    """
+    modes = tuple(m for m in ALL_MODES if m != "La")
+
+    def convertible(img: Image.Image) -> bool:
+        return not (img.mode == "P" and isinstance(img.info.get("transparency"), tuple))
+
+    return pil_images(modes=modes, max_side=max_side).filter(convertible)

@@ -1,0 +1,206 @@
+"""Claim verdicts and property outcomes, recorded during a pytest run.
+
+Why a recorder: a claim of the PR can be *false about the system* while the
+suite is green. The claim tests find the counterexample with Hypothesis,
+record ``fails`` plus the shrunk input here, and then assert the verdict the
+SPEC predicts (``claims.toml``'s ``expected`` table). ``deferlab report``
+reads the merged file, ``properties/results/verdicts.json``.
+
+Under pytest-xdist every worker writes its own part file; the controller (or
+the only process, without xdist) merges the parts at session end and writes
+the result atomically (temp file + rename), so a reader never sees half a file.
+
+Schema (``schema_version`` 1)::
+
+    {"schema_version": 1, "generated_at": ISO-8601, "profile": str, "impl": str,
+     "claims": [{"id", "statement", "source", "policy", "verdict", "evidence", "counterexample"}],
+     "properties": [{"name", "examples", "outcome", "seconds"}]}
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import tempfile
+import tomllib
+from collections.abc import Callable, Iterable
+from dataclasses import dataclass, field
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import Any
+
+HERE = Path(__file__).resolve().parent
+CLAIMS_PATH = HERE / "claims.toml"
+RESULTS_DIR = Path(os.environ.get("DEFERLAB_RESULTS_DIR", HERE / "results"))
+SCHEMA_VERSION = 1
+VERDICTS = ("holds", "fails", "holds-with-caveat", "not-run")
+
+
+@dataclass(frozen=True)
+class Claim:
+    """One claim of ``claims.toml``: what it says, where it comes from, what each policy should give."""
+
+    id: str
+    statement: str
+    source: str
+    property: str
+    expected: dict[str, str]
+
+
+def load_claims(path: Path = CLAIMS_PATH) -> dict[str, Claim]:
+    """The claims by id, validated so a typo in the TOML fails loudly instead of recording nonsense."""
+    data = tomllib.loads(Path(path).read_text())
+    out: dict[str, Claim] = {}
+    for raw in data.get("claim", []):
+        missing = [k for k in ("id", "statement", "source", "property", "expected") if k not in raw]
+        if missing:
+            raise ValueError(f"{path}: claim {raw.get('id', '?')!r} is missing {missing}")
+        for pol, verdict in raw["expected"].items():
+            if verdict not in VERDICTS and verdict != "any":
+                raise ValueError(f"{path}: claim {raw['id']} expects {verdict!r} for {pol}; accepted: {VERDICTS}")
+        out[raw["id"]] = Claim(raw["id"], raw["statement"], raw["source"], raw["property"], dict(raw["expected"]))
+    return out
+
+
+def describe_value(value: Any) -> Any:
+    """A JSON-able, readable form of a counterexample (images and tensors described, never crash)."""
+    if value is None or isinstance(value, (bool, int, float, str)):
+        return value
+    if isinstance(value, dict):
+        return {str(k): describe_value(v) for k, v in value.items()}
+    if isinstance(value, (list, tuple)):
+        return [describe_value(v) for v in value]
+    return describe(value)
+
+
+def describe(value: Any) -> str:
+    """A short, faithful description of an input: PIL mode/size/info, array dtype/shape, else repr."""
+    mode = getattr(value, "mode", None)
+    if mode is not None and hasattr(value, "size") and hasattr(value, "info"):
+        info = {k: v for k, v in value.info.items() if k == "transparency"}
+        return f"PIL.Image(mode={mode!r}, size={value.size}, info={info!r})"
+    shape = getattr(value, "shape", None)
+    dtype = getattr(value, "dtype", None)
+    if shape is not None and dtype is not None:
+        kind = type(value).__module__.split(".")[0]
+        small = getattr(value, "numel", lambda: getattr(value, "size", 99))()
+        body = f", values={value.tolist()!r}" if isinstance(small, int) and small <= 16 else ""
+        return f"{kind}.{type(value).__name__}(dtype={dtype}, shape={tuple(shape)}{body})"
+    text = repr(value)
+    return text if len(text) <= 400 else text[:397] + "..."
+
+
+@dataclass
+class Recorder:
+    """What this process saw: claim verdicts and property outcomes, written as one part file."""
+
+    claims: list[dict[str, Any]] = field(default_factory=list)
+    properties: list[dict[str, Any]] = field(default_factory=list)
+
+    def record_claim(
+        self,
+        claim_id: str,
+        policy: str,
+        verdict: str,
+        evidence: str,
+        counterexample: Any = None,
+    ) -> None:
+        """Record one verdict; the last record of a (claim, policy) pair wins at merge time."""
+        if verdict not in VERDICTS:
+            raise ValueError(f"verdict must be one of {VERDICTS}, got {verdict!r}")
+        self.claims.append(
+            {
+                "id": claim_id,
+                "policy": policy,
+                "verdict": verdict,
+                "evidence": evidence,
+                "counterexample": describe_value(counterexample),
+            }
+        )
+
+    def record_property(self, name: str, examples: int | None, outcome: str, seconds: float) -> None:
+        self.properties.append({"name": name, "examples": examples, "outcome": outcome, "seconds": round(seconds, 3)})
+
+    def write_part(self, directory: Path, name: str) -> Path:
+        directory.mkdir(parents=True, exist_ok=True)
+        return _atomic_write(directory / f"{name}.json", {"claims": self.claims, "properties": self.properties})
+
+
+RECORDER = Recorder()
+
+
+def record_claim(claim_id: str, policy: str, verdict: str, evidence: str, counterexample: Any = None) -> None:
+    """Record into this process's recorder (what the claim tests call)."""
+    RECORDER.record_claim(claim_id, policy, verdict, evidence, counterexample)
+
+
+def _atomic_write(path: Path, payload: dict[str, Any]) -> Path:
+    path.parent.mkdir(parents=True, exist_ok=True)
+    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=path.name, suffix=".tmp")
+    try:
+        with os.fdopen(fd, "w") as f:
+            json.dump(payload, f, indent=1, sort_keys=False)
+        os.replace(tmp, path)
+    except BaseException:
+        Path(tmp).unlink(missing_ok=True)
+        raise
+    return path
+
+
+def merge(
+    parts: Iterable[dict[str, Any]],
+    *,
+    profile: str,
+    impl: str,
+    claims: dict[str, Claim] | None = None,
+    now: Callable[[], datetime] = lambda: datetime.now(UTC),
+) -> dict[str, Any]:
+    """One verdicts document from the part files; every (claim, expected policy) pair appears once.
+
+    Pairs no test recorded become ``not-run``, so a partial run says what it
+    did not check instead of leaving the reader to guess.
+    """
+    claims = load_claims() if claims is None else claims
+    recorded: dict[tuple[str, str], dict[str, Any]] = {}
+    properties: list[dict[str, Any]] = []
+    for part in parts:
+        for entry in part.get("claims", []):
+            recorded[(entry["id"], entry["policy"])] = entry
+        properties.extend(part.get("properties", []))
+    rows: list[dict[str, Any]] = []
+    keys = {(cid, pol) for cid, c in claims.items() for pol in c.expected} | set(recorded)
+    order = list(claims)
+    for cid, pol in sorted(keys, key=lambda k: (order.index(k[0]) if k[0] in order else len(order), k[1])):
+        claim = claims.get(cid)
+        entry = recorded.get((cid, pol), {"verdict": "not-run", "evidence": "no test recorded it in this run"})
+        rows.append(
+            {
+                "id": cid,
+                "statement": claim.statement if claim else "",
+                "source": claim.source if claim else "",
+                "policy": pol,
+                "verdict": entry["verdict"],
+                "evidence": entry.get("evidence", ""),
+                "counterexample": entry.get("counterexample"),
+            }
+        )
+    return {
+        "schema_version": SCHEMA_VERSION,
+        "generated_at": now().isoformat(timespec="seconds"),
+        "profile": profile,
+        "impl": impl,
+        "claims": rows,
+        "properties": sorted(properties, key=lambda p: p["name"]),
+    }
+
+
+def merge_directory(parts_dir: Path, out_path: Path, *, profile: str, impl: str) -> Path:
+    """Merge every part file of ``parts_dir`` into ``out_path`` atomically, then remove the parts."""
+    files = sorted(parts_dir.glob("*.json")) if parts_dir.is_dir() else []
+    parts = [json.loads(f.read_text()) for f in files]
+    path = _atomic_write(out_path, merge(parts, profile=profile, impl=impl))
+    for f in files:
+        f.unlink(missing_ok=True)
+    if parts_dir.is_dir() and not any(parts_dir.iterdir()):
+        parts_dir.rmdir()
+    return path
