@@ -1,0 +1,83 @@
+"""Claim C9's verdicts: is the IPC acknowledgement bookkeeping safe and live, per policy?
+
+For each policy and each combination of the assumptions SPEC 8 leaves open
+(which pool, K_p, the clamp, whether non-owners release), a derandomized
+Hypothesis state machine (sim.ipc_machine) looks for the smallest topology
+and request sequence that breaks each property:
+
+* ``safety``: no slot is freed or reused while its intended reader has not read it;
+* ``liveness``: every slot frees once every consumer finished; the pool never
+  runs dry under bounded load;
+* ``valid_ack``: no consumer requests a count outside {1, K_p}.
+
+``verdicts(budget)`` returns one dict per (policy, assumptions, property):
+``holds`` (nothing found within ``budget`` examples) or ``fails`` with the
+counterexample. Deterministic: same budget, same answer.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from impl.policy import INTERIM_418975B, PR_33921, RELEASED, Policy
+from sim.ipc_machine import PROPERTIES, AckAssumptions, Violation, machine_for
+
+
+def assumption_grid(policy: Policy) -> list[AckAssumptions]:
+    """The combinations a policy can produce (SPEC 8: the PR's K_p and clamp are unknown)."""
+    if policy.name == "RELEASED" or policy.ipc_consumer_count == "dp_group":
+        # Released: K_p = tp // dp, clamp on; whether non-owners release is still open.
+        return [AckAssumptions("generation", "dp_group", True, rel) for rel in (False, True)]
+    if policy.ipc_consumer_count == "configured_tp_size":
+        # 443b62db5+ stream-ordered pool, created with consumer_count = server_args.tp_size (facts 7.4).
+        return [AckAssumptions("generation", "tp_size", clamp, rel) for clamp in (False, True) for rel in (False, True)]
+    grid = [AckAssumptions("counter", "tp_size", False, rel) for rel in (False, True)]
+    grid += [
+        AckAssumptions("generation", k_p, clamp, rel)
+        for k_p in ("tp_size", "dp_group")
+        for clamp in (False, True)
+        for rel in (False, True)
+    ]
+    return grid
+
+
+def check(policy: Policy, assumptions: AckAssumptions, prop: str, budget: int = 60) -> dict[str, Any]:
+    """Run one derandomized state machine; the verdict and, on failure, the shrunk counterexample."""
+    from hypothesis import HealthCheck, Phase, settings
+    from hypothesis.stateful import run_state_machine_as_test
+
+    machine = machine_for(policy, assumptions, prop)
+    cfg = settings(
+        max_examples=budget,
+        stateful_step_count=12,
+        derandomize=True,
+        database=None,
+        deadline=None,
+        print_blob=False,
+        suppress_health_check=list(HealthCheck),
+        phases=[Phase.generate, Phase.shrink],
+    )
+    result: dict[str, Any] = {
+        "policy": policy.name,
+        "property": prop,
+        "assumptions": assumptions.describe(),
+        "verdict": "holds",
+        "counterexample": None,
+        "budget": budget,
+    }
+    try:
+        run_state_machine_as_test(machine, settings=cfg)
+    except Violation as v:
+        result["verdict"] = "fails"
+        result["counterexample"] = {"topology": v.topology, "sequence": v.trace, "message": v.message}
+    return result
+
+
+def verdicts(budget: int = 60, policies: tuple[Policy, ...] = (PR_33921, INTERIM_418975B, RELEASED)) -> list[dict]:
+    """Every (policy, assumptions, property) verdict, deterministic for a given budget."""
+    return [
+        check(policy, assumptions, prop, budget)
+        for policy in policies
+        for assumptions in assumption_grid(policy)
+        for prop in PROPERTIES
+    ]

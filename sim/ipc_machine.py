@@ -1,0 +1,184 @@
+"""A Hypothesis state machine over the feature pool: publish, read + ack, release, recycle, drain.
+
+One machine class per (policy, assumptions, property) is built by
+`machine_for`. The topology (tp_size, attention-DP size) and the pool size are
+drawn at initialization from a list ordered smallest first, so shrinking
+returns the smallest topology that breaks the property; every step is logged
+so a failure carries its request sequence.
+
+Model (vision DP always on, as for K3, facts 6.4): an item is published for
+one request routed to one attention-DP group; its only intended reader is
+the owner rank; the owner reads, then acknowledges with the policy's count
+K_c (after the clamp, if assumed); a non-owner of the group may release the
+item without reading (count 1) if ``non_owner_release`` is assumed. Load is
+bounded: the producer publishes only while fewer than ``slots`` items are
+unfinished, and runs the recycler before allocating. Consumers and the
+recycler interleave arbitrarily (they are separate processes).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from hypothesis import strategies as st
+from hypothesis.stateful import RuleBasedStateMachine, initialize, invariant, precondition, rule
+
+from impl.ipc import released_total_count, requested_count, resolve_count
+from impl.policy import Policy
+from sim.ipc_pool import CounterPool, GenerationPool, InvalidAck
+
+PROPERTIES = ("safety", "liveness", "valid_ack")
+# (tp_size, attn_dp_size), smallest first so shrinking lands on the smallest topology.
+TOPOLOGIES = ((1, 1), (2, 1), (2, 2), (3, 1), (4, 1), (4, 2), (3, 3), (4, 4))
+
+
+@dataclass(frozen=True)
+class AckAssumptions:
+    """What SPEC 8 leaves open for the seed PR: the pool, K_p, the clamp, non-owner releases."""
+
+    pool: str = "generation"  # "generation" (released) or "counter" (PR-era float counter)
+    k_p: str = "dp_group"  # "tp_size" or "dp_group" (tp_size // attn_dp_size)
+    clamp: bool = True
+    non_owner_release: bool = False
+
+    def describe(self) -> str:
+        if self.pool == "counter":
+            return f"counter pool (recycle on == tp_size), non-owners release: {self.non_owner_release}"
+        return (
+            f"generation pool, K_p = {self.k_p}, clamp K_c to K_p: {self.clamp}, "
+            f"non-owners release: {self.non_owner_release}"
+        )
+
+
+class Violation(AssertionError):
+    """A property broke; carries the topology and the logged step sequence."""
+
+    def __init__(self, prop: str, message: str, topology: dict, trace: list[str]) -> None:
+        super().__init__(f"{prop}: {message}")
+        self.prop, self.message, self.topology, self.trace = prop, message, topology, list(trace)
+
+
+class _AckMachine(RuleBasedStateMachine):
+    policy: Policy
+    assumptions: AckAssumptions
+    prop: str
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.pool = None
+        self.trace: list[str] = []
+
+    # ---- helpers ---------------------------------------------------------------------------
+    def _fail(self, message: str) -> None:
+        raise Violation(self.prop, message, self.topology, self.trace)
+
+    def _k_c(self) -> int:
+        requested = requested_count(self.policy, self.tp, self.dp, configured_tp_size=self.tp)
+        return resolve_count(requested, self.k_p, self.assumptions.clamp)
+
+    def _unfinished(self) -> list[int]:
+        return [i for i in self.items if self.unread_owner.get(i) is not None or self.pending_release[i]]
+
+    @initialize(topo=st.sampled_from(TOPOLOGIES), slots=st.integers(1, 3))
+    def setup(self, topo: tuple[int, int], slots: int) -> None:
+        self.tp, self.dp = topo
+        self.group_size = self.tp // self.dp
+        self.k_p = self.tp if self.assumptions.k_p == "tp_size" else released_total_count(self.tp, self.dp)
+        self.topology = {"tp_size": self.tp, "attn_dp_size": self.dp, "slots": slots, "K_p": self.k_p}
+        if self.assumptions.pool == "counter":
+            self.pool = CounterPool(slots, self.tp)
+        else:
+            self.pool = GenerationPool(slots)
+        self.slots = slots
+        self.items: list[int] = []
+        self.unread_owner: dict[int, int | None] = {}
+        self.pending_release: dict[int, list[int]] = {}
+        self.trace.append(f"topology tp_size={self.tp} attn_dp_size={self.dp} slots={slots} K_p={self.k_p}")
+
+    # ---- rules -----------------------------------------------------------------------------
+    @precondition(lambda self: self.pool is not None and len(self._unfinished()) < self.slots)
+    @rule(g=st.integers(0, 7), o=st.integers(0, 7))
+    def publish(self, g: int, o: int) -> None:
+        """Bounded load: the producer publishes only while fewer than ``slots`` items are unfinished."""
+        group = g % self.dp
+        owner = group * self.group_size + o % self.group_size
+        item = len(self.items)
+        self.pool.recycle()
+        slot = self.pool.publish(item, self.k_p, {owner})
+        self.trace.append(f"publish item {item} to group {group} (owner rank {owner}) -> slot {slot}")
+        if slot is None:
+            if self.prop == "liveness":
+                self._fail(f"pool ran dry with {len(self._unfinished())} unfinished item(s) for {self.slots} slot(s)")
+            return
+        self.items.append(item)
+        self.unread_owner[item] = owner
+        others = [r for r in range(group * self.group_size, (group + 1) * self.group_size) if r != owner]
+        self.pending_release[item] = others if self.assumptions.non_owner_release else []
+
+    def _read(self, item: int) -> None:
+        owner = self.unread_owner[item]
+        self.unread_owner[item] = None
+        self.pool.read(item, owner)
+        count = self._k_c()
+        try:
+            self.pool.ack(item, owner, count)
+            self.trace.append(f"owner rank {owner} reads item {item}, acks {count}")
+        except InvalidAck as e:
+            self.trace.append(f"owner rank {owner} reads item {item}, ack {count} rejected: {e}")
+            if self.prop == "valid_ack":
+                self._fail(f"rank {owner} requested {count} acknowledgements, K_p={self.k_p}: {e}")
+
+    def _release(self, item: int) -> None:
+        rank = self.pending_release[item].pop(0)
+        self.pool.ack(item, rank, 1)
+        self.trace.append(f"non-owner rank {rank} releases item {item} (ack 1)")
+
+    def _maybe_recycle(self, recycle_after: bool) -> None:
+        if recycle_after:
+            self.pool.recycle()
+            self.trace.append("recycler runs")
+
+    @precondition(lambda self: self.pool is not None and any(v is not None for v in self.unread_owner.values()))
+    @rule(i=st.integers(0, 15), recycle_after=st.booleans())
+    def read(self, i: int, recycle_after: bool) -> None:
+        pending = [k for k, v in self.unread_owner.items() if v is not None]
+        self._read(pending[i % len(pending)])
+        self._maybe_recycle(recycle_after)
+
+    @precondition(lambda self: self.pool is not None and any(self.pending_release.values()))
+    @rule(i=st.integers(0, 15), recycle_after=st.booleans())
+    def release(self, i: int, recycle_after: bool) -> None:
+        pending = [k for k, v in self.pending_release.items() if v]
+        self._release(pending[i % len(pending)])
+        self._maybe_recycle(recycle_after)
+
+    @precondition(lambda self: self.pool is not None and self.prop == "liveness" and bool(self.items))
+    @rule()
+    def drain(self) -> None:
+        """Finish every outstanding read and release, recycle: every slot must be free again."""
+        for item in list(self.items):
+            if self.unread_owner[item] is not None:
+                self._read(item)
+            while self.pending_release[item]:
+                self._release(item)
+        self.pool.recycle()
+        self.trace.append("drain: all reads and releases done, recycler runs")
+        busy = [i for i, s in enumerate(self.pool.slots) if s.busy]
+        if busy and self.prop == "liveness":
+            self._fail(f"slot(s) {busy} never free after every consumer finished")
+
+    @invariant()
+    def no_early_reuse(self) -> None:
+        if self.pool is None or self.prop != "safety":
+            return
+        problems = self.pool.early_frees + self.pool.torn_reads
+        if problems:
+            self._fail(problems[0])
+
+
+def machine_for(policy: Policy, assumptions: AckAssumptions, prop: str) -> type[RuleBasedStateMachine]:
+    """A state-machine class checking ``prop`` under ``policy`` and ``assumptions``."""
+    if prop not in PROPERTIES:
+        raise ValueError(f"property must be one of {PROPERTIES}, got {prop!r}")
+    name = f"Ack_{policy.name}_{prop}"
+    return type(name, (_AckMachine,), {"policy": policy, "assumptions": assumptions, "prop": prop})
