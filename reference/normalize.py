@@ -1,0 +1,118 @@
+"""Pad, normalize and patchify (SPEC 3.5), plus the two other normalization forms it is compared with.
+
+* `normalize_scale_bias`: what the deferred owner runs, ``x * scale + bias``
+  with float32 ``scale = 1/(255 std)``, ``bias = -mean/std`` (`scale_bias`).
+  Unfused (torch CPU ``addcmul``: a float32 multiply, then a float32 add) or
+  fused (a single rounding, as an FMA in Triton / nvcc would give).
+* `normalize_eager`: the eager per-pixel form ``(x / 255 - mean) / std``, each
+  a float32 op; the PR claims the scale/bias form equals it exactly.
+* `normalize_checkpoint`: the HF checkpoint's NumPy form (facts 4.5).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+import numpy as np
+
+from reference.validate import check_float_image, check_positive_int, check_vector3
+
+_F32 = np.float32
+_F64 = np.float64
+
+
+def _per_channel(v: np.ndarray, ndim: int) -> np.ndarray:
+    """(3,) -> shape broadcasting over the channel axis of a (C,H,W) or (B,C,H,W) array."""
+    return v.reshape((3, 1, 1) if ndim == 3 else (1, 3, 1, 1))
+
+
+def scale_bias(mean: Sequence[float], std: Sequence[float]) -> tuple[np.ndarray, np.ndarray]:
+    """(scale, bias) float32[3]: ``1 / (255 * std)`` and ``-mean / std`` in Python doubles, then float32."""
+    m = check_vector3("mean", mean)
+    s = check_vector3("std", std, positive=True)
+    scale = np.array([1.0 / (255.0 * sc) for sc in s], dtype=_F32)
+    bias = np.array([-mc / sc for mc, sc in zip(m, s, strict=True)], dtype=_F32)
+    return scale, bias
+
+
+def pad_bottom_right(x: np.ndarray, padded_h: int, padded_w: int) -> np.ndarray:
+    """Zero-pad the last two axes at the bottom and right to (padded_h, padded_w), in pixel space."""
+    arr = check_float_image("x", x)
+    padded_h, padded_w = check_positive_int("padded_h", padded_h), check_positive_int("padded_w", padded_w)
+    h, w = arr.shape[-2:]
+    if padded_h < h or padded_w < w:
+        raise ValueError(f"padded size ({padded_h}, {padded_w}) is smaller than the image ({h}, {w})")
+    out = np.zeros(arr.shape[:-2] + (padded_h, padded_w), dtype=arr.dtype)
+    out[..., :h, :w] = arr
+    return out
+
+
+def _fma_is_exact(x: np.ndarray, scale: np.ndarray, bias: np.ndarray) -> bool:
+    """Whether float64 holds ``x * scale + bias`` exactly, so rounding it once to float32 is an FMA.
+
+    x integer in [0, 255] (8 bits) times a float32 scale (24 bits) is exact in
+    32 bits; the sum with a float32 bias is exact when it spans at most 53
+    bits, i.e. when the largest magnitude over the product's last bit is below
+    2**52. For any plausible mean/std (|bias| ~ 1..100, scale ~ 1e-3..1e-1) the
+    span is ~35 bits.
+    """
+    if not np.all((x == np.floor(x)) & (x >= 0) & (x <= 255)):
+        return False
+    lsb = np.abs(scale.astype(_F64)) * 2.0**-23
+    top = np.maximum(np.abs(bias.astype(_F64)), 255.0 * np.abs(scale.astype(_F64))) * 2.0
+    return bool(np.all(top / lsb < 2.0**52))
+
+
+def normalize_scale_bias(x: np.ndarray, scale: np.ndarray, bias: np.ndarray, *, fused: bool = False) -> np.ndarray:
+    """``x * scale + bias`` per channel, float32: unfused (two roundings) or fused (one rounding).
+
+    Fused is computed in float64 and rounded once to float32; that equals a
+    true FMA because, for the integer-valued x in [0, 255] the pipeline feeds
+    it, the float64 result is exact (see `_fma_is_exact`; checked, else
+    ValueError).
+    """
+    arr = check_float_image("x", x, channels=(3,))
+    scale = np.asarray(scale, dtype=_F32).reshape(3)
+    bias = np.asarray(bias, dtype=_F32).reshape(3)
+    sc, bi = _per_channel(scale, arr.ndim), _per_channel(bias, arr.ndim)
+    if not fused:
+        return arr.astype(_F32) * sc + bi
+    if not _fma_is_exact(arr, scale, bias):
+        raise ValueError("fused=True needs integer-valued x in [0, 255] (else float64 would not be exact)")
+    return (arr.astype(_F64) * sc.astype(_F64) + bi.astype(_F64)).astype(_F32)
+
+
+def normalize_eager(x: np.ndarray, mean: Sequence[float], std: Sequence[float]) -> np.ndarray:
+    """``(x / 255 - mean) / std`` with every op in float32 (the eager torch form; mean/std as float32)."""
+    arr = check_float_image("x", x, channels=(3,))
+    m = _per_channel(np.asarray(check_vector3("mean", mean), dtype=_F32), arr.ndim)
+    s = _per_channel(np.asarray(check_vector3("std", std, positive=True), dtype=_F32), arr.ndim)
+    return (arr.astype(_F32) / _F32(255.0) - m) / s
+
+
+def normalize_checkpoint(x: np.ndarray, mean: Sequence[float], std: Sequence[float]) -> np.ndarray:
+    """The checkpoint's NumPy normalize (facts 4.5): ``f32(f64(f32(f64(f32(u/255)) - mean)) * (1/std))``.
+
+    ``u / 255.0`` in float64 cast to float32; ``x -= mean`` and ``x *= std_inv``
+    on a float32 array with float64 operands compute in float64 and store float32.
+    """
+    arr = check_float_image("x", x, channels=(3,))
+    m = _per_channel(np.asarray(check_vector3("mean", mean), dtype=_F64), arr.ndim)
+    inv = _per_channel(1.0 / np.asarray(check_vector3("std", std, positive=True), dtype=_F64), arr.ndim)
+    v = (arr.astype(_F64) / 255.0).astype(_F32)
+    v = (v.astype(_F64) - m).astype(_F32)
+    return (v.astype(_F64) * inv).astype(_F32)
+
+
+def patchify(x: np.ndarray, p: int) -> np.ndarray:
+    """(B, C, H, W) -> (B * gh * gw, C, p, p): patches in row-major grid order (gy, then gx), then c, py, px."""
+    arr = check_float_image("x", x)
+    p = check_positive_int("p", p)
+    if arr.ndim == 3:
+        arr = arr[None]
+    b, c, h, w = arr.shape
+    if h % p or w % p:
+        raise ValueError(f"image size ({h}, {w}) must be a multiple of the patch size {p}")
+    gh, gw = h // p, w // p
+    patches = arr.reshape(b, c, gh, p, gw, p).transpose(0, 2, 4, 1, 3, 5)
+    return np.ascontiguousarray(patches).reshape(b * gh * gw, c, p, p)

@@ -1,0 +1,37 @@
+"""Bit-level float helpers: BF16 rounding as torch casts float32 -> bfloat16.
+
+The owner casts the FP32 patches to the tower's BF16; "BF16 bit-identical"
+claims are checked on these values. torch rounds to nearest, ties to even,
+on the float32 bit pattern; a NaN becomes the canonical quiet NaN 0x7FC0;
+values past the largest finite BF16 (after rounding) become infinity; float32
+subnormals round like any other value (no flush to zero).
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from reference.validate import as_array
+
+_BF16_NAN = np.uint16(0x7FC0)
+
+
+def float32_bits(x: np.ndarray) -> np.ndarray:
+    """The uint32 bit patterns of float32 ``x`` (same shape)."""
+    arr = as_array("x", x)
+    if arr.dtype != np.float32:
+        raise TypeError(f"x must be float32, got dtype {arr.dtype}")
+    return np.ascontiguousarray(arr).view(np.uint32).copy()
+
+
+def bf16_bits(x: np.ndarray) -> np.ndarray:
+    """uint16 BF16 patterns of float32 ``x``, round-to-nearest-even; NaN -> 0x7FC0."""
+    bits = float32_bits(x).astype(np.uint64)
+    lsb = (bits >> np.uint64(16)) & np.uint64(1)
+    rounded = ((bits + np.uint64(0x7FFF) + lsb) >> np.uint64(16)).astype(np.uint16)
+    return np.where(np.isnan(as_array("x", x)), _BF16_NAN, rounded).astype(np.uint16)
+
+
+def to_bf16(x: np.ndarray) -> np.ndarray:
+    """float32 ``x`` rounded to the nearest BF16 value (ties to even), returned as float32."""
+    return (bf16_bits(x).astype(np.uint32) << np.uint32(16)).view(np.float32)
