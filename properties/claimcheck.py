@@ -106,9 +106,13 @@ def verify_claim(
     it returns makes the verdict ``holds-with-caveat`` with that text as
     evidence.
     """
+    pinned = list(pinned)
     found = find_counterexample(strategy, check, pinned=pinned, max_examples=max_examples)
     if found is not None:
-        verdict, text, ce = "fails", f"{evidence} {found.error}".strip(), verdicts.describe_value(found.value)
+        others = [(v, failure_of(check, v)) for v in pinned if v is not found.value]
+        more = "; ".join(f"also {verdicts.describe_value(v)}: {e}" for v, e in others if e)
+        text = " ".join(t for t in (evidence, found.error, more) if t)
+        verdict, ce = "fails", verdicts.describe_value(found.value)
     else:
         note = caveat() if caveat is not None else None
         verdict = "holds-with-caveat" if note else "holds"

@@ -159,4 +159,6 @@ def pytest_terminal_summary(terminalreporter, exitstatus: int, config: pytest.Co
     for row in doc["claims"]:
         counts[row["verdict"]] = counts.get(row["verdict"], 0) + 1
     summary = ", ".join(f"{v} {n}" for v, n in sorted(counts.items()))
-    terminalreporter.write_line(f"deferlab verdicts ({time.strftime('%H:%M:%S')}): {summary} -> properties/results/")
+    terminalreporter.write_line(
+        f"deferlab verdicts ({time.strftime('%H:%M:%S')}): {summary} -> {verdicts.RESULTS_DIR}/verdicts.json"
+    )

@@ -63,8 +63,10 @@ class Impl(Protocol):
     ) -> list[bool]:
         """The gate, one decision per image (a per-request gate repeats its one decision)."""
 
-    def process(self, images: Sequence[Any], config: PreprocessConfig, *, policy: Any, transport: str = "cpu") -> Any:
-        """The non-EPD producer: an object with ``.items`` (feature, model_specific_data) and ``.deferred``."""
+    def process(
+        self, images: Sequence[Any], config: PreprocessConfig, *, policy: Any, transport: str = "cpu", epd: bool = False
+    ) -> Any:
+        """The producer (non-EPD, or the EPD start path with ``epd=True``): an object with ``.items`` (feature, model_specific_data) and ``.deferred``."""
 
     def epd_items(
         self, images: Sequence[Any], config: PreprocessConfig, *, policy: Any, backend: str = "gpu"
@@ -155,10 +157,13 @@ class DeferlabImpl:
         proc = Processor(config, transport=transport, policy=policy, cuda_available=cuda_available, device="cpu")
         return list(proc.decisions(images))
 
-    def process(self, images: Sequence[Any], config: PreprocessConfig, *, policy: Any, transport: str = "cpu") -> Any:
+    def process(
+        self, images: Sequence[Any], config: PreprocessConfig, *, policy: Any, transport: str = "cpu", epd: bool = False
+    ) -> Any:
         from impl.processor import Processor
 
-        return Processor(config, transport=transport, policy=policy, cuda_available=True, device="cpu").process(images)
+        proc = Processor(config, transport=transport, policy=policy, cuda_available=True, device="cpu", epd=epd)
+        return proc.process(images)
 
     def epd_items(
         self, images: Sequence[Any], config: PreprocessConfig, *, policy: Any, backend: str = "gpu"
