@@ -21,12 +21,19 @@ from pathlib import Path
 LATEST_POINTER = "latest"
 
 
+def _umask() -> int:
+    mask = os.umask(0)
+    os.umask(mask)
+    return mask
+
+
 def write_bytes_atomic(path: str | Path, data: bytes) -> Path:
     """Write ``data`` to ``path`` through a temp file in the same directory, then rename."""
     target = Path(path)
     target.parent.mkdir(parents=True, exist_ok=True)
     fd, tmp = tempfile.mkstemp(prefix=f".{target.name}.", suffix=".tmp", dir=target.parent)
     try:
+        os.fchmod(fd, 0o666 & ~_umask())  # mkstemp makes 0600; a report is for everyone to read
         with os.fdopen(fd, "wb") as fh:
             fh.write(data)
             fh.flush()
@@ -56,6 +63,7 @@ def write_with_atomic(path: str | Path, writer: Callable[[Path], None]) -> Path:
     os.close(fd)
     try:
         writer(Path(tmp))
+        os.chmod(tmp, 0o666 & ~_umask())
         os.replace(tmp, target)
     except BaseException:
         with contextlib.suppress(FileNotFoundError):
@@ -76,6 +84,7 @@ def staged_directory(final: str | Path) -> Iterator[Path]:
     target = Path(final).resolve()
     target.parent.mkdir(parents=True, exist_ok=True)
     staging = Path(tempfile.mkdtemp(prefix=f".{target.name}.partial-", dir=target.parent))
+    os.chmod(staging, 0o777 & ~_umask())
     try:
         yield staging
     except BaseException:

@@ -38,10 +38,14 @@ def _extent(side: np.ndarray) -> list[float]:
 
 
 def decision_maps(
-    config: PreprocessConfig, step: int, path: Path, limits: tuple[int, ...] = sweeps.SWEEP_LIMITS
+    config: PreprocessConfig,
+    step: int,
+    path: Path,
+    limits: tuple[int, ...] = sweeps.SWEEP_LIMITS,
+    max_side: int = sweeps.MAX_SIDE,
 ) -> Path:
-    """Defer / eager over width x height per in_patch_limit (rows) and channel count (columns), raw == processed curve."""
-    side = sweeps.sides(sweeps.MAX_SIDE, step)
+    """Defer / eager over width x height per in_patch_limit (columns) and channel count (rows), raw == processed curve."""
+    side = sweeps.sides(max_side, step)
     fig, axes = plt.subplots(2, len(limits), figsize=(4.2 * len(limits), 9), squeeze=False, layout="constrained")
     for j, limit in enumerate(limits):
         cfg = sweeps.with_limit(config, limit)
@@ -77,10 +81,14 @@ def decision_maps(
 
 
 def byte_ratio_maps(
-    config: PreprocessConfig, step: int, path: Path, limits: tuple[int, ...] = sweeps.SWEEP_LIMITS
+    config: PreprocessConfig,
+    step: int,
+    path: Path,
+    limits: tuple[int, ...] = sweeps.SWEEP_LIMITS,
+    max_side: int = sweeps.MAX_SIDE,
 ) -> Path:
     """log2(processed / raw) bytes for RGB images per in_patch_limit: > 0 is where raw pixels are smaller."""
-    side = sweeps.sides(sweeps.MAX_SIDE, step)
+    side = sweeps.sides(max_side, step)
     fig, axes = plt.subplots(1, len(limits), figsize=(4.6 * len(limits), 4.6), squeeze=False, layout="constrained")
     for ax, limit in zip(axes[0], limits, strict=True):
         ratio = np.log2(sweeps.byte_ratio_grid(sweeps.with_limit(config, limit), 3, side, side))
@@ -106,9 +114,15 @@ def byte_ratio_maps(
     return _save(fig, path)
 
 
-def token_maps(config: PreprocessConfig, step: int, path: Path, limits: tuple[int, ...] = sweeps.SWEEP_LIMITS) -> Path:
+def token_maps(
+    config: PreprocessConfig,
+    step: int,
+    path: Path,
+    limits: tuple[int, ...] = sweeps.SWEEP_LIMITS,
+    max_side: int = sweeps.MAX_SIDE,
+) -> Path:
     """Vision tokens per image size for each in_patch_limit."""
-    side = sweeps.sides(sweeps.MAX_SIDE, step)
+    side = sweeps.sides(max_side, step)
     fig, axes = plt.subplots(1, len(limits), figsize=(4.6 * len(limits), 4.6), squeeze=False, layout="constrained")
     for ax, limit in zip(axes[0], limits, strict=True):
         tokens = sweeps.token_grid(sweeps.with_limit(config, limit), side, side)
@@ -138,7 +152,7 @@ def flip_density(records: list[dict[str, Any]], path: Path) -> Path:
     ax.set_xscale("log")
     ax.set_xlabel("image area (pixels, log bins)")
     ax.set_ylabel("flips per 1000 one-pixel width steps")
-    ax.set_title("Flip density near the limits (1..4096 per side)")
+    ax.set_title("Flip density near the limits (every size, one-pixel steps)")
     if ax.lines:
         ax.legend(fontsize=8)
     maps = [r for r in records if r["kind"] == "decision_map" and r["channels"] == 3]
@@ -160,9 +174,9 @@ def flip_density(records: list[dict[str, Any]], path: Path) -> Path:
     return _save(fig, path)
 
 
-def aggregation_maps(config: PreprocessConfig, step: int, path: Path) -> Path:
+def aggregation_maps(config: PreprocessConfig, step: int, path: Path, max_side: int = sweeps.MAX_SIDE) -> Path:
     """Where the per-request decision overrides the swept RGB image's own, coloured by the extra payload bytes."""
-    side = sweeps.sides(sweeps.MAX_SIDE, step)
+    side = sweeps.sides(max_side, step)
     cfg = sweeps.with_limit(config, sweeps.AGGREGATION_LIMIT)
     fig, axes = plt.subplots(
         1, len(sweeps.COMPANIONS), figsize=(6.5 * len(sweeps.COMPANIONS), 5.4), squeeze=False, layout="constrained"

@@ -1,0 +1,156 @@
+"""Claim verdicts: read the property suite's results file, or run the suite to produce it.
+
+The property suites record one verdict per (claim, policy) into
+``properties/results/verdicts.json`` while pytest runs (schema in
+``properties/verdicts.py``). The report needs every claim C1..C11 for at
+least `REQUIRED_POLICIES`, so a pair the results lack is shown as
+``not-run`` rather than silently dropped: a claim nobody checked must look
+different from one that holds.
+"""
+
+from __future__ import annotations
+
+import importlib.util
+import json
+import os
+import subprocess
+import sys
+import tomllib
+from pathlib import Path
+from typing import Any
+
+REPO_ROOT = Path(__file__).resolve().parent.parent
+CLAIMS_TOML = REPO_ROOT / "properties" / "claims.toml"
+RESULTS_DIR = REPO_ROOT / "properties" / "results"
+RESULTS_FILE = "verdicts.json"
+REQUIRED_POLICIES = ("PR_33921", "RELEASED")
+VERDICTS = ("holds", "fails", "holds-with-caveat", "not-run")
+CLAIM_IDS = tuple(f"C{i}" for i in range(1, 12))
+SUPPORTED_RESULTS_SCHEMA = 1
+
+
+def load_claim_statements(path: Path = CLAIMS_TOML) -> dict[str, dict[str, str]]:
+    """id -> {statement, source} from claims.toml; ids C1..C11 always present (blank if the file lacks them)."""
+    out = {cid: {"statement": "", "source": ""} for cid in CLAIM_IDS}
+    if Path(path).is_file():
+        for raw in tomllib.loads(Path(path).read_text()).get("claim", []):
+            if "id" in raw:
+                out[raw["id"]] = {"statement": raw.get("statement", ""), "source": raw.get("source", "")}
+    return out
+
+
+def load_results(results_dir: str | Path) -> dict[str, Any]:
+    """The parsed ``verdicts.json`` in ``results_dir``; ValueError naming the file when it is missing or malformed."""
+    path = Path(results_dir) / RESULTS_FILE
+    if not path.is_file():
+        raise ValueError(f"no results file {str(path)!r}: run the property suite first (scripts/test.sh)")
+    try:
+        data = json.loads(path.read_text())
+    except json.JSONDecodeError as e:
+        raise ValueError(f"results file {str(path)!r} is not valid JSON: {e}") from None
+    if not isinstance(data, dict) or not isinstance(data.get("claims"), list):
+        raise ValueError(f"results file {str(path)!r} has no 'claims' list (schema_version 1 expected)")
+    if data.get("schema_version") != SUPPORTED_RESULTS_SCHEMA:
+        raise ValueError(
+            f"results file {str(path)!r} has schema_version {data.get('schema_version')!r}; "
+            f"this report reads {SUPPORTED_RESULTS_SCHEMA}"
+        )
+    return data
+
+
+def claim_table(results: dict[str, Any] | None, statements: dict[str, dict[str, str]]) -> list[dict[str, Any]]:
+    """One row per (claim, policy): every claim x REQUIRED_POLICIES, plus any other policy the results carry."""
+    found: dict[tuple[str, str], dict[str, Any]] = {}
+    for row in (results or {}).get("claims", []):
+        if isinstance(row, dict) and "id" in row and "policy" in row:
+            found[(str(row["id"]), str(row["policy"]))] = row
+    policies = list(REQUIRED_POLICIES) + sorted({p for _, p in found} - set(REQUIRED_POLICIES))
+    ids = list(statements) + sorted({c for c, _ in found} - set(statements), key=_claim_key)
+    table = []
+    for cid in ids:
+        for pol in policies:
+            row = found.get((cid, pol))
+            if row is None and pol not in REQUIRED_POLICIES:
+                continue
+            row = row or {}
+            verdict = row.get("verdict", "not-run")
+            table.append(
+                {
+                    "id": cid,
+                    "statement": row.get("statement") or statements.get(cid, {}).get("statement", ""),
+                    "source": row.get("source") or statements.get(cid, {}).get("source", ""),
+                    "policy": pol,
+                    "verdict": verdict if verdict in VERDICTS else "not-run",
+                    "evidence": str(row.get("evidence", "no result recorded for this claim and policy")),
+                    "counterexample": row.get("counterexample"),
+                }
+            )
+    return table
+
+
+def _claim_key(cid: str) -> tuple[int, str]:
+    digits = "".join(ch for ch in cid if ch.isdigit())
+    return (int(digits) if digits else 10**6, cid)
+
+
+def pytest_command(profile: str, impl: str | None = None) -> list[str]:
+    """The property-suite command the report runs (``-n auto`` when pytest-xdist is installed)."""
+    cmd = [
+        sys.executable,
+        "-m",
+        "pytest",
+        "properties",
+        "-q",
+        "-p",
+        "no:cacheprovider",
+        f"--hypothesis-profile={profile}",
+    ]
+    if importlib.util.find_spec("xdist") is not None:
+        cmd += ["-n", "auto"]
+    if impl:
+        cmd += ["--impl", impl]
+    return cmd
+
+
+def run_property_suite(profile: str, impl: str | None = None, *, log: Any = sys.stderr) -> int:
+    """Run the suite in a subprocess (its output goes to ``log``); returns pytest's exit code.
+
+    Exit 1 (some test failed) still leaves a results file; the report reads it
+    and marks the step failed.
+    """
+    env = dict(os.environ)
+    env.pop("DEFERLAB_RESULTS_DIR", None)  # results go where --from-results-less reports read them
+    proc = subprocess.run(pytest_command(profile, impl), cwd=REPO_ROOT, env=env, stdout=log, stderr=log, check=False)
+    return proc.returncode
+
+
+def ipc_claim_rows(verdicts: list[dict[str, Any]], statement: dict[str, str]) -> list[dict[str, Any]]:
+    """Claim C9 per policy from ``sim.ipc.verdicts``: fails when any IPC property fails for that policy."""
+    by_policy: dict[str, list[dict[str, Any]]] = {}
+    for v in verdicts:
+        by_policy.setdefault(str(v.get("policy")), []).append(v)
+    rows = []
+    for pol, items in by_policy.items():
+        failing = [v for v in items if v.get("verdict") == "fails"]
+        rows.append(
+            {
+                "id": "C9",
+                "statement": statement.get("statement", ""),
+                "source": statement.get("source", ""),
+                "policy": pol,
+                "verdict": "fails" if failing else "holds",
+                "evidence": "sim.ipc.verdicts: " + "; ".join(f"{v.get('property')}={v.get('verdict')}" for v in items),
+                "counterexample": json.dumps(failing[0].get("counterexample"), default=str) if failing else None,
+            }
+        )
+    return rows
+
+
+def merge_rows(table: list[dict[str, Any]], extra: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """Fill ``not-run`` rows of ``table`` from ``extra`` (same id and policy); recorded verdicts win."""
+    index = {(r["id"], r["policy"]): r for r in extra}
+    out = []
+    for row in table:
+        alt = index.pop((row["id"], row["policy"]), None)
+        out.append(alt if (alt is not None and row["verdict"] == "not-run") else row)
+    return out

@@ -1,0 +1,233 @@
+"""The ``deferlab`` command line: ``report``, ``sweep``, ``sim``, ``bench``, ``claims``, ``baseline``.
+
+Exit codes: 0 success / no regression, 1 a regression (or a part that failed
+when run alone), 2 bad usage. Every argument is checked before any work
+starts, and a bad one gets a message naming the option, the value and what
+is accepted.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+from collections.abc import Sequence
+from pathlib import Path
+
+from reference.config import PreprocessConfig
+from reference.profiles import profile as load_profile
+from reference.profiles import profile_names
+from reports import benchmarks, claims, render, sweep_report
+from reports.atomic import write_text_atomic
+from reports.regressions import DEFAULT_BASELINE, load_baseline, make_baseline
+from reports.runner import PROFILES, STEPS, ReportOptions, default_out_dir, run_report
+from reports.sweeps import SWEEP_LIMITS
+
+
+class UsageError(Exception):
+    """Bad command-line input: exit status 2."""
+
+
+class _Parser(argparse.ArgumentParser):
+    def error(self, message: str) -> None:  # argparse exits 2 itself; keep its wording, prefix ours
+        self.print_usage(sys.stderr)
+        raise UsageError(message)
+
+
+def _add_config_args(p: argparse.ArgumentParser) -> None:
+    g = p.add_mutually_exclusive_group()
+    g.add_argument("--config", metavar="FILE", help="preprocessor_config.json (flat or under media_proc_cfg)")
+    g.add_argument("--preset", metavar="NAME", help=f"named profile: {', '.join(profile_names())} (default kimi-k3)")
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = _Parser(prog="deferlab", description="Verification report for owner-deferred image preprocessing")
+    sub = parser.add_subparsers(dest="command", required=True, parser_class=_Parser)
+
+    rep = sub.add_parser("report", help="run everything and write report.md / report.json / PNGs")
+    rep.add_argument("--profile", default="dev", help=f"hypothesis profile and sweep resolution: {', '.join(PROFILES)}")
+    _add_config_args(rep)
+    rep.add_argument("--impl", help="implementation under test, passed to pytest as --impl")
+    rep.add_argument("--out", type=Path, help="report directory (default reports/out/<UTC timestamp>)")
+    rep.add_argument("--baseline", help=f"baseline JSON, or 'none' (default {DEFAULT_BASELINE.name} when present)")
+    rep.add_argument(
+        "--from-results", type=Path, metavar="DIR", help="read DIR/verdicts.json instead of running pytest"
+    )
+    rep.add_argument("--skip", nargs="+", default=[], metavar="STEP", help=f"steps to skip: {', '.join(STEPS)}")
+    rep.add_argument("--bench-arg", action="append", default=[], help="extra pytest argument for the bench step")
+    rep.add_argument("--sweep-max-side", type=int, default=4096, help="sweep sizes 1..N per side (default 4096)")
+    rep.add_argument("--sweep-limits", type=int, nargs="+", metavar="L", help="in_patch_limit values to sweep")
+
+    sw = sub.add_parser("sweep", help="boundary sweeps alone: counters on stdout, PNGs with --out")
+    _add_config_args(sw)
+    sw.add_argument("--profile", default="dev", help=f"plot resolution: {', '.join(PROFILES)}")
+    sw.add_argument("--out", type=Path, help="directory for sweeps.json and the PNGs")
+    sw.add_argument("--max-side", type=int, default=4096, help="largest side swept (default 4096)")
+
+    sm = sub.add_parser("sim", help="the simulator's CLI (sim.cli.main)", add_help=False)
+    sm.add_argument("sim_args", nargs=argparse.REMAINDER)
+
+    be = sub.add_parser("bench", help="run the pytest-benchmark suites and print their ratios")
+    be.add_argument("--json", type=Path, default=Path(".benchmarks/deferlab-bench.json"), help="benchmark JSON path")
+    be.add_argument("bench_args", nargs=argparse.REMAINDER, help="extra pytest arguments")
+
+    cl = sub.add_parser("claims", help="print the claim verdict table from a results directory")
+    cl.add_argument("--from-results", type=Path, default=claims.RESULTS_DIR, metavar="DIR")
+
+    bl = sub.add_parser("baseline", help="write a baseline from a report.json")
+    bl.add_argument("--from", dest="source", type=Path, required=True, metavar="REPORT_JSON")
+    bl.add_argument("--out", type=Path, default=DEFAULT_BASELINE, help=f"default {DEFAULT_BASELINE}")
+    return parser
+
+
+def resolve_config(args: argparse.Namespace) -> tuple[PreprocessConfig, str]:
+    """--config FILE or --preset NAME (default kimi-k3), as a validated config and where it came from."""
+    try:
+        if getattr(args, "config", None):
+            return PreprocessConfig.from_json(args.config), f"file {args.config}"
+        name = getattr(args, "preset", None) or "kimi-k3"
+        return load_profile(name), f"preset {name}"
+    except (ValueError, TypeError, FileNotFoundError, KeyError) as e:
+        flag = "--config" if getattr(args, "config", None) else "--preset"
+        raise UsageError(f"{flag}: {e}") from None
+
+
+def _check_profile(value: str) -> str:
+    if value not in PROFILES:
+        raise UsageError(f"--profile must be one of {', '.join(PROFILES)}, got {value!r}")
+    return value
+
+
+def _check_max_side(value: int, flag: str) -> int:
+    if not 2 <= value <= 8192:
+        raise UsageError(f"{flag} must be in 2..8192, got {value}")
+    return value
+
+
+def _report(args: argparse.Namespace) -> int:
+    profile = _check_profile(args.profile)
+    unknown = [s for s in args.skip if s not in STEPS]
+    if unknown:
+        raise UsageError(f"--skip: unknown step(s) {', '.join(unknown)}; accepted: {', '.join(STEPS)}")
+    config, source = resolve_config(args)
+    if args.from_results is not None and not (args.from_results / claims.RESULTS_FILE).is_file():
+        raise UsageError(f"--from-results: {str(args.from_results / claims.RESULTS_FILE)!r} does not exist")
+    if args.baseline is None:
+        baseline = DEFAULT_BASELINE if DEFAULT_BASELINE.is_file() else None
+    elif args.baseline.lower() == "none":
+        baseline = None
+    else:
+        baseline = Path(args.baseline)
+    if baseline is not None:
+        try:
+            load_baseline(baseline)
+        except ValueError as e:
+            raise UsageError(f"--baseline: {e}") from None
+    if args.out is not None and args.out.exists() and not args.out.is_dir():
+        raise UsageError(f"--out: {str(args.out)!r} exists and is not a directory")
+    max_side = _check_max_side(args.sweep_max_side, "--sweep-max-side")
+    limits = tuple(args.sweep_limits or SWEEP_LIMITS)
+    if any(v <= 0 for v in limits):
+        raise UsageError(f"--sweep-limits must be positive ints, got {list(limits)}")
+    opts = ReportOptions(
+        profile=profile,
+        config=config,
+        config_source=source,
+        out=args.out or default_out_dir(),
+        baseline=baseline,
+        from_results=args.from_results,
+        impl=args.impl,
+        skip=set(args.skip),
+        bench_args=list(args.bench_arg),
+        max_side=max_side,
+        limits=limits,
+    )
+    return run_report(opts)
+
+
+def _sweep(args: argparse.Namespace) -> int:
+    from reports import plots
+
+    profile = _check_profile(args.profile)
+    _check_max_side(args.max_side, "--max-side")
+    config, _ = resolve_config(args)
+    records = sweep_report.collect_sweeps(config, max_side=args.max_side, progress=lambda m: print(m, file=sys.stderr))
+    for r in records:
+        print(f"{r['name']:<48} " + " ".join(f"{k}={v}" for k, v in r["key_counters"].items()))
+    if args.out is not None:
+        step = sweep_report.PLOT_STEP[profile]
+        write_text_atomic(args.out / "sweeps.json", json.dumps(records, indent=1) + "\n")
+        step = max(1, step * args.max_side // 4096)
+        kw = {"max_side": args.max_side}
+        plots.decision_maps(config, step, args.out / "decision_maps.png", **kw)
+        plots.byte_ratio_maps(config, step, args.out / "byte_ratio.png", **kw)
+        plots.token_maps(config, step, args.out / "tokens.png", **kw)
+        plots.flip_density(records, args.out / "flip_density.png")
+        plots.aggregation_maps(config, step, args.out / "aggregation.png", **kw)
+        print(f"sweeps written to {args.out}", file=sys.stderr)
+    return 0
+
+
+def _sim(args: argparse.Namespace) -> int:
+    try:
+        from sim.cli import main as sim_main
+    except ImportError as e:
+        print(f"deferlab sim: the simulator CLI is not available ({e})", file=sys.stderr)
+        return 1
+    return int(sim_main(list(args.sim_args)) or 0)
+
+
+def _bench(args: argparse.Namespace) -> int:
+    args.json.parent.mkdir(parents=True, exist_ok=True)
+    rc = benchmarks.run_benchmarks(args.json, extra=list(args.bench_args))
+    if args.json.is_file():
+        for b in benchmarks.load_benchmarks(args.json):
+            print(
+                f"{b['name']}: median {b['median_s']:.4g} s " + " ".join(f"{k}={v:.3g}" for k, v in b["ratios"].items())
+            )
+    return 0 if rc == 0 else 1
+
+
+def _claims(args: argparse.Namespace) -> int:
+    try:
+        results = claims.load_results(args.from_results)
+    except ValueError as e:
+        raise UsageError(f"--from-results: {e}") from None
+    table = claims.claim_table(results, claims.load_claim_statements())
+    print("\n".join(render.verdict_table(table)))
+    return 0
+
+
+def _baseline(args: argparse.Namespace) -> int:
+    try:
+        report = json.loads(args.source.read_text())
+    except (OSError, json.JSONDecodeError) as e:
+        raise UsageError(f"--from: cannot read report {str(args.source)!r}: {e}") from None
+    if not isinstance(report, dict) or "claims" not in report or "sweeps" not in report:
+        raise UsageError(f"--from: {str(args.source)!r} is not a deferlab report.json (no claims/sweeps)")
+    previous = None
+    if args.out.is_file():
+        try:
+            previous = load_baseline(args.out)
+        except ValueError:
+            previous = None
+    write_text_atomic(args.out, json.dumps(make_baseline(report, previous), indent=1, sort_keys=True) + "\n")
+    print(f"baseline written to {args.out}", file=sys.stderr)
+    return 0
+
+
+COMMANDS = {"report": _report, "sweep": _sweep, "sim": _sim, "bench": _bench, "claims": _claims, "baseline": _baseline}
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    """Entry point of the ``deferlab`` console script; returns the exit status."""
+    try:
+        args = build_parser().parse_args(list(sys.argv[1:] if argv is None else argv))
+        return COMMANDS[args.command](args)
+    except UsageError as e:
+        print(f"deferlab: error: {e}", file=sys.stderr)
+        return 2
+
+
+if __name__ == "__main__":  # pragma: no cover
+    sys.exit(main())

@@ -1,0 +1,161 @@
+"""Regression gate: compare a report with the committed baseline (``reports/baseline.json``).
+
+A regression is a *behaviour change*, never noise: a claim's verdict changed,
+an exact sweep counter changed (the counters are deterministic, so any change
+means the gate or the config changed), or a benchmark ratio fell beyond its
+threshold. What cannot be compared (a step skipped on purpose, a baseline made
+with another config) is listed as a note, not a regression, so the exit code
+only flags real changes.
+"""
+
+from __future__ import annotations
+
+import json
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import Any
+
+from reports.benchmarks import DEFAULT_TOLERANCE
+
+BASELINE_SCHEMA_VERSION = 1
+DEFAULT_BASELINE = Path(__file__).resolve().parent / "baseline.json"
+
+
+def claim_key(row: dict[str, Any]) -> str:
+    return f"{row['id']}/{row['policy']}"
+
+
+def make_baseline(report: dict[str, Any], previous: dict[str, Any] | None = None) -> dict[str, Any]:
+    """The baseline a report implies; benchmark ratios carry over from ``previous`` when the report has none."""
+    benches: dict[str, Any] = {}
+    for b in report.get("benchmarks", []):
+        for key, value in b.get("ratios", {}).items():
+            benches[f"{b['name']}::{key}"] = {
+                "value": value,
+                "tolerance": DEFAULT_TOLERANCE,
+                "direction": "higher_is_better",
+            }
+    if not benches and previous:
+        benches = dict(previous.get("benchmarks", {}))
+    return {
+        "schema_version": BASELINE_SCHEMA_VERSION,
+        "generated_at": datetime.now(UTC).isoformat(timespec="seconds"),
+        "from_report": report.get("generated_at"),
+        "profile": report.get("profile"),
+        "config": report.get("config", {}).get("media_proc_cfg"),
+        "sweep_grid": report.get("sweep_grid"),
+        "claims": {claim_key(r): r["verdict"] for r in report.get("claims", [])},
+        "sweeps": {s["name"]: s["key_counters"] for s in report.get("sweeps", []) if "key_counters" in s},
+        "benchmarks": benches,
+    }
+
+
+def load_baseline(path: str | Path) -> dict[str, Any]:
+    """Read and check a baseline file; ValueError naming the file and the problem."""
+    p = Path(path)
+    if not p.is_file():
+        raise ValueError(f"baseline {str(p)!r} does not exist (make one with `deferlab baseline --from REPORT_JSON`)")
+    try:
+        data = json.loads(p.read_text())
+    except json.JSONDecodeError as e:
+        raise ValueError(f"baseline {str(p)!r} is not valid JSON: {e}") from None
+    if not isinstance(data, dict) or data.get("schema_version") != BASELINE_SCHEMA_VERSION:
+        raise ValueError(f"baseline {str(p)!r} must be an object with schema_version {BASELINE_SCHEMA_VERSION}")
+    for key in ("claims", "sweeps", "benchmarks"):
+        if not isinstance(data.get(key, {}), dict):
+            raise ValueError(f"baseline {str(p)!r}: {key!r} must be an object")
+    return data
+
+
+def _step_status(report: dict[str, Any], name: str) -> str | None:
+    for s in report.get("steps", []):
+        if s.get("name") == name:
+            return s.get("status")
+    return None
+
+
+def compare_claims(report: dict[str, Any], baseline: dict[str, Any]) -> tuple[list[dict], list[str]]:
+    """Every baseline (claim, policy) whose verdict differs now (``not-run`` included: a lost check is a change)."""
+    if _step_status(report, "claims") == "skipped":
+        return [], ["claims not compared: step skipped"]
+    current = {claim_key(r): r["verdict"] for r in report.get("claims", [])}
+    regs = []
+    for key, old in sorted(baseline.get("claims", {}).items()):
+        new = current.get(key, "not-run")
+        if new != old:
+            regs.append(
+                {"kind": "claim", "name": key, "baseline": old, "current": new, "detail": f"verdict {old} -> {new}"}
+            )
+    return regs, []
+
+
+def compare_sweeps(report: dict[str, Any], baseline: dict[str, Any]) -> tuple[list[dict], list[str]]:
+    """Every exact sweep counter that differs from the baseline (same config only)."""
+    if _step_status(report, "sweeps") == "skipped":
+        return [], ["sweeps not compared: step skipped"]
+    base_cfg, cur_cfg = baseline.get("config"), report.get("config", {}).get("media_proc_cfg")
+    if base_cfg is not None and base_cfg != cur_cfg:
+        return [], ["sweeps not compared: the baseline was made with another config"]
+    if baseline.get("sweep_grid") is not None and baseline["sweep_grid"] != report.get("sweep_grid"):
+        return [], [f"sweeps not compared: baseline grid {baseline['sweep_grid']} != {report.get('sweep_grid')}"]
+    current = {s["name"]: s.get("key_counters", {}) for s in report.get("sweeps", [])}
+    regs = []
+    for name, counters in sorted(baseline.get("sweeps", {}).items()):
+        now = current.get(name)
+        if now is None:
+            regs.append(
+                {"kind": "sweep", "name": name, "baseline": counters, "current": None, "detail": "sweep missing"}
+            )
+            continue
+        for counter, old in sorted(counters.items()):
+            new = now.get(counter)
+            if new != old:
+                regs.append(
+                    {
+                        "kind": "sweep",
+                        "name": f"{name}:{counter}",
+                        "baseline": old,
+                        "current": new,
+                        "detail": f"{counter} {old} -> {new} ({'+' if (new or 0) >= old else ''}{(new or 0) - old})",
+                    }
+                )
+    return regs, []
+
+
+def compare_benchmarks(report: dict[str, Any], baseline: dict[str, Any]) -> tuple[list[dict], list[str]]:
+    """Ratios that fell (or, for ``lower_is_better``, rose) beyond their tolerance; absolute times never gate."""
+    if _step_status(report, "bench") in (None, "skipped"):
+        return [], ["benchmarks not compared: step skipped"]
+    current = {f"{b['name']}::{k}": v for b in report.get("benchmarks", []) for k, v in b.get("ratios", {}).items()}
+    regs, notes = [], []
+    for key, spec in sorted(baseline.get("benchmarks", {}).items()):
+        old = float(spec["value"])
+        tol = float(spec.get("tolerance", DEFAULT_TOLERANCE))
+        lower_better = spec.get("direction") == "lower_is_better"
+        new = current.get(key)
+        if new is None:
+            notes.append(f"benchmark ratio {key} not measured in this run")
+            continue
+        bad = new > old / (1 - tol) if lower_better else new < old * (1 - tol)
+        if bad:
+            regs.append(
+                {
+                    "kind": "benchmark",
+                    "name": key,
+                    "baseline": old,
+                    "current": new,
+                    "detail": f"ratio {old:.3g} -> {new:.3g}",
+                }
+            )
+    return regs, notes
+
+
+def compare(report: dict[str, Any], baseline: dict[str, Any]) -> tuple[list[dict[str, Any]], list[str]]:
+    """(regressions, notes) of ``report`` against ``baseline``."""
+    regs: list[dict[str, Any]] = []
+    notes: list[str] = []
+    for fn in (compare_claims, compare_sweeps, compare_benchmarks):
+        r, n = fn(report, baseline)
+        regs += r
+        notes += n
+    return regs, notes

@@ -1,0 +1,177 @@
+"""report.md: the verdict table first, then the figures inline, then the details.
+
+Plain GitHub-flavoured markdown; figures are referenced by relative file name
+so the directory can be moved or attached to a CI run as a whole.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+VERDICT_CELL = {"holds": "holds", "fails": "**FAILS**", "holds-with-caveat": "holds (caveat)", "not-run": "not run"}
+
+
+def _esc(text: Any) -> str:
+    return str(text).replace("|", "\\|").replace("\n", " ")
+
+
+def _short(text: Any, n: int = 300) -> str:
+    s = _esc(text)
+    return s if len(s) <= n else s[: n - 1] + "…"
+
+
+def verdict_table(claims: list[dict[str, Any]]) -> list[str]:
+    """Claims as rows, policies as columns."""
+    policies: list[str] = []
+    for r in claims:
+        if r["policy"] not in policies:
+            policies.append(r["policy"])
+    rows: dict[str, dict[str, Any]] = {}
+    for r in claims:
+        rows.setdefault(r["id"], {"statement": r["statement"]})[r["policy"]] = r["verdict"]
+    lines = ["| claim | statement | " + " | ".join(policies) + " |", "|---|---|" + "---|" * len(policies)]
+    for cid, row in rows.items():
+        cells = [VERDICT_CELL.get(row.get(p, "not-run"), row.get(p, "")) for p in policies]
+        lines.append(f"| {cid} | {_short(row['statement'], 140)} | " + " | ".join(cells) + " |")
+    return lines
+
+
+def _regressions(report: dict[str, Any]) -> list[str]:
+    regs = report.get("regressions", [])
+    if report.get("baseline") is None:
+        return ["No baseline compared."]
+    if not regs:
+        return [f"No regression against `{report['baseline']}`."]
+    lines = [f"**{len(regs)} regression(s)** against `{report['baseline']}`:", "", "| kind | what | baseline | now |"]
+    lines.append("|---|---|---|---|")
+    for r in regs:
+        lines.append(f"| {r['kind']} | {_esc(r['name'])} | {_esc(r['baseline'])} | {_esc(r['current'])} |")
+    return lines
+
+
+def _claim_details(claims: list[dict[str, Any]]) -> list[str]:
+    lines = []
+    for r in claims:
+        if r["verdict"] in ("fails", "holds-with-caveat"):
+            lines.append(
+                f"- **{r['id']} / {r['policy']}: {r['verdict']}** ({_esc(r['source'])}). {_short(r['evidence'], 600)}"
+            )
+            if r.get("counterexample"):
+                lines.append(f"  - counterexample: `{_short(r['counterexample'], 600)}`")
+    return lines or ["No claim fails."]
+
+
+def _sweeps(sweeps: list[dict[str, Any]]) -> list[str]:
+    lines = ["| sweep | key counters |", "|---|---|"]
+    for s in sweeps:
+        counters = ", ".join(f"{k}={v:,}" for k, v in s.get("key_counters", {}).items())
+        lines.append(f"| {s['name']} | {counters} |")
+    rays = [s for s in sweeps if s["kind"] == "decision_map" and any(r["flips"] > 1 for r in s.get("rays", []))]
+    if rays:
+        lines += ["", "Aspect rays with more than one decision flip (a monotone gate flips at most once):", ""]
+        for s in rays:
+            bad = [
+                f"{r['ray']}: {r['flips']} flips at widths {r['first_flip_widths']}"
+                for r in s["rays"]
+                if r["flips"] > 1
+            ]
+            lines.append(f"- {s['name']}: " + "; ".join(bad))
+    rnd = [s for s in sweeps if s["kind"] == "random_requests"]
+    if rnd:
+        lines += [
+            "",
+            "| random requests | requests | mixed | images overridden | extra payload |",
+            "|---|---|---|---|---|",
+        ]
+        for s in rnd:
+            m = s["summary"]
+            lines.append(
+                f"| {s['name']} | {m['requests']:,} | {m['mixed_requests']:,} | {m['disagreeing_images']:,} "
+                f"| {100 * m['extra_fraction']:.1f}% |"
+            )
+    return lines
+
+
+def _sim(sim: list[dict[str, Any]]) -> list[str]:
+    if not sim:
+        return ["Simulator not run."]
+    lines = []
+    for s in sim:
+        head = f"- **{s['scenario']}**: {s['status']}"
+        if s.get("error"):
+            head += f" ({_esc(s['error'])})"
+        lines.append(head)
+        summary = (s.get("result") or {}).get("summary")
+        if isinstance(summary, dict):
+            for k, v in list(summary.items())[:14]:
+                if not isinstance(v, (dict, list)):
+                    lines.append(f"  - {k}: {v}")
+    return lines
+
+
+def _benchmarks(benches: list[dict[str, Any]]) -> list[str]:
+    if not benches:
+        return ["Benchmarks not run."]
+    lines = ["| benchmark | median (s) | rounds | ratios |", "|---|---|---|---|"]
+    for b in benches:
+        ratios = ", ".join(f"{k}={v:.3g}" for k, v in b["ratios"].items())
+        med = f"{b['median_s']:.4g}" if isinstance(b.get("median_s"), (int, float)) else "?"
+        lines.append(f"| {_esc(b['name'])} | {med} | {b.get('rounds')} | {ratios} |")
+    return lines
+
+
+def _properties(props: list[dict[str, Any]]) -> list[str]:
+    if not props:
+        return ["No property outcomes recorded."]
+    outcomes: dict[str, int] = {}
+    for p in props:
+        outcomes[p.get("outcome", "?")] = outcomes.get(p.get("outcome", "?"), 0) + 1
+    lines = [", ".join(f"{k}: {v}" for k, v in sorted(outcomes.items())), "", "| slowest | examples | outcome | s |"]
+    lines.append("|---|---|---|---|")
+    for p in sorted(props, key=lambda p: -(p.get("seconds") or 0))[:10]:
+        lines.append(f"| {_esc(p.get('name'))} | {p.get('examples')} | {p.get('outcome')} | {p.get('seconds')} |")
+    return lines
+
+
+def render_markdown(report: dict[str, Any]) -> str:
+    """The whole report.md."""
+    failed = [s for s in report["steps"] if s["status"] == "failed"]
+    out = [
+        f"# deferlab report, {report['generated_at']}",
+        "",
+        f"Profile `{report['profile']}`, config `{report['config']['name']}`, implementation `{report.get('impl')}`, "
+        f"{len(report.get('regressions', []))} regression(s), {len(failed)} failed step(s).",
+        "",
+        "## Claim verdicts",
+        "",
+        *verdict_table(report["claims"]),
+        "",
+        "## Regressions",
+        "",
+        *_regressions(report),
+        "",
+        "## Figures",
+        "",
+    ]
+    for fig in report.get("figures", []):
+        out += [f"### {fig['title']}", "", fig["caption"], "", f"![{fig['title']}]({fig['file']})", ""]
+    out += ["## Details", "", "### Failing claims and counterexamples", "", *_claim_details(report["claims"]), ""]
+    out += ["### Sweeps", "", f"Decisions from `{report.get('decision_source')}`.", "", *_sweeps(report["sweeps"]), ""]
+    out += ["### Simulator", "", *_sim(report["sim"]), "", "### Benchmarks", "", *_benchmarks(report["benchmarks"]), ""]
+    out += [
+        "### Properties",
+        "",
+        *_properties(report["properties"]),
+        "",
+        "### Steps",
+        "",
+        "| step | status | s | error |",
+    ]
+    out.append("|---|---|---|---|")
+    for s in report["steps"]:
+        out.append(f"| {s['name']} | {s['status']} | {s['seconds']} | {_short(s.get('error') or '', 200)} |")
+    if report.get("notes"):
+        out += ["", "### Notes", "", *[f"- {_esc(n)}" for n in report["notes"]]]
+    env = report["environment"]
+    out += ["", "### Environment", "", ", ".join(f"{k} {v}" for k, v in env.items()), ""]
+    return "\n".join(out)

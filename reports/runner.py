@@ -1,0 +1,200 @@
+"""`deferlab report`: run every step, write report.json / report.md / PNGs atomically, compare with the baseline.
+
+Order: property suite (or its results file), claim table, IPC verdicts (C9),
+sweeps, simulator, benchmarks, figures, regression check. The report is built
+in a hidden staging directory and renamed into place only when complete; the
+``latest`` pointer next to it is updated last.
+"""
+
+from __future__ import annotations
+
+import json
+import sys
+from dataclasses import dataclass, field
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import Any, TextIO
+
+from reference.config import PreprocessConfig
+from reports import benchmarks, claims, environment, gate_source, plots, simulation, sweep_report
+from reports import sweeps as sweeps_mod
+from reports.atomic import staged_directory, update_latest, write_text_atomic
+from reports.regressions import compare, load_baseline
+from reports.render import render_markdown
+from reports.steps import StepFailed, StepRunner
+
+SCHEMA_VERSION = 1
+PROFILES = ("dev", "ci", "thorough")
+STEPS = ("properties", "ipc", "sweeps", "sim", "bench", "plots")
+DEFAULT_OUT_PARENT = Path(__file__).resolve().parent / "out"
+
+
+@dataclass
+class ReportOptions:
+    """Everything `run_report` needs, already validated by the CLI."""
+
+    profile: str
+    config: PreprocessConfig
+    config_source: str
+    out: Path
+    baseline: Path | None
+    from_results: Path | None = None
+    impl: str | None = None
+    skip: set[str] = field(default_factory=set)
+    bench_args: list[str] = field(default_factory=list)
+    max_side: int = sweeps_mod.MAX_SIDE  # sweeps cover 1..max_side per side
+    limits: tuple[int, ...] = sweeps_mod.SWEEP_LIMITS  # in_patch_limit values swept
+
+
+def default_out_dir(now: datetime | None = None) -> Path:
+    """``reports/out/<UTC timestamp>``."""
+    return DEFAULT_OUT_PARENT / (now or datetime.now(UTC)).strftime("%Y%m%dT%H%M%SZ")
+
+
+def _properties_step(opts: ReportOptions, log: TextIO) -> dict[str, Any]:
+    if opts.from_results is not None:
+        return claims.load_results(opts.from_results)
+    rc = claims.run_property_suite(opts.profile, opts.impl, log=log)
+    results = claims.load_results(claims.RESULTS_DIR)
+    if rc != 0:
+        raise StepFailed(f"pytest exited {rc}; verdicts read from what it recorded", results)
+    return results
+
+
+def _bench_step(stage: Path, extra: list[str], log: TextIO) -> list[dict[str, Any]]:
+    path = stage / "benchmarks.json"
+    rc = benchmarks.run_benchmarks(path, extra=extra, log=log)
+    found = benchmarks.load_benchmarks(path) if path.is_file() else []
+    if rc != 0:
+        raise StepFailed(f"benchmark run exited {rc}" + (" (no benchmark collected)" if rc == 5 else ""), found)
+    return found
+
+
+FIGURES = (
+    (
+        "decision_maps",
+        "Decision map",
+        "Deferred (green) vs eager (red) per width x height, for each in_patch_limit and 3/4 channels; the blue curve is raw bytes == processed bytes.",
+    ),
+    (
+        "byte_ratio",
+        "Processed / raw bytes",
+        "log2 of FP32 patch bytes over raw uint8 bytes (RGB): blue is where shipping raw pixels is cheaper; black line = the gate's boundary.",
+    ),
+    ("tokens", "Token count", "Vision tokens per image size: flat where in_patch_limit binds."),
+    (
+        "flip_density",
+        "Flip density",
+        "Decision changes per one-pixel step by image area (left) and along aspect-ratio rays (right): more than one flip on a ray means the byte rule is not monotone in size.",
+    ),
+    (
+        "aggregation",
+        "Per-request vs per-image decision",
+        "Where deciding once per request overrides the swept image's own decision, with the payload that costs.",
+    ),
+)
+
+
+def _plot_steps(opts: ReportOptions, runner: StepRunner, stage: Path, sweeps: list | None) -> list[dict[str, str]]:
+    step = max(1, sweep_report.PLOT_STEP[opts.profile] * opts.max_side // sweeps_mod.MAX_SIDE)
+    cfg, lim, side = opts.config, opts.limits, opts.max_side
+    makers = {
+        "decision_maps": lambda p: plots.decision_maps(cfg, step, p, limits=lim, max_side=side),
+        "byte_ratio": lambda p: plots.byte_ratio_maps(cfg, step, p, limits=lim, max_side=side),
+        "tokens": lambda p: plots.token_maps(cfg, step, p, limits=lim, max_side=side),
+        "flip_density": (lambda p: plots.flip_density(sweeps, p)) if sweeps else None,
+        "aggregation": lambda p: plots.aggregation_maps(cfg, step, p, max_side=side),
+    }
+    figures = []
+    for name, title, caption in FIGURES:
+        maker = makers[name]
+        if maker is None:
+            runner.skipped(f"plot:{name}", "no sweep data")
+            continue
+        if runner.run(f"plot:{name}", maker, stage / f"{name}.png", group="plots") is not None:
+            figures.append({"name": name, "file": f"{name}.png", "title": title, "caption": caption})
+    return figures
+
+
+def collect(opts: ReportOptions, runner: StepRunner, stage: Path) -> dict[str, Any]:
+    """Run every step into ``stage`` and return the report dict (without regressions)."""
+    log = runner.log
+    statements = claims.load_claim_statements()
+    if "properties" in opts.skip and opts.from_results is None:
+        runner.skipped("properties", "--skip")
+        runner.skipped("claims", "no results: property suite skipped")
+        results = None
+    else:
+        results = runner.run("properties", _properties_step, opts, log)
+        runner.run("claims", lambda: None)  # the table below never fails; recorded so regressions know it ran
+    table = claims.claim_table(results, statements)
+    ipc = runner.run("ipc", simulation.ipc_verdicts, opts.profile)
+    if ipc:
+        table = claims.merge_rows(table, claims.ipc_claim_rows(ipc, statements.get("C9", {})))
+    sweeps = (
+        runner.run(
+            "sweeps",
+            sweep_report.collect_sweeps,
+            opts.config,
+            limits=opts.limits,
+            max_side=opts.max_side,
+            progress=runner.say,
+        )
+        or []
+    )
+    sim = runner.run("sim", simulation.run_scenarios, runner.say) or []
+    bench = runner.run("bench", _bench_step, stage, opts.bench_args, log) or []
+    figures = _plot_steps(opts, runner, stage, sweeps)
+    return {
+        "schema_version": SCHEMA_VERSION,
+        "generated_at": datetime.now(UTC).isoformat(timespec="seconds"),
+        "profile": opts.profile,
+        "impl": opts.impl or "deferlab",
+        "environment": environment.environment(),
+        "config": {
+            "name": opts.config.name,
+            "source": opts.config_source,
+            "media_proc_cfg": opts.config.to_media_proc_cfg(),
+        },
+        "decision_source": gate_source.decision_source(),
+        "sweep_grid": {"max_side": opts.max_side, "limits": list(opts.limits)},
+        "results_from": str(opts.from_results) if opts.from_results else None,
+        "claims": table,
+        "properties": list((results or {}).get("properties", [])),
+        "sweeps": sweeps,
+        "sim": sim,
+        "ipc": ipc or [],
+        "benchmarks": bench,
+        "figures": figures,
+        "regressions": [],
+        "notes": [],
+        "baseline": None,
+        "steps": [],
+    }
+
+
+def run_report(opts: ReportOptions, log: TextIO | None = None) -> int:
+    """Build, write and gate one report; returns the exit code (0 clean, 1 regression)."""
+    runner = StepRunner(opts.skip, log or sys.stderr)
+    baseline = load_baseline(opts.baseline) if opts.baseline is not None else None
+    with staged_directory(opts.out) as stage:
+        report = collect(opts, runner, stage)
+        report["steps"] = runner.as_dicts()
+        if baseline is not None:
+            regs, notes = compare(report, baseline)
+            report.update(regressions=regs, notes=notes, baseline=str(opts.baseline))
+        write_report(report, stage)
+    update_latest(opts.out)
+    failed = [s["name"] for s in report["steps"] if s["status"] == "failed"]
+    runner.say(f"report written to {Path(opts.out).resolve()} (report.md, report.json)")
+    if failed:
+        runner.say(f"failed steps: {', '.join(failed)}")
+    for r in report["regressions"]:
+        runner.say(f"REGRESSION {r['kind']} {r['name']}: {r['detail']}")
+    return 1 if report["regressions"] else 0
+
+
+def write_report(report: dict[str, Any], directory: Path) -> None:
+    """report.json and report.md into ``directory``, each atomically."""
+    write_text_atomic(directory / "report.json", json.dumps(report, indent=1, default=str) + "\n")
+    write_text_atomic(directory / "report.md", render_markdown(report))
