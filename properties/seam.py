@@ -169,9 +169,10 @@ class DeferlabImpl:
         self, images: Sequence[Any], config: PreprocessConfig, *, policy: Any, backend: str = "gpu"
     ) -> list[Any]:
         from impl.pipeline import resize_configs_for
+        from impl.policy import get_policy
         from impl.producer import build_epd_items
 
-        return build_epd_items(images, resize_configs_for(images, config), config, policy, backend)
+        return build_epd_items(images, resize_configs_for(images, config), config, get_policy(policy), backend)
 
     def deliver(self, items: Sequence[Any], num_ranks: int, *, policy: Any) -> list[list[Any]]:
         from impl.transport import deliver

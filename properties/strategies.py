@@ -203,15 +203,17 @@ def requests(
     max_side: int = 12,
     tensors: bool = True,
     pil: bool = True,
+    modes: tuple[str, ...] | None = None,
 ) -> st.SearchStrategy[list[Any]]:
     """A request's images: staging-safe PIL images and uint8 CHW tensors (1, 3 or 4 channels), mixed.
 
-    ``min_images=0`` allows the empty request. Shrinks towards fewer, smaller,
+    ``min_images=0`` allows the empty request; ``modes`` restricts the PIL
+    modes (default: every mode the stager converts). Shrinks towards fewer, smaller,
     simpler images.
     """
     kinds = []
     if pil:
-        kinds.append(staging_ok_pil_images(max_side=max_side))
+        kinds.append(staging_ok_pil_images(max_side=max_side, modes=modes))
     if tensors:
         kinds.append(chw_uint8_tensors(max_side=max_side))
     if not kinds:

@@ -207,13 +207,15 @@ def chw_uint8_tensors(*, max_side: int = 12, channels: tuple[int, ...] = (1, 3, 
     )
 
 
-def staging_ok_pil_images(*, max_side: int = 12) -> st.SearchStrategy[Image.Image]:
+def staging_ok_pil_images(
+    *, max_side: int = 12, modes: tuple[str, ...] | None = None
+) -> st.SearchStrategy[Image.Image]:
     """PIL images upstream's stager converts: every mode but `La`; a P image's key only as bytes or int.
 
     `La` has no converter to RGB in Pillow, and a P image with a tuple key makes
     ``convert("RGBA")`` raise: both are covered by `pil_images` for the error paths.
     """
-    modes = tuple(m for m in ALL_MODES if m != "La")
+    modes = tuple(m for m in (modes or ALL_MODES) if m != "La")
 
     def convertible(img: Image.Image) -> bool:
         return not (img.mode == "P" and isinstance(img.info.get("transparency"), tuple))

@@ -78,7 +78,12 @@ def describe(value: Any) -> str:
     mode = getattr(value, "mode", None)
     if mode is not None and hasattr(value, "size") and hasattr(value, "info"):
         info = {k: v for k, v in value.info.items() if k == "transparency"}
-        return f"PIL.Image(mode={mode!r}, size={value.size}, info={info!r})"
+        extra = ""
+        if value.size[0] * value.size[1] <= 64:  # small enough to rebuild with Image.frombytes(mode, size, data)
+            extra = f", data=bytes.fromhex({value.tobytes().hex()!r})"
+            if mode in ("P", "PA"):
+                extra += f", palette=bytes.fromhex({bytes(value.getpalette() or []).hex()!r})"
+        return f"PIL.Image(mode={mode!r}, size={value.size}, info={info!r}{extra})"
     shape = getattr(value, "shape", None)
     dtype = getattr(value, "dtype", None)
     if shape is not None and dtype is not None:
