@@ -26,10 +26,11 @@ Rules (Pillow 13.0.0, each checked by ``properties/test_modes.py``):
   conversion from La to L not supported``), so upstream's staging raises for
   it. We raise the same ``ValueError`` rather than invent a rule.
 * Transparency, RGBA target only (RGB ignores it): ``1``/``L``/``I``/``I;16``
-  with an int key -> alpha 0 where the *converted* grey level equals the key
-  (so a key above 255 matches nothing, and ``I`` pixels clipped to 255 match a
-  key of 255); a non-int key raises ``TypeError`` as Pillow does. ``RGB`` with
-  a 3-tuple key -> alpha 0 where all three channels match, colour kept.
+  with an int key -> alpha 0 where the *converted* grey level equals the
+  key's low byte (Pillow packs the key into a uint8 pixel: 300 matches 44,
+  65535 matches 255, so saturated ``I;16`` pixels match a key of 65535); a
+  non-int key raises ``TypeError`` as Pillow does. ``RGB`` with a 3-tuple key
+  -> alpha 0 where all three channels match the key's low bytes, colour kept.
   ``P`` with bytes -> those alphas for the first ``len(bytes)`` entries (more
   than 256 raises), with an int -> alpha 0 at that index; any other kind
   raises ``ValueError``. Every other mode (``I;16L/B/N``, ``F``, ``LA``,
@@ -122,9 +123,15 @@ def _grey_key_alpha(image: Image.Image, grey: np.ndarray) -> np.ndarray:
         return alpha
     if isinstance(trns, bool) or not isinstance(trns, (int, np.integer)):
         raise TypeError(f"transparency of a {image.mode} image must be an int grey level, got {trns!r}")
-    if 0 <= int(trns) <= 255:
-        alpha[grey == int(trns)] = 0
+    alpha[grey == _key_byte(trns)] = 0
     return alpha
+
+
+def _key_byte(value: int) -> int:
+    """Pillow packs a colour key into a uint8 pixel: only its low byte counts (300 -> 44, -1 -> 255)."""
+    if not -(2**31) <= int(value) < 2**31:
+        raise OverflowError(f"transparency key {value} does not fit a C int")
+    return int(value) & 0xFF
 
 
 def _rgb_key_alpha(image: Image.Image, rgb: np.ndarray) -> np.ndarray:
@@ -132,9 +139,8 @@ def _rgb_key_alpha(image: Image.Image, rgb: np.ndarray) -> np.ndarray:
     trns = image.info.get("transparency")
     if not isinstance(trns, tuple) or len(trns) != 3:
         return alpha
-    key = [int(c) for c in trns]
-    if all(0 <= c <= 255 for c in key):
-        alpha[np.all(rgb == np.asarray(key, dtype=np.uint8), axis=-1)] = 0
+    key = np.asarray([_key_byte(c) for c in trns], dtype=np.uint8)
+    alpha[np.all(rgb == key, axis=-1)] = 0
     return alpha
 
 

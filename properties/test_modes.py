@@ -1,0 +1,171 @@
+"""Our own PIL mode conversions (`reference.modes`) against Pillow 13's ``convert``, bit for bit."""
+
+from __future__ import annotations
+
+import warnings
+from pathlib import Path
+
+import numpy as np
+import pytest
+from hypothesis import example, given
+from hypothesis import strategies as st
+from PIL import Image
+
+from reference.modes import DELEGATED_MODES, GREY_MODES, OWN_MODES, to_rgb, to_rgba
+
+CORPUS = Path("/work/shared/corpus/images")
+_U8_MODES = ("LA", "La", "PA", "RGB", "RGBA", "RGBa", "RGBX", "CMYK", "YCbCr", "LAB", "HSV")
+
+
+def pillow(image: Image.Image, mode: str) -> np.ndarray | type[Exception]:
+    """Pillow's own answer, or the exception type it raises (warnings silenced: P+bytes -> RGB warns)."""
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        try:
+            return np.asarray(image.convert(mode))
+        except Exception as e:  # noqa: BLE001 - we compare exception types
+            return type(e)
+
+
+def ours(fn, image: Image.Image) -> np.ndarray | type[Exception]:
+    try:
+        return fn(image)
+    except Exception as e:  # noqa: BLE001
+        return type(e)
+
+
+def assert_same(image: Image.Image) -> None:
+    for fn, mode in ((to_rgb, "RGB"), (to_rgba, "RGBA")):
+        expected, got = pillow(image, mode), ours(fn, image)
+        if isinstance(expected, type) or isinstance(got, type):
+            assert got == expected, f"{image.mode} info={image.info} -> {mode}: Pillow {expected}, ours {got}"
+        else:
+            assert got.dtype == np.uint8 and got.shape == expected.shape
+            assert np.array_equal(got, expected), f"{image.mode} info={image.info} -> {mode} differs"
+
+
+@st.composite
+def mode_images(draw: st.DrawFn, modes: tuple[str, ...] = tuple(sorted(OWN_MODES | DELEGATED_MODES))) -> Image.Image:
+    """Small images of any mode Pillow can create, with palettes and every transparency kind we model."""
+    mode = draw(st.sampled_from(modes))
+    w, h = draw(st.integers(1, 6)), draw(st.integers(1, 5))
+    n = w * h
+    if mode == "1":
+        image = Image.fromarray(np.array(draw(st.lists(st.booleans(), min_size=n, max_size=n))).reshape(h, w))
+    elif mode in ("L", "P"):
+        data = draw(st.binary(min_size=n, max_size=n))
+        image = Image.frombytes(mode, (w, h), data)
+    elif mode == "I":
+        vals = draw(st.lists(st.sampled_from([-70000, -1, 0, 1, 5, 254, 255, 256, 300, 70000]), min_size=n, max_size=n))
+        image = Image.frombytes("I", (w, h), np.array(vals, dtype="<i4").tobytes())
+    elif mode.startswith("I;16"):
+        vals = draw(st.lists(st.sampled_from([0, 1, 5, 255, 256, 300, 4660, 65535]), min_size=n, max_size=n))
+        image = Image.frombytes(mode, (w, h), np.array(vals, dtype=">u2" if mode == "I;16B" else "<u2").tobytes())
+    elif mode == "F":
+        pool = [-1e30, -1.0, -0.0, 0.0, 0.4, 1.0, 1.9, 127.5, 254.99, 255.0, 255.5, 1e30, np.inf, -np.inf, np.nan]
+        vals = draw(st.lists(st.sampled_from(pool), min_size=n, max_size=n))
+        image = Image.frombytes("F", (w, h), np.array(vals, dtype="<f4").tobytes())
+    else:
+        bands = len(Image.new(mode, (1, 1)).getbands())
+        image = Image.frombytes(mode, (w, h), draw(st.binary(min_size=n * bands, max_size=n * bands)))
+    if mode in ("P", "PA"):
+        entries = draw(st.integers(0, 256))
+        rawmode = draw(st.sampled_from(["RGB", "RGBA"]))
+        k = len(rawmode)
+        if entries:
+            image.putpalette(list(draw(st.binary(min_size=entries * k, max_size=entries * k))), rawmode)
+    kind = draw(st.sampled_from(["none", "int", "bytes", "tuple"]))
+    if kind == "int":
+        image.info["transparency"] = draw(st.integers(-300, 70000) if mode != "P" else st.integers(0, 255))
+    elif kind == "bytes" and mode in ("P", "PA"):
+        image.info["transparency"] = draw(st.binary(min_size=0, max_size=256))
+    elif kind == "tuple" and mode == "RGB":
+        first = tuple(int(v) for v in np.asarray(image)[0, 0])
+        image.info["transparency"] = draw(
+            st.sampled_from([first, (0, 0, 0), (300, 2, 3), tuple(c + 256 for c in first)])
+        )
+    return image
+
+
+def _p_image(indices: list[int], palette: list[int], rawmode: str = "RGB", trns=None) -> Image.Image:
+    image = Image.frombytes("P", (len(indices), 1), bytes(indices))
+    image.putpalette(palette, rawmode)
+    if trns is not None:
+        image.info["transparency"] = trns
+    return image
+
+
+@given(mode_images())
+@example(_p_image([0, 1, 2, 200], [10, 20, 30, 40, 50, 60, 70, 80, 90], trns=b"\x00\x80"))  # short alpha table
+@example(_p_image([0, 1, 2], [10, 20, 30, 40, 50, 60], trns=1))  # single int index
+@example(_p_image([0, 1, 2], [10, 20, 30, 40, 50, 60, 70, 80], "RGBA", trns=b"\x07"))  # RGBA palette + bytes
+def test_own_conversions_equal_pillow(image: Image.Image) -> None:
+    """to_rgb/to_rgba equal np.asarray(image.convert(...)) bit for bit, or raise the same exception type."""
+    assert_same(image)
+
+
+@given(mode_images(modes=GREY_MODES))
+def test_grey_modes_with_int_keys_equal_pillow(image: Image.Image) -> None:
+    """Grey modes (1, L, I, I;16*, F) with and without an int colour key convert exactly as Pillow does."""
+    assert_same(image)
+
+
+@pytest.mark.parametrize("path", sorted(CORPUS.glob("*")), ids=lambda p: p.name)
+def test_corpus_first_frames_equal_pillow(path: Path) -> None:
+    """Every corpus image's first frame converts to RGB and RGBA exactly as Pillow does."""
+    with Image.open(path) as image:  # opening positions every format on its first frame
+        image.load()
+        assert_same(image)
+
+
+def test_corpus_is_present() -> None:
+    """The corpus the parametrized test walks has its 70 images (an empty glob would pass vacuously)."""
+    assert len(list(CORPUS.glob("*"))) == 70
+
+
+def test_hand_computed_vectors() -> None:
+    """The per-pixel rules of anchors.md section 3 on hand-picked values."""
+    f = Image.frombytes("F", (5, 1), np.array([1.9, -0.5, 254.9, 300.0, np.nan], dtype="<f4").tobytes())
+    assert to_rgb(f)[0, :, 0].tolist() == [1, 0, 254, 255, 0]  # truncation, clipping, NaN -> 0
+    i16 = Image.frombytes("I;16", (3, 1), np.array([255, 256, 4660], dtype="<u2").tobytes())
+    assert to_rgb(i16)[0, :, 0].tolist() == [255, 255, 255]  # saturation, not /256
+    one = Image.fromarray(np.array([[True, False]]))
+    assert to_rgb(one)[0, :, 0].tolist() == [255, 0]
+    rgba_pm = Image.frombytes("RGBa", (3, 1), bytes([100, 50, 20, 128, 200, 0, 0, 0, 10, 10, 10, 255]))
+    # 255*100//128 = 199, 255*50//128 = 99, 255*20//128 = 39; a in {0, 255} unchanged.
+    assert to_rgb(rgba_pm).tolist() == [[[199, 99, 39], [200, 0, 0], [10, 10, 10]]]
+    grey = Image.frombytes("L", (3, 1), bytes([5, 6, 5]))
+    grey.info["transparency"] = 5
+    assert to_rgba(grey)[0, :, 3].tolist() == [0, 255, 0]
+    assert to_rgba(grey)[0, :, 0].tolist() == [5, 6, 5]  # keyed pixels keep their colour
+
+
+def test_la_is_not_convertible() -> None:
+    """La (premultiplied, lower-case a) has no Pillow 13 converter to RGB/RGBA: both Pillow and we raise."""
+    la = Image.new("La", (2, 2))
+    with pytest.raises(ValueError, match="La"):
+        to_rgb(la)
+    with pytest.raises(ValueError, match="La"):
+        to_rgba(la)
+    assert isinstance(pillow(la, "RGB"), type)
+
+
+def test_rgbx_pad_byte_is_not_alpha() -> None:
+    """RGBX -> RGBA gives alpha 255 whatever the X byte holds."""
+    image = Image.frombytes("RGBX", (1, 1), bytes([1, 2, 3, 4]))
+    assert to_rgba(image).tolist() == [[[1, 2, 3, 255]]]
+
+
+def test_bad_inputs() -> None:
+    """Non-images are a TypeError naming the type."""
+    with pytest.raises(TypeError, match="PIL.Image.Image"):
+        to_rgb(np.zeros((2, 2, 3), np.uint8))
+    p = _p_image([0], [1, 2, 3], trns=(1, 2, 3))
+    with pytest.raises(ValueError, match="bytes or int"):
+        to_rgba(p)
+
+
+@pytest.mark.parametrize("mode", sorted(_U8_MODES))
+def test_every_multiband_mode_is_covered(mode: str) -> None:
+    """Each multi-band mode is either converted by us or explicitly delegated."""
+    assert mode in OWN_MODES or mode in DELEGATED_MODES
