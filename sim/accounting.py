@@ -74,6 +74,7 @@ class Ledger:
     hashed_bytes: np.ndarray
     embedding_bytes: np.ndarray
     padding_tokens: np.ndarray
+    preprocess_on_cpu: bool = False  # PR-era EPD encoders run the checkpoint's CPU processor
     notes: list[str] = field(default_factory=list)
 
     @property
@@ -321,5 +322,6 @@ def account(
         hashed_bytes=hashed,
         embedding_bytes=embed,
         padding_tokens=padding.astype(np.int64),
+        preprocess_on_cpu=bool(epd and not epd_owner_only(policy)),
         notes=notes,
     )
