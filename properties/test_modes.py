@@ -8,8 +8,8 @@ from pathlib import Path
 import numpy as np
 import pytest
 from hypothesis import example, given
-from hypothesis import strategies as st
 from PIL import Image
+from reference_images import mode_images, p_image
 
 from reference.modes import DELEGATED_MODES, GREY_MODES, OWN_MODES, to_rgb, to_rgba
 
@@ -44,61 +44,10 @@ def assert_same(image: Image.Image) -> None:
             assert np.array_equal(got, expected), f"{image.mode} info={image.info} -> {mode} differs"
 
 
-@st.composite
-def mode_images(draw: st.DrawFn, modes: tuple[str, ...] = tuple(sorted(OWN_MODES | DELEGATED_MODES))) -> Image.Image:
-    """Small images of any mode Pillow can create, with palettes and every transparency kind we model."""
-    mode = draw(st.sampled_from(modes))
-    w, h = draw(st.integers(1, 6)), draw(st.integers(1, 5))
-    n = w * h
-    if mode == "1":
-        image = Image.fromarray(np.array(draw(st.lists(st.booleans(), min_size=n, max_size=n))).reshape(h, w))
-    elif mode in ("L", "P"):
-        data = draw(st.binary(min_size=n, max_size=n))
-        image = Image.frombytes(mode, (w, h), data)
-    elif mode == "I":
-        vals = draw(st.lists(st.sampled_from([-70000, -1, 0, 1, 5, 254, 255, 256, 300, 70000]), min_size=n, max_size=n))
-        image = Image.frombytes("I", (w, h), np.array(vals, dtype="<i4").tobytes())
-    elif mode.startswith("I;16"):
-        vals = draw(st.lists(st.sampled_from([0, 1, 5, 255, 256, 300, 4660, 65535]), min_size=n, max_size=n))
-        image = Image.frombytes(mode, (w, h), np.array(vals, dtype=">u2" if mode == "I;16B" else "<u2").tobytes())
-    elif mode == "F":
-        pool = [-1e30, -1.0, -0.0, 0.0, 0.4, 1.0, 1.9, 127.5, 254.99, 255.0, 255.5, 1e30, np.inf, -np.inf, np.nan]
-        vals = draw(st.lists(st.sampled_from(pool), min_size=n, max_size=n))
-        image = Image.frombytes("F", (w, h), np.array(vals, dtype="<f4").tobytes())
-    else:
-        bands = len(Image.new(mode, (1, 1)).getbands())
-        image = Image.frombytes(mode, (w, h), draw(st.binary(min_size=n * bands, max_size=n * bands)))
-    if mode in ("P", "PA"):
-        entries = draw(st.integers(0, 256))
-        rawmode = draw(st.sampled_from(["RGB", "RGBA"]))
-        k = len(rawmode)
-        if entries:
-            image.putpalette(list(draw(st.binary(min_size=entries * k, max_size=entries * k))), rawmode)
-    kind = draw(st.sampled_from(["none", "int", "bytes", "tuple"]))
-    if kind == "int":
-        image.info["transparency"] = draw(st.integers(-300, 70000) if mode != "P" else st.integers(0, 255))
-    elif kind == "bytes" and mode in ("P", "PA"):
-        image.info["transparency"] = draw(st.binary(min_size=0, max_size=256))
-    elif kind == "tuple" and mode == "RGB":
-        first = tuple(int(v) for v in np.asarray(image)[0, 0])
-        image.info["transparency"] = draw(
-            st.sampled_from([first, (0, 0, 0), (300, 2, 3), tuple(c + 256 for c in first)])
-        )
-    return image
-
-
-def _p_image(indices: list[int], palette: list[int], rawmode: str = "RGB", trns=None) -> Image.Image:
-    image = Image.frombytes("P", (len(indices), 1), bytes(indices))
-    image.putpalette(palette, rawmode)
-    if trns is not None:
-        image.info["transparency"] = trns
-    return image
-
-
 @given(mode_images())
-@example(_p_image([0, 1, 2, 200], [10, 20, 30, 40, 50, 60, 70, 80, 90], trns=b"\x00\x80"))  # short alpha table
-@example(_p_image([0, 1, 2], [10, 20, 30, 40, 50, 60], trns=1))  # single int index
-@example(_p_image([0, 1, 2], [10, 20, 30, 40, 50, 60, 70, 80], "RGBA", trns=b"\x07"))  # RGBA palette + bytes
+@example(p_image([0, 1, 2, 200], [10, 20, 30, 40, 50, 60, 70, 80, 90], trns=b"\x00\x80"))  # short alpha table
+@example(p_image([0, 1, 2], [10, 20, 30, 40, 50, 60], trns=1))  # single int index
+@example(p_image([0, 1, 2], [10, 20, 30, 40, 50, 60, 70, 80], "RGBA", trns=b"\x07"))  # RGBA palette + bytes
 def test_own_conversions_equal_pillow(image: Image.Image) -> None:
     """to_rgb/to_rgba equal np.asarray(image.convert(...)) bit for bit, or raise the same exception type."""
     assert_same(image)
@@ -160,7 +109,7 @@ def test_bad_inputs() -> None:
     """Non-images are a TypeError naming the type."""
     with pytest.raises(TypeError, match="PIL.Image.Image"):
         to_rgb(np.zeros((2, 2, 3), np.uint8))
-    p = _p_image([0], [1, 2, 3], trns=(1, 2, 3))
+    p = p_image([0], [1, 2, 3], trns=(1, 2, 3))
     with pytest.raises(ValueError, match="bytes or int"):
         to_rgba(p)
 
