@@ -89,7 +89,7 @@ def describe(value: Any) -> str:
     if shape is not None and dtype is not None:
         kind = type(value).__module__.split(".")[0]
         small = getattr(value, "numel", lambda: getattr(value, "size", 99))()
-        body = f", values={value.tolist()!r}" if isinstance(small, int) and small <= 16 else ""
+        body = f", values={value.tolist()!r}" if isinstance(small, int) and small <= 64 else ""
         return f"{kind}.{type(value).__name__}(dtype={dtype}, shape={tuple(shape)}{body})"
     text = repr(value)
     return text if len(text) <= 400 else text[:397] + "..."
