@@ -9,7 +9,7 @@ counted (it is the copy a GPU rank would make), though no bytes move.
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 import torch
 
@@ -36,6 +36,8 @@ class TransferLog:
     h2d_bytes: int = 0
     preprocess_calls: int = 0
     images_preprocessed: int = 0
+    # Storages already placed on the compute device: a second placement is free (on a GPU it is a no-op).
+    resident: set[int] = field(default_factory=set, repr=False, compare=False)
 
 
 def can_skip_pre_embed_feature_move(fn: Callable[..., object]) -> bool:
@@ -49,11 +51,18 @@ def can_skip_pre_embed_feature_move(fn: Callable[..., object]) -> bool:
 
 
 def copy_to_device(x: torch.Tensor, device: torch.device, log: TransferLog | None) -> torch.Tensor:
-    """Move a tensor to the compute device, counting it as one H2D copy when it sat in host memory."""
-    if log is not None and x.device.type == "cpu":
+    """Move a tensor to the compute device, counting it as one H2D copy when it sat in host memory.
+
+    A host tensor this log already placed (a CPU-only run, where host and
+    device memory coincide) is not counted twice.
+    """
+    out = x.to(device)
+    if log is not None and x.device.type == "cpu" and x.data_ptr() not in log.resident:
         log.h2d_copies += 1
         log.h2d_bytes += x.numel() * x.element_size()
-    return x.to(device)
+        if out.device.type == "cpu":
+            log.resident.add(out.data_ptr())
+    return out
 
 
 def move_items_to_device(
