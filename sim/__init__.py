@@ -1,1 +1,25 @@
-"""sim package."""
+"""Topology simulator: what each rank does and pays, IPC safety, and deferral's latency effect.
+
+Public API: `run(scenario) -> SimResult`, `load_scenario(path)`,
+`list_scenarios()`, `sim.ipc.verdicts(budget)`, `sim.anchors.compare()`, and
+`sim.cli.main(argv)` for ``deferlab sim SCENARIO [--json]``. Pure Python and
+NumPy: importing sim never imports torch.
+"""
+
+from sim.runner import SimResult, run
+from sim.scenario import Scenario, ScenarioError, list_scenarios, load_scenario
+from sim.topology import Topology
+from sim.workload import Workload, WorkloadSpec, generate
+
+__all__ = [
+    "Scenario",
+    "ScenarioError",
+    "SimResult",
+    "Topology",
+    "Workload",
+    "WorkloadSpec",
+    "generate",
+    "list_scenarios",
+    "load_scenario",
+    "run",
+]

@@ -1,0 +1,133 @@
+"""``deferlab sim SCENARIO [--json]``: run a scenario and print a table (or the JSON result).
+
+Also ``--list`` (shipped scenarios), ``--ipc [BUDGET]`` (claim C9 verdicts)
+and ``--anchors`` (model vs the PR's reported numbers). Returns a process
+exit code: 0 ok, 2 bad input (the message names the file and key).
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+from collections.abc import Sequence
+
+from sim.corpus import CorpusMissing
+from sim.scenario import ScenarioError, list_scenarios, load_scenario
+
+
+def _fmt(v: object) -> str:
+    if isinstance(v, float):
+        return f"{v:.4g}"
+    if isinstance(v, list):
+        return "[" + ", ".join(_fmt(x) for x in v) + "]"
+    return str(v)
+
+
+def _table(rows: list[tuple[str, object]], title: str) -> str:
+    width = max((len(k) for k, _ in rows), default=0)
+    lines = [title, "-" * len(title)]
+    lines += [f"{k.ljust(width)}  {_fmt(v)}" for k, v in rows]
+    return "\n".join(lines)
+
+
+def _grid(rows: list[dict], keys: list[str], title: str) -> str:
+    cells = [[_fmt(r.get(k)) for k in keys] for r in rows]
+    widths = [max(len(k), *(len(c[i]) for c in cells)) for i, k in enumerate(keys)]
+    out = [title, "-" * len(title), "  ".join(k.ljust(w) for k, w in zip(keys, widths, strict=True))]
+    out += ["  ".join(c.ljust(w) for c, w in zip(cell, widths, strict=True)) for cell in cells]
+    return "\n".join(out)
+
+
+def render(result: dict) -> str:
+    """The human-readable report of a `SimResult.to_dict()`."""
+    sc = result["scenario"]
+    parts = [f"scenario {sc['name']}: {sc['description']}", f"policy {sc['policy']}, topology {sc['topology']}"]
+    if result.get("skipped"):
+        parts.append(f"SKIPPED: {result['skipped']}")
+        return "\n".join(parts)
+    acc = dict(result["accounting"])
+    alt = acc.pop("payload_alternatives_bytes")
+    parts.append(_table(list(acc.items()), "accounting (bytes, copies, runs; per-rank lists by global rank)"))
+    parts.append(_table(list(alt.items()), "payload alternatives (bytes, whole workload)"))
+    if result["placement"]:
+        keys = ["strategy", "requests", "cost_imbalance_mean", "cost_imbalance_max", "patch_imbalance_mean"]
+        parts.append(_grid(result["placement"], keys + ["padding_tokens_mean"], "owner placement"))
+    lat = result.get("latency")
+    if lat:
+        keys = ["ttft_p50_s", "ttft_p90_s", "ttft_p99_s", "throughput_rps"]
+        rows = [{"mode": m, **{k: lat[m].get(k) for k in keys}} for m in ("eager", "deferred")]
+        rows.append({"mode": "change %", **lat["change_pct"]})
+        parts.append(_grid(rows, ["mode", *keys], "latency (DES)"))
+    if result.get("sweep"):
+        rows = [
+            {
+                "rate_rps": r["rate_rps"],
+                "eager_p50": r["eager"]["ttft_p50_s"],
+                "deferred_p50": r["deferred"]["ttft_p50_s"],
+                "eager_p90": r["eager"]["ttft_p90_s"],
+                "deferred_p90": r["deferred"]["ttft_p90_s"],
+                "eager_rps": r["eager"]["throughput_rps"],
+                "deferred_rps": r["deferred"]["throughput_rps"],
+            }
+            for r in result["sweep"]
+        ]
+        parts.append(_grid(rows, list(rows[0]), "load sweep (TTFT s, throughput requests/s)"))
+    for note in result.get("notes", []):
+        parts.append(f"note: {note}")
+    return "\n\n".join(parts)
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    """Entry point of ``deferlab sim``; ``argv`` excludes the subcommand name."""
+    parser = argparse.ArgumentParser(prog="deferlab sim", description=__doc__.splitlines()[0])
+    parser.add_argument("scenario", nargs="?", help="a scenario TOML file, or a shipped scenario's name")
+    parser.add_argument("--json", action="store_true", help="print the SimResult as JSON")
+    parser.add_argument("--list", action="store_true", help="list the shipped scenarios")
+    parser.add_argument("--ipc", nargs="?", const=60, type=int, metavar="BUDGET", help="IPC verdicts (claim C9)")
+    parser.add_argument("--anchors", action="store_true", help="model vs the PR's reported numbers")
+    args = parser.parse_args(list(sys.argv[1:] if argv is None else argv))
+    if args.list:
+        for p in list_scenarios():
+            print(p.stem, "\t", p)
+        return 0
+    if args.ipc is not None:
+        from sim.ipc import verdicts
+
+        rows = verdicts(args.ipc)
+        if args.json:
+            print(json.dumps(rows, indent=2))
+        else:
+            for r in rows:
+                ce = r["counterexample"]
+                where = (
+                    f"  smallest: {ce['topology']} in {len(ce['sequence']) - 1} steps: {ce['message']}" if ce else ""
+                )
+                print(f"{r['policy']:<16} {r['property']:<9} {r['verdict']:<6} [{r['assumptions']}]{where}")
+        return 0
+    if args.anchors:
+        from sim.anchors import compare
+
+        rows = compare()
+        print(
+            json.dumps(rows, indent=2) if args.json else "\n\n".join(_table(list(r.items()), r["anchor"]) for r in rows)
+        )
+        return 0
+    if not args.scenario:
+        parser.print_usage(sys.stderr)
+        print("deferlab sim: give a SCENARIO (file or shipped name), or --list / --ipc / --anchors", file=sys.stderr)
+        return 2
+    from sim.runner import run
+
+    try:
+        scenario = load_scenario(args.scenario)
+    except (ScenarioError, FileNotFoundError, CorpusMissing) as e:
+        print(f"deferlab sim: {e}", file=sys.stderr)
+        return 2
+    result = run(scenario).to_dict()
+    print(json.dumps(result, indent=2) if args.json else render(result))
+    return 0
+
+
+if __name__ == "__main__":  # pragma: no cover
+    raise SystemExit(main())

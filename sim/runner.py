@@ -1,0 +1,97 @@
+"""`run(scenario) -> SimResult`: accounting, placement comparison and latency for one scenario."""
+
+from __future__ import annotations
+
+import math
+from dataclasses import asdict, dataclass, field, replace
+from typing import Any
+
+from impl.policy import get_policy
+from reference.profiles import profile
+from sim.accounting import account
+from sim.corpus import CorpusMissing
+from sim.costmodel import load_cost_model
+from sim.gate import GATE_SOURCE
+from sim.latency import compare_modes, load_sweep
+from sim.placement import owner_cost
+from sim.placement_compare import compare_placements
+from sim.scenario import Scenario
+from sim.workload import generate
+
+
+@dataclass
+class SimResult:
+    """What a scenario costs; JSON-serializable through `to_dict`."""
+
+    scenario: dict[str, Any]
+    gate_source: str
+    accounting: dict[str, Any] | None = None
+    placement: list[dict] = field(default_factory=list)
+    latency: dict[str, Any] | None = None
+    sweep: list[dict] = field(default_factory=list)
+    notes: list[str] = field(default_factory=list)
+    skipped: str | None = None  # why nothing ran (e.g. the corpus is missing)
+
+    def to_dict(self) -> dict[str, Any]:
+        def clean(x: Any) -> Any:
+            if isinstance(x, float) and not math.isfinite(x):
+                return "inf" if x > 0 else ("-inf" if x < 0 else "nan")
+            if isinstance(x, dict):
+                return {k: clean(v) for k, v in x.items()}
+            if isinstance(x, (list, tuple)):
+                return [clean(v) for v in x]
+            return x
+
+        return clean(asdict(self))
+
+
+def run(scenario: Scenario) -> SimResult:
+    """Run every part the scenario asks for; a missing corpus gives a skipped result, not a crash."""
+    result = SimResult(scenario=scenario.to_dict(), gate_source=GATE_SOURCE)
+    try:
+        workload = generate(scenario.workload)
+    except CorpusMissing as e:
+        result.skipped = str(e)
+        return result
+    policy = get_policy(scenario.policy)
+    config = profile(scenario.profile)
+    cm = load_cost_model(scenario.cost_profile)
+    topo = scenario.topology
+    ledger = account(
+        workload,
+        topo,
+        policy,
+        config,
+        cm,
+        gate_mode=scenario.gate,
+        whitelist=scenario.whitelist,
+        strategy=scenario.placement,
+    )
+    result.accounting = ledger.summary()
+    result.notes.extend(ledger.notes)
+    costs = owner_cost(ledger.patches, ledger.raw_bytes + ledger.fp32_bytes // 4, ledger.raw_bytes, ledger.deferred, cm)
+    result.placement = compare_placements(workload.offsets, ledger.patches, ledger.tokens, costs, topo.vision_world)
+    if topo.vision_world <= 1:
+        result.notes.append("vision DP off (or one vision rank): no owner placement to compare")
+    if topo.epd_encoders:
+        result.notes.append("EPD: the gate does not apply (encoders always receive raw pixels); eager = deferred")
+    elif topo.transport != "cpu":
+        result.notes.append(f"transport {topo.transport!r} never defers (SPEC 4): eager = deferred")
+    decode_on_gpu = scenario.decode == "gpu"
+    if scenario.latency:
+        result.latency = compare_modes(
+            workload, topo, policy, config, cm, strategy=scenario.placement, decode_on_gpu=decode_on_gpu
+        )
+    if scenario.sweep_rates:
+        spec = replace(scenario.workload, n_requests=scenario.sweep_requests)
+        result.sweep = load_sweep(
+            spec,
+            list(scenario.sweep_rates),
+            topo,
+            policy,
+            config,
+            cm,
+            strategy=scenario.placement,
+            decode_on_gpu=decode_on_gpu,
+        )
+    return result

@@ -1,0 +1,182 @@
+"""Scenario files (TOML): one topology, one workload, one policy, and what to report.
+
+A bad file fails at load time with the file, the key and the accepted values
+(`ScenarioError`, a ValueError), before any simulation work. Layout::
+
+    name = "docs-tp8"            # optional; defaults to the file stem
+    description = "..."
+    policy = "PR_33921"          # impl.policy name
+    profile = "kimi-k3"          # reference.profiles name (the preprocessing config)
+    cost_profile = "gb300-class" # sim/profiles/<name>.toml
+    [topology]   # sim.topology.Topology fields
+    [workload]   # sim.workload.WorkloadSpec fields
+    [accounting] # gate = pr|per-image|always|never, whitelist = bool, placement = lpt-patches|...
+    [latency]    # enabled = bool, decode = "cpu"|"gpu", sweep_rates = [0.5, 2.0, inf], sweep_requests = int
+"""
+
+from __future__ import annotations
+
+import math
+import tomllib
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from impl.policy import POLICIES, get_policy
+from reference.profiles import profile_names
+from sim.costmodel import PROFILES_DIR
+from sim.gate import GATE_MODES
+from sim.placement import STRATEGIES
+from sim.topology import Topology
+from sim.workload import WorkloadSpec
+
+SCENARIOS_DIR = Path(__file__).parent / "scenarios"
+_TOP_KEYS = ("name", "description", "policy", "profile", "cost_profile")
+_SECTIONS = ("topology", "workload", "accounting", "latency")
+_ACCOUNTING_KEYS = ("gate", "whitelist", "placement")
+_LATENCY_KEYS = ("enabled", "decode", "sweep_rates", "sweep_requests")
+
+
+class ScenarioError(ValueError):
+    """A scenario file is unreadable or holds a bad key or value."""
+
+
+@dataclass(frozen=True)
+class Scenario:
+    """Everything `sim.run` needs; validated."""
+
+    name: str
+    topology: Topology
+    workload: WorkloadSpec
+    policy: str = "PR_33921"
+    profile: str = "kimi-k3"
+    cost_profile: str = "gb300-class"
+    description: str = ""
+    gate: str | None = None  # None: the policy's
+    whitelist: bool | None = None  # None: the policy's
+    placement: str = "lpt-patches"
+    latency: bool = True
+    decode: str = "cpu"
+    sweep_rates: tuple[float, ...] = ()
+    sweep_requests: int = 500
+    path: str | None = field(default=None, compare=False)
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "name": self.name,
+            "description": self.description,
+            "policy": self.policy,
+            "profile": self.profile,
+            "cost_profile": self.cost_profile,
+            "topology": self.topology.to_dict(),
+            "workload": self.workload.to_dict(),
+            "accounting": {"gate": self.gate, "whitelist": self.whitelist, "placement": self.placement},
+            "latency": {
+                "enabled": self.latency,
+                "decode": self.decode,
+                "sweep_rates": [r if math.isfinite(r) else "inf" for r in self.sweep_rates],
+                "sweep_requests": self.sweep_requests,
+            },
+            "path": self.path,
+        }
+
+
+def _check_keys(where: str, table: Any, accepted: tuple[str, ...]) -> dict:
+    if not isinstance(table, dict):
+        raise ScenarioError(f"{where} must be a table, got {table!r}")
+    unknown = sorted(set(table) - set(accepted))
+    if unknown:
+        raise ScenarioError(f"{where}: unknown key(s) {unknown}; accepted: {list(accepted)}")
+    return table
+
+
+def _choice(where: str, value: Any, accepted: tuple[str, ...] | list[str]) -> str:
+    if value not in accepted:
+        raise ScenarioError(f"{where} = {value!r} is not accepted; accepted: {list(accepted)}")
+    return value
+
+
+def scenario_from_dict(data: dict[str, Any], *, source: str = "<dict>", default_name: str = "scenario") -> Scenario:
+    """Validate a parsed scenario; every message starts with ``source``."""
+    _check_keys(source, data, _TOP_KEYS + _SECTIONS)
+    pol = data.get("policy", "PR_33921")
+    try:
+        pol = get_policy(pol).name
+    except ValueError:
+        raise ScenarioError(f"{source}: policy = {pol!r} is not accepted; accepted: {list(POLICIES)}") from None
+    prof = _choice(f"{source}: profile", data.get("profile", "kimi-k3"), profile_names())
+    costs = sorted(p.stem for p in PROFILES_DIR.glob("*.toml"))
+    cost = _choice(f"{source}: cost_profile", data.get("cost_profile", "gb300-class"), costs)
+    try:
+        topo = Topology.from_dict(dict(data.get("topology", {})), where=f"{source}: [topology]")
+    except (TypeError, ValueError) as e:
+        msg = str(e) if str(e).startswith(source) else f"{source}: [topology] {e}"
+        raise ScenarioError(msg) from None
+    wl = dict(_check_keys(f"{source}: [workload]", data.get("workload", {}), tuple(WorkloadSpec.__dataclass_fields__)))
+    if isinstance(wl.get("images_per_request"), list):
+        wl["images_per_request"] = tuple(wl["images_per_request"])
+    try:
+        spec = WorkloadSpec.from_dict(wl)
+    except (TypeError, ValueError) as e:
+        raise ScenarioError(f"{source}: [workload] {e}") from None
+    acc = _check_keys(f"{source}: [accounting]", data.get("accounting", {}), _ACCOUNTING_KEYS)
+    gate = acc.get("gate")
+    if gate is not None:
+        _choice(f"{source}: [accounting] gate", gate, GATE_MODES)
+    whitelist = acc.get("whitelist")
+    if whitelist is not None and not isinstance(whitelist, bool):
+        raise ScenarioError(f"{source}: [accounting] whitelist = {whitelist!r} is not accepted; accepted: true, false")
+    placement = _choice(f"{source}: [accounting] placement", acc.get("placement", "lpt-patches"), STRATEGIES)
+    lat = _check_keys(f"{source}: [latency]", data.get("latency", {}), _LATENCY_KEYS)
+    enabled = lat.get("enabled", True)
+    if not isinstance(enabled, bool):
+        raise ScenarioError(f"{source}: [latency] enabled = {enabled!r} is not accepted; accepted: true, false")
+    decode = _choice(f"{source}: [latency] decode", lat.get("decode", "cpu"), ("cpu", "gpu"))
+    rates = lat.get("sweep_rates", [])
+    if not isinstance(rates, list) or any(
+        isinstance(r, bool) or not isinstance(r, (int, float)) or not r > 0 for r in rates
+    ):
+        raise ScenarioError(f"{source}: [latency] sweep_rates = {rates!r}; accepted: a list of rates > 0 (inf allowed)")
+    sweep_n = lat.get("sweep_requests", 500)
+    if isinstance(sweep_n, bool) or not isinstance(sweep_n, int) or sweep_n < 1:
+        raise ScenarioError(f"{source}: [latency] sweep_requests = {sweep_n!r}; accepted: an int >= 1")
+    name = data.get("name", default_name)
+    if not isinstance(name, str) or not name:
+        raise ScenarioError(f"{source}: name = {name!r}; accepted: a non-empty string")
+    return Scenario(
+        name=name,
+        description=str(data.get("description", "")),
+        policy=pol,
+        profile=prof,
+        cost_profile=cost,
+        topology=topo,
+        workload=spec,
+        gate=gate,
+        whitelist=whitelist,
+        placement=placement,
+        latency=enabled,
+        decode=decode,
+        sweep_rates=tuple(float(r) for r in rates),
+        sweep_requests=sweep_n,
+        path=source,
+    )
+
+
+def load_scenario(path: str | Path) -> Scenario:
+    """Read and validate a scenario file; a shipped scenario may be named without its path."""
+    p = Path(path)
+    if not p.is_file() and (SCENARIOS_DIR / f"{path}.toml").is_file():
+        p = SCENARIOS_DIR / f"{path}.toml"
+    if not p.is_file():
+        shipped = [s.stem for s in list_scenarios()]
+        raise ScenarioError(f"scenario file {str(p)!r} does not exist; shipped scenarios: {shipped}")
+    try:
+        data = tomllib.loads(p.read_text())
+    except tomllib.TOMLDecodeError as e:
+        raise ScenarioError(f"{p}: not valid TOML: {e}") from None
+    return scenario_from_dict(data, source=str(p), default_name=p.stem)
+
+
+def list_scenarios() -> list[Path]:
+    """The shipped scenario files, sorted by name."""
+    return sorted(SCENARIOS_DIR.glob("*.toml"))
