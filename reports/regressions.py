@@ -45,7 +45,7 @@ def make_baseline(report: dict[str, Any], previous: dict[str, Any] | None = None
         "config": report.get("config", {}).get("media_proc_cfg"),
         "sweep_grid": report.get("sweep_grid"),
         "claims": {claim_key(r): r["verdict"] for r in report.get("claims", [])},
-        "sweeps": {s["name"]: s["key_counters"] for s in report.get("sweeps", []) if "key_counters" in s},
+        "sweeps": {s["name"]: dict(s["key_counters"]) for s in report.get("sweeps", []) if "key_counters" in s},
         "benchmarks": benches,
     }
 

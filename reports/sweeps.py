@@ -201,14 +201,14 @@ def aggregation_counts(
 def random_requests(
     config: PreprocessConfig, n_requests: int = 20000, max_images: int = 8, seed: int = 0, max_side: int = MAX_SIDE
 ) -> dict[str, int | float]:
-    """Seeded random requests (1..max_images images, sides log-uniform 32..max_side, 1 in 4 RGBA): aggregation cost.
+    """Seeded random requests (1..max_images images, sides log-uniform min(32, max_side)..max_side, 1 in 4 RGBA): aggregation cost.
 
     Deterministic for a seed (numpy PCG64), so its counts are regression counters.
     """
     rng = np.random.default_rng(seed)
     k = rng.integers(1, max_images + 1, size=n_requests)
     n = int(k.sum())
-    lo, hi = np.log(32), np.log(max_side)
+    lo, hi = np.log(min(32, max_side)), np.log(max_side)
     w = np.floor(np.exp(rng.uniform(lo, hi, size=n))).astype(np.int64)
     h = np.floor(np.exp(rng.uniform(lo, hi, size=n))).astype(np.int64)
     c = np.where(rng.random(n) < 0.25, 4, 3)

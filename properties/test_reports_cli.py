@@ -1,0 +1,213 @@
+"""`deferlab` end to end on a tiny config: schema, regression exit codes, bad usage, crash safety."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+from properties.reports_support import CLAIM_IDS, FAST_ARGS, write_config, write_results
+from reports import gate_source
+from reports.atomic import read_latest
+from reports.cli import main
+
+TOP_KEYS = {
+    "schema_version",
+    "generated_at",
+    "environment",
+    "config",
+    "claims",
+    "properties",
+    "sweeps",
+    "sim",
+    "benchmarks",
+    "regressions",
+    "steps",
+}
+
+
+def _report(tmp: Path, out: str, *extra: str, results: Path | None = None, baseline: str = "none") -> int:
+    res = results or write_results(tmp / "results")
+    args = ["report", "--config", str(write_config(tmp)), "--from-results", str(res), "--out", str(tmp / out)]
+    return main([*args, "--baseline", baseline, *FAST_ARGS, *extra])
+
+
+def _baseline(tmp: Path, out: str) -> Path:
+    path = tmp / "baseline.json"
+    assert main(["baseline", "--from", str(tmp / out / "report.json"), "--out", str(path)]) == 0
+    return path
+
+
+def test_report_json_schema(tmp_path: Path) -> None:
+    """report.json carries every documented key, C1..C11 for both required policies, and timed steps."""
+    assert _report(tmp_path, "r") == 0
+    assert read_latest(tmp_path) == tmp_path / "r"
+    report = json.loads((tmp_path / "r" / "report.json").read_text())
+    assert TOP_KEYS <= set(report)
+    assert {"python", "numpy", "torch", "pillow", "hypothesis", "device"} <= set(report["environment"])
+    pairs = {(c["id"], c["policy"]) for c in report["claims"]}
+    assert {(c, p) for c in CLAIM_IDS for p in ("PR_33921", "RELEASED")} <= pairs
+    for c in report["claims"]:
+        assert set(c) == {"id", "statement", "source", "policy", "verdict", "evidence", "counterexample"}
+        assert c["verdict"] in ("holds", "fails", "holds-with-caveat", "not-run")
+    assert all(set(s) == {"name", "status", "seconds", "error"} for s in report["steps"])
+    assert {s["name"]: s["status"] for s in report["steps"]}["bench"] == "skipped"
+    md = (tmp_path / "r" / "report.md").read_text()
+    assert md.index("## Claim verdicts") < md.index("## Figures") < md.index("## Details")
+
+
+def test_missing_claims_are_not_run(tmp_path: Path) -> None:
+    """A results file without C4 for RELEASED still lists it, as not-run."""
+    res = write_results(tmp_path / "results")
+    data = json.loads((res / "verdicts.json").read_text())
+    data["claims"] = [c for c in data["claims"] if (c["id"], c["policy"]) != ("C4", "RELEASED")]
+    (res / "verdicts.json").write_text(json.dumps(data))
+    assert _report(tmp_path, "r", results=res) == 0
+    report = json.loads((tmp_path / "r" / "report.json").read_text())
+    [row] = [c for c in report["claims"] if (c["id"], c["policy"]) == ("C4", "RELEASED")]
+    assert row["verdict"] == "not-run"
+
+
+def test_same_behaviour_is_no_regression_and_changed_verdict_is(tmp_path: Path) -> None:
+    """Against its own baseline a rerun exits 0; a claim whose verdict changed exits 1 and is named."""
+    assert _report(tmp_path, "r1") == 0
+    base = _baseline(tmp_path, "r1")
+    assert _report(tmp_path, "r2", baseline=str(base)) == 0
+    changed = write_results(tmp_path / "changed", {"C7/PR_33921": "fails"})
+    assert _report(tmp_path, "r3", results=changed, baseline=str(base)) == 1
+    regs = json.loads((tmp_path / "r3" / "report.json").read_text())["regressions"]
+    assert [(r["kind"], r["name"], r["baseline"], r["current"]) for r in regs] == [
+        ("claim", "C7/PR_33921", "holds", "fails")
+    ]
+
+
+def test_strict_gate_is_flagged_as_a_sweep_regression(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """A gate deciding with `<` instead of `<=` changes the deferring-size counter: exit 1, counter named."""
+    assert _report(tmp_path, "r1") == 0
+    base = _baseline(tmp_path, "r1")
+    counters = json.loads(base.read_text())["sweeps"]
+    assert counters["decision_map/L4/C3"]["ties"] > 0  # the tiny config has ties to lose
+
+    def strict(w, h, c, cfg):
+        raw, processed, _ = gate_source._fallback_decide_arrays(w, h, c, cfg)
+        return raw, processed, raw < processed
+
+    monkeypatch.setattr(gate_source, "decide_arrays", strict)
+    assert _report(tmp_path, "r2", baseline=str(base)) == 1
+    names = {r["name"] for r in json.loads((tmp_path / "r2" / "report.json").read_text())["regressions"]}
+    assert "decision_map/L4/C3:deferring" in names
+    assert "decision_map/L4/C3:ties" not in names  # raw == processed is the same sizes; only the decision moved
+
+
+def test_other_grid_is_a_note_not_a_regression(tmp_path: Path) -> None:
+    """A baseline made on another sweep grid is not compared (noted), so it cannot fake a regression."""
+    assert _report(tmp_path, "r1") == 0
+    base = _baseline(tmp_path, "r1")
+    args = ["--sweep-max-side", "10"]
+    res = write_results(tmp_path / "results")
+    cfg = write_config(tmp_path)
+    rc = main(
+        ["report", "--config", str(cfg), "--from-results", str(res), "--out", str(tmp_path / "r2")]
+        + ["--baseline", str(base), *FAST_ARGS, *args]
+    )
+    assert rc == 0
+    notes = json.loads((tmp_path / "r2" / "report.json").read_text())["notes"]
+    assert any("grid" in n for n in notes)
+
+
+def test_crash_mid_write_keeps_previous_report(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """A run that dies while writing leaves the last complete report, its files and the latest pointer untouched."""
+    assert _report(tmp_path, "r") == 0
+    before = {p.name: p.read_bytes() for p in (tmp_path / "r").iterdir()}
+    pointer = (tmp_path / "latest").read_bytes()
+
+    def boom(report):
+        raise RuntimeError("disk full while rendering")
+
+    monkeypatch.setattr("reports.runner.render_markdown", boom)
+    with pytest.raises(RuntimeError, match="disk full"):
+        _report(tmp_path, "r")
+    assert {p.name: p.read_bytes() for p in (tmp_path / "r").iterdir()} == before
+    assert (tmp_path / "latest").read_bytes() == pointer
+    assert not [p for p in tmp_path.iterdir() if p.name.startswith(".")]  # no staging dir left behind
+
+
+def test_interrupt_during_a_step_keeps_previous_report(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Ctrl-C in the middle of the sweeps is not swallowed as a failed step, and the old report survives."""
+    assert _report(tmp_path, "r") == 0
+    before = (tmp_path / "r" / "report.json").read_bytes()
+
+    def interrupted(*a, **k):
+        raise KeyboardInterrupt
+
+    monkeypatch.setattr("reports.sweep_report.collect_sweeps", interrupted)
+    with pytest.raises(KeyboardInterrupt):
+        _report(tmp_path, "r")
+    assert (tmp_path / "r" / "report.json").read_bytes() == before
+
+
+def test_failing_step_is_reported_and_the_run_goes_on(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """A part that raises is a failed step with its error; later steps still run and the report is written."""
+
+    def broken(*a, **k):
+        raise ZeroDivisionError("sweeps exploded")
+
+    monkeypatch.setattr("reports.sweep_report.collect_sweeps", broken)
+    assert _report(tmp_path, "r") == 0
+    steps = {s["name"]: s for s in json.loads((tmp_path / "r" / "report.json").read_text())["steps"]}
+    assert steps["sweeps"]["status"] == "failed" and "sweeps exploded" in steps["sweeps"]["error"]
+    assert steps["claims"]["status"] == "ok"
+
+
+def test_failed_step_missing_counters_is_a_regression(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Sweeps that fail to run cannot pass the gate silently: their counters are reported missing (exit 1)."""
+    assert _report(tmp_path, "r1") == 0
+    base = _baseline(tmp_path, "r1")
+    monkeypatch.setattr("reports.sweep_report.collect_sweeps", lambda *a, **k: 1 / 0)
+    assert _report(tmp_path, "r2", baseline=str(base)) == 1
+
+
+def _bad(tmp: Path) -> list[tuple[list[str], str]]:
+    cfg_bad_json = tmp / "bad.json"
+    cfg_bad_json.write_text("{not json")
+    cfg_bad_value = tmp / "zero.json"
+    cfg_bad_value.write_text(json.dumps({"patch_size": 0}))
+    baseline_bad = tmp / "b.json"
+    baseline_bad.write_text(json.dumps({"schema_version": 99}))
+    return [
+        ([], "command"),
+        (["report", "--profile", "fast"], "--profile"),
+        (["report", "--preset", "kimi-k9"], "--preset"),
+        (["report", "--config", str(tmp / "missing.json")], "--config"),
+        (["report", "--config", str(cfg_bad_json)], "not valid JSON"),
+        (["report", "--config", str(cfg_bad_value)], "patch_size"),
+        (["report", "--preset", "kimi-k3", "--config", str(cfg_bad_value)], "not allowed with"),
+        (["report", "--skip", "everything"], "--skip"),
+        (["report", "--from-results", str(tmp / "nowhere")], "--from-results"),
+        (["report", "--baseline", str(tmp / "nobase.json")], "--baseline"),
+        (["report", "--baseline", str(baseline_bad)], "schema_version"),
+        (["report", "--sweep-max-side", "0"], "--sweep-max-side"),
+        (["report", "--sweep-limits", "0"], "--sweep-limits"),
+        (["sweep", "--max-side", "100000"], "--max-side"),
+        (["baseline", "--from", str(tmp / "nothing.json")], "--from"),
+        (["claims", "--from-results", str(tmp / "nowhere")], "--from-results"),
+    ]
+
+
+def test_bad_usage_exits_2_with_a_message_naming_the_input(tmp_path: Path, capsys: pytest.CaptureFixture) -> None:
+    """Every bad argument exits 2 before any work, and stderr names what was wrong."""
+    for argv, needle in _bad(tmp_path):
+        assert main(argv) == 2, argv
+        err = capsys.readouterr().err
+        assert needle in err, (argv, err)
+    assert not (tmp_path / "latest").exists()
+
+
+def test_claims_command_prints_the_table(tmp_path: Path, capsys: pytest.CaptureFixture) -> None:
+    """`deferlab claims` prints one row per claim with each policy's verdict."""
+    res = write_results(tmp_path / "res", {"C3/RELEASED": "fails"})
+    assert main(["claims", "--from-results", str(res)]) == 0
+    out = capsys.readouterr().out
+    [c3] = [line for line in out.splitlines() if line.startswith("| C3 |")]
+    assert c3.endswith("| holds | **FAILS** |")

@@ -1,0 +1,141 @@
+"""Regression rules, claim table and benchmark parsing of the report, on hand-made inputs."""
+
+from __future__ import annotations
+
+import pytest
+from hypothesis import given
+from hypothesis import strategies as st
+
+from reports.benchmarks import parse_benchmark_json
+from reports.claims import claim_table, ipc_claim_rows, merge_rows
+from reports.regressions import compare, compare_benchmarks, make_baseline
+from reports.render import render_markdown
+
+STATEMENTS = {f"C{i}": {"statement": f"s{i}", "source": "src"} for i in range(1, 12)}
+
+
+def _report(ratio: float | None = 2.0, bench_status: str = "ok") -> dict:
+    benches = [] if ratio is None else [{"name": "b::t", "ratios": {"speed_ratio": ratio}}]
+    return {
+        "generated_at": "now",
+        "config": {"name": "tiny", "media_proc_cfg": {"x": 1}},
+        "claims": claim_table({"claims": [{"id": "C1", "policy": "PR_33921", "verdict": "holds"}]}, STATEMENTS),
+        "sweeps": [{"name": "decision_map/L4/C3", "kind": "decision_map", "key_counters": {"deferring": 18}}],
+        "benchmarks": benches,
+        "steps": [
+            {"name": "bench", "status": bench_status, "seconds": 0.0, "error": None},
+            {"name": "sweeps", "status": "ok", "seconds": 0.0, "error": None},
+        ],
+    }
+
+
+def test_claim_table_fills_required_policies_and_keeps_extra_ones() -> None:
+    """Every claim appears for PR_33921 and RELEASED; other recorded policies are kept; unknown verdicts become not-run."""
+    rows = claim_table(
+        {
+            "claims": [
+                {"id": "C2", "policy": "PRE_PR", "verdict": "fails"},
+                {"id": "C3", "policy": "RELEASED", "verdict": "maybe"},
+            ]
+        },
+        STATEMENTS,
+    )
+    got = {(r["id"], r["policy"]): r["verdict"] for r in rows}
+    assert len([k for k in got if k[1] in ("PR_33921", "RELEASED")]) == 22
+    assert got[("C2", "PRE_PR")] == "fails" and got[("C3", "RELEASED")] == "not-run"
+    assert got[("C1", "PR_33921")] == "not-run"
+
+
+def test_ipc_rows_fill_only_not_run() -> None:
+    """C9 from the simulator fails a policy with any failing IPC property, and never overrides a recorded verdict."""
+    ipc = [
+        {"policy": "PR_33921", "property": "liveness", "verdict": "fails", "counterexample": {"tp": 2}},
+        {"policy": "PR_33921", "property": "safety", "verdict": "holds"},
+        {"policy": "RELEASED", "property": "safety", "verdict": "holds"},
+    ]
+    table = claim_table({"claims": [{"id": "C9", "policy": "RELEASED", "verdict": "fails"}]}, STATEMENTS)
+    merged = {(r["id"], r["policy"]): r for r in merge_rows(table, ipc_claim_rows(ipc, STATEMENTS["C9"]))}
+    assert merged[("C9", "PR_33921")]["verdict"] == "fails"
+    assert '"tp": 2' in merged[("C9", "PR_33921")]["counterexample"]
+    assert merged[("C9", "RELEASED")]["verdict"] == "fails"  # recorded by the suite: kept
+
+
+@given(old=st.floats(0.01, 100), factor=st.floats(0.0, 3.0), tol=st.sampled_from([0.1, 0.5, 0.9]))
+def test_benchmark_ratio_gate(old: float, factor: float, tol: float) -> None:
+    """A higher-is-better ratio regresses exactly when it falls below (1 - tolerance) x baseline."""
+    base = {"benchmarks": {"b::t::speed_ratio": {"value": old, "tolerance": tol, "direction": "higher_is_better"}}}
+    regs, _ = compare_benchmarks(_report(old * factor), base)
+    assert bool(regs) == (old * factor < old * (1 - tol))
+
+
+def test_lower_is_better_ratio_regresses_when_it_rises() -> None:
+    """For lower_is_better, rising past baseline / (1 - tol) is the regression; falling is fine."""
+    base = {"benchmarks": {"b::t::speed_ratio": {"value": 2.0, "tolerance": 0.5, "direction": "lower_is_better"}}}
+    assert compare_benchmarks(_report(4.5), base)[0]
+    assert not compare_benchmarks(_report(1.0), base)[0]
+
+
+def test_skipped_bench_is_not_compared() -> None:
+    """Benchmarks skipped on purpose are a note, never a regression."""
+    base = {"benchmarks": {"b::t::speed_ratio": {"value": 2.0}}}
+    regs, notes = compare_benchmarks(_report(None, bench_status="skipped"), base)
+    assert regs == [] and notes
+
+
+def test_baseline_roundtrip_has_no_regression_and_detects_counter_change() -> None:
+    """A report compared with its own baseline is clean; one changed sweep counter is one regression."""
+    report = _report()
+    base = make_baseline(report)
+    assert compare(report, base)[0] == []
+    report["sweeps"][0]["key_counters"]["deferring"] = 15
+    regs, _ = compare(report, base)
+    assert [(r["kind"], r["name"], r["baseline"], r["current"]) for r in regs] == [
+        ("sweep", "decision_map/L4/C3:deferring", 18, 15)
+    ]
+
+
+def test_baseline_keeps_previous_benchmarks_when_report_has_none() -> None:
+    """Regenerating the baseline from a --skip bench report must not drop the benchmark thresholds."""
+    prev = {"benchmarks": {"k": {"value": 3.0}}}
+    assert make_baseline(_report(None), prev)["benchmarks"] == {"k": {"value": 3.0}}
+
+
+def test_parse_benchmark_json_reads_ratios() -> None:
+    """Only numeric extra_info keys ending in _ratio are ratios; stats are carried."""
+    data = {
+        "benchmarks": [
+            {
+                "name": "t",
+                "fullname": "properties/test_bench_x.py::t",
+                "stats": {"median": 0.5, "mean": 0.6, "min": 0.4, "stddev": 0.1, "rounds": 5},
+                "extra_info": {"wall_ratio": 3.5, "bytes": 10, "note_ratio": "n/a"},
+            }
+        ]
+    }
+    [b] = parse_benchmark_json(data)
+    assert b["name"] == "properties/test_bench_x.py::t" and b["median_s"] == 0.5
+    assert b["ratios"] == {"wall_ratio": 3.5} and b["extra_info"] == {"bytes": 10, "note_ratio": "n/a"}
+
+
+def test_markdown_shows_failing_claim_with_counterexample() -> None:
+    """A failing claim is bold in the table and its counterexample is printed in the details."""
+    report = _report()
+    report["claims"][0].update(verdict="fails", counterexample="uint8 (32, 32) 2-D tensor")
+    report.update(
+        profile="dev", impl="deferlab", environment={"python": "3"}, figures=[], properties=[], sim=[], regressions=[]
+    )
+    report["baseline"] = None
+    md = render_markdown(report)
+    assert "| C1 | s1 | **FAILS** |" in md
+    assert "uint8 (32, 32) 2-D tensor" in md
+
+
+@pytest.mark.parametrize("status", ["skipped"])
+def test_skipped_claims_not_compared(status: str) -> None:
+    """Without a property run the claims are not compared (a note), even if the baseline has verdicts."""
+    report = _report()
+    report["steps"].append({"name": "claims", "status": status, "seconds": 0.0, "error": None})
+    base = make_baseline(_report())
+    base["claims"]["C1/PR_33921"] = "fails"
+    regs, notes = compare(report, base)
+    assert not [r for r in regs if r["kind"] == "claim"] and any("claims" in n for n in notes)
