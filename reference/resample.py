@@ -100,10 +100,10 @@ def aa_bicubic_weights(in_size: int, out_size: int, *, coordinates: str = "float
     return _weights(check_positive_int("in_size", in_size), check_positive_int("out_size", out_size), coordinates)
 
 
-def _resize_axis(x: np.ndarray, axis: int, out_size: int) -> np.ndarray:
+def _resize_axis(x: np.ndarray, axis: int, out_size: int, coordinates: str) -> np.ndarray:
     """One separable pass along ``axis`` (-1 or -2), float64, one vectorized gather per tap."""
     in_size = x.shape[axis]
-    xmin, w = aa_bicubic_weights(in_size, out_size)
+    xmin, w = aa_bicubic_weights(in_size, out_size, coordinates=coordinates)
     shape = list(x.shape)
     shape[axis] = out_size
     out = np.zeros(shape, dtype=np.float64)
@@ -131,12 +131,16 @@ class ResampleResult(NamedTuple):
         return self.values.astype(np.uint8)
 
 
-def resize_bicubic_aa(x: np.ndarray, out_h: int, out_w: int) -> ResampleResult:
+def resize_bicubic_aa(x: np.ndarray, out_h: int, out_w: int, *, coordinates: str = "float32") -> ResampleResult:
     """Resize (C,H,W) or (B,C,H,W) ``x`` to ``(out_h, out_w)``: W pass then H pass, then round and clamp.
 
     Same size: no resize and no rounding (upstream returns the float cast), so
     ``values`` equal the input as float32 and ``tie_distance`` is +inf.
+    ``coordinates`` is passed to `aa_bicubic_weights` (torch's float32 filter
+    placement by default). Batch entries are independent.
     """
+    if coordinates not in COORDINATES:
+        raise ValueError(f"coordinates must be one of {COORDINATES}, got {coordinates!r}")
     arr = check_float_image("x", x)
     out_h = check_positive_int("out_h", out_h)
     out_w = check_positive_int("out_w", out_w)
@@ -146,9 +150,9 @@ def resize_bicubic_aa(x: np.ndarray, out_h: int, out_w: int) -> ResampleResult:
     if arr.shape[-2:] == (out_h, out_w):
         return ResampleResult(arr.astype(np.float32), exact, np.full(exact.shape, np.inf))
     if arr.shape[-1] != out_w:
-        exact = _resize_axis(exact, -1, out_w)
+        exact = _resize_axis(exact, -1, out_w, coordinates)
     if arr.shape[-2] != out_h:
-        exact = _resize_axis(exact, -2, out_h)
+        exact = _resize_axis(exact, -2, out_h, coordinates)
     values = np.clip(np.rint(exact), 0.0, 255.0).astype(np.float32)
     tie = np.abs(exact - np.floor(exact) - 0.5)
     return ResampleResult(values, exact, tie)
@@ -183,8 +187,10 @@ def tie_epsilon(in_h: int, out_h: int, in_w: int, out_w: int) -> float:
     return err_h + spread_h * err_w
 
 
-# Up to a 4x downscale per axis (17 taps per pass): the most the kimi-k3 profile
-# can ask for under the default max_pixels (sqrt(178,956,970 / (65536 * 196)) ~ 3.7).
+# Up to a 4x downscale per axis (17 taps per pass): covers every resize the
+# kimi-k3 area limit causes under the default max_pixels (sqrt(178,956,970 /
+# (65536 * 196)) ~ 3.7). Images so elongated that the one-side limit (7168 px)
+# shrinks them further need their own bound: pass epsilon=tie_epsilon(...).
 TIE_EPSILON: float = tie_epsilon(4096, 1024, 4096, 1024)
 
 
