@@ -107,7 +107,7 @@ def test_claim_c6_scheduler_skip(impl, policy):
     # Negative control: without the whitelist every rank copies every item, so the check below can fail.
     from impl.model import get_image_features
 
-    items = deferred_items(impl, policy, SMALL, [torch.zeros((3, 4, 4), dtype=torch.uint8)] * 3)
+    items = deferred_items(impl, policy, SMALL, [torch.zeros((3, 4, 4), dtype=torch.uint8) for _ in range(3)])
     no_skip = get_image_features(items, 4, device="cpu", policy=policy, patch_size=SMALL.patch_size, skip_move=False)
     assert all(r.log.h2d_copies >= 3 for r in no_skip.ranks), "the control run should copy everything everywhere"
     verdict = claimcheck.verify_claim(
