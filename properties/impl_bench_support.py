@@ -10,6 +10,7 @@ ships FP32 patches, deferred ships uint8 pixels and preprocesses on owners.
 from __future__ import annotations
 
 import multiprocessing as mp
+import os
 import pickle
 import time
 from collections.abc import Sequence
@@ -18,9 +19,15 @@ from multiprocessing.connection import Connection
 import torch
 
 
+def bench_device() -> str:
+    """Where ranks and the producer compute: ``DEFERLAB_BENCH_DEVICE`` (``scripts/gpu_check.sh`` sets cuda), else cpu."""
+    return os.environ.get("DEFERLAB_BENCH_DEVICE", "cpu")
+
+
 def rank_worker(conn: Connection, patch_size: int) -> None:
     """One scheduler rank: receive (owned indices, item bytes), deserialize, materialize owned images, ack."""
     torch.set_num_threads(1)
+    device = bench_device()
     from impl.model import materialize
     from impl.transport import deserialize_items
 
@@ -33,7 +40,10 @@ def rank_worker(conn: Connection, patch_size: int) -> None:
         items = deserialize_items(data)
         rows = 0
         if owned:
-            rows = int(materialize(items, owned, device="cpu", patch_size=patch_size).shape[0])
+            out = materialize(items, owned, device=device, patch_size=patch_size)
+            if out.is_cuda:
+                torch.cuda.synchronize()
+            rows = int(out.shape[0])
         conn.send(rows)
 
 

@@ -10,9 +10,8 @@ from __future__ import annotations
 import numpy as np
 import pytest
 import torch
-from impl_bench_support import RankPool, timed
+from impl_bench_support import RankPool, bench_device, timed
 
-from impl.device import resolve_device
 from impl.pipeline import preprocess
 from impl.placement import assign_owners
 from impl.processor import Processor
@@ -38,7 +37,7 @@ def _owners(items, ranks: int) -> list[list[int]]:
 
 def _eager_round(imgs, pool: RankPool, ranks: int) -> int:
     """Producer preprocesses everything, ships FP32 patches to every rank; owners cast their images."""
-    items = Processor(K3, cuda_available=False, device=resolve_device(None)).process(imgs).items
+    items = Processor(K3, cuda_available=False, device=bench_device()).process(imgs).items
     data = serialize_items(items)
     pool.round_trip(data, _owners(items, ranks))
     return len(data)
@@ -46,7 +45,7 @@ def _eager_round(imgs, pool: RankPool, ranks: int) -> int:
 
 def _deferred_round(imgs, pool: RankPool, ranks: int) -> int:
     """Producer ships uint8 pixels to every rank; each owner preprocesses only its own images."""
-    out = Processor(K3, cuda_available=True, device=resolve_device(None)).process(imgs)
+    out = Processor(K3, cuda_available=True, device=bench_device()).process(imgs)
     assert out.deferred is True
     data = serialize_items(out.items)
     pool.round_trip(data, _owners(out.items, ranks))
@@ -108,7 +107,7 @@ def test_bench_reference_vs_impl(benchmark) -> None:
     rng = np.random.default_rng(0)
     imgs = [torch.from_numpy(rng.integers(0, 256, (4, 768, 1024), dtype=np.uint8))]
     ref_s = timed(lambda: pipeline.preprocess(imgs, cfg), 2)
-    impl_s = timed(lambda: preprocess(imgs, cfg, device="cpu"), 2)
+    impl_s = timed(lambda: preprocess(imgs, cfg, device="cpu"), 2)  # same device as the oracle: the CPU
     benchmark.pedantic(preprocess, args=(imgs, cfg), kwargs={"device": "cpu"}, rounds=2, iterations=1)
     benchmark.extra_info.update({"reference_s": ref_s, "impl_s": impl_s, "reference_over_impl": ref_s / impl_s})
     print(f"\n[bench reference vs impl] reference_s={ref_s:.4g} impl_s={impl_s:.4g} ratio={ref_s / impl_s:.3g}")

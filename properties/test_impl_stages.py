@@ -135,6 +135,17 @@ def test_resize_matches_reference(x: torch.Tensor, oh: int, ow: int) -> None:
     assert explained.all(), np.argwhere(~explained)[:5]
 
 
+def test_resize_on_device_matches_reference(device: str) -> None:
+    """On each device, every resized element equals the oracle or is a classified tie, incl. width-1 outputs."""
+    resample = reference_module("resample")
+    rng = np.random.default_rng(11)
+    for h, w, oh, ow in [(8, 1, 3, 1), (2, 2, 3, 1), (17, 11, 5, 1), (30, 20, 7, 9), (23, 31, 1, 12), (9, 9, 2, 2)]:
+        x = rng.integers(0, 256, (4, h, w)).astype(np.float32)
+        got = resize_bicubic_if_needed(torch.from_numpy(x)[None].to(device), oh, ow)[0].cpu().numpy()
+        explained = resample.classify_disagreement(resample.resize_bicubic_aa(x, oh, ow), got)
+        assert explained.all(), ((h, w, oh, ow), np.argwhere(~explained)[:5])
+
+
 def test_torch_cpu_width_one_defect() -> None:
     """torch's CPU aa interpolate to output width 1 repeats the first row (why impl.resize routes it).
 
