@@ -95,12 +95,16 @@ def test_area_histogram_accounts_for_every_width_step(cfg: PreprocessConfig, n: 
 
 
 @given(cfg=configs, seed=st.integers(0, 2**16))
+@example(  # a tie image (raw == processed) can be overridden at zero cost: disagreement does not imply extra bytes
+    cfg=PreprocessConfig(patch_size=3, merge_kernel_size=1, in_patch_limit=29, patch_limit_on_one_side=6), seed=3214
+)
 def test_random_requests_invariants(cfg: PreprocessConfig, seed: int) -> None:
     """Per-request payload is never below per-image payload; single-image requests never disagree; seeded = repeatable."""
     a = sweeps.random_requests(cfg, n_requests=200, max_images=4, seed=seed, max_side=300)
     assert a == sweeps.random_requests(cfg, n_requests=200, max_images=4, seed=seed, max_side=300)
     assert a["payload_per_request_bytes"] >= a["payload_per_image_bytes"]
-    assert (a["disagreeing_images"] == 0) == (a["payload_per_request_bytes"] == a["payload_per_image_bytes"])
+    if a["disagreeing_images"] == 0:
+        assert a["payload_per_request_bytes"] == a["payload_per_image_bytes"]
     single = sweeps.random_requests(cfg, n_requests=200, max_images=1, seed=seed, max_side=300)
     assert single["disagreeing_images"] == 0 and single["mixed_requests"] == 0
 

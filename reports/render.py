@@ -92,20 +92,36 @@ def _sweeps(sweeps: list[dict[str, Any]]) -> list[str]:
     return lines
 
 
+SIM_KEYS = (
+    "requests",
+    "images",
+    "deferred_images",
+    "shipped_payload_bytes",
+    "deserialized_bytes",
+    "h2d_bytes",
+    "redundant_preprocess_runs",
+    "allgather_padding_tokens",
+)
+
+
 def _sim(sim: list[dict[str, Any]]) -> list[str]:
     if not sim:
         return ["Simulator not run."]
-    lines = []
+    lines = ["| scenario | status | " + " | ".join(SIM_KEYS) + " | TTFT p50 change | throughput change |"]
+    lines.append("|---|---|" + "---|" * (len(SIM_KEYS) + 2))
     for s in sim:
-        head = f"- **{s['scenario']}**: {s['status']}"
+        res = s.get("result") or {}
+        acct = res.get("accounting") or {}
+        change = (res.get("latency") or {}).get("change_pct") or {}
+        status = s["status"] if not res.get("skipped") else f"skipped ({_esc(res['skipped'])})"
         if s.get("error"):
-            head += f" ({_esc(s['error'])})"
-        lines.append(head)
-        summary = (s.get("result") or {}).get("summary")
-        if isinstance(summary, dict):
-            for k, v in list(summary.items())[:14]:
-                if not isinstance(v, (dict, list)):
-                    lines.append(f"  - {k}: {v}")
+            status += f" ({_short(s['error'], 120)})"
+        cells = [f"{acct[k]:,}" if isinstance(acct.get(k), int) else "" for k in SIM_KEYS]
+        pct = [
+            f"{change[k]:+.1f}%" if isinstance(change.get(k), (int, float)) else ""
+            for k in ("ttft_p50_s", "throughput_rps")
+        ]
+        lines.append(f"| {s['scenario']} | {status} | " + " | ".join(cells + pct) + " |")
     return lines
 
 

@@ -16,7 +16,7 @@ from pathlib import Path
 from typing import Any, TextIO
 
 from reference.config import PreprocessConfig
-from reports import benchmarks, claims, environment, gate_source, plots, simulation, sweep_report
+from reports import benchmarks, claims, environment, gate_source, plots, plots_sim, simulation, sweep_report
 from reports import sweeps as sweeps_mod
 from reports.atomic import staged_directory, update_latest, write_text_atomic
 from reports.regressions import compare, load_baseline
@@ -92,10 +92,27 @@ FIGURES = (
         "Per-request vs per-image decision",
         "Where deciding once per request overrides the swept image's own decision, with the payload that costs.",
     ),
+    (
+        "sim_placement",
+        "Owner load imbalance (simulator)",
+        "max / mean owner cost over the vision ranks per placement strategy, per shipped scenario.",
+    ),
+    (
+        "sim_latency",
+        "TTFT and throughput vs load (simulator)",
+        "Eager vs deferred under the simulator's documented cost model; dotted lines: unlimited concurrency.",
+    ),
+    (
+        "sim_payload",
+        "Payload alternatives (simulator)",
+        "Bytes per copy of the workload's images as FP32 patches, BF16 patches, raw uint8 and encoded files.",
+    ),
 )
 
 
-def _plot_steps(opts: ReportOptions, runner: StepRunner, stage: Path, sweeps: list | None) -> list[dict[str, str]]:
+def _plot_steps(
+    opts: ReportOptions, runner: StepRunner, stage: Path, sweeps: list | None, sim: list | None
+) -> list[dict[str, str]]:
     step = max(1, sweep_report.PLOT_STEP[opts.profile] * opts.max_side // sweeps_mod.MAX_SIDE)
     cfg, lim, side = opts.config, opts.limits, opts.max_side
     makers = {
@@ -104,14 +121,17 @@ def _plot_steps(opts: ReportOptions, runner: StepRunner, stage: Path, sweeps: li
         "tokens": lambda p: plots.token_maps(cfg, step, p, limits=lim, max_side=side),
         "flip_density": (lambda p: plots.flip_density(sweeps, p)) if sweeps else None,
         "aggregation": lambda p: plots.aggregation_maps(cfg, step, p, max_side=side),
+        "sim_placement": (lambda p: plots_sim.placement_imbalance(sim, p)) if sim else None,
+        "sim_latency": (lambda p: plots_sim.latency_vs_load(sim, p)) if sim else None,
+        "sim_payload": (lambda p: plots_sim.payload_alternatives(sim, p)) if sim else None,
     }
     figures = []
     for name, title, caption in FIGURES:
         maker = makers[name]
         if maker is None:
-            runner.skipped(f"plot:{name}", "no sweep data")
+            runner.skipped(f"plot:{name}", "no data: its step was skipped or failed")
             continue
-        if runner.run(f"plot:{name}", maker, stage / f"{name}.png", group="plots") is not None:
+        if runner.run(f"plot:{name}", maker, stage / f"{name}.png", group="plots") is not None:  # None: nothing to draw
             figures.append({"name": name, "file": f"{name}.png", "title": title, "caption": caption})
     return figures
 
@@ -144,7 +164,7 @@ def collect(opts: ReportOptions, runner: StepRunner, stage: Path) -> dict[str, A
     )
     sim = runner.run("sim", simulation.run_scenarios, runner.say) or []
     bench = runner.run("bench", _bench_step, stage, opts.bench_args, log) or []
-    figures = _plot_steps(opts, runner, stage, sweeps)
+    figures = _plot_steps(opts, runner, stage, sweeps, sim)
     return {
         "schema_version": SCHEMA_VERSION,
         "generated_at": datetime.now(UTC).isoformat(timespec="seconds"),
