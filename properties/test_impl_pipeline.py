@@ -12,7 +12,7 @@ from PIL import Image
 
 from impl.model import get_image_features
 from impl.pipeline import preprocess
-from impl.policy import PR_33921, RELEASED, Policy
+from impl.policy import PR_33921, PRE_PR, RELEASED, Policy
 from impl.processor import Processor
 from impl.resize import resize_bicubic_if_needed
 from impl.transport import deliver
@@ -181,3 +181,23 @@ def test_matches_reference_pipeline(imgs: list, bg_name: str) -> None:
         padded = normalize.pad_bottom_right(comp, rc.padded_height, rc.padded_width)
         redo = normalize.patchify(normalize.normalize_scale_bias(padded, scale, bias, fused=True), cfg.patch_size)
         assert np.array_equal(mine.numpy(), redo)
+
+
+def test_pre_pr_eager_composites_rgb_transparency() -> None:
+    """PRE_PR's eager path keys out an RGB image's transparency colour (composited over the background);
+    the PR's does not: it equals the same pixels with no key at all (SPEC 3.1, facts claim C2)."""
+    img = corpus_image("libpng-pngsuite-ftbrn2c08.png")
+    assert img.mode == "RGB" and "transparency" in img.info
+    cfg = DEFER_CFG.with_(background=BACKGROUNDS["white"])
+    pre = Processor(cfg, policy=PRE_PR, cuda_available=True, device="cpu").process([img])
+    pr = Processor(cfg, policy=PR_33921, cuda_available=False, device="cpu").process([img])
+    assert pre.deferred is False
+    keyed = img.convert("RGBA")  # PIL's own colour-key conversion, what the pre-PR stager promoted to
+    assert torch.equal(
+        pre.items[0].feature, Processor(cfg, cuda_available=False, device="cpu").process([keyed]).items[0].feature
+    )
+    plain = Image.fromarray(np.asarray(img.convert("RGB")), "RGB")
+    assert torch.equal(
+        pr.items[0].feature, Processor(cfg, cuda_available=False, device="cpu").process([plain]).items[0].feature
+    )
+    assert not torch.equal(pre.items[0].feature, pr.items[0].feature)
