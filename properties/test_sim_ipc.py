@@ -1,0 +1,121 @@
+"""IPC acknowledgement verdicts (claim C9, SPEC 8): expectations derived from the SPEC, checked by sim.ipc.
+
+Derivation (SPEC 8, facts 7.4), with vision DP on and the owner the only reader:
+
+* K_c is ``tp_size`` under PR_33921 and INTERIM_418975B (configured = live TP
+  size here) and ``tp_size // attn_dp_size`` under RELEASED; with the clamp it
+  becomes ``min(K_c, K_p)``.
+* Generation pool: an ack is valid iff the count is 1 or K_p. With K_c == K_p
+  the owner acks every word *after* reading, so nothing frees early and every
+  slot frees (safe, live). With K_p = tp // dp, no clamp and attention DP,
+  K_c = tp is neither 1 nor K_p (smallest: tp 2, dp 2, K_p 1): the consumer
+  errors and the slot never frees (valid_ack and liveness fail, safety holds).
+* Counter pool (PR era): the owner adds tp and the recycler frees on equality,
+  so without non-owner releases all three hold. If non-owners release (+1),
+  the counter overshoots (never equal: liveness fails) or, when the recycler
+  ran in between, pre-charges the chunk's next lease so it frees before its
+  owner reads (safety fails); smallest: tp 2, dp 1. No validity rule exists.
+"""
+
+from __future__ import annotations
+
+import pytest
+from hypothesis import settings
+
+from impl.policy import INTERIM_418975B, PR_33921, RELEASED, Policy
+from sim.ipc import assumption_grid, check, verdicts
+from sim.ipc_machine import AckAssumptions, machine_for
+from sim.ipc_pool import CounterPool, GenerationPool, InvalidAck
+
+
+def expected(policy: Policy, a: AckAssumptions, prop: str) -> tuple[str, tuple[int, int] | None]:
+    """(verdict, smallest (tp_size, attn_dp_size) that breaks it) from the derivation above."""
+    if a.pool == "counter":
+        if a.non_owner_release and prop in ("safety", "liveness"):
+            return "fails", (2, 1)
+        return "holds", None
+    k_c_is_tp = policy.ipc_consumer_count in ("tp_size", "configured_tp_size")
+    if k_c_is_tp and a.k_p == "dp_group" and not a.clamp and prop in ("valid_ack", "liveness"):
+        return "fails", (2, 2)
+    return "holds", None
+
+
+@pytest.fixture(scope="module")
+def all_verdicts() -> list[dict]:
+    return verdicts(budget=60)
+
+
+def test_every_verdict_matches_the_spec(all_verdicts: list[dict]) -> None:
+    """Each (policy, assumptions, property) verdict and smallest topology is the SPEC-derived one."""
+    policies = {p.name: p for p in (PR_33921, INTERIM_418975B, RELEASED)}
+    grids = {name: {a.describe(): a for a in assumption_grid(p)} for name, p in policies.items()}
+    assert len(all_verdicts) == sum(len(g) for g in grids.values()) * 3
+    for row in all_verdicts:
+        a = grids[row["policy"]][row["assumptions"]]
+        verdict, smallest = expected(policies[row["policy"]], a, row["property"])
+        assert row["verdict"] == verdict, row
+        if smallest is not None:
+            topo = row["counterexample"]["topology"]
+            assert (topo["tp_size"], topo["attn_dp_size"]) == smallest, row
+            assert len(row["counterexample"]["sequence"]) >= 2
+
+
+def test_released_holds_and_the_pr_breaks_under_attention_dp(all_verdicts: list[dict]) -> None:
+    """C9 in one line: RELEASED holds everywhere; PR_33921 fails somewhere, and only with attention DP or releases."""
+    assert all(r["verdict"] == "holds" for r in all_verdicts if r["policy"] == "RELEASED")
+    pr_fails = [r for r in all_verdicts if r["policy"] == "PR_33921" and r["verdict"] == "fails"]
+    assert pr_fails
+    for r in pr_fails:
+        topo = r["counterexample"]["topology"]
+        assert topo["attn_dp_size"] > 1 or "non-owners release: True" in r["assumptions"]
+
+
+def test_verdicts_are_deterministic() -> None:
+    """Derandomized: the same budget gives the same counterexample."""
+    a = AckAssumptions("counter", "tp_size", False, True)
+    assert check(PR_33921, a, "safety", 40) == check(PR_33921, a, "safety", 40)
+
+
+TestReleasedSafety = machine_for(RELEASED, AckAssumptions("generation", "dp_group", True, True), "safety").TestCase
+TestReleasedSafety.settings = settings(stateful_step_count=12)
+TestReleasedLiveness = machine_for(RELEASED, AckAssumptions("generation", "dp_group", True, True), "liveness").TestCase
+TestReleasedLiveness.settings = settings(stateful_step_count=12)
+
+
+def test_generation_pool_rejects_counts_outside_one_or_all() -> None:
+    """SPEC 8: K_c must be 1 or K_p; anything else is an error."""
+    pool = GenerationPool(1)
+    pool.publish(0, 4, {0})
+    with pytest.raises(InvalidAck, match="2/4"):
+        pool.ack(0, 0, 2)
+
+
+def test_generation_pool_frees_only_when_every_word_is_acked() -> None:
+    """Two words: one ack leaves the slot busy, the second frees it; a stale ack for a reused slot is ignored."""
+    pool = GenerationPool(1)
+    pool.publish(0, 2, {0, 1})
+    pool.read(0, 0)
+    pool.ack(0, 0, 1)
+    pool.recycle()
+    assert pool.slots[0].busy
+    pool.read(0, 1)
+    pool.ack(0, 1, 1)
+    pool.recycle()
+    assert not pool.slots[0].busy
+    pool.publish(1, 2, {0})
+    pool.ack(0, 0, 2)  # late ack of the old generation
+    pool.recycle()
+    assert pool.slots[0].busy and pool.slots[0].item == 1
+    assert not pool.early_frees and not pool.torn_reads
+
+
+def test_counter_pool_recycles_on_equality_only() -> None:
+    """Facts 7.4: an overshooting counter never equals tp_size, so the chunk never frees."""
+    pool = CounterPool(1, tp_size=2)
+    pool.publish(0, 2, {0})
+    pool.read(0, 0)
+    pool.ack(0, 0, 2)
+    pool.ack(0, 1, 1)
+    pool.recycle()
+    assert pool.slots[0].busy
+    assert pool.free_slots() == 0
