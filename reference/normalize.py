@@ -2,8 +2,10 @@
 
 * `normalize_scale_bias`: what the deferred owner runs, ``x * scale + bias``
   with float32 ``scale = 1/(255 std)``, ``bias = -mean/std`` (`scale_bias`).
-  Unfused (torch CPU ``addcmul``: a float32 multiply, then a float32 add) or
-  fused (a single rounding, as an FMA in Triton / nvcc would give).
+  Unfused (a float32 multiply, then a float32 add: what the SPEC's wording
+  and a non-FMA build give) or fused (a single rounding: Triton's / nvcc's
+  FMA, and, measured here, torch 2.13's CPU ``addcmul`` on FMA hardware).
+  The default stays unfused so that callers must say which one they model.
 * `normalize_eager`: the eager per-pixel form ``(x / 255 - mean) / std``, each
   a float32 op; the PR claims the scale/bias form equals it exactly.
 * `normalize_checkpoint`: the HF checkpoint's NumPy form (facts 4.5).
@@ -12,6 +14,7 @@
 from __future__ import annotations
 
 from collections.abc import Sequence
+from fractions import Fraction
 
 import numpy as np
 
@@ -47,29 +50,47 @@ def pad_bottom_right(x: np.ndarray, padded_h: int, padded_w: int) -> np.ndarray:
     return out
 
 
-def _fma_is_exact(x: np.ndarray, scale: np.ndarray, bias: np.ndarray) -> bool:
-    """Whether float64 holds ``x * scale + bias`` exactly, so rounding it once to float32 is an FMA.
+def _fma_is_exact(scale: np.ndarray, bias: np.ndarray) -> bool:
+    """Whether float64 holds ``x * scale + bias`` exactly for every integer x in [0, 255].
 
-    x integer in [0, 255] (8 bits) times a float32 scale (24 bits) is exact in
-    32 bits; the sum with a float32 bias is exact when it spans at most 53
-    bits, i.e. when the largest magnitude over the product's last bit is below
-    2**52. For any plausible mean/std (|bias| ~ 1..100, scale ~ 1e-3..1e-1) the
-    span is ~35 bits.
+    x (8 bits) times a float32 scale (24 bits) is exact in 32 bits; the sum
+    with the float32 bias is exact when its span, from the largest magnitude
+    down to the lowest set bit of either term, fits 53 bits. For any plausible
+    mean/std (|bias| ~ 1..100, scale ~ 1e-3..1e-1) the span is ~35 bits; a
+    tiny (e.g. subnormal) bias next to a normal product is what breaks it.
     """
-    if not np.all((x == np.floor(x)) & (x >= 0) & (x <= 255)):
-        return False
-    lsb = np.abs(scale.astype(_F64)) * 2.0**-23
-    top = np.maximum(np.abs(bias.astype(_F64)), 255.0 * np.abs(scale.astype(_F64))) * 2.0
-    return bool(np.all(top / lsb < 2.0**52))
+    s64, b64 = np.abs(scale.astype(_F64)), np.abs(bias.astype(_F64))
+    lsb = np.where(s64 > 0, np.spacing(np.abs(scale)).astype(_F64), np.inf)
+    lsb = np.minimum(lsb, np.where(b64 > 0, np.spacing(np.abs(bias)).astype(_F64), np.inf))
+    top = np.maximum(b64, 255.0 * s64) * 2.0
+    return bool(np.all((top == 0) | (top / lsb < 2.0**52)))
+
+
+def _nearest_f32(q: Fraction) -> np.float32:
+    """The float32 nearest to rational ``q``, ties to even (fixing up float()'s double rounding)."""
+    guess = np.float32(float(q))
+    cands = (np.nextafter(guess, _F32(-np.inf)), guess, np.nextafter(guess, _F32(np.inf)))
+    finite = [c for c in cands if np.isfinite(c)]
+    return min(finite, key=lambda c: (abs(Fraction(float(c)) - q), int(np.float32(c).view(np.uint32)) & 1))
+
+
+def _fused_table(scale: np.ndarray, bias: np.ndarray) -> np.ndarray:
+    """(3, 256) float32: ``x * scale + bias`` rounded once, from exact rationals (the slow, always-exact path)."""
+    table = np.empty((3, 256), dtype=_F32)
+    for c in range(3):
+        sc, bi = Fraction(float(scale[c])), Fraction(float(bias[c]))
+        table[c] = [_nearest_f32(x * sc + bi) for x in range(256)]
+    return table
 
 
 def normalize_scale_bias(x: np.ndarray, scale: np.ndarray, bias: np.ndarray, *, fused: bool = False) -> np.ndarray:
     """``x * scale + bias`` per channel, float32: unfused (two roundings) or fused (one rounding).
 
-    Fused is computed in float64 and rounded once to float32; that equals a
-    true FMA because, for the integer-valued x in [0, 255] the pipeline feeds
-    it, the float64 result is exact (see `_fma_is_exact`; checked, else
-    ValueError).
+    Fused needs integer-valued x in [0, 255] (what the pipeline feeds it;
+    ValueError otherwise) and is computed in float64, rounded once to float32:
+    that equals a true FMA because the float64 value is exact (see
+    `_fma_is_exact`); for configs where it would not be, the 256 possible
+    results per channel are derived from exact rationals instead.
     """
     arr = check_float_image("x", x, channels=(3,))
     scale = np.asarray(scale, dtype=_F32).reshape(3)
@@ -77,9 +98,14 @@ def normalize_scale_bias(x: np.ndarray, scale: np.ndarray, bias: np.ndarray, *, 
     sc, bi = _per_channel(scale, arr.ndim), _per_channel(bias, arr.ndim)
     if not fused:
         return arr.astype(_F32) * sc + bi
-    if not _fma_is_exact(arr, scale, bias):
-        raise ValueError("fused=True needs integer-valued x in [0, 255] (else float64 would not be exact)")
-    return (arr.astype(_F64) * sc.astype(_F64) + bi.astype(_F64)).astype(_F32)
+    if not np.all((arr == np.floor(arr)) & (arr >= 0) & (arr <= 255)):
+        raise ValueError("fused=True needs integer-valued x in [0, 255] (pixel levels), got other values")
+    if _fma_is_exact(scale, bias):
+        return (arr.astype(_F64) * sc.astype(_F64) + bi.astype(_F64)).astype(_F32)
+    table = _fused_table(scale, bias)
+    idx = arr.astype(np.intp)
+    channel = np.arange(3).reshape((3, 1, 1) if arr.ndim == 3 else (1, 3, 1, 1))
+    return table[channel, idx]
 
 
 def normalize_eager(x: np.ndarray, mean: Sequence[float], std: Sequence[float]) -> np.ndarray:

@@ -75,8 +75,9 @@ def trace(
     """Run one image through SPEC 3 and keep every intermediate.
 
     ``arithmetic`` picks the device's ``A / 255`` in the composite (SPEC 3.4);
-    ``fused`` picks an FMA normalize (Triton / nvcc) over torch CPU's
-    multiply-then-add.
+    ``fused`` picks the single-rounding (FMA) normalize over a separate
+    multiply and add; torch 2.13's CPU ``addcmul`` is fused on FMA hardware,
+    as are Triton and nvcc, so ``fused=True`` is what models them here.
     """
     config = _check_config(config)
     check_arithmetic(arithmetic)
