@@ -75,8 +75,15 @@ def _check_indices(owner_indices: Sequence[int], n: int) -> list[int]:
 
 
 def _materialize_pr(
-    selected: list[MultimodalItem], configs: list, device, policy, dtype, patch_size, log
+    selected: list[MultimodalItem],
+    configs: list,
+    device: torch.device,
+    policy: Policy,
+    dtype: torch.dtype,
+    patch_size: int,
+    log: TransferLog,
 ) -> torch.Tensor:
+    """PR #33921: all deferred or a ValueError; one pipeline run with the first item's mean/std/background."""
     if not all(c is not None for c in configs):
         raise ValueError("Kimi-K3 cannot mix deferred and preprocessed image features")
     views = [read_deferred(c, policy, patch_size) for c in configs]
@@ -91,12 +98,13 @@ def _materialize_mixed(
     configs: list,
     owner_indices: list[int],
     grids_host: torch.Tensor,
-    device,
+    device: torch.device,
     policy: Policy,
-    dtype,
+    dtype: torch.dtype,
     patch_size: int,
     log: TransferLog,
 ) -> torch.Tensor:
+    """3d3194f6c+: eager items pass through, deferred ones run per backend group with a grid check."""
     parts: list[torch.Tensor | None] = [None] * len(selected)
     views = {k: read_deferred(c, policy, patch_size) for k, c in enumerate(configs) if c is not None}
     by_backend: dict[str, list[int]] = {}
