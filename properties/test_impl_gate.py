@@ -9,6 +9,7 @@ from hypothesis import strategies as st
 from impl_support import K3, images, pil_images, reference_module, small_config
 
 from impl.gate import defer_decisions, payload_bytes, should_defer
+from impl.model import get_image_features
 from impl.navit import navit_resize_config
 from impl.policy import HARDENED, INTERIM_3D3194F, PR_33921, PRE_PR, RELEASED, Policy
 from impl.processor import Processor
@@ -114,6 +115,11 @@ def test_per_image_gating_splits_a_request() -> None:
     out = Processor(cfg, policy=RELEASED, cuda_available=True, device="cpu").process([small, huge])
     assert out.deferred == [True, False]
     assert out.items[0].feature.dtype == torch.uint8 and out.items[1].feature.dtype == torch.float32
+    # The mixed request materializes across 2 owners exactly as the all-eager one (released consumer).
+    eager = Processor(cfg, policy=RELEASED, cuda_available=False, device="cpu").process([small, huge])
+    got = get_image_features(out.items, 2, device="cpu", policy=RELEASED, patch_size=cfg.patch_size)
+    want = get_image_features(eager.items, 2, device="cpu", policy=RELEASED, patch_size=cfg.patch_size)
+    assert torch.equal(got.features.view(torch.int16), want.features.view(torch.int16))
 
 
 @pytest.mark.parametrize("policy", [PR_33921, PRE_PR, INTERIM_3D3194F, RELEASED, HARDENED], ids=lambda p: p.name)
