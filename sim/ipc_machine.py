@@ -28,6 +28,7 @@ from impl.policy import Policy
 from sim.ipc_pool import CounterPool, GenerationPool, InvalidAck
 
 PROPERTIES = ("safety", "liveness", "valid_ack")
+ALL = "all"  # check every property in one run (a cheap first pass when all of them hold)
 # (tp_size, attn_dp_size), smallest first so shrinking lands on the smallest topology.
 TOPOLOGIES = ((1, 1), (2, 1), (2, 2), (3, 1), (4, 1), (4, 2), (3, 3), (4, 4))
 
@@ -69,8 +70,11 @@ class _AckMachine(RuleBasedStateMachine):
         self.trace: list[str] = []
 
     # ---- helpers ---------------------------------------------------------------------------
-    def _fail(self, message: str) -> None:
-        raise Violation(self.prop, message, self.topology, self.trace)
+    def _checks(self, prop: str) -> bool:
+        return self.prop in (prop, ALL)
+
+    def _fail(self, prop: str, message: str) -> None:
+        raise Violation(prop, message, self.topology, self.trace)
 
     def _k_c(self) -> int:
         requested = requested_count(self.policy, self.tp, self.dp, configured_tp_size=self.tp)
@@ -107,8 +111,11 @@ class _AckMachine(RuleBasedStateMachine):
         slot = self.pool.publish(item, self.k_p, {owner})
         self.trace.append(f"publish item {item} to group {group} (owner rank {owner}) -> slot {slot}")
         if slot is None:
-            if self.prop == "liveness":
-                self._fail(f"pool ran dry with {len(self._unfinished())} unfinished item(s) for {self.slots} slot(s)")
+            if self._checks("liveness"):
+                self._fail(
+                    "liveness",
+                    f"pool ran dry with {len(self._unfinished())} unfinished item(s) for {self.slots} slot(s)",
+                )
             return
         self.items.append(item)
         self.unread_owner[item] = owner
@@ -125,8 +132,8 @@ class _AckMachine(RuleBasedStateMachine):
             self.trace.append(f"owner rank {owner} reads item {item}, acks {count}")
         except InvalidAck as e:
             self.trace.append(f"owner rank {owner} reads item {item}, ack {count} rejected: {e}")
-            if self.prop == "valid_ack":
-                self._fail(f"rank {owner} requested {count} acknowledgements, K_p={self.k_p}: {e}")
+            if self._checks("valid_ack"):
+                self._fail("valid_ack", f"rank {owner} requested {count} acknowledgements, K_p={self.k_p}: {e}")
 
     def _release(self, item: int) -> None:
         rank = self.pending_release[item].pop(0)
@@ -152,7 +159,7 @@ class _AckMachine(RuleBasedStateMachine):
         self._release(pending[i % len(pending)])
         self._maybe_recycle(recycle_after)
 
-    @precondition(lambda self: self.pool is not None and self.prop == "liveness" and bool(self.items))
+    @precondition(lambda self: self.pool is not None and self.prop in ("liveness", ALL) and bool(self.items))
     @rule()
     def drain(self) -> None:
         """Finish every outstanding read and release, recycle: every slot must be free again."""
@@ -164,21 +171,21 @@ class _AckMachine(RuleBasedStateMachine):
         self.pool.recycle()
         self.trace.append("drain: all reads and releases done, recycler runs")
         busy = [i for i, s in enumerate(self.pool.slots) if s.busy]
-        if busy and self.prop == "liveness":
-            self._fail(f"slot(s) {busy} never free after every consumer finished")
+        if busy and self._checks("liveness"):
+            self._fail("liveness", f"slot(s) {busy} never free after every consumer finished")
 
     @invariant()
     def no_early_reuse(self) -> None:
-        if self.pool is None or self.prop != "safety":
+        if self.pool is None or not self._checks("safety"):
             return
         problems = self.pool.early_frees + self.pool.torn_reads
         if problems:
-            self._fail(problems[0])
+            self._fail("safety", problems[0])
 
 
 def machine_for(policy: Policy, assumptions: AckAssumptions, prop: str) -> type[RuleBasedStateMachine]:
     """A state-machine class checking ``prop`` under ``policy`` and ``assumptions``."""
-    if prop not in PROPERTIES:
-        raise ValueError(f"property must be one of {PROPERTIES}, got {prop!r}")
+    if prop not in (*PROPERTIES, ALL):
+        raise ValueError(f"property must be one of {(*PROPERTIES, ALL)}, got {prop!r}")
     name = f"Ack_{policy.name}_{prop}"
     return type(name, (_AckMachine,), {"policy": policy, "assumptions": assumptions, "prop": prop})
