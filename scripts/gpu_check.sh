@@ -6,18 +6,28 @@
 # Outputs (logs, junit, benchmark JSON) go to $OUT if set, else ./gpu_check_out.
 set -euo pipefail
 cd "$(dirname "$0")/.."
-PY="${PYTHON:-}"
-if [ -z "$PY" ]; then
-  if [ -x .venv/bin/python ] && .venv/bin/python -c "import torch; assert torch.cuda.is_available()" 2>/dev/null; then
-    PY=.venv/bin/python
-  else
-    PY=python3
-  fi
-fi
+# The interpreter: $PYTHON if set, else the first candidate whose torch sees CUDA, else the first with torch.
+pick_python() {
+  local c
+  for c in .venv/bin/python python3 python; do
+    if command -v "$c" >/dev/null 2>&1 && "$c" -c "import torch; assert torch.cuda.is_available()" 2>/dev/null; then
+      echo "$c"; return
+    fi
+  done
+  for c in .venv/bin/python python3 python; do
+    if command -v "$c" >/dev/null 2>&1 && "$c" -c "import torch" 2>/dev/null; then
+      echo "$c"; return
+    fi
+  done
+  echo "gpu_check: no Python with torch found (set PYTHON=...)" >&2
+  exit 2
+}
+PY="${PYTHON:-$(pick_python)}"
 OUT_DIR="${OUT:-$PWD/gpu_check_out}"
 mkdir -p "$OUT_DIR"
 export PYTHONPATH="$PWD${PYTHONPATH:+:$PYTHONPATH}"
-export DEFERLAB_RESULTS_DIR="$OUT_DIR/results"
+# Claim verdicts are not this check's output: keep them out of $OUT (the device returns at most 8 files).
+export DEFERLAB_RESULTS_DIR="${TMPDIR:-/tmp}/deferlab_gpu_check_results"
 
 "$PY" - <<'PYEOF' 2>&1 | tee "$OUT_DIR/versions.txt"
 import sys, torch
@@ -38,8 +48,10 @@ timeout 150 "$PY" -m pytest -p no:cacheprovider -q -rs --hypothesis-profile=dev 
   -m "(cuda or not cuda) and not bench" -k "impl" properties/test_impl_*.py \
   --junitxml="$OUT_DIR/junit_impl.xml" 2>&1 | tee "$OUT_DIR/tests.log" || status=$?
 
-DEFERLAB_BENCH_DEVICE=cuda timeout 70 "$PY" -m pytest -p no:cacheprovider -q -s -m bench properties/test_bench_impl.py \
-  --benchmark-json="$OUT_DIR/bench.json" 2>&1 | tee "$OUT_DIR/bench.log" || status=$((status ? status : $?))
+BENCH_DEVICE=$("$PY" -c "import torch; print('cuda' if torch.cuda.is_available() else 'cpu')")
+echo "benchmarks on: $BENCH_DEVICE" | tee "$OUT_DIR/bench.log"
+DEFERLAB_BENCH_DEVICE="$BENCH_DEVICE" timeout 90 "$PY" -m pytest -p no:cacheprovider -q -s -m bench properties/test_bench_impl.py \
+  --benchmark-json="$OUT_DIR/bench.json" 2>&1 | tee -a "$OUT_DIR/bench.log" || status=$((status ? status : $?))
 
 echo "gpu_check exit status: $status" | tee -a "$OUT_DIR/tests.log"
 exit "$status"
