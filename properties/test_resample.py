@@ -208,7 +208,8 @@ def test_large_resize_needs_float32_coordinates() -> None:
     assert np.abs(raw - modelled).max() <= tie_epsilon(4, 4, 3840, 1800)
 
 
-@pytest.mark.parametrize(("h", "w", "oh"), [(5, 1, 3), (5, 2, 3), (50, 50, 20), (7, 1, 9)])
+# (8000, 2, 7168): kimi-k3 resizes a 2 x 8000 image to 1 x 7168 (one-side limit), so the pipeline meets it.
+@pytest.mark.parametrize(("h", "w", "oh"), [(5, 1, 3), (5, 2, 3), (50, 50, 20), (7, 1, 9), (8000, 2, 7168)])
 def test_torch_width_one_output_defect_is_caught(h: int, w: int, oh: int) -> None:
     """Output width 1 with a height change: the oracle is right (direct convolution) and flags torch CPU if wrong.
 
