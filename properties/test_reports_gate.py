@@ -101,20 +101,27 @@ def test_baseline_keeps_previous_benchmarks_when_report_has_none() -> None:
 
 
 def test_parse_benchmark_json_reads_ratios() -> None:
-    """Only numeric extra_info keys ending in _ratio are ratios; stats are carried."""
+    """Only numeric (non-bool) extra_info keys named like ratios are ratios; stats are carried."""
     data = {
         "benchmarks": [
             {
                 "name": "t",
                 "fullname": "properties/test_bench_x.py::t",
                 "stats": {"median": 0.5, "mean": 0.6, "min": 0.4, "stddev": 0.1, "rounds": 5},
-                "extra_info": {"wall_ratio": 3.5, "bytes": 10, "note_ratio": "n/a"},
+                "extra_info": {
+                    "wall_ratio": 3.5,
+                    "bytes": 10,
+                    "note_ratio": "n/a",
+                    "ref_over_impl": 1.5,
+                    "flag_ratio": True,
+                },
             }
         ]
     }
     [b] = parse_benchmark_json(data)
     assert b["name"] == "properties/test_bench_x.py::t" and b["median_s"] == 0.5
-    assert b["ratios"] == {"wall_ratio": 3.5} and b["extra_info"] == {"bytes": 10, "note_ratio": "n/a"}
+    assert b["ratios"] == {"wall_ratio": 3.5, "ref_over_impl": 1.5}
+    assert b["extra_info"] == {"bytes": 10, "note_ratio": "n/a", "flag_ratio": True}
 
 
 def test_markdown_shows_failing_claim_with_counterexample() -> None:

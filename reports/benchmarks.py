@@ -3,7 +3,7 @@
 Why ratios: absolute times on a shared 2-core machine are noise; the bench
 files measure both sides of a comparison in one run (eager vs deferred,
 reference vs impl) and put the ratio into ``extra_info`` (keys ending in
-``_ratio``). Those ratios are what the baseline compares, with a loose
+``_ratio``, or named ``speedup_*`` / ``a_over_b``). Those ratios are what the baseline compares, with a loose
 per-ratio threshold; absolute medians are reported but never gate.
 """
 
@@ -18,6 +18,19 @@ from typing import Any
 from reports.claims import REPO_ROOT
 
 DEFAULT_TOLERANCE = 0.5  # a ratio may fall to half its baseline before it counts as a regression
+# extra_info keys read as ratios (the bench files name them `*_ratio`, `ratio_*`, `speedup_*`, `a_over_b`).
+RATIO_MARKERS = ("_ratio", "ratio_", "speedup", "_over_")
+# Ratios where smaller is better (time against a target, oracle time over impl time); all others: larger is better.
+LOWER_IS_BETTER_MARKERS = ("to_target", "reference_over")
+
+
+def is_ratio_key(key: str) -> bool:
+    return any(m in key for m in RATIO_MARKERS)
+
+
+def ratio_direction(key: str) -> str:
+    """``lower_is_better`` for time-over-target style ratios, else ``higher_is_better`` (editable in the baseline)."""
+    return "lower_is_better" if any(m in key for m in LOWER_IS_BETTER_MARKERS) else "higher_is_better"
 
 
 def bench_command(json_path: Path, extra: list[str] | None = None) -> list[str]:
@@ -44,12 +57,16 @@ def run_benchmarks(json_path: Path, *, extra: list[str] | None = None, log: Any 
 
 
 def parse_benchmark_json(data: dict[str, Any]) -> list[dict[str, Any]]:
-    """One record per benchmark: name, median/mean/min seconds, rounds, every ``*_ratio`` and the rest of extra_info."""
+    """One record per benchmark: name, median/mean/min seconds, rounds, every numeric ratio key and the rest of extra_info."""
     out = []
     for b in data.get("benchmarks", []):
         stats = b.get("stats", {})
         extra = b.get("extra_info", {}) or {}
-        ratios = {k: float(v) for k, v in extra.items() if k.endswith("_ratio") and isinstance(v, (int, float))}
+        ratios = {
+            k: float(v)
+            for k, v in extra.items()
+            if is_ratio_key(k) and isinstance(v, (int, float)) and not isinstance(v, bool)
+        }
         out.append(
             {
                 "name": b.get("fullname") or b.get("name"),

@@ -15,7 +15,7 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
-from reports.benchmarks import DEFAULT_TOLERANCE
+from reports.benchmarks import DEFAULT_TOLERANCE, ratio_direction
 
 BASELINE_SCHEMA_VERSION = 1
 DEFAULT_BASELINE = Path(__file__).resolve().parent / "baseline.json"
@@ -33,7 +33,7 @@ def make_baseline(report: dict[str, Any], previous: dict[str, Any] | None = None
             benches[f"{b['name']}::{key}"] = {
                 "value": value,
                 "tolerance": DEFAULT_TOLERANCE,
-                "direction": "higher_is_better",
+                "direction": ratio_direction(key),
             }
     if not benches and previous:
         benches = dict(previous.get("benchmarks", {}))

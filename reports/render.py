@@ -21,7 +21,7 @@ def _short(text: Any, n: int = 300) -> str:
 
 
 def verdict_table(claims: list[dict[str, Any]]) -> list[str]:
-    """Claims as rows, policies as columns."""
+    """Claims as rows, policies as columns ("–": the results carry no row for that pair; required pairs are never blank)."""
     policies: list[str] = []
     for r in claims:
         if r["policy"] not in policies:
@@ -31,7 +31,7 @@ def verdict_table(claims: list[dict[str, Any]]) -> list[str]:
         rows.setdefault(r["id"], {"statement": r["statement"]})[r["policy"]] = r["verdict"]
     lines = ["| claim | statement | " + " | ".join(policies) + " |", "|---|---|" + "---|" * len(policies)]
     for cid, row in rows.items():
-        cells = [VERDICT_CELL.get(row.get(p, "not-run"), row.get(p, "")) for p in policies]
+        cells = [VERDICT_CELL.get(row[p], row[p]) if p in row else "–" for p in policies]
         lines.append(f"| {cid} | {_short(row['statement'], 140)} | " + " | ".join(cells) + " |")
     return lines
 
