@@ -100,6 +100,10 @@ def test_ipc_transports_never_defer_and_only_readers_copy(wl: Workload, topo: To
     readers = 1 if topo.vision_world > 1 else topo.attn_tp_size
     assert led.received_bytes.sum() == led.fp32_bytes.sum() * readers
     assert led.h2d_bytes.sum() == 0
+    g = topo.attn_tp_size
+    for r in range(wl.n_requests):
+        remote = [i for i in range(g) if topo.node_of(int(led.group[r]) * g + i) != 0]
+        assert led.cross_node_bytes[r] == led.received_bytes[r, remote].sum()
 
 
 @given(wl=workloads(min_images=1), topo=topologies(epd=True))

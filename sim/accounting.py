@@ -273,10 +273,16 @@ def account(
     counts = workload.images_per_request
     req_payload = np.bincount(req, weights=payload, minlength=n_req).astype(np.int64)
     nodes_reached = np.array([t.nodes_reached(g) for g in range(t.attn_dp_size)])[group] if not epd else 1
-    remote = np.array([t.remote_ranks(g) for g in range(t.attn_dp_size)])[group] if not epd else 0
     cpu = t.transport == "cpu"
     serialized = req_payload * nodes_reached if cpu else np.zeros(n_req, np.int64)
-    cross_node = req_payload * remote if cpu else np.zeros(n_req, np.int64)
+    if epd:
+        cross_node = np.zeros(n_req, np.int64)  # encoders are modelled on the producer's node
+    else:
+        # every byte a rank off node 0 receives crossed a node boundary (pickled, or a fabric read)
+        remote_mask = np.array(
+            [[t.node_of(g * ranks + r) != 0 for r in range(ranks)] for g in range(t.attn_dp_size)], dtype=np.int64
+        )
+        cross_node = (received * remote_mask[group]).sum(axis=1)
     eager = ~deferred
     producer_h2d = np.bincount(req, weights=np.where(eager, raw, 0), minlength=n_req).astype(np.int64)
     producer_d2h = np.bincount(req, weights=np.where(eager & cpu, fp32, 0), minlength=n_req).astype(np.int64)

@@ -52,7 +52,13 @@ def simulate_mode(
     ledger = account(workload, topology, policy, config, cm, gate_mode=gate_mode, strategy=strategy)
     st = stage_times(ledger, workload, cm, decode_on_gpu=decode_on_gpu)
     tl = simulate(workload.arrival_s, st)
-    return tl, {name: float(st.times[:, i].mean()) for i, name in enumerate(st.stages)}
+    busy = {name: float(st.times[:, i].mean()) for i, name in enumerate(st.stages)}
+    span = float(tl.finish.max() - tl.arrival.min()) if workload.n_requests else 0.0
+    if span > 0 and st.rank_vision_s is not None:
+        util = ledger.per_rank(st.rank_vision_s) / span
+        busy["rank_vision_util_max"] = float(util.max())
+        busy["rank_vision_util_min"] = float(util.min())
+    return tl, busy
 
 
 def compare_modes(
@@ -72,7 +78,7 @@ def compare_modes(
             workload, topology, policy, config, cm, gate_mode=gate, strategy=strategy, decode_on_gpu=decode_on_gpu
         )
         m = metrics(tl)
-        m.update({f"mean_service_{k}_s": v for k, v in busy.items()})
+        m.update({k if k.startswith("rank_") else f"mean_service_{k}_s": v for k, v in busy.items()})
         if workload.arrival_s.max() > 0 and workload.n_requests >= 200:
             m.update({f"little_{k}": v for k, v in littles_law(tl).items()})
         out[mode] = m

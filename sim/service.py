@@ -13,8 +13,12 @@ Stages, in order (sim.des serves each as a FIFO queue):
    owns, runs the ViT on its patches; the slowest rank sets the pace, then the
    padded all-gather, then prefill of text + image tokens (TP-sharded).
 
-No cross-request batching (one request per forward) and no overlap of a
-rank's vision work with another request's prefill: stated model limits.
+Per-rank queues in lockstep (broadcast, all-gather and TP prefill are
+barriers) collapse into one queue per group whose service time is the
+slowest rank's; each rank's own vision seconds are kept (``rank_vision_s``)
+so per-rank utilization and idle time can be reported. No cross-request
+batching (one request per forward) and no overlap of a rank's vision work
+with another request's prefill: stated model limits.
 """
 
 from __future__ import annotations
@@ -35,6 +39,7 @@ class StageTimes:
     stages: tuple[str, ...]
     times: np.ndarray  # float64 [n_requests, n_stages]
     server: np.ndarray  # int64 [n_requests, n_stages]: server index inside the stage
+    rank_vision_s: np.ndarray | None = None  # float64 [n_requests, vision ranks]: each rank's own vision work
 
 
 def _per_request(ledger: Ledger, workload: Workload, values: np.ndarray) -> np.ndarray:
@@ -99,7 +104,7 @@ def stage_times(ledger: Ledger, workload: Workload, cm: CostModel, *, decode_on_
         embed = ledger.embedding_bytes / cm.allgather_bytes_per_s
         times = np.stack([producer, vision + embed, prefill], axis=1)
         servers = np.stack([np.zeros(n, np.int64), np.zeros(n, np.int64), np.arange(n) % t.attn_dp_size], axis=1)
-        return StageTimes(("producer", "encoder", "group"), times, servers)
+        return StageTimes(("producer", "encoder", "group"), times, servers, rank_time)
     times = np.stack([producer, vision + prefill], axis=1)
     servers = np.stack([np.zeros(n, np.int64), group_server], axis=1)
-    return StageTimes(("producer", "group"), times, servers)
+    return StageTimes(("producer", "group"), times, servers, rank_time)
