@@ -156,31 +156,44 @@ def test_matches_reference_pipeline_without_resize() -> None:
     assert np.array_equal(pv.numpy(), np.asarray(ref_pv))
 
 
-@given(st.lists(images(), min_size=1, max_size=3), st.sampled_from(sorted(BACKGROUNDS)))
-def test_matches_reference_pipeline(imgs: list, bg_name: str) -> None:
-    """With resizes: grids equal; every differing pixel value traces back to a resize element the oracle
-    classifies as a rounding tie (the oracle's downstream steps on impl's resized values reproduce impl bitwise)."""
+def _check_against_reference(imgs: list, cfg: PreprocessConfig, device: str) -> None:
+    """Grids equal; each image's patches equal the oracle's, or differ only through resize elements the oracle
+    classifies as ties: then the oracle's own downstream steps on impl's resized values reproduce impl bitwise."""
     pipeline = reference_module("pipeline")
     resample = reference_module("resample")
     background = reference_module("background")
     normalize = reference_module("normalize")
-    cfg = small_config(background=BACKGROUNDS[bg_name])
-    pv, grids = preprocess(imgs, cfg, device="cpu")
-    ref_pv, ref_grids = pipeline.preprocess(imgs, cfg, arithmetic="cpu", fused=True)
+    arithmetic = "cuda" if device == "cuda" else "cpu"  # SPEC 3.4: CUDA divides by multiplying with 1/255
+    pv, grids = preprocess(imgs, cfg, device=device)
+    ref_pv, ref_grids = pipeline.preprocess(imgs, cfg, arithmetic=arithmetic, fused=True)
     assert np.array_equal(grids.numpy(), np.asarray(ref_grids))
     scale, bias = normalize.scale_bias(cfg.image_mean, cfg.image_std)
-    for img, mine in zip(imgs, _split(pv, grids), strict=True):
-        tr = pipeline.trace(img, cfg, arithmetic="cpu", fused=True)
+    for img, mine in zip(imgs, _split(pv.cpu(), grids), strict=True):
+        tr = pipeline.trace(img, cfg, arithmetic=arithmetic, fused=True)
         if np.array_equal(mine.numpy(), tr.patches):
             continue
         assert tr.resized is not None, "no resize happened, so nothing may differ"
         rc = tr.resize_config
-        resized = resize_bicubic_if_needed(torch.from_numpy(tr.staged)[None], rc.new_height, rc.new_width)[0].numpy()
+        staged = torch.from_numpy(tr.staged)[None].to(device)
+        resized = resize_bicubic_if_needed(staged, rc.new_height, rc.new_width)[0].cpu().numpy()
         assert resample.classify_disagreement(tr.resized, resized).all()
-        comp = background.fill_transparent_bg(resized, cfg.background, arithmetic="cpu")
+        comp = background.fill_transparent_bg(resized, cfg.background, arithmetic=arithmetic)
         padded = normalize.pad_bottom_right(comp, rc.padded_height, rc.padded_width)
         redo = normalize.patchify(normalize.normalize_scale_bias(padded, scale, bias, fused=True), cfg.patch_size)
         assert np.array_equal(mine.numpy(), redo)
+
+
+@given(st.lists(images(), min_size=1, max_size=3), st.sampled_from(sorted(BACKGROUNDS)))
+def test_matches_reference_pipeline(imgs: list, bg_name: str) -> None:
+    """On the CPU, every pixel value equals the oracle's or traces back to a classified resize tie."""
+    _check_against_reference(imgs, small_config(background=BACKGROUNDS[bg_name]), "cpu")
+
+
+@pytest.mark.parametrize("bg_name", sorted(BACKGROUNDS))
+def test_matches_reference_pipeline_on_device(bg_name: str, device: str) -> None:
+    """On each device (the oracle modelling its composite arithmetic), the same holds for a fixed mixed request."""
+    imgs = [CASES[c]()[0] for c in ("rgb", "rgba", "grayscale-L", "palette-alpha", "la", "grayscale-tensor")]
+    _check_against_reference(imgs, small_config(background=BACKGROUNDS[bg_name]), device)
 
 
 def test_pre_pr_eager_composites_rgb_transparency() -> None:
