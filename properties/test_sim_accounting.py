@@ -115,6 +115,10 @@ def test_epd_owner_only_came_with_418975b(wl: Workload, topo: Topology) -> None:
     assert pr.preprocess_runs.sum() == wl.n_images * e
     assert later.preprocess_runs.sum() == (wl.n_images if topo.vision_world > 1 else wl.n_images * e)
     assert pr.preprocess_on_cpu and not later.preprocess_on_cpu
+    assert pr.summary()["redundant_h2d_bytes"] == later.summary()["redundant_h2d_bytes"] == 0
+    if topo.vision_world > 1:
+        assert pr.h2d_bytes.sum() == pr.fp32_bytes.sum()  # CPU-preprocessed patches go up, not raw pixels
+        assert later.h2d_bytes.sum() == later.raw_bytes.sum()
 
 
 @given(wl=workloads(min_images=1), topo=topologies())

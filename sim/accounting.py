@@ -148,7 +148,7 @@ class Ledger:
         if self.topology.transport != "cpu":
             return 0
         if self.topology.vision_world > 1:
-            return int(self.payload_bytes.sum())
+            return int((self.fp32_bytes if self.preprocess_on_cpu else self.payload_bytes).sum())
         return int(self.h2d_bytes.sum())
 
 
@@ -254,9 +254,11 @@ def account(
     ones = np.ones(len(w), np.int64)
     readers = everyone if t.transport == "cpu" else owner
     received = mat(payload, readers)
+    cpu_pre = bool(epd and not epd_owner_only(policy))
     if t.transport == "cpu":
         h2d_who = owner if (whitelist and t.vision_world > 1) else everyone
-        h2d_bytes = mat(payload, h2d_who)
+        # PR-era EPD encoders preprocess on the CPU, so the owner uploads FP32 patches, not raw pixels
+        h2d_bytes = mat(fp32 if cpu_pre else payload, h2d_who)
         h2d_copies = mat(ones, h2d_who)
     else:
         h2d_bytes = np.zeros((n_req, ranks), np.int64)
@@ -268,7 +270,8 @@ def account(
     preprocess_runs = mat(deferred.astype(np.int64), pre_who)
     vit_patches = mat(patches, owner)
     out_tokens = mat(tokens, owner)
-    device_bytes = h2d_bytes + mat(np.where(deferred, fp32, 0), pre_who) + mat(bf16, owner)
+    gpu_work = np.where(deferred & (not cpu_pre), fp32, 0)  # float32 working buffers of GPU preprocessing
+    device_bytes = h2d_bytes + mat(gpu_work, pre_who) + mat(bf16, owner)
 
     counts = workload.images_per_request
     req_payload = np.bincount(req, weights=payload, minlength=n_req).astype(np.int64)
@@ -328,6 +331,6 @@ def account(
         hashed_bytes=hashed,
         embedding_bytes=embed,
         padding_tokens=padding.astype(np.int64),
-        preprocess_on_cpu=bool(epd and not epd_owner_only(policy)),
+        preprocess_on_cpu=cpu_pre,
         notes=notes,
     )
