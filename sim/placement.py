@@ -16,6 +16,7 @@ from collections.abc import Sequence
 import numpy as np
 
 from impl.placement import assign_owners
+from sim.costmodel import CostModel
 
 STRATEGIES = ("lpt-patches", "lpt-cost", "round-robin", "optimal")
 OPTIMAL_MAX_IMAGES = 9
@@ -104,7 +105,7 @@ def owner_cost(
     preprocess_elements: np.ndarray,
     h2d_bytes: np.ndarray,
     deferred: np.ndarray,
-    cost_model,
+    cost_model: CostModel,
 ) -> np.ndarray:
     """Seconds an owner spends on each image: ViT, plus H2D + GPU preprocessing when deferred."""
     vit = cost_model.vit(patches.astype(np.float64))
