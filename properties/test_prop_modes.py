@@ -68,26 +68,32 @@ def background_levels(bg: BackgroundConfig, h: int, w: int) -> np.ndarray:
     return np.where(gray_cells, bg.gray_value, bg.white_value).astype(np.float32)
 
 
-def eager_pixels(impl: seam.Impl, policy: str, image: Image.Image, bg: BackgroundConfig | None) -> np.ndarray:
-    """The composited (H, W, 3) levels the eager path produces, read back from FP32 patches exactly."""
-    config = PreprocessConfig(**IDENTITY_GEOMETRY, image_mean=(0, 0, 0), image_std=(1, 1, 1), background=bg)
-    item = impl.process([image], config, policy=policy, transport="cuda_ipc").items[0]
-    feats = seam.to_numpy(item.feature).reshape(-1, 3).astype(np.float32)
+def identity_config(image: Image.Image, bg: BackgroundConfig | None) -> PreprocessConfig:
+    """Patch 1, merge 1 and limits above the image: no resize, no pad, one output row per pixel."""
+    w, h = image.size
+    geometry = dict(IDENTITY_GEOMETRY, in_patch_limit=max(4096, w * h), patch_limit_on_one_side=max(64, w, h))
+    return PreprocessConfig(**geometry, image_mean=(0, 0, 0), image_std=(1, 1, 1), background=bg)
+
+
+def levels_of(features: np.ndarray, image: Image.Image) -> np.ndarray:
+    """(H, W, 3) integer levels read back exactly from FP32 patches of `identity_config` (x * f32(1/255))."""
+    feats = features.reshape(-1, 3).astype(np.float32)
     w, h = image.size
     levels = np.arange(256, dtype=np.float32) * np.float32(1.0 / 255.0)  # the f32 value each level becomes
-    idx = np.searchsorted(levels, feats)
-    assert (levels[np.clip(idx, 0, 255)] == feats).all(), "output values are not normalized integer levels"
+    idx = np.clip(np.searchsorted(levels, feats), 0, 255)
+    assert (levels[idx] == feats).all(), "output values are not normalized integer levels"
     return idx.reshape(h, w, 3).astype(np.float32)
 
 
 def check_alpha_semantics(impl: seam.Impl, policy: str, image: Image.Image, bg: BackgroundConfig) -> None:
     """Rejected clearly (naming the input), or transparent pixels land on bg and opaque ones keep colour."""
     try:
-        got = eager_pixels(impl, policy, image, bg)
+        item = impl.process([image], identity_config(image, bg), policy=policy, transport="cuda_ipc").items[0]
     except (ValueError, TypeError) as e:
         if "images[0]" in str(e):
             return
         raise AssertionError(f"unclear staging error for mode {image.mode}: {type(e).__name__}: {e}") from e
+    got = levels_of(seam.to_numpy(item.feature), image)
     alpha = true_alpha(image)
     if alpha is None:
         return
