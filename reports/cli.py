@@ -221,8 +221,11 @@ COMMANDS = {"report": _report, "sweep": _sweep, "sim": _sim, "bench": _bench, "c
 
 def main(argv: Sequence[str] | None = None) -> int:
     """Entry point of the ``deferlab`` console script; returns the exit status."""
+    argv = list(sys.argv[1:] if argv is None else argv)
+    if argv[:1] == ["sim"]:  # everything after `sim` belongs to the simulator's own parser (incl. --help)
+        return _sim(argparse.Namespace(sim_args=argv[1:]))
     try:
-        args = build_parser().parse_args(list(sys.argv[1:] if argv is None else argv))
+        args = build_parser().parse_args(argv)
         return COMMANDS[args.command](args)
     except UsageError as e:
         print(f"deferlab: error: {e}", file=sys.stderr)
