@@ -40,9 +40,11 @@ def test_every_shipped_scenario_runs(path: Path) -> None:
 
 
 def test_run_is_reproducible() -> None:
-    """Same scenario, same seed: identical results."""
+    """Same scenario, same seed: identical results, whether given as a Scenario, a path or a shipped name."""
     s = load_scenario(SHIPPED[0])
-    assert sim.run(s).to_dict() == sim.run(s).to_dict()
+    assert sim.run(s).to_dict() == sim.run(s).to_dict() == sim.run(SHIPPED[0].stem).to_dict()
+    with pytest.raises(TypeError, match="takes a Scenario"):
+        sim.run(42)
 
 
 def _write(tmp_path: Path, text: str) -> Path:

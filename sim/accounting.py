@@ -135,6 +135,7 @@ class Ledger:
             "redundant_h2d_bytes": int(self.h2d_bytes.sum() - self.h2d_useful_bytes()),
             "allgather_padding_tokens": int(self.padding_tokens.sum()),
             "embedding_transfer_bytes": int(self.embedding_bytes.sum()),
+            "peak_staged_producer_bytes": int(self.hashed_bytes.max(initial=0)),
             "peak_staged_host_bytes_per_rank": self.per_rank_peak(self.received_bytes).tolist(),
             "peak_staged_device_bytes_per_rank": self.per_rank_peak(self.device_bytes).tolist(),
             "received_bytes_per_rank": self.per_rank(self.received_bytes).tolist(),

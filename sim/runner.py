@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import math
 from dataclasses import asdict, dataclass, field, replace
+from pathlib import Path
 from typing import Any
 
 from impl.policy import get_policy
@@ -15,7 +16,7 @@ from sim.gate import GATE_SOURCE
 from sim.latency import compare_modes, load_sweep
 from sim.placement import owner_cost
 from sim.placement_compare import compare_placements
-from sim.scenario import Scenario
+from sim.scenario import Scenario, load_scenario
 from sim.workload import generate
 
 
@@ -45,8 +46,15 @@ class SimResult:
         return clean(asdict(self))
 
 
-def run(scenario: Scenario) -> SimResult:
-    """Run every part the scenario asks for; a missing corpus gives a skipped result, not a crash."""
+def run(scenario: Scenario | str | Path) -> SimResult:
+    """Run every part the scenario asks for; a missing corpus gives a skipped result, not a crash.
+
+    ``scenario`` may also be a scenario file or a shipped scenario's name.
+    """
+    if isinstance(scenario, (str, Path)):
+        scenario = load_scenario(scenario)
+    if not isinstance(scenario, Scenario):
+        raise TypeError(f"run() takes a Scenario, a scenario file or a shipped name, got {type(scenario).__name__}")
     result = SimResult(scenario=scenario.to_dict(), gate_source=GATE_SOURCE)
     try:
         workload = generate(scenario.workload)
