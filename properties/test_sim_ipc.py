@@ -119,3 +119,33 @@ def test_counter_pool_recycles_on_equality_only() -> None:
     pool.recycle()
     assert pool.slots[0].busy
     assert pool.free_slots() == 0
+
+
+def test_pinned_counter_pool_precharge_frees_the_next_item_before_its_owner_reads() -> None:
+    """The shrunk safety counterexample, replayed by hand: tp 2, one slot, a late non-owner release pre-charges it."""
+    pool = CounterPool(1, tp_size=2)
+    pool.publish(0, 2, {0})
+    pool.read(0, 0)
+    pool.ack(0, 0, 2)  # owner acks the whole group
+    pool.recycle()  # counter == 2: freed and zeroed
+    pool.ack(0, 1, 1)  # the non-owner's release lands late: counter 1 on a free chunk
+    pool.publish(1, 2, {0})
+    pool.ack(1, 1, 1)  # the non-owner releases the new item: counter 2
+    pool.recycle()
+    assert pool.early_frees == ["slot 0 freed while item 1 unread by rank(s) [0]"]
+
+
+def test_pinned_pr_count_under_attention_dp_is_rejected_by_the_released_pool() -> None:
+    """The shrunk valid_ack counterexample: tp 2, attention DP 2, K_p 1; the PR's K_c = tp_size = 2 is neither 1 nor K_p."""
+    from impl.ipc import released_total_count, requested_count, resolve_count
+
+    k_p = released_total_count(2, 2)
+    k_c = resolve_count(requested_count(PR_33921, 2, 2), k_p, clamp=False)
+    pool = GenerationPool(1)
+    pool.publish(0, k_p, {0})
+    pool.read(0, 0)
+    with pytest.raises(InvalidAck):
+        pool.ack(0, 0, k_c)
+    pool.recycle()
+    assert pool.slots[0].busy  # never frees: the liveness failure that follows
+    assert resolve_count(requested_count(RELEASED, 2, 2), k_p, clamp=True) == k_p

@@ -144,3 +144,12 @@ def test_anchor_comparison_rows() -> None:
         assert r["assumptions"] and r["needed"]
     assert rows[0]["same_direction"] == (rows[0]["model_pct"] > 0)
     assert rows[2]["same_direction"] == (rows[2]["model_pct"] > 0)
+
+
+def test_sim_never_imports_torch() -> None:
+    """The simulator is pure Python + NumPy: importing all of it leaves torch unloaded."""
+    import subprocess
+    import sys
+
+    code = "import sys, sim, sim.ipc, sim.anchors, sim.cli, sim.runner; assert 'torch' not in sys.modules, 'torch'"
+    subprocess.run([sys.executable, "-c", code], check=True, cwd=Path(sim.__file__).parents[1])
