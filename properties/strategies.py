@@ -31,7 +31,7 @@ from strategies_images import (
 
 from reference.config import BackgroundConfig, PreprocessConfig
 from reference.navit import resize_config_arrays
-from reference.profiles import profile
+from reference.profiles import PROFILES, profile
 
 __all__ = [
     "ALL_MODES",
@@ -84,6 +84,24 @@ def byte_boundary_heights(width: int, channels: int, config: PreprocessConfig, m
     return tuple(sorted(out))
 
 
+@lru_cache(maxsize=8)
+def byte_tie_sizes(config: PreprocessConfig, channels: int, max_side: int = 8192) -> tuple[tuple[int, int], ...]:
+    """Every (width, height) <= max_side with raw bytes == processed bytes exactly (where ties defer).
+
+    A full scan with the reference NaViT decision (about a second for 8192 x
+    8192); only worth it for the shipped profiles, so `image_sizes` uses it
+    for those alone.
+    """
+    ws = np.arange(1, max_side + 1, dtype=np.int64)[:, None]
+    found: list[tuple[int, int]] = []
+    for h0 in range(1, max_side + 1, 1024):
+        hs = np.arange(h0, min(h0 + 1024, max_side + 1), dtype=np.int64)[None, :]
+        rc = resize_config_arrays(ws, hs, config)
+        iw, ih = np.nonzero(channels * ws * hs == 12 * rc.padded_width * rc.padded_height)
+        found += zip((iw + 1).tolist(), (ih + h0).tolist(), strict=True)
+    return tuple(found)
+
+
 @st.composite
 def image_sizes(
     draw: st.DrawFn,
@@ -100,7 +118,9 @@ def image_sizes(
     one-side limit or ``in_patch_limit`` starts to bind. With
     ``boundary_channels`` set (3 or 4), a quarter of the draws put the height
     on a place where raw bytes - processed bytes changes sign (see
-    `byte_boundary_heights`). Shrinks towards (min_side, min_side).
+    `byte_boundary_heights`), and for a shipped profile an eighth of them
+    are sizes where raw == processed exactly (`byte_tie_sizes`). Shrinks
+    towards (min_side, min_side).
     """
     if not 1 <= min_side <= max_side:
         raise ValueError(f"need 1 <= min_side <= max_side, got min_side={min_side}, max_side={max_side}")
@@ -111,6 +131,10 @@ def image_sizes(
         heights = [x for x in byte_boundary_heights(w, boundary_channels, config, max_side) if x >= min_side]
         if heights:
             h = draw(st.sampled_from(heights))
+    if boundary_channels is not None and config.name in PROFILES and draw(st.integers(0, 7)) == 0:
+        ties = [(a, b) for a, b in byte_tie_sizes(config, boundary_channels, max_side) if min(a, b) >= min_side]
+        if ties:
+            w, h = draw(st.sampled_from(ties))
     return w, h
 
 

@@ -1,0 +1,58 @@
+"""Deliberately broken implementations, each one line away from deferlab's own (``--impl broken_impl:NAME``).
+
+They exist to prove the properties can fail: ``test_prop_seam.py`` resolves
+each through the same resolver ``--impl`` uses and shows that property 1, 2
+or 3 finds a counterexample that the real implementation passes. Never use
+them for anything else.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Any
+
+from seam import DeferlabImpl
+
+from reference.config import PreprocessConfig
+
+
+class BrokenStaging(DeferlabImpl):
+    """Stages colour channels in BGR order (property 1 must catch it at the staging stage)."""
+
+    name = "broken-staging"
+
+    def to_chw_uint8(self, image: Any, *, promote_rgb_transparency: bool = False) -> Any:
+        x = super().to_chw_uint8(image, promote_rgb_transparency=promote_rgb_transparency)
+        return x[[2, 1, 0, *range(3, x.shape[0])]]  # the bug: R and B swapped
+
+
+class BrokenOwnerOrder(DeferlabImpl):
+    """The owner returns its images sorted by index, not in the order it was given (property 2 must catch it)."""
+
+    name = "broken-owner-order"
+
+    def materialize(
+        self, items: Sequence[Any], owner_indices: Sequence[int], *, policy: Any, device: str = "cpu"
+    ) -> Any:
+        return super().materialize(items, sorted(owner_indices), policy=policy, device=device)  # the bug: sorted()
+
+
+class BrokenGateTie(DeferlabImpl):
+    """The gate keeps a request eager when raw == processed bytes; SPEC 4 says ties defer (property 3)."""
+
+    name = "broken-gate-tie"
+
+    def defer_decisions(
+        self,
+        images: Sequence[Any],
+        config: PreprocessConfig,
+        *,
+        policy: Any,
+        transport: str = "cpu",
+        cuda_available: bool = True,
+    ) -> list[bool]:
+        decided = super().defer_decisions(
+            images, config, policy=policy, transport=transport, cuda_available=cuda_available
+        )
+        raw, processed = self.gate_bytes(images, config)
+        return [d and raw != processed for d in decided]  # the bug: a tie no longer defers
