@@ -211,3 +211,13 @@ def test_claims_command_prints_the_table(tmp_path: Path, capsys: pytest.CaptureF
     out = capsys.readouterr().out
     [c3] = [line for line in out.splitlines() if line.startswith("| C3 |")]
     assert c3.endswith("| holds | **FAILS** |")
+
+
+def test_sim_subcommand_hands_all_arguments_to_the_simulator(monkeypatch: pytest.MonkeyPatch) -> None:
+    """`deferlab sim ...` passes every argument, options included, to sim.cli.main and returns its status."""
+    import sim.cli
+
+    seen = []
+    monkeypatch.setattr(sim.cli, "main", lambda argv: seen.append(argv) or 7)
+    assert main(["sim", "--json", "chat-tp8", "--help"]) == 7
+    assert seen == [["--json", "chat-tp8", "--help"]]
