@@ -37,6 +37,14 @@ def test_every_shipped_scenario_runs(path: Path) -> None:
     if d["latency"]:
         for mode in ("eager", "deferred"):
             assert d["latency"][mode]["throughput_rps"] > 0
+    rates = load_scenario(path).sweep_rates
+    assert len(d["sweep"]) == len(rates)
+    if rates and math.isinf(max(rates)):
+        # unlimited concurrency measures capacity: no finite offered load gets more through (5 %: finite runs)
+        unlimited = next(row for row in d["sweep"] if row["rate_rps"] == "inf")
+        for mode in ("eager", "deferred"):
+            cap = unlimited[mode]["throughput_rps"]
+            assert all(row[mode]["throughput_rps"] <= cap * 1.05 for row in d["sweep"])
 
 
 def test_run_is_reproducible() -> None:
