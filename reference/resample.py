@@ -100,7 +100,7 @@ def aa_bicubic_weights(in_size: int, out_size: int, *, coordinates: str = "float
     return _weights(check_positive_int("in_size", in_size), check_positive_int("out_size", out_size), coordinates)
 
 
-_BLOCK = 64  # output pixels per dense band block
+_BLOCK = 128  # output pixels per dense band block (measured: 128 beats 32 and 64)
 
 
 @lru_cache(maxsize=256)
