@@ -7,7 +7,7 @@ from fractions import Fraction
 import numpy as np
 import pytest
 import torch
-from hypothesis import given
+from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from hypothesis.extra import numpy as hnp
 
@@ -165,3 +165,24 @@ def test_bad_inputs(kwargs: dict, error: type[Exception]) -> None:
     """Bad channel counts, arithmetic names, config types and shapes fail at the front door."""
     with pytest.raises(error):
         fill_transparent_bg(**kwargs)
+
+
+@pytest.mark.cuda
+@settings(suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(hnp.arrays(np.uint8, st.tuples(st.integers(1, 2), st.just(4), st.integers(1, 20), st.integers(1, 20))))
+def test_device_arithmetic_equals_torch_on_that_device(device: str, x: np.ndarray) -> None:
+    """On each device, upstream's torch composite equals the oracle with that device's arithmetic, bit for bit."""
+    bg = BackgroundConfig(pattern="chessboard", square_size=8, gray_value=180)
+    t = torch.from_numpy(x).float().to(device)
+    alpha = (t[:, 3:4] / 255.0).clamp(0.0, 1.0)
+    back = torch.from_numpy(chessboard(x.shape[2], x.shape[3], bg)).to(device)
+    expected = (alpha * t[:, :3] + (1.0 - alpha) * back).clamp(0.0, 255.0).floor_().cpu().numpy()
+    assert np.array_equal(fill_transparent_bg(x.astype(np.float32), bg, arithmetic=device), expected)
+
+
+@pytest.mark.cuda
+def test_cuda_divides_by_multiplying_with_the_reciprocal(device: str) -> None:
+    """torch on the device computes A / 255 exactly as our arithmetic of the same name (all 256 levels)."""
+    alphas = torch.arange(256, dtype=torch.float32, device=device)
+    got = (alphas / 255.0).clamp(0.0, 1.0).cpu().numpy()
+    assert np.array_equal(got, alpha_fraction(np.arange(256, dtype=np.float32), device))

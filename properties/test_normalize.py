@@ -180,3 +180,16 @@ def test_fused_refuses_inexact_inputs() -> None:
     scale, bias = scale_bias((0.5,) * 3, (0.5,) * 3)
     with pytest.raises(ValueError, match="integer-valued"):
         normalize_scale_bias(np.full((3, 1, 1), 0.5, np.float32), scale, bias, fused=True)
+
+
+@pytest.mark.cuda
+def test_device_addcmul_is_fused(device: str) -> None:
+    """On every device upstream's addcmul(bias, x, scale) equals the single-rounding form (CPU: measured FMA)."""
+    for mean, std in (((0.5,) * 3, (0.5,) * 3), (CLIP_MEAN, CLIP_STD)):
+        scale, bias = scale_bias(mean, std)
+        t = torch.addcmul(
+            torch.from_numpy(bias).reshape(3, 1, 1).to(device),
+            torch.from_numpy(ALL_LEVELS).to(device),
+            torch.from_numpy(scale).reshape(3, 1, 1).to(device),
+        )
+        assert np.array_equal(normalize_scale_bias(ALL_LEVELS, scale, bias, fused=True), t.cpu().numpy())

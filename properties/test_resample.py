@@ -10,7 +10,7 @@ import math
 import numpy as np
 import pytest
 import torch
-from hypothesis import example, given, settings
+from hypothesis import HealthCheck, example, given, settings
 from hypothesis import strategies as st
 from hypothesis.extra import numpy as hnp
 
@@ -262,3 +262,16 @@ def test_bad_inputs(args: tuple, error: type[Exception]) -> None:
     """Bad sizes, shapes and types fail at the front door."""
     with pytest.raises(error):
         resize_bicubic_aa(*args)
+
+
+@pytest.mark.cuda
+@settings(suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(torch_cases())
+def test_device_resize_disagreements_are_ties(device: str, case: tuple[np.ndarray, int, int]) -> None:
+    """On each device, torch's rounded resize differs from the oracle only by explained ties."""
+    x, oh, ow = case
+    ref = resize_bicubic_aa(x, oh, ow)
+    t = torch.from_numpy(np.ascontiguousarray(x)).float().to(device)
+    raw = torch.nn.functional.interpolate(t, size=(oh, ow), mode="bicubic", align_corners=False, antialias=True)
+    eps = tie_epsilon(x.shape[2], oh, x.shape[3], ow)
+    assert classify_disagreement(ref, raw.round().clamp(0, 255).cpu().numpy(), eps).all()
