@@ -107,9 +107,13 @@ def owner_cost(
     deferred: np.ndarray,
     cost_model: CostModel,
 ) -> np.ndarray:
-    """Seconds an owner spends on each image: ViT, plus H2D + GPU preprocessing when deferred."""
+    """Marginal seconds an owner spends on each image: ViT, plus H2D + GPU preprocessing when deferred.
+
+    Marginal: the per-call launch overhead is paid once per owner whatever it
+    owns, so it cannot change which rank should take an image and is left out.
+    """
     vit = cost_model.vit(patches.astype(np.float64))
     pre = cost_model.h2d(h2d_bytes.astype(np.float64)) + cost_model.gpu_preprocess(
-        preprocess_elements.astype(np.float64), 1.0
+        preprocess_elements.astype(np.float64), 0.0
     )
     return vit + np.where(deferred, pre, 0.0)
