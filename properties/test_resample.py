@@ -95,6 +95,20 @@ def test_exact_weights_equal_torch_float64_weights(nm: tuple[int, int]) -> None:
     assert np.abs(dense(n, m, "exact") - torch_weights(n, m, torch.float64)).max() <= 1e-12
 
 
+@pytest.mark.parametrize("coordinates", ["float32", "exact"])
+def test_hand_computed_weights(coordinates: str) -> None:
+    """4 -> 2: centre 1.0, stretch 2, offsets -0.25, 0.25, 0.75, 1.25 give K = 111, 111, 29, -9 (/128), so /242.
+
+    2 -> 1 averages the two pixels by symmetry; n -> n is the identity.
+    """
+    xmin, w = aa_bicubic_weights(4, 2, coordinates=coordinates)
+    assert xmin.tolist() == [0, 0]
+    assert np.array_equal(w[0, :4], np.array([111, 111, 29, -9]) / 242)
+    assert np.array_equal(w[1, :4], np.array([-9, 29, 111, 111]) / 242)
+    assert aa_bicubic_weights(2, 1, coordinates=coordinates)[1][0, :2].tolist() == [0.5, 0.5]
+    assert np.array_equal(dense(5, 5, coordinates), np.eye(5))
+
+
 @given(sizes)
 def test_weight_rows_are_normalized_windows(nm: tuple[int, int]) -> None:
     """Each row sums to 1, starts inside the image, and uses at most 2*ceil(support)+1 taps."""
