@@ -171,3 +171,20 @@ def test_image_size_reads_chw_and_pil() -> None:
     assert image_size(Image.new("L", (7, 5))) == (7, 5)
     with pytest.raises(TypeError):
         image_size(object())
+
+
+def test_sixteen_bit_grey_key_blanks_the_whole_image() -> None:
+    """A 16-bit grey PNG keyed at 65535 stages fully transparent: Pillow keys on the saturated 8-bit level.
+
+    Only 44% of ftbwn0g16.png's pixels carry the key, but every pixel saturates
+    to 255 (the key's low byte) on conversion, so upstream's staging (and ours,
+    which models it) makes all of them alpha 0: under kimi-k3 the picture is
+    replaced by the chessboard.
+    """
+    with Image.open(CORPUS / "libpng-pngsuite-ftbwn0g16.png") as image:
+        image.load()
+        raw = np.asarray(image)
+        staged = to_chw_uint8(image)
+    assert image.mode == "I;16" and image.info["transparency"] == 65535
+    assert 0 < (raw == 65535).mean() < 1
+    assert staged.shape[0] == 4 and (staged[3] == 0).all()
