@@ -1,12 +1,21 @@
 """Antialiased bicubic resize, as torch's ``interpolate(bicubic, antialias=True)`` (SPEC 3.3).
 
-The oracle computes the *exact* separable filter in float64 (weights and
-accumulation), then applies upstream's ``round_()`` (half to even) and
-``clamp_(0, 255)``. torch accumulates in float32, so the two can only
-disagree where the exact value sits within float32 noise of a ``.5`` rounding
-tie; `ResampleResult.tie_distance` says how close every element is, and
+The oracle places the filter where torch does for float32 input (float32
+scale, centres and tap offsets: see `aa_bicubic_weights`), evaluates the
+kernel, its normalisation and both passes exactly in float64, then applies
+upstream's ``round_()`` (half to even) and ``clamp_(0, 255)``. torch computes
+weights and sums in float32, so the two can only disagree where the exact
+value sits within float32 noise of a ``.5`` rounding tie;
+`ResampleResult.tie_distance` says how close every element is, and
 `classify_disagreement` accepts a disagreement only when it is one level and
-within `TIE_EPSILON` (or a bound from `tie_epsilon`) of a tie.
+within `TIE_EPSILON` (or a bound from `tie_epsilon`) of a tie. Measured on
+7.4M elements of random downscales: 1.6e-5 of them differ, every one a tie,
+and torch's largest error is 7% of the bound.
+
+Known torch defect, *not* modelled: torch 2.13's CPU antialiased interpolate
+with an output width of 1 and a changed height repeats the first output row
+down the column (kimi-k3 meets it for 1- or 2-px-wide images taller than
+7168 px); `classify_disagreement` flags those elements as unexplained.
 
 Kernel (anchors.md section 2, facts section 2): per axis, ``scale = in/out``;
 ``support = 2*scale`` for a downscale, else 2; Keys cubic with a = -0.5 on
