@@ -64,9 +64,16 @@ class Impl(Protocol):
         """The gate, one decision per image (a per-request gate repeats its one decision)."""
 
     def process(
-        self, images: Sequence[Any], config: PreprocessConfig, *, policy: Any, transport: str = "cpu", epd: bool = False
+        self,
+        images: Sequence[Any],
+        config: PreprocessConfig,
+        *,
+        policy: Any,
+        transport: str = "cpu",
+        epd: bool = False,
+        device: str = "cpu",
     ) -> Any:
-        """The producer (non-EPD, or the EPD start path with ``epd=True``): an object with ``.items`` (feature, model_specific_data) and ``.deferred``."""
+        """The producer, preprocessing eager items on ``device`` (non-EPD, or the EPD start path with ``epd=True``): an object with ``.items`` (feature, model_specific_data) and ``.deferred``."""
 
     def epd_items(
         self, images: Sequence[Any], config: PreprocessConfig, *, policy: Any, backend: str = "gpu"
@@ -158,11 +165,18 @@ class DeferlabImpl:
         return list(proc.decisions(images))
 
     def process(
-        self, images: Sequence[Any], config: PreprocessConfig, *, policy: Any, transport: str = "cpu", epd: bool = False
+        self,
+        images: Sequence[Any],
+        config: PreprocessConfig,
+        *,
+        policy: Any,
+        transport: str = "cpu",
+        epd: bool = False,
+        device: str = "cpu",
     ) -> Any:
         from impl.processor import Processor
 
-        proc = Processor(config, transport=transport, policy=policy, cuda_available=True, device="cpu", epd=epd)
+        proc = Processor(config, transport=transport, policy=policy, cuda_available=True, device=device, epd=epd)
         return proc.process(images)
 
     def epd_items(

@@ -31,7 +31,7 @@ from strategies_images import (
 
 from reference.config import BackgroundConfig, PreprocessConfig
 from reference.navit import resize_config_arrays
-from reference.profiles import PROFILES, profile
+from reference.profiles import profile
 
 __all__ = [
     "ALL_MODES",
@@ -118,7 +118,7 @@ def image_sizes(
     one-side limit or ``in_patch_limit`` starts to bind. With
     ``boundary_channels`` set (3 or 4), a quarter of the draws put the height
     on a place where raw bytes - processed bytes changes sign (see
-    `byte_boundary_heights`), and for a shipped profile an eighth of them
+    `byte_boundary_heights`), and under kimi-k3 an eighth of them
     are sizes where raw == processed exactly (`byte_tie_sizes`). Shrinks
     towards (min_side, min_side).
     """
@@ -131,7 +131,7 @@ def image_sizes(
         heights = [x for x in byte_boundary_heights(w, boundary_channels, config, max_side) if x >= min_side]
         if heights:
             h = draw(st.sampled_from(heights))
-    if boundary_channels is not None and config.name in PROFILES and draw(st.integers(0, 7)) == 0:
+    if boundary_channels is not None and config == K3 and draw(st.integers(0, 7)) == 0:
         ties = [(a, b) for a, b in byte_tie_sizes(config, boundary_channels, max_side) if min(a, b) >= min_side]
         if ties:
             w, h = draw(st.sampled_from(ties))

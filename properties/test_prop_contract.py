@@ -94,7 +94,7 @@ def test_claim_c9_ipc_counts(policy):
         return
     from impl.policy import get_policy
 
-    budget = max(10, min(60, settings.default.max_examples // 3))
+    budget = max(10, min(30, settings.default.max_examples // 6))
     rows = sim_verdicts(budget, policies=(get_policy(policy),))
     assert rows, f"sim.ipc.verdicts returned no rows for {policy}"
     failing = [r for r in rows if r["verdict"] == "fails"]

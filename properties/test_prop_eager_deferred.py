@@ -44,7 +44,7 @@ def bits(x: Any) -> np.ndarray:
 
 def eager_features(impl: seam.Impl, policy: str, config: PreprocessConfig, images: list[Any], device: str) -> list:
     """Per-image BF16 features of the eager path (a non-cpu transport keeps the request eager)."""
-    out = impl.process(images, config, policy=policy, transport="cuda_ipc")
+    out = impl.process(images, config, policy=policy, transport="cuda_ipc", device=device)
     feats = impl.materialize(out.items, range(len(images)), policy=policy, device=device)
     return list(torch.as_tensor(seam.to_numpy(feats)).split(patch_counts(images, config)))
 
