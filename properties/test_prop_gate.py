@@ -102,6 +102,17 @@ def test_gate_refuses_what_it_cannot_defer(impl):
         assert impl.defer_decisions([torch.zeros(3, 32, 32)], K3, policy=policy) == [False]
 
 
+@pytest.mark.parametrize("policy", ["PR_33921", "RELEASED"])
+@given(floats=st.lists(s.float_tensors(), min_size=1, max_size=2), others=s.requests(max_images=2, max_side=6))
+def test_float_tensors_are_never_deferred(impl, policy, floats, others):
+    """A float tensor is never deferred (at the PR its whole request stays eager), and the gate does not raise."""
+    images = [*others, *floats]
+    decided = impl.defer_decisions(images, K3, policy=policy)
+    assert len(decided) == len(images) and not any(decided[len(others) :]), f"float tensors deferred: {decided}"
+    if not get_policy(policy).gate_per_image:
+        assert not any(decided), f"the PR decides per request, so a float tensor keeps it all eager: {decided}"
+
+
 # --- C1: the byte rule ------------------------------------------------------------------------------------------
 
 

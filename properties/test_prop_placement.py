@@ -55,9 +55,9 @@ def test_assignment_is_deterministic_total_and_within_lpt_bound(loads, ranks):
 
 @st.composite
 def dp_requests(draw: st.DrawFn, *, modes: tuple[str, ...] | None = None) -> tuple[list[Any], int]:
-    """(images, ranks): 1..5 small images under a config that resizes, 1..4 vision-DP ranks."""
+    """(images, ranks): 1..5 small images under a config that resizes; the vision-DP world of a topology."""
     images = draw(s.requests(min_images=1, max_images=5, max_side=9, modes=modes))
-    return images, draw(st.integers(1, 4))
+    return images, draw(s.topologies(max_tp=8))["vision_ranks"]
 
 
 def check_once_on_owner(impl: seam.Impl, policy: str, images: list[Any], ranks: int) -> None:
