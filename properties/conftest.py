@@ -1,16 +1,28 @@
-"""Shared pytest setup: Hypothesis profiles, markers and device selection.
+"""Shared pytest setup: Hypothesis profiles, markers, device selection, the ``--impl`` seam and verdicts.
 
 Profiles (``--hypothesis-profile NAME``): ``dev`` fast and random; ``ci``
 derandomized, no deadline, blobs printed, >= 200 examples per property;
 ``thorough`` >= 5,000 examples. CI sets ``CI=true``, which makes Hypothesis
 load ``ci`` by itself; we register our own ``ci`` so the count is ours.
+
+``--impl NAME|module:object`` picks the implementation under test (the
+session fixture ``impl``; ``properties/SEAM.md``). Every run writes
+``properties/results/verdicts.json`` (or under ``$DEFERLAB_RESULTS_DIR``):
+each process (each xdist worker) writes a part file at session end and the
+controller merges them atomically (``properties/verdicts.py``).
 """
 
 from __future__ import annotations
 
+import json
 import os
+import time
+import uuid
+from pathlib import Path
 
 import pytest
+import seam
+import verdicts
 from hypothesis import HealthCheck, settings
 
 settings.register_profile("dev", max_examples=30, deadline=None)
@@ -58,14 +70,6 @@ def device(request: pytest.FixtureRequest) -> str:
 
 
 # --- The implementation seam and the verdict recorder (properties/SEAM.md) -----------------------------------------
-
-import json  # noqa: E402
-import time  # noqa: E402
-import uuid  # noqa: E402
-from pathlib import Path  # noqa: E402
-
-import seam  # noqa: E402
-import verdicts  # noqa: E402
 
 
 def pytest_addoption(parser: pytest.Parser) -> None:
