@@ -75,6 +75,17 @@ def test_lower_is_better_ratio_regresses_when_it_rises() -> None:
     assert not compare_benchmarks(_report(1.0), base)[0]
 
 
+def test_target_ratio_gates_on_its_limit_only() -> None:
+    """A time-over-target ratio regresses only past its stated limit, however much it moved from the baseline."""
+    report = _report(None)
+    report["benchmarks"] = [{"name": "b::t", "ratios": {"ratio_to_target": 0.9}}]
+    base = make_baseline({**report, "benchmarks": [{"name": "b::t", "ratios": {"ratio_to_target": 0.01}}]})
+    assert base["benchmarks"]["b::t::ratio_to_target"]["limit"] == 1.0
+    assert compare_benchmarks(report, base)[0] == []
+    report["benchmarks"][0]["ratios"]["ratio_to_target"] = 1.2
+    assert [r["name"] for r in compare_benchmarks(report, base)[0]] == ["b::t::ratio_to_target"]
+
+
 def test_skipped_bench_is_not_compared() -> None:
     """Benchmarks skipped on purpose are a note, never a regression."""
     base = {"benchmarks": {"b::t::speed_ratio": {"value": 2.0}}}

@@ -24,6 +24,19 @@ RATIO_MARKERS = ("_ratio", "ratio_", "speedup", "_over_")
 LOWER_IS_BETTER_MARKERS = ("to_target", "reference_over")
 
 
+# Ratios the bench files measure against a stated target: they gate on the target itself, not on the last value,
+# because they compare one run's time with a fixed budget and drift with machine load.
+TARGET_LIMITS = {"to_target": 1.0, "reference_over": 2.0}  # sim benches' time/target; oracle within 2x of impl
+
+
+def ratio_limit(key: str) -> float | None:
+    """The absolute bound a ratio must respect, when the bench states one (else None: compare with the baseline)."""
+    for marker, limit in TARGET_LIMITS.items():
+        if marker in key:
+            return limit
+    return None
+
+
 def is_ratio_key(key: str) -> bool:
     return any(m in key for m in RATIO_MARKERS)
 

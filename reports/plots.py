@@ -127,7 +127,7 @@ def token_maps(
     for ax, limit in zip(axes[0], limits, strict=True):
         tokens = sweeps.token_grid(sweeps.with_limit(config, limit), side, side)
         im = ax.imshow(tokens, origin="lower", extent=_extent(side), cmap="viridis", interpolation="nearest")
-        ax.set_title(f"in_patch_limit={limit}: max {int(tokens.max())} tokens")
+        ax.set_title(f"in_patch_limit={limit}\nmax {int(tokens.max())} tokens on this grid", fontsize=10)
         ax.set_xlabel("width (px)")
         ax.set_ylabel("height (px)")
         fig.colorbar(im, ax=ax, label="tokens", shrink=0.8)

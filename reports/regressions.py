@@ -15,7 +15,7 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
-from reports.benchmarks import DEFAULT_TOLERANCE, ratio_direction
+from reports.benchmarks import DEFAULT_TOLERANCE, ratio_direction, ratio_limit
 
 BASELINE_SCHEMA_VERSION = 1
 DEFAULT_BASELINE = Path(__file__).resolve().parent / "baseline.json"
@@ -30,11 +30,10 @@ def make_baseline(report: dict[str, Any], previous: dict[str, Any] | None = None
     benches: dict[str, Any] = {}
     for b in report.get("benchmarks", []):
         for key, value in b.get("ratios", {}).items():
-            benches[f"{b['name']}::{key}"] = {
-                "value": value,
-                "tolerance": DEFAULT_TOLERANCE,
-                "direction": ratio_direction(key),
-            }
+            spec = {"value": value, "tolerance": DEFAULT_TOLERANCE, "direction": ratio_direction(key)}
+            if ratio_limit(key) is not None:
+                spec["limit"] = ratio_limit(key)
+            benches[f"{b['name']}::{key}"] = spec
     if not benches and previous:
         benches = dict(previous.get("benchmarks", {}))
     return {
@@ -123,7 +122,10 @@ def compare_sweeps(report: dict[str, Any], baseline: dict[str, Any]) -> tuple[li
 
 
 def compare_benchmarks(report: dict[str, Any], baseline: dict[str, Any]) -> tuple[list[dict], list[str]]:
-    """Ratios that fell (or, for ``lower_is_better``, rose) beyond their tolerance; absolute times never gate."""
+    """Ratios that fell (or, for ``lower_is_better``, rose) beyond their tolerance or past their stated ``limit``.
+
+    Absolute times never gate.
+    """
     if _step_status(report, "bench") in (None, "skipped"):
         return [], ["benchmarks not compared: step skipped"]
     current = {f"{b['name']}::{k}": v for b in report.get("benchmarks", []) for k, v in b.get("ratios", {}).items()}
@@ -136,7 +138,11 @@ def compare_benchmarks(report: dict[str, Any], baseline: dict[str, Any]) -> tupl
         if new is None:
             notes.append(f"benchmark ratio {key} not measured in this run")
             continue
-        bad = new > old / (1 - tol) if lower_better else new < old * (1 - tol)
+        if spec.get("limit") is not None:  # a stated target: only missing it counts
+            limit = float(spec["limit"])
+            bad = new > limit if lower_better else new < limit
+        else:
+            bad = new > old / (1 - tol) if lower_better else new < old * (1 - tol)
         if bad:
             regs.append(
                 {
