@@ -151,6 +151,7 @@ def _resize_axis(x: np.ndarray, axis: int, out_size: int, coordinates: str) -> n
     out = np.empty(shape, dtype=np.float64)
     for plane, dst in zip(planes, out, strict=True):
         # The H pass runs on transposed views so both passes are (rows x span) @ (span x block) products.
+        plane = plane.astype(np.float64, copy=False)
         src, res = (plane, dst) if axis == -1 else (plane.T, dst.T)
         for o0, o1, i0, i1, m in blocks:
             res[:, o0:o1] = src[:, i0:i1] @ m
@@ -184,13 +185,15 @@ def resize_bicubic_aa(x: np.ndarray, out_h: int, out_w: int, *, coordinates: str
     out_w = check_positive_int("out_w", out_w)
     if arr.shape[-2] == 0 or arr.shape[-1] == 0:
         raise ValueError(f"x must have at least one pixel, got shape {arr.shape}")
-    exact = arr.astype(np.float64)
     if arr.shape[-2:] == (out_h, out_w):
+        exact = arr.astype(np.float64)
         return ResampleResult(arr.astype(np.float32), exact, np.full(exact.shape, np.inf))
+    exact = arr  # each pass converts plane by plane to float64 (no full-size float64 copy of the source)
     if arr.shape[-1] != out_w:
         exact = _resize_axis(exact, -1, out_w, coordinates)
     if arr.shape[-2] != out_h:
         exact = _resize_axis(exact, -2, out_h, coordinates)
+    exact = exact.astype(np.float64, copy=False)
     values = np.clip(np.rint(exact), 0.0, 255.0).astype(np.float32)
     tie = np.abs(exact - np.floor(exact) - 0.5)
     return ResampleResult(values, exact, tie)
