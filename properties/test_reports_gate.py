@@ -157,3 +157,13 @@ def test_skipped_claims_not_compared(status: str) -> None:
     base["claims"]["C1/PR_33921"] = "fails"
     regs, notes = compare(report, base)
     assert not [r for r in regs if r["kind"] == "claim"] and any("claims" in n for n in notes)
+
+
+def test_pytest_command_passes_profile_and_impl() -> None:
+    """The suite the report runs uses the requested hypothesis profile and implementation."""
+    from reports.claims import pytest_command
+
+    cmd = pytest_command("thorough", "mypkg:impl")
+    assert "--hypothesis-profile=thorough" in cmd
+    assert cmd[cmd.index("--impl") + 1] == "mypkg:impl"
+    assert "--impl" not in pytest_command("dev")

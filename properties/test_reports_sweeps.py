@@ -116,3 +116,21 @@ def test_sides_bad_arguments() -> None:
     with pytest.raises(ValueError, match="step"):
         sweeps.sides(10, 0)
     assert sweeps.sides(10, 4).tolist() == [1, 5, 9, 10]
+
+
+@given(
+    cfg=configs,
+    w=st.lists(st.integers(1, 5000), min_size=1, max_size=20),
+    h=st.integers(1, 5000),
+    c=st.sampled_from([1, 3, 4]),
+)
+def test_fallback_gate_equals_the_oracle(cfg: PreprocessConfig, w: list[int], h: int, c: int) -> None:
+    """The report's stand-in gate decides exactly as reference.gate.decide_arrays (so tests built on it are faithful)."""
+    gate = pytest.importorskip("reference.gate")
+    ws = np.array(w, dtype=np.int64)
+    hs = np.full(len(w), h, dtype=np.int64)
+    cs = np.full(len(w), c, dtype=np.int64)
+    for ours, theirs in zip(
+        gate_source._fallback_decide_arrays(ws, hs, cs, cfg), gate.decide_arrays(ws, hs, cs, cfg), strict=True
+    ):
+        assert np.array_equal(ours, theirs)
