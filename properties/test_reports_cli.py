@@ -221,3 +221,14 @@ def test_sim_subcommand_hands_all_arguments_to_the_simulator(monkeypatch: pytest
     monkeypatch.setattr(sim.cli, "main", lambda argv: seen.append(argv) or 7)
     assert main(["sim", "--json", "chat-tp8", "--help"]) == 7
     assert seen == [["--json", "chat-tp8", "--help"]]
+
+
+def test_default_out_is_timestamped_with_latest_pointer(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Without --out each run gets its own reports/out/<UTC timestamp>/ and `latest` names the newest one."""
+    monkeypatch.setattr("reports.runner.DEFAULT_OUT_PARENT", tmp_path / "out")
+    res = write_results(tmp_path / "res")
+    argv = ["report", "--config", str(write_config(tmp_path)), "--from-results", str(res), "--baseline", "none"]
+    assert main([*argv, *FAST_ARGS]) == 0
+    [made] = [p for p in (tmp_path / "out").iterdir() if p.is_dir()]
+    assert made.name.endswith("Z") and (made / "report.json").is_file()
+    assert read_latest(tmp_path / "out") == made

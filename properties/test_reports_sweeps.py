@@ -134,3 +134,24 @@ def test_fallback_gate_equals_the_oracle(cfg: PreprocessConfig, w: list[int], h:
         gate_source._fallback_decide_arrays(ws, hs, cs, cfg), gate.decide_arrays(ws, hs, cs, cfg), strict=True
     ):
         assert np.array_equal(ours, theirs)
+
+
+def test_token_counts_by_hand() -> None:
+    """patch 2, merge 2, in_patch_limit 4: a 5x5 image is not shrunk (2x2 patches) but pads to 8x8 = 16 patches."""
+    cfg = PreprocessConfig(patch_size=2, merge_kernel_size=2, in_patch_limit=4, patch_limit_on_one_side=100)
+    counts = sweeps.token_counts(cfg, max_side=5)
+    assert counts["max_tokens"] == 4  # (8 / 4) * (8 / 4)
+    rc = resize_config(5, 5, cfg)
+    assert (rc.padded_width, rc.padded_height, rc.num_patches) == (8, 8, 16)
+    assert counts["sizes_over_limit"] >= 1
+
+
+@given(cfg=configs, n=st.integers(1, 14), chunk=st.integers(1, 6))
+def test_token_counts_match_brute_force(cfg: PreprocessConfig, n: int, chunk: int) -> None:
+    """Max tokens and the over-limit count equal a per-size loop over resize_config."""
+    rcs = [resize_config(w, h, cfg) for h in range(1, n + 1) for w in range(1, n + 1)]
+    got = sweeps.token_counts(cfg, max_side=n, chunk_rows=chunk)
+    assert got["max_tokens"] == max(rc.num_tokens for rc in rcs)
+    assert got["sizes_over_limit"] == sum(rc.num_patches > cfg.in_patch_limit for rc in rcs)
+    best = resize_config(got["max_tokens_width"], got["max_tokens_height"], cfg)
+    assert best.num_tokens == got["max_tokens"]

@@ -76,6 +76,16 @@ def _sweeps(sweeps: list[dict[str, Any]]) -> list[str]:
                 if r["flips"] > 1
             ]
             lines.append(f"- {s['name']}: " + "; ".join(bad))
+    tok = [s for s in sweeps if s["kind"] == "tokens" and s["summary"]["sizes_over_limit"]]
+    if tok:
+        lines += ["", "Padded patch grids larger than in_patch_limit (the limit is applied before padding):", ""]
+        for s in tok:
+            m = s["summary"]
+            lines.append(
+                f"- in_patch_limit={s['in_patch_limit']}: {m['sizes_over_limit']:,} sizes exceed it; max "
+                f"{m['max_tokens']:,} tokens at "
+                f"{m['max_tokens_width']}x{m['max_tokens_height']}"
+            )
     rnd = [s for s in sweeps if s["kind"] == "random_requests"]
     if rnd:
         lines += [

@@ -62,6 +62,19 @@ def random_requests_record(config: PreprocessConfig, limit: int, max_side: int) 
     }
 
 
+def tokens_record(config: PreprocessConfig, limit: int, max_side: int) -> dict[str, Any]:
+    """Token budget check: the largest token count and the sizes whose padded patch grid exceeds in_patch_limit."""
+    counts = sweeps.token_counts(sweeps.with_limit(config, limit), max_side=max_side)
+    return {
+        "name": f"tokens/L{limit}",
+        "kind": "tokens",
+        "in_patch_limit": limit,
+        "max_side": max_side,
+        "key_counters": {"max_tokens": counts["max_tokens"], "sizes_over_limit": counts["sizes_over_limit"]},
+        "summary": counts,
+    }
+
+
 def collect_sweeps(
     config: PreprocessConfig,
     *,
@@ -82,6 +95,9 @@ def collect_sweeps(
         records.append(aggregation_record(config, name, max_side))
     for limit in limits:
         records.append(random_requests_record(config, limit, max_side))
+    for limit in limits:
+        say(f"sweep: token counts in_patch_limit={limit}")
+        records.append(tokens_record(config, limit, max_side))
     for r in records:
         r["decision_source"] = source
     return records

@@ -132,6 +132,33 @@ def scan_decisions(
     return DecisionScan(total, defer_n, ties, fw, fh, area_steps, area_flips)
 
 
+def token_counts(config: PreprocessConfig, max_side: int = MAX_SIDE, chunk_rows: int = 512) -> dict[str, int]:
+    """Largest token count over 1..max_side squared, and how many sizes end with more patches than in_patch_limit.
+
+    Why: the limit is applied to floor(w / patch) * floor(h / patch) *before*
+    padding to merge * patch, so the padded grid can exceed it (SPEC 3.2).
+    """
+    ws = np.arange(1, max_side + 1, dtype=np.int64)
+    p = config.patch_size
+    worst = over = 0
+    worst_at = (0, 0)
+    for h0 in range(1, max_side + 1, chunk_rows):
+        hs = np.arange(h0, min(h0 + chunk_rows, max_side + 1), dtype=np.int64)
+        r = resize_config_arrays(ws[None, :], hs[:, None], config)
+        tokens = np.broadcast_to(r.num_tokens, (len(hs), len(ws)))
+        patches = (r.padded_width // p) * (r.padded_height // p)
+        over += int((patches > config.in_patch_limit).sum())
+        i = np.unravel_index(int(np.argmax(tokens)), tokens.shape)
+        if int(tokens[i]) > worst:
+            worst, worst_at = int(tokens[i]), (int(ws[i[1]]), int(hs[i[0]]))
+    return {
+        "max_tokens": worst,
+        "max_tokens_width": worst_at[0],
+        "max_tokens_height": worst_at[1],
+        "sizes_over_limit": over,
+    }
+
+
 def ray_flips(
     config: PreprocessConfig, channels: int, max_side: int = MAX_SIDE, aspects: dict[str, float] | None = None
 ) -> list[dict]:
