@@ -19,6 +19,7 @@ import strategies as s
 import torch
 from hypothesis import example, given, target
 from hypothesis import strategies as st
+from hypothesis.control import currently_in_test_context
 from PIL import Image
 
 from impl.policy import HARDENED, PR_33921, RELEASED, get_policy
@@ -61,6 +62,8 @@ def check_gate_matches_bytes(impl: seam.Impl, policy: Any, config: PreprocessCon
     images = [big_tensor(c, w, h) for c, w, h in shapes]
     truths = [true_bytes(w, h, c, config) for c, w, h in shapes]
     raw, processed = sum(t[0] for t in truths), sum(t[1] for t in truths)
+    if currently_in_test_context():  # steer the search (also inside claim searches) towards raw == processed
+        target(-abs(raw - processed) / 1e6, label="distance to raw == processed (MB)")
     assert tuple(impl.gate_bytes(images, config)) == (raw, processed), "gate counted other bytes than the truth"
     got = impl.defer_decisions(images, config, policy=policy)
     if get_policy(policy).gate_per_image:
@@ -77,8 +80,6 @@ def check_gate_matches_bytes(impl: seam.Impl, policy: Any, config: PreprocessCon
 def test_gate_decision_is_the_byte_inequality(impl, policy, req):
     """The gate defers exactly when raw <= processed bytes, counted from the images' true sizes."""
     config, shapes = req
-    truths = [true_bytes(w, h, c, config) for c, w, h in shapes]
-    target(-abs(sum(t[0] - t[1] for t in truths)) / 1e6, label="distance to raw == processed (MB)")
     check_gate_matches_bytes(impl, policy, config, shapes)
 
 
