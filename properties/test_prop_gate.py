@@ -180,6 +180,14 @@ def test_claim_c10_per_image_stability(impl, policy):
 # --- C11: what the gate admits can be materialized ----------------------------------------------------------------
 
 
+def keyed_palette(key: object) -> Image.Image:
+    """A 1x1 P image with ``transparency=key`` (a tuple is a form Pillow's convert refuses for P)."""
+    image = Image.frombytes("P", (1, 1), bytes([0]))
+    image.putpalette(bytes(3))
+    image.info["transparency"] = key
+    return image
+
+
 def admitted_inputs() -> st.SearchStrategy[Any]:
     """Raw arrays in every layout and PIL images in every mode and transparency form (small)."""
     return s.uint8_arrays(max_side=8) | s.pil_images(max_side=8)
@@ -220,6 +228,7 @@ def test_claim_c11_admitted_inputs_materialize(impl, policy):
         s.ArrayImage(torch.zeros((4, 5), dtype=torch.uint8), "HW", 5, 4, 1),  # 2-D: IndexError in the gate
         s.ArrayImage(torch.zeros((9, 2, 3), dtype=torch.uint8), "HWC", 2, 9, 3),  # HWC read as CHW
         Image.new("La", (2, 2)),  # no converter: PIL error on the producer
+        keyed_palette((0, 0, 0)),  # a tuple key on a P image: HARDENED admits it, Pillow refuses it
     ]
     verdict = claimcheck.verify_claim(
         "C11", policy, admitted_inputs(), lambda x: check_admitted_materializes(impl, policy, x), pinned=pinned
@@ -227,7 +236,7 @@ def test_claim_c11_admitted_inputs_materialize(impl, policy):
     assert verdict == claimcheck.expected_verdict("C11", policy)
 
 
-@given(x=admitted_inputs())
+@given(x=s.uint8_arrays(max_side=8) | s.staging_ok_pil_images(max_side=8))
 def test_hardened_front_door_admits_only_what_materializes(impl, x):
-    """Under HARDENED, an input is rejected clearly (naming it) or materializes with its true size."""
+    """Under HARDENED, an array or stageable image is rejected clearly (naming it) or materializes truthfully."""
     check_admitted_materializes(impl, HARDENED, x)

@@ -18,6 +18,7 @@ from hypothesis import HealthCheck, example, given, settings
 from hypothesis import strategies as st
 from PIL import Image
 from strategies_images import GREY_LIKE
+from test_prop_gate import keyed_palette
 
 from impl.validation import ACCEPTED_MODES
 from reference.config import BackgroundConfig, PreprocessConfig
@@ -107,13 +108,6 @@ def check_alpha_semantics(impl: seam.Impl, policy: str, image: Image.Image, bg: 
         assert (got[opaque] == colour[opaque]).all(), f"{image.mode}: an opaque pixel changed colour"
 
 
-def _keyed_palette(key: object) -> Image.Image:
-    image = Image.frombytes("P", (1, 1), bytes([0]))
-    image.putpalette(bytes(3))
-    image.info["transparency"] = key
-    return image
-
-
 def alpha_inputs() -> st.SearchStrategy[tuple[Image.Image, BackgroundConfig]]:
     return st.tuples(s.pil_images(max_side=6), s.backgrounds(allow_none=False))
 
@@ -125,7 +119,7 @@ def test_claim_c12_alpha_semantics(impl, policy):
     pinned = [
         (Image.frombytes("RGBa", (1, 1), bytes([10, 20, 30, 0])), bg),  # alpha 0 hidden by the lower-case band
         (Image.new("La", (1, 1)), bg),  # no converter: an unclear PIL error
-        (_keyed_palette((0, 0, 0)), bg),  # a tuple key on a P image: Pillow raises, naming no input
+        (keyed_palette((0, 0, 0)), bg),  # a tuple key on a P image: Pillow raises, naming no input
     ]
     verdict = claimcheck.verify_claim(
         "C12", policy, alpha_inputs(), lambda req: check_alpha_semantics(impl, policy, *req), pinned=pinned
