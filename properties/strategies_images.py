@@ -188,7 +188,8 @@ def uint8_arrays(
 
 @st.composite
 def float_tensors(draw: st.DrawFn, *, max_side: int = 8) -> Any:
-    """Float32 / float64 / float16 CHW tensors (what the eager path tolerates and the gate must refuse)."""
+    """Float CHW tensors (float32/64/16, 1, 3 or 4 channels, values 0..255): the eager path tolerates them,
+    the gate must keep them eager. Shrinks towards a 1x1 single-channel float32 zero."""
     import torch
 
     c = draw(st.sampled_from([1, 3, 4]))
@@ -199,7 +200,10 @@ def float_tensors(draw: st.DrawFn, *, max_side: int = 8) -> Any:
 
 
 def chw_uint8_tensors(*, max_side: int = 12, channels: tuple[int, ...] = (1, 3, 4)) -> st.SearchStrategy[Any]:
-    """uint8 CHW tensors with 1, 3 or 4 channels: the tensor inputs upstream reads correctly."""
+    """uint8 CHW tensors with ``channels`` (default 1, 3 or 4): the tensor inputs upstream reads correctly.
+
+    Shrinks towards a 1x1 zero tensor with the fewest channels.
+    """
     return (
         uint8_arrays(layouts=("CHW",), min_channels=min(channels), max_channels=max(channels), max_side=max_side)
         .filter(lambda a: a.channels in channels)
