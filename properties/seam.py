@@ -35,14 +35,21 @@ class Impl(Protocol):
     def to_chw_uint8(self, image: Any, *, promote_rgb_transparency: bool = False) -> Any:
         """Stage a PIL image or uint8 tensor to uint8 (C, H, W); ValueError/TypeError on bad input."""
 
-    def resize(self, x: np.ndarray, out_h: int, out_w: int) -> Any:
+    def resize(self, x: np.ndarray, out_h: int, out_w: int, device: str = "cpu") -> Any:
         """Float32 (C, H, W) integer levels to (C, out_h, out_w): aa bicubic, round half even, clamp."""
 
     def fill_transparent_bg(self, x: np.ndarray, background: BackgroundConfig | None, device: str = "cpu") -> Any:
         """Float32 (C, H, W) after resize to (3, H, W): composite 4 channels, pass 3 through."""
 
     def normalize_and_patchify(
-        self, x: np.ndarray, mean: Sequence[float], std: Sequence[float], patch_size: int, padded_h: int, padded_w: int
+        self,
+        x: np.ndarray,
+        mean: Sequence[float],
+        std: Sequence[float],
+        patch_size: int,
+        padded_h: int,
+        padded_w: int,
+        device: str = "cpu",
     ) -> Any:
         """Float32 (3, H, W) to (gh*gw, 3, p, p): zero pad bottom/right, x*scale+bias, patchify."""
 
@@ -114,12 +121,13 @@ class DeferlabImpl:
 
         return to_chw_uint8(image, promote_rgb_transparency=promote_rgb_transparency)
 
-    def resize(self, x: np.ndarray, out_h: int, out_w: int) -> Any:
+    def resize(self, x: np.ndarray, out_h: int, out_w: int, device: str = "cpu") -> Any:
         import torch
 
         from impl.resize import resize_bicubic_if_needed
 
-        return resize_bicubic_if_needed(torch.as_tensor(x, dtype=torch.float32)[None], out_h, out_w)[0]
+        t = torch.as_tensor(x, dtype=torch.float32, device=device)[None]
+        return resize_bicubic_if_needed(t, out_h, out_w)[0]
 
     def fill_transparent_bg(self, x: np.ndarray, background: BackgroundConfig | None, device: str = "cpu") -> Any:
         import torch
@@ -130,14 +138,21 @@ class DeferlabImpl:
         return fill_transparent_bg(t, background)[0]
 
     def normalize_and_patchify(
-        self, x: np.ndarray, mean: Sequence[float], std: Sequence[float], patch_size: int, padded_h: int, padded_w: int
+        self,
+        x: np.ndarray,
+        mean: Sequence[float],
+        std: Sequence[float],
+        patch_size: int,
+        padded_h: int,
+        padded_w: int,
+        device: str = "cpu",
     ) -> Any:
         import torch
 
         from impl.normalize import normalization_tensors, normalize_and_patchify
 
-        scale, bias = normalization_tensors(mean, std, "cpu")
-        t = torch.as_tensor(x, dtype=torch.float32)[None]
+        scale, bias = normalization_tensors(mean, std, device)
+        t = torch.as_tensor(x, dtype=torch.float32, device=device)[None]
         return normalize_and_patchify(t, scale, bias, patch_size, padded_h, padded_w)[0]
 
     def preprocess(self, images: Sequence[Any], config: PreprocessConfig, device: str = "cpu") -> tuple[Any, Any]:

@@ -58,7 +58,7 @@ def check_stages(impl: seam.Impl, config: PreprocessConfig, image: Any, device: 
     pixels = staged.astype(np.float32)
     if (h, w) != (rc.new_height, rc.new_width):
         ref = resize_bicubic_aa(pixels, rc.new_height, rc.new_width)
-        out = seam.to_numpy(impl.resize(pixels, rc.new_height, rc.new_width)).astype(np.float32)
+        out = seam.to_numpy(impl.resize(pixels, rc.new_height, rc.new_width, device)).astype(np.float32)
         eps = tie_epsilon(h, rc.new_height, w, rc.new_width)
         explained = classify_disagreement(ref, out, epsilon=eps)
         ties = int((out != ref.values).sum())
@@ -76,7 +76,13 @@ def check_stages(impl: seam.Impl, config: PreprocessConfig, image: Any, device: 
     forms = normalize_forms(composited, config, rc.padded_height, rc.padded_width)
     got_p = seam.to_numpy(
         impl.normalize_and_patchify(
-            composited, config.image_mean, config.image_std, config.patch_size, rc.padded_height, rc.padded_width
+            composited,
+            config.image_mean,
+            config.image_std,
+            config.patch_size,
+            rc.padded_height,
+            rc.padded_width,
+            device,
         )
     )
     assert any(same_bits(got_p, f) for f in forms), "pad/normalize/patchify matches neither the fused nor unfused form"
