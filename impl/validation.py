@@ -17,6 +17,10 @@ Decisions (SPEC 3.1, 4 show where each is misread upstream):
   from the alpha predicate, so alpha is dropped and colours stay
   premultiplied), ``I;16*``, ``I`` and ``F`` (wide-range values clipped to
   255 by the conversion), and every other mode (not stageable).
+* A ``transparency`` key must have a form Pillow's conversion accepts for
+  the mode, else the producer fails later naming no input: P takes bytes (an
+  alpha table) or an int index 0..255; 1 and L take an int or a 3-tuple of
+  ints. RGB keys are ignored by staging (never promoted) and pass.
 * No zero-size image; width * height at most ``config.max_pixels``.
 """
 
@@ -49,12 +53,37 @@ def _check_tensor(i: int, x: torch.Tensor) -> tuple[int, int]:
     return int(w), int(h)
 
 
+def _is_int(v: object) -> bool:
+    return isinstance(v, int) and not isinstance(v, bool)
+
+
+def _check_transparency(i: int, image: Image.Image) -> None:
+    if "transparency" not in image.info:
+        return
+    key = image.info["transparency"]
+    if image.mode == "P":
+        if isinstance(key, bytes) or (_is_int(key) and 0 <= key <= 255):
+            return
+        accepted = "bytes (an alpha table) or an int palette index 0..255"
+    elif image.mode in ("1", "L"):
+        if _is_int(key) or (isinstance(key, tuple) and len(key) == 3 and all(_is_int(v) for v in key)):
+            return
+        accepted = "an int grey level (or a 3-tuple of ints)"
+    else:
+        return
+    raise ValueError(
+        f"images[{i}]: PIL mode {image.mode!r} has info['transparency']={key!r}, which cannot be applied; "
+        f"accepted for this mode: {accepted}"
+    )
+
+
 def _check_pil(i: int, image: Image.Image) -> tuple[int, int]:
     if image.mode not in ACCEPTED_MODES:
         raise ValueError(
             f"images[{i}]: PIL mode {image.mode!r} cannot be staged faithfully (premultiplied alpha or "
             f"values outside 0..255); accepted modes: {', '.join(ACCEPTED_MODES)}"
         )
+    _check_transparency(i, image)
     return image.size
 
 

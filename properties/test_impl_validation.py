@@ -31,6 +31,12 @@ def _la_premultiplied() -> Image.Image:
     return Image.fromarray(np.full((5, 6, 2), 100, np.uint8), "LA").convert("La")
 
 
+def _keyed(mode: str, key: object) -> Image.Image:
+    im = _pil(mode)
+    im.info["transparency"] = key
+    return im
+
+
 def _i16() -> Image.Image:
     return Image.fromarray(np.full((5, 6), 1000, np.uint16))
 
@@ -53,6 +59,10 @@ BAD_INPUTS = [
     ("HSV", lambda: _pil("HSV"), ValueError, "'HSV'"),
     ("numpy", lambda: np.zeros((3, 4, 4), np.uint8), TypeError, "ndarray"),
     ("over-max-pixels", lambda: _u8(3, 10, 11), ValueError, "over config.max_pixels=100"),
+    ("P-tuple-key", lambda: _keyed("P", (0, 0, 0)), ValueError, "bytes (an alpha table) or an int"),
+    ("P-index-300", lambda: _keyed("P", 300), ValueError, "palette index 0..255"),
+    ("L-bytes-key", lambda: _keyed("L", b"\x00"), ValueError, "an int grey level"),
+    ("1-float-key", lambda: _keyed("1", 1.5), ValueError, "an int grey level"),
 ]
 
 
@@ -74,6 +84,7 @@ def test_hardened_rejects_before_any_work(make, exc, fragment: str, monkeypatch:
 def test_hardened_accepts_good_modes() -> None:
     """Every accepted PIL mode and 1/3/4-channel CHW uint8 tensors pass validation."""
     imgs = [_pil(m) for m in ACCEPTED_MODES] + [_u8(c, 5, 6) for c in (1, 3, 4)] + [_u8(3, 8, 3)]
+    imgs += [_keyed("P", b"\x00\x80"), _keyed("P", 7), _keyed("L", 9), _keyed("L", (9, 9, 9)), _keyed("RGB", 5)]
     validate_images(imgs, K3)
     out = Processor(K3, policy=HARDENED, cuda_available=True, device="cpu").process(imgs)
     assert len(out.items) == len(imgs)
