@@ -228,7 +228,9 @@ def test_claim_c11_admitted_inputs_materialize(impl, policy):
         s.ArrayImage(torch.zeros((4, 5), dtype=torch.uint8), "HW", 5, 4, 1),  # 2-D: IndexError in the gate
         s.ArrayImage(torch.zeros((9, 2, 3), dtype=torch.uint8), "HWC", 2, 9, 3),  # HWC read as CHW
         Image.new("La", (2, 2)),  # no converter: PIL error on the producer
-        keyed_palette((0, 0, 0)),  # a tuple key on a P image: Pillow refuses it (HARDENED once admitted it; now rejects)
+        keyed_palette(
+            (0, 0, 0)
+        ),  # a tuple key on a P image: Pillow refuses it (HARDENED once admitted it; now rejects)
     ]
     verdict = claimcheck.verify_claim(
         "C11", policy, admitted_inputs(), lambda x: check_admitted_materializes(impl, policy, x), pinned=pinned

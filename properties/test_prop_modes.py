@@ -119,7 +119,10 @@ def test_claim_c12_alpha_semantics(impl, policy):
     pinned = [
         (Image.frombytes("RGBa", (1, 1), bytes([10, 20, 30, 0])), bg),  # alpha 0 hidden by the lower-case band
         (Image.new("La", (1, 1)), bg),  # no converter: an unclear PIL error
-        (keyed_palette((0, 0, 0)), bg),  # a tuple key on a P image: Pillow raises naming no input; HARDENED rejects it first
+        (
+            keyed_palette((0, 0, 0)),
+            bg,
+        ),  # a tuple key on a P image: Pillow raises naming no input; HARDENED rejects it first
     ]
     verdict = claimcheck.verify_claim(
         "C12", policy, alpha_inputs(), lambda req: check_alpha_semantics(impl, policy, *req), pinned=pinned
