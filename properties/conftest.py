@@ -152,7 +152,8 @@ def pytest_sessionfinish(session: pytest.Session, exitstatus: int) -> None:
         out = verdicts.merge_directory(
             parts, verdicts.RESULTS_DIR / "verdicts.json", profile=str(profile), impl=config.getoption("--impl")
         )
-        config._deferlab_verdicts = json.loads(out.read_text())  # for a terminal summary line
+        if out is not None:
+            config._deferlab_verdicts = json.loads(out.read_text())  # for a terminal summary line
 
 
 def pytest_terminal_summary(terminalreporter, exitstatus: int, config: pytest.Config) -> None:

@@ -52,6 +52,25 @@ def test_merge_directory_writes_atomically_and_removes_parts(tmp_path):
     assert not list(tmp_path.rglob("*.tmp")), "no temp file is left behind"
 
 
+def test_a_run_that_records_no_claim_keeps_the_previous_verdicts(tmp_path):
+    """A run with no claim recorded (one unit-test file) leaves the last full run's verdicts.json as it was."""
+    out_path = tmp_path / "verdicts.json"
+    parts = tmp_path / "parts" / "run"
+    rec = verdicts.Recorder()
+    rec.record_claim("C1", "PR_33921", "holds", "full run")
+    rec.write_part(parts, "controller")
+    verdicts.merge_directory(parts, out_path, profile="ci", impl="deferlab")
+    before = out_path.read_bytes()
+    empty = verdicts.Recorder()
+    empty.record_property("test_x", 3, "passed", 0.1)
+    empty.write_part(parts, "controller")
+    assert verdicts.merge_directory(parts, out_path, profile="dev", impl="deferlab") is None
+    assert out_path.read_bytes() == before and not parts.exists()
+    fresh = tmp_path / "fresh.json"
+    empty.write_part(parts, "controller")
+    assert verdicts.merge_directory(parts, fresh, profile="dev", impl="deferlab") == fresh, "first run still writes"
+
+
 def test_unknown_verdicts_are_rejected():
     """A recorder refuses a verdict outside the schema's vocabulary, naming the accepted ones."""
     with pytest.raises(ValueError, match="holds-with-caveat"):

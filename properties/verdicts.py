@@ -199,11 +199,19 @@ def merge(
     }
 
 
-def merge_directory(parts_dir: Path, out_path: Path, *, profile: str, impl: str) -> Path:
-    """Merge every part file of ``parts_dir`` into ``out_path`` atomically, then remove the parts."""
+def merge_directory(parts_dir: Path, out_path: Path, *, profile: str, impl: str) -> Path | None:
+    """Merge every part file of ``parts_dir`` into ``out_path`` atomically, then remove the parts.
+
+    A run that recorded no claim at all (say, one unit-test file) leaves an
+    existing ``out_path`` alone and returns None: it has nothing to say, and
+    overwriting would turn the last full run's verdicts into ``not-run``.
+    """
     files = sorted(parts_dir.glob("*.json")) if parts_dir.is_dir() else []
     parts = [json.loads(f.read_text()) for f in files]
-    path = _atomic_write(out_path, merge(parts, profile=profile, impl=impl))
+    recorded_any = any(part.get("claims") for part in parts)
+    path: Path | None = None
+    if recorded_any or not out_path.exists():
+        path = _atomic_write(out_path, merge(parts, profile=profile, impl=impl))
     for f in files:
         f.unlink(missing_ok=True)
     if parts_dir.is_dir() and not any(parts_dir.iterdir()):

@@ -17,6 +17,8 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
+import numpy as np
+
 BACKGROUND_PATTERNS = ("chessboard", "white", "black", "gray")
 
 # Pillow raises DecompressionBombError above twice MAX_IMAGE_PIXELS (89,478,485);
@@ -43,14 +45,15 @@ def _positive_int(name: str, value: Any) -> int:
     return value
 
 
-def _float_triple(name: str, value: Any, *, positive: bool) -> tuple[float, float, float]:
-    if isinstance(value, (str, bytes)) or not isinstance(value, Sequence):
+def check_vector3(name: str, value: Any, *, positive: bool = False) -> tuple[float, float, float]:
+    """Three finite floats (one per RGB channel), e.g. ``image_mean`` / ``image_std``; NumPy scalars allowed."""
+    if isinstance(value, (str, bytes)) or not (isinstance(value, Sequence) or hasattr(value, "__array__")):
         raise TypeError(f"{name} must be a sequence of 3 floats, got {value!r}")
     if len(value) != 3:
         raise ValueError(f"{name} must have exactly 3 values (one per RGB channel), got {len(value)}: {value!r}")
     out = []
     for i, v in enumerate(value):
-        if isinstance(v, bool) or not isinstance(v, (int, float)):
+        if isinstance(v, bool) or not isinstance(v, (int, float, np.integer, np.floating)):
             raise TypeError(f"{name}[{i}] must be a float, got {v!r}")
         f = float(v)
         if not math.isfinite(f):
@@ -201,8 +204,8 @@ class PreprocessConfig:
             _positive_int("fixed_output_tokens", self.fixed_output_tokens)
         if self.max_pixels is not None:
             _positive_int("max_pixels", self.max_pixels)
-        object.__setattr__(self, "image_mean", _float_triple("image_mean", self.image_mean, positive=False))
-        object.__setattr__(self, "image_std", _float_triple("image_std", self.image_std, positive=True))
+        object.__setattr__(self, "image_mean", check_vector3("image_mean", self.image_mean))
+        object.__setattr__(self, "image_std", check_vector3("image_std", self.image_std, positive=True))
         if self.background is not None and not isinstance(self.background, BackgroundConfig):
             if isinstance(self.background, Mapping):
                 object.__setattr__(self, "background", BackgroundConfig.from_dict(self.background))

@@ -18,7 +18,8 @@ from fractions import Fraction
 
 import numpy as np
 
-from reference.validate import check_float_image, check_positive_int, check_vector3
+from reference.config import check_vector3
+from reference.validate import check_float_image, check_positive_int
 
 _F32 = np.float32
 _F64 = np.float64

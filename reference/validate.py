@@ -66,22 +66,3 @@ def check_float_image(name: str, x: Any, *, channels: Sequence[int] | None = Non
     if channels is not None and arr.shape[-3] not in channels:
         raise ValueError(f"{name} must have {' or '.join(map(str, channels))} channels, got shape {arr.shape}")
     return arr
-
-
-def check_vector3(name: str, value: Any, *, positive: bool = False) -> tuple[float, float, float]:
-    """Three finite floats (one per RGB channel), e.g. ``image_mean`` / ``image_std``."""
-    if isinstance(value, (str, bytes)) or not isinstance(value, (Sequence, np.ndarray)):
-        raise TypeError(f"{name} must be a sequence of 3 floats, got {value!r}")
-    if len(value) != 3:
-        raise ValueError(f"{name} must have exactly 3 values (one per RGB channel), got {len(value)}")
-    out = []
-    for i, v in enumerate(value):
-        if isinstance(v, bool) or not isinstance(v, (int, float, np.integer, np.floating)):
-            raise TypeError(f"{name}[{i}] must be a float, got {v!r}")
-        f = float(v)
-        if not np.isfinite(f):
-            raise ValueError(f"{name}[{i}] must be finite, got {v!r}")
-        if positive and f <= 0:
-            raise ValueError(f"{name}[{i}] must be > 0, got {v!r}")
-        out.append(f)
-    return (out[0], out[1], out[2])
