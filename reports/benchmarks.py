@@ -10,6 +10,7 @@ per-ratio threshold; absolute medians are reported but never gate.
 from __future__ import annotations
 
 import json
+import os
 import subprocess
 import sys
 from pathlib import Path
@@ -65,7 +66,12 @@ def bench_command(json_path: Path, extra: list[str] | None = None) -> list[str]:
 
 def run_benchmarks(json_path: Path, *, extra: list[str] | None = None, log: Any = sys.stderr) -> int:
     """Run the benchmarks in a subprocess; returns pytest's exit code (5 = no benchmark collected)."""
-    proc = subprocess.run(bench_command(json_path, extra), cwd=REPO_ROOT, stdout=log, stderr=log, check=False)
+    # Side-by-side ratios need quiet threading: on a small shared machine NumPy's
+    # OpenBLAS threads and torch's OpenMP pool oversubscribe the cores and the
+    # reference/impl ratio swings by 2x from run to run. One BLAS thread keeps
+    # the oracle's time stable; a caller's own setting wins.
+    env = {**os.environ, "OPENBLAS_NUM_THREADS": os.environ.get("OPENBLAS_NUM_THREADS", "1")}
+    proc = subprocess.run(bench_command(json_path, extra), cwd=REPO_ROOT, stdout=log, stderr=log, check=False, env=env)
     return proc.returncode
 
 
