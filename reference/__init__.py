@@ -1,6 +1,6 @@
 """deferlab's independent oracle: pure NumPy (+ Pillow only to decode and read raw bands).
 
-It must never import torch and never call ``Image.convert`` for a conversion it
+It must stay free of any torch dependency and never call ``Image.convert`` for a conversion it
 is meant to check. The shared types (`reference.config`, `reference.profiles`,
 `reference.contract`) are the only part ``impl`` may import.
 """
