@@ -167,3 +167,14 @@ def test_pytest_command_passes_profile_and_impl() -> None:
     assert "--hypothesis-profile=thorough" in cmd
     assert cmd[cmd.index("--impl") + 1] == "mypkg:impl"
     assert "--impl" not in pytest_command("dev")
+
+
+def test_wall_time_speedups_get_the_loose_tolerance():
+    """A baseline made from a report gives wall-time speedups tolerance 0.75 and exact byte ratios 0.5."""
+    from reports.benchmarks import DEFAULT_TOLERANCE, WALL_TIME_TOLERANCE
+    from reports.regressions import make_baseline
+
+    report = {"benchmarks": [{"name": "b", "ratios": {"speedup_eager_over_deferred": 8.0, "bytes_ratio": 4.06}}]}
+    benches = make_baseline(report)["benchmarks"]
+    assert benches["b::speedup_eager_over_deferred"]["tolerance"] == WALL_TIME_TOLERANCE == 0.75
+    assert benches["b::bytes_ratio"]["tolerance"] == DEFAULT_TOLERANCE == 0.5

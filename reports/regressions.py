@@ -15,7 +15,7 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
-from reports.benchmarks import DEFAULT_TOLERANCE, ratio_direction, ratio_limit
+from reports.benchmarks import DEFAULT_TOLERANCE, ratio_direction, ratio_limit, ratio_tolerance
 
 BASELINE_SCHEMA_VERSION = 1
 DEFAULT_BASELINE = Path(__file__).resolve().parent / "baseline.json"
@@ -30,7 +30,7 @@ def make_baseline(report: dict[str, Any], previous: dict[str, Any] | None = None
     benches: dict[str, Any] = {}
     for b in report.get("benchmarks", []):
         for key, value in b.get("ratios", {}).items():
-            spec = {"value": value, "tolerance": DEFAULT_TOLERANCE, "direction": ratio_direction(key)}
+            spec = {"value": value, "tolerance": ratio_tolerance(key), "direction": ratio_direction(key)}
             if ratio_limit(key) is not None:
                 spec["limit"] = ratio_limit(key)
             benches[f"{b['name']}::{key}"] = spec
