@@ -214,7 +214,7 @@ def get_image_features(
     """Run each rank of a ``num_ranks`` group on its own copy of the items; owners materialize their images.
 
     ``skip_move=None`` asks the scheduler whitelist about the Kimi-K3 model
-    (skipped since the PR); ``False`` models a non-whitelisted model, whose
+    under ``policy`` (skipped since the PR, not under PRE_PR); ``False`` models a non-whitelisted model, whose
     every rank moves every item to its device first.
     """
     policy = get_policy(policy)
@@ -222,7 +222,9 @@ def get_image_features(
     patches = [int(item_grid(it).prod()) for it in items]
     owners = assign_owners(patches, num_ranks)
     if skip_move is None:
-        skip_move = can_skip_pre_embed_feature_move(KimiK3ForConditionalGeneration(dev, policy).get_image_feature)
+        skip_move = can_skip_pre_embed_feature_move(
+            KimiK3ForConditionalGeneration(dev, policy).get_image_feature, policy
+        )
     ranks, outputs = [], []
     for r in range(num_ranks):
         local_items = [copy.copy(it) for it in items]  # each rank received its own copy (CPU transport)

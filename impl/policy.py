@@ -28,6 +28,8 @@ class Policy:
     defer_enabled: bool = True  # PRE_PR: eager only
     promote_rgb_transparency: bool = False  # PRE_PR eager path promoted RGB+transparency to RGBA
     gate_per_image: bool = False  # 3d3194f6c+: one decision per image instead of per request
+    # Scheduler (SPEC 1.3): the PR added Kimi-K3 to the pre-embed skip whitelist
+    k3_skips_pre_embed_move: bool = True
     # Contract (SPEC 5)
     contract: ContractForm = "pr-dict"  # what the non-EPD producer writes
     epd_contract: ContractForm = "pr-dict"  # what the EPD producer writes
@@ -46,7 +48,7 @@ class Policy:
 
 
 PR_33921 = Policy(name="PR_33921")
-PRE_PR = Policy(name="PRE_PR", defer_enabled=False, promote_rgb_transparency=True)
+PRE_PR = Policy(name="PRE_PR", defer_enabled=False, promote_rgb_transparency=True, k3_skips_pre_embed_move=False)
 INTERIM_418975B = Policy(
     name="INTERIM_418975B",
     contract="pr-dict",

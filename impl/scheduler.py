@@ -14,6 +14,7 @@ from dataclasses import dataclass, field
 import torch
 
 from impl.items import MultimodalItem
+from impl.policy import Policy
 
 SKIP_PRE_EMBED_MOVE_MODELS = frozenset(
     {
@@ -40,14 +41,21 @@ class TransferLog:
     resident: set[int] = field(default_factory=set, repr=False, compare=False)
 
 
-def can_skip_pre_embed_feature_move(fn: Callable[..., object]) -> bool:
+def skip_pre_embed_move_models(policy: Policy | None = None) -> frozenset[str]:
+    """The whitelist under ``policy``: before PR #33921 it did not name Kimi-K3."""
+    if policy is None or policy.k3_skips_pre_embed_move:
+        return SKIP_PRE_EMBED_MOVE_MODELS
+    return SKIP_PRE_EMBED_MOVE_MODELS - {"KimiK3ForConditionalGeneration"}
+
+
+def can_skip_pre_embed_feature_move(fn: Callable[..., object], policy: Policy | None = None) -> bool:
     """True iff ``fn`` is a bound get_image/video_feature of a whitelisted model class (by class name)."""
     owner = getattr(fn, "__self__", None)
     if owner is None:
         return False
     if getattr(fn, "__name__", None) not in _SKIPPABLE_FUNCTIONS:
         return False
-    return type(owner).__name__ in SKIP_PRE_EMBED_MOVE_MODELS
+    return type(owner).__name__ in skip_pre_embed_move_models(policy)
 
 
 def copy_to_device(x: torch.Tensor, device: torch.device, log: TransferLog | None) -> torch.Tensor:

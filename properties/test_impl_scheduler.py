@@ -7,6 +7,7 @@ import torch
 from impl_support import small_config
 
 from impl.model import KimiK3ForConditionalGeneration, get_image_features
+from impl.policy import PR_33921, PRE_PR
 from impl.processor import Processor
 from impl.scheduler import TransferLog, can_skip_pre_embed_feature_move, move_items_to_device
 from impl.transport import deliver
@@ -74,3 +75,24 @@ def test_every_rank_copies_everything_when_not_whitelisted(ranks: int) -> None:
     for r in res.ranks:
         assert r.log.h2d_copies == len(items)
         assert r.log.images_preprocessed == len(r.owned)
+
+
+def test_pre_pr_whitelist_lacks_kimi_k3() -> None:
+    """Before the PR the whitelist did not name Kimi-K3: its get_image_feature is not skipped under PRE_PR."""
+    fn = KimiK3ForConditionalGeneration("cpu", PRE_PR).get_image_feature
+    assert not can_skip_pre_embed_feature_move(fn, PRE_PR)
+    assert can_skip_pre_embed_feature_move(fn, PR_33921)
+    assert can_skip_pre_embed_feature_move(KimiK25ForConditionalGeneration().get_image_feature, PRE_PR)
+
+
+@pytest.mark.parametrize("ranks", [2, 3])
+def test_pre_pr_every_rank_copies_everything(ranks: int) -> None:
+    """PRE_PR (eager, no whitelist entry): every rank moves every item to its device before the embedding."""
+    cfg = small_config()
+    gen = torch.Generator().manual_seed(1)
+    imgs = [torch.randint(0, 256, (3, 8 + 4 * i, 12), dtype=torch.uint8, generator=gen) for i in range(4)]
+    out = Processor(cfg, policy=PRE_PR, cuda_available=True, device="cpu").process(imgs)
+    assert out.deferred is False
+    items = deliver(out.items, "cpu", ranks).rank_items[0]
+    res = get_image_features(items, ranks, device="cpu", policy=PRE_PR, patch_size=cfg.patch_size)
+    assert [r.log.h2d_copies for r in res.ranks] == [len(items)] * ranks
