@@ -8,7 +8,14 @@ from pathlib import Path
 CLAIM_IDS = [f"C{i}" for i in range(1, 12)]
 
 # patch 1, merge 1: byte-rule ties exist at tiny sizes, so `<` vs `<=` shows up on a 12 x 12 sweep.
-TINY_MEDIA_CFG = {"patch_size": 1, "merge_kernel_size": 1, "in_patch_limit": 4, "patch_limit_on_one_side": 100}
+TINY_MEDIA_CFG = {
+    "patch_size": 1,
+    "merge_kernel_size": 1,
+    "in_patch_limit": 4,
+    "patch_limit_on_one_side": 100,
+    "image_mean": [0.5, 0.5, 0.5],
+    "image_std": [0.5, 0.5, 0.5],
+}
 FAST_ARGS = ["--sweep-max-side", "12", "--sweep-limits", "4", "9", "--skip", "ipc", "sim", "bench", "plots"]
 
 

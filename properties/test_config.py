@@ -80,3 +80,25 @@ def test_resize_config_grid_and_dict():
     rc = ResizeConfig(640, 480, 4, 24, 414)
     assert rc.grid_thw == (1, 36, 46) and rc.num_patches == 36 * 46
     assert ResizeConfig.from_dict(rc.to_dict()) == rc
+
+
+def test_missing_required_keys_are_named(tmp_path):
+    """A file without the geometry keys must not silently become Kimi-K3."""
+    cfg = profile("kimi-k3").to_media_proc_cfg()
+    del cfg["in_patch_limit"], cfg["image_std"]
+    with pytest.raises(ValueError, match=r"missing required keys \['in_patch_limit', 'image_std'\]"):
+        PreprocessConfig.from_media_proc_cfg(cfg)
+    wrong_shape = tmp_path / "preprocessor_config.json"
+    wrong_shape.write_text(json.dumps({"image_processor": {"patch_size": 16, "in_patch_limit": 1024}}))
+    with pytest.raises(ValueError, match="neither a 'media_proc_cfg' object nor its keys"):
+        PreprocessConfig.from_json(wrong_shape)
+
+
+def test_unknown_keys_are_refused_unless_lenient():
+    """A misspelt key is an error naming it; strict=False ignores it; real checkpoint extras are accepted."""
+    cfg = profile("kimi-k3").to_media_proc_cfg()
+    with pytest.raises(ValueError, match=r"unknown keys \['in_patch_limt'\]"):
+        PreprocessConfig.from_media_proc_cfg({**cfg, "in_patch_limt": 5})
+    assert PreprocessConfig.from_media_proc_cfg({**cfg, "in_patch_limt": 5}, strict=False) == profile("kimi-k3")
+    extras = {"transparent_bg_fill_stage": "after_resize", "in_patch_limit_each_frame": 4096, "sample_fps": 2.0}
+    assert PreprocessConfig.from_media_proc_cfg({**cfg, **extras}) == profile("kimi-k3")

@@ -94,3 +94,10 @@ def test_vectorized_dense_grid_matches_scalar_on_a_sample():
     for i in range(0, w.size, 97):
         rc = resize_config(int(w.flat[i]), int(h.flat[i]), cfg)
         assert int(arr.num_tokens.flat[i]) == rc.num_tokens and int(arr.new_width.flat[i]) == rc.new_width
+
+
+@pytest.mark.parametrize(("ws", "hs"), [([3.7], [5]), ([3], [5.2]), (np.array([True]), [4])])
+def test_vectorized_refuses_non_integer_sizes(ws, hs):
+    """Float or bool sizes are refused like the scalar form refuses them, never truncated silently."""
+    with pytest.raises(TypeError, match="integer arrays"):
+        resize_config_arrays(ws, hs, K3)

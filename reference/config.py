@@ -37,6 +37,29 @@ _MEDIA_KEYS = (
 )
 
 
+REQUIRED_MEDIA_KEYS = (
+    "patch_size",
+    "merge_kernel_size",
+    "in_patch_limit",
+    "patch_limit_on_one_side",
+    "image_mean",
+    "image_std",
+)
+# Keys published Kimi checkpoints carry that image preprocessing here does not read (facts 11).
+IGNORED_MEDIA_KEYS = frozenset(
+    {
+        "transparent_bg_fill_stage",
+        "in_patch_limit_each_frame",
+        "in_patch_limit_video",
+        "sample_fps",
+        "max_num_frames_each_video",
+        "temporal_merge_kernel_size",
+        "timestamp_mode",
+        "config_type",
+    }
+)
+
+
 def _positive_int(name: str, value: Any) -> int:
     if isinstance(value, bool) or not isinstance(value, int):
         raise TypeError(f"{name} must be a positive int, got {value!r} (type {type(value).__name__})")
@@ -226,10 +249,31 @@ class PreprocessConfig:
         return replace(self, **changes)
 
     @classmethod
-    def from_media_proc_cfg(cls, cfg: Mapping[str, Any], *, name: str = "custom") -> PreprocessConfig:
-        """Build from a checkpoint ``media_proc_cfg`` dict; unknown keys are ignored."""
+    def from_media_proc_cfg(
+        cls, cfg: Mapping[str, Any], *, name: str = "custom", strict: bool = True
+    ) -> PreprocessConfig:
+        """Build from a checkpoint ``media_proc_cfg`` dict.
+
+        The geometry and normalization keys are required: a file that lacks
+        them (or misspells one) must not silently become Kimi-K3. Keys a real
+        checkpoint carries that this pipeline does not use (video settings,
+        the fill stage) are accepted; any other key is an error unless
+        ``strict=False``.
+        """
         if not isinstance(cfg, Mapping):
             raise TypeError(f"media_proc_cfg must be a dict, got {type(cfg).__name__}")
+        missing = [k for k in REQUIRED_MEDIA_KEYS if k not in cfg]
+        if missing:
+            raise ValueError(
+                f"media_proc_cfg {name!r} is missing required keys {missing}; it has {sorted(cfg)} "
+                f"(required: {list(REQUIRED_MEDIA_KEYS)})"
+            )
+        unknown = sorted(set(cfg) - set(_MEDIA_KEYS) - IGNORED_MEDIA_KEYS - {"max_pixels"})
+        if strict and unknown:
+            raise ValueError(
+                f"media_proc_cfg {name!r} has unknown keys {unknown}; accepted: {sorted(_MEDIA_KEYS)} plus "
+                f"max_pixels and the ignored checkpoint keys {sorted(IGNORED_MEDIA_KEYS)} (or pass strict=False)"
+            )
         kwargs: dict[str, Any] = {}
         for key in _MEDIA_KEYS[:5]:
             if key in cfg:
@@ -244,7 +288,7 @@ class PreprocessConfig:
         return cls(name=name, **kwargs)
 
     @classmethod
-    def from_json(cls, path: str | Path) -> PreprocessConfig:
+    def from_json(cls, path: str | Path, *, strict: bool = True) -> PreprocessConfig:
         """Read a ``preprocessor_config.json``-style file (flat, or under ``media_proc_cfg``)."""
         p = Path(path)
         try:
@@ -253,9 +297,18 @@ class PreprocessConfig:
             raise FileNotFoundError(f"config file {str(p)!r} does not exist") from None
         except json.JSONDecodeError as e:
             raise ValueError(f"config file {str(p)!r} is not valid JSON: {e}") from None
-        if isinstance(data, dict) and isinstance(data.get("media_proc_cfg"), dict):
+        if not isinstance(data, dict):
+            raise ValueError(f"config file {str(p)!r} must hold a JSON object, got {type(data).__name__}")
+        nested = isinstance(data.get("media_proc_cfg"), dict)
+        if nested:
             data = data["media_proc_cfg"]
-        return cls.from_media_proc_cfg(data, name=p.stem)
+        elif not any(k in data for k in REQUIRED_MEDIA_KEYS):
+            raise ValueError(
+                f"config file {str(p)!r} has neither a 'media_proc_cfg' object nor its keys at the top level "
+                f"(required: {list(REQUIRED_MEDIA_KEYS)}); top-level keys: {sorted(data)}"
+            )
+        # A full preprocessor_config.json has processor keys beside media_proc_cfg; inside it, be strict.
+        return cls.from_media_proc_cfg(data, name=p.stem, strict=strict)
 
     def to_media_proc_cfg(self) -> dict[str, Any]:
         """The checkpoint-style dict (round-trips through `from_media_proc_cfg`)."""

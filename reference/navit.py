@@ -71,6 +71,10 @@ def resize_config_arrays(widths: np.ndarray, heights: np.ndarray, config: Prepro
     where both axes meet, so a row of widths against a column of heights costs
     one 2-D pass per term (16M decisions in well under 2 s).
     """
+    for name, v in (("widths", widths), ("heights", heights)):
+        kind = np.asarray(v).dtype.kind
+        if kind not in "iu":
+            raise TypeError(f"{name} must be integer arrays (pixel counts), got dtype {np.asarray(v).dtype}")
     w = np.asarray(widths, dtype=np.int64)
     h = np.asarray(heights, dtype=np.int64)
     if (w.size and int(w.min()) <= 0) or (h.size and int(h.min()) <= 0):
