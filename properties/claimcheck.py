@@ -12,6 +12,7 @@ running the code), so a behaviour change flips the test visibly.
 
 from __future__ import annotations
 
+import re
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from typing import Any
@@ -32,17 +33,37 @@ class Counterexample:
     error: str
 
 
+class UnexpectedFailure(AssertionError):
+    """A check failed, but not in the way ``claims.toml`` documents for this claim and policy.
+
+    Raised instead of recording "fails": a claim expected to fail must fail
+    for its documented reason, or the test errors (an AttributeError in our
+    own harness is not the system's flaw).
+    """
+
+
 def _describe_error(e: BaseException) -> str:
     text = str(e).strip().splitlines()
     first = text[0] if text else ""
     return f"{type(e).__name__}: {first[:300]}"
 
 
-def failure_of(check: Callable[[Any], None], value: Any) -> str | None:
-    """None if ``check(value)`` passes, else the failure as "Type: message" (any exception counts)."""
+def failure_of(check: Callable[[Any], None], value: Any, expect: str | None = None) -> str | None:
+    """None if ``check(value)`` passes, else the failure as "Type: message".
+
+    Without ``expect`` any exception counts (a crash is a violation too). With
+    ``expect`` (a regex searched in "Type: full message"), an exception that
+    does not match raises `UnexpectedFailure` instead of being returned.
+    """
     try:
         check(value)
-    except Exception as e:  # a crash is a violation too: the claims are about not crashing as well
+    except UnexpectedFailure:
+        raise
+    except Exception as e:
+        if expect is not None and not re.search(expect, f"{type(e).__name__}: {e}", re.DOTALL):
+            raise UnexpectedFailure(
+                f"failure does not match the documented one /{expect}/: {type(e).__name__}: {e}"
+            ) from e
         return _describe_error(e)
     return None
 
@@ -53,16 +74,18 @@ def find_counterexample(
     *,
     pinned: Iterable[Any] = (),
     max_examples: int | None = None,
+    expect: str | None = None,
 ) -> Counterexample | None:
     """A minimal input for which ``check`` raises, or None if none was found.
 
     ``pinned`` values (earlier counterexamples, the ``@example`` of a claim)
     are tried first and returned as they are. Otherwise Hypothesis searches
     ``strategy`` with the current profile's ``max_examples`` (or the given
-    one) and shrinks what it finds.
+    one) and shrinks what it finds. ``expect`` is `failure_of`'s: a failure
+    not matching it raises `UnexpectedFailure` rather than being returned.
     """
     for value in pinned:
-        err = failure_of(check, value)
+        err = failure_of(check, value, expect)
         if err is not None:
             return Counterexample(value, err)
     budget = settings.default.max_examples if max_examples is None else max_examples
@@ -75,10 +98,10 @@ def find_counterexample(
         suppress_health_check=list(HealthCheck),
     )
     try:
-        value = find(strategy, lambda v: failure_of(check, v) is not None, settings=search)
+        value = find(strategy, lambda v: failure_of(check, v, expect) is not None, settings=search)
     except (NoSuchExample, Unsatisfiable):
         return None
-    return Counterexample(value, failure_of(check, value) or "flaky: passed when replayed")
+    return Counterexample(value, failure_of(check, value, expect) or "flaky: passed when replayed")
 
 
 def expected_verdict(claim_id: str, policy: str) -> str:
@@ -104,12 +127,16 @@ def verify_claim(
 
     ``caveat`` runs only when no counterexample is found; a non-empty string
     it returns makes the verdict ``holds-with-caveat`` with that text as
-    evidence.
+    evidence. Where ``claims.toml`` documents how the claim fails under
+    ``policy`` (``[claim.failure]``), every failure found, searched or pinned,
+    must match it; any other raises `UnexpectedFailure` (an error of the test,
+    nothing is recorded).
     """
     pinned = list(pinned)
-    found = find_counterexample(strategy, check, pinned=pinned, max_examples=max_examples)
+    expect = CLAIMS[claim_id].failures.get(policy) if claim_id in CLAIMS else None
+    found = find_counterexample(strategy, check, pinned=pinned, max_examples=max_examples, expect=expect)
     if found is not None:
-        others = [(v, failure_of(check, v)) for v in pinned if v is not found.value]
+        others = [(v, failure_of(check, v, expect)) for v in pinned if v is not found.value]
         more = "; ".join(f"also {verdicts.describe_value(v)}: {e}" for v, e in others if e)
         text = " ".join(t for t in (evidence, found.error, more) if t)
         verdict, ce = "fails", verdicts.describe_value(found.value)

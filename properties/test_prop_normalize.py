@@ -91,7 +91,9 @@ def c3_evidence(impl: seam.Impl) -> str:
             f"{int((bf != bf16_bits(eager)).any(axis=0).sum())}/256 vs eager, "
             f"{int((bf != bf16_bits(ckpt)).any(axis=0).sum())}/256 vs checkpoint"
         )
-    bf16_case = claimcheck.find_counterexample(s.normalization_stats(), lambda st_: check_bf16_equal(impl, st_))
+    bf16_case = claimcheck.find_counterexample(
+        s.normalization_stats(), lambda st_: check_bf16_equal(impl, st_), expect="levels differ after BF16"
+    )
     parts.append(
         "after BF16 over drawn mean/std: "
         + ("no difference found" if bf16_case is None else f"differs for {bf16_case.value}: {bf16_case.error}")

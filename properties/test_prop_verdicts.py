@@ -99,3 +99,45 @@ def test_tensors_and_nested_values_are_described():
     doc = verdicts.describe_value({"a": [torch.arange(4, dtype=torch.uint8), np.zeros((2, 2), np.float32)], "b": 1})
     assert doc["b"] == 1 and "torch.uint8" in doc["a"][0] and "[0, 1, 2, 3]" in doc["a"][0]
     assert "float32" in doc["a"][1] and "(2, 2)" in doc["a"][1]
+
+
+def _raise(exc: BaseException):
+    def check(_value):
+        raise exc
+
+    return check
+
+
+def test_an_unrelated_crash_is_an_error_not_a_recorded_failure(monkeypatch):
+    """A claim expected to fail must fail its documented way: an AttributeError raises instead of recording."""
+    import claimcheck
+    from hypothesis import strategies as st
+
+    recorded = []
+    monkeypatch.setattr(verdicts, "record_claim", lambda *a, **k: recorded.append(a))
+    assert claimcheck.expected_verdict("C7", "PR_33921") == "fails"
+    with pytest.raises(claimcheck.UnexpectedFailure, match="AttributeError"):
+        claimcheck.verify_claim("C7", "PR_33921", st.just(0), _raise(AttributeError("'NoneType' has no 'items'")))
+    with pytest.raises(claimcheck.UnexpectedFailure, match="AttributeError"):  # a pinned value is no loophole
+        claimcheck.verify_claim("C7", "PR_33921", st.just(0), _raise(AttributeError("x")), pinned=[1])
+    assert recorded == []
+    documented = ValueError("Kimi-K3 cannot mix deferred and preprocessed image features")
+    assert claimcheck.verify_claim("C7", "PR_33921", st.just(0), _raise(documented)) == "fails"
+    assert [r[:3] for r in recorded] == [("C7", "PR_33921", "fails")]
+
+
+def test_every_expected_failure_names_how_it_fails():
+    """Each (claim, policy) expected to fail has a failure regex in claims.toml; an unnamed one is rejected."""
+    for claim in verdicts.load_claims().values():
+        for policy, verdict in claim.expected.items():
+            assert verdict != "any", f"{claim.id} {policy}: pin the expected verdict"
+            if verdict == "fails":
+                assert claim.failures.get(policy), f"{claim.id} {policy} expects fails without a [claim.failure]"
+
+
+def test_claims_without_a_failure_pattern_are_rejected(tmp_path):
+    """load_claims refuses an expected "fails" that does not say how it fails."""
+    bad = tmp_path / "claims.toml"
+    bad.write_text('[[claim]]\nid="X"\nstatement="s"\nsource="s"\nproperty="p"\n[claim.expected]\nPR_33921="fails"\n')
+    with pytest.raises(ValueError, match="names no"):
+        verdicts.load_claims(bad)

@@ -21,6 +21,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import tempfile
 import tomllib
 from collections.abc import Callable, Iterable
@@ -38,13 +39,19 @@ VERDICTS = ("holds", "fails", "holds-with-caveat", "not-run")
 
 @dataclass(frozen=True)
 class Claim:
-    """One claim of ``claims.toml``: what it says, where it comes from, what each policy should give."""
+    """One claim of ``claims.toml``: what it says, where it comes from, what each policy should give.
+
+    ``failures`` maps each policy expected to fail to a regex the failure
+    ("ExceptionType: message") must match, so an unrelated crash can never
+    pass for the documented flaw.
+    """
 
     id: str
     statement: str
     source: str
     property: str
     expected: dict[str, str]
+    failures: dict[str, str] = field(default_factory=dict)
 
 
 def load_claims(path: Path = CLAIMS_PATH) -> dict[str, Claim]:
@@ -58,7 +65,20 @@ def load_claims(path: Path = CLAIMS_PATH) -> dict[str, Claim]:
         for pol, verdict in raw["expected"].items():
             if verdict not in VERDICTS and verdict != "any":
                 raise ValueError(f"{path}: claim {raw['id']} expects {verdict!r} for {pol}; accepted: {VERDICTS}")
-        out[raw["id"]] = Claim(raw["id"], raw["statement"], raw["source"], raw["property"], dict(raw["expected"]))
+        failures = dict(raw.get("failure", {}))
+        unexplained = [pol for pol, v in raw["expected"].items() if v == "fails" and pol not in failures]
+        if unexplained:
+            raise ValueError(
+                f"{path}: claim {raw['id']} expects 'fails' for {unexplained} but names no [claim.failure]"
+            )
+        for pol, pattern in failures.items():
+            try:
+                re.compile(pattern)
+            except re.error as e:
+                raise ValueError(f"{path}: claim {raw['id']} failure pattern for {pol} is not a regex: {e}") from e
+        out[raw["id"]] = Claim(
+            raw["id"], raw["statement"], raw["source"], raw["property"], dict(raw["expected"]), failures
+        )
     return out
 
 
