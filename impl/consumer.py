@@ -52,9 +52,38 @@ def read_deferred(
     )
 
 
+class _RecordingConfig(Mapping[str, Any]):
+    """A dict-form config that remembers which keys the consumer subscripted."""
+
+    _SAMPLE: dict[str, Any] = {
+        "backend": "gpu",
+        "feature_layout": "chw",
+        "image_mean": (0.5, 0.5, 0.5),
+        "image_std": (0.5, 0.5, 0.5),
+        "transparent_bg_config": None,
+        "resize_config": {"num_tokens": 1, "new_width": 2, "new_height": 2, "pad_width": 0, "pad_height": 0},
+    }
+
+    def __init__(self) -> None:
+        self.read: set[str] = set()
+
+    def __getitem__(self, key: str) -> Any:
+        self.read.add(key)
+        return self._SAMPLE[key]
+
+    def __iter__(self):  # type: ignore[no-untyped-def]
+        return iter(self._SAMPLE)
+
+    def __len__(self) -> int:
+        return len(self._SAMPLE)
+
+
 def consumer_reads(policy: Policy) -> frozenset[str]:
-    """The keys the ``policy``'s consumer subscripts from a dict-form config."""
-    keys = {"image_mean", "image_std", "transparent_bg_config", "resize_config"}
-    if policy.consumer_reads_backend:
-        keys.add("backend")
-    return frozenset(keys)
+    """The keys the ``policy``'s consumer subscripts from a dict-form config.
+
+    Derived by running `read_deferred` on a recording mapping, so it cannot
+    drift from what the consumer really reads.
+    """
+    cfg = _RecordingConfig()
+    read_deferred(cfg, policy, patch_size=1)
+    return frozenset(cfg.read)
