@@ -25,16 +25,33 @@ Rules (Pillow 13.0.0, each checked by ``properties/test_modes.py``):
 * ``La``: Pillow 13 has no converter from ``La`` to L/RGB/RGBA (``ValueError:
   conversion from La to L not supported``), so upstream's staging raises for
   it. We raise the same ``ValueError`` rather than invent a rule.
-* Transparency, RGBA target only (RGB ignores it): ``1``/``L``/``I``/``I;16``
-  with an int key -> alpha 0 where the *converted* grey level equals the
-  key's low byte (Pillow packs the key into a uint8 pixel: 300 matches 44,
-  65535 matches 255, so saturated ``I;16`` pixels match a key of 65535); a
-  non-int key raises ``TypeError`` as Pillow does. ``RGB`` with a 3-tuple key
-  -> alpha 0 where all three channels match the key's low bytes, colour kept.
-  ``P`` with bytes -> those alphas for the first ``len(bytes)`` entries (more
-  than 256 raises), with an int -> alpha 0 at that index; any other kind
-  raises ``ValueError``. Every other mode (``I;16L/B/N``, ``F``, ``LA``,
-  ``PA``, ``RGBA``, ``RGBX``, ...) ignores the key.
+* Transparency, RGBA target (``_colour_key``): ``1``/``L``/``I``/``I;16``
+  and ``RGB`` parse the key as Pillow's C argument parser does: a sequence
+  (tuple, list, bytearray, range, ndarray, str) must hold exactly 3 C ints,
+  anything else is one C int ``k`` read as ``(k, 0, 0)``; ``bytes``, other
+  lengths, non-integers (float, str, None) raise ``TypeError``, ints outside
+  a C int ``OverflowError``. Only each component's low byte counts (Pillow
+  packs the key into a uint8 pixel: 300 matches 44, 65535 matches 255, so
+  saturated ``I;16`` pixels match 65535). Grey modes compare the *converted*
+  grey level with the first component (an ``L`` image of 5 keyed ``(5, 6,
+  7)`` is fully transparent); ``RGB`` compares all three, so an int key ``k``
+  matches ``(k, 0, 0)``. ``P`` keeps only ``bytes`` (those alphas for the
+  first ``len(bytes)`` entries, more than 256 raise ``ValueError``) or an
+  ``int`` (alpha 0 at that index; outside 0..255 ``ValueError``, outside a C
+  int ``OverflowError``); any other kind, numpy ints and bytearray included,
+  raises ``ValueError``. ``I;16L/B/N``, ``F``, ``LA``, ``PA``, ``RGBA``,
+  ``RGBX``, ... ignore the key, whatever it is.
+* Transparency, RGB target (``_check_rgb_key``): the pixels never change,
+  but ``L`` and ``P`` re-derive the key's colour through ``putpixel`` and
+  raise what it raises: ``L`` accepts ``None``, ``bytes``, an ``int`` or a
+  1-tuple of an ``int`` (any size) and raises ``TypeError`` otherwise
+  (numpy ints and 3-tuples included). ``P`` looks a tuple (or a 3/4-item
+  list) up in its palette and, when absent, appends it as Pillow's
+  ``ImagePalette.getcolor`` does: a non-opaque 4-tuple on an RGB palette or
+  a component outside 0..255 raises ``ValueError``, a non-integer one
+  ``TypeError``; a full palette with no unused index is silently fine for a
+  tuple (``ValueError`` for a list). Other ``P`` keys follow ``L``'s rule
+  without the 1-tuple. Every other mode ignores the key for RGB.
 * ``CMYK``, ``YCbCr``, ``LAB``, ``HSV``: colour-space conversions we do not
   re-derive; they are *delegated* to Pillow's ``convert`` (``DELEGATED_MODES``),
   so nothing about them is independently checked.
@@ -42,6 +59,7 @@ Rules (Pillow 13.0.0, each checked by ``properties/test_modes.py``):
 
 from __future__ import annotations
 
+import operator
 from typing import Any
 
 import numpy as np
@@ -57,6 +75,7 @@ OWN_MODES: frozenset[str] = frozenset(GREY_MODES + ("LA", "La", "P", "PA", "RGB"
 # Grey sources for which convert("RGBA") honours an int colour key.
 _KEYED_GREY_MODES = frozenset({"1", "L", "I", "I;16"})
 _PALETTE_ENTRIES = 256
+_C_INT_MIN, _C_INT_MAX = -(2**31), 2**31 - 1
 
 
 def _check_image(image: Any) -> Image.Image:
@@ -100,15 +119,15 @@ def _palette_table(image: Image.Image, *, apply_transparency: bool) -> np.ndarra
     table[:, 3] = 255
     pal = np.asarray(entries, dtype=np.uint8).reshape(-1, 4)[:_PALETTE_ENTRIES]
     table[: len(pal)] = pal
-    trns = image.info.get("transparency") if apply_transparency else None
-    if trns is None:
+    if not apply_transparency or "transparency" not in image.info:
         return table
-    if isinstance(trns, (bytes, bytearray)):
+    trns = image.info["transparency"]
+    if isinstance(trns, bytes):
         if len(trns) > _PALETTE_ENTRIES:
             raise ValueError(f"palette index out of range: transparency has {len(trns)} alphas, at most 256 allowed")
-        table[: len(trns), 3] = np.frombuffer(bytes(trns), dtype=np.uint8)
-    elif isinstance(trns, (int, np.integer)) and not isinstance(trns, bool):
-        if not 0 <= int(trns) < _PALETTE_ENTRIES:
+        table[: len(trns), 3] = np.frombuffer(trns, dtype=np.uint8)
+    elif isinstance(trns, int):  # bool included (True is index 1); numpy ints are not
+        if not 0 <= _c_int(trns) < _PALETTE_ENTRIES:
             raise ValueError(f"palette index out of range: transparency index {trns} is outside 0..255")
         table[int(trns), 3] = 0
     else:
@@ -116,32 +135,80 @@ def _palette_table(image: Image.Image, *, apply_transparency: bool) -> np.ndarra
     return table
 
 
+def _c_int(value: Any) -> int:
+    """What Pillow's C ``i`` argument parser accepts: any ``__index__`` object within a C int."""
+    number = operator.index(value)  # TypeError for float, str, None, ...
+    if not _C_INT_MIN <= number <= _C_INT_MAX:
+        raise OverflowError(f"transparency key {number} does not fit a C int")
+    return number
+
+
+def _colour_key(trns: Any) -> tuple[int, int, int]:
+    """The low bytes of the (r, g, b) key Pillow's ``convert_transparent`` parses: 3-sequence or one int as (k, 0, 0)."""
+    kind = type(trns)
+    if hasattr(kind, "__len__") and hasattr(kind, "__getitem__") and not isinstance(trns, dict):
+        if isinstance(trns, bytes) or len(trns) != 3:
+            raise TypeError(f"transparency key must be an int or a sequence of 3 ints, got {trns!r}")
+        r, g, b = (_c_int(c) for c in trns)
+        return r & 0xFF, g & 0xFF, b & 0xFF
+    return _c_int(trns) & 0xFF, 0, 0
+
+
 def _grey_key_alpha(image: Image.Image, grey: np.ndarray) -> np.ndarray:
     alpha = np.full(grey.shape, 255, dtype=np.uint8)
-    trns = image.info.get("transparency")
-    if image.mode not in _KEYED_GREY_MODES or trns is None:
-        return alpha
-    if isinstance(trns, bool) or not isinstance(trns, (int, np.integer)):
-        raise TypeError(f"transparency of a {image.mode} image must be an int grey level, got {trns!r}")
-    alpha[grey == _key_byte(trns)] = 0
+    if image.mode in _KEYED_GREY_MODES and "transparency" in image.info:
+        alpha[grey == _colour_key(image.info["transparency"])[0]] = 0
     return alpha
-
-
-def _key_byte(value: int) -> int:
-    """Pillow packs a colour key into a uint8 pixel: only its low byte counts (300 -> 44, -1 -> 255)."""
-    if not -(2**31) <= int(value) < 2**31:
-        raise OverflowError(f"transparency key {value} does not fit a C int")
-    return int(value) & 0xFF
 
 
 def _rgb_key_alpha(image: Image.Image, rgb: np.ndarray) -> np.ndarray:
     alpha = np.full(rgb.shape[:2], 255, dtype=np.uint8)
-    trns = image.info.get("transparency")
-    if not isinstance(trns, tuple) or len(trns) != 3:
-        return alpha
-    key = np.asarray([_key_byte(c) for c in trns], dtype=np.uint8)
-    alpha[np.all(rgb == key, axis=-1)] = 0
+    if "transparency" in image.info:
+        key = np.asarray(_colour_key(image.info["transparency"]), dtype=np.uint8)
+        alpha[np.all(rgb == key, axis=-1)] = 0
     return alpha
+
+
+def _allocate_palette_colour(image: Image.Image, colour: tuple, *, full_is_fine: bool) -> None:
+    """Raise what Pillow's palette raises when it looks ``colour`` up and, if absent, appends it."""
+    image.load()  # syncs image.palette with the palette the pixels use
+    mode, data = image.palette.mode, bytes(image.palette.palette)
+    if mode == "RGB" and len(colour) == 4:
+        if colour[3] != 255:
+            raise ValueError("cannot add non-opaque RGBA color to RGB palette")
+        colour = colour[:3]
+    elif mode == "RGBA" and len(colour) == 3:
+        colour += (255,)
+    step = len(mode)
+    if colour in {tuple(data[i : i + step]) for i in range(0, len(data), step)}:
+        return
+    index = len(data) // 3  # Pillow counts slots in RGB triples whatever the palette mode
+    special = (image.info.get("background"), image.info.get("transparency"))
+    while index in special:
+        index += 1
+    if index >= _PALETTE_ENTRIES:
+        counts = np.bincount(np.asarray(image).ravel(), minlength=_PALETTE_ENTRIES)
+        unused = [i for i in range(_PALETTE_ENTRIES - 1, -1, -1) if counts[i] == 0 and i not in special]
+        if not unused:
+            if full_is_fine:
+                return
+            raise ValueError("cannot allocate more than 256 colors")
+    bytes(colour)  # the append: TypeError for non-integers, ValueError outside 0..255
+
+
+def _check_rgb_key(image: Image.Image) -> None:
+    """convert("RGB") of ``L``/``P`` re-derives the key's colour with putpixel: raise what that raises."""
+    if image.mode not in ("L", "P") or "transparency" not in image.info:
+        return
+    trns = image.info["transparency"]
+    if isinstance(trns, bytes) or trns is None or isinstance(trns, int):
+        return
+    if image.mode == "P" and isinstance(trns, tuple):
+        _allocate_palette_colour(image, trns, full_is_fine=True)
+    elif image.mode == "P" and isinstance(trns, list) and len(trns) in (3, 4):
+        _allocate_palette_colour(image, tuple(trns), full_is_fine=False)
+    elif not (image.mode == "L" and isinstance(trns, tuple) and len(trns) == 1 and isinstance(trns[0], int)):
+        raise TypeError(f"transparency of an {image.mode} image must be an int or single-element tuple, got {trns!r}")
 
 
 def _unpremultiply(colour: np.ndarray, alpha: np.ndarray) -> np.ndarray:
@@ -157,6 +224,8 @@ def _convert(image: Image.Image, *, with_alpha: bool) -> np.ndarray:
     mode = image.mode
     if mode in DELEGATED_MODES:
         return np.array(image.convert("RGBA" if with_alpha else "RGB"), dtype=np.uint8)
+    if not with_alpha:
+        _check_rgb_key(image)
     if mode in GREY_MODES:
         grey = _grey_levels(image)
         rgb = np.repeat(grey[..., None], 3, axis=-1)
