@@ -75,6 +75,11 @@ def _pixels(draw: st.DrawFn, mode: str, size: tuple[int, int]) -> Image.Image:
     return Image.frombytes(mode, size, data)
 
 
+def _stray_tuples(hi: int) -> st.SearchStrategy[tuple[int, ...]]:
+    """Tuples of ints of odd length (1, 3, 5): the colour-key form where it means nothing or is malformed."""
+    return st.sampled_from((1, 3, 5)).flatmap(lambda n: st.tuples(*[st.integers(0, hi)] * n))
+
+
 @st.composite
 def _transparency(draw: st.DrawFn, image: Image.Image) -> Any:
     """A `transparency` value of the form Pillow gives this mode, or a stray one; None for no key."""
@@ -87,12 +92,19 @@ def _transparency(draw: st.DrawFn, image: Image.Image) -> Any:
             st.one_of(
                 st.binary(min_size=0, max_size=n),  # alpha table, shorter than or equal to the palette
                 st.integers(0, n - 1),  # one transparent index
-                st.tuples(st.integers(0, 255), st.integers(0, 255), st.integers(0, 255)),  # stray: wrong form
+                _stray_tuples(255),  # stray: a tuple, which Pillow refuses for P
             )
         )
     if mode in GREY_LIKE:
         hi = 255 if mode in ("1", "L") else 65535
-        return draw(st.integers(0, hi))  # one transparent grey value
+        return draw(
+            st.one_of(
+                st.integers(0, hi),  # one transparent grey value
+                st.tuples(st.integers(0, hi), st.integers(0, hi), st.integers(0, hi)),  # Pillow keys on the first
+                _stray_tuples(hi),  # stray: other lengths, which Pillow refuses
+                st.binary(min_size=1, max_size=4),  # stray: bytes, a palette's form on a grey image
+            )
+        )
     if mode == "RGB":
         return draw(st.tuples(st.integers(0, 255), st.integers(0, 255), st.integers(0, 255)))
     return draw(st.integers(0, 255) | st.tuples(st.integers(0, 255), st.integers(0, 255), st.integers(0, 255)))
@@ -113,7 +125,10 @@ def pil_images(
     - ``min_side``/``max_side``: bounds of width and height.
     - ``transparency``: also draw a ``transparency`` key: a palette alpha table
       (bytes, up to the palette length), a transparent index or grey value (int),
-      an RGB colour (tuple), or a stray key where it means nothing.
+      an RGB colour (tuple), a grey key as a 3-tuple (Pillow keys on its first
+      element), or a stray key where it means nothing or Pillow refuses it
+      (tuples of length 1/3/5 on P, tuples of length 1/5 and bytes on grey
+      modes, ints or tuples on any other mode).
 
     Palette images get a random palette of 1..256 entries. Shrinks towards the
     first mode, a 1x1 image, zero bytes and no transparency key.
@@ -214,14 +229,21 @@ def chw_uint8_tensors(*, max_side: int = 12, channels: tuple[int, ...] = (1, 3, 
 def staging_ok_pil_images(
     *, max_side: int = 12, modes: tuple[str, ...] | None = None
 ) -> st.SearchStrategy[Image.Image]:
-    """PIL images upstream's stager converts: every mode but `La`; a P image's key only as bytes or int.
+    """PIL images upstream's stager converts: every mode but `La`; keys only in forms Pillow applies.
 
-    `La` has no converter to RGB in Pillow, and a P image with a tuple key makes
-    ``convert("RGBA")`` raise: both are covered by `pil_images` for the error paths.
+    `La` has no converter to RGB in Pillow, a P image with a tuple key makes
+    ``convert("RGBA")`` raise, and so does a grey image (1, L, I, I;16) whose
+    key is bytes or a tuple of length other than 3: all are covered by
+    `pil_images` for the error paths.
     """
     modes = tuple(m for m in (modes or ALL_MODES) if m != "La")
 
     def convertible(img: Image.Image) -> bool:
-        return not (img.mode == "P" and isinstance(img.info.get("transparency"), tuple))
+        key = img.info.get("transparency")
+        if img.mode == "P":
+            return not isinstance(key, tuple)
+        if img.mode in GREY_LIKE:
+            return not (isinstance(key, bytes) or (isinstance(key, tuple) and len(key) != 3))
+        return True
 
     return pil_images(modes=modes, max_side=max_side).filter(convertible)

@@ -29,15 +29,43 @@ from reference.stage import to_chw_uint8
 # is a pixel. mean 0 / std 1 keeps every level distinct in FP32 (x * f32(1/255)).
 IDENTITY_GEOMETRY = dict(patch_size=1, merge_kernel_size=1, in_patch_limit=4096, patch_limit_on_one_side=64)
 POLICIES = ["PR_33921", "RELEASED", "HARDENED"]
+KEYED_GREY = ("1", "L", "I", "I;16")  # the grey modes whose key Pillow turns into alpha (the others ignore it)
+
+
+def keyed_grey(mode: str, values: list[int], key: object) -> Image.Image:
+    """A 1-row grey image of ``mode`` with these pixel values and ``transparency`` key."""
+    image = Image.new(mode, (len(values), 1))
+    image.putdata(values)
+    image.info["transparency"] = key
+    return image
+
+
+def grey_key(key: object) -> int | None:
+    """The grey level Pillow keys on: an int, or a 3-tuple's first element; None where Pillow refuses the key."""
+    if isinstance(key, tuple) and len(key) == 3:
+        key = key[0]
+    return int(key) if isinstance(key, int) and not isinstance(key, bool) else None
+
+
+def eight_bit_grey(image: Image.Image) -> np.ndarray:
+    """(H, W) levels Pillow compares a grey key with: 1 -> 0/255, I clipped to 0..255, I;16 saturated at 255."""
+    values = np.asarray(image).astype(np.int64)
+    if image.mode == "1":
+        return values * 255
+    return np.clip(values, 0, 255)  # I;16*: a non-zero high byte saturates to 255, else the low byte
 
 
 def true_alpha(image: Image.Image) -> np.ndarray | None:
     """The alpha a viewer would see, (H, W) uint8, or None when the mode has no alpha to speak of.
 
     Alpha bands ("A", or premultiplied "a") carry it; a P image's alpha table
-    (bytes, entries past its end opaque) or transparent index (int); an
-    L / 1 / I / I;16 colour key (int). An RGB colour key is deliberately not
-    alpha (C2: never promoted), and a key anywhere else means nothing.
+    (bytes, entries past its end opaque) or transparent index (int); a
+    1 / L / I / I;16 colour key (an int, or a 3-tuple whose first element
+    counts), compared as Pillow does: the image's 8-bit grey level against the
+    key's low byte (`test_true_alpha_is_pillows_for_keyed_grey_images`; Pillow
+    ignores the key of I;16L / I;16B / I;16N when it converts to RGBA). An RGB
+    colour key is deliberately not alpha (C2: never promoted), and a key
+    anywhere else, or of a form Pillow refuses, means nothing.
     """
     bands = image.getbands()
     if bands[-1] in ("A", "a") and image.mode != "LAB":
@@ -54,10 +82,30 @@ def true_alpha(image: Image.Image) -> np.ndarray | None:
         if isinstance(key, int):
             return np.where(idx == key, 0, 255).astype(np.uint8)
         return None
-    if image.mode in GREY_LIKE and isinstance(key, int):
-        grey = np.asarray(image).astype(np.int64) * (255 if image.mode == "1" else 1)
-        return np.where(grey == key, 0, 255).astype(np.uint8)
-    return None
+    level = grey_key(key) if image.mode in KEYED_GREY else None
+    if level is None:
+        return None
+    return np.where(eight_bit_grey(image) == (level & 0xFF), 0, 255).astype(np.uint8)
+
+
+@given(image=s.pil_images(modes=GREY_LIKE, max_side=6))
+@example(image=keyed_grey("I;16", [300, 44], 300))  # saturated 300 -> 255 is not the key's low byte 44
+@example(image=keyed_grey("I;16", [256, 0], 255))  # 256 saturates to 255, which is the key
+@example(image=keyed_grey("I", [-5, 300], 0))  # I clips: -5 -> 0 is the key
+@example(image=keyed_grey("L", [0, 1], (1, 0, 0)))  # a tuple key counts by its first element
+@example(image=keyed_grey("I;16L", [0], 0))  # Pillow ignores the key of the explicit-endian I;16 modes
+def test_true_alpha_is_pillows_for_keyed_grey_images(image):
+    """Our reading of a grey colour key equals the alpha Pillow itself gives when it converts to RGBA."""
+    alpha = true_alpha(image)
+    try:
+        pillow = np.asarray(image.convert("RGBA"))[..., 3]
+    except (TypeError, ValueError):  # Pillow refuses this key (or this mode): then it is no alpha
+        assert alpha is None or grey_key(image.info.get("transparency")) is None, f"{image.mode} refused by Pillow"
+        return
+    if alpha is None:
+        assert (pillow == 255).all(), f"{image.mode} key {image.info.get('transparency')!r}: Pillow sees alpha"
+    else:
+        assert np.array_equal(alpha, pillow), f"{image.mode} key {image.info['transparency']!r}: {alpha} != {pillow}"
 
 
 def background_levels(bg: BackgroundConfig, h: int, w: int) -> np.ndarray:
@@ -104,7 +152,9 @@ def check_alpha_semantics(impl: seam.Impl, policy: str, image: Image.Image, bg: 
     assert (got[clear] == back[clear][:, None]).all(), f"{image.mode}: a fully transparent pixel is not background"
     opaque = alpha == 255
     if opaque.any() and image.mode in ("LA", "PA", "RGBA", "P", "L", "1"):
-        colour = to_rgb(image).astype(np.float32)
+        plain = image.copy()  # an opaque pixel's colour does not depend on the key (and Pillow's RGB
+        plain.info.pop("transparency", None)  # conversion refuses a tuple key on L, which RGBA accepts)
+        colour = to_rgb(plain).astype(np.float32)
         assert (got[opaque] == colour[opaque]).all(), f"{image.mode}: an opaque pixel changed colour"
 
 
