@@ -1,10 +1,13 @@
 """Hypothesis strategies for PIL images of every mode, shared by the reference's own test files.
 
 Small images (at most 6 x 5) of any mode Pillow 13 can create, with palettes
-of 0..256 entries (RGB or RGBA), and every transparency kind the reference
-models: bytes alpha tables (shorter than or as long as the palette), a single
-int index, grey keys (including keys past 255, whose low byte counts) and RGB
-colour-key tuples. Examples shrink towards 1 x 1 images without transparency.
+of 0..256 entries (RGB or RGBA), and a ``transparency`` key of every form,
+drawn for every mode (modes that ignore a key must ignore all of them): ints
+(past 255, negative, at the C-int limits and past them, bools), tuples of 0..4
+components (often a colour the image holds, so keys match; ints past a byte,
+past a C int, floats, strings), bytes alpha tables (up to 257 long), and odd
+values (None, floats, str, bytearray, lists, numpy scalars and arrays, range).
+Examples shrink towards 1 x 1 images without transparency.
 """
 
 from __future__ import annotations
@@ -14,6 +17,69 @@ from hypothesis import strategies as st
 from PIL import Image
 
 from reference.modes import DELEGATED_MODES, OWN_MODES
+
+# Keys no well-formed file carries, but which ``info`` can hold and Pillow answers for.
+_ODD_KEYS = (
+    None,
+    5.0,
+    "5",
+    "\x05\x06\x07",
+    bytearray(b"\x05\x06\x07"),
+    bytearray(b"\x00"),
+    np.int64(5),
+    np.uint8(0),
+    np.float64(5.0),
+    np.array(5),
+    np.array([5, 6, 7]),
+    range(5, 8),
+    [5],
+    [5, 6, 7],
+    [0, 0, 0, 255],
+    [5, 6, 7, 8],
+    [300, 0, 0],
+    [5, 6, 7.5],
+    (np.int64(5), 6, 7),
+    (True, 0, 0),
+)
+_C_INT_LIMITS = (2**31 - 1, -(2**31), 2**31, -(2**31) - 1)
+
+
+def _held_colour(image: Image.Image) -> tuple[int, ...]:
+    """The first pixel's value as a key would spell it: grey level, RGB triple, or palette colour."""
+    first = np.asarray(image).reshape(-1, len(image.getbands()))[0]
+    if image.mode == "1":
+        return (255 if first[0] else 0,)  # keys compare with the converted level
+    if image.mode in ("P", "PA"):
+        image.load()  # settles a freshly put palette
+        palette = image.palette
+        step = len(palette.mode)
+        entry = tuple(bytes(palette.palette)[int(first[0]) * step : int(first[0]) * step + step])
+        return entry or (0, 0, 0)
+    if image.mode == "F":
+        return (int(np.nan_to_num(first[0], posinf=255, neginf=0)),)
+    return tuple(int(v) for v in first)
+
+
+@st.composite
+def transparency_keys(draw: st.DrawFn, held: tuple[int, ...] = (0,)) -> object:
+    """Every ``transparency`` form: ints, tuples of 0..4 components (often ``held``), bytes, odd values."""
+    kind = draw(st.sampled_from(["int", "tuple", "held", "bytes", "odd"]))
+    component = st.one_of(
+        st.sampled_from((held[0], 0, 5, 255, 256, 300, -1, 65535) + _C_INT_LIMITS), st.integers(-300, 70000)
+    )
+    if kind == "int":
+        return draw(st.one_of(component, st.integers(0, 255), st.booleans()))
+    if kind == "tuple":
+        length = draw(st.sampled_from([3, 3, 0, 1, 2, 4]))
+        return tuple(draw(st.one_of(component, st.sampled_from([5.0, 5.5, "a"]))) for _ in range(length))
+    if kind == "held":  # a colour the image holds, padded to 3 (or 4 with an alpha) as a key would be
+        padded = (held + held[-1:] * 3)[:3] if len(held) < 3 else held[:3]
+        extra = draw(st.sampled_from([(), (255,), (0,)]))
+        shifted = draw(st.sampled_from([0, 256, -256]))
+        return tuple(c + shifted for c in padded) + extra
+    if kind == "bytes":
+        return draw(st.binary(min_size=0, max_size=257))
+    return draw(st.sampled_from(_ODD_KEYS))
 
 
 @st.composite
@@ -46,24 +112,8 @@ def mode_images(draw: st.DrawFn, modes: tuple[str, ...] = tuple(sorted(OWN_MODES
         k = len(rawmode)
         if entries:
             image.putpalette(list(draw(st.binary(min_size=entries * k, max_size=entries * k))), rawmode)
-    kind = draw(st.sampled_from(["none", "int", "bytes", "tuple"]))
-    if kind == "int":
-        image.info["transparency"] = draw(st.integers(-300, 70000) if mode != "P" else st.integers(0, 255))
-    elif kind == "bytes" and mode in ("P", "PA"):
-        image.info["transparency"] = draw(st.binary(min_size=0, max_size=256))
-    elif kind == "tuple" and mode == "RGB":
-        first = tuple(int(v) for v in np.asarray(image)[0, 0])
-        image.info["transparency"] = draw(
-            st.sampled_from([first, (0, 0, 0), (300, 2, 3), tuple(c + 256 for c in first)])
-        )
-    return image
-
-
-def _p_image(indices: list[int], palette: list[int], rawmode: str = "RGB", trns=None) -> Image.Image:
-    image = Image.frombytes("P", (len(indices), 1), bytes(indices))
-    image.putpalette(palette, rawmode)
-    if trns is not None:
-        image.info["transparency"] = trns
+    if draw(st.booleans()):
+        image.info["transparency"] = draw(transparency_keys(_held_colour(image)))
     return image
 
 

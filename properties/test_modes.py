@@ -53,10 +53,65 @@ def test_own_conversions_equal_pillow(image: Image.Image) -> None:
     assert_same(image)
 
 
+def keyed(image: Image.Image, trns: object) -> Image.Image:
+    """``image`` with ``info["transparency"] = trns`` (any object: Pillow reads whatever info holds)."""
+    image.info["transparency"] = trns
+    return image
+
+
+def grey(mode: str, values: list[int]) -> Image.Image:
+    """A 1-row grey image of ``mode`` holding ``values``."""
+    dtype = {"I": "<i4", "I;16B": ">u2", "F": "<f4"}.get(mode, "<u2")
+    if mode == "L":
+        return Image.frombytes("L", (len(values), 1), bytes(values))
+    return Image.frombytes(mode, (len(values), 1), np.array(values, dtype=dtype).tobytes())
+
+
 @given(mode_images(modes=GREY_MODES))
-def test_grey_modes_with_int_keys_equal_pillow(image: Image.Image) -> None:
-    """Grey modes (1, L, I, I;16*, F) with and without an int colour key convert exactly as Pillow does."""
+@example(keyed(grey("L", [5, 6, 5]), (5, 6, 7)))  # review bug: a tuple key keys on key[0] for RGBA, TypeError for RGB
+@example(keyed(grey("I", [5, 300]), (261, 0, 0)))  # first component's low byte, after clipping
+@example(keyed(grey("I;16", [5, 6]), (5,)))  # not 3 long: TypeError for RGBA, ignored for RGB
+@example(keyed(grey("L", [5, 6]), (5,)))  # L -> RGB takes a 1-tuple, L -> RGBA does not
+@example(keyed(grey("L", [5, 6]), None))  # None: TypeError for RGBA, fine for RGB
+@example(keyed(grey("L", [5, 6]), np.int64(5)))  # numpy int: keyed for RGBA, TypeError for RGB
+@example(keyed(grey("L", [5, 6]), b"\x05\x06\x07"))  # bytes: TypeError for RGBA, ignored for RGB
+@example(keyed(grey("L", [5, 6]), (2**31, 0, 0)))  # past a C int: OverflowError for RGBA
+@example(keyed(grey("I;16B", [5, 6]), (5, 6, 7)))  # byte-swapped 16-bit grey ignores every key
+@example(keyed(grey("F", [5, 6]), "odd"))  # F ignores every key
+def test_grey_modes_with_every_key_form_equal_pillow(image: Image.Image) -> None:
+    """Grey modes (1, L, I, I;16*, F) with every transparency form convert (or raise) exactly as Pillow does."""
     assert_same(image)
+
+
+@given(mode_images(modes=("P", "PA", "RGB")))
+@example(keyed(p_image([0, 1], [5, 6, 7]), np.int64(0)))  # numpy int: ValueError for RGBA, TypeError for RGB
+@example(keyed(p_image([0, 1], [5, 6, 7]), bytearray(b"\x00")))  # bytearray is not bytes for P
+@example(keyed(p_image([0, 1], [5, 6, 7]), (9, 9, 9)))  # absent colour appended for RGB, ValueError for RGBA
+@example(keyed(p_image([0, 1], [5, 6, 7]), (300, 0, 0)))  # cannot be appended: ValueError for RGB
+@example(keyed(p_image([0, 1], [5, 6, 7]), (5, 6, 7.5)))  # non-integer component: TypeError for RGB
+@example(keyed(p_image([0, 1], [5, 6, 7]), [5, 6, 7, 8]))  # non-opaque colour on an RGB palette: ValueError
+@example(keyed(p_image([0, 1], [5, 6, 7]), 300))  # index past the palette: ValueError for RGBA
+@example(keyed(p_image([0, 1], [5, 6, 7]), True))  # bool is an int: index 1
+@example(keyed(Image.frombytes("RGB", (2, 1), bytes([5, 0, 0, 5, 6, 7])), 5))  # int key on RGB is (5, 0, 0)
+def test_palette_and_rgb_with_every_key_form_equal_pillow(image: Image.Image) -> None:
+    """P, PA and RGB with every transparency form convert (or raise) exactly as Pillow does."""
+    assert_same(image)
+
+
+def test_tuple_and_int_keys_by_hand() -> None:
+    """Hand-derived key rules: grey keys on key[0]'s low byte, RGB on (k, 0, 0) for an int k."""
+    assert to_rgba(keyed(grey("L", [5, 6, 5]), (5, 6, 7)))[0, :, 3].tolist() == [0, 255, 0]
+    assert to_rgba(keyed(grey("I;16", [5, 300, 255]), (65535, 1, 1)))[0, :, 3].tolist() == [255, 0, 0]
+    rgb = Image.frombytes("RGB", (2, 1), bytes([5, 0, 0, 5, 6, 7]))
+    assert to_rgba(keyed(rgb, 261))[0, :, 3].tolist() == [0, 255]
+    assert to_rgba(keyed(rgb, [5, 6, 7]))[0, :, 3].tolist() == [255, 0]
+    with pytest.raises(TypeError):
+        to_rgb(keyed(grey("L", [5]), (5, 6, 7)))
+    with pytest.raises(TypeError):
+        to_rgba(keyed(grey("L", [5]), (5, 6)))
+    with pytest.raises(OverflowError):
+        to_rgba(keyed(grey("I", [5]), -(2**31) - 1))
+    assert to_rgb(keyed(grey("I", [5]), (5, 6))).tolist() == [[[5, 5, 5]]]  # I -> RGB never reads the key
 
 
 @pytest.mark.parametrize("path", sorted(CORPUS.glob("*")), ids=lambda p: p.name)
