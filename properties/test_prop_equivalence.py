@@ -7,8 +7,10 @@ error bound of a .5 tie (`reference.resample.classify_disagreement` with
 `tie_epsilon` for the actual sizes); compositing bitwise with the device's
 ``A / 255`` arithmetic; pad + normalize + patchify bitwise with one
 consistent multiply-add form (fused: torch CPU's vectorized ``addcmul``
-rounds once on FMA hardware; unfused otherwise); the BF16 cast bitwise; and
-the implementation's whole pipeline equals the chain of its stages.
+rounds once on FMA hardware; unfused otherwise); the BF16 cast bitwise, both
+torch's cast of those patches and the owner's own cast in ``materialize``
+(eager and deferred) against `reference.numerics.to_bf16`; and the
+implementation's whole pipeline equals the chain of its stages.
 """
 
 from __future__ import annotations
@@ -28,7 +30,7 @@ from reference.background import fill_transparent_bg
 from reference.config import BackgroundConfig, PreprocessConfig
 from reference.navit import resize_config
 from reference.normalize import normalize_scale_bias, pad_bottom_right, patchify, scale_bias
-from reference.numerics import bf16_bits
+from reference.numerics import bf16_bits, to_bf16
 from reference.resample import classify_disagreement, resize_bicubic_aa, tie_epsilon
 from reference.stage import to_chw_uint8
 
@@ -85,13 +87,34 @@ def check_stages(impl: seam.Impl, config: PreprocessConfig, image: Any, device: 
             device,
         )
     )
-    assert any(same_bits(got_p, f) for f in forms), "pad/normalize/patchify matches neither the fused nor unfused form"
+    form = next((f for f in forms if same_bits(got_p, f)), None)
+    assert form is not None, "pad/normalize/patchify matches neither the fused nor unfused form"
     bf16 = torch.from_numpy(np.ascontiguousarray(got_p, dtype=np.float32)).to(torch.bfloat16)
     want_bits = bf16_bits(np.ascontiguousarray(got_p, dtype=np.float32))
     assert np.array_equal(bf16.view(torch.int16).numpy().view(np.uint16), want_bits), "BF16 cast differs"
     whole, grids = impl.preprocess([image], config, device=device)
     assert same_bits(seam.to_numpy(whole), got_p), "impl.preprocess != the chain of its own stages"
     assert seam.to_numpy(grids).tolist() == [list(rc.grid_thw)], f"grid {seam.to_numpy(grids).tolist()}"
+    check_materialized_bf16(impl, config, image, to_bf16(form), device)
+
+
+def check_materialized_bf16(
+    impl: seam.Impl, config: PreprocessConfig, image: Any, want: np.ndarray, device: str
+) -> None:
+    """The owner's own BF16 cast (``materialize``), eager and deferred, is the oracle's float32 patches to BF16.
+
+    ``want`` is `to_bf16` of the oracle's patches computed from the
+    implementation's resize output, so a resize tie is already explained at
+    the resize stage and every element here must match bit for bit.
+    """
+    for transport in ("cuda_ipc", "cpu"):  # eager on the producer, then deferred wherever the gate defers
+        out = impl.process([image], config, policy="RELEASED", transport=transport, device=device)
+        got = np.ascontiguousarray(seam.to_numpy(impl.materialize(out.items, [0], policy="RELEASED", device=device)))
+        assert got.size == want.size, f"{transport}: materialized {got.shape}, the oracle has {want.shape}"
+        bad = got.reshape(-1).view(np.uint32) != np.ascontiguousarray(want, dtype=np.float32).reshape(-1).view(
+            np.uint32
+        )
+        assert not bad.any(), f"{transport} (deferred={out.deferred}): {int(bad.sum())} BF16 elements differ"
 
 
 def equivalence_inputs() -> st.SearchStrategy[tuple[PreprocessConfig, Any]]:
