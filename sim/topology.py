@@ -16,6 +16,8 @@ from __future__ import annotations
 from dataclasses import asdict, dataclass
 from typing import Any
 
+from sim.tables import dataclass_from_table
+
 TRANSPORTS = ("cpu", "cuda_ipc", "fabric")
 
 
@@ -109,8 +111,4 @@ class Topology:
     @classmethod
     def from_dict(cls, d: dict[str, Any], *, where: str = "topology") -> Topology:
         """Build from a scenario's ``[topology]`` table; unknown keys are an error naming them."""
-        known = set(cls.__dataclass_fields__)
-        unknown = sorted(set(d) - known)
-        if unknown:
-            raise ValueError(f"{where}: unknown key(s) {unknown}; accepted: {sorted(known)}")
-        return cls(**d)
+        return dataclass_from_table(cls, d, where)

@@ -24,6 +24,7 @@ from typing import Any
 import numpy as np
 
 from sim.corpus import load_corpus
+from sim.tables import dataclass_from_table
 
 FAMILIES = ("chat", "docs", "4k", "mixed", "corpus")
 ARRIVALS = ("poisson", "closed")
@@ -74,11 +75,7 @@ class WorkloadSpec:
 
     @classmethod
     def from_dict(cls, d: dict[str, Any], *, where: str = "workload") -> WorkloadSpec:
-        known = set(cls.__dataclass_fields__)
-        unknown = sorted(set(d) - known)
-        if unknown:
-            raise ValueError(f"{where}: unknown key(s) {unknown}; accepted: {sorted(known)}")
-        return cls(**d)
+        return dataclass_from_table(cls, d, where)
 
     def to_dict(self) -> dict[str, Any]:
         return {k: getattr(self, k) for k in self.__dataclass_fields__}
