@@ -7,6 +7,7 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
+from reference import corpus as builtin_corpus
 from sim.corpus import has_alpha, load_corpus
 from sim.workload import FAMILIES, WorkloadSpec, corpus_available, generate
 
@@ -64,9 +65,9 @@ def test_has_alpha_rule() -> None:
 
 @needs_corpus
 def test_corpus_sizes_and_file_bytes() -> None:
-    """The manifest's 70 rows load with positive sizes and on-disk file sizes."""
+    """The built-in manifest's 68 rows load with positive sizes and on-disk file sizes."""
     c = load_corpus()
-    assert len(c) == 70
+    assert len(c) == len(builtin_corpus.entries()) == 68
     assert (c.width > 0).all() and (c.height > 0).all() and (c.encoded_bytes > 0).all()
     rgb_tuple = [i for i, f in enumerate(c.files) if c.modes[i] == "RGB"]
     assert all(c.channels[i] == 3 for i in rgb_tuple)

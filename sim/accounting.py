@@ -24,7 +24,7 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from impl.policy import Policy
+from reference.versions import Policy
 from reference.config import PreprocessConfig
 from reference.navit import resize_config_arrays
 from sim.costmodel import CostModel

@@ -13,7 +13,7 @@ from __future__ import annotations
 
 from dataclasses import replace
 
-from impl.policy import PR_33921, Policy
+from reference.versions import PR_33921, Policy
 from reference.config import PreprocessConfig
 from reference.profiles import profile
 from sim.accounting import account

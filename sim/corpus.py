@@ -1,10 +1,11 @@
-"""Real image sizes and modes from the shared corpus's MANIFEST.tsv (no pixels are read).
+"""Real image sizes and modes from a corpus manifest (no pixels are read).
 
-The simulator only needs geometry, the staged channel count (SPEC 3.1's
-has_alpha rule) and the encoded file size (the physical floor of any
-payload). The corpus lives outside the repository, so its absence is a
-`CorpusMissing` with the path and how to point elsewhere, never a crash deep
-inside a run.
+The simulator only needs geometry, the staged channel count (semantics
+§3.1's has_alpha rule) and the encoded file size (the physical floor of any
+payload). By default it reads the corpus that ships in the package
+(`reference.corpus`, plus any ``DEFERLAB_CORPUS`` folders); a scenario may
+name another folder, and a missing one is a `CorpusMissing` with the path,
+never a crash deep inside a run.
 """
 
 from __future__ import annotations
@@ -15,8 +16,9 @@ from pathlib import Path
 
 import numpy as np
 
+from reference import corpus as builtin_corpus
+
 REPO_ROOT = Path(__file__).resolve().parents[1]
-DEFAULT_CORPUS = REPO_ROOT.parent / "shared" / "corpus"
 
 
 class CorpusMissing(FileNotFoundError):
@@ -43,16 +45,27 @@ def has_alpha(mode: str, has_alpha_band: bool, transparency_kind: str) -> bool:
     return mode != "RGB" and (has_alpha_band or transparency_kind not in ("", "none"))
 
 
-def resolve_corpus(path: str | Path | None) -> Path:
-    """The corpus directory: ``path`` (relative to the repo root) or ``../shared/corpus``."""
-    if path is None:
-        return DEFAULT_CORPUS
+def resolve_corpus(path: str | Path) -> Path:
+    """A scenario's corpus folder: absolute, or relative to the directory holding the ``sim`` package."""
     p = Path(path)
     return p if p.is_absolute() else (REPO_ROOT / p).resolve()
 
 
 def load_corpus(path: str | Path | None = None) -> CorpusSizes:
-    """Read MANIFEST.tsv; raise `CorpusMissing` naming the path if it is absent."""
+    """The built-in corpus (``path`` None) or a folder's MANIFEST.tsv; `CorpusMissing` naming a missing one."""
+    if path is None:
+        rows = builtin_corpus.entries()
+        files = tuple(e.name for e in rows)
+        channels = np.array([4 if e.has_alpha else 3 for e in rows], dtype=np.int64)
+        sizes = [e.path.stat().st_size if e.path.is_file() else -1 for e in rows]
+        return CorpusSizes(
+            files,
+            tuple(e.mode for e in rows),
+            np.array([e.width for e in rows], dtype=np.int64),
+            np.array([e.height for e in rows], dtype=np.int64),
+            channels,
+            np.array(sizes, dtype=np.int64),
+        )
     root = resolve_corpus(path)
     manifest = root / "MANIFEST.tsv"
     if not manifest.is_file():

@@ -19,12 +19,22 @@ from __future__ import annotations
 
 from typing import Any
 
-from impl.policy import INTERIM_418975B, PR_33921, RELEASED, Policy
-from sim.ipc_machine import ALL, PROPERTIES, AckAssumptions, Violation, machine_for
+from reference.versions import INTERIM_418975B, PR_33921, RELEASED, Policy
+from sim.ipc_machine import ALL, PROPERTIES, AckAssumptions, AckCounts, PolicyCounts, Violation, machine_for
 
 
-def assumption_grid(policy: Policy) -> list[AckAssumptions]:
-    """The combinations a policy can produce (SPEC 8: the PR's K_p and clamp are unknown)."""
+def assumption_grid(policy: Policy | AckCounts) -> list[AckAssumptions]:
+    """The combinations a policy can produce (semantics §8: the PR's K_p and clamp are unknown).
+
+    Counts read from real code fix K_p, K_c and the clamp; only whether
+    non-owners release stays open (the model runs both).
+    """
+    if not isinstance(policy, Policy):
+        if policy.producer_total(2, 1) is not None:
+            return [AckAssumptions("generation", "source", None, rel) for rel in (False, True)]
+        return [
+            AckAssumptions("generation", k_p, None, rel) for k_p in ("tp_size", "dp_group") for rel in (False, True)
+        ]
     if policy.name == "RELEASED" or policy.ipc_consumer_count == "dp_group":
         # Released: K_p = tp // dp, clamp on; whether non-owners release is still open.
         return [AckAssumptions("generation", "dp_group", True, rel) for rel in (False, True)]
@@ -41,12 +51,13 @@ def assumption_grid(policy: Policy) -> list[AckAssumptions]:
     return grid
 
 
-def check(policy: Policy, assumptions: AckAssumptions, prop: str, budget: int = 60) -> dict[str, Any]:
+def check(policy: Policy | AckCounts, assumptions: AckAssumptions, prop: str, budget: int = 60) -> dict[str, Any]:
     """Run one derandomized state machine; the verdict and, on failure, the shrunk counterexample."""
     from hypothesis import HealthCheck, Phase, settings
     from hypothesis.stateful import run_state_machine_as_test
 
-    machine = machine_for(policy, assumptions, prop)
+    counts = PolicyCounts(policy) if isinstance(policy, Policy) else policy
+    machine = machine_for(counts, assumptions, prop)
     cfg = settings(
         max_examples=budget,
         stateful_step_count=12,
@@ -58,7 +69,8 @@ def check(policy: Policy, assumptions: AckAssumptions, prop: str, budget: int = 
         phases=[Phase.generate, Phase.shrink],
     )
     result: dict[str, Any] = {
-        "policy": policy.name,
+        "policy": counts.name,
+        "counts_from": "real code" if counts.from_real_code else "model",
         "property": prop,
         "assumptions": assumptions.describe(),
         "verdict": "holds",
@@ -73,7 +85,9 @@ def check(policy: Policy, assumptions: AckAssumptions, prop: str, budget: int = 
     return result
 
 
-def verdicts(budget: int = 60, policies: tuple[Policy, ...] = (PR_33921, INTERIM_418975B, RELEASED)) -> list[dict]:
+def verdicts(
+    budget: int = 60, policies: tuple[Policy | AckCounts, ...] = (PR_33921, INTERIM_418975B, RELEASED)
+) -> list[dict]:
     """Every (policy, assumptions, property) verdict, deterministic for a given budget.
 
     A first run checks all three properties at once; only when it finds a

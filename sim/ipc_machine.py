@@ -19,12 +19,13 @@ recycler interleave arbitrarily (they are separate processes).
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import Protocol
 
 from hypothesis import strategies as st
 from hypothesis.stateful import RuleBasedStateMachine, initialize, invariant, precondition, rule
 
-from impl.ipc import released_total_count, requested_count, resolve_count
-from impl.policy import Policy
+from reference import ipc_counts
+from reference.versions import Policy
 from sim.ipc_pool import CounterPool, GenerationPool, InvalidAck
 
 PROPERTIES = ("safety", "liveness", "valid_ack")
@@ -33,22 +34,60 @@ ALL = "all"  # check every property in one run (a cheap first pass when all of t
 TOPOLOGIES = ((1, 1), (2, 1), (2, 2), (3, 1), (4, 1), (4, 2), (3, 3), (4, 4))
 
 
+class AckCounts(Protocol):
+    """Where the counts come from: a modelled policy (`PolicyCounts`) or real SGLang code (the driver's adapter).
+
+    ``producer_total`` may return None when the source has no producer count
+    of its own (the seed PR: semantics §8 leaves K_p open); the assumptions
+    then say which K_p to use.
+    """
+
+    name: str
+    from_real_code: bool
+
+    def producer_total(self, tp_size: int, attn_dp_size: int) -> int | None: ...
+
+    def requested(self, tp_size: int, attn_dp_size: int) -> int: ...
+
+    def resolve(self, requested: int, total: int, clamp: bool | None) -> int: ...
+
+
+@dataclass(frozen=True)
+class PolicyCounts:
+    """The counts a modelled version (`reference.versions.Policy`) gives, from `reference.ipc_counts`."""
+
+    policy: Policy
+    from_real_code: bool = False
+
+    @property
+    def name(self) -> str:
+        return self.policy.name
+
+    def producer_total(self, tp_size: int, attn_dp_size: int) -> int | None:
+        return ipc_counts.released_total(tp_size, attn_dp_size) if self.policy.ipc_clamp else None
+
+    def requested(self, tp_size: int, attn_dp_size: int) -> int:
+        return ipc_counts.requested(self.policy, tp_size, attn_dp_size, configured_tp_size=tp_size)
+
+    def resolve(self, requested: int, total: int, clamp: bool | None) -> int:
+        return ipc_counts.resolve(requested, total, self.policy.ipc_clamp if clamp is None else clamp)
+
+
 @dataclass(frozen=True)
 class AckAssumptions:
     """What SPEC 8 leaves open for the seed PR: the pool, K_p, the clamp, non-owner releases."""
 
     pool: str = "generation"  # "generation" (released) or "counter" (PR-era float counter)
-    k_p: str = "dp_group"  # "tp_size" or "dp_group" (tp_size // attn_dp_size)
-    clamp: bool = True
+    k_p: str = "dp_group"  # "tp_size", "dp_group" (tp_size // attn_dp_size) or "source" (the counts' own producer)
+    clamp: bool | None = True  # None: whatever the count source does itself
     non_owner_release: bool = False
 
     def describe(self) -> str:
         if self.pool == "counter":
             return f"counter pool (recycle on == tp_size), non-owners release: {self.non_owner_release}"
-        return (
-            f"generation pool, K_p = {self.k_p}, clamp K_c to K_p: {self.clamp}, "
-            f"non-owners release: {self.non_owner_release}"
-        )
+        k_p = "the producer's own count" if self.k_p == "source" else self.k_p
+        clamp = "as the code does" if self.clamp is None else self.clamp
+        return f"generation pool, K_p = {k_p}, clamp K_c to K_p: {clamp}, non-owners release: {self.non_owner_release}"
 
 
 class Violation(AssertionError):
@@ -60,7 +99,7 @@ class Violation(AssertionError):
 
 
 class _AckMachine(RuleBasedStateMachine):
-    policy: Policy
+    counts: AckCounts
     assumptions: AckAssumptions
     prop: str
 
@@ -77,8 +116,17 @@ class _AckMachine(RuleBasedStateMachine):
         raise Violation(prop, message, self.topology, self.trace)
 
     def _k_c(self) -> int:
-        requested = requested_count(self.policy, self.tp, self.dp, configured_tp_size=self.tp)
-        return resolve_count(requested, self.k_p, self.assumptions.clamp)
+        return self.counts.resolve(self.counts.requested(self.tp, self.dp), self.k_p, self.assumptions.clamp)
+
+    def _producer_total(self) -> int:
+        if self.assumptions.k_p == "tp_size":
+            return self.tp
+        if self.assumptions.k_p == "dp_group":
+            return ipc_counts.released_total(self.tp, self.dp)
+        total = self.counts.producer_total(self.tp, self.dp)
+        if total is None:
+            raise ValueError(f"{self.counts.name}: K_p = 'source' but the count source declares no producer count")
+        return total
 
     def _unfinished(self) -> list[int]:
         return [i for i in self.items if self.unread_owner.get(i) is not None or self.pending_release[i]]
@@ -87,7 +135,7 @@ class _AckMachine(RuleBasedStateMachine):
     def setup(self, topo: tuple[int, int], slots: int) -> None:
         self.tp, self.dp = topo
         self.group_size = self.tp // self.dp
-        self.k_p = self.tp if self.assumptions.k_p == "tp_size" else released_total_count(self.tp, self.dp)
+        self.k_p = self._producer_total()
         self.topology = {"tp_size": self.tp, "attn_dp_size": self.dp, "slots": slots, "K_p": self.k_p}
         if self.assumptions.pool == "counter":
             self.pool = CounterPool(slots, self.tp)
@@ -183,9 +231,11 @@ class _AckMachine(RuleBasedStateMachine):
             self._fail("safety", problems[0])
 
 
-def machine_for(policy: Policy, assumptions: AckAssumptions, prop: str) -> type[RuleBasedStateMachine]:
-    """A state-machine class checking ``prop`` under ``policy`` and ``assumptions``."""
+def machine_for(counts: AckCounts | Policy, assumptions: AckAssumptions, prop: str) -> type[RuleBasedStateMachine]:
+    """A state-machine class checking ``prop`` with ``counts`` (a policy is read through `PolicyCounts`)."""
     if prop not in (*PROPERTIES, ALL):
         raise ValueError(f"property must be one of {(*PROPERTIES, ALL)}, got {prop!r}")
-    name = f"Ack_{policy.name}_{prop}"
-    return type(name, (_AckMachine,), {"policy": policy, "assumptions": assumptions, "prop": prop})
+    if isinstance(counts, Policy):
+        counts = PolicyCounts(counts)
+    name = "Ack_" + "".join(ch if ch.isalnum() else "_" for ch in counts.name) + f"_{prop}"
+    return type(name, (_AckMachine,), {"counts": counts, "assumptions": assumptions, "prop": prop})

@@ -11,7 +11,7 @@ from dataclasses import replace
 
 import numpy as np
 
-from impl.policy import Policy
+from reference.versions import Policy
 from reference.config import PreprocessConfig
 from sim.accounting import account
 from sim.costmodel import CostModel

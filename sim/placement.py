@@ -1,6 +1,6 @@
 """Owner placement strategies side by side: upstream LPT and the alternatives (SPEC 7).
 
-``lpt-patches`` is upstream's rule, taken from `impl.placement.assign_owners`
+``lpt-patches`` is upstream's rule, from the placement oracle `reference.placement.assign`
 (never re-written here). ``lpt-cost`` feeds the same greedy a better load: the
 owner's whole cost, patches *plus* the preprocessing of source pixels that
 deferral moves onto the owner. ``round-robin`` is the naive baseline and
@@ -15,7 +15,7 @@ from collections.abc import Sequence
 
 import numpy as np
 
-from impl.placement import assign_owners
+from reference.placement import assign as assign_owners
 from sim.costmodel import CostModel
 
 STRATEGIES = ("lpt-patches", "lpt-cost", "round-robin", "optimal")

@@ -7,7 +7,7 @@ from dataclasses import asdict, dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
-from impl.policy import get_policy
+from reference.versions import get_policy
 from reference.profiles import profile
 from sim.accounting import account
 from sim.corpus import CorpusMissing

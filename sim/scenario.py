@@ -5,7 +5,7 @@ A bad file fails at load time with the file, the key and the accepted values
 
     name = "docs-tp8"            # optional; defaults to the file stem
     description = "..."
-    policy = "PR_33921"          # impl.policy name
+    policy = "PR_33921"          # reference.versions policy name
     profile = "kimi-k3"          # reference.profiles name (the preprocessing config)
     cost_profile = "gb300-class" # sim/profiles/<name>.toml
     [topology]   # sim.topology.Topology fields
@@ -22,7 +22,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from impl.policy import POLICIES, get_policy
+from reference.versions import POLICIES, get_policy
 from reference.profiles import profile_names
 from sim.costmodel import PROFILES_DIR
 from sim.gate import GATE_MODES

@@ -7,7 +7,7 @@ accounting can run on 100,000 requests in NumPy. Families:
 * ``docs``: 4 x 1536 x 1024 RGB pages per request (the PR's microbenchmark shape, SPEC 9);
 * ``4k``: one 3840 x 2160 RGB frame;
 * ``mixed``: per request 60 % chat, 30 % docs, 10 % 4k;
-* ``corpus``: the real sizes / modes / file sizes of ``/work/shared/corpus`` (sim.corpus).
+* ``corpus``: the real sizes / modes / file sizes of the corpus shipped in ``reference/data/corpus`` (sim.corpus).
 
 Arrivals are Poisson at ``rate`` requests/s, or ``closed``: every request is
 offered at t = 0 (a closed loop at unlimited concurrency, like a benchmark at
@@ -200,6 +200,9 @@ def generate(spec: WorkloadSpec) -> Workload:
 
 
 def corpus_available(path: str | Path | None = None) -> bool:
+    """Whether a corpus manifest is readable: the built-in one (``path`` None) always ships with the package."""
+    from reference.corpus import BUILTIN
     from sim.corpus import resolve_corpus
 
-    return (resolve_corpus(path) / "MANIFEST.tsv").is_file()
+    root = BUILTIN if path is None else resolve_corpus(path)
+    return (root / "MANIFEST.tsv").is_file()
