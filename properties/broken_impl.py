@@ -1,4 +1,4 @@
-"""Deliberately broken implementations, each one line away from deferlab's own (``--impl broken_impl:NAME``).
+"""Deliberately broken implementations, each one line away from deferlab's own (``--impl properties.broken_impl:NAME``).
 
 They exist to prove the properties can fail: ``test_prop_seam.py`` resolves
 each through the same resolver ``--impl`` uses and shows that property 1, 2
@@ -11,8 +11,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any
 
-from seam import DeferlabImpl
-
+from properties.seam import DeferlabImpl
 from reference.config import PreprocessConfig
 
 

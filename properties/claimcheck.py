@@ -17,10 +17,11 @@ from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from typing import Any
 
-import verdicts
 from hypothesis import HealthCheck, Phase, find, settings
 from hypothesis import strategies as st
 from hypothesis.errors import NoSuchExample, Unsatisfiable
+
+from properties import verdicts
 
 CLAIMS = verdicts.load_claims()
 

@@ -21,9 +21,9 @@ import uuid
 from pathlib import Path
 
 import pytest
-import seam
-import verdicts
 from hypothesis import HealthCheck, settings
+
+from properties import seam, verdicts
 
 settings.register_profile("dev", max_examples=30, deadline=None)
 settings.register_profile(
@@ -54,7 +54,24 @@ def _cuda_available() -> bool:
         return False
 
 
+MARKERS = (
+    "bench: pytest-benchmark benchmarks (deselected unless -m selects them, e.g. -m bench)",
+    "cuda: needs a CUDA device (skipped without one)",
+    "slow: takes more than a few seconds",
+)
+
+
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
+    """Benchmarks run only when ``-m`` asks for them; CUDA tests skip without a device.
+
+    Done here rather than in pyproject.toml so the installed suite
+    (``pytest --pyargs properties``, no ini file) behaves as the checkout does.
+    """
+    if not config.getoption("markexpr", ""):
+        benches = [item for item in items if "bench" in item.keywords]
+        if benches:
+            config.hook.pytest_deselected(items=benches)
+            items[:] = [item for item in items if "bench" not in item.keywords]
     if _cuda_available():
         return
     skip = pytest.mark.skip(reason="needs a CUDA device (none here)")
@@ -90,6 +107,10 @@ _RUN_ID = pytest.StashKey[str]()
 
 
 def pytest_configure(config: pytest.Config) -> None:
+    for marker in MARKERS:
+        config.addinivalue_line("markers", marker)
+    # The oracle must never warn (an overflow or invalid operation in NumPy is a bug there, not noise).
+    config.addinivalue_line("filterwarnings", "error::RuntimeWarning:reference.*")
     if not hasattr(config, "workerinput"):
         config.stash[_RUN_ID] = uuid.uuid4().hex[:12]
 

@@ -7,7 +7,6 @@ the patch limits so those small images still exercise the resize.
 from __future__ import annotations
 
 import importlib
-from pathlib import Path
 from types import ModuleType
 
 import numpy as np
@@ -15,10 +14,10 @@ import torch
 from hypothesis import strategies as st
 from PIL import Image
 
+from reference import corpus
 from reference.config import BackgroundConfig, PreprocessConfig
 from reference.profiles import profile
 
-CORPUS = Path("/work/shared/corpus/images")
 K3 = profile("kimi-k3")
 
 BACKGROUNDS: dict[str, BackgroundConfig | None] = {
@@ -49,10 +48,8 @@ def reference_module(name: str) -> ModuleType:
 
 
 def corpus_image(name: str) -> Image.Image:
-    """A decoded real image from the shared corpus (``img.load()`` done, as upstream's loader)."""
-    img = Image.open(CORPUS / name)
-    img.load()
-    return img
+    """A decoded real image from the built-in corpus, checked against its manifest (``img.load()`` done)."""
+    return corpus.open_checked(corpus.by_name(name))
 
 
 @st.composite

@@ -18,7 +18,8 @@ from typing import Any
 
 import numpy as np
 from hypothesis import strategies as st
-from strategies_images import (
+
+from properties.strategies_images import (
     ALL_MODES,
     LAYOUTS,
     ArrayImage,
@@ -28,7 +29,6 @@ from strategies_images import (
     staging_ok_pil_images,
     uint8_arrays,
 )
-
 from reference.config import BackgroundConfig, PreprocessConfig
 from reference.navit import resize_config_arrays
 from reference.profiles import profile

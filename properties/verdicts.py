@@ -32,7 +32,20 @@ from typing import Any
 
 HERE = Path(__file__).resolve().parent
 CLAIMS_PATH = HERE / "claims.toml"
-RESULTS_DIR = Path(os.environ.get("DEFERLAB_RESULTS_DIR", HERE / "results"))
+
+
+def default_results_dir() -> Path:
+    """Where verdicts go: ``$DEFERLAB_RESULTS_DIR``; else ``properties/results`` in a source checkout; else
+    ``./deferlab-results`` (an installed package never writes into site-packages)."""
+    env = os.environ.get("DEFERLAB_RESULTS_DIR")
+    if env:
+        return Path(env)
+    if (HERE.parent / "pyproject.toml").is_file():
+        return HERE / "results"
+    return Path.cwd() / "deferlab-results"
+
+
+RESULTS_DIR = default_results_dir()
 SCHEMA_VERSION = 1
 VERDICTS = ("holds", "fails", "holds-with-caveat", "not-run")
 

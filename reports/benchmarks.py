@@ -16,7 +16,6 @@ import sys
 from pathlib import Path
 from typing import Any
 
-from reports.claims import REPO_ROOT
 
 DEFAULT_TOLERANCE = 0.5  # a ratio may fall to half its baseline before it counts as a regression
 # Wall-time speedups of two multi-process pipelines swing 2-3x between runs on a
@@ -64,7 +63,8 @@ def bench_command(json_path: Path, extra: list[str] | None = None) -> list[str]:
         sys.executable,
         "-m",
         "pytest",
-        "properties",
+        "--pyargs",
+        "properties.benchmarks",
         "-m",
         "bench",
         "-q",
@@ -82,7 +82,7 @@ def run_benchmarks(json_path: Path, *, extra: list[str] | None = None, log: Any 
     # reference/impl ratio swings by 2x from run to run. One BLAS thread keeps
     # the oracle's time stable; a caller's own setting wins.
     env = {**os.environ, "OPENBLAS_NUM_THREADS": os.environ.get("OPENBLAS_NUM_THREADS", "1")}
-    proc = subprocess.run(bench_command(json_path, extra), cwd=REPO_ROOT, stdout=log, stderr=log, check=False, env=env)
+    proc = subprocess.run(bench_command(json_path, extra), stdout=log, stderr=log, check=False, env=env)
     return proc.returncode
 
 

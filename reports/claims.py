@@ -19,9 +19,10 @@ import tomllib
 from pathlib import Path
 from typing import Any
 
-REPO_ROOT = Path(__file__).resolve().parent.parent
-CLAIMS_TOML = REPO_ROOT / "properties" / "claims.toml"
-RESULTS_DIR = REPO_ROOT / "properties" / "results"
+from properties import verdicts as _verdicts
+
+CLAIMS_TOML = _verdicts.CLAIMS_PATH
+RESULTS_DIR = _verdicts.RESULTS_DIR
 RESULTS_FILE = "verdicts.json"
 REQUIRED_POLICIES = ("PR_33921", "RELEASED")
 VERDICTS = ("holds", "fails", "holds-with-caveat", "not-run")
@@ -99,6 +100,7 @@ def pytest_command(profile: str, impl: str | None = None) -> list[str]:
         sys.executable,
         "-m",
         "pytest",
+        "--pyargs",
         "properties",
         "-q",
         "-p",
@@ -112,15 +114,17 @@ def pytest_command(profile: str, impl: str | None = None) -> list[str]:
     return cmd
 
 
-def run_property_suite(profile: str, impl: str | None = None, *, log: Any = sys.stderr) -> int:
-    """Run the suite in a subprocess (its output goes to ``log``); returns pytest's exit code.
+def run_property_suite(
+    profile: str, impl: str | None = None, *, results_dir: Path = RESULTS_DIR, log: Any = sys.stderr
+) -> int:
+    """Run the installed suite (``pytest --pyargs properties``) in a subprocess, verdicts into ``results_dir``.
 
-    Exit 1 (some test failed) still leaves a results file; the report reads it
-    and marks the step failed.
+    Its output goes to ``log``; returns pytest's exit code. Exit 1 (some test
+    failed) still leaves a results file; the report reads it and marks the
+    step failed. Works from any directory: nothing is looked up by repo path.
     """
-    env = dict(os.environ)
-    env.pop("DEFERLAB_RESULTS_DIR", None)  # results go where --from-results-less reports read them
-    proc = subprocess.run(pytest_command(profile, impl), cwd=REPO_ROOT, env=env, stdout=log, stderr=log, check=False)
+    env = {**os.environ, "DEFERLAB_RESULTS_DIR": str(Path(results_dir).resolve())}
+    proc = subprocess.run(pytest_command(profile, impl), env=env, stdout=log, stderr=log, check=False)
     return proc.returncode
 
 

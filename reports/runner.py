@@ -26,7 +26,9 @@ from reports.steps import StepFailed, StepRunner
 SCHEMA_VERSION = 1
 PROFILES = ("dev", "ci", "thorough")
 STEPS = ("properties", "ipc", "sweeps", "sim", "bench", "plots")
-DEFAULT_OUT_PARENT = Path(__file__).resolve().parent / "out"
+_HERE = Path(__file__).resolve().parent
+# A source checkout keeps reports in reports/out; an installed package never writes into site-packages.
+DEFAULT_OUT_PARENT = _HERE / "out" if (_HERE.parent / "pyproject.toml").is_file() else Path.cwd() / "deferlab-reports"
 
 
 @dataclass
@@ -44,6 +46,7 @@ class ReportOptions:
     bench_args: list[str] = field(default_factory=list)
     max_side: int = sweeps_mod.MAX_SIDE  # sweeps cover 1..max_side per side
     limits: tuple[int, ...] = sweeps_mod.SWEEP_LIMITS  # in_patch_limit values swept
+    results_dir: Path = claims.RESULTS_DIR  # where a suite run by the report records its verdicts
 
 
 def default_out_dir(now: datetime | None = None) -> Path:
@@ -54,8 +57,8 @@ def default_out_dir(now: datetime | None = None) -> Path:
 def _properties_step(opts: ReportOptions, log: TextIO) -> dict[str, Any]:
     if opts.from_results is not None:
         return claims.load_results(opts.from_results)
-    rc = claims.run_property_suite(opts.profile, opts.impl, log=log)
-    results = claims.load_results(claims.RESULTS_DIR)
+    rc = claims.run_property_suite(opts.profile, opts.impl, results_dir=opts.results_dir, log=log)
+    results = claims.load_results(opts.results_dir)
     if rc != 0:
         raise StepFailed(f"pytest exited {rc}; verdicts read from what it recorded", results)
     return results

@@ -1,0 +1,5 @@
+"""deferlab's property suites, their strategies, the claim registry and the implementation seam.
+
+Run from a checkout with ``bash scripts/test.sh``, or installed with ``pytest --pyargs properties``
+(see README.md in this folder for where a new test goes).
+"""

@@ -1,0 +1,42 @@
+"""The placement oracle (semantics §7): worked cases from upstream tests."""
+
+from __future__ import annotations
+
+import pytest
+
+from reference.placement import assign as assign_owners
+from reference.placement import owner_of
+from reference.placement import rank_rows as rank_tokens
+
+
+@pytest.mark.parametrize(
+    ("loads", "ranks", "expected"),
+    [
+        ([1000, 100, 200, 50], 2, [[0], [2, 1, 3]]),
+        ([8, 5, 3], 2, [[0], [1, 2]]),
+        ([4, 4, 4, 4, 4], 2, [[0, 2, 4], [1, 3]]),
+        ([4, 4, 4], 3, [[0], [1], [2]]),
+        ([7], 4, [[0], [], [], []]),
+        ([], 3, [[], [], []]),
+        ([5, 9, 1], 1, [[0, 1, 2]]),
+    ],
+)
+def test_worked_cases(loads, ranks, expected):
+    assert assign_owners(loads, ranks) == expected
+
+
+def test_inverse_and_tokens():
+    owners = assign_owners([1000, 100, 200, 50], 2)
+    assert owner_of(owners) == {0: 0, 2: 1, 1: 1, 3: 1}
+    assert rank_tokens(owners, [250, 25, 50, 12]) == [250, 87]
+
+
+@pytest.mark.parametrize("bad", [0, -1, 1.0, True])
+def test_bad_rank_count(bad):
+    with pytest.raises(ValueError, match="num_ranks"):
+        assign_owners([1, 2], bad)
+
+
+def test_bad_load():
+    with pytest.raises(ValueError, match=r"loads\[1\]"):
+        assign_owners([1, -2], 2)
