@@ -22,6 +22,8 @@ from pathlib import Path
 
 from PIL import Image
 
+from reference.errors import CorpusError
+
 BUILTIN = Path(__file__).resolve().parent / "data" / "corpus"
 ENV_VAR = "DEFERLAB_CORPUS"
 COLUMNS = (
@@ -37,10 +39,6 @@ COLUMNS = (
     "licence_note",
     "source_path",
 )
-
-
-class CorpusError(ValueError):
-    """A corpus folder, its manifest or one of its files is not what the manifest says."""
 
 
 @dataclass(frozen=True)
