@@ -16,7 +16,6 @@ import sys
 from pathlib import Path
 from typing import Any
 
-
 DEFAULT_TOLERANCE = 0.5  # a ratio may fall to half its baseline before it counts as a regression
 # Wall-time speedups of two multi-process pipelines swing 2-3x between runs on a
 # shared 2-core machine (measured: eager/deferred at R=4 gave 6.3 and 11.5 in two

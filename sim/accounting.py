@@ -24,9 +24,9 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from reference.versions import Policy
 from reference.config import PreprocessConfig
 from reference.navit import resize_config_arrays
+from reference.versions import Policy
 from sim.costmodel import CostModel
 from sim.gate import decide
 from sim.placement import assign, owner_cost

@@ -13,9 +13,9 @@ from __future__ import annotations
 
 from dataclasses import replace
 
-from reference.versions import PR_33921, Policy
 from reference.config import PreprocessConfig
 from reference.profiles import profile
+from reference.versions import PR_33921, Policy
 from sim.accounting import account
 from sim.costmodel import CostModel, load_cost_model
 from sim.latency import compare_modes

@@ -11,8 +11,8 @@ from dataclasses import replace
 
 import numpy as np
 
-from reference.versions import Policy
 from reference.config import PreprocessConfig
+from reference.versions import Policy
 from sim.accounting import account
 from sim.costmodel import CostModel
 from sim.des import Timeline, littles_law, simulate

@@ -7,8 +7,8 @@ from dataclasses import asdict, dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
-from reference.versions import get_policy
 from reference.profiles import profile
+from reference.versions import get_policy
 from sim.accounting import account
 from sim.corpus import CorpusMissing
 from sim.costmodel import load_cost_model

@@ -22,8 +22,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from reference.versions import POLICIES, get_policy
 from reference.profiles import profile_names
+from reference.versions import POLICIES, get_policy
 from sim.costmodel import PROFILES_DIR
 from sim.gate import GATE_MODES
 from sim.placement import STRATEGIES
