@@ -1,4 +1,4 @@
-"""Transparent-background compositing after the resize (SPEC 3.4), with torch ops as upstream.
+"""Transparent-background compositing after the resize (semantics §3.4), with torch ops as upstream.
 
 The alpha is ``x[:, 3:4] / 255.0``: on CUDA PyTorch evaluates a tensor divided
 by a Python scalar as a multiply by the reciprocal, on the CPU as a true

@@ -1,4 +1,4 @@
-"""Consumer side of the deferred contract (SPEC 5, 6): what the owner reads from an item.
+"""Consumer side of the deferred contract (semantics §5, §6): what the owner reads from an item.
 
 Separate from `impl.producer` on purpose (see there). The consumer accepts
 either form a producer may write (dict or dataclass), and reads ``backend``

@@ -4,11 +4,13 @@ from __future__ import annotations
 
 import torch
 
+from reference.errors import InputTypeError
+
 
 def resolve_device(device: str | torch.device | None) -> torch.device:
     """``None`` -> ``cuda`` when available, else ``cpu``; strings and devices pass through validated."""
     if device is None:
         return torch.device("cuda" if torch.cuda.is_available() else "cpu")
     if not isinstance(device, (str, torch.device)):
-        raise TypeError(f"device must be a str, a torch.device or None, got {type(device).__name__}")
+        raise InputTypeError(f"device must be a str, a torch.device or None, got {type(device).__name__}")
     return torch.device(device)

@@ -1,4 +1,4 @@
-"""The deferral gate (SPEC 4, ``_should_defer_gpu_preprocessing``), reproduced exactly.
+"""The deferral gate (semantics §4, ``_should_defer_gpu_preprocessing``), reproduced exactly.
 
 Including its flaws: a tensor is read as CHW (a 2-D tensor raises IndexError
 in the dimension lookup before the "2-D counts 3 channels" branch can run),

@@ -1,22 +1,23 @@
-"""IPC acknowledgement counts (SPEC 8): what the producer declares, what a consumer asks.
+"""IPC acknowledgement counts (semantics §8): what the producer declares, what a consumer asks.
 
 Only the ``cuda_ipc`` / VMM transports use these; CPU-transport deferred items
 ignore them (``reconstruct`` is a no-op there). The producer gives each pool
 slot a total consumer count K_p; a consumer acknowledges with a requested
 count K_c, which must be 1 (its own word) or K_p (the whole group). The seed
-PR's K_p is not known (SPEC 8), so callers that model the PR pass it in.
+PR's K_p is not known (semantics §8), so callers that model the PR pass it in.
 """
 
 from __future__ import annotations
 
 from impl.policy import Policy
+from reference.errors import InputValueError
 
 
 def _check_topology(tp_size: int, attn_dp_size: int) -> None:
     if tp_size < 1 or attn_dp_size < 1:
-        raise ValueError(f"tp_size and attn_dp_size must be >= 1, got {tp_size}, {attn_dp_size}")
+        raise InputValueError(f"tp_size and attn_dp_size must be >= 1, got {tp_size}, {attn_dp_size}")
     if tp_size % attn_dp_size:
-        raise ValueError(f"attention DP size {attn_dp_size} must divide tp_size {tp_size}")
+        raise InputValueError(f"attention DP size {attn_dp_size} must divide tp_size {tp_size}")
 
 
 def released_total_count(tp_size: int, attn_dp_size: int = 1) -> int:

@@ -1,4 +1,4 @@
-"""The multimodal item and the deferred-config types that travel from producer to consumer (SPEC 5)."""
+"""The multimodal item and the deferred-config types that travel from producer to consumer (semantics §5)."""
 
 from __future__ import annotations
 

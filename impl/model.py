@@ -1,4 +1,4 @@
-"""Owner-side materialization (SPEC 6) and the whole vision-DP flow around it (SPEC 1.4, 7).
+"""Owner-side materialization (semantics §6) and the whole vision-DP flow around it (semantics §1.4, §7).
 
 `materialize` is upstream's ``materialize_item_features`` loader for one
 rank's image indices, under a policy: the PR (all deferred or all eager,
@@ -26,7 +26,9 @@ from impl.placement import assign_owners
 from impl.policy import PR_33921, Policy, get_policy
 from impl.scheduler import TransferLog, can_skip_pre_embed_feature_move, copy_to_device, move_items_to_device
 from impl.staging import to_chw_uint8
+from reference.config import PreprocessConfig
 from reference.contract import DEFERRED_PREPROCESSING_KEY
+from reference.errors import InputTypeError, InputValueError
 
 
 def _run_deferred(
@@ -70,7 +72,7 @@ def _check_indices(owner_indices: Sequence[int], n: int) -> list[int]:
     out = list(owner_indices)
     for k, i in enumerate(out):
         if isinstance(i, bool) or not isinstance(i, int) or not 0 <= i < n:
-            raise ValueError(f"owner_indices[{k}]={i!r} is not an image index in 0..{n - 1}")
+            raise InputValueError(f"owner_indices[{k}]={i!r} is not an image index in 0..{n - 1}")
     return out
 
 
@@ -132,13 +134,18 @@ def _materialize_mixed(
 def materialize(
     items: Sequence[MultimodalItem],
     owner_indices: Sequence[int],
+    config: PreprocessConfig,
     device: str | torch.device | None = None,
     policy: Policy | str = PR_33921,
     dtype: torch.dtype = torch.bfloat16,
-    patch_size: int = 14,
     log: TransferLog | None = None,
 ) -> torch.Tensor:
-    """Features of ``items[owner_indices]`` on ``device`` in ``dtype``, concatenated in the given order."""
+    """Features of ``items[owner_indices]`` on ``device`` in ``dtype``, concatenated in the given order.
+
+    ``config`` is the checkpoint's: upstream's owner takes the patch side
+    from its vision tower, never from the items it is handed.
+    """
+    patch_size = _tower_patch_size(config)
     policy = get_policy(policy)
     dev = resolve_device(device)
     log = log if log is not None else TransferLog()
@@ -156,16 +163,28 @@ def materialize(
     return _materialize_mixed(selected, configs, indices, grids_host, dev, policy, dtype, patch_size, log)
 
 
+def _tower_patch_size(config: PreprocessConfig) -> int:
+    if not isinstance(config, PreprocessConfig):
+        raise InputTypeError(
+            f"config must be the checkpoint's reference.config.PreprocessConfig (the owner's patch size comes "
+            f"from it), got {type(config).__name__}"
+        )
+    return config.patch_size
+
+
 class KimiK3ForConditionalGeneration:
     """A stand-in for the model class, only so the scheduler whitelist sees a bound ``get_image_feature``."""
 
-    def __init__(self, device: str | torch.device | None = None, policy: Policy | str = PR_33921) -> None:
+    def __init__(
+        self, config: PreprocessConfig, device: str | torch.device | None = None, policy: Policy | str = PR_33921
+    ) -> None:
+        self.config = config
         self.device = resolve_device(device)
         self.policy = get_policy(policy)
 
     def get_image_feature(self, items: Sequence[MultimodalItem]) -> torch.Tensor:
         """All images on one rank (the non-DP branch)."""
-        return materialize(items, range(len(items)), self.device, self.policy)
+        return materialize(items, range(len(items)), self.config, self.device, self.policy)
 
 
 @dataclass
@@ -205,10 +224,10 @@ def _gather_in_request_order(
 def get_image_features(
     items: Sequence[MultimodalItem],
     num_ranks: int,
+    config: PreprocessConfig,
     device: str | torch.device | None = None,
     policy: Policy | str = PR_33921,
     dtype: torch.dtype = torch.bfloat16,
-    patch_size: int = 14,
     skip_move: bool | None = None,
 ) -> ImageFeatures:
     """Run each rank of a ``num_ranks`` group on its own copy of the items; owners materialize their images.
@@ -217,13 +236,14 @@ def get_image_features(
     under ``policy`` (skipped since the PR, not under PRE_PR); ``False`` models a non-whitelisted model, whose
     every rank moves every item to its device first.
     """
+    patch_size = _tower_patch_size(config)
     policy = get_policy(policy)
     dev = resolve_device(device)
     patches = [int(item_grid(it).prod()) for it in items]
     owners = assign_owners(patches, num_ranks)
     if skip_move is None:
         skip_move = can_skip_pre_embed_feature_move(
-            KimiK3ForConditionalGeneration(dev, policy).get_image_feature, policy
+            KimiK3ForConditionalGeneration(config, dev, policy).get_image_feature, policy
         )
     ranks, outputs = [], []
     for r in range(num_ranks):
@@ -232,7 +252,7 @@ def get_image_features(
         if not skip_move:
             move_items_to_device(local_items, dev, account.log)
         if owners[r]:
-            out = materialize(local_items, owners[r], dev, policy, dtype, patch_size, account.log)
+            out = materialize(local_items, owners[r], config, dev, policy, dtype, account.log)
         else:
             out = torch.empty((0, 3, patch_size, patch_size), dtype=dtype, device=dev)
         account.rows = out.shape[0]

@@ -1,4 +1,4 @@
-"""impl's own NaViT resize decision (SPEC 3.2), written from the SPEC, not shared with the reference.
+"""impl's own NaViT resize decision (semantics §3.2), written from the semantics, not shared with the reference.
 
 Kept separate from ``reference.navit`` on purpose: the two are independent
 implementations of the same formula, so a property comparing them can fail.

@@ -1,4 +1,4 @@
-"""Zero pad, scale/bias normalization and NaViT patchify (SPEC 3.5), the torch fallback form.
+"""Zero pad, scale/bias normalization and NaViT patchify (semantics §3.5), the torch fallback form.
 
 Upstream runs a Triton kernel on contiguous CUDA input and this torch form
 (``F.pad`` + ``addcmul`` + permute) everywhere else; deferlab only has the

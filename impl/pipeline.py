@@ -1,4 +1,4 @@
-"""The batched preprocessing pipeline (SPEC 3.3-3.6): group, resize, composite, pad, normalize, patchify.
+"""The batched preprocessing pipeline (semantics §3.3-§3.6): group, resize, composite, pad, normalize, patchify.
 
 Both the eager producer and the deferred owner call `run_pipeline`; they
 differ only in the stager and in who runs it. Grouping follows upstream:
@@ -22,6 +22,7 @@ from impl.normalize import normalization_tensors, normalize_and_patchify
 from impl.resize import resize_sub_batch, source_shape_batches
 from impl.staging import image_dimensions, to_chw_uint8
 from reference.config import PreprocessConfig, ResizeConfig
+from reference.errors import InputTypeError, InputValueError
 
 ImageLike = Image.Image | torch.Tensor
 Stager = Callable[[ImageLike], torch.Tensor]
@@ -63,7 +64,7 @@ def run_pipeline(
 ) -> tuple[torch.Tensor, torch.Tensor]:
     """(pixel_values float32 (sum gh*gw, 3, p, p) in caller order, grid_thws int64 (N, 3) on the CPU)."""
     if len(images) != len(resize_configs):
-        raise ValueError(f"got {len(images)} images but {len(resize_configs)} resize configs")
+        raise InputValueError(f"got {len(images)} images but {len(resize_configs)} resize configs")
     if not images:
         return torch.empty((0, 3, patch_size, patch_size), device=scale.device), torch.empty((0, 3), dtype=torch.int64)
     per_image: list[torch.Tensor | None] = [None] * len(images)
@@ -108,7 +109,7 @@ def preprocess(
     (CUDA when present if None).
     """
     if not isinstance(config, PreprocessConfig):
-        raise TypeError(f"config must be a reference.config.PreprocessConfig, got {type(config).__name__}")
+        raise InputTypeError(f"config must be a reference.config.PreprocessConfig, got {type(config).__name__}")
     images = list(images)
     dev = resolve_device(device)
     return preprocess_with(

@@ -1,4 +1,4 @@
-"""Vision-DP owner assignment (SPEC 7): greedy largest-first, exactly as upstream.
+"""Vision-DP owner assignment (semantics §7): greedy largest-first, exactly as upstream.
 
 Every rank of the attention-TP group computes this independently and must get
 the same answer, so it is a pure function of the loads: a stable sort by load
@@ -10,6 +10,8 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
+from reference.errors import InputValueError
+
 
 def assign_owners(loads: Sequence[int], num_ranks: int) -> list[list[int]]:
     """Image indices per rank, each rank's list in the order images were given to it.
@@ -18,10 +20,10 @@ def assign_owners(loads: Sequence[int], num_ranks: int) -> list[list[int]]:
     every image in request order.
     """
     if isinstance(num_ranks, bool) or not isinstance(num_ranks, int) or num_ranks <= 0:
-        raise ValueError(f"num_ranks must be a positive int, got {num_ranks!r}")
+        raise InputValueError(f"num_ranks must be a positive int, got {num_ranks!r}")
     for i, load in enumerate(loads):
         if isinstance(load, bool) or not isinstance(load, (int, float)) or load < 0:
-            raise ValueError(f"loads[{i}] must be a non-negative number, got {load!r}")
+            raise InputValueError(f"loads[{i}] must be a non-negative number, got {load!r}")
     if num_ranks == 1:
         return [list(range(len(loads)))]
     order = sorted(range(len(loads)), key=lambda i: loads[i], reverse=True)

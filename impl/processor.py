@@ -1,4 +1,4 @@
-"""The tokenizer-side processor (SPEC 1, 4, 5): gate, then deferred items or the eager pipeline.
+"""The tokenizer-side processor (semantics §1, §4, §5): gate, then deferred items or the eager pipeline.
 
 ``Processor(config, transport, policy, cuda_available).process(images)``
 mirrors upstream's ``process_mm_data_async`` minus tokenization: one item per
@@ -27,6 +27,7 @@ from impl.staging import ImageLikeT, to_eager_chw
 from impl.validation import validate_images
 from reference.config import PreprocessConfig
 from reference.contract import TRANSPORTS
+from reference.errors import InputTypeError, InputValueError
 from reference.profiles import profile
 
 
@@ -54,18 +55,18 @@ class Processor:
         if config is None or isinstance(config, str):
             config = profile(config or "kimi-k3")
         if not isinstance(config, PreprocessConfig):
-            raise TypeError(f"config must be a PreprocessConfig or a profile name, got {type(config).__name__}")
+            raise InputTypeError(f"config must be a PreprocessConfig or a profile name, got {type(config).__name__}")
         if transport not in TRANSPORTS:
-            raise ValueError(f"transport must be one of {TRANSPORTS}, got {transport!r}")
+            raise InputValueError(f"transport must be one of {TRANSPORTS}, got {transport!r}")
         if cuda_available is not None and not isinstance(cuda_available, bool):
-            raise TypeError(f"cuda_available must be a bool or None, got {cuda_available!r}")
+            raise InputTypeError(f"cuda_available must be a bool or None, got {cuda_available!r}")
         self.config = config
         self.transport = transport
         self.policy = get_policy(policy)
         self.cuda_available = torch.cuda.is_available() if cuda_available is None else cuda_available
         self.device = resolve_device(device)
         if not isinstance(epd, bool):
-            raise TypeError(f"epd must be a bool, got {epd!r}")
+            raise InputTypeError(f"epd must be a bool, got {epd!r}")
         self.epd = epd
 
     def decisions(self, images: Sequence[object]) -> list[bool]:

@@ -1,4 +1,4 @@
-"""Producer side of the deferred contract (SPEC 5): what each start path writes into an item.
+"""Producer side of the deferred contract (semantics §5): what each start path writes into an item.
 
 Kept apart from `impl.consumer` on purpose, as upstream: the non-EPD processor
 and the EPD encoder write the config independently, and a property checks
@@ -20,6 +20,7 @@ from impl.policy import ContractForm, Policy
 from impl.staging import ImageLikeT, to_chw_uint8
 from reference.config import PreprocessConfig, ResizeConfig
 from reference.contract import DEFERRED_PREPROCESSING_KEY, IMAGE_GRID_THW_KEY
+from reference.errors import InputValueError
 
 DeferredConfig = dict[str, Any] | KimiK3DeferredPreprocessing
 
@@ -49,7 +50,7 @@ def deferred_config(
         return KimiK3DeferredPreprocessing(
             backend=backend, image_mean=mean, image_std=std, transparent_bg_config=bg, resize_config=rc.to_dict()
         )
-    raise ValueError(f"unknown contract form {form!r}; known: pr-dict, epd-dict, dataclass")
+    raise InputValueError(f"unknown contract form {form!r}; known: pr-dict, epd-dict, dataclass")
 
 
 def deferred_item(
@@ -88,7 +89,7 @@ def build_epd_items(
     decoded image (PIL or tensor) as upstream's EPD CPU path does.
     """
     if backend not in ("gpu", "cpu"):
-        raise ValueError(f"backend must be 'gpu' or 'cpu', got {backend!r}")
+        raise InputValueError(f"backend must be 'gpu' or 'cpu', got {backend!r}")
     items = []
     for img, rc in zip(images, resize_configs, strict=True):
         feature = to_chw_uint8(img).cpu().contiguous() if backend == "gpu" else img

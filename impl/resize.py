@@ -1,4 +1,4 @@
-"""Antialiased bicubic resize (SPEC 3.3) and the per-source-shape sub-batching of SPEC 3.6."""
+"""Antialiased bicubic resize (semantics §3.3) and the per-source-shape sub-batching of semantics §3.6."""
 
 from __future__ import annotations
 

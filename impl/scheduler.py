@@ -1,4 +1,4 @@
-"""Scheduler-side feature placement (SPEC 1.3, facts 9): the skip whitelist and the pre-embed move.
+"""Scheduler-side feature placement (semantics §1.3, §15.5): the skip whitelist and the pre-embed move.
 
 `TransferLog` counts host-to-device copies so properties can assert that only
 the owner copies. On a CPU-only machine the compute device is the host too:

@@ -1,4 +1,4 @@
-"""Staging a decoded image to a uint8 CHW tensor (SPEC 3.1), as upstream does it.
+"""Staging a decoded image to a uint8 CHW tensor (semantics §3.1), as upstream does it.
 
 Two stagers exist upstream and both are reproduced, because they disagree:
 `to_chw_uint8` (deferred producer and owner; rejects non-uint8 tensors) and

@@ -1,4 +1,4 @@
-"""Transports (SPEC 1.2, 8): ``cpu`` really serializes; ``cuda_ipc`` / ``fabric`` are modeled, eager only.
+"""Transports (semantics §1.2, §8): ``cpu`` really serializes; ``cuda_ipc`` / ``fabric`` are modeled, eager only.
 
 Under ``cpu`` every rank of the group receives a full copy of every item: the
 items are serialized once (``torch.save`` into bytes; the size is measured)
@@ -19,6 +19,7 @@ from impl.ipc import released_total_count, requested_count, resolve_count
 from impl.items import MultimodalItem
 from impl.policy import PR_33921, Policy, get_policy
 from reference.contract import DEFERRED_PREPROCESSING_KEY, TRANSPORTS
+from reference.errors import InputValueError
 
 
 def serialize_items(items: Sequence[MultimodalItem]) -> bytes:
@@ -48,14 +49,14 @@ def deliver(
     """Ship a request's items to ``num_ranks`` scheduler ranks over ``transport``."""
     policy = get_policy(policy)
     if transport not in TRANSPORTS:
-        raise ValueError(f"transport must be one of {TRANSPORTS}, got {transport!r}")
+        raise InputValueError(f"transport must be one of {TRANSPORTS}, got {transport!r}")
     if isinstance(num_ranks, bool) or not isinstance(num_ranks, int) or num_ranks < 1:
-        raise ValueError(f"num_ranks must be a positive int, got {num_ranks!r}")
+        raise InputValueError(f"num_ranks must be a positive int, got {num_ranks!r}")
     if transport == "cpu":
         data = serialize_items(items)
         return Delivery([deserialize_items(data) for _ in range(num_ranks)], len(data), None)
     if any(DEFERRED_PREPROCESSING_KEY in it.model_specific_data for it in items):
-        raise ValueError(f"deferred items travel only over the 'cpu' transport, not {transport!r}")
+        raise InputValueError(f"deferred items travel only over the 'cpu' transport, not {transport!r}")
     total = released_total_count(num_ranks)
     count = resolve_count(requested_count(policy, num_ranks), total, policy.ipc_clamp)
     return Delivery([list(items) for _ in range(num_ranks)], 0, count)

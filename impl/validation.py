@@ -1,6 +1,6 @@
 """deferlab's front-door validation (the HARDENED policy): reject inputs upstream misreads, before any work.
 
-Decisions (SPEC 3.1, 4 show where each is misread upstream):
+Decisions (semantics §3.1, §4 show where each is misread upstream):
 
 * Only PIL images and torch tensors (TypeError otherwise); the request is a
   list or tuple of them.
@@ -30,6 +30,7 @@ import torch
 from PIL import Image
 
 from reference.config import PreprocessConfig
+from reference.errors import InputTypeError, InputValueError
 
 ACCEPTED_MODES = ("1", "L", "P", "LA", "PA", "RGB", "RGBA", "RGBX", "CMYK", "YCbCr")
 _CHANNELS = (1, 3, 4)
@@ -37,16 +38,16 @@ _CHANNELS = (1, 3, 4)
 
 def _check_tensor(i: int, x: torch.Tensor) -> tuple[int, int]:
     if x.dtype != torch.uint8:
-        raise ValueError(f"images[{i}]: tensor dtype {x.dtype} is not accepted; pass raw uint8 pixels (0..255)")
+        raise InputValueError(f"images[{i}]: tensor dtype {x.dtype} is not accepted; pass raw uint8 pixels (0..255)")
     if x.dim() != 3:
-        raise ValueError(
+        raise InputValueError(
             f"images[{i}]: tensor of shape {tuple(x.shape)} has {x.dim()} dims; expected 3 dims (C, H, W) "
             "with C in {1, 3, 4} (use x.unsqueeze(0) for a 2-D grayscale image)"
         )
     c, h, w = x.shape
     if c not in _CHANNELS:
         hint = " It looks like HWC: pass x.permute(2, 0, 1)." if w in _CHANNELS else ""
-        raise ValueError(
+        raise InputValueError(
             f"images[{i}]: tensor of shape {tuple(x.shape)} has {c} channels in dim 0; expected (C, H, W) "
             f"with C in {{1, 3, 4}}.{hint}"
         )
@@ -71,7 +72,7 @@ def _check_transparency(i: int, image: Image.Image) -> None:
         accepted = "an int grey level (or a 3-tuple of ints)"
     else:
         return
-    raise ValueError(
+    raise InputValueError(
         f"images[{i}]: PIL mode {image.mode!r} has info['transparency']={key!r}, which cannot be applied; "
         f"accepted for this mode: {accepted}"
     )
@@ -79,7 +80,7 @@ def _check_transparency(i: int, image: Image.Image) -> None:
 
 def _check_pil(i: int, image: Image.Image) -> tuple[int, int]:
     if image.mode not in ACCEPTED_MODES:
-        raise ValueError(
+        raise InputValueError(
             f"images[{i}]: PIL mode {image.mode!r} cannot be staged faithfully (premultiplied alpha or "
             f"values outside 0..255); accepted modes: {', '.join(ACCEPTED_MODES)}"
         )
@@ -90,17 +91,19 @@ def _check_pil(i: int, image: Image.Image) -> tuple[int, int]:
 def validate_images(images: object, config: PreprocessConfig) -> None:
     """Raise TypeError / ValueError naming the first bad image, what is wrong and what is accepted."""
     if not isinstance(images, (list, tuple)):
-        raise TypeError(f"images must be a list or tuple of PIL images / uint8 tensors, got {type(images).__name__}")
+        raise InputTypeError(
+            f"images must be a list or tuple of PIL images / uint8 tensors, got {type(images).__name__}"
+        )
     for i, image in enumerate(images):
         if isinstance(image, torch.Tensor):
             width, height = _check_tensor(i, image)
         elif isinstance(image, Image.Image):
             width, height = _check_pil(i, image)
         else:
-            raise TypeError(f"images[{i}] must be a PIL.Image.Image or a torch.Tensor, got {type(image).__name__}")
+            raise InputTypeError(f"images[{i}] must be a PIL.Image.Image or a torch.Tensor, got {type(image).__name__}")
         if width <= 0 or height <= 0:
-            raise ValueError(f"images[{i}] is empty ({width}x{height}); images need at least one pixel")
+            raise InputValueError(f"images[{i}] is empty ({width}x{height}); images need at least one pixel")
         if config.max_pixels is not None and width * height > config.max_pixels:
-            raise ValueError(
+            raise InputValueError(
                 f"images[{i}] has {width}x{height} = {width * height} pixels, over config.max_pixels={config.max_pixels}"
             )

@@ -31,13 +31,19 @@ class BrokenOwnerOrder(DeferlabImpl):
     name = "broken-owner-order"
 
     def materialize(
-        self, items: Sequence[Any], owner_indices: Sequence[int], *, policy: Any, device: str = "cpu"
+        self,
+        items: Sequence[Any],
+        owner_indices: Sequence[int],
+        config: PreprocessConfig,
+        *,
+        policy: Any,
+        device: str = "cpu",
     ) -> Any:
-        return super().materialize(items, sorted(owner_indices), policy=policy, device=device)  # the bug: sorted()
+        return super().materialize(items, sorted(owner_indices), config, policy=policy, device=device)  # bug: sorted
 
 
 class BrokenGateTie(DeferlabImpl):
-    """The gate keeps a request eager when raw == processed bytes; SPEC 4 says ties defer (property 3)."""
+    """The gate keeps a request eager when raw == processed bytes; semantics §4 says ties defer (property 3)."""
 
     name = "broken-gate-tie"
 

@@ -6,7 +6,7 @@ counterexamples (known failures stay found, cheaply and deterministically),
 then searches with ``hypothesis.find`` under the active profile's example
 budget, shrinks, records the verdict and the minimal counterexample through
 `verdicts`, and returns the verdict. The test then asserts it equals
-`expected_verdict` (from ``claims.toml``, derived from the SPEC, not from
+`expected_verdict` (from ``claims.toml``, derived from the semantics, not from
 running the code), so a behaviour change flips the test visibly.
 """
 

@@ -3,7 +3,7 @@
 The producer serializes a request's items once (`impl.transport.serialize_items`)
 and writes the bytes into each rank's pipe; each rank deserializes its own
 copy and materializes only the images it owns (BF16), then acknowledges.
-This is the microbenchmark of PR #33921 (SPEC 9) on CPU processes: eager
+This is the microbenchmark of PR #33921 (semantics §9) on CPU processes: eager
 ships FP32 patches, deferred ships uint8 pixels and preprocesses on owners.
 """
 
@@ -18,13 +18,15 @@ from multiprocessing.connection import Connection
 
 import torch
 
+from reference.config import PreprocessConfig
+
 
 def bench_device() -> str:
     """Where ranks and the producer compute: ``DEFERLAB_BENCH_DEVICE`` (``scripts/gpu_check.sh`` sets cuda), else cpu."""
     return os.environ.get("DEFERLAB_BENCH_DEVICE", "cpu")
 
 
-def rank_worker(conn: Connection, patch_size: int) -> None:
+def rank_worker(conn: Connection, config: PreprocessConfig) -> None:
     """One scheduler rank: receive (owned indices, item bytes), deserialize, materialize owned images, ack."""
     torch.set_num_threads(1)
     device = bench_device()
@@ -40,7 +42,7 @@ def rank_worker(conn: Connection, patch_size: int) -> None:
         items = deserialize_items(data)
         rows = 0
         if owned:
-            out = materialize(items, owned, device=device, patch_size=patch_size)
+            out = materialize(items, owned, config, device=device)
             if out.is_cuda:
                 torch.cuda.synchronize()
             rows = int(out.shape[0])
@@ -50,13 +52,13 @@ def rank_worker(conn: Connection, patch_size: int) -> None:
 class RankPool:
     """R persistent rank processes (spawned once; start-up is not part of any measurement)."""
 
-    def __init__(self, ranks: int, patch_size: int) -> None:
+    def __init__(self, ranks: int, config: PreprocessConfig) -> None:
         ctx = mp.get_context("spawn")
         self.conns: list[Connection] = []
         self.procs = []
         for _ in range(ranks):
             parent, child = ctx.Pipe()
-            proc = ctx.Process(target=rank_worker, args=(child, patch_size), daemon=True)
+            proc = ctx.Process(target=rank_worker, args=(child, config), daemon=True)
             proc.start()
             self.conns.append(parent)
             self.procs.append(proc)

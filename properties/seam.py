@@ -91,11 +91,22 @@ class Impl(Protocol):
         """CPU transport: one deserialized copy of the items per rank."""
 
     def materialize(
-        self, items: Sequence[Any], owner_indices: Sequence[int], *, policy: Any, device: str = "cpu"
+        self,
+        items: Sequence[Any],
+        owner_indices: Sequence[int],
+        config: PreprocessConfig,
+        *,
+        policy: Any,
+        device: str = "cpu",
     ) -> Any:
-        """The owner's loader: BF16 features of ``items[owner_indices]`` in that order."""
+        """The owner's loader: BF16 features of ``items[owner_indices]`` in that order.
 
-    def vision_dp(self, items: Sequence[Any], num_ranks: int, *, policy: Any, device: str = "cpu") -> Any:
+        ``config`` is the checkpoint's (the model's vision tower takes its patch size from it).
+        """
+
+    def vision_dp(
+        self, items: Sequence[Any], num_ranks: int, config: PreprocessConfig, *, policy: Any, device: str = "cpu"
+    ) -> Any:
         """Every rank of the group: ``.per_image`` (request order), ``.owners``, ``.ranks[r].log`` counters."""
 
 
@@ -209,33 +220,24 @@ class DeferlabImpl:
         return deliver(items, "cpu", num_ranks, policy).rank_items
 
     def materialize(
-        self, items: Sequence[Any], owner_indices: Sequence[int], *, policy: Any, device: str = "cpu"
+        self,
+        items: Sequence[Any],
+        owner_indices: Sequence[int],
+        config: PreprocessConfig,
+        *,
+        policy: Any,
+        device: str = "cpu",
     ) -> Any:
         from impl.model import materialize
 
-        patch = _patch_size_of(items)
-        return materialize(items, list(owner_indices), device=device, policy=policy, patch_size=patch)
+        return materialize(items, list(owner_indices), config, device=device, policy=policy)
 
-    def vision_dp(self, items: Sequence[Any], num_ranks: int, *, policy: Any, device: str = "cpu") -> Any:
+    def vision_dp(
+        self, items: Sequence[Any], num_ranks: int, config: PreprocessConfig, *, policy: Any, device: str = "cpu"
+    ) -> Any:
         from impl.model import get_image_features
 
-        return get_image_features(items, num_ranks, device=device, policy=policy, patch_size=_patch_size_of(items))
-
-
-def _patch_size_of(items: Sequence[Any]) -> int:
-    """The patch side the owner needs (the vision tower's, upstream): read back from an eager feature
-    or derived from a deferred config's padded size and grid."""
-    for item in items:
-        feat = item.feature
-        msd = item.model_specific_data
-        if hasattr(feat, "dim") and feat.dim() == 4 and feat.dtype.is_floating_point:
-            return int(feat.shape[-1])
-        grid = msd.get("image_grid_thw")
-        cfg = msd.get("kimi_k3_deferred_preprocessing")
-        if grid is not None and cfg is not None:
-            rc = cfg["resize_config"] if isinstance(cfg, dict) else cfg.resize_config
-            return (rc["new_height"] + rc["pad_height"]) // int(grid[0][1])
-    return 14
+        return get_image_features(items, num_ranks, config, device=device, policy=policy)
 
 
 REGISTRY: dict[str, Callable[[], Impl]] = {"deferlab": DeferlabImpl}

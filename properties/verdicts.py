@@ -3,7 +3,7 @@
 Why a recorder: a claim of the PR can be *false about the system* while the
 suite is green. The claim tests find the counterexample with Hypothesis,
 record ``fails`` plus the shrunk input here, and then assert the verdict the
-SPEC predicts (``claims.toml``'s ``expected`` table). ``deferlab report``
+semantics predict (``claims.toml``'s ``expected`` table). ``deferlab report``
 reads the merged file, ``properties/results/verdicts.json``.
 
 Under pytest-xdist every worker writes its own part file; the controller (or

@@ -1,7 +1,7 @@
 """Shared configuration types: the one place every package takes them from.
 
-`PreprocessConfig` mirrors a checkpoint's ``media_proc_cfg`` (SPEC section 2);
-`ResizeConfig` is the NaViT resize decision for one image (SPEC 3.2). Both are
+`PreprocessConfig` mirrors a checkpoint's ``media_proc_cfg`` (semantics §2);
+`ResizeConfig` is the NaViT resize decision for one image (semantics §3.2). Both are
 frozen and validated on construction, so a bad value fails at the front door
 with a message naming the field, the value and what is accepted, before any
 pixel is touched. ``impl``, ``sim``, ``properties`` and ``reports`` import
@@ -11,13 +11,22 @@ these types; the reference's *algorithms* live in other modules.
 from __future__ import annotations
 
 import json
-import math
-from collections.abc import Mapping, Sequence
+from collections.abc import Mapping
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
-import numpy as np
+from reference.errors import ConfigError, InputTypeError
+from reference.validate import (
+    check_bool,
+    check_choice,
+    check_keys,
+    check_level,
+    check_mapping,
+    check_optional_positive_int,
+    check_positive_int,
+    check_vector3,
+)
 
 BACKGROUND_PATTERNS = ("chessboard", "white", "black", "gray")
 
@@ -45,7 +54,7 @@ REQUIRED_MEDIA_KEYS = (
     "image_mean",
     "image_std",
 )
-# Keys published Kimi checkpoints carry that image preprocessing here does not read (facts 11).
+# Keys published Kimi checkpoints carry that image preprocessing here does not read (semantics §2.2).
 IGNORED_MEDIA_KEYS = frozenset(
     {
         "transparent_bg_fill_stage",
@@ -60,44 +69,9 @@ IGNORED_MEDIA_KEYS = frozenset(
 )
 
 
-def _positive_int(name: str, value: Any) -> int:
-    if isinstance(value, bool) or not isinstance(value, int):
-        raise TypeError(f"{name} must be a positive int, got {value!r} (type {type(value).__name__})")
-    if value <= 0:
-        raise ValueError(f"{name} must be a positive int, got {value!r}")
-    return value
-
-
-def check_vector3(name: str, value: Any, *, positive: bool = False) -> tuple[float, float, float]:
-    """Three finite floats (one per RGB channel), e.g. ``image_mean`` / ``image_std``; NumPy scalars allowed."""
-    if isinstance(value, (str, bytes)) or not (isinstance(value, Sequence) or hasattr(value, "__array__")):
-        raise TypeError(f"{name} must be a sequence of 3 floats, got {value!r}")
-    if len(value) != 3:
-        raise ValueError(f"{name} must have exactly 3 values (one per RGB channel), got {len(value)}: {value!r}")
-    out = []
-    for i, v in enumerate(value):
-        if isinstance(v, bool) or not isinstance(v, (int, float, np.integer, np.floating)):
-            raise TypeError(f"{name}[{i}] must be a float, got {v!r}")
-        f = float(v)
-        if not math.isfinite(f):
-            raise ValueError(f"{name}[{i}] must be finite, got {v!r}")
-        if positive and f <= 0:
-            raise ValueError(f"{name}[{i}] must be > 0, got {v!r}")
-        out.append(f)
-    return (out[0], out[1], out[2])
-
-
-def _level(name: str, value: Any) -> int:
-    if isinstance(value, bool) or not isinstance(value, (int, float)) or value != int(value):
-        raise TypeError(f"{name} must be an integer pixel level 0..255, got {value!r}")
-    if not 0 <= int(value) <= 255:
-        raise ValueError(f"{name} must be in 0..255, got {value!r}")
-    return int(value)
-
-
 @dataclass(frozen=True)
 class BackgroundConfig:
-    """The ``transparent_bg_config`` of a checkpoint (SPEC 3.4).
+    """The ``transparent_bg_config`` of a checkpoint (semantics §3.4).
 
     Defaults are the checkpoint dataclass's and SGLang's ``.get`` defaults:
     a missing ``pattern`` means black, the chessboard is 16 px, 255 / 200.
@@ -110,25 +84,23 @@ class BackgroundConfig:
     square_on_top_left: bool = True
 
     def __post_init__(self) -> None:
-        if self.pattern not in BACKGROUND_PATTERNS:
-            raise ValueError(
-                f"transparent_bg_config.pattern must be one of {BACKGROUND_PATTERNS}, got {self.pattern!r}"
-            )
-        _positive_int("transparent_bg_config.chessboard_square_size", self.square_size)
+        check_choice("transparent_bg_config.pattern", self.pattern, BACKGROUND_PATTERNS)
+        square = check_positive_int("transparent_bg_config.chessboard_square_size", self.square_size)
+        object.__setattr__(self, "square_size", square)
         object.__setattr__(
-            self, "white_value", _level("transparent_bg_config.chessboard_white_value", self.white_value)
+            self, "white_value", check_level("transparent_bg_config.chessboard_white_value", self.white_value)
         )
-        object.__setattr__(self, "gray_value", _level("transparent_bg_config.chessboard_gray_value", self.gray_value))
-        if not isinstance(self.square_on_top_left, bool):
-            raise TypeError(
-                f"transparent_bg_config.chessboard_square_on_top_left must be a bool, got {self.square_on_top_left!r}"
-            )
+        object.__setattr__(
+            self, "gray_value", check_level("transparent_bg_config.chessboard_gray_value", self.gray_value)
+        )
+        top_left = check_bool("transparent_bg_config.chessboard_square_on_top_left", self.square_on_top_left)
+        object.__setattr__(self, "square_on_top_left", top_left)
 
     @classmethod
     def from_dict(cls, cfg: Mapping[str, Any]) -> BackgroundConfig:
         """Read the checkpoint's key names; unknown keys are ignored as upstream does."""
         if not isinstance(cfg, Mapping):
-            raise TypeError(f"transparent_bg_config must be a dict or None, got {cfg!r}")
+            raise InputTypeError(f"transparent_bg_config must be a dict or None, got {cfg!r}")
         return cls(
             pattern=cfg.get("pattern", "black"),
             square_size=cfg.get("chessboard_square_size", 16),
@@ -150,14 +122,14 @@ class BackgroundConfig:
 
 @dataclass(frozen=True)
 class ResizeConfig:
-    """One image's NaViT decision (SPEC 3.2): target size, bottom/right pad, tokens."""
+    """One image's NaViT decision (semantics §3.2): target size, bottom/right pad, tokens."""
 
     new_width: int
     new_height: int
     pad_width: int
     pad_height: int
     num_tokens: int
-    patch_size: int = 14
+    patch_size: int  # the checkpoint's (semantics §3.2): the grid is the padded size over it, so no default
 
     @property
     def padded_width(self) -> int:
@@ -187,10 +159,10 @@ class ResizeConfig:
         }
 
     @classmethod
-    def from_dict(cls, d: Mapping[str, Any], patch_size: int = 14) -> ResizeConfig:
+    def from_dict(cls, d: Mapping[str, Any], patch_size: int) -> ResizeConfig:
         missing = [k for k in ("num_tokens", "new_width", "new_height", "pad_width", "pad_height") if k not in d]
         if missing:
-            raise KeyError(f"resize_config is missing {missing}; it has {sorted(d)}")
+            raise ConfigError(f"resize_config is missing {missing}; it has {sorted(d)}")
         return cls(
             new_width=int(d["new_width"]),
             new_height=int(d["new_height"]),
@@ -203,7 +175,7 @@ class ResizeConfig:
 
 @dataclass(frozen=True)
 class PreprocessConfig:
-    """A checkpoint's image preprocessing configuration (SPEC section 2), validated.
+    """A checkpoint's image preprocessing configuration (semantics §2), validated.
 
     ``max_pixels`` is deferlab's own front-door cap (like Pillow's
     ``MAX_IMAGE_PIXELS``); ``None`` disables it.
@@ -222,18 +194,16 @@ class PreprocessConfig:
 
     def __post_init__(self) -> None:
         for key in ("patch_size", "merge_kernel_size", "in_patch_limit", "patch_limit_on_one_side"):
-            _positive_int(key, getattr(self, key))
-        if self.fixed_output_tokens is not None:
-            _positive_int("fixed_output_tokens", self.fixed_output_tokens)
-        if self.max_pixels is not None:
-            _positive_int("max_pixels", self.max_pixels)
+            object.__setattr__(self, key, check_positive_int(key, getattr(self, key)))
+        for key in ("fixed_output_tokens", "max_pixels"):
+            object.__setattr__(self, key, check_optional_positive_int(key, getattr(self, key)))
         object.__setattr__(self, "image_mean", check_vector3("image_mean", self.image_mean))
         object.__setattr__(self, "image_std", check_vector3("image_std", self.image_std, positive=True))
         if self.background is not None and not isinstance(self.background, BackgroundConfig):
             if isinstance(self.background, Mapping):
                 object.__setattr__(self, "background", BackgroundConfig.from_dict(self.background))
             else:
-                raise TypeError(f"background must be a BackgroundConfig, a dict or None, got {self.background!r}")
+                raise InputTypeError(f"background must be a BackgroundConfig, a dict or None, got {self.background!r}")
 
     @property
     def factor(self) -> int:
@@ -260,20 +230,19 @@ class PreprocessConfig:
         the fill stage) are accepted; any other key is an error unless
         ``strict=False``.
         """
-        if not isinstance(cfg, Mapping):
-            raise TypeError(f"media_proc_cfg must be a dict, got {type(cfg).__name__}")
+        check_mapping("media_proc_cfg", cfg)
         missing = [k for k in REQUIRED_MEDIA_KEYS if k not in cfg]
         if missing:
-            raise ValueError(
+            raise ConfigError(
                 f"media_proc_cfg {name!r} is missing required keys {missing}; it has {sorted(cfg)} "
                 f"(required: {list(REQUIRED_MEDIA_KEYS)})"
             )
-        unknown = sorted(set(cfg) - set(_MEDIA_KEYS) - IGNORED_MEDIA_KEYS - {"max_pixels"})
-        if strict and unknown:
-            raise ValueError(
-                f"media_proc_cfg {name!r} has unknown keys {unknown}; accepted: {sorted(_MEDIA_KEYS)} plus "
-                f"max_pixels and the ignored checkpoint keys {sorted(IGNORED_MEDIA_KEYS)} (or pass strict=False)"
-            )
+        if strict:
+            allowed = set(_MEDIA_KEYS) | IGNORED_MEDIA_KEYS | {"max_pixels"}
+            try:
+                check_keys(f"media_proc_cfg {name!r}", cfg, allowed=allowed)
+            except ValueError as e:
+                raise ConfigError(f"{e} (the ignored checkpoint keys are accepted; or pass strict=False)") from None
         kwargs: dict[str, Any] = {}
         for key in _MEDIA_KEYS[:5]:
             if key in cfg:
@@ -294,16 +263,18 @@ class PreprocessConfig:
         try:
             data = json.loads(p.read_text())
         except FileNotFoundError:
-            raise FileNotFoundError(f"config file {str(p)!r} does not exist") from None
+            raise ConfigError(f"config file {str(p)!r} does not exist") from None
+        except IsADirectoryError:
+            raise ConfigError(f"config file {str(p)!r} is a directory, not a JSON file") from None
         except json.JSONDecodeError as e:
-            raise ValueError(f"config file {str(p)!r} is not valid JSON: {e}") from None
+            raise ConfigError(f"config file {str(p)!r} is not valid JSON: {e}") from None
         if not isinstance(data, dict):
-            raise ValueError(f"config file {str(p)!r} must hold a JSON object, got {type(data).__name__}")
+            raise ConfigError(f"config file {str(p)!r} must hold a JSON object, got {type(data).__name__}")
         nested = isinstance(data.get("media_proc_cfg"), dict)
         if nested:
             data = data["media_proc_cfg"]
         elif not any(k in data for k in REQUIRED_MEDIA_KEYS):
-            raise ValueError(
+            raise ConfigError(
                 f"config file {str(p)!r} has neither a 'media_proc_cfg' object nor its keys at the top level "
                 f"(required: {list(REQUIRED_MEDIA_KEYS)}); top-level keys: {sorted(data)}"
             )

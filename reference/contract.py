@@ -1,4 +1,4 @@
-"""The deferred-item data contract's names (SPEC 5): shared, not behaviour.
+"""The deferred-item data contract's names (semantics §5): shared, not behaviour.
 
 Producers write and consumers read these keys; ``impl`` keeps the producer and
 consumer code apart so a property can catch a key one side reads and the other

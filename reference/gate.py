@@ -1,9 +1,9 @@
-"""The deferral gate (SPEC 4): ship raw uint8 pixels iff they are not larger than the FP32 patches.
+"""The deferral gate (semantics §4): ship raw uint8 pixels iff they are not larger than the FP32 patches.
 
-This is the SPEC's *stated* rule, the oracle for ``impl``'s version of
+This is the semantics's *stated* rule, the oracle for ``impl``'s version of
 ``_should_defer_gpu_preprocessing``: for instance a 2-D uint8 array counts 3
 channels here, while upstream reads ``shape[2]`` first and raises IndexError
-(facts 5.1), a difference a property can then show.
+(semantics §4.1), a difference a property can then show.
 """
 
 from __future__ import annotations
@@ -15,6 +15,7 @@ import numpy as np
 from PIL import Image
 
 from reference.config import PreprocessConfig
+from reference.errors import InputTypeError, InputValueError
 from reference.navit import resize_config, resize_config_arrays
 from reference.stage import image_size, raw_channels
 from reference.validate import as_array, is_tensor_like, type_name
@@ -43,7 +44,7 @@ def _is_gate_image(image: Any) -> bool:
 
 def _check_config(config: Any) -> PreprocessConfig:
     if not isinstance(config, PreprocessConfig):
-        raise TypeError(f"config must be a PreprocessConfig, got {type_name(config)}")
+        raise InputTypeError(f"config must be a PreprocessConfig, got {type_name(config)}")
     return config
 
 
@@ -62,9 +63,9 @@ def payload(images: Sequence[Any], config: PreprocessConfig) -> list[ImagePayloa
 
 def _gate_open(images: Sequence[Any], transport: str, cuda_available: bool) -> bool:
     if not isinstance(transport, str):
-        raise TypeError(f"transport must be a str such as 'cpu', 'cuda_ipc' or 'fabric', got {transport!r}")
+        raise InputTypeError(f"transport must be a str such as 'cpu', 'cuda_ipc' or 'fabric', got {transport!r}")
     if isinstance(images, (str, bytes)) or not isinstance(images, Sequence):
-        raise TypeError(f"images must be a sequence (list/tuple) of images, got {type_name(images)}")
+        raise InputTypeError(f"images must be a sequence (list/tuple) of images, got {type_name(images)}")
     return bool(images) and transport == "cpu" and bool(cuda_available) and all(map(_is_gate_image, images))
 
 
@@ -89,7 +90,7 @@ def should_defer_per_image(
     """The later upstream form (3d3194f6c): the same gate, applied to each image alone."""
     config = _check_config(config)
     if isinstance(images, (str, bytes)) or not isinstance(images, Sequence):
-        raise TypeError(f"images must be a sequence (list/tuple) of images, got {type_name(images)}")
+        raise InputTypeError(f"images must be a sequence (list/tuple) of images, got {type_name(images)}")
     return [should_defer([image], config, transport, cuda_available) for image in images]
 
 
@@ -102,7 +103,7 @@ def decide_arrays(
     h = np.asarray(heights, dtype=np.int64)
     c = np.asarray(channels, dtype=np.int64)
     if c.size and (int(c.min()) < 1):
-        raise ValueError("channels must all be >= 1 (3 for RGB-like, 4 with alpha)")
+        raise InputValueError("channels must all be >= 1 (3 for RGB-like, 4 with alpha)")
     rc = resize_config_arrays(w, h, config)
     raw = c * w * h
     processed = 3 * rc.padded_width * rc.padded_height * FLOAT32_BYTES

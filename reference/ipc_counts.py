@@ -13,6 +13,7 @@ driver reads (``impl.sglang``).
 
 from __future__ import annotations
 
+from reference.errors import InputValueError
 from reference.versions import Policy
 
 
@@ -20,9 +21,9 @@ def check_topology(tp_size: int, attn_dp_size: int) -> None:
     """Both sizes are positive and attention DP splits the TP world evenly."""
     for name, v in (("tp_size", tp_size), ("attn_dp_size", attn_dp_size)):
         if isinstance(v, bool) or not isinstance(v, int) or v < 1:
-            raise ValueError(f"{name} must be an int >= 1, got {v!r}")
+            raise InputValueError(f"{name} must be an int >= 1, got {v!r}")
     if tp_size % attn_dp_size != 0:
-        raise ValueError(f"attn_dp_size {attn_dp_size} must divide tp_size {tp_size}")
+        raise InputValueError(f"attn_dp_size {attn_dp_size} must divide tp_size {tp_size}")
 
 
 def group_size(tp_size: int, attn_dp_size: int = 1) -> int:
@@ -51,7 +52,7 @@ def requested(policy: Policy, tp_size: int, attn_dp_size: int = 1, configured_tp
         return max(1, tp_size if configured_tp_size is None else configured_tp_size)
     if rule == "dp_group":
         return tp_size // attn_dp_size
-    raise ValueError(f"policy {policy.name!r} has an unknown ipc_consumer_count rule {rule!r}")
+    raise InputValueError(f"policy {policy.name!r} has an unknown ipc_consumer_count rule {rule!r}")
 
 
 def resolve(requested_count: int, total: int, clamp: bool) -> int:

@@ -1,4 +1,4 @@
-"""NaViT resize decision (SPEC 3.2), scalar and vectorized.
+"""NaViT resize decision (semantics §3.2), scalar and vectorized.
 
 Pure integer / IEEE-double arithmetic in the order upstream evaluates it, so
 the vectorized form is bit-identical to the scalar one (NumPy's float64
@@ -14,14 +14,13 @@ from typing import NamedTuple
 import numpy as np
 
 from reference.config import PreprocessConfig, ResizeConfig
+from reference.errors import InputTypeError, InputValueError
+from reference.validate import check_positive_int
 
 
 def _check_size(width: int, height: int) -> None:
-    for name, v in (("width", width), ("height", height)):
-        if isinstance(v, bool) or not isinstance(v, (int, np.integer)):
-            raise TypeError(f"{name} must be a positive int, got {v!r}")
-        if v <= 0:
-            raise ValueError(f"{name} must be a positive int (images have at least one pixel), got {v!r}")
+    check_positive_int("width", width)
+    check_positive_int("height", height)
 
 
 def resize_config(width: int, height: int, config: PreprocessConfig) -> ResizeConfig:
@@ -74,11 +73,11 @@ def resize_config_arrays(widths: np.ndarray, heights: np.ndarray, config: Prepro
     for name, v in (("widths", widths), ("heights", heights)):
         kind = np.asarray(v).dtype.kind
         if kind not in "iu":
-            raise TypeError(f"{name} must be integer arrays (pixel counts), got dtype {np.asarray(v).dtype}")
+            raise InputTypeError(f"{name} must be integer arrays (pixel counts), got dtype {np.asarray(v).dtype}")
     w = np.asarray(widths, dtype=np.int64)
     h = np.asarray(heights, dtype=np.int64)
     if (w.size and int(w.min()) <= 0) or (h.size and int(h.min()) <= 0):
-        raise ValueError("widths and heights must all be positive ints")
+        raise InputValueError("widths and heights must all be ints >= 1 (images have at least one pixel)")
     p, m = config.patch_size, config.merge_kernel_size
     cap = config.patch_limit_on_one_side * p
     wf, hf = w.astype(np.float64), h.astype(np.float64)

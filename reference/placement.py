@@ -13,13 +13,15 @@ from __future__ import annotations
 import heapq
 from collections.abc import Sequence
 
+from reference.errors import InputValueError
+
 
 def _check(loads: Sequence[float], num_ranks: int) -> None:
     if isinstance(num_ranks, bool) or not isinstance(num_ranks, int) or num_ranks < 1:
-        raise ValueError(f"num_ranks must be an int >= 1, got {num_ranks!r}")
+        raise InputValueError(f"num_ranks must be an int >= 1, got {num_ranks!r}")
     for i, load in enumerate(loads):
         if isinstance(load, bool) or not isinstance(load, int | float) or not load >= 0:
-            raise ValueError(f"loads[{i}] must be a number >= 0, got {load!r}")
+            raise InputValueError(f"loads[{i}] must be a number >= 0, got {load!r}")
 
 
 def visit_order(loads: Sequence[float]) -> list[int]:

@@ -1,7 +1,7 @@
 """Named configuration profiles, each with where its values come from.
 
 ``kimi-k3`` is the default everywhere. The Kimi values come from published
-third-party copies of the checkpoints' ``preprocessor_config.json`` (SPEC 2);
+third-party copies of the checkpoints' ``preprocessor_config.json`` (semantics §2);
 the ``sglang-*`` profiles are the configs SGLang's own unit tests use
 (``../shared/notes/sglang-k3-facts.md`` sections 1.4, 5.2 and 11).
 Add a profile by adding an entry to ``PROFILES`` (see README).
@@ -12,6 +12,7 @@ from __future__ import annotations
 from typing import Any
 
 from reference.config import PreprocessConfig
+from reference.errors import InputValueError
 
 DEFAULT_PROFILE = "kimi-k3"
 
@@ -36,7 +37,7 @@ PROFILES: dict[str, tuple[dict[str, Any], str]] = {
             "image_std": [0.5] * 3,
             "transparent_bg_config": _K3_BG,
         },
-        "Kimi-K3 preprocessor_config.json, third-party copies (SPEC 2); fill stage after_resize",
+        "Kimi-K3 preprocessor_config.json, third-party copies (semantics §2); fill stage after_resize",
     ),
     "kimi-k2.5": (
         {
@@ -49,27 +50,27 @@ PROFILES: dict[str, tuple[dict[str, Any], str]] = {
             "image_std": [0.5] * 3,
             "transparent_bg_config": None,
         },
-        "Kimi-K2.5 preprocessor_config.json, third-party copies (SPEC 2); no background config",
+        "Kimi-K2.5 preprocessor_config.json, third-party copies (semantics §2); no background config",
     ),
     "sglang-gate-test": (
         {"patch_size": 14, "merge_kernel_size": 2, "in_patch_limit": 65536, "patch_limit_on_one_side": 512},
-        "SGLang test_kimi_k3_defers_only_when_raw_transport_is_smaller, case 1 (facts 5.2)",
+        "SGLang test_kimi_k3_defers_only_when_raw_transport_is_smaller, case 1 (semantics §4.2)",
     ),
     "sglang-gate-test-l1": (
         {"patch_size": 14, "merge_kernel_size": 2, "in_patch_limit": 1, "patch_limit_on_one_side": 512},
-        "SGLang test_kimi_k3_defers_only_when_raw_transport_is_smaller, case 2: in_patch_limit 1 (facts 5.2)",
+        "SGLang test_kimi_k3_defers_only_when_raw_transport_is_smaller, case 2: in_patch_limit 1 (semantics §4.2)",
     ),
     "sglang-unit-4096": (
         {"patch_size": 14, "merge_kernel_size": 2, "in_patch_limit": 4096, "patch_limit_on_one_side": 64},
-        "SGLang unit tests: in_patch_limit 4096, one-side limit 64 (SPEC 2)",
+        "SGLang unit tests: in_patch_limit 4096, one-side limit 64 (semantics §2)",
     ),
     "sglang-k25-fixture": (
         {"patch_size": 14, "merge_kernel_size": 2, "in_patch_limit": 16384, "patch_limit_on_one_side": 256},
-        "SGLang K2.5 test fixture: in_patch_limit 16384, one-side limit 256 (facts 11)",
+        "SGLang K2.5 test fixture: in_patch_limit 16384, one-side limit 256 (semantics §2.2)",
     ),
     "sglang-epd-test": (
         {"patch_size": 2, "merge_kernel_size": 2, "in_patch_limit": 1024, "patch_limit_on_one_side": 64},
-        "SGLang EPD test: p=2, m=2, L=1024, S=64; 8x6 -> grid [1,4,4] (facts 1.4)",
+        "SGLang EPD test: p=2, m=2, L=1024, S=64; 8x6 -> grid [1,4,4] (semantics §3.2)",
     ),
     "clip-stats": (
         {
@@ -100,11 +101,11 @@ def profile(name: str = DEFAULT_PROFILE) -> PreprocessConfig:
     try:
         cfg, _source = PROFILES[name]
     except KeyError:
-        raise ValueError(f"unknown profile {name!r}; known profiles: {', '.join(PROFILES)}") from None
+        raise InputValueError(f"unknown profile {name!r}; known profiles: {', '.join(PROFILES)}") from None
     return PreprocessConfig.from_media_proc_cfg({**_SGLANG_TEST_NORMALIZATION, **cfg}, name=name)
 
 
 def profile_source(name: str) -> str:
     if name not in PROFILES:
-        raise ValueError(f"unknown profile {name!r}; known profiles: {', '.join(PROFILES)}")
+        raise InputValueError(f"unknown profile {name!r}; known profiles: {', '.join(PROFILES)}")
     return PROFILES[name][1]

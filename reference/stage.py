@@ -1,4 +1,4 @@
-"""Staging: any accepted image -> (C, H, W) uint8, C in {3, 4} (SPEC 3.1).
+"""Staging: any accepted image -> (C, H, W) uint8, C in {3, 4} (semantics §3.1).
 
 This is what the producer ships under CPU transport and what the owner starts
 from, so every later stage (and the deferral gate's byte count) depends on
@@ -15,6 +15,7 @@ import numpy as np
 from PIL import Image
 
 from reference.config import DEFAULT_MAX_PIXELS
+from reference.errors import InputTypeError, InputValueError
 from reference.modes import DELEGATED_MODES, to_rgb, to_rgba
 from reference.validate import as_array, check_positive_int, is_tensor_like, type_name
 
@@ -24,14 +25,14 @@ _ACCEPTED = "a PIL.Image.Image, or a uint8 array/tensor shaped (C, H, W) with C 
 
 
 def has_alpha(image: Image.Image) -> bool:
-    """SPEC 3.1: ``mode != "RGB"`` and (an ``"A"`` band or a ``transparency`` key).
+    """semantics §3.1: ``mode != "RGB"`` and (an ``"A"`` band or a ``transparency`` key).
 
     Literal band names: ``La``/``RGBa`` (lower-case ``a``) are *not* alpha,
     while ``LAB`` (whose ``"A"`` is the a* chroma axis) *is*, so a LAB image
     stages to 4 channels with an opaque alpha. Upstream's rule, kept as is.
     """
     if not isinstance(image, Image.Image):
-        raise TypeError(f"has_alpha expects a PIL.Image.Image, got {type_name(image)}")
+        raise InputTypeError(f"has_alpha expects a PIL.Image.Image, got {type_name(image)}")
     return image.mode != "RGB" and ("A" in image.getbands() or "transparency" in image.info)
 
 
@@ -47,31 +48,31 @@ def image_size(image: Any) -> tuple[int, int]:
         return image.size
     arr = _array_of(image)
     if arr is None:
-        raise TypeError(f"image must be {_ACCEPTED}; got {type_name(image)}")
+        raise InputTypeError(f"image must be {_ACCEPTED}; got {type_name(image)}")
     if arr.ndim == 2:
         return int(arr.shape[1]), int(arr.shape[0])
     if arr.ndim == 3:
         return int(arr.shape[2]), int(arr.shape[1])
-    raise ValueError(f"image array must be 2-D (H, W) or 3-D (C, H, W), got shape {arr.shape}")
+    raise InputValueError(f"image array must be 2-D (H, W) or 3-D (C, H, W), got shape {arr.shape}")
 
 
 def raw_channels(image: Any) -> int:
-    """The gate's channel count (SPEC 4): arrays ``3 if 2-D or shape[0] == 1 else shape[0]``; PIL 4 or 3."""
+    """The gate's channel count (semantics §4): arrays ``3 if 2-D or shape[0] == 1 else shape[0]``; PIL 4 or 3."""
     if isinstance(image, Image.Image):
         return 4 if has_alpha(image) else 3
     arr = _array_of(image)
     if arr is None:
-        raise TypeError(f"image must be {_ACCEPTED}; got {type_name(image)}")
+        raise InputTypeError(f"image must be {_ACCEPTED}; got {type_name(image)}")
     if arr.ndim not in (2, 3):
-        raise ValueError(f"image array must be 2-D (H, W) or 3-D (C, H, W), got shape {arr.shape}")
+        raise InputValueError(f"image array must be 2-D (H, W) or 3-D (C, H, W), got shape {arr.shape}")
     return 3 if arr.ndim == 2 or arr.shape[0] == 1 else int(arr.shape[0])
 
 
 def _check_pixels(width: int, height: int, max_pixels: int | None) -> None:
     if width <= 0 or height <= 0:
-        raise ValueError(f"image must have at least one pixel, got width={width}, height={height}")
+        raise InputValueError(f"image must have at least one pixel, got width={width}, height={height}")
     if max_pixels is not None and width * height > max_pixels:
-        raise ValueError(
+        raise InputValueError(
             f"image has {width * height} pixels ({width}x{height}), over max_pixels={max_pixels}; "
             "raise PreprocessConfig.max_pixels or pass max_pixels=None to accept it"
         )
@@ -86,12 +87,12 @@ def _stage_pil(image: Image.Image, max_pixels: int | None, promote_rgb_transpare
 
 def _stage_array(arr: np.ndarray, max_pixels: int | None) -> np.ndarray:
     if arr.dtype != np.uint8:
-        raise ValueError(f"image array must be uint8 (raw pixels), got dtype {arr.dtype}; accepted: {_ACCEPTED}")
+        raise InputValueError(f"image array must be uint8 (raw pixels), got dtype {arr.dtype}; accepted: {_ACCEPTED}")
     if arr.ndim not in (2, 3):
-        raise ValueError(f"image array must be 2-D (H, W) or 3-D (C, H, W), got shape {arr.shape}")
+        raise InputValueError(f"image array must be 2-D (H, W) or 3-D (C, H, W), got shape {arr.shape}")
     chw = arr[None] if arr.ndim == 2 else arr
     if chw.shape[0] not in (1, 3, 4):
-        raise ValueError(f"image array must have 1, 3 or 4 channels (CHW), got shape {arr.shape}")
+        raise InputValueError(f"image array must have 1, 3 or 4 channels (CHW), got shape {arr.shape}")
     _check_pixels(int(chw.shape[2]), int(chw.shape[1]), max_pixels)
     if chw.shape[0] == 1:
         chw = np.repeat(chw, 3, axis=0)
@@ -101,7 +102,7 @@ def _stage_array(arr: np.ndarray, max_pixels: int | None) -> np.ndarray:
 def to_chw_uint8(
     image: Any, *, max_pixels: int | None = DEFAULT_MAX_PIXELS, promote_rgb_transparency: bool = False
 ) -> np.ndarray:
-    """Stage ``image`` to a C-contiguous (C, H, W) uint8 array, C in {3, 4} (SPEC 3.1).
+    """Stage ``image`` to a C-contiguous (C, H, W) uint8 array, C in {3, 4} (semantics §3.1).
 
     PIL: RGBA if `has_alpha` else RGB, via `reference.modes`. Arrays/tensors:
     uint8 only, 2-D read as (H, W), one channel repeated to 3. We also reject
@@ -113,11 +114,11 @@ def to_chw_uint8(
     if max_pixels is not None:
         check_positive_int("max_pixels", max_pixels)
     if not isinstance(promote_rgb_transparency, bool):
-        raise TypeError(f"promote_rgb_transparency must be a bool, got {promote_rgb_transparency!r}")
+        raise InputTypeError(f"promote_rgb_transparency must be a bool, got {promote_rgb_transparency!r}")
     if isinstance(image, Image.Image):
         return _stage_pil(image, max_pixels, promote_rgb_transparency)
     arr = _array_of(image)
     if arr is None:
-        raise TypeError(f"image must be {_ACCEPTED}; got {type_name(image)}")
+        raise InputTypeError(f"image must be {_ACCEPTED}; got {type_name(image)}")
     out = _stage_array(arr, max_pixels)
     return out.copy() if np.shares_memory(out, arr) else out

@@ -8,7 +8,7 @@ property can run the same input under each and show which one breaks a claim.
 The default is `PR_33921`: the testbed reproduces the system as merged, flaws
 included. `HARDENED` is what deferlab recommends. The two ``INTERIM_*``
 policies reproduce intermediate upstream states that shipped real bugs
-(SPEC 5 and 6), so the contract and batch-invariance properties have a known
+(semantics §5 and §6), so the contract and batch-invariance properties have a known
 positive to catch.
 """
 
@@ -16,6 +16,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass, replace
 from typing import Literal
+
+from reference.errors import InputValueError
 
 ContractForm = Literal["pr-dict", "epd-dict", "dataclass"]
 IpcCount = Literal["tp_size", "configured_tp_size", "dp_group"]
@@ -31,16 +33,16 @@ class Policy:
     defer_enabled: bool = True  # PRE_PR: eager only
     promote_rgb_transparency: bool = False  # PRE_PR eager path promoted RGB+transparency to RGBA
     gate_per_image: bool = False  # 3d3194f6c+: one decision per image instead of per request
-    # Scheduler (SPEC 1.3): the PR added Kimi-K3 to the pre-embed skip whitelist
+    # Scheduler (semantics §1.3): the PR added Kimi-K3 to the pre-embed skip whitelist
     k3_skips_pre_embed_move: bool = True
-    # Contract (SPEC 5)
+    # Contract (semantics §5)
     contract: ContractForm = "pr-dict"  # what the non-EPD producer writes
     epd_contract: ContractForm = "pr-dict"  # what the EPD producer writes
     consumer_reads_backend: bool = False  # 418975ba6+: the consumer reads config["backend"]
-    # Consumer (SPEC 6)
+    # Consumer (semantics §6)
     mixed_batches: Literal["raise", "accept"] = "raise"
     grid_check: GridCheck = "none"  # "local": the interim bug indexing global grids with local positions
-    # IPC (SPEC 8)
+    # IPC (semantics §8)
     ipc_consumer_count: IpcCount = "tp_size"
     ipc_clamp: bool = False  # released clamps K_c to min(K_c, K_p)
     # deferlab's own hardening
@@ -95,4 +97,4 @@ def get_policy(name: str | Policy) -> Policy:
     for key, pol in POLICIES.items():
         if key.lower() == str(name).lower():
             return pol
-    raise ValueError(f"unknown policy {name!r}; known: {', '.join(POLICIES)}")
+    raise InputValueError(f"unknown policy {name!r}; known: {', '.join(POLICIES)}")

@@ -13,19 +13,18 @@ import json
 import sys
 from collections.abc import Sequence
 from pathlib import Path
+from typing import Any
 
 from reference.config import PreprocessConfig
+from reference.errors import DeferlabInputError, UsageError
 from reference.profiles import profile as load_profile
 from reference.profiles import profile_names
+from reference.validate import check_choice, check_int, check_positive_int
 from reports import benchmarks, claims, render, sweep_report
 from reports.atomic import write_text_atomic
 from reports.regressions import DEFAULT_BASELINE, load_baseline, make_baseline
 from reports.runner import PROFILES, STEPS, ReportOptions, default_out_dir, run_report
 from reports.sweeps import SWEEP_LIMITS
-
-
-class UsageError(Exception):
-    """Bad command-line input: exit status 2."""
 
 
 class _Parser(argparse.ArgumentParser):
@@ -87,21 +86,25 @@ def resolve_config(args: argparse.Namespace) -> tuple[PreprocessConfig, str]:
             return PreprocessConfig.from_json(args.config), f"file {args.config}"
         name = getattr(args, "preset", None) or "kimi-k3"
         return load_profile(name), f"preset {name}"
-    except (ValueError, TypeError, FileNotFoundError, KeyError) as e:
+    except DeferlabInputError as e:
         flag = "--config" if getattr(args, "config", None) else "--preset"
         raise UsageError(f"{flag}: {e}") from None
 
 
+def _usage(check: Any, *args: Any, **kwargs: Any) -> Any:
+    """Run a `reference.validate` check, turning its error into a `UsageError` (exit status 2)."""
+    try:
+        return check(*args, **kwargs)
+    except DeferlabInputError as e:
+        raise UsageError(str(e)) from None
+
+
 def _check_profile(value: str) -> str:
-    if value not in PROFILES:
-        raise UsageError(f"--profile must be one of {', '.join(PROFILES)}, got {value!r}")
-    return value
+    return _usage(check_choice, "--profile", value, PROFILES)
 
 
 def _check_max_side(value: int, flag: str) -> int:
-    if not 2 <= value <= 8192:
-        raise UsageError(f"{flag} must be in 2..8192, got {value}")
-    return value
+    return _usage(check_int, flag, value, minimum=2, maximum=8192)
 
 
 def _report(args: argparse.Namespace) -> int:
@@ -126,9 +129,7 @@ def _report(args: argparse.Namespace) -> int:
     if args.out is not None and args.out.exists() and not args.out.is_dir():
         raise UsageError(f"--out: {str(args.out)!r} exists and is not a directory")
     max_side = _check_max_side(args.sweep_max_side, "--sweep-max-side")
-    limits = tuple(args.sweep_limits or SWEEP_LIMITS)
-    if any(v <= 0 for v in limits):
-        raise UsageError(f"--sweep-limits must be positive ints, got {list(limits)}")
+    limits = tuple(_usage(check_positive_int, "--sweep-limits", v) for v in (args.sweep_limits or SWEEP_LIMITS))
     opts = ReportOptions(
         profile=profile,
         config=config,

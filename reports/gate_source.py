@@ -2,7 +2,7 @@
 
 The sweeps must judge the system by the oracle's own vectorized gate
 (``reference.gate.decide_arrays``). While that module is being written, a
-private fallback computes the same SPEC 4 byte rule from
+private fallback computes the same semantics §4 byte rule from
 ``reference.navit.resize_config_arrays`` so the report still runs; the report
 says which one it used (`decision_source`). Sweeps call `decide_arrays`
 through this module's attribute so a test can swap the rule (e.g. ``<``
@@ -23,7 +23,7 @@ FP32_BYTES = 4
 def _fallback_decide_arrays(
     widths: np.ndarray, heights: np.ndarray, channels: np.ndarray | int, config: PreprocessConfig
 ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-    """FALLBACK until reference.gate lands: SPEC 4 per image, raw = C*W*H, processed = 3*Pw*Ph*4, defer iff raw <= processed."""
+    """FALLBACK until reference.gate lands: semantics §4 per image, raw = C*W*H, processed = 3*Pw*Ph*4, defer iff raw <= processed."""
     w = np.asarray(widths, dtype=np.int64)
     h = np.asarray(heights, dtype=np.int64)
     c = np.asarray(channels, dtype=np.int64)

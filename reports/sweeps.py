@@ -1,8 +1,8 @@
-"""Boundary sweeps of the deferral gate (SPEC 4): pure functions returning arrays and summary dicts.
+"""Boundary sweeps of the deferral gate (semantics §4): pure functions returning arrays and summary dicts.
 
 Why: the PR's byte heuristic decides per request whether to ship raw pixels,
 and its own risk list says the decision "can flip at boundary sizes, so
-similar requests take different paths" (SPEC 10). These sweeps measure that
+similar requests take different paths" (semantics §10). These sweeps measure that
 over every size 1..4096 per side: where deferral happens, how much it saves,
 how often a one-pixel change flips it, and what deciding per request (instead
 of per image) costs. Counters are computed at full one-pixel resolution in
@@ -59,7 +59,7 @@ def byte_ratio_grid(config: PreprocessConfig, channels: int, widths: np.ndarray,
 
 
 def token_grid(config: PreprocessConfig, widths: np.ndarray, heights: np.ndarray) -> np.ndarray:
-    """Vision tokens per size (SPEC 3.2), rows = heights, columns = widths."""
+    """Vision tokens per size (semantics §3.2), rows = heights, columns = widths."""
     r = resize_config_arrays(np.asarray(widths)[None, :], np.asarray(heights)[:, None], config)
     return np.broadcast_to(r.num_tokens, (len(heights), len(widths)))
 
@@ -136,7 +136,7 @@ def token_counts(config: PreprocessConfig, max_side: int = MAX_SIDE, chunk_rows:
     """Largest token count over 1..max_side squared, and how many sizes end with more patches than in_patch_limit.
 
     Why: the limit is applied to floor(w / patch) * floor(h / patch) *before*
-    padding to merge * patch, so the padded grid can exceed it (SPEC 3.2).
+    padding to merge * patch, so the padded grid can exceed it (semantics §3.2).
     """
     ws = np.arange(1, max_side + 1, dtype=np.int64)
     p = config.patch_size

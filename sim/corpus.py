@@ -33,7 +33,7 @@ class CorpusSizes:
     modes: tuple[str, ...]
     width: np.ndarray
     height: np.ndarray
-    channels: np.ndarray  # 4 if has_alpha (SPEC 3.1) else 3
+    channels: np.ndarray  # 4 if has_alpha (semantics §3.1) else 3
     encoded_bytes: np.ndarray  # file size on disk, -1 if the file is missing
 
     def __len__(self) -> int:
@@ -41,7 +41,7 @@ class CorpusSizes:
 
 
 def has_alpha(mode: str, has_alpha_band: bool, transparency_kind: str) -> bool:
-    """SPEC 3.1: ``mode != "RGB" and ("A" in bands or "transparency" in info)``."""
+    """semantics §3.1: ``mode != "RGB" and ("A" in bands or "transparency" in info)``."""
     return mode != "RGB" and (has_alpha_band or transparency_kind not in ("", "none"))
 
 

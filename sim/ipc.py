@@ -1,6 +1,6 @@
 """Claim C9's verdicts: is the IPC acknowledgement bookkeeping safe and live, per policy?
 
-For each policy and each combination of the assumptions SPEC 8 leaves open
+For each policy and each combination of the assumptions semantics §8 leaves open
 (which pool, K_p, the clamp, whether non-owners release), a derandomized
 Hypothesis state machine (sim.ipc_machine) looks for the smallest topology
 and request sequence that breaks each property:
@@ -39,7 +39,7 @@ def assumption_grid(policy: Policy | AckCounts) -> list[AckAssumptions]:
         # Released: K_p = tp // dp, clamp on; whether non-owners release is still open.
         return [AckAssumptions("generation", "dp_group", True, rel) for rel in (False, True)]
     if policy.ipc_consumer_count == "configured_tp_size":
-        # 443b62db5+ stream-ordered pool, created with consumer_count = server_args.tp_size (facts 7.4).
+        # 443b62db5+ stream-ordered pool, created with consumer_count = server_args.tp_size (semantics §8.2).
         return [AckAssumptions("generation", "tp_size", clamp, rel) for clamp in (False, True) for rel in (False, True)]
     grid = [AckAssumptions("counter", "tp_size", False, rel) for rel in (False, True)]
     grid += [

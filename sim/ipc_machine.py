@@ -6,7 +6,7 @@ drawn at initialization from a list ordered smallest first, so shrinking
 returns the smallest topology that breaks the property; every step is logged
 so a failure carries its request sequence.
 
-Model (vision DP always on, as for K3, facts 6.4): an item is published for
+Model (vision DP always on, as for K3, semantics §6.1): an item is published for
 one request routed to one attention-DP group; its only intended reader is
 the owner rank; the owner reads, then acknowledges with the policy's count
 K_c (after the clamp, if assumed); a non-owner of the group may release the
@@ -75,7 +75,7 @@ class PolicyCounts:
 
 @dataclass(frozen=True)
 class AckAssumptions:
-    """What SPEC 8 leaves open for the seed PR: the pool, K_p, the clamp, non-owner releases."""
+    """What semantics §8 leaves open for the seed PR: the pool, K_p, the clamp, non-owner releases."""
 
     pool: str = "generation"  # "generation" (released) or "counter" (PR-era float counter)
     k_p: str = "dp_group"  # "tp_size", "dp_group" (tp_size // attn_dp_size) or "source" (the counts' own producer)

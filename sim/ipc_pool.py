@@ -1,4 +1,4 @@
-"""Two models of the GPU feature pool's acknowledgement bookkeeping (SPEC 8, facts 7.4).
+"""Two models of the GPU feature pool's acknowledgement bookkeeping (semantics §8.2).
 
 ``GenerationPool`` is the released protocol: a slot carries a total consumer
 count K_p and one acknowledgement word per consumer; a consumer acks one word

@@ -1,4 +1,4 @@
-"""Owner placement strategies side by side: upstream LPT and the alternatives (SPEC 7).
+"""Owner placement strategies side by side: upstream LPT and the alternatives (semantics §7).
 
 ``lpt-patches`` is upstream's rule, from the placement oracle `reference.placement.assign`
 (never re-written here). ``lpt-cost`` feeds the same greedy a better load: the
@@ -91,7 +91,7 @@ def imbalance(loads: np.ndarray) -> float:
 def allgather_padding(owners: Sequence[Sequence[int]], tokens: Sequence[int]) -> int:
     """Rows of padding the all-gather moves: every rank pads to the largest rank's tokens.
 
-    One image is broadcast from its owner instead of gathered (facts 7.2): no padding.
+    One image is broadcast from its owner instead of gathered (semantics §15.1): no padding.
     """
     n = sum(len(r) for r in owners)
     if len(owners) <= 1 or n <= 1:

@@ -54,7 +54,7 @@ def _deferred_round(imgs, pool: RankPool, ranks: int) -> int:
 
 @pytest.fixture(scope="module", params=[1, 2, 4], ids=lambda r: f"R{r}")
 def pool(request: pytest.FixtureRequest):
-    p = RankPool(request.param, K3.patch_size)
+    p = RankPool(request.param, K3)
     p.ranks = request.param  # type: ignore[attr-defined]
     yield p
     p.close()

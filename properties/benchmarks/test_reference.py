@@ -32,7 +32,7 @@ pytestmark = pytest.mark.bench
 def _workloads() -> dict[str, tuple[list[np.ndarray], str]]:
     rng = np.random.default_rng(33921)
     return {
-        # SPEC 9's microbenchmark shape: four 1536 x 1024 RGB images (kimi-k3 keeps their size).
+        # semantics §9's microbenchmark shape: four 1536 x 1024 RGB images (kimi-k3 keeps their size).
         "4x1536x1024-rgb": ([rng.integers(0, 256, (3, 1024, 1536), dtype=np.uint8) for _ in range(4)], "kimi-k3"),
         # One 4k RGBA frame: exercises the chessboard composite (kimi-k3 keeps its size too).
         "3840x2160-rgba": ([rng.integers(0, 256, (4, 2160, 3840), dtype=np.uint8)], "kimi-k3"),

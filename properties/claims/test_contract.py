@@ -1,4 +1,4 @@
-"""Property 5: the producer/consumer contract (SPEC 5), claims C8 and C9.
+"""Property 5: the producer/consumer contract (semantics §5), claims C8 and C9.
 
 Every key any consumer reads must be written by every producer path: the
 non-EPD processor, the EPD start path, each EPD backend, under each policy.
@@ -49,7 +49,7 @@ def check_contract(impl: seam.Impl, policy: str, images: list[Any]) -> None:
             assert IMAGE_GRID_THW_KEY in msd and DEFERRED_PREPROCESSING_KEY in msd, f"{path}: item {i} lacks {msd}"
         delivered = impl.deliver(items, 1, policy=policy)[0]
         try:
-            feats = seam.to_numpy(impl.materialize(delivered, range(len(images)), policy=policy))
+            feats = seam.to_numpy(impl.materialize(delivered, range(len(images)), K3, policy=policy))
         except Exception as e:
             raise AssertionError(f"{path} producer -> consumer: {type(e).__name__}: {e}") from e
         want = 0

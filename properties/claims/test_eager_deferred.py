@@ -3,7 +3,7 @@
 The eager path preprocesses the whole request on the producer and ships FP32
 patches; the deferred path ships uint8 pixels over the CPU transport and each
 owner preprocesses only its own subset, in its own order. The owner's output
-must not depend on which images it was grouped with (SPEC 3.6).
+must not depend on which images it was grouped with (semantics §3.6).
 """
 
 from __future__ import annotations
@@ -44,7 +44,7 @@ def bits(x: Any) -> np.ndarray:
 def eager_features(impl: seam.Impl, policy: str, config: PreprocessConfig, images: list[Any], device: str) -> list:
     """Per-image BF16 features of the eager path (a non-cpu transport keeps the request eager)."""
     out = impl.process(images, config, policy=policy, transport="cuda_ipc", device=device)
-    feats = impl.materialize(out.items, range(len(images)), policy=policy, device=device)
+    feats = impl.materialize(out.items, range(len(images)), config, policy=policy, device=device)
     return list(torch.as_tensor(seam.to_numpy(feats)).split(patch_counts(images, config)))
 
 
@@ -65,7 +65,9 @@ def check_eager_equals_deferred(
     for rank, owned in enumerate(partition):
         if not owned:
             continue
-        feats = torch.as_tensor(seam.to_numpy(impl.materialize(rank_items[rank], owned, policy=policy, device=device)))
+        feats = torch.as_tensor(
+            seam.to_numpy(impl.materialize(rank_items[rank], owned, config, policy=policy, device=device))
+        )
         assert feats.shape[0] == sum(counts[i] for i in owned), f"rank {rank} produced {feats.shape[0]} rows"
         for i, part in zip(owned, feats.split([counts[i] for i in owned]), strict=True):
             diff = int((bits(part) != bits(eager[i])).sum())

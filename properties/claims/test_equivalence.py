@@ -109,7 +109,9 @@ def check_materialized_bf16(
     """
     for transport in ("cuda_ipc", "cpu"):  # eager on the producer, then deferred wherever the gate defers
         out = impl.process([image], config, policy="RELEASED", transport=transport, device=device)
-        got = np.ascontiguousarray(seam.to_numpy(impl.materialize(out.items, [0], policy="RELEASED", device=device)))
+        got = np.ascontiguousarray(
+            seam.to_numpy(impl.materialize(out.items, [0], config, policy="RELEASED", device=device))
+        )
         assert got.size == want.size, f"{transport}: materialized {got.shape}, the oracle has {want.shape}"
         bad = got.reshape(-1).view(np.uint32) != np.ascontiguousarray(want, dtype=np.float32).reshape(-1).view(
             np.uint32

@@ -1,4 +1,4 @@
-"""Property 3, the deferral gate (SPEC 4), and claims C1, C10, C11.
+"""Property 3, the deferral gate (semantics §4), and claims C1, C10, C11.
 
 The truth is computed here from the image's TRUE dimensions and channels (the
 strategies know them) and the reference NaViT decision, never from the
@@ -91,7 +91,7 @@ def test_gate_counts_the_bytes_actually_staged(impl, image):
 
 
 def test_gate_refuses_what_it_cannot_defer(impl):
-    """No images, a non-cpu transport, no CUDA, or a float tensor: the request stays eager (SPEC 4)."""
+    """No images, a non-cpu transport, no CUDA, or a float tensor: the request stays eager (semantics §4)."""
     small = [big_tensor(3, 32, 32)]
     for policy in (PR_33921, RELEASED):
         assert impl.defer_decisions(small, K3, policy=policy) == [True]
@@ -212,7 +212,7 @@ def check_admitted_materializes(impl: seam.Impl, policy: Any, x: Any) -> None:
     if not (out.deferred if isinstance(out.deferred, bool) else out.deferred[0]):
         return  # not admitted: stays eager
     items = impl.deliver(out.items, 1, policy=policy)[0]
-    features = seam.to_numpy(impl.materialize(items, [0], policy=policy))
+    features = seam.to_numpy(impl.materialize(items, [0], SMALL_GRID, policy=policy))
     rc, p = resize_config(width, height, SMALL_GRID), SMALL_GRID.patch_size
     want_patches = (rc.padded_height // p) * (rc.padded_width // p)
     assert features.shape == (want_patches, 3, p, p), (

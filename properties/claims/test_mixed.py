@@ -1,4 +1,4 @@
-"""Property 4: batches mixing deferred and eager items (SPEC 6), claim C7.
+"""Property 4: batches mixing deferred and eager items (semantics §6), claim C7.
 
 A forward batch can hold a deferred request next to an eager one (a float
 tensor, a big image, a GPU-transport fallback), so an owner's selection may
@@ -43,7 +43,7 @@ def check_mixed_equals_eager(
     for rank, owned in enumerate(partition):
         if not owned:
             continue
-        feats = torch.as_tensor(seam.to_numpy(impl.materialize(rank_items[rank], owned, policy=policy)))
+        feats = torch.as_tensor(seam.to_numpy(impl.materialize(rank_items[rank], owned, config, policy=policy)))
         assert feats.shape[0] == sum(counts[i] for i in owned), f"rank {rank} produced {feats.shape[0]} rows"
         for i, part in zip(owned, feats.split([counts[i] for i in owned]), strict=True):
             assert (bits(part) == bits(want[i])).all(), f"image {i} (deferred={mask[i]}) on rank {rank} != all-eager"

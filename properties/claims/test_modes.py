@@ -1,4 +1,4 @@
-"""Property 6: PIL modes and alpha (SPEC 3.1, 3.4), claims C2 and C12.
+"""Property 6: PIL modes and alpha (semantics §3.1, §3.4), claims C2 and C12.
 
 Staging either succeeds with the channel count the gate counted and the
 mode's true alpha semantics, or fails with a clear error before any work; a
@@ -108,7 +108,7 @@ def test_true_alpha_is_pillows_for_keyed_grey_images(image):
 
 
 def background_levels(bg: BackgroundConfig, h: int, w: int) -> np.ndarray:
-    """(H, W) background level per SPEC 3.4, written from the SPEC's words."""
+    """(H, W) background level per semantics §3.4, written from the semantics's words."""
     if bg.pattern != "chessboard":
         return np.full((h, w), {"white": 255, "black": 0, "gray": 128}[bg.pattern], dtype=np.float32)
     y, x = np.mgrid[0:h, 0:w]
@@ -220,8 +220,8 @@ def check_not_promoted(impl: seam.Impl, policy: str, image: Image.Image) -> None
         config = PreprocessConfig(**IDENTITY_GEOMETRY, background=bg)
         keyed = impl.process([image], config, policy=policy, transport=transport)
         base = impl.process([plain], config, policy=policy, transport=transport)
-        a = seam.to_numpy(impl.materialize(keyed.items, [0], policy=policy))
-        b = seam.to_numpy(impl.materialize(base.items, [0], policy=policy))
+        a = seam.to_numpy(impl.materialize(keyed.items, [0], config, policy=policy))
+        b = seam.to_numpy(impl.materialize(base.items, [0], config, policy=policy))
         assert np.array_equal(a, b), f"{transport}: the transparency key {image.info['transparency']} changed output"
 
 

@@ -1,4 +1,4 @@
-"""Property 8: owner placement (SPEC 7) and claims C5, C6 (once per image, on the owner only).
+"""Property 8: owner placement (semantics §7) and claims C5, C6 (once per image, on the owner only).
 
 Placement must be a pure function every rank computes alike, give each image
 exactly one owner and stay within Graham's LPT bound of the optimum
@@ -62,7 +62,7 @@ def dp_requests(draw: st.DrawFn, *, modes: tuple[str, ...] | None = None) -> tup
 def check_once_on_owner(impl: seam.Impl, policy: str, images: list[Any], ranks: int) -> None:
     """Each image is preprocessed and copied to a device exactly once, by its owner; features are right."""
     items = deferred_items(impl, policy, SMALL, images)
-    result = impl.vision_dp(items, ranks, policy=policy)
+    result = impl.vision_dp(items, ranks, SMALL, policy=policy)
     owners = [idxs for idxs in result.owners]
     assert sorted(i for idxs in owners for i in idxs) == list(range(len(images))), f"not a partition: {owners}"
     for rank in result.ranks:
@@ -90,7 +90,7 @@ def test_claim_c5_once_on_owner(impl, policy):
 
 def check_skip_keeps_features_home(impl: seam.Impl, policy: str, images: list[Any], ranks: int) -> None:
     """With the scheduler's skip, ranks that own nothing copy nothing to their device."""
-    result = impl.vision_dp(deferred_items(impl, policy, SMALL, images), ranks, policy=policy)
+    result = impl.vision_dp(deferred_items(impl, policy, SMALL, images), ranks, SMALL, policy=policy)
     for rank in result.ranks:
         if not result.owners[rank.rank]:
             assert rank.log.h2d_copies == 0, f"rank {rank.rank} owns nothing but made {rank.log.h2d_copies} copies"
@@ -102,12 +102,12 @@ def test_claim_c6_scheduler_skip(impl, policy):
     from impl.model import KimiK3ForConditionalGeneration
     from impl.scheduler import can_skip_pre_embed_feature_move
 
-    assert can_skip_pre_embed_feature_move(KimiK3ForConditionalGeneration(policy=policy).get_image_feature)
+    assert can_skip_pre_embed_feature_move(KimiK3ForConditionalGeneration(SMALL, policy=policy).get_image_feature)
     # Negative control: without the whitelist every rank copies every item, so the check below can fail.
     from impl.model import get_image_features
 
     items = deferred_items(impl, policy, SMALL, [torch.zeros((3, 4, 4), dtype=torch.uint8) for _ in range(3)])
-    no_skip = get_image_features(items, 4, device="cpu", policy=policy, patch_size=SMALL.patch_size, skip_move=False)
+    no_skip = get_image_features(items, 4, config=SMALL, device="cpu", policy=policy, skip_move=False)
     assert all(r.log.h2d_copies >= 3 for r in no_skip.ranks), "the control run should copy everything everywhere"
     verdict = claimcheck.verify_claim(
         "C6",
@@ -120,7 +120,7 @@ def test_claim_c6_scheduler_skip(impl, policy):
 
 
 def test_k3_profile_places_like_upstream_worked_cases():
-    """The worked cases of SPEC 7 hold for the loads the K3 grids produce (patch counts)."""
+    """The worked cases of semantics §7 hold for the loads the K3 grids produce (patch counts)."""
     k3 = profile("kimi-k3")
     assert k3.patch_size == 14
     assert assign_owners([1000, 100, 200, 50], 2) == [[0], [2, 1, 3]]

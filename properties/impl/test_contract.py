@@ -1,4 +1,4 @@
-"""The deferred item contract (SPEC 5) between impl's producers and consumer, and the cpu transport."""
+"""The deferred item contract (semantics §5) between impl's producers and consumer, and the cpu transport."""
 
 from __future__ import annotations
 
@@ -52,9 +52,9 @@ def test_consumer_materializes_what_producers_wrote(policy: Policy, epd: bool) -
     items = deliver(_deferred(policy, epd), "cpu", 1, policy).rank_items[0]
     if policy is INTERIM_418975B and not epd:
         with pytest.raises(KeyError, match="backend"):
-            materialize(items, [0, 1], device="cpu", policy=policy)
+            materialize(items, [0, 1], config=K3, device="cpu", policy=policy)
         return
-    out = materialize(items, [0, 1], device="cpu", policy=policy)
+    out = materialize(items, [0, 1], config=K3, device="cpu", policy=policy)
     assert out.dtype == torch.bfloat16 and tuple(out.shape) == (16 + 4, 3, 14, 14)  # 32x32 -> 4x4 patches, 28x20 -> 2x2
 
 
@@ -79,7 +79,7 @@ def test_epd_interim_writes_backend_and_layout() -> None:
 
 
 def test_deferred_item_shape_of_sglang_producer_test() -> None:
-    """facts 6.3 / EPD test values (p=2, m=2, L=1024, S=64): 8x6 -> grid [1,4,4], 5x9 -> [1,6,4]; uint8 CPU CHW."""
+    """semantics §5.3 / EPD test values (p=2, m=2, L=1024, S=64): 8x6 -> grid [1,4,4], 5x9 -> [1,6,4]; uint8 CPU CHW."""
     cfg = PreprocessConfig(patch_size=2, merge_kernel_size=2, in_patch_limit=1024, patch_limit_on_one_side=64)
     imgs = [torch.arange(3 * 6 * 8, dtype=torch.uint8).view(3, 6, 8), torch.ones(3, 9, 5, dtype=torch.uint8)]
     out = Processor(cfg, cuda_available=True, device="cpu").process(imgs)

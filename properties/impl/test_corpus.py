@@ -35,8 +35,8 @@ def test_corpus_eager_equals_deferred(name: str) -> None:
     deferred = Processor(cfg, cuda_available=True, device="cpu").process([img])
     eager = Processor(cfg, cuda_available=False, device="cpu").process([img])
     assert deferred.deferred is True and eager.deferred is False
-    d = get_image_features(deliver(deferred.items, "cpu", 1).rank_items[0], 1, device="cpu", patch_size=4)
-    e = get_image_features(eager.items, 1, device="cpu", patch_size=4)
+    d = get_image_features(deliver(deferred.items, "cpu", 1).rank_items[0], 1, config=cfg, device="cpu")
+    e = get_image_features(eager.items, 1, config=cfg, device="cpu")
     assert torch.equal(bf16_bits(d.features), bf16_bits(e.features))
 
 

@@ -1,4 +1,4 @@
-"""impl's deferral gate (SPEC 4): SGLang's own cases, ties, the byte rule, per-image gating, NaViT parity."""
+"""impl's deferral gate (semantics §4): SGLang's own cases, ties, the byte rule, per-image gating, NaViT parity."""
 
 from __future__ import annotations
 
@@ -32,12 +32,12 @@ def u8(*shape: int) -> torch.Tensor:
         ([torch.zeros(3, 32, 32)], K3, "cpu", False),  # float32 tensor
         ([], K3, "cpu", False),  # empty request
         ([u8(3, 32, 32)], K3, "cuda_ipc", False),
-        ([u8(3, 32, 32)], K3, "fabric", False),  # only the tests' bypass keeps fabric eager (facts 13.21)
+        ([u8(3, 32, 32)], K3, "fabric", False),  # only the tests' bypass keeps fabric eager (semantics §4.2)
     ],
     ids=["3x32x32-defers", "in_patch_limit-1", "float32", "empty", "cuda_ipc", "fabric"],
 )
 def test_sglang_gate_cases(images: list, config: PreprocessConfig, transport: str, expected: bool) -> None:
-    """SGLang's test_kimi_k25.py gate cases (facts 5.2) give exactly the upstream answers."""
+    """SGLang's test_kimi_k25.py gate cases (semantics §4.2) give exactly the upstream answers."""
     assert should_defer(images, config, transport, cuda_available=True) is expected
 
 
@@ -56,7 +56,7 @@ def test_ties_defer() -> None:
 
 
 def test_channel_counting() -> None:
-    """RGBA PIL counts 4, L counts 3, a (1,H,W) tensor counts 3 (facts 13.22)."""
+    """RGBA PIL counts 4, L counts 3, a (1,H,W) tensor counts 3 (semantics §4.3)."""
     from PIL import Image
 
     cfg = K3
@@ -67,7 +67,7 @@ def test_channel_counting() -> None:
 
 
 def test_2d_tensor_raises_index_error_in_gate() -> None:
-    """A 2-D uint8 tensor raises IndexError reading shape[2], before the dim()==2 branch (facts 13.20)."""
+    """A 2-D uint8 tensor raises IndexError reading shape[2], before the dim()==2 branch (semantics §4.3)."""
     with pytest.raises(IndexError):
         should_defer([u8(32, 32)], K3, "cpu", cuda_available=True)
 
@@ -76,7 +76,7 @@ def test_2d_tensor_raises_index_error_in_gate() -> None:
 @example(8000, 6000)
 @example(10000, 100)
 def test_navit_matches_reference(width: int, height: int) -> None:
-    """impl's own NaViT decision equals the reference's for every size (two independent codings of SPEC 3.2)."""
+    """impl's own NaViT decision equals the reference's for every size (two independent codings of semantics §3.2)."""
     assert navit_resize_config(width, height, K3) == resize_config(width, height, K3)
 
 
@@ -117,8 +117,8 @@ def test_per_image_gating_splits_a_request() -> None:
     assert out.items[0].feature.dtype == torch.uint8 and out.items[1].feature.dtype == torch.float32
     # The mixed request materializes across 2 owners exactly as the all-eager one (released consumer).
     eager = Processor(cfg, policy=RELEASED, cuda_available=False, device="cpu").process([small, huge])
-    got = get_image_features(out.items, 2, device="cpu", policy=RELEASED, patch_size=cfg.patch_size)
-    want = get_image_features(eager.items, 2, device="cpu", policy=RELEASED, patch_size=cfg.patch_size)
+    got = get_image_features(out.items, 2, config=cfg, device="cpu", policy=RELEASED)
+    want = get_image_features(eager.items, 2, config=cfg, device="cpu", policy=RELEASED)
     assert torch.equal(got.features.view(torch.int16), want.features.view(torch.int16))
 
 

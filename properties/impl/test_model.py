@@ -1,4 +1,4 @@
-"""Owner-side materialization (SPEC 6) and the vision-DP flow (SPEC 7) under each consumer policy."""
+"""Owner-side materialization (semantics §6) and the vision-DP flow (semantics §7) under each consumer policy."""
 
 from __future__ import annotations
 
@@ -35,21 +35,21 @@ def _items(policy: Policy, defer: bool, imgs: list[torch.Tensor] | None = None) 
 
 def _eager_per_image(policy: Policy) -> list[torch.Tensor]:
     items = _items(policy, defer=False)
-    return [materialize(items, [i], device="cpu", policy=policy) for i in range(len(items))]
+    return [materialize(items, [i], config=K3ISH, device="cpu", policy=policy) for i in range(len(items))]
 
 
 def test_pr_rejects_mixed_batches() -> None:
     """PR #33921: an owner selection mixing deferred and eager items raises the upstream ValueError."""
     d, e = _items(PR_33921, True), _items(PR_33921, False)
     with pytest.raises(ValueError, match="cannot mix deferred and preprocessed image features"):
-        materialize([d[0], e[1], d[2]], [0, 1, 2], device="cpu", policy=PR_33921)
+        materialize([d[0], e[1], d[2]], [0, 1, 2], config=K3ISH, device="cpu", policy=PR_33921)
 
 
 def test_released_accepts_mixed_batches_equal_to_all_eager() -> None:
     """Released: a mixed selection materializes, BF16 bitwise equal to the all-eager features."""
     d, e = _items(RELEASED, True), _items(RELEASED, False)
     mixed = [d[0], e[1], d[2]]
-    got = materialize(mixed, [2, 0, 1], device="cpu", policy=RELEASED)
+    got = materialize(mixed, [2, 0, 1], config=K3ISH, device="cpu", policy=RELEASED)
     want = torch.cat([_eager_per_image(RELEASED)[i] for i in (2, 0, 1)])
     assert torch.equal(bf16_bits(got), bf16_bits(want))
 
@@ -60,10 +60,10 @@ def test_interim_local_grid_bug_and_released_fix() -> None:
     owners = assign_owners([int(item_grid(it).prod()) for it in items], 2)
     assert owners == [[0], [1, 2]]
     with pytest.raises(ValueError, match="produced wrong grids"):
-        materialize(items, owners[1], device="cpu", policy=INTERIM_3D3194F)
+        materialize(items, owners[1], config=K3ISH, device="cpu", policy=INTERIM_3D3194F)
     with pytest.raises(ValueError, match="produced wrong grids"):
-        get_image_features(items, 2, device="cpu", policy=INTERIM_3D3194F)
-    released = get_image_features(_items(RELEASED, True), 2, device="cpu", policy=RELEASED)
+        get_image_features(items, 2, config=K3ISH, device="cpu", policy=INTERIM_3D3194F)
+    released = get_image_features(_items(RELEASED, True), 2, config=K3ISH, device="cpu", policy=RELEASED)
     want = torch.cat(_eager_per_image(RELEASED))
     assert torch.equal(bf16_bits(released.features), bf16_bits(want))
 
@@ -78,9 +78,9 @@ def test_any_owner_subset_in_any_order(policy: Policy, order: list[int], k: int)
     grids = [item_grid(it)[0].tolist() for it in items]
     if policy.grid_check == "local" and [grids[p] for p in range(k)] != [grids[i] for i in idxs]:
         with pytest.raises(ValueError, match="produced wrong grids"):
-            materialize(items, idxs, device="cpu", policy=policy)
+            materialize(items, idxs, config=K3ISH, device="cpu", policy=policy)
         return
-    got = materialize(items, idxs, device="cpu", policy=policy)
+    got = materialize(items, idxs, config=K3ISH, device="cpu", policy=policy)
     want = torch.cat([_eager_per_image(RELEASED)[i] for i in idxs])
     assert torch.equal(bf16_bits(got), bf16_bits(want))
 
@@ -90,7 +90,7 @@ def test_non_tensor_feature_is_a_type_error() -> None:
     items = [MultimodalItem(feature=[1.0, 2.0], model_specific_data={"image_grid_thw": torch.tensor([[1, 1, 1]])})]
     for policy in (PR_33921, RELEASED):
         with pytest.raises(TypeError, match="must be a torch.Tensor"):
-            materialize(items, [0], device="cpu", policy=policy)
+            materialize(items, [0], config=K3ISH, device="cpu", policy=policy)
 
 
 def test_pr_uses_the_first_items_config() -> None:
@@ -100,10 +100,10 @@ def test_pr_uses_the_first_items_config() -> None:
     black = Processor(K3ISH.with_(background=BackgroundConfig("black")), cuda_available=True, device="cpu")
     w_items, b_items = white.process(imgs).items, black.process(imgs).items
     mixed = [w_items[0], b_items[1]]
-    got = materialize(mixed, [0, 1], device="cpu", policy=PR_33921)
-    all_white = materialize(w_items, [0, 1], device="cpu", policy=PR_33921)
+    got = materialize(mixed, [0, 1], config=K3ISH, device="cpu", policy=PR_33921)
+    all_white = materialize(w_items, [0, 1], config=K3ISH, device="cpu", policy=PR_33921)
     assert torch.equal(bf16_bits(got), bf16_bits(all_white))
-    own = materialize(b_items, [1], device="cpu", policy=PR_33921)
+    own = materialize(b_items, [1], config=K3ISH, device="cpu", policy=PR_33921)
     assert not torch.equal(bf16_bits(got[4:]), bf16_bits(own))  # image 1 lost its own (black) background
 
 
@@ -112,8 +112,8 @@ def test_vision_dp_restores_request_order(ranks: int) -> None:
     """Features come back in request order whatever the owner split, and each image is preprocessed once."""
     imgs = _images([(3, 84, 84), (3, 28, 28), (4, 56, 56), (3, 56, 28), (3, 28, 56)], seed=5)
     items = _items(RELEASED, True, imgs)
-    res = get_image_features(items, ranks, device="cpu", policy=RELEASED)
-    want = torch.cat([materialize(items, [i], device="cpu", policy=RELEASED) for i in range(len(items))])
+    res = get_image_features(items, ranks, config=K3ISH, device="cpu", policy=RELEASED)
+    want = torch.cat([materialize(items, [i], config=K3ISH, device="cpu", policy=RELEASED) for i in range(len(items))])
     assert torch.equal(bf16_bits(res.features), bf16_bits(want))
     assert sorted(i for r in res.ranks for i in r.owned) == list(range(len(items)))
     assert sum(r.log.preprocess_calls for r in res.ranks) == sum(1 for r in res.ranks if r.owned)
@@ -122,11 +122,5 @@ def test_vision_dp_restores_request_order(ranks: int) -> None:
 def test_empty_selection_and_request() -> None:
     """No owned images: an empty (0, 3, p, p) BF16 tensor; an empty request gives empty features."""
     items = _items(RELEASED, True)
-    assert tuple(materialize(items, [], device="cpu", policy=RELEASED, patch_size=14).shape) == (0, 3, 14, 14)
-    assert get_image_features([], 2, device="cpu").features.shape[0] == 0
-
-
-def test_bad_owner_index() -> None:
-    """An owner index outside the request is a ValueError naming it."""
-    with pytest.raises(ValueError, match=r"owner_indices\[0\]=7"):
-        materialize(_items(RELEASED, True), [7], device="cpu", policy=RELEASED)
+    assert tuple(materialize(items, [], config=K3ISH, device="cpu", policy=RELEASED).shape) == (0, 3, 14, 14)
+    assert get_image_features([], 2, config=K3ISH, device="cpu").features.shape[0] == 0

@@ -92,8 +92,8 @@ def _eager_vs_deferred(imgs: list, cfg: PreprocessConfig, ranks: int, policy: Po
     assert deferred.deferred in (True, [True] * len(imgs)), "precondition: the gate must defer these images"
     e_items = deliver(eager.items, "cpu", ranks, policy).rank_items[0]
     d_items = deliver(deferred.items, "cpu", ranks, policy).rank_items[0]
-    e = get_image_features(e_items, ranks, device=device, policy=policy, patch_size=cfg.patch_size)
-    d = get_image_features(d_items, ranks, device=device, policy=policy, patch_size=cfg.patch_size)
+    e = get_image_features(e_items, ranks, config=cfg, device=device, policy=policy)
+    d = get_image_features(d_items, ranks, config=cfg, device=device, policy=policy)
     assert e.features.dtype == d.features.dtype == torch.bfloat16
     assert torch.equal(bf16_bits(e.features), bf16_bits(d.features))
     assert sum(r.log.images_preprocessed for r in d.ranks) == len(imgs)  # each image preprocessed once, by its owner
@@ -117,7 +117,7 @@ def test_eager_equals_deferred_multi_image_across_owners(ranks: int, policy: Pol
 
 def test_device_matches_cpu_up_to_explained_elements(device: str) -> None:
     """The device pipeline equals the CPU one except composite elements where CUDA's reciprocal alpha moves
-    the floor by one level and resize elements within float noise of a .5 tie (SPEC 3.3, 3.4)."""
+    the floor by one level and resize elements within float noise of a .5 tie (semantics §3.3, §3.4)."""
     imgs = [CASES[c]()[0] for c in ("rgb", "rgba", "grayscale-L", "palette-alpha", "la")]
     cfg = DEFER_CFG
     cpu_pv, cpu_g = preprocess(imgs, cfg, device="cpu")
@@ -163,7 +163,7 @@ def _check_against_reference(imgs: list, cfg: PreprocessConfig, device: str) -> 
     resample = reference_module("resample")
     background = reference_module("background")
     normalize = reference_module("normalize")
-    arithmetic = "cuda" if device == "cuda" else "cpu"  # SPEC 3.4: CUDA divides by multiplying with 1/255
+    arithmetic = "cuda" if device == "cuda" else "cpu"  # semantics §3.4: CUDA divides by multiplying with 1/255
     pv, grids = preprocess(imgs, cfg, device=device)
     ref_pv, ref_grids = pipeline.preprocess(imgs, cfg, arithmetic=arithmetic, fused=True)
     assert np.array_equal(grids.numpy(), np.asarray(ref_grids))
@@ -198,7 +198,7 @@ def test_matches_reference_pipeline_on_device(bg_name: str, device: str) -> None
 
 def test_pre_pr_eager_composites_rgb_transparency() -> None:
     """PRE_PR's eager path keys out an RGB image's transparency colour (composited over the background);
-    the PR's does not: it equals the same pixels with no key at all (SPEC 3.1, facts claim C2)."""
+    the PR's does not: it equals the same pixels with no key at all (semantics §3.1, claim C2 (semantics §3.1))."""
     img = corpus_image("libpng-pngsuite-ftbrn2c08.png")
     assert img.mode == "RGB" and "transparency" in img.info
     cfg = DEFER_CFG.with_(background=BACKGROUNDS["white"])

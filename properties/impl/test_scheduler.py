@@ -1,4 +1,4 @@
-"""Scheduler placement (facts 9): the skip whitelist, and that only the owner copies features to its device."""
+"""Scheduler placement (semantics §15.5): the skip whitelist, and that only the owner copies features to its device."""
 
 from __future__ import annotations
 
@@ -28,7 +28,7 @@ class LlavaForConditionalGeneration:
 
 def test_whitelist_by_class_and_function_name() -> None:
     """Bound get_image_feature of a whitelisted class name skips the move; anything else does not."""
-    assert can_skip_pre_embed_feature_move(KimiK3ForConditionalGeneration("cpu").get_image_feature)
+    assert can_skip_pre_embed_feature_move(KimiK3ForConditionalGeneration(small_config(), "cpu").get_image_feature)
     assert can_skip_pre_embed_feature_move(KimiK25ForConditionalGeneration().get_image_feature)
     assert not can_skip_pre_embed_feature_move(KimiK25ForConditionalGeneration().get_audio_feature)
     assert not can_skip_pre_embed_feature_move(LlavaForConditionalGeneration().get_image_feature)
@@ -61,7 +61,7 @@ def _request(ranks: int):
 def test_only_owner_copies_when_whitelisted(ranks: int) -> None:
     """Whitelisted (the PR): each rank copies exactly its own images, once; the group copies each image once."""
     items, cfg = _request(ranks)
-    res = get_image_features(items, ranks, device="cpu", patch_size=cfg.patch_size)
+    res = get_image_features(items, ranks, config=cfg, device="cpu")
     for r in res.ranks:
         assert r.log.h2d_copies == len(r.owned) == r.log.images_preprocessed
     assert sum(r.log.h2d_copies for r in res.ranks) == len(items)
@@ -71,7 +71,7 @@ def test_only_owner_copies_when_whitelisted(ranks: int) -> None:
 def test_every_rank_copies_everything_when_not_whitelisted(ranks: int) -> None:
     """Not whitelisted: every rank moves every item first, so H2D copies = n per rank and n * ranks overall."""
     items, cfg = _request(ranks)
-    res = get_image_features(items, ranks, device="cpu", patch_size=cfg.patch_size, skip_move=False)
+    res = get_image_features(items, ranks, config=cfg, device="cpu", skip_move=False)
     for r in res.ranks:
         assert r.log.h2d_copies == len(items)
         assert r.log.images_preprocessed == len(r.owned)
@@ -79,7 +79,7 @@ def test_every_rank_copies_everything_when_not_whitelisted(ranks: int) -> None:
 
 def test_pre_pr_whitelist_lacks_kimi_k3() -> None:
     """Before the PR the whitelist did not name Kimi-K3: its get_image_feature is not skipped under PRE_PR."""
-    fn = KimiK3ForConditionalGeneration("cpu", PRE_PR).get_image_feature
+    fn = KimiK3ForConditionalGeneration(small_config(), "cpu", PRE_PR).get_image_feature
     assert not can_skip_pre_embed_feature_move(fn, PRE_PR)
     assert can_skip_pre_embed_feature_move(fn, PR_33921)
     assert can_skip_pre_embed_feature_move(KimiK25ForConditionalGeneration().get_image_feature, PRE_PR)
@@ -94,5 +94,5 @@ def test_pre_pr_every_rank_copies_everything(ranks: int) -> None:
     out = Processor(cfg, policy=PRE_PR, cuda_available=True, device="cpu").process(imgs)
     assert out.deferred is False
     items = deliver(out.items, "cpu", ranks).rank_items[0]
-    res = get_image_features(items, ranks, device="cpu", policy=PRE_PR, patch_size=cfg.patch_size)
+    res = get_image_features(items, ranks, config=cfg, device="cpu", policy=PRE_PR)
     assert [r.log.h2d_copies for r in res.ranks] == [len(items)] * ranks

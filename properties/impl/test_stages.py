@@ -1,4 +1,4 @@
-"""impl's pipeline steps one by one: staging, resize, compositing, normalization, patchify (SPEC 3.1-3.5)."""
+"""impl's pipeline steps one by one: staging, resize, compositing, normalization, patchify (semantics §3.1-§3.5)."""
 
 from __future__ import annotations
 
@@ -15,7 +15,7 @@ from impl.resize import resize_bicubic_if_needed, resize_sub_batch
 from impl.staging import image_dimensions, raw_channels, to_chw_uint8, to_eager_chw
 from properties.impl_support import BACKGROUNDS, chw_tensors, reference_module
 
-# --- staging (SPEC 3.1) -------------------------------------------------------------------------
+# --- staging (semantics §3.1) -------------------------------------------------------------------------
 
 
 def _pil(mode: str, h: int = 5, w: int = 7, **info: object) -> Image.Image:
@@ -45,7 +45,7 @@ def _pil(mode: str, h: int = 5, w: int = 7, **info: object) -> Image.Image:
     ],
 )
 def test_pil_staging_channels(mode: str, info: dict, channels: int) -> None:
-    """A PIL image stages to 4 channels iff it has alpha by SPEC 3.1's predicate, else 3, in CHW order."""
+    """A PIL image stages to 4 channels iff it has alpha by semantics §3.1's predicate, else 3, in CHW order."""
     img = _pil(mode, **info)
     x = to_chw_uint8(img)
     assert x.dtype == torch.uint8 and tuple(x.shape) == (channels, 5, 7)
@@ -80,14 +80,14 @@ def test_eager_stager_accepts_float_tensor() -> None:
 
 
 def test_dimensions_read_tensor_as_chw() -> None:
-    """Tensor width = shape[2], height = shape[1]; a 2-D tensor raises IndexError (facts 5.1 caveat)."""
+    """Tensor width = shape[2], height = shape[1]; a 2-D tensor raises IndexError (semantics §4.1 caveat)."""
     assert image_dimensions(torch.zeros(3, 5, 7, dtype=torch.uint8)) == (7, 5)
     assert image_dimensions(torch.zeros(5, 7, 3, dtype=torch.uint8)) == (3, 7)  # HWC misread
     with pytest.raises(IndexError):
         image_dimensions(torch.zeros(5, 7, dtype=torch.uint8))
 
 
-# --- resize (SPEC 3.3) --------------------------------------------------------------------------
+# --- resize (semantics §3.3) --------------------------------------------------------------------------
 
 
 def test_resize_noop_is_a_dtype_cast(device: str) -> None:
@@ -113,7 +113,7 @@ def test_resize_output_is_integer_levels(x: torch.Tensor, oh: int, ow: int) -> N
 
 
 def test_batched_resize_equals_per_image(device: str) -> None:
-    """SGLang's batching test shapes: a same-shape batch resizes bitwise like each image alone (facts 13.8)."""
+    """SGLang's batching test shapes: a same-shape batch resizes bitwise like each image alone (semantics §14.6)."""
     gen = torch.Generator().manual_seed(1)
     imgs = [torch.randint(0, 256, (3, 32, 24), dtype=torch.uint8, generator=gen).to(device) for _ in range(2)]
     batch = resize_sub_batch(imgs, 16, 12)
@@ -158,11 +158,11 @@ def test_torch_cpu_width_one_defect() -> None:
         plain = torch.nn.functional.interpolate(x, size=(3, 1), mode="bicubic", align_corners=False, antialias=True)
         assert plain.flatten().unique().numel() == 1
     x = torch.arange(8, dtype=torch.float32).view(1, 1, 8, 1) * 10
-    # The separable filter of facts 2 by hand: scale 8/3, support 16/3, rows 8.96, 35.0, 61.04 -> 9, 35, 61.
+    # The separable filter of semantics §13.1 by hand: scale 8/3, support 16/3, rows 8.96, 35.0, 61.04 -> 9, 35, 61.
     assert resize_bicubic_if_needed(x, 3, 1).flatten().tolist() == [9.0, 35.0, 61.0]
 
 
-# --- compositing (SPEC 3.4) ---------------------------------------------------------------------
+# --- compositing (semantics §3.4) ---------------------------------------------------------------------
 
 
 def _composite_numpy(rgb: np.ndarray, a: np.ndarray, bg: np.ndarray, device: str) -> np.ndarray:
@@ -221,7 +221,7 @@ def test_composite_matches_reference(x: torch.Tensor, bg_name: str) -> None:
     assert np.array_equal(got, np.asarray(want))
 
 
-# --- normalization and patchify (SPEC 3.5) ------------------------------------------------------
+# --- normalization and patchify (semantics §3.5) ------------------------------------------------------
 
 
 def test_normalization_constants() -> None:
@@ -248,7 +248,7 @@ def test_addcmul_is_a_fused_multiply_add(mean: tuple, std: tuple, device: str) -
 
 @given(st.integers(1, 4), st.integers(1, 3), st.integers(1, 3), st.integers(0, 2**32 - 1))
 def test_patchify_is_the_checkpoint_permutation(p: int, gh: int, gw: int, seed: int) -> None:
-    """Patch layout equals the checkpoint's reshape(H/p,p,W/p,p,C).transpose(0,2,4,1,3) (facts 13.5)."""
+    """Patch layout equals the checkpoint's reshape(H/p,p,W/p,p,C).transpose(0,2,4,1,3) (semantics §14.5)."""
     x = np.random.default_rng(seed).random((3, gh * p, gw * p), dtype=np.float32)
     got = patchify(torch.from_numpy(x)[None], p)[0].numpy()
     hwc = x.transpose(1, 2, 0)

@@ -41,7 +41,7 @@ def _i16() -> Image.Image:
     return Image.fromarray(np.full((5, 6), 1000, np.uint16))
 
 
-# (id, input, exception type, message fragment): every input class SPEC 3.1 / 4 shows being misread.
+# (id, input, exception type, message fragment): every input class semantics §3.1 / §4 shows being misread.
 BAD_INPUTS = [
     ("float-tensor", lambda: torch.rand(3, 8, 8), ValueError, "dtype torch.float32"),
     ("2d-tensor", lambda: _u8(8, 8), ValueError, "expected 3 dims"),
@@ -114,7 +114,7 @@ def test_pr_hwc_tensor_staged_as_chw() -> None:
     out = _pr().process([_u8(32, 32, 3)])
     assert out.deferred is True
     assert out.items[0].model_specific_data["image_grid_thw"].tolist() == [[1, 4, 2]]  # a 32x32 image is [1, 4, 4]
-    feats = materialize(out.items, [0], device="cpu", policy=PR_33921)
+    feats = materialize(out.items, [0], config=K3, device="cpu", policy=PR_33921)
     assert tuple(feats.shape) == (8, 3, 14, 14)
 
 
@@ -128,7 +128,7 @@ def test_pr_five_channels_composited_as_garbage() -> None:
     """PR: a 5-channel tensor is staged unchecked; channel 3 is taken as alpha and the result materializes."""
     out = _pr().process([_u8(5, 8, 8)])
     assert out.deferred is True
-    assert tuple(materialize(out.items, [0], device="cpu").shape) == (4, 3, 14, 14)
+    assert tuple(materialize(out.items, [0], config=K3, device="cpu").shape) == (4, 3, 14, 14)
 
 
 def test_pr_premultiplied_alpha_dropped() -> None:

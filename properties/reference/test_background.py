@@ -1,4 +1,4 @@
-"""Transparent-background compositing (SPEC 3.4): patterns, the exhaustive float32 table, CPU vs CUDA arithmetic."""
+"""Transparent-background compositing (semantics §3.4): patterns, the exhaustive float32 table, CPU vs CUDA arithmetic."""
 
 from __future__ import annotations
 
@@ -72,7 +72,7 @@ def test_alpha_fraction_matches_independent_derivation() -> None:
 
 
 def test_cpu_cuda_flip_counts_match_the_facts() -> None:
-    """126 of 256 alpha levels differ between the arithmetics; 669 composited values flip over the 5 levels (facts)."""
+    """126 of 256 alpha levels differ between the arithmetics; 669 composited values flip over the 5 levels (semantics §14.8)."""
     assert int((alpha_table("cpu") != alpha_table("cuda")).sum()) == 126
     A, C = full_grid()
     x = np.stack([C, C, C, A])

@@ -128,7 +128,7 @@ def test_corpus_is_present() -> None:
 
 
 def test_hand_computed_vectors() -> None:
-    """The per-pixel rules of anchors.md section 3 on hand-picked values."""
+    """The per-pixel rules of semantics §13.5 on hand-picked values."""
     f = Image.frombytes("F", (5, 1), np.array([1.9, -0.5, 254.9, 300.0, np.nan], dtype="<f4").tobytes())
     assert to_rgb(f)[0, :, 0].tolist() == [1, 0, 254, 255, 0]  # truncation, clipping, NaN -> 0
     i16 = Image.frombytes("I;16", (3, 1), np.array([255, 256, 4660], dtype="<u2").tobytes())

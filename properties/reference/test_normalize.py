@@ -1,4 +1,4 @@
-"""Pad, normalize and patchify (SPEC 3.5): constants, rounding forms, torch parity and the patch layout."""
+"""Pad, normalize and patchify (semantics §3.5): constants, rounding forms, torch parity and the patch layout."""
 
 from __future__ import annotations
 
@@ -35,7 +35,7 @@ def nearest_f32(q: Fraction) -> np.float32:
 
 
 def test_k3_constants_match_the_facts() -> None:
-    """mean = std = 0.5 gives scale f32(1/127.5) = 0.007843137718737125 and bias -1.0 (facts 4.1)."""
+    """mean = std = 0.5 gives scale f32(1/127.5) = 0.007843137718737125 and bias -1.0 (semantics §3.5)."""
     scale, bias = scale_bias((0.5,) * 3, (0.5,) * 3)
     assert scale.dtype == np.float32 and bias.dtype == np.float32
     assert scale.tolist() == [0.007843137718737125] * 3 and bias.tolist() == [-1.0] * 3
@@ -93,7 +93,7 @@ def test_eager_equals_torch_eager(mean: tuple, std: tuple) -> None:
 
 @given(means, stds)
 def test_checkpoint_equals_its_numpy_recipe(mean: tuple, std: tuple) -> None:
-    """normalize_checkpoint equals the checkpoint's in-place NumPy steps (facts 4.5)."""
+    """normalize_checkpoint equals the checkpoint's in-place NumPy steps (semantics §11.3)."""
     x = (np.arange(256) / 255.0).astype(np.float32)[None, :].repeat(3, 0)  # (3, 256) HWC-like per channel
     x = x.T.copy()  # (256, 3): channels last, as the checkpoint's HWC array
     x -= np.array(mean)

@@ -1,6 +1,6 @@
-"""The oracle end to end (SPEC 3): stage-by-stage against upstream's torch steps, order, subsets, corpus.
+"""The oracle end to end (semantics §3): stage-by-stage against upstream's torch steps, order, subsets, corpus.
 
-The torch steps below restate SPEC 3 in torch (interpolate -> round -> clamp,
+The torch steps below restate semantics §3 in torch (interpolate -> round -> clamp,
 the four-kernel composite, pad, addcmul, view/permute); they are the
 *comparison*, the reference never imports torch (checked in a subprocess).
 """
@@ -48,7 +48,7 @@ def test_reference_never_imports_torch() -> None:
 
 
 def torch_owner_steps(resized: torch.Tensor, config: PreprocessConfig, rc) -> torch.Tensor:
-    """SPEC 3.4 + 3.5 in torch on CPU, after the resize: composite, pad, addcmul, patchify."""
+    """semantics §3.4 + 3.5 in torch on CPU, after the resize: composite, pad, addcmul, patchify."""
     x = resized
     if x.shape[1] == 4:
         if config.background is None:

@@ -17,7 +17,7 @@ TINY = PreprocessConfig(patch_size=1, merge_kernel_size=1, in_patch_limit=4, pat
 
 def test_tiny_grid_by_hand() -> None:
     """On 1..5 x 1..5 RGB under TINY: 18 sizes defer, 3 ties ((4,2),(2,4),(4,4)), 5 flips each way."""
-    # Worked by hand from SPEC 3.2/4: (4,4): s1 = sqrt(4/16) = 0.5 -> 2x2, processed 12*4 = 48 = raw 3*16 (tie, defers);
+    # Worked by hand from semantics §3.2/§4: (4,4): s1 = sqrt(4/16) = 0.5 -> 2x2, processed 12*4 = 48 = raw 3*16 (tie, defers);
     # (4,3): s1 = sqrt(4/12) -> 2x1, processed 24 < raw 36 (eager); (5,5): 2x2, 48 < 75 (eager).
     scan = sweeps.scan_decisions(TINY, 3, max_side=5)
     assert scan.counters() == {"sizes": 25, "deferring": 18, "ties": 3, "flips_width": 5, "flips_height": 5}
@@ -80,7 +80,7 @@ configs = st.builds(
 @given(cfg=configs, channels=st.sampled_from([3, 4]), n=st.integers(2, 14), chunk=st.integers(1, 6))
 @example(cfg=TINY, channels=3, n=5, chunk=2)
 def test_scan_matches_brute_force(cfg: PreprocessConfig, channels: int, n: int, chunk: int) -> None:
-    """The chunked vectorized scan counts exactly what a per-size loop over SPEC 3.2/4 counts, for any chunk size."""
+    """The chunked vectorized scan counts exactly what a per-size loop over semantics §3.2/§4 counts, for any chunk size."""
     assert sweeps.scan_decisions(cfg, channels, max_side=n, chunk_rows=chunk).counters() == _brute_force(
         cfg, channels, n
     )

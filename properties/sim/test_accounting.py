@@ -1,4 +1,4 @@
-"""Accounting identities of sim.accounting, derived from SPEC 1, 4, 7 and facts 7.5 / 9."""
+"""Accounting identities of sim.accounting, derived from semantics §1, §4, §7 and semantics §15.2 / §15.5."""
 
 from __future__ import annotations
 
@@ -93,7 +93,7 @@ def test_eager_preprocesses_once_in_the_producer(wl: Workload, topo: Topology) -
 
 @given(wl=workloads(min_images=1), topo=topologies(transports=("cuda_ipc", "fabric")))
 def test_ipc_transports_never_defer_and_only_readers_copy(wl: Workload, topo: Topology) -> None:
-    """cuda_ipc / fabric: nothing defers, nothing is serialized, and only reconstructing ranks copy (SPEC 4, 8)."""
+    """cuda_ipc / fabric: nothing defers, nothing is serialized, and only reconstructing ranks copy (semantics §4, §8)."""
     led = account(wl, topo, PR_33921, CFG, CM, gate_mode="always")
     assert not led.deferred.any()
     assert led.serialized_bytes.sum() == 0
@@ -108,7 +108,7 @@ def test_ipc_transports_never_defer_and_only_readers_copy(wl: Workload, topo: To
 
 @given(wl=workloads(min_images=1), topo=topologies(epd=True))
 def test_epd_owner_only_came_with_418975b(wl: Workload, topo: Topology) -> None:
-    """EPD: at the PR every encoder rank preprocesses every image; from 418975ba6 on, only the owner (facts 7.6)."""
+    """EPD: at the PR every encoder rank preprocesses every image; from 418975ba6 on, only the owner (semantics §15.3)."""
     pr = account(wl, topo, PR_33921, CFG, CM)
     later = account(wl, topo, INTERIM_418975B, CFG, CM)
     e = topo.epd_encoders
@@ -138,7 +138,7 @@ def test_vit_patches_and_padding_are_conserved(wl: Workload, topo: Topology) -> 
 
 
 def test_payload_formulas_on_hand_cases() -> None:
-    """SPEC 4 / facts 1.4 by hand: 32x32 RGB ships 3*32*32 raw vs 3*56*56*4 FP32; 1536x1024 pads to 1540x1036."""
+    """semantics §4 / semantics §3.2 by hand: 32x32 RGB ships 3*32*32 raw vs 3*56*56*4 FP32; 1536x1024 pads to 1540x1036."""
     wl = Workload.from_requests([[(32, 32, 3)], [(1536, 1024, 3)], [(1536, 1024, 4)]])
     led = account(wl, Topology(tp_size=1), PR_33921, CFG, CM)
     assert led.raw_bytes.tolist() == [3 * 32 * 32, 3 * 1536 * 1024, 4 * 1536 * 1024]

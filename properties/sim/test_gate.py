@@ -1,4 +1,4 @@
-"""The workload-level gate (sim.gate) against SPEC 4 evaluated request by request with scalar reference code."""
+"""The workload-level gate (sim.gate) against semantics §4 evaluated request by request with scalar reference code."""
 
 from __future__ import annotations
 
@@ -17,7 +17,7 @@ CONFIGS = ["kimi-k3", "kimi-k2.5", "sglang-unit-4096", "sglang-gate-test-l1"]
 
 
 def _spec4_request(images: list[tuple[int, int, int]], cfg) -> bool:
-    """SPEC 4 by hand: sum C*W*H against sum 3*Hp*Wp*4 over the request; ties defer."""
+    """semantics §4 by hand: sum C*W*H against sum 3*Hp*Wp*4 over the request; ties defer."""
     raw = processed = 0
     for w, h, c in images:
         rc = resize_config(w, h, cfg)
@@ -31,7 +31,7 @@ def _spec4_request(images: list[tuple[int, int, int]], cfg) -> bool:
     wl=Workload.from_requests([[(7169, 7169, 3)], [(7170, 7170, 3)], [(4000, 4000, 3), (32, 32, 3)]]), name="kimi-k3"
 )
 def test_request_gate_matches_spec4(wl: Workload, name: str) -> None:
-    """``pr`` mode: every image of a request gets the request's SPEC 4 decision; ``per-image`` each its own."""
+    """``pr`` mode: every image of a request gets the request's semantics §4 decision; ``per-image`` each its own."""
     cfg = profile(name)
     pr = decide(wl.width, wl.height, wl.channels, wl.offsets, cfg, "pr")
     per = decide(wl.width, wl.height, wl.channels, wl.offsets, cfg, "per-image")

@@ -1,6 +1,6 @@
-"""IPC acknowledgement verdicts (claim C9, SPEC 8): expectations derived from the SPEC, checked by sim.ipc.
+"""IPC acknowledgement verdicts (claim C9, semantics §8): expectations derived from the semantics, checked by sim.ipc.
 
-Derivation (SPEC 8, facts 7.4), with vision DP on and the owner the only reader:
+Derivation (semantics §8.2), with vision DP on and the owner the only reader:
 
 * K_c is ``tp_size`` under PR_33921 and INTERIM_418975B (configured = live TP
   size here) and ``tp_size // attn_dp_size`` under RELEASED; with the clamp it
@@ -46,7 +46,7 @@ def all_verdicts() -> list[dict]:
 
 
 def test_every_verdict_matches_the_spec(all_verdicts: list[dict]) -> None:
-    """Each (policy, assumptions, property) verdict and smallest topology is the SPEC-derived one."""
+    """Each (policy, assumptions, property) verdict and smallest topology is the semantics-derived one."""
     policies = {p.name: p for p in (PR_33921, INTERIM_418975B, RELEASED)}
     grids = {name: {a.describe(): a for a in assumption_grid(p)} for name, p in policies.items()}
     assert len(all_verdicts) == sum(len(g) for g in grids.values()) * 3
@@ -83,7 +83,7 @@ TestReleasedLiveness.settings = settings(stateful_step_count=12)
 
 
 def test_generation_pool_rejects_counts_outside_one_or_all() -> None:
-    """SPEC 8: K_c must be 1 or K_p; anything else is an error."""
+    """semantics §8: K_c must be 1 or K_p; anything else is an error."""
     pool = GenerationPool(1)
     pool.publish(0, 4, {0})
     with pytest.raises(InvalidAck, match="2/4"):

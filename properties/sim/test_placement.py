@@ -46,7 +46,7 @@ def test_round_robin_hand_case() -> None:
 
 
 def test_lpt_is_not_optimal_on_the_classic_case() -> None:
-    """[3,3,2,2,2] on 2 ranks: LPT reaches 7, the optimum 6 (anchors 4)."""
+    """[3,3,2,2,2] on 2 ranks: LPT reaches 7, the optimum 6 (semantics §7.2)."""
     lpt = assign("lpt-patches", [3, 3, 2, 2, 2], [3, 3, 2, 2, 2], 2)
     assert max(rank_loads(lpt, [3, 3, 2, 2, 2])) == 7
     best = optimal([3, 3, 2, 2, 2], 2)
@@ -54,7 +54,7 @@ def test_lpt_is_not_optimal_on_the_classic_case() -> None:
 
 
 def test_lpt_patches_is_upstream() -> None:
-    """``lpt-patches`` is impl's upstream rule: SPEC 7's worked case [1000,100,200,50] -> [[0],[2,1,3]]."""
+    """``lpt-patches`` is impl's upstream rule: semantics §7's worked case [1000,100,200,50] -> [[0],[2,1,3]]."""
     assert assign("lpt-patches", [1000, 100, 200, 50], [0, 0, 0, 0], 2) == [[0], [2, 1, 3]]
 
 

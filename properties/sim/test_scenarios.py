@@ -141,7 +141,7 @@ def test_shipped_cost_profile_states_a_source_for_every_constant() -> None:
 
 
 def test_anchor_comparison_rows() -> None:
-    """Model vs the PR's numbers (SPEC 9): every anchor is present, finite, and its direction flag is consistent."""
+    """Model vs the PR's numbers (semantics §9): every anchor is present, finite, and its direction flag is consistent."""
     from sim.anchors import compare
 
     rows = compare(n_requests=200)

@@ -56,7 +56,7 @@ def test_docs_and_4k_sizes() -> None:
 
 
 def test_has_alpha_rule() -> None:
-    """SPEC 3.1: RGB with a transparency key stays 3 channels; P/L with transparency and LA/RGBA become 4."""
+    """semantics §3.1: RGB with a transparency key stays 3 channels; P/L with transparency and LA/RGBA become 4."""
     assert not has_alpha("RGB", False, "tuple")
     assert has_alpha("P", False, "int") and has_alpha("L", False, "int")
     assert has_alpha("LA", True, "none") and has_alpha("RGBA", True, "none")
