@@ -1,7 +1,8 @@
 """The ``deferlab`` command line: ``report``, ``sweep``, ``sim``, ``bench``, ``claims``, ``baseline``.
 
 Exit codes: 0 success / no regression, 1 a regression (or a part that failed
-when run alone), 2 bad usage. Every argument is checked before any work
+when run alone), 2 bad usage, 3 a report was written but one of its steps
+failed (``reports.runner.exit_status``). Every argument is checked before any work
 starts, and a bad one gets a message naming the option, the value and what
 is accepted.
 """

@@ -196,8 +196,25 @@ def collect(opts: ReportOptions, runner: StepRunner, stage: Path) -> dict[str, A
     }
 
 
+EXIT_OK, EXIT_REGRESSION, EXIT_USAGE, EXIT_STEP_FAILED = 0, 1, 2, 3
+
+
+def exit_status(report: dict[str, Any]) -> int:
+    """0: clean; 1: a regression against the baseline; 3: no regression, but a step failed.
+
+    A failed step never passes for a clean report: its part of the report is
+    missing or partial, so the run must not exit 0 (the report is still
+    written, with the step and its error listed).
+    """
+    if report["regressions"]:
+        return EXIT_REGRESSION
+    if any(s["status"] == "failed" for s in report["steps"]):
+        return EXIT_STEP_FAILED
+    return EXIT_OK
+
+
 def run_report(opts: ReportOptions, log: TextIO | None = None) -> int:
-    """Build, write and gate one report; returns the exit code (0 clean, 1 regression)."""
+    """Build, write and gate one report; returns the exit code (`exit_status`)."""
     runner = StepRunner(opts.skip, log or sys.stderr)
     baseline = load_baseline(opts.baseline) if opts.baseline is not None else None
     with staged_directory(opts.out) as stage:
@@ -214,7 +231,7 @@ def run_report(opts: ReportOptions, log: TextIO | None = None) -> int:
         runner.say(f"failed steps: {', '.join(failed)}")
     for r in report["regressions"]:
         runner.say(f"REGRESSION {r['kind']} {r['name']}: {r['detail']}")
-    return 1 if report["regressions"] else 0
+    return exit_status(report)
 
 
 def write_report(report: dict[str, Any], directory: Path) -> None:

@@ -148,13 +148,14 @@ def test_interrupt_during_a_step_keeps_previous_report(tmp_path: Path, monkeypat
 
 
 def test_failing_step_is_reported_and_the_run_goes_on(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    """A part that raises is a failed step with its error; later steps still run and the report is written."""
+    """A part that raises is a failed step with its error; later steps still run, the report is written, and the
+    run exits 3 (never 0: a report missing a part is not a clean report)."""
 
     def broken(*a, **k):
         raise ZeroDivisionError("sweeps exploded")
 
     monkeypatch.setattr("reports.sweep_report.collect_sweeps", broken)
-    assert _report(tmp_path, "r") == 0
+    assert _report(tmp_path, "r") == 3
     steps = {s["name"]: s for s in json.loads((tmp_path / "r" / "report.json").read_text())["steps"]}
     assert steps["sweeps"]["status"] == "failed" and "sweeps exploded" in steps["sweeps"]["error"]
     assert steps["claims"]["status"] == "ok"
