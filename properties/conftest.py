@@ -61,12 +61,18 @@ MARKERS = (
 )
 
 
+@pytest.hookimpl(tryfirst=True)
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
-    """Benchmarks run only when ``-m`` asks for them; CUDA tests skip without a device.
+    """``device=cuda`` runs carry the ``cuda`` mark; benchmarks run only when ``-m`` asks; CUDA skips without one.
 
-    Done here rather than in pyproject.toml so the installed suite
-    (``pytest --pyargs properties``, no ini file) behaves as the checkout does.
+    Done here rather than in pyproject.toml so the installed suite (no ini
+    file) behaves as the checkout does; ``tryfirst`` so ``-m cuda`` selects
+    the marks added here.
     """
+    for item in items:
+        spec = getattr(item, "callspec", None)
+        if spec is not None and spec.params.get("device") == "cuda":
+            item.add_marker(pytest.mark.cuda)
     if not config.getoption("markexpr", ""):
         benches = [item for item in items if "bench" in item.keywords]
         if benches:
@@ -80,7 +86,7 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
             item.add_marker(skip)
 
 
-@pytest.fixture(params=["cpu", pytest.param("cuda", marks=pytest.mark.cuda)])
+@pytest.fixture(params=["cpu", "cuda"])
 def device(request: pytest.FixtureRequest) -> str:
     """Run a test on the CPU, and on CUDA too when one is present."""
     return request.param

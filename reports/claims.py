@@ -94,14 +94,23 @@ def _claim_key(cid: str) -> tuple[int, str]:
     return (int(digits) if digits else 10**6, cid)
 
 
+def suite_path() -> Path:
+    """The folder of the ``properties`` package, checkout or installed.
+
+    Given to pytest as a path (not ``--pyargs``) so its conftest is an initial
+    conftest: the xdist controller, which collects nothing, must load the
+    hooks that merge the workers' verdicts.
+    """
+    return Path(_verdicts.__file__).resolve().parent
+
+
 def pytest_command(profile: str, impl: str | None = None) -> list[str]:
     """The property-suite command the report runs (``-n auto`` when pytest-xdist is installed)."""
     cmd = [
         sys.executable,
         "-m",
         "pytest",
-        "--pyargs",
-        "properties",
+        str(suite_path()),
         "-q",
         "-p",
         "no:cacheprovider",
@@ -117,7 +126,7 @@ def pytest_command(profile: str, impl: str | None = None) -> list[str]:
 def run_property_suite(
     profile: str, impl: str | None = None, *, results_dir: Path = RESULTS_DIR, log: Any = sys.stderr
 ) -> int:
-    """Run the installed suite (``pytest --pyargs properties``) in a subprocess, verdicts into ``results_dir``.
+    """Run the suite (checkout or installed, see `suite_path`) in a subprocess, verdicts into ``results_dir``.
 
     Its output goes to ``log``; returns pytest's exit code. Exit 1 (some test
     failed) still leaves a results file; the report reads it and marks the

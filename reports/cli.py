@@ -1,4 +1,4 @@
-"""The ``deferlab`` command line: ``report``, ``sweep``, ``sim``, ``bench``, ``claims``, ``baseline``.
+"""The ``deferlab`` command line: ``report``, ``sweep``, ``sim``, ``bench``, ``test``, ``claims``, ``baseline``.
 
 Exit codes: 0 success / no regression, 1 a regression (or a part that failed
 when run alone), 2 bad usage, 3 a report was written but one of its steps
@@ -70,6 +70,9 @@ def build_parser() -> argparse.ArgumentParser:
     be = sub.add_parser("bench", help="run the pytest-benchmark suites and print their ratios")
     be.add_argument("--json", type=Path, default=Path(".benchmarks/deferlab-bench.json"), help="benchmark JSON path")
     be.add_argument("bench_args", nargs=argparse.REMAINDER, help="extra pytest arguments")
+
+    ts = sub.add_parser("test", help="run the property suite (installed or checkout) with pytest", add_help=False)
+    ts.add_argument("pytest_args", nargs=argparse.REMAINDER)
 
     cl = sub.add_parser("claims", help="print the claim verdict table from a results directory")
     cl.add_argument("--from-results", type=Path, default=claims.RESULTS_DIR, metavar="DIR")
@@ -190,6 +193,14 @@ def _bench(args: argparse.Namespace) -> int:
     return 0 if rc == 0 else 1
 
 
+def _test(args: argparse.Namespace) -> int:
+    """``deferlab test [pytest args]``: the suite wherever the package is installed, from any directory."""
+    import subprocess
+
+    cmd = [sys.executable, "-m", "pytest", str(claims.suite_path()), "-p", "no:cacheprovider", *args.pytest_args]
+    return subprocess.run(cmd, check=False).returncode
+
+
 def _claims(args: argparse.Namespace) -> int:
     try:
         results = claims.load_results(args.from_results)
@@ -218,7 +229,15 @@ def _baseline(args: argparse.Namespace) -> int:
     return 0
 
 
-COMMANDS = {"report": _report, "sweep": _sweep, "sim": _sim, "bench": _bench, "claims": _claims, "baseline": _baseline}
+COMMANDS = {
+    "report": _report,
+    "sweep": _sweep,
+    "sim": _sim,
+    "bench": _bench,
+    "test": _test,
+    "claims": _claims,
+    "baseline": _baseline,
+}
 
 
 def main(argv: Sequence[str] | None = None) -> int:
@@ -226,6 +245,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     argv = list(sys.argv[1:] if argv is None else argv)
     if argv[:1] == ["sim"]:  # everything after `sim` belongs to the simulator's own parser (incl. --help)
         return _sim(argparse.Namespace(sim_args=argv[1:]))
+    if argv[:1] == ["test"]:  # everything after `test` belongs to pytest (incl. --help)
+        return _test(argparse.Namespace(pytest_args=argv[1:]))
     try:
         args = build_parser().parse_args(argv)
         return COMMANDS[args.command](args)

@@ -18,6 +18,7 @@ from hypothesis import assume, given
 from hypothesis import strategies as st
 from PIL import Image
 
+import reference
 from reference import corpus
 from reference.background import chessboard, fill_transparent_bg
 from reference.config import BackgroundConfig, PreprocessConfig
@@ -28,7 +29,7 @@ from reference.profiles import profile
 from reference.resample import classify_disagreement, tie_epsilon
 
 CORPUS = corpus.entries()
-ROOT = Path(__file__).resolve().parents[1]
+ROOT = Path(reference.__file__).resolve().parents[1]  # the folder holding the reference package
 # Small geometry so that tiny images are resized: p=2, m=2, L=16, one side <= 64 px.
 SMALL = PreprocessConfig(
     patch_size=2,

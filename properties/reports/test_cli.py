@@ -197,3 +197,17 @@ def test_default_out_is_timestamped_with_latest_pointer(tmp_path: Path, monkeypa
     [made] = [p for p in (tmp_path / "out").iterdir() if p.is_dir()]
     assert made.name.endswith("Z") and (made / "report.json").is_file()
     assert read_latest(tmp_path / "out") == made
+
+
+def test_test_subcommand_runs_the_suite_folder_with_every_argument(monkeypatch: pytest.MonkeyPatch) -> None:
+    """`deferlab test ...` runs pytest on the properties package's own folder (installed or not), args untouched."""
+    import subprocess
+
+    from reports.claims import suite_path
+
+    seen = []
+    monkeypatch.setattr(subprocess, "run", lambda cmd, check: seen.append(cmd) or subprocess.CompletedProcess(cmd, 4))
+    assert main(["test", "-k", "gate", "--help"]) == 4
+    [cmd] = seen
+    assert cmd[1:4] == ["-m", "pytest", str(suite_path())] and cmd[-3:] == ["-k", "gate", "--help"]
+    assert (suite_path() / "conftest.py").is_file() and (suite_path() / "claims.toml").is_file()
