@@ -84,7 +84,9 @@ CONFIG_ROWS = [
     Bad("config std 0", lambda t: _cfg(image_std=(0.5, 0.0, 0.5)), InputValueError, r"image_std\[1\] .*> 0"),
     Bad("config std inf", lambda t: _cfg(image_std=(0.5, math.inf, 0.5)), InputValueError, r"image_std\[1\].*finite"),
     Bad("config std str", lambda t: _cfg(image_std="abc"), InputTypeError, r"image_std must be a sequence of 3"),
-    Bad("config bg pattern", lambda t: _cfg(background={"pattern": "plaid"}), InputValueError, r"pattern must be one of"),
+    Bad(
+        "config bg pattern", lambda t: _cfg(background={"pattern": "plaid"}), InputValueError, r"pattern must be one of"
+    ),
     Bad(
         "config bg gray 300",
         lambda t: _cfg(background={"pattern": "chessboard", "chessboard_gray_value": 300}),

@@ -125,5 +125,3 @@ def test_decide_arrays_broadcasts_and_matches_scalar(widths: list[int], heights:
             assert raw[i, j] == 3 * w * h
             assert processed[i, j] == 3 * rc.padded_width * rc.padded_height * 4
             assert defer[i, j] == (raw[i, j] <= processed[i, j])
-
-

@@ -88,5 +88,3 @@ def test_vectorized_dense_grid_matches_scalar_on_a_sample():
     for i in range(0, w.size, 97):
         rc = resize_config(int(w.flat[i]), int(h.flat[i]), cfg)
         assert int(arr.num_tokens.flat[i]) == rc.num_tokens and int(arr.new_width.flat[i]) == rc.new_width
-
-
