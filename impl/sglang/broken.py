@@ -1,0 +1,72 @@
+"""Proof that a property can catch a broken SGLang: the real code with a one-line break patched in.
+
+Why a patched copy of SGLang's own function and not a deferlab stand-in: the
+point is that the *same* driver, pointed at *SGLang's* code, fails a property
+when that code changes by one token. `gate_tie_break` recompiles the gate
+method from SGLang's loaded source with ``raw_bytes <= processed_bytes``
+turned into ``<`` (ties stay eager, contradicting SPEC 4), and installs it on
+``KimiK3ImageProcessor`` only while a `BrokenGateTie` method runs, so a real
+`SGLangImpl` in the same process keeps the shipped gate. No file is edited.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import functools
+import inspect
+import textwrap
+from collections.abc import Callable, Iterator
+from typing import Any
+
+from impl.sglang.driver import SGLangImpl
+from impl.sglang.sources import Source
+
+GATE = "_should_defer_gpu_preprocessing"
+TIE_LINE = ("return raw_bytes <= processed_bytes", "return raw_bytes < processed_bytes")
+
+
+@contextlib.contextmanager
+def gate_tie_break(source: Source) -> Iterator[None]:
+    """``KimiK3ImageProcessor._should_defer_gpu_preprocessing`` with its ``<=`` made ``<``, for the block."""
+    pk3 = source.module("multimodal.processors.kimi_k3")
+    cls = pk3.KimiK3ImageProcessor
+    real = cls.__dict__[GATE]
+    text = textwrap.dedent(inspect.getsource(real))
+    old, new = TIE_LINE
+    if text.count(old) != 1:
+        raise RuntimeError(f"{source.name}: the gate does not contain {old!r} exactly once; cannot break it")
+    namespace = dict(pk3.__dict__)
+    exec(compile(text.replace(old, new), f"<deferlab broken {GATE}>", "exec"), namespace)  # noqa: S102
+    source.patch(f"{pk3.__name__}.KimiK3ImageProcessor.{GATE}", f"BROKEN on purpose: {old!r} -> {new!r}")
+    setattr(cls, GATE, namespace[GATE])
+    try:
+        yield
+    finally:
+        setattr(cls, GATE, real)
+
+
+def _within(method: Callable[..., Any]) -> Callable[..., Any]:
+    @functools.wraps(method)
+    def run(self: BrokenGateTie, *args: Any, **kwargs: Any) -> Any:
+        with gate_tie_break(self.source):
+            return method(self, *args, **kwargs)
+
+    return run
+
+
+class BrokenGateTie(SGLangImpl):
+    """`SGLangImpl` whose gate keeps ties eager (``<`` for ``<=``): SPEC 4's tie rule must catch it."""
+
+    def __init__(self, spec: str | Source | None = None, **kwargs: Any) -> None:
+        super().__init__(spec, **kwargs)
+        self.name = f"{self.name}-broken-gate-tie"
+
+    gate_bytes = _within(SGLangImpl.gate_bytes)
+    defer_decisions = _within(SGLangImpl.defer_decisions)
+    process = _within(SGLangImpl.process)
+    features = _within(SGLangImpl.features)
+
+
+def broken_gate_tie(spec: str | Source | None = None) -> BrokenGateTie:
+    """The loaded (or named) SGLang with the gate's tie rule broken; see `BrokenGateTie`."""
+    return BrokenGateTie(spec)

@@ -1,0 +1,243 @@
+"""`SGLangImpl`: the real SGLang behind deferlab's property seam (``properties/seam.py``'s ``Impl``).
+
+Why: the properties were written against deferlab's own torch model; pointed
+at this class they check the code SGLang ships instead. Every method calls
+SGLang's function for that step (never deferlab's ``impl/``), with the
+deviations `runtime` documents; `provenance()` lists, per function, whether
+it ran for real, patched, or is modelled and why. ``policy`` arguments are
+accepted and ignored: a release behaves as it behaves, and the verdicts then
+say which policy it matches.
+
+Use it as ``pytest --impl impl.sglang.driver:SGLangImpl`` (the version comes
+from ``DEFERLAB_SGLANG``, default ``0.5.23``), or ``SGLangImpl("0.5.20")``.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Sequence
+from typing import Any
+
+import numpy as np
+import torch
+from PIL import Image
+
+from impl.sglang import consumer, producer, runtime
+from impl.sglang.counts import IPCCounts
+from impl.sglang.sources import Source, load
+from reference.config import BackgroundConfig, PreprocessConfig
+from reference.errors import InputTypeError
+
+DEFAULT_VERSION = "0.5.23"
+
+
+class SGLangImpl:
+    """SGLang's Kimi-K3 multimodal code (one loaded version) with the `Impl` methods and a few extras.
+
+    ``gate_path`` picks the producer call site: ``"artifact"`` (SGLang's default for K3 while its
+    preprocess cache is on: one gate call per image) or ``"request"`` (cache off or preprocessed
+    inputs: one gate call per request).
+    """
+
+    def __init__(self, spec: str | Source | None = None, *, gate_path: str = "artifact") -> None:
+        if gate_path not in producer.PATHS:
+            raise ValueError(f"gate_path must be one of {producer.PATHS}, got {gate_path!r}")
+        if isinstance(spec, Source):
+            self.source = spec
+        else:
+            self.source = load(spec or os.environ.get("DEFERLAB_SGLANG", DEFAULT_VERSION))
+        self.gate_path = gate_path
+        self.name = self.source.name  # "sglang-0.5.23" (+g<rev> for a git checkout)
+        self._kip = self.source.module("multimodal.kimi_k3_image_processing")
+        self._k25 = self.source.module("multimodal.processors.kimi_k25")
+
+    # -- pipeline steps --------------------------------------------------------------------------------------------
+    def to_chw_uint8(self, image: Any, *, promote_rgb_transparency: bool = False) -> Any:
+        """SGLang's ``to_chw_uint8``; no release here keeps the pre-PR RGB-transparency promotion."""
+        if promote_rgb_transparency:
+            raise NotImplementedError(
+                f"{self.name} has no pre-PR eager staging path that promotes RGB images with a "
+                "'transparency' key to RGBA (its eager and deferred stagers share to_chw_uint8's rule)"
+            )
+        if not isinstance(image, (Image.Image, torch.Tensor)):
+            raise TypeError(
+                f"{self.name} to_chw_uint8 stages a PIL image or a torch tensor, got {type(image).__name__}"
+            )
+        return self._kip.to_chw_uint8(image)
+
+    def resize(self, x: np.ndarray, out_h: int, out_w: int, device: str = "cpu") -> Any:
+        t = torch.as_tensor(np.asarray(x), dtype=torch.float32, device=device)[None]
+        return self._k25._resize_bicubic_if_needed(t, out_h, out_w)[0]
+
+    def fill_transparent_bg(self, x: np.ndarray, background: BackgroundConfig | None, device: str = "cpu") -> Any:
+        t = torch.as_tensor(np.asarray(x), dtype=torch.float32, device=device)[None]
+        return self._kip.fill_transparent_bg(t, None if background is None else background.to_dict())[0]
+
+    def normalization_tensors(self, mean: Sequence[float], std: Sequence[float], device: str = "cpu") -> Any:
+        """SGLang's ``normalization_tensors`` (scale, bias), each float32 (1, 3, 1, 1)."""
+        return self._kip.normalization_tensors(list(mean), list(std), device)
+
+    def normalize_and_patchify(
+        self,
+        x: np.ndarray,
+        mean: Sequence[float],
+        std: Sequence[float],
+        patch_size: int,
+        padded_h: int,
+        padded_w: int,
+        device: str = "cpu",
+    ) -> Any:
+        scale, bias = self.normalization_tensors(mean, std, device)
+        t = torch.as_tensor(np.asarray(x), dtype=torch.float32, device=device)[None]
+        return self._k25.normalize_and_patchify(t, scale, bias, patch_size, padded_h, padded_w)[0]
+
+    def navit_resize_config(self, width: int, height: int, config: PreprocessConfig) -> dict[str, int]:
+        """SGLang's ``navit_resize_config`` (a dict with the five upstream keys)."""
+        return self._k25.navit_resize_config(
+            width,
+            height,
+            config.patch_size,
+            config.merge_kernel_size,
+            config.in_patch_limit,
+            config.patch_limit_on_one_side,
+            config.fixed_output_tokens,
+        )
+
+    def preprocess(self, images: Sequence[Any], config: PreprocessConfig, device: str = "cpu") -> tuple[Any, Any]:
+        """SGLang's owner pipeline ``_gpu_preprocess_images`` with the hooks the consumer passes.
+
+        ``to_chw`` is ``to_chw_uint8(image, device=device)`` and ``post_resize`` is ``fill_transparent_bg``
+        with the config's background, exactly as ``KimiK3ForConditionalGeneration.get_image_feature``
+        builds them; the NaViT decisions come from SGLang's ``navit_resize_config``.
+        """
+        sizes = [self._k25._get_image_dimensions(img) for img in images]
+        rcs = [self.navit_resize_config(w, h, config) for w, h in sizes]
+        scale, bias = self.normalization_tensors(config.image_mean, config.image_std, device)
+        bg = config.transparent_bg_config
+        return self._k25._gpu_preprocess_images(
+            list(images),
+            rcs,
+            scale,
+            bias,
+            config.patch_size,
+            to_chw=lambda image: self._kip.to_chw_uint8(image, device=device),
+            post_resize=lambda x: self._kip.fill_transparent_bg(x, bg),
+        )
+
+    # -- tokenizer side ---------------------------------------------------------------------------------------------
+    def gate_bytes(self, images: Sequence[Any], config: PreprocessConfig) -> tuple[int, int]:
+        """(raw, processed) bytes read off the real gate's locals when it returns (it does not return them)."""
+        proc = runtime.make_processor(self.source, config, "cpu")
+        with runtime.gate_cuda(self.source, True):
+            gate = type(proc)._should_defer_gpu_preprocessing.__get__(proc)
+            _, seen = runtime.capture_locals(gate, ("raw_bytes", "processed_bytes"), list(images))
+        if "raw_bytes" not in seen:
+            if not images:
+                return (0, 0)
+            raise ValueError(
+                f"{self.name}'s gate returned before counting bytes: an input is neither a PIL image nor a "
+                "uint8 tensor, so it never computes a payload for these images"
+            )
+        return (int(seen["raw_bytes"]), int(seen["processed_bytes"]))
+
+    def defer_decisions(
+        self,
+        images: Sequence[Any],
+        config: PreprocessConfig,
+        *,
+        policy: Any = None,
+        transport: str = "cpu",
+        cuda_available: bool = True,
+    ) -> list[bool]:
+        """The real gate at ``gate_path``'s call site; a per-request call repeats its answer per image."""
+        calls = producer.gate_calls(self.source, images, config, transport, cuda_available, self.gate_path)
+        decisions: list[bool] = []
+        for call in calls:
+            decisions += [call.result] * call.n_images
+        if images and not calls:
+            raise RuntimeError(f"{self.name}: the {self.gate_path} call site never asked the gate")
+        return decisions
+
+    def process(
+        self,
+        images: Sequence[Any],
+        config: PreprocessConfig,
+        *,
+        policy: Any = None,
+        transport: str = "cpu",
+        epd: bool = False,
+        device: str = "cpu",
+    ) -> producer.Produced:
+        """SGLang's producer: ``.items`` are its own ``MultimodalDataItem``s, ``.deferred`` one bool per image.
+
+        ``epd=True`` runs the EPD encoder's ``prepare_kimi_k3_encoder_inputs`` with GPU staging (the owner
+        preprocesses; SGLang's EPD encoder has no gate: every image is deferred).
+        """
+        if epd:
+            out = producer.epd_produce(self.source, images, config, "gpu")
+            return producer.Produced(list(out.mm_items), [True] * len(out.mm_items), [], out)
+        return producer.produce(self.source, images, config, transport, device, self.gate_path)
+
+    def epd_items(
+        self, images: Sequence[Any], config: PreprocessConfig, *, policy: Any = None, backend: str = "gpu"
+    ) -> list[Any]:
+        return list(producer.epd_produce(self.source, images, config, backend).mm_items)
+
+    # -- scheduler side ---------------------------------------------------------------------------------------------
+    def deliver(self, items: Sequence[Any], num_ranks: int, *, policy: Any = None) -> list[list[Any]]:
+        return consumer.deliver(items, num_ranks)
+
+    def materialize(
+        self,
+        items: Sequence[Any],
+        owner_indices: Sequence[int],
+        config: PreprocessConfig,
+        *,
+        policy: Any = None,
+        device: str = "cpu",
+    ) -> Any:
+        """The real loader on ``items[owner_indices]``; the tower's patch size is ``config.patch_size``."""
+        return consumer.materialize(self.source, items, owner_indices, device, _tower_patch(config))
+
+    def vision_dp(
+        self,
+        items: Sequence[Any],
+        num_ranks: int,
+        config: PreprocessConfig,
+        *,
+        policy: Any = None,
+        device: str = "cpu",
+    ) -> Any:
+        return consumer.vision_dp(self.source, items, num_ranks, device, _tower_patch(config))
+
+    # -- extras ----------------------------------------------------------------------------------------------------
+    def assign_owners(self, sizes: Sequence[int], num_ranks: int) -> list[list[int]]:
+        return consumer.assign_owners(self.source, sizes, num_ranks)
+
+    def local_item_indices(self, sizes: Sequence[int], rank: int, world_size: int) -> list[int] | None:
+        return consumer.local_item_indices(self.source, sizes, rank, world_size)
+
+    def can_skip_pre_embed(self, model_class_name: str) -> bool:
+        return consumer.can_skip_pre_embed(self.source, model_class_name)
+
+    def ipc_counts(self) -> IPCCounts:
+        return IPCCounts(self.source)
+
+    def features(self) -> dict[str, Any]:
+        from impl.sglang.features import detect
+
+        return detect(self)
+
+    def provenance(self) -> dict[str, str]:
+        from impl.sglang.features import provenance
+
+        return provenance(self)
+
+
+def _tower_patch(config: PreprocessConfig) -> int:
+    """The vision tower's patch side comes from the checkpoint config, never from the items."""
+    if not isinstance(config, PreprocessConfig):
+        raise InputTypeError(
+            f"config must be the checkpoint's reference.config.PreprocessConfig, got {type(config).__name__}"
+        )
+    return config.patch_size

@@ -1,0 +1,375 @@
+"""Import SGLang's own modules on a CPU-only machine, standing in only for what fails, and keep the record.
+
+Why this shape: the functions under test (NaViT, staging, compositing, the
+owner pipeline, the gate, the producer, the model's loader, placement, the
+scheduler whitelist, the IPC counts) are pure torch/Python, but the modules
+that hold them import a GPU serving stack. Three rules keep the run honest:
+
+1. **Packages are bare.** Every ``sglang`` package is registered as a module
+   with the right ``__path__`` and its ``__init__.py`` is *not* run (they pull
+   in the server). If an SGLang file imports a *name* (not a submodule) from a
+   package, that package's real ``__init__.py`` runs then, on demand, and the
+   record says who asked for what.
+2. **Real first.** Every SGLang module is imported from its own file. If its
+   body raises here (a CUDA-only call, a missing extension), the names it
+   defined before the failure stay real, the rest become stand-ins, and the
+   record keeps the error. Modules the driver *runs* are `required`: for those
+   a failure is an error, never a stand-in.
+3. **Missing modules only where SGLang imports them unguarded.** A module that
+   is not installed (``triton``, ``zmq``, ...) gets a stand-in only when the
+   importing line is an SGLang ``import`` statement outside any ``try ...
+   except ImportError``; a guarded import fails as it would on any machine
+   without it, so SGLang's own fallback runs. Imports from torch, the stdlib
+   or deferlab never get stand-ins.
+
+Stand-ins raise if SGLang *calls* them after the import phase
+(`standins.end_import_phase`), so nothing reported as real can depend on one.
+"""
+
+from __future__ import annotations
+
+import ast
+import importlib.abc
+import importlib.machinery
+import importlib.util
+import linecache
+import os
+import sys
+import types
+from collections.abc import Iterable
+from functools import lru_cache
+from pathlib import Path
+from typing import Any
+
+from impl.sglang.shims import FUNCTIONAL
+from impl.sglang.standins import StandIn, StandInModule, module_body, module_getattr_for
+
+_IMPORT_ERRORS = {"ImportError", "ModuleNotFoundError", "Exception", "BaseException"}
+_THIS_DIR = os.path.dirname(os.path.abspath(__file__))
+
+
+class RequiredImportError(ImportError):
+    """A module the driver runs could not be imported for real (carries the module name and the cause)."""
+
+    def __init__(self, module: str, cause: BaseException) -> None:
+        super().__init__(f"{module}: {type(cause).__name__}: {cause}")
+        self.module = module
+        self.cause = cause
+
+
+@lru_cache(maxsize=4096)
+def _import_lines(path: str) -> dict[int, bool]:
+    """Line -> guarded? for every import statement of an SGLang file (guarded: inside try/except ImportError)."""
+    try:
+        tree = ast.parse(Path(path).read_text(encoding="utf-8", errors="replace"))
+    except (OSError, SyntaxError, ValueError):
+        return {}
+    lines: dict[int, bool] = {}
+
+    def handler_catches(handler: ast.ExceptHandler) -> bool:
+        if handler.type is None:
+            return True
+        names = handler.type.elts if isinstance(handler.type, ast.Tuple) else [handler.type]
+        for n in names:
+            ident = n.attr if isinstance(n, ast.Attribute) else getattr(n, "id", None)
+            if ident in _IMPORT_ERRORS:
+                return True
+        return False
+
+    def visit(node: ast.AST, guarded: bool) -> None:
+        if isinstance(node, (ast.Import, ast.ImportFrom)):
+            for line in range(node.lineno, (node.end_lineno or node.lineno) + 1):
+                lines[line] = guarded
+            return
+        if isinstance(node, ast.Try) or type(node).__name__ == "TryStar":
+            catches = any(handler_catches(h) for h in node.handlers)  # type: ignore[attr-defined]
+            for child in node.body:  # type: ignore[attr-defined]
+                visit(child, guarded or catches)
+            for part in ("handlers", "orelse", "finalbody"):
+                for child in getattr(node, part):
+                    visit(child, guarded)
+            return
+        for child in ast.iter_child_nodes(node):
+            visit(child, guarded)
+
+    visit(tree, False)
+    return lines
+
+
+def _guarded(path: str, line: int) -> bool | None:
+    """Is line ``line`` of ``path`` an import statement, and is it inside ``try ... except ImportError``?
+
+    A statement starting in column 0 is a module-level import, never inside a ``try``: answered from the
+    text. Anything else is answered from the file's AST (parsed once per file).
+    """
+    text = linecache.getline(path, line)
+    stripped = text.lstrip()
+    if text and stripped.startswith(("import ", "from ")) and len(text) == len(stripped):
+        return False
+    return _import_lines(path).get(line)
+
+
+class SGLangImporter:
+    """The import machinery for one SGLang source tree (``root`` holds the ``sglang`` package)."""
+
+    def __init__(self, root: Path, required: Iterable[str] = ()) -> None:
+        self.root = Path(root).resolve()
+        self.pkg_dir = self.root / "sglang"
+        self.required = set(required)
+        self.records: list[StandIn] = []
+        self.functional: dict[str, types.ModuleType] = {}
+        self.live_standins: set[str] = set()  # permissive stand-ins now in sys.modules
+        self._front = _FrontFinder(self)
+        self._missing = _MissingFinder(self)
+        self._installed = False
+
+    # -- bookkeeping ------------------------------------------------------------------------------------------
+    def record(self, module: str, kind: str, why: str) -> None:
+        if not any(r.module == module and r.kind == kind for r in self.records):
+            self.records.append(StandIn(module, kind, why))
+
+    def hide_standins(self) -> None:
+        """Take stand-in modules out of ``sys.modules`` once the SGLang module that imported them is done.
+
+        They stay bound where SGLang imported them; out of ``sys.modules`` no third party (torch probing
+        for ``triton`` when a ``@torch.compile`` decorator runs, say) can mistake one for the real package.
+        """
+        while self.live_standins:
+            name = self.live_standins.pop()
+            module = sys.modules.get(name)
+            if module is not None and getattr(module, "__deferlab_standin__", False):
+                del sys.modules[name]
+
+    def install(self) -> None:
+        """Put the finders on ``sys.meta_path`` (the front one for ``sglang.*``, the last one for missing modules)."""
+        if self._installed:
+            return
+        sys.meta_path.insert(0, self._front)
+        sys.meta_path.append(self._missing)
+        self._installed = True
+
+    def import_required(self, name: str) -> types.ModuleType:
+        """Import ``name`` for real; a failure of it (or of another required module) raises `RequiredImportError`."""
+        self.required.add(name)
+        try:
+            module = importlib.import_module(name)
+        except RequiredImportError:
+            raise
+        except Exception as e:  # noqa: BLE001 - any failure of a required module is reported with its cause
+            raise RequiredImportError(name, e) from e
+        failed = getattr(module, "__deferlab_failed__", None)
+        if failed is not None:
+            raise RequiredImportError(name, failed)
+        return module
+
+    # -- where things are -------------------------------------------------------------------------------------
+    def in_tree(self, filename: str) -> bool:
+        try:
+            return os.path.abspath(filename).startswith(str(self.pkg_dir) + os.sep)
+        except (TypeError, ValueError):
+            return False
+
+    def locate(self, name: str) -> tuple[str, Path] | None:
+        """("package", dir) / ("module", file) / ("extension", file) for an ``sglang.*`` name, or None."""
+        parts = name.split(".")
+        base = self.root.joinpath(*parts)
+        if base.is_dir():
+            return ("package", base)
+        py = base.with_suffix(".py")
+        if py.is_file():
+            return ("module", py)
+        parent = base.parent
+        if parent.is_dir():
+            for suffix in importlib.machinery.EXTENSION_SUFFIXES:
+                ext = parent / (parts[-1] + suffix)
+                if ext.is_file():
+                    return ("extension", ext)
+        return None
+
+    def importing_sglang_line(self) -> tuple[str, int, bool] | None:
+        """(file, line, guarded) of the SGLang ``import`` statement that is running, if that is who is importing."""
+        frame = sys._getframe(2)
+        while frame is not None:
+            fn = frame.f_code.co_filename
+            if fn.startswith("<frozen importlib") or os.path.dirname(os.path.abspath(fn)) == _THIS_DIR:
+                frame = frame.f_back
+                continue
+            if fn.endswith(os.path.join("importlib", "__init__.py")):
+                return None  # importlib.import_module(...): a call SGLang guards itself, never a stand-in
+            if not self.in_tree(fn):
+                return None
+            guarded = _guarded(fn, frame.f_lineno)
+            if guarded is None:
+                return None  # not an import statement (find_spec probes, __import__ calls)
+            return (fn, frame.f_lineno, guarded)
+        return None
+
+    def rel(self, path: str | Path) -> str:
+        try:
+            return str(Path(path).resolve().relative_to(self.root))
+        except ValueError:
+            return str(path)
+
+
+class _FrontFinder(importlib.abc.MetaPathFinder):
+    """Finds ``sglang.*`` in the chosen tree: packages bare, modules through a loader that records failures."""
+
+    def __init__(self, importer: SGLangImporter) -> None:
+        self.importer = importer
+
+    def find_spec(self, name: str, path: Any = None, target: Any = None) -> importlib.machinery.ModuleSpec | None:
+        if name != "sglang" and not name.startswith("sglang."):
+            return None
+        found = self.importer.locate(name)
+        if found is None:
+            return None
+        kind, where = found
+        if kind == "package":
+            init = where / "__init__.py"
+            spec = importlib.machinery.ModuleSpec(
+                name, _BareLoader(self.importer, where), origin=str(init) if init.is_file() else None, is_package=True
+            )
+            spec.submodule_search_locations = [str(where)]
+            spec.has_location = init.is_file()
+            return spec
+        inner: importlib.abc.Loader
+        if kind == "module":
+            inner = importlib.machinery.SourceFileLoader(name, str(where))
+        else:
+            inner = importlib.machinery.ExtensionFileLoader(name, str(where))
+        return importlib.util.spec_from_file_location(name, str(where), loader=_GuardedLoader(self.importer, inner))
+
+
+class _GuardedLoader(importlib.abc.Loader):
+    """Runs an SGLang module's own file; if its body raises, keeps what it defined and stands in for the rest."""
+
+    def __init__(self, importer: SGLangImporter, inner: importlib.abc.Loader) -> None:
+        self.importer = importer
+        self.inner = inner
+
+    def create_module(self, spec: importlib.machinery.ModuleSpec) -> types.ModuleType | None:
+        return self.inner.create_module(spec)
+
+    def exec_module(self, module: types.ModuleType) -> None:
+        name = module.__name__
+        try:
+            with module_body():
+                self.inner.exec_module(module)
+        except (KeyboardInterrupt, SystemExit, RequiredImportError):
+            raise
+        except BaseException as e:  # noqa: BLE001 - any failure of a module body is what we record
+            if name in self.importer.required:
+                raise RequiredImportError(name, e) from e
+            where = _failure_line(e, self.importer)
+            self.importer.record(name, "failed", f"{type(e).__name__}: {e}{where}")
+            module.__dict__["__getattr__"] = module_getattr_for(name)
+            module.__dict__["__deferlab_failed__"] = e
+        finally:
+            self.importer.hide_standins()
+
+
+def _failure_line(e: BaseException, importer: SGLangImporter) -> str:
+    tb = e.__traceback__
+    last = None
+    while tb is not None:
+        if importer.in_tree(tb.tb_frame.f_code.co_filename):
+            last = tb
+        tb = tb.tb_next
+    if last is None:
+        return ""
+    return f" (at {importer.rel(last.tb_frame.f_code.co_filename)}:{last.tb_lineno})"
+
+
+class _BareLoader(importlib.abc.Loader):
+    """An SGLang package without its ``__init__.py``; the init runs only if a name from it is imported."""
+
+    def __init__(self, importer: SGLangImporter, where: Path) -> None:
+        self.importer = importer
+        self.where = where
+
+    def create_module(self, spec: importlib.machinery.ModuleSpec) -> types.ModuleType | None:
+        return None
+
+    def exec_module(self, module: types.ModuleType) -> None:
+        name = module.__name__
+        init = self.where / "__init__.py"
+        if init.is_file():
+            self.importer.record(name, "bare", "package __init__.py not run (it imports the serving stack)")
+            module.__file__ = str(init)
+        module.__dict__["__getattr__"] = _lazy_init(self.importer, module, self.where)
+
+
+def _lazy_init(importer: SGLangImporter, module: types.ModuleType, where: Path) -> Any:
+    """The bare package's ``__getattr__``: a requested non-submodule name runs the real ``__init__.py`` once."""
+    state = {"ran": False}
+
+    def __getattr__(attr: str) -> Any:
+        if attr.startswith("__") and attr.endswith("__") and attr != "__all__":
+            raise AttributeError(attr)  # ``__all__``: a star import wants the real init's names
+        if importer.locate(f"{module.__name__}.{attr}") is not None or state["ran"]:
+            raise AttributeError(f"module {module.__name__!r} has no attribute {attr!r}")
+        init = where / "__init__.py"
+        if not init.is_file():
+            raise AttributeError(f"module {module.__name__!r} has no attribute {attr!r}")
+        state["ran"] = True
+        who = importer.importing_sglang_line()
+        asker = f" by {importer.rel(who[0])}:{who[1]}" if who else ""
+        importer.record(module.__name__, "init", f"ran the real __init__.py on demand: {attr!r} was requested{asker}")
+        del module.__dict__["__getattr__"]
+        try:
+            with module_body():
+                exec(compile(init.read_text(encoding="utf-8"), str(init), "exec"), module.__dict__)  # noqa: S102
+        except (KeyboardInterrupt, SystemExit, RequiredImportError):
+            raise
+        except BaseException as e:  # noqa: BLE001
+            if module.__name__ in importer.required:
+                raise RequiredImportError(module.__name__, e) from e
+            where_line = _failure_line(e, importer)
+            importer.record(module.__name__, "failed", f"__init__.py: {type(e).__name__}: {e}{where_line}")
+            module.__dict__["__getattr__"] = module_getattr_for(module.__name__)
+            module.__dict__["__deferlab_failed__"] = e
+        if attr in module.__dict__:
+            return module.__dict__[attr]
+        fallback = module.__dict__.get("__getattr__")
+        if fallback is not None:
+            return fallback(attr)
+        raise AttributeError(f"module {module.__name__!r} has no attribute {attr!r}")
+
+    return __getattr__
+
+
+class _MissingFinder(importlib.abc.MetaPathFinder):
+    """Last on ``sys.meta_path``: a stand-in for a module nobody has, when an SGLang line imports it unguarded."""
+
+    def __init__(self, importer: SGLangImporter) -> None:
+        self.importer = importer
+
+    def find_spec(self, name: str, path: Any = None, target: Any = None) -> importlib.machinery.ModuleSpec | None:
+        who = self.importer.importing_sglang_line()
+        if who is None or who[2]:
+            return None
+        where = f"imported unguarded at {self.importer.rel(who[0])}:{who[1]}"
+        functional = FUNCTIONAL.get(name)
+        if functional is not None:
+            self.importer.record(name, "missing", f"not installed here; {where}; {functional[1]}")
+            return importlib.machinery.ModuleSpec(name, _StandInLoader(self.importer, functional[0]), is_package=True)
+        self.importer.record(name, "missing", f"not installed here; {where}")
+        return importlib.machinery.ModuleSpec(name, _StandInLoader(self.importer, None), is_package=True)
+
+
+class _StandInLoader(importlib.abc.Loader):
+    def __init__(self, importer: SGLangImporter, build: Any) -> None:
+        self.importer = importer
+        self.build = build
+
+    def create_module(self, spec: importlib.machinery.ModuleSpec) -> types.ModuleType:
+        if self.build is None:
+            self.importer.live_standins.add(spec.name)
+            return StandInModule(spec.name)
+        cached = self.importer.functional.get(spec.name)
+        if cached is None:
+            cached = self.importer.functional[spec.name] = self.build(spec.name)
+        return cached
+
+    def exec_module(self, module: types.ModuleType) -> None:
+        return None

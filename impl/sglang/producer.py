@@ -1,0 +1,179 @@
+"""The tokenizer side, run through SGLang's own call sites: the gate where it is called, and the items it writes.
+
+Why through the call sites and not the gate alone: from 0.5.18 the gate is
+called in two places with different granularity (once per request on the
+uncached path, once per image on the artifact path, SGLang's default for K3
+while its preprocess cache is on). `gate_calls` runs the real site function
+with the real gate instrumented on the processor *instance* (the class is
+untouched) and records every call; everything after the decision that needs
+CUDA or a checkpoint's HF processor is stopped or re-routed as recorded in
+`runtime`.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import hashlib
+import sys
+import types
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+import torch
+
+from impl.sglang import runtime
+from impl.sglang.sources import Source
+from reference.config import PreprocessConfig
+
+PATHS = ("artifact", "request")
+
+
+class _Stop(Exception):
+    """Raised by an instrumented step once the gate decisions of a site are all recorded."""
+
+
+@dataclass
+class GateCall:
+    """One call of the real gate: the site that made it, how many images it saw, what it answered."""
+
+    site: str
+    n_images: int
+    result: bool
+
+
+@dataclass
+class Produced:
+    """What a producer run gives back: SGLang's own items, per-image deferral, the gate calls behind it."""
+
+    items: list[Any]
+    deferred: list[bool]
+    calls: list[GateCall] = field(default_factory=list)
+    output: Any = None
+
+
+def _instrument_gate(proc: Any, calls: list[GateCall]) -> None:
+    real = type(proc)._should_defer_gpu_preprocessing.__get__(proc)
+
+    def gate(images: Any) -> bool:
+        result = real(images)
+        calls.append(GateCall(sys._getframe(1).f_code.co_name, len(images or []), bool(result)))
+        return result
+
+    proc._should_defer_gpu_preprocessing = gate  # instance attribute: the class keeps the real method
+
+
+def artifact_entries(source: Source, proc: Any, images: Sequence[Any]) -> list[Any]:
+    """``MediaArtifactInput``s for the artifact path (what SGLang's preprocess cache hands over on misses)."""
+    base = source.module("multimodal.media_artifacts.base")
+    sb = source.module("managers.schedule_batch")
+    identity = source.module("multimodal.cache.identity")
+    entries = []
+    for image in images:
+        digest = "sha256:" + _digest(image)
+        key = identity.build_artifact_key(digest, modality="image", processor_fingerprint=proc.processor_fingerprint)
+        entries.append(
+            base.MediaArtifactInput(content_digest=digest, artifact_key=key, modality=sb.Modality.IMAGE, media=image)
+        )
+    return entries
+
+
+def _digest(image: Any) -> str:
+    h = hashlib.sha256()
+    if isinstance(image, torch.Tensor):
+        h.update(repr((tuple(image.shape), str(image.dtype))).encode())
+        h.update(image.detach().cpu().contiguous().numpy().tobytes())
+    else:
+        h.update(repr((image.mode, image.size)).encode())
+        h.update(image.tobytes())
+    return h.hexdigest()
+
+
+def gate_calls(
+    source: Source, images: Sequence[Any], config: PreprocessConfig, transport: str, cuda_available: bool, path: str
+) -> list[GateCall]:
+    """Every call the real gate gets when ``images`` go through the ``path`` call site."""
+    proc = runtime.make_processor(source, config, transport)
+    calls: list[GateCall] = []
+    _instrument_gate(proc, calls)
+    with runtime.gate_cuda(source, cuda_available):
+        if path == "artifact":
+            wrapper = proc._processor
+            wrapper.prepare_image_features = _raise_stop  # eager work comes after every decision: stop there
+            try:
+                proc.prepare_artifact_batch(artifact_entries(source, proc, images), processor=wrapper)
+            except _Stop:
+                pass
+        elif path == "request":
+            _mock_loading(proc, source, images)
+            proc._build_deferred_output = _raise_stop
+            proc.process_and_combine_mm_data_async = _raise_stop_async
+            try:
+                asyncio.run(proc._process_mm_data_uncached(list(images), runtime.prompt_ids(len(images)), None))
+            except _Stop:
+                pass
+        else:
+            raise ValueError(f"gate path must be one of {PATHS}, got {path!r}")
+    return calls
+
+
+def produce(
+    source: Source, images: Sequence[Any], config: PreprocessConfig, transport: str, device: str, path: str
+) -> Produced:
+    """Run the producer of ``path`` for real and return SGLang's items (deferred or eager, per its gate)."""
+    proc = runtime.make_processor(source, config, transport)
+    calls: list[GateCall] = []
+    _instrument_gate(proc, calls)
+    if transport == "cuda_ipc" and not torch.cuda.is_available():
+        why = "CUDA IPC wrapping needs a GPU; eager features stay plain CPU tensors (modelled)"
+        proc._wrap_tensor_for_cuda_ipc = lambda tensor: tensor
+        source.patch("sglang.srt.multimodal.processors.base_processor._wrap_tensor_for_cuda_ipc", why)
+    with runtime.gate_cuda(source, True):  # the producer runs on a CUDA server (as DeferlabImpl assumes)
+        if path == "artifact":
+            wrapper = proc._processor
+            wrapper.prepare_image_features = lambda imgs: runtime.eager_image_features(source, wrapper, imgs, device)
+            artifacts = proc.prepare_artifact_batch(artifact_entries(source, proc, images), processor=wrapper)
+            output = proc.compose_request(runtime.prompt_ids(len(images)), artifacts)
+        elif path == "request":
+            _mock_loading(proc, source, images)
+            output = asyncio.run(proc._process_mm_data_uncached(list(images), runtime.prompt_ids(len(images)), None))
+        else:
+            raise ValueError(f"producer path must be one of {PATHS}, got {path!r}")
+    key = source.module("multimodal.kimi_k3_image_processing").DEFERRED_PREPROCESSING_KEY
+    items = list(output.mm_items)
+    return Produced(items, [key in it.model_specific_data for it in items], calls, output)
+
+
+def epd_produce(source: Source, images: Sequence[Any], config: PreprocessConfig, backend: str) -> Any:
+    """SGLang's EPD producer ``prepare_kimi_k3_encoder_inputs`` (its ``EncoderPreprocessOutput``)."""
+    if backend not in ("gpu", "cpu"):
+        raise ValueError(f"backend must be 'gpu' or 'cpu', got {backend!r}")
+    kip = source.module("multimodal.kimi_k3_image_processing")
+    processor = types.SimpleNamespace(media_proc_cfg=runtime.media_proc_cfg(config))
+    return kip.prepare_kimi_k3_encoder_inputs(list(images), processor, use_gpu_preprocessing=backend == "gpu")
+
+
+def _mock_loading(proc: Any, source: Source, images: Sequence[Any]) -> None:
+    """The request path's image loading (URLs, bytes, nvJPEG) replaced by handing over decoded images.
+
+    SGLang's producer tests mock the loader the same way; the base output is SGLang's own dataclass.
+    """
+    bp = source.module("multimodal.processors.base_processor")
+
+    async def load(*_: Any, **kwargs: Any) -> Any:
+        ids = kwargs.get("input_ids") or kwargs.get("prompt")
+        return bp.BaseMultiModalProcessorOutput(input_text=ids, input_ids=ids, images=list(images))
+
+    proc.fast_load_mm_data = load
+    proc.load_mm_data = load
+    source.patch(
+        f"{bp.__name__}.BaseMultimodalProcessor.fast_load_mm_data", "image loading: decoded images handed over"
+    )
+
+
+def _raise_stop(*_: Any, **__: Any) -> Any:
+    raise _Stop
+
+
+async def _raise_stop_async(*_: Any, **__: Any) -> Any:
+    raise _Stop

@@ -1,0 +1,306 @@
+"""Build SGLang's own objects with as little faking as its unit tests use, and run them on this machine.
+
+Why a module of its own: the processor and the model are big classes whose
+constructors start a server (thread pools, CUDA pools, weights). SGLang's own
+unit tests build them with ``object.__new__`` and set the few attributes the
+method under test reads; we do the same, and every deviation from "SGLang's
+code as shipped" is one of three documented moves, each recorded on the
+source (`Source.patch`):
+
+* `patched`: a module attribute swapped for the duration of a call (``is_cuda``
+  for the gate, ``get_parallel`` for the DP runner, as SGLang's tests do);
+* `run_with_globals`: an SGLang function's *own code object* run with one or
+  two global names resolving differently (e.g. the eager stager's ``.cuda()``
+  mapped to the CPU), so the rest of its body is exactly as shipped;
+* `capture_locals`: a function run unchanged while we read a local at return
+  (the gate's byte counts, which it never returns).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import hashlib
+import json
+import sys
+import types
+from collections.abc import Callable, Iterator, Sequence
+from typing import Any
+
+import torch
+
+from impl.sglang.sources import Source
+from reference.config import PreprocessConfig
+
+IMAGE_TOKEN = "<|media_pad|>"
+IMAGE_TOKEN_ID = 99  # as in SGLang's producer test (facts 6.3); the stub tokenizer never emits it for text
+_SPECIAL = {"<|media_begin|>": 11, "<|media_content|>": 12, "<|media_end|>": 13, IMAGE_TOKEN: IMAGE_TOKEN_ID}
+
+
+class StubTokenizer:
+    """The tokenizer stand-in SGLang's CPU tests use: K3 control tokens get fixed ids, other text one id per char."""
+
+    def encode(self, text: str, allowed_special: Any = None, **_: Any) -> list[int]:
+        out: list[int] = []
+        i = 0
+        while i < len(text):
+            for tok, tid in _SPECIAL.items():
+                if text.startswith(tok, i):
+                    out.append(tid)
+                    i += len(tok)
+                    break
+            else:
+                out.append(1000 + ord(text[i]))
+                i += 1
+        return out
+
+    def __call__(self, text: Any, **_: Any) -> Any:
+        texts = text if isinstance(text, list) else [text]
+        return types.SimpleNamespace(input_ids=torch.tensor([self.encode(t) for t in texts]))
+
+
+def prompt_ids(n_images: int) -> list[int]:
+    """A token prompt with one placeholder per image: ``[1, 99, 2, 99, 2, ..., 3]``."""
+    ids = [1]
+    for i in range(n_images):
+        ids += [IMAGE_TOKEN_ID] + ([2] if i + 1 < n_images else [])
+    return ids + [3]
+
+
+def media_proc_cfg(config: PreprocessConfig) -> dict[str, Any]:
+    """The checkpoint-style ``media_proc_cfg`` SGLang reads (deferlab's own cap ``max_pixels`` left out)."""
+    cfg = config.to_media_proc_cfg()
+    cfg.pop("max_pixels", None)
+    return cfg
+
+
+@contextlib.contextmanager
+def patched(source: Source, module: types.ModuleType, name: str, value: Any, why: str) -> Iterator[None]:
+    """Swap ``module.name`` for ``value`` during the block, and record it on the source."""
+    missing = object()
+    old = module.__dict__.get(name, missing)
+    source.patch(f"{module.__name__}.{name}", why)
+    module.__dict__[name] = value
+    try:
+        yield
+    finally:
+        if old is missing:
+            module.__dict__.pop(name, None)
+        else:
+            module.__dict__[name] = old
+
+
+def run_with_globals(fn: Callable[..., Any], **overrides: Any) -> Callable[..., Any]:
+    """``fn``'s own code with some global names resolving to ``overrides`` (its module is untouched)."""
+    inner = getattr(fn, "__func__", fn)
+    glb = dict(inner.__globals__)
+    glb.update(overrides)
+    clone = types.FunctionType(inner.__code__, glb, inner.__name__, inner.__defaults__, inner.__closure__)
+    clone.__kwdefaults__ = inner.__kwdefaults__
+    if hasattr(fn, "__self__"):
+        return types.MethodType(clone, fn.__self__)
+    return clone
+
+
+def capture_locals(fn: Callable[..., Any], names: Sequence[str], *args: Any, **kwargs: Any) -> tuple[Any, dict]:
+    """Call ``fn`` unchanged; also return the values ``names`` had in its frame when it returned."""
+    code = getattr(fn, "__func__", fn).__code__
+    seen: dict[str, Any] = {}
+
+    def profiler(frame: Any, event: str, arg: Any) -> None:
+        if event == "return" and frame.f_code is code:
+            seen.update({n: frame.f_locals[n] for n in names if n in frame.f_locals})
+
+    old = sys.getprofile()
+    sys.setprofile(profiler)
+    try:
+        result = fn(*args, **kwargs)
+    finally:
+        sys.setprofile(old)
+    return result, seen
+
+
+class _CudaView(types.ModuleType):
+    """``torch`` as an SGLang eager path sees it when we ask it to take its CUDA branch on another device."""
+
+    def __init__(self) -> None:
+        super().__init__("torch")
+        self.cuda = types.SimpleNamespace(is_available=lambda: True)
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(torch, name)
+
+
+# -- the processor (tokenizer side) ----------------------------------------------------------------------------------
+
+
+def make_processor(source: Source, config: PreprocessConfig, transport: str = "cpu") -> Any:
+    """A real ``KimiK3ImageProcessor`` built as SGLang's tests build it: ``object.__new__`` + the attributes read.
+
+    The wrapper (``KimiK3GPUProcessorWrapper``) and its ``KimiK3PreprocessConfig`` are constructed by their
+    own ``__init__`` / ``from_media_processor`` from a checkpoint-style ``media_proc_cfg``; only the HF
+    processor is a namespace holding that config and the stub tokenizer.
+    """
+    pk3 = source.module("multimodal.processors.kimi_k3")
+    tokenizer = StubTokenizer()
+    media = types.SimpleNamespace(media_proc_cfg=media_proc_cfg(config))
+    hf = types.SimpleNamespace(tokenizer=tokenizer, image_processor=None, media_processor=media)
+    art = sys.modules.get("sglang.srt.multimodal.media_artifacts.kimi_k3")
+    if art is not None and hasattr(art, "KimiK3PreprocessConfig"):
+        pconf = art.KimiK3PreprocessConfig.from_media_processor(media)
+        wrapper = pk3.KimiK3GPUProcessorWrapper(
+            hf, image_token=IMAGE_TOKEN, image_token_id=IMAGE_TOKEN_ID, config=pconf
+        )
+    else:  # an older wrapper signature: keyword geometry (facts 5.2, the PR-era test fixture)
+        c = media.media_proc_cfg
+        wrapper = pk3.KimiK3GPUProcessorWrapper(
+            hf,
+            image_token=IMAGE_TOKEN,
+            image_token_id=IMAGE_TOKEN_ID,
+            patch_size=c["patch_size"],
+            merge_kernel_size=c["merge_kernel_size"],
+            in_patch_limit=c["in_patch_limit"],
+            patch_limit_on_one_side=c["patch_limit_on_one_side"],
+            fixed_output_tokens=c["fixed_output_tokens"],
+            image_mean=c["image_mean"],
+            image_std=c["image_std"],
+            transparent_bg_config=c["transparent_bg_config"],
+        )
+    bp = source.module("multimodal.processors.base_processor")
+    proc = object.__new__(pk3.KimiK3ImageProcessor)
+    proc._processor = wrapper
+    proc._tokenizer = tokenizer
+    proc.mm_feature_transport = transport
+    proc.use_cuda_ipc = transport == "cuda_ipc"
+    proc.mm_tokens = bp.MultimodalSpecialTokens(image_token=IMAGE_TOKEN, image_token_id=IMAGE_TOKEN_ID)
+    # Item identities (hash / pad values) are keyed by a processor fingerprint SGLang builds from the
+    # server's published config; a fixed string per media config stands in (it changes no pixel).
+    digest = hashlib.sha256(json.dumps(media.media_proc_cfg, sort_keys=True).encode()).hexdigest()[:16]
+    proc.processor_fingerprint = f"deferlab-{digest}"
+    return proc
+
+
+@contextlib.contextmanager
+def gate_cuda(source: Source, cuda_available: bool) -> Iterator[None]:
+    """The gate's ``is_cuda()`` answers ``cuda_available`` (patched only when the machine says otherwise)."""
+    pk3 = source.module("multimodal.processors.kimi_k3")
+    real = pk3.__dict__.get("is_cuda")
+    if real is not None and bool(real()) == bool(cuda_available):
+        yield
+        return
+    why = f"is_cuda -> {cuda_available} for the gate (this machine says {not cuda_available}); SGLang's gate tests do the same"
+    with patched(source, pk3, "is_cuda", lambda: cuda_available, why):
+        yield
+
+
+def eager_image_features(source: Source, wrapper: Any, images: Sequence[Any], device: str) -> Any:
+    """The wrapper's real ``prepare_image_features`` (the eager artifact path) on ``device``.
+
+    On CUDA it runs as shipped. Elsewhere its own code runs with ``torch.cuda.is_available()`` answering
+    True and the stager ``_k3_to_cuda_chw`` staging to ``device`` (the shipped one hard-codes ``.cuda()``):
+    PIL images through SGLang's real ``to_chw_uint8(image, device)``, tensors moved, unsqueezed and
+    repeated to 3 channels as the shipped stager does (with no dtype check, as it has none).
+    """
+    fn = type(wrapper).prepare_image_features.__get__(wrapper)  # the class's, even if the instance shadows it
+    if str(device).startswith("cuda"):
+        return fn(list(images))
+    pk3 = source.module("multimodal.processors.kimi_k3")
+    real_to_chw = pk3.to_chw_uint8
+
+    def stage(image: Any) -> torch.Tensor:
+        if not isinstance(image, torch.Tensor):
+            return real_to_chw(image, device=device)
+        image = image.to(device)
+        if image.dim() == 2:
+            image = image.unsqueeze(0)
+        if image.shape[0] == 1:
+            image = image.repeat(3, 1, 1)
+        return image
+
+    source.patch(
+        "sglang.srt.multimodal.processors.kimi_k3.KimiK3GPUProcessorWrapper.prepare_image_features",
+        f"eager path on {device}: own code run with torch.cuda.is_available() -> True, _k3_to_cuda_chw "
+        f"staging to {device} instead of .cuda(), and the wrapper's own _get_gpu_norm_tensors(device={device!r}) "
+        "called first (it caches; its default device is 'cuda')",
+    )
+    wrapper._get_gpu_norm_tensors(device=device)
+    return run_with_globals(fn, torch=_CudaView(), _k3_to_cuda_chw=stage)(list(images))
+
+
+# -- the model (scheduler side) --------------------------------------------------------------------------------------
+
+
+class TowerStub:
+    """The vision tower attributes ``get_image_feature`` reads (device, patch size, weight dtype), as SGLang's tests stub it."""
+
+    def __init__(self, device: str | torch.device, patch_size: int, dtype: torch.dtype = torch.bfloat16) -> None:
+        self.device = torch.device(device)
+        self.patch_size = patch_size
+        self.patch_embed = types.SimpleNamespace(proj=types.SimpleNamespace(weight=torch.empty(0, dtype=dtype)))
+        self.merge_kernel_size = (2, 2)
+
+
+def make_model(source: Source, device: str | torch.device, patch_size: int) -> Any:
+    """A real ``KimiK3ForConditionalGeneration`` without weights: ``object.__new__`` + ``nn.Module.__init__``."""
+    mk3 = source.module("models.kimi_k3")
+    model = object.__new__(mk3.KimiK3ForConditionalGeneration)
+    torch.nn.Module.__init__(model)
+    model.vision_tower = TowerStub(device, patch_size)
+    model.use_data_parallel = True
+    model.mm_projector = lambda embeds: embeds
+    model._encoder_image_processor = None
+    return model
+
+
+def capture_loader(
+    source: Source, items: Sequence[Any], device: str | torch.device, patch_size: int, parallel: Any = None
+) -> Callable:
+    """The ``load_local_pixel_values`` closure the real ``get_image_feature`` hands the DP runner.
+
+    Captured as SGLang's tests capture it: the runner ``run_dp_sharded_mrope_vision_model`` is replaced
+    for the call by a recorder (the model imports it lazily from ``multimodal.mm_utils``), so the model's
+    own preamble (grid checks) and its own loader run unchanged. Versions whose loader reads the TP size
+    for the IPC count (0.5.18-0.5.21) get it from ``parallel`` at each call, by default the
+    ``tp_size=1, attn_tp_size=1`` namespace SGLang's consumer tests patch in.
+    """
+    mmu = source.module("multimodal.mm_utils")
+    model = make_model(source, device, patch_size)
+    seen: dict[str, Any] = {}
+
+    def recorder(vision_model: Any, pixel_values: Any, grid_thw_list: Any, **kwargs: Any) -> Any:
+        seen.update(kwargs, grid_thw_list=grid_thw_list)
+        return None
+
+    why = "replaced by a recorder that keeps the loader get_image_feature passes (SGLang's own consumer tests do this)"
+    with patched(source, mmu, "run_dp_sharded_mrope_vision_model", recorder, why):
+        model.get_image_feature(list(items))
+    loader = seen.get("load_local_pixel_values")
+    if loader is None:
+        raise RuntimeError("get_image_feature did not pass a load_local_pixel_values loader to the DP runner")
+    mk3 = source.module("models.kimi_k3")
+    state = parallel if parallel is not None else default_parallel()
+    names = [n for n in ("get_parallel", "configured_tp_size") if n in mk3.__dict__]
+
+    def load(indices: Sequence[int]) -> Any:
+        with contextlib.ExitStack() as stack:
+            for name in names:
+                value = (lambda: state) if name == "get_parallel" else (lambda: state.tp_size)
+                why = "parallel state the loader reads for its IPC count (SGLang's tests patch it to tp_size=1)"
+                stack.enter_context(patched(source, mk3, name, value, why))
+            return loader(list(indices))
+
+    return load
+
+
+def default_parallel() -> types.SimpleNamespace:
+    """One rank, no DP attention: what SGLang's consumer tests give ``get_parallel`` (tp_size=1, attn_tp_size=1)."""
+    return types.SimpleNamespace(
+        tp_size=1,
+        attn_tp_size=1,
+        dp_size=1,
+        attn_dp_size=1,
+        num_dp_ranks=1,
+        attn_dp_enabled=False,
+        enable_dp_attention=False,
+        tp_rank=0,
+        attn_tp_rank=0,
+    )
