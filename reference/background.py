@@ -1,4 +1,4 @@
-"""Transparent-background compositing after the resize (SPEC 3.4), float32 exactly.
+"""Transparent-background compositing after the resize (semantics §3.4), float32 exactly.
 
 Upstream evaluates ``floor(clamp(a * rgb + (1 - a) * bg, 0, 255))`` as four
 separate float32 kernels (multiply, ``1 - a``, multiply, add). NumPy's float32
@@ -17,9 +17,10 @@ from typing import Any, Literal
 import numpy as np
 
 from reference.config import BackgroundConfig
+from reference.errors import InputTypeError, InputValueError
 from reference.validate import check_arithmetic, check_float_image, check_positive_int, type_name
 
-# SPEC 3.4: plain-pattern levels ("gray" is 128, not the chessboard's gray).
+# semantics §3.4: plain-pattern levels ("gray" is 128, not the chessboard's gray).
 PLAIN_LEVELS = {"white": 255.0, "black": 0.0, "gray": 128.0}
 _CUDA_RECIPROCAL = np.float32(1.0) / np.float32(255.0)  # what CUDA multiplies by for "/ 255"
 
@@ -30,30 +31,44 @@ def chessboard(h: int, w: int, bg: BackgroundConfig) -> np.ndarray:
     With ``square_on_top_left`` true, pixel (0, 0) is white and (0, s) gray.
     """
     h, w = check_positive_int("h", h), check_positive_int("w", w)
+    return _chessboard_rows(0, h, w, bg)
+
+
+def _chessboard_rows(r0: int, r1: int, w: int, bg: BackgroundConfig) -> np.ndarray:
+    """Rows ``r0:r1`` of the (., w) chessboard: two row patterns (even / odd cell rows), picked per row."""
     s = bg.square_size
-    parity = (np.arange(h)[:, None] // s + np.arange(w)[None, :] // s) % 2
     gray_parity = 1 if bg.square_on_top_left else 0
-    return np.where(parity == gray_parity, np.float32(bg.gray_value), np.float32(bg.white_value)).astype(np.float32)
+    gray, white = np.float32(bg.gray_value), np.float32(bg.white_value)
+    col_parity = (np.arange(w) // s) % 2
+    patterns = np.empty((2, w), dtype=np.float32)  # [cell-row parity, x]
+    for row_parity in (0, 1):
+        patterns[row_parity] = np.where((row_parity + col_parity) % 2 == gray_parity, gray, white)
+    return patterns[(np.arange(r0, r1) // s) % 2]
+
+
+def background_rows(r0: int, r1: int, w: int, bg: BackgroundConfig) -> np.ndarray:
+    """Rows ``r0:r1`` of `background_values` (``(r1 - r0, w)`` float32), for row-streamed compositing."""
+    if bg.pattern == "chessboard":
+        return _chessboard_rows(r0, r1, w, bg)
+    return np.full((r1 - r0, w), PLAIN_LEVELS[bg.pattern], dtype=np.float32)
 
 
 def background_values(h: int, w: int, bg: BackgroundConfig) -> np.ndarray:
     """(H, W) float32 background level per pixel for any pattern."""
     if not isinstance(bg, BackgroundConfig):
-        raise TypeError(f"bg must be a BackgroundConfig, got {type_name(bg)}")
-    if bg.pattern == "chessboard":
-        return chessboard(h, w, bg)
+        raise InputTypeError(f"bg must be a BackgroundConfig, got {type_name(bg)}")
     h, w = check_positive_int("h", h), check_positive_int("w", w)
-    return np.full((h, w), PLAIN_LEVELS[bg.pattern], dtype=np.float32)
+    return background_rows(0, h, w, bg)
 
 
 def _as_background(bg: BackgroundConfig | Mapping[str, Any]) -> BackgroundConfig:
     if isinstance(bg, BackgroundConfig):
         return bg
     if not isinstance(bg, Mapping):
-        raise TypeError(f"bg must be a BackgroundConfig, a dict or None, got {type_name(bg)}")
-    pattern = bg.get("pattern", "black")  # SPEC 3.4: a missing pattern means black
+        raise InputTypeError(f"bg must be a BackgroundConfig, a dict or None, got {type_name(bg)}")
+    pattern = bg.get("pattern", "black")  # semantics §3.4: a missing pattern means black
     if pattern not in ("chessboard", *PLAIN_LEVELS):
-        raise ValueError(f"Invalid background pattern: {pattern}")
+        raise InputValueError(f"Invalid background pattern: {pattern}")
     return BackgroundConfig.from_dict(bg)
 
 
@@ -73,7 +88,7 @@ def fill_transparent_bg(
     *,
     arithmetic: Literal["cpu", "cuda"] = "cpu",
 ) -> np.ndarray:
-    """Composite (B,4,H,W) / (4,H,W) float32 over ``bg``; 3 channels pass through (SPEC 3.4).
+    """Composite (B,4,H,W) / (4,H,W) float32 over ``bg``; 3 channels pass through (semantics §3.4).
 
     3 channels: returned unchanged (as float32). 4 channels and ``bg`` None:
     alpha dropped. A dict with no ``pattern`` is black; an unknown pattern
@@ -83,18 +98,39 @@ def fill_transparent_bg(
     arr = check_float_image("x", x, channels=(3, 4))
     check_arithmetic(arithmetic)
     config = None if bg is None else _as_background(bg)
-    f = arr.astype(np.float32)
-    if f.shape[-3] == 3:
-        return f  # astype already copied
-    rgb = f[..., :3, :, :]
-    if config is None:
-        return np.ascontiguousarray(rgb)
-    h, w = f.shape[-2:]
-    if h == 0 or w == 0:
-        return np.ascontiguousarray(rgb)
-    back = background_values(h, w, config)
-    a = alpha_fraction(f[..., 3:4, :, :], arithmetic)
-    out = a * rgb  # float32 multiply
-    out += (np.float32(1.0) - a) * back  # float32 rsub, multiply, add: each rounded
+    if arr.shape[-3] == 3:
+        return arr.astype(np.float32)  # always a copy
+    h, w = arr.shape[-2:]
+    if config is None or h == 0 or w == 0:
+        return np.array(arr[..., :3, :, :], dtype=np.float32, order="C")  # a C-contiguous copy, never a view
+    f = arr if arr.dtype == np.float32 else arr.astype(np.float32)  # every step below works on float32 values
+    out = np.empty(arr.shape[:-3] + (3, h, w), dtype=np.float32)
+    composite_into(f[..., :3, :, :], f[..., 3:4, :, :], background_values(h, w, config), arithmetic, out)
+    return out
+
+
+def composite_into(
+    rgb: np.ndarray,
+    alpha: np.ndarray,
+    back: np.ndarray,
+    arithmetic: str,
+    out: np.ndarray,
+    dest: np.ndarray | None = None,
+) -> None:
+    """``floor(clamp(a * rgb + (1 - a) * back, 0, 255))`` as upstream's float32 kernels, written in place.
+
+    ``rgb`` (..., 3, H, W) and ``alpha`` (..., 1, H, W) float32 (uint8 too:
+    its levels convert to float32 exactly); ``back`` (H, W) float32;
+    ``out`` float32 like ``rgb`` receives the clamped sum, and its floor goes
+    to ``dest`` (``out`` itself when None; an integer array takes the levels
+    exactly). Same operations, same roundings as the four kernels: ``a * rgb``
+    per channel, ``(1 - a) * back`` (the same for every channel, so computed
+    once), their sum, the clamp and the floor, each rounded to float32.
+    """
+    a = alpha_fraction(alpha, arithmetic)
+    weighted_back = np.subtract(np.float32(1.0), a, dtype=np.float32)
+    np.multiply(weighted_back, back, out=weighted_back)
+    np.multiply(a, rgb, out=out, dtype=np.float32)
+    np.add(out, weighted_back, out=out)
     np.clip(out, np.float32(0.0), np.float32(255.0), out=out)
-    return np.floor(out, out=out)
+    np.floor(out, out=out if dest is None else dest, casting="unsafe")

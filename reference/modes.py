@@ -1,7 +1,7 @@
 """Our own ``Image.convert("RGB")`` / ``convert("RGBA")`` for every PIL mode we check.
 
 The oracle must not check Pillow's conversions with Pillow's conversions, so
-the rules of ``anchors.md`` section 3 are restated here in NumPy and applied
+the rules of semantics §13.5 are restated here in NumPy and applied
 to raw bands read with ``np.asarray`` / ``getpalette`` / ``info`` only. The
 tests prove each rule bit-equal to Pillow 13's ``convert`` on generated images
 and on the corpus.

@@ -1,14 +1,14 @@
-"""Pad, normalize and patchify (SPEC 3.5), plus the two other normalization forms it is compared with.
+"""Pad, normalize and patchify (semantics §3.5), plus the two other normalization forms it is compared with.
 
 * `normalize_scale_bias`: what the deferred owner runs, ``x * scale + bias``
   with float32 ``scale = 1/(255 std)``, ``bias = -mean/std`` (`scale_bias`).
-  Unfused (a float32 multiply, then a float32 add: what the SPEC's wording
+  Unfused (a float32 multiply, then a float32 add: what the semantics's wording
   and a non-FMA build give) or fused (a single rounding: Triton's / nvcc's
   FMA, and, measured here, torch 2.13's CPU ``addcmul`` on FMA hardware).
   The default stays unfused so that callers must say which one they model.
 * `normalize_eager`: the eager per-pixel form ``(x / 255 - mean) / std``, each
   a float32 op; the PR claims the scale/bias form equals it exactly.
-* `normalize_checkpoint`: the HF checkpoint's NumPy form (facts 4.5).
+* `normalize_checkpoint`: the HF checkpoint's NumPy form (semantics §11.3).
 """
 
 from __future__ import annotations
@@ -19,6 +19,7 @@ from fractions import Fraction
 import numpy as np
 
 from reference.config import check_vector3
+from reference.errors import InputValueError
 from reference.validate import check_float_image, check_positive_int
 
 _F32 = np.float32
@@ -45,7 +46,7 @@ def pad_bottom_right(x: np.ndarray, padded_h: int, padded_w: int) -> np.ndarray:
     padded_h, padded_w = check_positive_int("padded_h", padded_h), check_positive_int("padded_w", padded_w)
     h, w = arr.shape[-2:]
     if padded_h < h or padded_w < w:
-        raise ValueError(f"padded size ({padded_h}, {padded_w}) is smaller than the image ({h}, {w})")
+        raise InputValueError(f"padded size ({padded_h}, {padded_w}) is smaller than the image ({h}, {w})")
     out = np.zeros(arr.shape[:-2] + (padded_h, padded_w), dtype=arr.dtype)
     out[..., :h, :w] = arr
     return out
@@ -99,14 +100,64 @@ def normalize_scale_bias(x: np.ndarray, scale: np.ndarray, bias: np.ndarray, *, 
     sc, bi = _per_channel(scale, arr.ndim), _per_channel(bias, arr.ndim)
     if not fused:
         return arr.astype(_F32) * sc + bi
-    if not np.all((arr == np.floor(arr)) & (arr >= 0) & (arr <= 255)):
-        raise ValueError("fused=True needs integer-valued x in [0, 255] (pixel levels), got other values")
+    if not _are_levels(arr):
+        raise InputValueError("fused=True needs integer-valued x in [0, 255] (pixel levels), got other values")
     if _fma_is_exact(scale, bias):
-        return (arr.astype(_F64) * sc.astype(_F64) + bi.astype(_F64)).astype(_F32)
+        out = arr.astype(_F64)
+        out *= sc.astype(_F64)
+        out += bi.astype(_F64)
+        return out.astype(_F32)
     table = _fused_table(scale, bias)
     idx = arr.astype(np.intp)
     channel = np.arange(3).reshape((3, 1, 1) if arr.ndim == 3 else (1, 3, 1, 1))
     return table[channel, idx]
+
+
+def _are_levels(arr: np.ndarray) -> bool:
+    """Every value an integer in [0, 255] (NaN is not), checked with reductions rather than full-size masks."""
+    if arr.size == 0:
+        return True
+    lo, hi = arr.min(), arr.max()
+    if not (lo >= 0 and hi <= 255):
+        return False
+    return arr.dtype.kind in "iu" or bool(np.array_equal(np.floor(arr), arr))
+
+
+def normalize_levels_into(
+    levels: np.ndarray, scale: np.ndarray, bias: np.ndarray, p: int, out: np.ndarray, *, fused: bool
+) -> None:
+    """Normalize and patchify (3, H, W) integer pixel levels straight into ``out`` (gh * gw, 3, p, p) float32.
+
+    Bit-equal to ``patchify(normalize_scale_bias(levels, scale, bias,
+    fused=fused), p)``: the same float32 operations (unfused), the same
+    exact float64 sum rounded once (fused) or the same rational table, per
+    element; only the order of the writes differs (the result lands in patch
+    order directly, a few patch rows at a time, with no full-size temporary).
+    ``levels`` must hold integers in [0, 255] (unchecked: the pipeline makes
+    them); H and W must be multiples of ``p``.
+    """
+    scale = np.asarray(scale, dtype=_F32).reshape(3)
+    bias = np.asarray(bias, dtype=_F32).reshape(3)
+    _, h, w = levels.shape
+    gh, gw = h // p, w // p
+    grid = levels.reshape(3, gh, p, gw, p)
+    dest = out.reshape(gh, gw, 3, p, p).transpose(2, 0, 3, 1, 4)  # (3, gh, p, gw, p) view of out
+    exact = fused and _fma_is_exact(scale, bias)
+    table = _fused_table(scale, bias) if fused and not exact else None
+    step = max(1, (1 << 20) // max(1, p * w * 8))  # patch rows per chunk: about 1 MB of float64
+    tmp = np.empty((min(step, max(gh, 1)), p, gw, p), dtype=_F64 if exact else _F32)
+    for c in range(3):
+        for g0 in range(0, gh, step):
+            g1 = min(g0 + step, gh)
+            src, dst, t = grid[c, g0:g1], dest[c, g0:g1], tmp[: g1 - g0]
+            if table is not None:
+                dst[...] = table[c][src.astype(np.intp)]
+            elif exact:  # x * scale exact in float64, + bias exact too (_fma_is_exact): one rounding to float32
+                np.multiply(src, _F64(scale[c]), out=t)
+                np.add(t, _F64(bias[c]), out=dst)
+            else:  # float32 multiply, then float32 add
+                np.multiply(src, scale[c], out=t, dtype=_F32)
+                np.add(t, bias[c], out=dst, dtype=_F32)
 
 
 def normalize_eager(x: np.ndarray, mean: Sequence[float], std: Sequence[float]) -> np.ndarray:
@@ -118,7 +169,7 @@ def normalize_eager(x: np.ndarray, mean: Sequence[float], std: Sequence[float]) 
 
 
 def normalize_checkpoint(x: np.ndarray, mean: Sequence[float], std: Sequence[float]) -> np.ndarray:
-    """The checkpoint's NumPy normalize (facts 4.5): ``f32(f64(f32(f64(f32(u/255)) - mean)) * (1/std))``.
+    """The checkpoint's NumPy normalize (semantics §11.3): ``f32(f64(f32(f64(f32(u/255)) - mean)) * (1/std))``.
 
     ``u / 255.0`` in float64 cast to float32; ``x -= mean`` and ``x *= std_inv``
     on a float32 array with float64 operands compute in float64 and store float32.
@@ -139,7 +190,7 @@ def patchify(x: np.ndarray, p: int) -> np.ndarray:
         arr = arr[None]
     b, c, h, w = arr.shape
     if h % p or w % p:
-        raise ValueError(f"image size ({h}, {w}) must be a multiple of the patch size {p}")
+        raise InputValueError(f"image size ({h}, {w}) must be a multiple of the patch size {p}")
     gh, gw = h // p, w // p
     patches = arr.reshape(b, c, gh, p, gw, p).transpose(0, 2, 4, 1, 3, 5)
     return np.ascontiguousarray(patches).reshape(b * gh * gw, c, p, p)

@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import numpy as np
 
+from reference.errors import InputTypeError
 from reference.validate import as_array
 
 _BF16_NAN = np.uint16(0x7FC0)
@@ -23,16 +24,28 @@ def float32_bits(x: np.ndarray) -> np.ndarray:
     """The uint32 bit patterns of float32 ``x`` (same shape)."""
     arr = as_array("x", x)
     if arr.dtype != np.float32:
-        raise TypeError(f"x must be float32, got dtype {arr.dtype}")
+        raise InputTypeError(f"x must be float32, got dtype {arr.dtype}")
     return np.ascontiguousarray(arr).view(np.uint32).copy()
 
 
 def bf16_bits(x: np.ndarray) -> np.ndarray:
-    """uint16 BF16 patterns of float32 ``x``, round-to-nearest-even; NaN -> 0x7FC0 (a quiet NaN)."""
-    bits = float32_bits(x).astype(np.uint64)
-    lsb = (bits >> np.uint64(16)) & np.uint64(1)
-    rounded = ((bits + np.uint64(0x7FFF) + lsb) >> np.uint64(16)).astype(np.uint16)
-    return np.where(np.isnan(as_array("x", x)), _BF16_NAN, rounded).astype(np.uint16)
+    """uint16 BF16 patterns of float32 ``x``, round-to-nearest-even; NaN -> 0x7FC0 (a quiet NaN).
+
+    In uint32: no non-NaN pattern can overflow (the largest, 0xFF800000 for
+    -inf, plus 0x8000 stays below 2**32); a NaN's lane may wrap, and is
+    replaced by the canonical NaN anyway.
+    """
+    arr = as_array("x", x)
+    if arr.dtype != np.float32:
+        raise InputTypeError(f"x must be float32, got dtype {arr.dtype}")
+    bits = np.ascontiguousarray(arr).view(np.uint32)
+    rounded = (bits >> np.uint32(16)) & np.uint32(1)
+    rounded += bits
+    rounded += np.uint32(0x7FFF)
+    rounded >>= np.uint32(16)
+    out = rounded.astype(np.uint16)
+    out[np.isnan(arr)] = _BF16_NAN
+    return out
 
 
 def to_bf16(x: np.ndarray) -> np.ndarray:

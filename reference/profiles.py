@@ -3,7 +3,7 @@
 ``kimi-k3`` is the default everywhere. The Kimi values come from published
 third-party copies of the checkpoints' ``preprocessor_config.json`` (semantics §2);
 the ``sglang-*`` profiles are the configs SGLang's own unit tests use
-(``../shared/notes/sglang-k3-facts.md`` sections 1.4, 5.2 and 11).
+(semantics §3.2, §4.2 and §2.2).
 Add a profile by adding an entry to ``PROFILES`` (see README).
 """
 

@@ -1,4 +1,4 @@
-"""Antialiased bicubic resize, as torch's ``interpolate(bicubic, antialias=True)`` (SPEC 3.3).
+"""Antialiased bicubic resize, as torch's ``interpolate(bicubic, antialias=True)`` (semantics §3.3).
 
 The oracle places the filter where torch does for float32 input (float32
 scale, centres and tap offsets: see `aa_bicubic_weights`), evaluates the
@@ -17,13 +17,20 @@ with an output width of 1 and a changed height repeats the first output row
 down the column (kimi-k3 meets it for 1- or 2-px-wide images taller than
 7168 px); `classify_disagreement` flags those elements as unexplained.
 
-Kernel (anchors.md section 2, facts section 2): per axis, ``scale = in/out``;
+Kernel (semantics §13.1): per axis, ``scale = in/out``;
 ``support = 2*scale`` for a downscale, else 2; Keys cubic with a = -0.5 on
 ``(j - center + 0.5) * min(1, 1/scale)`` with ``center = scale*(i + 0.5)``;
 window ``[int(center - support + 0.5), int(center + support + 0.5))`` clipped
-to the image, taps outside dropped and the rest renormalised to sum 1. The
-last axis (W) is resized first, then H; an axis whose size is unchanged is
-skipped (its weights would be the identity anyway).
+to the image, taps outside dropped and the rest renormalised to sum 1. torch
+resizes the last axis (W) first, then H (the order its float32 error bound,
+`tie_epsilon`, follows); an axis whose size is unchanged is skipped (its
+weights would be the identity anyway).
+
+Evaluation (`reference._bands`): float64 BLAS products over dense band
+blocks of the filter, H pass first (exact separable passes commute; the
+float64 results agree with the W-first order and with a direct 2-D
+convolution to ~1e-13), streamed over groups of output rows so no
+full-size float64 intermediate is made beyond ``exact`` itself.
 """
 
 from __future__ import annotations
@@ -34,6 +41,8 @@ from typing import NamedTuple
 
 import numpy as np
 
+from reference._bands import resize_image
+from reference.errors import InputValueError
 from reference.validate import check_float_image, check_positive_int
 
 A = -0.5  # PIL's / torch-antialias's Keys parameter
@@ -105,57 +114,8 @@ def aa_bicubic_weights(in_size: int, out_size: int, *, coordinates: str = "float
     stay exact (float64). ``"exact"`` is the ideal real-number filter.
     """
     if coordinates not in COORDINATES:
-        raise ValueError(f"coordinates must be one of {COORDINATES}, got {coordinates!r}")
+        raise InputValueError(f"coordinates must be one of {COORDINATES}, got {coordinates!r}")
     return _weights(check_positive_int("in_size", in_size), check_positive_int("out_size", out_size), coordinates)
-
-
-_BLOCK = 16  # output pixels per band block: small blocks waste fewer multiply-adds and stay single-threaded in BLAS
-
-
-@lru_cache(maxsize=256)
-def _band_blocks(in_size: int, out_size: int, coordinates: str) -> tuple[tuple[int, int, int, int, np.ndarray], ...]:
-    """The filter as dense (input span x output block) matrices, so each pass is a few BLAS matmuls.
-
-    Block ``(o0, o1, i0, i1, m)``: outputs ``o0:o1`` are ``x[..., i0:i1] @ m``.
-    Only the band is dense, so the cost is about ``(block * scale + taps)``
-    multiply-adds per output instead of ``in_size``.
-    """
-    xmin, w = aa_bicubic_weights(in_size, out_size, coordinates=coordinates)
-    taps = w.shape[1]
-    blocks = []
-    for o0 in range(0, out_size, _BLOCK):
-        o1 = min(o0 + _BLOCK, out_size)
-        i0 = int(xmin[o0:o1].min())
-        i1 = min(int(xmin[o0:o1].max()) + taps, in_size)
-        m = np.zeros((i1 - i0, o1 - o0), dtype=np.float64)
-        for j in range(taps):
-            idx = xmin[o0:o1] + j
-            ok = (idx < i1) & (w[o0:o1, j] != 0)
-            m[idx[ok] - i0, np.nonzero(ok)[0]] += w[o0:o1, j][ok]
-        m.setflags(write=False)
-        blocks.append((o0, o1, i0, i1, m))
-    return tuple(blocks)
-
-
-def _resize_axis(x: np.ndarray, axis: int, out_size: int, coordinates: str) -> np.ndarray:
-    """One separable pass along ``axis`` (-1 or -2) in float64, plane by plane, band block by block.
-
-    Every (batch, channel) plane goes through the same calls, so a batch
-    gives bit-identical results to its images resized one by one.
-    """
-    in_size = x.shape[axis]
-    blocks = _band_blocks(in_size, out_size, coordinates)
-    planes = x.reshape((-1,) + x.shape[-2:])
-    shape = list(planes.shape)
-    shape[axis] = out_size
-    out = np.empty(shape, dtype=np.float64)
-    for plane, dst in zip(planes, out, strict=True):
-        # The H pass runs on transposed views so both passes are (rows x span) @ (span x block) products.
-        plane = plane.astype(np.float64, copy=False)
-        src, res = (plane, dst) if axis == -1 else (plane.T, dst.T)
-        for o0, o1, i0, i1, m in blocks:
-            res[:, o0:o1] = src[:, i0:i1] @ m
-    return out.reshape(x.shape[:-2] + tuple(shape[-2:]))
 
 
 class ResampleResult(NamedTuple):
@@ -171,7 +131,7 @@ class ResampleResult(NamedTuple):
 
 
 def resize_bicubic_aa(x: np.ndarray, out_h: int, out_w: int, *, coordinates: str = "float32") -> ResampleResult:
-    """Resize (C,H,W) or (B,C,H,W) ``x`` to ``(out_h, out_w)``: W pass then H pass, then round and clamp.
+    """Resize (C,H,W) or (B,C,H,W) ``x`` to ``(out_h, out_w)``: both separable passes, then round and clamp.
 
     Same size: no resize and no rounding (upstream returns the float cast), so
     ``values`` equal the input as float32 and ``tie_distance`` is +inf.
@@ -179,24 +139,43 @@ def resize_bicubic_aa(x: np.ndarray, out_h: int, out_w: int, *, coordinates: str
     placement by default). Batch entries are independent.
     """
     if coordinates not in COORDINATES:
-        raise ValueError(f"coordinates must be one of {COORDINATES}, got {coordinates!r}")
+        raise InputValueError(f"coordinates must be one of {COORDINATES}, got {coordinates!r}")
     arr = check_float_image("x", x)
     out_h = check_positive_int("out_h", out_h)
     out_w = check_positive_int("out_w", out_w)
     if arr.shape[-2] == 0 or arr.shape[-1] == 0:
-        raise ValueError(f"x must have at least one pixel, got shape {arr.shape}")
+        raise InputValueError(f"x must have at least one pixel, got shape {arr.shape}")
     if arr.shape[-2:] == (out_h, out_w):
         exact = arr.astype(np.float64)
         return ResampleResult(arr.astype(np.float32), exact, np.full(exact.shape, np.inf))
-    exact = arr  # each pass converts plane by plane to float64 (no full-size float64 copy of the source)
-    if arr.shape[-1] != out_w:
-        exact = _resize_axis(exact, -1, out_w, coordinates)
-    if arr.shape[-2] != out_h:
-        exact = _resize_axis(exact, -2, out_h, coordinates)
-    exact = exact.astype(np.float64, copy=False)
-    values = np.clip(np.rint(exact), 0.0, 255.0).astype(np.float32)
-    tie = np.abs(exact - np.floor(exact) - 0.5)
-    return ResampleResult(values, exact, tie)
+    batch = arr.reshape((-1,) + arr.shape[-3:])
+    shape = batch.shape[:2] + (out_h, out_w)
+    exact = np.empty(shape, dtype=np.float64)
+    values = np.empty(shape, dtype=np.float32)
+    tie = np.empty(shape, dtype=np.float64)
+    for b in range(batch.shape[0]):
+
+        def finish(r0: int, r1: int, rows: np.ndarray, b: int = b) -> None:
+            round_rows(rows, values[b, :, r0:r1], tie[b, :, r0:r1])
+
+        resize_image(batch[b], out_h, out_w, coordinates, finish, dest=exact[b])
+    out_shape = arr.shape[:-2] + (out_h, out_w)
+    return ResampleResult(values.reshape(out_shape), exact.reshape(out_shape), tie.reshape(out_shape))
+
+
+def round_rows(exact: np.ndarray, values: np.ndarray, tie: np.ndarray) -> None:
+    """Upstream's rounding of exact resize values, into ``values`` (float32) and ``tie`` (float64), no temporaries.
+
+    ``values = clip(rint(exact), 0, 255)`` (half to even) and
+    ``tie = |exact - floor(exact) - 0.5|``, evaluated in that order (``tie``
+    holds the rounded values for a moment).
+    """
+    np.rint(exact, out=tie)
+    np.clip(tie, 0.0, 255.0, out=values)
+    np.floor(exact, out=tie)
+    np.subtract(exact, tie, out=tie)
+    np.subtract(tie, 0.5, out=tie)
+    np.abs(tie, out=tie)
 
 
 def _pass_error(in_size: int, out_size: int, magnitude: float) -> tuple[float, float]:
@@ -217,7 +196,7 @@ def tie_epsilon(in_h: int, out_h: int, in_w: int, out_w: int) -> float:
     ``gamma_n * sum |w x|`` with ``gamma_n = n u / (1 - n u)``, ``u = 2**-24``,
     plus torch's own float32 weights, each within ``16 u`` of ours (a few
     float32 roundings in the kernel and the normalisation; measured <= 12 u by
-    ``properties/test_resample.py``). The W-pass error is carried through
+    ``properties/reference/test_resample.py``). The W-pass error is carried through
     the H pass, amplified by at most ``max sum |w|``.
     """
     err_w, mag = _pass_error(in_w, out_w, 255.0)
@@ -246,6 +225,6 @@ def classify_disagreement(ref: ResampleResult, other_values: np.ndarray, epsilon
     eps = TIE_EPSILON if epsilon is None else float(epsilon)
     other = np.asarray(other_values, dtype=np.float64)
     if other.shape != ref.values.shape:
-        raise ValueError(f"other_values must have shape {ref.values.shape}, got {other.shape}")
+        raise InputValueError(f"other_values must have shape {ref.values.shape}, got {other.shape}")
     diff = np.abs(other - ref.values.astype(np.float64))
     return (diff == 0) | ((diff == 1) & (ref.tie_distance <= eps))

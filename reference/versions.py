@@ -32,7 +32,12 @@ class Policy:
     # Processor / gate
     defer_enabled: bool = True  # PRE_PR: eager only
     promote_rgb_transparency: bool = False  # PRE_PR eager path promoted RGB+transparency to RGBA
-    gate_per_image: bool = False  # 3d3194f6c+: one decision per image instead of per request
+    gate_per_image: bool = False  # the default call site's granularity: 3d3194f6c+ decides per image
+    # Every call site of the gate, (name, decides per image), the default first (semantics §4.1, §12.2):
+    # from 3d3194f6c the processor resolves per-image artifacts through its preprocess cache ("artifact",
+    # one image per call) and keeps the old request-wide call for cache-off and preprocessed requests
+    # ("request"). Empty means "request" alone, per request or per image as ``gate_per_image`` says.
+    gate_paths: tuple[tuple[str, bool], ...] = ()
     # Scheduler (semantics §1.3): the PR added Kimi-K3 to the pre-embed skip whitelist
     k3_skips_pre_embed_move: bool = True
     # Contract (semantics §5)
@@ -51,6 +56,21 @@ class Policy:
     def with_(self, **changes: object) -> Policy:
         return replace(self, **changes)
 
+    @property
+    def call_sites(self) -> tuple[tuple[str, bool], ...]:
+        """The gate's call sites as (name, decides per image), the default first."""
+        return self.gate_paths or (("request", self.gate_per_image),)
+
+    def gate_path(self, name: str | None) -> tuple[str, bool]:
+        """The named call site (None: the default); an unknown name lists the known ones."""
+        sites = self.call_sites
+        if name is None:
+            return sites[0]
+        for site in sites:
+            if site[0] == name:
+                return site
+        raise InputValueError(f"policy {self.name} has no gate call site {name!r}; known: {[s[0] for s in sites]}")
+
 
 PR_33921 = Policy(name="PR_33921")
 PRE_PR = Policy(name="PRE_PR", defer_enabled=False, promote_rgb_transparency=True, k3_skips_pre_embed_move=False)
@@ -61,6 +81,7 @@ INTERIM_418975B = Policy(
     consumer_reads_backend=True,
     ipc_consumer_count="configured_tp_size",
 )
+_ARTIFACT_AND_REQUEST = (("artifact", True), ("request", False))
 INTERIM_3D3194F = Policy(
     name="INTERIM_3D3194F",
     contract="dataclass",
@@ -69,6 +90,7 @@ INTERIM_3D3194F = Policy(
     mixed_batches="accept",
     grid_check="local",
     gate_per_image=True,
+    gate_paths=_ARTIFACT_AND_REQUEST,
     ipc_consumer_count="configured_tp_size",
 )
 RELEASED = Policy(
@@ -79,10 +101,12 @@ RELEASED = Policy(
     mixed_batches="accept",
     grid_check="global",
     gate_per_image=True,
+    gate_paths=_ARTIFACT_AND_REQUEST,
     ipc_consumer_count="dp_group",
     ipc_clamp=True,
 )
-HARDENED = RELEASED.with_(name="HARDENED", validate_inputs=True)
+# deferlab's recommendation: validate at the front door, and decide per image on every call site.
+HARDENED = RELEASED.with_(name="HARDENED", validate_inputs=True, gate_paths=(("artifact", True), ("request", True)))
 
 POLICIES: dict[str, Policy] = {
     p.name: p for p in (PR_33921, PRE_PR, INTERIM_418975B, INTERIM_3D3194F, RELEASED, HARDENED)

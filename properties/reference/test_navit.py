@@ -14,7 +14,7 @@ K3 = profile("kimi-k3")
 K25 = profile("kimi-k2.5")
 
 # (w, h) -> (new_w, new_h, pad_w, pad_h, grid, tokens); computed by hand from semantics §3.2
-# (table in ../shared/notes/sglang-k3-facts.md 1.4).
+# (table in semantics §3.2).
 K3_CASES = [
     ((32, 32), (32, 32, 24, 24, (1, 4, 4), 4)),
     ((224, 224), (224, 224, 0, 0, (1, 16, 16), 64)),

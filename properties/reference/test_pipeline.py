@@ -186,3 +186,37 @@ def test_bad_inputs(call, error: type[Exception]) -> None:
     """Wrong config types, non-sequences, unknown arithmetic and non-uint8 images fail before any work."""
     with pytest.raises(error):
         call()
+
+
+_NOT_FMA_EXACT = PreprocessConfig(  # a subnormal-ish bias next to normal products: the rational-table path
+    patch_size=14,
+    merge_kernel_size=2,
+    in_patch_limit=4096,
+    patch_limit_on_one_side=512,
+    image_mean=(0.0, 1e-30, 0.5),
+    image_std=(1.0, 1e-3, 3.0),
+    background=BackgroundConfig(pattern="chessboard", square_size=8, gray_value=180),
+)
+
+
+@pytest.mark.parametrize("fused", [False, True])
+@pytest.mark.parametrize("arithmetic", ["cpu", "cuda"])
+@pytest.mark.parametrize(
+    "cfg",
+    [profile("kimi-k3").with_(in_patch_limit=4096), profile("kimi-k2.5").with_(in_patch_limit=4096), _NOT_FMA_EXACT],
+)
+def test_preprocess_equals_trace_on_large_images(cfg: PreprocessConfig, arithmetic: str, fused: bool) -> None:
+    """preprocess (streamed, straight to patches) is bit-equal to the concatenated trace patches (stage by stage)."""
+    rng = np.random.default_rng(7)
+    rgba = rng.integers(0, 256, (4, 900, 1300), dtype=np.uint8)
+    rgba[3] = rng.choice([0, 90, 255], size=(900, 1300))
+    kept = rng.integers(0, 256, (4, 56, 84), dtype=np.uint8)  # kept at its size: composited without a resize
+    images = [
+        rgba,
+        rng.integers(0, 256, (3, 700, 1000), dtype=np.uint8),
+        kept,
+        rng.integers(0, 256, (3, 1, 3000), np.uint8),
+    ]
+    pv, grids = preprocess(images, cfg, arithmetic=arithmetic, fused=fused)
+    want = np.concatenate([trace(im, cfg, arithmetic=arithmetic, fused=fused).patches for im in images])
+    assert pv.shape == want.shape and np.array_equal(pv.view(np.uint32), want.view(np.uint32))

@@ -289,3 +289,21 @@ def test_device_resize_disagreements_are_ties(device: str, case: tuple[np.ndarra
     raw = torch.nn.functional.interpolate(t, size=(oh, ow), mode="bicubic", align_corners=False, antialias=True)
     eps = tie_epsilon(x.shape[2], oh, x.shape[3], ow)
     assert classify_disagreement(ref, raw.round().clamp(0, 255).cpu().numpy(), eps).all()
+
+
+@pytest.mark.parametrize(
+    ("shape", "oh", "ow"),
+    [
+        ((1, 500, 4000), 200, 1700),  # several row groups, column tiles and input steps in the H pass
+        ((1, 400, 2600), 400, 500),  # W only, a 5x downscale: several row tiles per column-pass group
+        ((2, 1, 900, 2000), 300, 2000),  # H only, batched, several row groups
+        ((1, 300, 260), 700, 600),  # an upscale past one group
+    ],
+)
+def test_large_resize_equals_dense_filters(shape: tuple[int, ...], oh: int, ow: int) -> None:
+    """Past one row group / product tile, the exact values still equal the dense filter matrices applied in full."""
+    x = np.random.default_rng(sum(shape)).integers(0, 256, shape, dtype=np.uint8)
+    res = resize_bicubic_aa(x, oh, ow, coordinates="exact")
+    want = axis_matrix(shape[-2], oh) @ x.astype(np.float64) @ axis_matrix(shape[-1], ow).T
+    assert np.abs(res.exact - want).max() <= 1e-9
+    assert np.array_equal(res.values, np.clip(np.rint(res.exact), 0, 255).astype(np.float32))

@@ -11,13 +11,12 @@ from reference import corpus as builtin_corpus
 from sim.corpus import has_alpha, load_corpus
 from sim.workload import FAMILIES, WorkloadSpec, corpus_available, generate
 
-needs_corpus = pytest.mark.skipif(not corpus_available(), reason="image corpus not found at ../shared/corpus")
-
 
 @given(family=st.sampled_from([f for f in FAMILIES if f != "corpus"]), seed=st.integers(0, 2**32 - 1))
 def test_same_seed_same_workload(family: str, seed: int) -> None:
     """Reproducible: one seed fixes sizes, counts and arrivals."""
-    spec = WorkloadSpec(family=family, n_requests=20, seed=seed)
+    size = (640, 480) if family == "fixed" else None  # the fixed family takes its one image size
+    spec = WorkloadSpec(family=family, n_requests=20, seed=seed, image_size=size)
     a, b = generate(spec), generate(spec)
     for field in ("arrival_s", "offsets", "width", "height", "channels"):
         assert np.array_equal(getattr(a, field), getattr(b, field))
@@ -63,9 +62,9 @@ def test_has_alpha_rule() -> None:
     assert not has_alpha("CMYK", False, "none") and not has_alpha("1", False, "none")
 
 
-@needs_corpus
 def test_corpus_sizes_and_file_bytes() -> None:
     """The built-in manifest's 68 rows load with positive sizes and on-disk file sizes."""
+    assert corpus_available(), "the built-in corpus ships with the package"
     c = load_corpus()
     assert len(c) == len(builtin_corpus.entries()) == 68
     assert (c.width > 0).all() and (c.height > 0).all() and (c.encoded_bytes > 0).all()
@@ -73,7 +72,6 @@ def test_corpus_sizes_and_file_bytes() -> None:
     assert all(c.channels[i] == 3 for i in rgb_tuple)
 
 
-@needs_corpus
 def test_corpus_workload_carries_file_bytes() -> None:
     wl = generate(WorkloadSpec(family="corpus", n_requests=10, seed=1))
     assert (wl.encoded_bytes > 0).all()
