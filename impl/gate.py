@@ -60,11 +60,14 @@ def defer_decisions(
     policy: Policy | str = PR_33921,
     transport: str = "cpu",
     cuda_available: bool = True,
+    gate_path: str | None = None,
 ) -> list[bool]:
-    """One decision per image under ``policy``: the request-wide answer repeated, or per image (3d3194f6c+)."""
+    """One decision per image at the ``policy``'s call site ``gate_path`` (None: its default one): the
+    request-wide answer repeated, or per image (the 3d3194f6c+ artifact path)."""
     policy = get_policy(policy)
+    _, per_image = policy.gate_path(gate_path)
     if not policy.defer_enabled:
         return [False] * len(images)
-    if policy.gate_per_image:
+    if per_image:
         return should_defer_per_image(images, config, transport, cuda_available)
     return [should_defer(images, config, transport, cuda_available)] * len(images)

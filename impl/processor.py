@@ -4,7 +4,9 @@
 mirrors upstream's ``process_mm_data_async`` minus tokenization: one item per
 image, either deferred (uint8 CHW CPU feature + contract) or eager (the
 image's float32 patches, on the CPU, as the ``cpu`` transport ships them).
-``epd=True`` is the encoder-side (EPD) start path: the same gate, but the
+``gate_path`` picks the gate's call site (`reference.versions.Policy.call_sites`:
+the released processor's per-image ``artifact`` path, or the request-wide
+``request`` path it keeps for cache-off requests). ``epd=True`` is the encoder-side (EPD) start path: the same gate, but the
 deferred items are written by the EPD producer (``policy.epd_contract``).
 ``cuda_available=True`` on a CPU-only machine exercises deferral; the "GPU"
 work then runs on the CPU device.
@@ -51,6 +53,7 @@ class Processor:
         cuda_available: bool | None = None,
         device: str | torch.device | None = None,
         epd: bool = False,
+        gate_path: str | None = None,
     ) -> None:
         if config is None or isinstance(config, str):
             config = profile(config or "kimi-k3")
@@ -68,11 +71,17 @@ class Processor:
         if not isinstance(epd, bool):
             raise InputTypeError(f"epd must be a bool, got {epd!r}")
         self.epd = epd
+        self.gate_path, self.per_image = self.policy.gate_path(gate_path)
 
     def decisions(self, images: Sequence[object]) -> list[bool]:
         """Per-image deferral as the policy's gate decides it (one request-wide answer at the PR)."""
         return defer_decisions(
-            images, self.config, policy=self.policy, transport=self.transport, cuda_available=self.cuda_available
+            images,
+            self.config,
+            policy=self.policy,
+            transport=self.transport,
+            cuda_available=self.cuda_available,
+            gate_path=self.gate_path,
         )
 
     def eager_items(self, images: Sequence[ImageLikeT], resize_configs: list) -> list[MultimodalItem]:
@@ -112,5 +121,5 @@ class Processor:
             built = self.eager_items([images[i] for i in eager_pos], [resize_configs[i] for i in eager_pos])
             for i, item in zip(eager_pos, built, strict=True):
                 items[i] = item
-        flag: bool | list[bool] = decided if self.policy.gate_per_image else bool(decided and decided[0])
+        flag: bool | list[bool] = decided if self.per_image else bool(decided and decided[0])
         return ProcessorOutput(items=items, deferred=flag, num_tokens=[rc.num_tokens for rc in resize_configs])

@@ -23,7 +23,7 @@ from pathlib import Path
 import pytest
 from hypothesis import HealthCheck, settings
 
-from properties import seam, verdicts
+from properties import seam, seam_sglang, verdicts
 
 settings.register_profile("dev", max_examples=30, deadline=None)
 settings.register_profile(
@@ -55,6 +55,8 @@ def _cuda_available() -> bool:
 
 
 MARKERS = (
+    "claim(id): a claim test of claims.toml; its `policy` is parametrized from the claim's expectations",
+    "policies(*names): a seam property run under these policies (the real-code label under --sglang)",
     "bench: pytest-benchmark benchmarks (deselected unless -m selects them, e.g. -m bench)",
     "cuda: needs a CUDA device (skipped without one)",
     "slow: takes more than a few seconds",
@@ -63,6 +65,18 @@ MARKERS = (
 
 @pytest.hookimpl(tryfirst=True)
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
+    if _real(config):
+        # Real code: the claim tests, whose verdicts are findings. The other tests check deferlab itself, or
+        # one modelled policy (e.g. the PR's "cannot mix" error), or are properties whose failure on real code
+        # would be a finding without a verdict to record it under.
+        off = [item for item in items if item.get_closest_marker("claim") is None]
+        if off:
+            config.hook.pytest_deselected(items=off)
+            items[:] = [item for item in items if item.get_closest_marker("claim") is not None]
+    _mark_and_skip(config, items)
+
+
+def _mark_and_skip(config: pytest.Config, items: list[pytest.Item]) -> None:
     """``device=cuda`` runs carry the ``cuda`` mark; benchmarks run only when ``-m`` asks; CUDA skips without one.
 
     Done here rather than in pyproject.toml so the installed suite (no ini
@@ -102,6 +116,36 @@ def pytest_addoption(parser: pytest.Parser) -> None:
         default=seam.DEFAULT_IMPL,
         help=f"implementation under test: a registered name ({', '.join(seam.REGISTRY)}) or module:object",
     )
+    parser.addoption(
+        "--sglang",
+        action="store",
+        default=None,
+        metavar="SPEC",
+        help="check real SGLang instead: 'installed', a checkout path, or a released version such as 0.5.23 "
+        "(only the tests that take the `impl` fixture run; claim verdicts are recorded under 'SGLANG')",
+    )
+
+
+def _real(config: pytest.Config) -> bool:
+    return config.getoption("--sglang", None) is not None
+
+
+def pytest_generate_tests(metafunc: pytest.Metafunc) -> None:
+    """``policy`` of a ``claim``-marked test: each policy claims.toml has an expectation for, or the real-code
+    label under ``--sglang``; of a ``policies``-marked test: the listed ones (the label under ``--sglang``)."""
+    if "policy" not in metafunc.fixturenames:
+        return
+    claim = metafunc.definition.get_closest_marker("claim")
+    listed = metafunc.definition.get_closest_marker("policies")
+    if claim is None and listed is None:
+        return
+    if _real(metafunc.config):
+        names = [seam_sglang.LABEL]
+    elif claim is not None:
+        names = list(verdicts.load_claims()[claim.args[0]].expected)
+    else:
+        names = list(listed.args)
+    metafunc.parametrize("policy", names)
 
 
 def _parts_dir(config: pytest.Config) -> Path:
@@ -127,9 +171,23 @@ def pytest_configure_node(node) -> None:  # xdist controller: tell each worker w
 
 
 @pytest.fixture(scope="session")
-def impl(request: pytest.FixtureRequest) -> seam.Impl:
-    """The implementation under test, resolved from ``--impl`` (default: deferlab's own torch impl)."""
-    return seam.resolve_impl(request.config.getoption("--impl"))
+def impl(request: pytest.FixtureRequest) -> seam.Recording:
+    """The implementation under test (``--impl``, default deferlab's torch model; ``--sglang SPEC``: real SGLang),
+    noting which methods each test calls (their provenance goes beside any claim verdict it records)."""
+    spec = request.config.getoption("--sglang")
+    if spec is not None:
+        chosen = seam_sglang.SGLangSeam(spec)
+        verdicts.RECORDER.system = chosen.describe()
+    else:
+        chosen = seam.resolve_impl(request.config.getoption("--impl"))
+    seam.ACTIVE = seam.Recording(chosen)
+    return seam.ACTIVE
+
+
+def pytest_runtest_setup(item: pytest.Item) -> None:
+    """Each test starts with an empty record of the implementation methods it called."""
+    if seam.ACTIVE is not None:
+        seam.ACTIVE.reset()
 
 
 @pytest.hookimpl(hookwrapper=True, trylast=True)
@@ -176,8 +234,13 @@ def pytest_sessionfinish(session: pytest.Session, exitstatus: int) -> None:
     verdicts.RECORDER.write_part(parts, worker or "controller")
     if worker is None:  # the controller, or the only process without xdist: merge after every worker wrote
         profile = config.getoption("hypothesis_profile", None) or settings.get_current_profile_name()
+        real = config.getoption("--sglang")
         out = verdicts.merge_directory(
-            parts, verdicts.RESULTS_DIR / "verdicts.json", profile=str(profile), impl=config.getoption("--impl")
+            parts,
+            verdicts.RESULTS_DIR / "verdicts.json",
+            profile=str(profile),
+            impl=f"sglang:{real}" if real is not None else config.getoption("--impl"),
+            labels=[seam_sglang.LABEL] if real is not None else None,
         )
         if out is not None:
             config._deferlab_verdicts = json.loads(out.read_text())  # for a terminal summary line

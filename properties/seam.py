@@ -67,8 +67,10 @@ class Impl(Protocol):
         policy: Any,
         transport: str = "cpu",
         cuda_available: bool = True,
+        gate_path: str | None = None,
     ) -> list[bool]:
-        """The gate, one decision per image (a per-request gate repeats its one decision)."""
+        """The gate at call site ``gate_path`` (None: the default one), one decision per image (a per-request
+        call site repeats its one decision)."""
 
     def process(
         self,
@@ -79,6 +81,7 @@ class Impl(Protocol):
         transport: str = "cpu",
         epd: bool = False,
         device: str = "cpu",
+        gate_path: str | None = None,
     ) -> Any:
         """The producer, preprocessing eager items on ``device`` (non-EPD, or the EPD start path with ``epd=True``): an object with ``.items`` (feature, model_specific_data) and ``.deferred``."""
 
@@ -108,6 +111,73 @@ class Impl(Protocol):
         self, items: Sequence[Any], num_ranks: int, config: PreprocessConfig, *, policy: Any, device: str = "cpu"
     ) -> Any:
         """Every rank of the group: ``.per_image`` (request order), ``.owners``, ``.ranks[r].log`` counters."""
+
+    # -- facts about the system under test (what a claim needs beyond calling it) ------------------------------
+    def gate_paths(self, policy: Any) -> list[tuple[str, bool]]:
+        """Every call site of the gate as (name, decides per image), the default first."""
+
+    def defers(self, policy: Any) -> bool:
+        """Whether this version has a deferred path at all (False: claims about deferral are ``n/a``)."""
+
+    def skip_pre_embed(self, policy: Any) -> bool:
+        """Whether the scheduler skips its pre-embed feature move for the Kimi-K3 model (the whitelist)."""
+
+    def ack_counts(self, policy: Any) -> list[Any]:
+        """IPC acknowledgement count sources for the simulator's state machine (`sim.ipc_machine.AckCounts`)."""
+
+    def provenance(self) -> dict[str, str]:
+        """Per method: ``"model"`` (deferlab's model), ``"real"`` (the system's own code) or ``"modelled: why"``."""
+
+
+class Recording:
+    """The implementation under test, noting which of its methods a test called.
+
+    Why: a claim's verdict is only as real as the code behind the methods
+    its test called. The recorder reads `called` when it records a verdict
+    and writes each method's provenance beside it (real code, patched, or
+    modelled and why), so the report can say, per claim, what ran.
+    """
+
+    def __init__(self, impl: Any) -> None:
+        object.__setattr__(self, "_impl", impl)
+        object.__setattr__(self, "called", set())
+
+    def __getattr__(self, name: str) -> Any:
+        value = getattr(self._impl, name)
+        if name in _METHODS or name in _FACTS[:-1]:
+
+            def traced(*args: Any, **kwargs: Any) -> Any:
+                self.called.add(name)
+                return value(*args, **kwargs)
+
+            return traced
+        return value
+
+    def evidence(self) -> dict[str, str]:
+        """Provenance of every method called since the last `reset`."""
+        table = self._impl.provenance() if hasattr(self._impl, "provenance") else {}
+        return {m: table.get(m, "unknown") for m in sorted(self.called)}
+
+    def reset(self) -> None:
+        self.called.clear()
+
+
+ACTIVE: Recording | None = None  # the session's implementation, set by conftest's ``impl`` fixture
+
+
+def evidence() -> dict[str, str]:
+    """What the current test's claim ran on (empty outside a session)."""
+    return ACTIVE.evidence() if ACTIVE is not None else {}
+
+
+def is_real_code(impl: Any) -> bool:
+    """True for implementations that run the system's own code (their claim verdicts are findings, not checks)."""
+    return bool(getattr(impl, "real_code", False))
+
+
+def call_methods(impl: Any) -> list[str]:
+    """The protocol's method names (what provenance is reported for)."""
+    return list(_METHODS) + list(_FACTS)
 
 
 def to_numpy(x: Any) -> np.ndarray:
@@ -184,10 +254,13 @@ class DeferlabImpl:
         policy: Any,
         transport: str = "cpu",
         cuda_available: bool = True,
+        gate_path: str | None = None,
     ) -> list[bool]:
         from impl.processor import Processor
 
-        proc = Processor(config, transport=transport, policy=policy, cuda_available=cuda_available, device="cpu")
+        proc = Processor(
+            config, transport=transport, policy=policy, cuda_available=cuda_available, device="cpu", gate_path=gate_path
+        )
         return list(proc.decisions(images))
 
     def process(
@@ -199,10 +272,13 @@ class DeferlabImpl:
         transport: str = "cpu",
         epd: bool = False,
         device: str = "cpu",
+        gate_path: str | None = None,
     ) -> Any:
         from impl.processor import Processor
 
-        proc = Processor(config, transport=transport, policy=policy, cuda_available=True, device=device, epd=epd)
+        proc = Processor(
+            config, transport=transport, policy=policy, cuda_available=True, device=device, epd=epd, gate_path=gate_path
+        )
         return proc.process(images)
 
     def epd_items(
@@ -239,6 +315,33 @@ class DeferlabImpl:
 
         return get_image_features(items, num_ranks, config, device=device, policy=policy)
 
+    def gate_paths(self, policy: Any) -> list[tuple[str, bool]]:
+        from impl.policy import get_policy
+
+        return list(get_policy(policy).call_sites)
+
+    def defers(self, policy: Any) -> bool:
+        from impl.policy import get_policy
+
+        return get_policy(policy).defer_enabled
+
+    def skip_pre_embed(self, policy: Any) -> bool:
+        from impl.model import KimiK3ForConditionalGeneration
+        from impl.policy import get_policy
+        from impl.scheduler import can_skip_pre_embed_feature_move
+        from reference.profiles import profile
+
+        model = KimiK3ForConditionalGeneration(profile("kimi-k3"), "cpu", policy)
+        return can_skip_pre_embed_feature_move(model.get_image_feature, get_policy(policy))
+
+    def ack_counts(self, policy: Any) -> list[Any]:
+        from impl.policy import get_policy
+
+        return [get_policy(policy)]  # sim.ipc reads a policy through sim.ipc_machine.PolicyCounts
+
+    def provenance(self) -> dict[str, str]:
+        return dict.fromkeys(call_methods(self), "model")
+
 
 REGISTRY: dict[str, Callable[[], Impl]] = {"deferlab": DeferlabImpl}
 
@@ -271,12 +374,13 @@ def resolve_impl(spec: str | Impl, registry: Mapping[str, Callable[[], Impl]] | 
             obj = obj()
     else:
         raise ValueError(f"--impl {spec!r}: not a registered name ({', '.join(registry)}) nor module:object")
-    missing = [m for m in ("name", *_METHODS) if not hasattr(obj, m)]
+    missing = [m for m in ("name", *_METHODS, *_FACTS) if not hasattr(obj, m)]
     if missing:
         raise TypeError(f"--impl {spec!r}: {type(obj).__name__} lacks {missing}; see properties/SEAM.md")
     return obj
 
 
+_FACTS = ("gate_paths", "defers", "skip_pre_embed", "ack_counts", "provenance")
 _METHODS = (
     "to_chw_uint8",
     "resize",

@@ -24,7 +24,7 @@ import os
 import re
 import tempfile
 import tomllib
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from pathlib import Path
@@ -47,7 +47,8 @@ def default_results_dir() -> Path:
 
 RESULTS_DIR = default_results_dir()
 SCHEMA_VERSION = 1
-VERDICTS = ("holds", "fails", "holds-with-caveat", "not-run")
+# "n/a": the implementation has no such feature (e.g. no deferred path before the PR), so the claim cannot apply.
+VERDICTS = ("holds", "fails", "holds-with-caveat", "n/a", "not-run")
 
 
 @dataclass(frozen=True)
@@ -134,6 +135,7 @@ class Recorder:
 
     claims: list[dict[str, Any]] = field(default_factory=list)
     properties: list[dict[str, Any]] = field(default_factory=list)
+    system: dict[str, Any] | None = None  # the code under test (set by the impl fixture for real code)
 
     def record_claim(
         self,
@@ -142,8 +144,13 @@ class Recorder:
         verdict: str,
         evidence: str,
         counterexample: Any = None,
+        provenance: dict[str, str] | None = None,
     ) -> None:
-        """Record one verdict; the last record of a (claim, policy) pair wins at merge time."""
+        """Record one verdict; the last record of a (claim, policy) pair wins at merge time.
+
+        ``provenance`` maps each implementation method the claim's test called
+        to what ran behind it (``"model"``, ``"real: ..."``, ``"modelled: why"``).
+        """
         if verdict not in VERDICTS:
             raise ValueError(f"verdict must be one of {VERDICTS}, got {verdict!r}")
         self.claims.append(
@@ -153,6 +160,7 @@ class Recorder:
                 "verdict": verdict,
                 "evidence": evidence,
                 "counterexample": describe_value(counterexample),
+                "provenance": dict(provenance or {}),
             }
         )
 
@@ -161,15 +169,23 @@ class Recorder:
 
     def write_part(self, directory: Path, name: str) -> Path:
         directory.mkdir(parents=True, exist_ok=True)
-        return _atomic_write(directory / f"{name}.json", {"claims": self.claims, "properties": self.properties})
+        payload = {"claims": self.claims, "properties": self.properties, "system": self.system}
+        return _atomic_write(directory / f"{name}.json", payload)
 
 
 RECORDER = Recorder()
 
 
-def record_claim(claim_id: str, policy: str, verdict: str, evidence: str, counterexample: Any = None) -> None:
+def record_claim(
+    claim_id: str,
+    policy: str,
+    verdict: str,
+    evidence: str,
+    counterexample: Any = None,
+    provenance: dict[str, str] | None = None,
+) -> None:
     """Record into this process's recorder (what the claim tests call)."""
-    RECORDER.record_claim(claim_id, policy, verdict, evidence, counterexample)
+    RECORDER.record_claim(claim_id, policy, verdict, evidence, counterexample, provenance)
 
 
 def _atomic_write(path: Path, payload: dict[str, Any]) -> Path:
@@ -192,21 +208,29 @@ def merge(
     impl: str,
     claims: dict[str, Claim] | None = None,
     now: Callable[[], datetime] = lambda: datetime.now(UTC),
+    labels: Sequence[str] | None = None,
+    system: dict[str, Any] | None = None,
 ) -> dict[str, Any]:
     """One verdicts document from the part files; every (claim, expected policy) pair appears once.
 
     Pairs no test recorded become ``not-run``, so a partial run says what it
-    did not check instead of leaving the reader to guess.
+    did not check instead of leaving the reader to guess. ``labels`` replaces
+    the expected policies (a real-code run is recorded under its one label);
+    ``system`` describes the code that ran (version, commit, stand-ins).
     """
     claims = load_claims() if claims is None else claims
     recorded: dict[tuple[str, str], dict[str, Any]] = {}
     properties: list[dict[str, Any]] = []
     for part in parts:
+        system = system or part.get("system")
         for entry in part.get("claims", []):
             recorded[(entry["id"], entry["policy"])] = entry
         properties.extend(part.get("properties", []))
     rows: list[dict[str, Any]] = []
-    keys = {(cid, pol) for cid, c in claims.items() for pol in c.expected} | set(recorded)
+    if labels is None:
+        keys = {(cid, pol) for cid, c in claims.items() for pol in c.expected} | set(recorded)
+    else:
+        keys = {(cid, pol) for cid in claims for pol in labels} | set(recorded)
     order = list(claims)
     for cid, pol in sorted(keys, key=lambda k: (order.index(k[0]) if k[0] in order else len(order), k[1])):
         claim = claims.get(cid)
@@ -220,6 +244,7 @@ def merge(
                 "verdict": entry["verdict"],
                 "evidence": entry.get("evidence", ""),
                 "counterexample": entry.get("counterexample"),
+                "provenance": entry.get("provenance", {}),
             }
         )
     return {
@@ -227,12 +252,21 @@ def merge(
         "generated_at": now().isoformat(timespec="seconds"),
         "profile": profile,
         "impl": impl,
+        "system": system,
         "claims": rows,
         "properties": sorted(properties, key=lambda p: p["name"]),
     }
 
 
-def merge_directory(parts_dir: Path, out_path: Path, *, profile: str, impl: str) -> Path | None:
+def merge_directory(
+    parts_dir: Path,
+    out_path: Path,
+    *,
+    profile: str,
+    impl: str,
+    labels: Sequence[str] | None = None,
+    system: dict[str, Any] | None = None,
+) -> Path | None:
     """Merge every part file of ``parts_dir`` into ``out_path`` atomically, then remove the parts.
 
     A run that recorded no claim at all (say, one unit-test file) leaves an
@@ -244,7 +278,7 @@ def merge_directory(parts_dir: Path, out_path: Path, *, profile: str, impl: str)
     recorded_any = any(part.get("claims") for part in parts)
     path: Path | None = None
     if recorded_any or not out_path.exists():
-        path = _atomic_write(out_path, merge(parts, profile=profile, impl=impl))
+        path = _atomic_write(out_path, merge(parts, profile=profile, impl=impl, labels=labels, system=system))
     for f in files:
         f.unlink(missing_ok=True)
     if parts_dir.is_dir() and not any(parts_dir.iterdir()):

@@ -7,6 +7,13 @@ Each method below runs the code the loaded version has for it; `sources`
 says which function (or expression) each number came from, per call.
 Parallel state is provided the way SGLang's unit tests provide it: the
 module's ``get_parallel`` (and ``configured_tp_size``) answer from a namespace.
+
+The word-level methods (``clamp``, ``ack_words``, ``request_end_releases``)
+run each transport's own proxy class: SGLang's CUDA IPC proxy writes its ack
+words through the stream-ordered mixin (``resolve_consumer_rank`` for one
+word), while its VMM proxy writes them through its own
+``_acknowledgement_range``, so the two pools can pick different words for
+the same rank. The simulator reads them through `impl.sglang.ackcounts`.
 """
 
 from __future__ import annotations
@@ -44,6 +51,9 @@ def parallel_state(
         enable_dp_attention=enable_dp_attention,
         tp_rank=tp_rank,
         attn_tp_rank=tp_rank % max(attn, 1),
+        # no attention context parallelism: the VMM proxy's group start is attn_cp_rank * attn_tp_size
+        attn_cp_rank=0,
+        attn_cp_size=1,
     )
 
 
@@ -165,6 +175,159 @@ class IPCCounts:
             f"{mp.__name__}.StreamOrderedPoolConsumerMixin._acknowledge_on_stream (both run)"
         )
         return count, words
+
+    # -- words, per transport (see the module docstring) ------------------------------------------------------
+    def proxy(self, transport: str, total: int, generation: int = 1, cls: type | None = None) -> Any:
+        """A real proxy object of ``transport``'s class (or subclass ``cls``), built by its own ``__init__``.
+
+        Both constructors only store their arguments (no CUDA call), so the object is what a scheduler
+        rank unpickles, minus a mapped pool: a one-byte CPU tensor stands for the data.
+        """
+        import torch
+
+        if transport == "cuda_vmm":
+            vmm = self.source.module("utils.cuda_vmm_transport_utils")
+            cls = cls or vmm.CudaVmmTensorTransportProxy
+            control = total * self._word_bytes(transport)
+            return cls(
+                fabric_handle=None,
+                posix_socket_path=None,
+                allocation_size=control + 1,
+                data_offset=control,
+                data_nbytes=1,
+                control_offset=0,
+                consumer_count=total,
+                shape=(1,),
+                dtype=torch.uint8,
+            )
+        if transport != "cuda_ipc":
+            raise ValueError(f"transport must be 'cuda_ipc' or 'cuda_vmm', got {transport!r}")
+        ci = self.source.module("multimodal.transport.cuda_ipc")
+        cls = cls or ci.CudaIpcTensorTransportProxy
+        one = torch.zeros(1, dtype=torch.uint8)
+        return cls(
+            data=one,
+            info_data=one,
+            pool_ipc_handle=None,
+            pool_byte_offset=0,
+            ready_byte_offset=0,
+            ack_byte_offset=self._word_bytes(transport),
+            generation=generation,
+            total_consumer_count=total,
+            use_pool_handle_cache=False,
+        )
+
+    def _word_bytes(self, transport: str) -> int:
+        """The ack word size each pool module declares (4 bytes in every release)."""
+        if transport == "cuda_vmm":
+            return int(self.source.module("utils.cuda_vmm_transport_utils")._CONTROL_WORD_BYTES)
+        return int(self.source.module("multimodal.transport.memory_pool").CONTROL_WORD_BYTES)
+
+    def clamp(self, requested: int, total: int, transport: str = "cuda_ipc") -> int:
+        """``MultimodalDataItem._resolve_transport_consumer_count`` on a real proxy of ``transport`` (run)."""
+        sb = self.source.module("managers.schedule_batch")
+        value = int(sb.MultimodalDataItem._resolve_transport_consumer_count(self.proxy(transport, total), requested))
+        self.sources[f"clamp[{transport}]"] = (
+            f"{sb.__name__}.MultimodalDataItem._resolve_transport_consumer_count on a {transport} proxy (run)"
+        )
+        return value
+
+    def ack_words(
+        self,
+        count: int,
+        total: int,
+        tp_rank: int,
+        *,
+        transport: str = "cuda_ipc",
+        tp_size: int,
+        dp_size: int = 1,
+        enable_dp_attention: bool = False,
+        generation: int = 7,
+    ) -> tuple[list[int], list[int]]:
+        """(words, values) one acknowledgement of ``count`` writes, as the transport's proxy writes them.
+
+        No clamp here (``clamp`` is the step before). SGLang's own exception (ValueError for a count,
+        RuntimeError for a rank outside the slot) propagates. The values say what a word holds after the
+        write: the proxy's generation (CUDA IPC) or a flag (VMM).
+        """
+        ns = parallel_state(tp_size, dp_size=dp_size, enable_dp_attention=enable_dp_attention, tp_rank=tp_rank)
+        proxy = self.proxy(transport, total, generation)
+        why = "parallel state of the acknowledging rank (SGLang's tests patch get_parallel the same way)"
+        with ExitStack() as stack:
+            for name in ("multimodal.transport.memory_pool", "runtime_context", "utils.cuda_vmm_transport_utils"):
+                self._with_parallel(stack, self.source.module(name), ns)
+            if transport == "cuda_vmm":
+                return self._vmm_words(stack, proxy, count, total)
+            mp = self.source.module("multimodal.transport.memory_pool")
+            written: dict[int, int] = {}
+            size = self._word_bytes(transport)
+
+            def write(device_id: int, address: int, value: int, transport_name: str) -> None:
+                written[address // size - 1] = int(value)  # the ready word comes first, at offset 0
+
+            why = "recorder for the ack word writes (cuStreamWriteValue32 needs CUDA)"
+            stack.enter_context(runtime.patched(self.source, mp, "stream_write_value32", write, why))
+            proxy._acknowledge_on_stream(0, 0, count)
+        self.sources["ack_words[cuda_ipc]"] = (
+            f"{type(proxy).__module__}.CudaIpcTensorTransportProxy._acknowledge_on_stream "
+            "(StreamOrderedPoolConsumerMixin, run; stream writes recorded)"
+        )
+        return sorted(written), [written[w] for w in sorted(written)]
+
+    def _vmm_words(self, stack: ExitStack, proxy: Any, count: int, total: int) -> tuple[list[int], list[int]]:
+        import torch
+
+        size = self._word_bytes("cuda_vmm")
+        memory = torch.zeros(total * size + 1, dtype=torch.uint8)
+        self.source.patch(
+            f"{type(proxy).__module__}.CudaVmmTensorTransportProxy._pool",
+            "the imported VMM pool (a CUDA mapping) answered by a zeroed CPU byte tensor, per proxy instance",
+        )
+        proxy._pool = lambda device_index: types.SimpleNamespace(memory=memory)
+        proxy._acknowledge_consumption(0, count)
+        words = memory[: total * size].view(torch.int32)
+        written = [int(w) for w in torch.nonzero(words).flatten().tolist()]
+        self.sources["ack_words[cuda_vmm]"] = (
+            f"{type(proxy).__module__}.CudaVmmTensorTransportProxy._acknowledge_consumption "
+            "(run on a CPU stand-in for the pool's memory; the words read back)"
+        )
+        return written, [int(words[w]) for w in written]
+
+    def request_end_releases(self, transport: str, total: int, owner: bool = False) -> list[tuple[int, str]]:
+        """The acknowledgements ``MultimodalInputs.release_features()`` makes for one item (count, via what).
+
+        Run on an item whose feature is a recording stand-in: a subclass of the transport's own proxy
+        class (so SGLang's ``isinstance(..., CudaIpcTensorTransportProxy)`` checks pass) whose
+        ``acknowledge_consumption``, the first step that maps the pool (CUDA), records the count and
+        the SGLang frames that led to it. ``owner=True`` gives the item the tensor an owner holds after
+        ``reconstruct`` instead. An empty list: the release path acknowledges nothing.
+        """
+        import sys
+
+        sb = self.source.module("managers.schedule_batch")
+        calls: list[tuple[int, str]] = []
+        base = type(self.proxy(transport, total))
+
+        def acknowledge_consumption(self_proxy: Any, consumer_count: Any = 1, *_: Any, **__: Any) -> None:
+            frames, frame = [], sys._getframe(1)
+            while frame is not None and frame.f_code.co_filename.startswith(str(self.source.root)):
+                frames.append(frame.f_code.co_name)
+                frame = frame.f_back
+            calls.append((int(consumer_count if consumer_count is not None else 1), " <- ".join(frames)))
+
+        recorder = type(f"Recording{base.__name__}", (base,), {"acknowledge_consumption": acknowledge_consumption})
+        self.source.patch(
+            f"{base.__module__}.{base.__name__}.acknowledge_consumption",
+            "a recording subclass of the proxy: maps the pool on CUDA; records the count instead",
+        )
+        item = sb.MultimodalDataItem(modality=sb.Modality.IMAGE, feature=_tiny_feature(), model_specific_data=_grid())
+        if not owner:
+            item.feature = self.proxy(transport, total, cls=recorder)
+        sb.MultimodalInputs(mm_items=[item]).release_features()
+        self.sources[f"request_end_releases[{transport}]"] = (
+            f"{sb.__name__}.MultimodalInputs.release_features (run) on a {recorder.__name__} feature"
+        )
+        return calls
 
 
 def _pool_count_expression(bp: types.ModuleType) -> tuple[ast.expr, int]:

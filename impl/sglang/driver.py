@@ -148,14 +148,17 @@ class SGLangImpl:
         policy: Any = None,
         transport: str = "cpu",
         cuda_available: bool = True,
+        gate_path: str | None = None,
     ) -> list[bool]:
-        """The real gate at ``gate_path``'s call site; a per-request call repeats its answer per image."""
-        calls = producer.gate_calls(self.source, images, config, transport, cuda_available, self.gate_path)
+        """The real gate at call site ``gate_path`` (default: the one this driver was built with); a
+        per-request call repeats its answer per image."""
+        path = gate_path or self.gate_path
+        calls = producer.gate_calls(self.source, images, config, transport, cuda_available, path)
         decisions: list[bool] = []
         for call in calls:
             decisions += [call.result] * call.n_images
         if images and not calls:
-            raise RuntimeError(f"{self.name}: the {self.gate_path} call site never asked the gate")
+            raise RuntimeError(f"{self.name}: the {path} call site never asked the gate")
         return decisions
 
     def process(
@@ -167,6 +170,7 @@ class SGLangImpl:
         transport: str = "cpu",
         epd: bool = False,
         device: str = "cpu",
+        gate_path: str | None = None,
     ) -> producer.Produced:
         """SGLang's producer: ``.items`` are its own ``MultimodalDataItem``s, ``.deferred`` one bool per image.
 
@@ -176,7 +180,7 @@ class SGLangImpl:
         if epd:
             out = producer.epd_produce(self.source, images, config, "gpu")
             return producer.Produced(list(out.mm_items), [True] * len(out.mm_items), [], out)
-        return producer.produce(self.source, images, config, transport, device, self.gate_path)
+        return producer.produce(self.source, images, config, transport, device, gate_path or self.gate_path)
 
     def epd_items(
         self, images: Sequence[Any], config: PreprocessConfig, *, policy: Any = None, backend: str = "gpu"
@@ -222,6 +226,12 @@ class SGLangImpl:
 
     def ipc_counts(self) -> IPCCounts:
         return IPCCounts(self.source)
+
+    def ack_counts(self, transport: str = "cuda_ipc") -> Any:
+        """This version's counts and ack words as the simulator's ``AckCounts`` source (``"all"``: both pools)."""
+        from impl.sglang.ackcounts import SGLangAckCounts
+
+        return SGLangAckCounts(IPCCounts(self.source), transport)
 
     def features(self) -> dict[str, Any]:
         from impl.sglang.features import detect

@@ -88,7 +88,7 @@ _PINNED_CONFIG = PreprocessConfig(
 )
 
 
-@pytest.mark.parametrize("policy", ["PR_33921", "RELEASED"])
+@pytest.mark.policies("PR_33921", "RELEASED")
 @settings(suppress_health_check=[HealthCheck.function_scoped_fixture])
 @given(req=partitioned_requests())
 @example(
@@ -104,7 +104,7 @@ def test_eager_equals_deferred_for_any_partition(impl, device, policy, req):
     check_eager_equals_deferred(impl, policy, config, images, partition, device)
 
 
-@pytest.mark.parametrize("policy", POLICIES)
+@pytest.mark.claim("C4")
 def test_claim_c4_deferred_equals_eager(impl, policy):
     """C4: deferred output is BF16-identical to eager on the same device, for any owner partition."""
     modes = ACCEPTED_MODES if policy == "HARDENED" else None  # HARDENED rejects the other modes up front
@@ -114,5 +114,6 @@ def test_claim_c4_deferred_equals_eager(impl, policy):
         partitioned_requests(modes=modes),
         lambda req: check_eager_equals_deferred(impl, policy, *req, device="cpu"),
         evidence="checked on cpu;",
+        applicable=impl.defers(policy),
     )
-    assert verdict == claimcheck.expected_verdict("C4", policy)
+    claimcheck.assert_expected("C4", policy, verdict)

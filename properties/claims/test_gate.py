@@ -19,7 +19,7 @@ from hypothesis import strategies as st
 from hypothesis.control import currently_in_test_context
 from PIL import Image
 
-from impl.policy import HARDENED, PR_33921, RELEASED, get_policy
+from impl.policy import HARDENED, PR_33921, RELEASED
 from properties import claimcheck, seam
 from properties import strategies as s
 from reference.config import PreprocessConfig
@@ -64,15 +64,15 @@ def check_gate_matches_bytes(impl: seam.Impl, policy: Any, config: PreprocessCon
     if currently_in_test_context():  # steer the search (also inside claim searches) towards raw == processed
         target(-abs(raw - processed) / 1e6, label="distance to raw == processed (MB)")
     assert tuple(impl.gate_bytes(images, config)) == (raw, processed), "gate counted other bytes than the truth"
-    got = impl.defer_decisions(images, config, policy=policy)
-    if get_policy(policy).gate_per_image:
-        want = [r <= p for r, p in truths]
-    else:
-        want = [raw <= processed] * len(images)
-    assert got == want, f"decisions {got} != byte rule {want} (raw {raw}, processed {processed})"
+    for path, per_image in impl.gate_paths(policy):  # every call site, at its own granularity
+        got = impl.defer_decisions(images, config, policy=policy, gate_path=path)
+        want = [r <= p for r, p in truths] if per_image else [raw <= processed] * len(images)
+        assert got == want, (
+            f"at call site {path!r}: decisions {got} != byte rule {want} (raw {raw}, processed {processed})"
+        )
 
 
-@pytest.mark.parametrize("policy", ["PR_33921", "RELEASED"])
+@pytest.mark.policies("PR_33921", "RELEASED")
 @given(req=gate_requests())
 @example(req=(profile("sglang-gate-test"), [(3, 32, 32)]))  # SGLang's own case: defers
 @example(req=(profile("sglang-gate-test-l1"), [(3, 1024, 1024)]))  # in_patch_limit 1: stays eager
@@ -102,38 +102,43 @@ def test_gate_refuses_what_it_cannot_defer(impl):
         assert impl.defer_decisions([torch.zeros(3, 32, 32)], K3, policy=policy) == [False]
 
 
-@pytest.mark.parametrize("policy", ["PR_33921", "RELEASED"])
+@pytest.mark.policies("PR_33921", "RELEASED")
 @given(floats=st.lists(s.float_tensors(), min_size=1, max_size=2), others=s.requests(max_images=2, max_side=6))
 def test_float_tensors_are_never_deferred(impl, policy, floats, others):
     """A float tensor is never deferred (at the PR its whole request stays eager), and the gate does not raise."""
     images = [*others, *floats]
     decided = impl.defer_decisions(images, K3, policy=policy)
     assert len(decided) == len(images) and not any(decided[len(others) :]), f"float tensors deferred: {decided}"
-    if not get_policy(policy).gate_per_image:
-        assert not any(decided), f"the PR decides per request, so a float tensor keeps it all eager: {decided}"
+    if not impl.gate_paths(policy)[0][1]:
+        assert not any(decided), f"a per-request gate keeps the whole request eager for a float tensor: {decided}"
 
 
 # --- C1: the byte rule ------------------------------------------------------------------------------------------
 
 
-@pytest.mark.parametrize("policy", POLICIES)
+@pytest.mark.claim("C1")
 def test_claim_c1_byte_rule(impl, policy):
     """C1: the gate defers only when raw <= processed, at the granularity the policy decides."""
     verdict = claimcheck.verify_claim(
-        "C1", policy, gate_requests(), lambda req: check_gate_matches_bytes(impl, policy, *req)
+        "C1",
+        policy,
+        gate_requests(),
+        lambda req: check_gate_matches_bytes(impl, policy, *req),
+        applicable=impl.defers(policy),
     )
-    assert verdict == claimcheck.expected_verdict("C1", policy)
+    claimcheck.assert_expected("C1", policy, verdict)
 
 
 # --- C10: per-image consistency and stability near boundaries ---------------------------------------------------
 
 
 def check_per_image_consistency(impl: seam.Impl, policy: Any, config: PreprocessConfig, shapes: list) -> None:
-    """Each image's decision inside the request equals its decision alone."""
+    """At every call site of the gate, each image's decision inside the request equals its decision alone."""
     images = [big_tensor(c, w, h) for c, w, h in shapes]
-    together = impl.defer_decisions(images, config, policy=policy)
-    alone = [impl.defer_decisions([img], config, policy=policy)[0] for img in images]
-    assert together == alone, f"in the request {together}, alone {alone}"
+    for path, _ in impl.gate_paths(policy):
+        together = impl.defer_decisions(images, config, policy=policy, gate_path=path)
+        alone = [impl.defer_decisions([img], config, policy=policy, gate_path=path)[0] for img in images]
+        assert together == alone, f"at call site {path!r}: in the request {together}, alone {alone}"
 
 
 def non_monotone_sizes(config: PreprocessConfig, channels: int = 3, max_side: int = 8192) -> list[tuple[int, int]]:
@@ -151,7 +156,7 @@ def non_monotone_sizes(config: PreprocessConfig, channels: int = 3, max_side: in
     return found
 
 
-@pytest.mark.parametrize("policy", POLICIES)
+@pytest.mark.claim("C10")
 def test_claim_c10_per_image_stability(impl, policy):
     """C10: an image is deferred iff it alone would be; neighbouring sizes decide alike."""
 
@@ -172,8 +177,9 @@ def test_claim_c10_per_image_stability(impl, policy):
         lambda req: check_per_image_consistency(impl, policy, *req),
         pinned=pinned,
         caveat=caveat,
+        applicable=impl.defers(policy),
     )
-    assert verdict == claimcheck.expected_verdict("C10", policy)
+    claimcheck.assert_expected("C10", policy, verdict)
 
 
 # --- C11: what the gate admits can be materialized ----------------------------------------------------------------
@@ -220,7 +226,7 @@ def check_admitted_materializes(impl: seam.Impl, policy: Any, x: Any) -> None:
     )
 
 
-@pytest.mark.parametrize("policy", POLICIES)
+@pytest.mark.claim("C11")
 def test_claim_c11_admitted_inputs_materialize(impl, policy):
     """C11: every input the gate admits is staged and materialized with its true dimensions."""
     pinned = [
@@ -232,9 +238,14 @@ def test_claim_c11_admitted_inputs_materialize(impl, policy):
         ),  # a tuple key on a P image: Pillow refuses it (HARDENED once admitted it; now rejects)
     ]
     verdict = claimcheck.verify_claim(
-        "C11", policy, admitted_inputs(), lambda x: check_admitted_materializes(impl, policy, x), pinned=pinned
+        "C11",
+        policy,
+        admitted_inputs(),
+        lambda x: check_admitted_materializes(impl, policy, x),
+        pinned=pinned,
+        applicable=impl.defers(policy),
     )
-    assert verdict == claimcheck.expected_verdict("C11", policy)
+    claimcheck.assert_expected("C11", policy, verdict)
 
 
 @given(x=s.uint8_arrays(max_side=8) | s.staging_ok_pil_images(max_side=8))

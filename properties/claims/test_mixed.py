@@ -69,7 +69,7 @@ def _pinned() -> list[tuple]:
     ]
 
 
-@pytest.mark.parametrize("policy", ["RELEASED", "HARDENED"])
+@pytest.mark.policies("RELEASED", "HARDENED")
 @settings(suppress_health_check=[HealthCheck.function_scoped_fixture])
 @given(req=mixed_requests(modes=ACCEPTED_MODES))
 @example(req=_pinned()[0])
@@ -92,7 +92,7 @@ def test_pr_rejects_mixed_selection_clearly(impl, req):
         check_mixed_equals_eager(impl, "PR_33921", config, images, mask, partition)
 
 
-@pytest.mark.parametrize("policy", POLICIES)
+@pytest.mark.claim("C7")
 def test_claim_c7_mixed_batches(impl, policy):
     """C7: mixed deferred/eager batches are handled and give the all-eager output."""
     modes = ACCEPTED_MODES if policy == "HARDENED" else None  # HARDENED rejects the other modes up front
@@ -102,5 +102,6 @@ def test_claim_c7_mixed_batches(impl, policy):
         mixed_requests(modes=modes),
         lambda req: check_mixed_equals_eager(impl, policy, *req),
         pinned=_pinned(),
+        applicable=impl.defers(policy),
     )
-    assert verdict == claimcheck.expected_verdict("C7", policy)
+    claimcheck.assert_expected("C7", policy, verdict)

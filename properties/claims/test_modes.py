@@ -161,7 +161,7 @@ def alpha_inputs() -> st.SearchStrategy[tuple[Image.Image, BackgroundConfig]]:
     return st.tuples(s.pil_images(max_side=6), s.backgrounds(allow_none=False))
 
 
-@pytest.mark.parametrize("policy", POLICIES)
+@pytest.mark.claim("C12")
 def test_claim_c12_alpha_semantics(impl, policy):
     """C12: every PIL mode keeps its true alpha through staging and compositing, or is rejected clearly."""
     bg = BackgroundConfig(pattern="white")
@@ -176,7 +176,7 @@ def test_claim_c12_alpha_semantics(impl, policy):
     verdict = claimcheck.verify_claim(
         "C12", policy, alpha_inputs(), lambda req: check_alpha_semantics(impl, policy, *req), pinned=pinned
     )
-    assert verdict == claimcheck.expected_verdict("C12", policy)
+    claimcheck.assert_expected("C12", policy, verdict)
 
 
 @settings(suppress_health_check=[HealthCheck.function_scoped_fixture])
@@ -225,7 +225,7 @@ def check_not_promoted(impl: seam.Impl, policy: str, image: Image.Image) -> None
         assert np.array_equal(a, b), f"{transport}: the transparency key {image.info['transparency']} changed output"
 
 
-@pytest.mark.parametrize("policy", [*POLICIES, "PRE_PR"])
+@pytest.mark.claim("C2")
 def test_claim_c2_rgb_transparency_not_promoted(impl, policy):
     """C2: an RGB image with a stray transparency key is never promoted to RGBA, on either path."""
     pinned_img = Image.frombytes("RGB", (2, 1), bytes([9, 9, 9, 200, 100, 50]))
@@ -233,4 +233,4 @@ def test_claim_c2_rgb_transparency_not_promoted(impl, policy):
     verdict = claimcheck.verify_claim(
         "C2", policy, keyed_rgb(), lambda img: check_not_promoted(impl, policy, img), pinned=[pinned_img]
     )
-    assert verdict == claimcheck.expected_verdict("C2", policy)
+    claimcheck.assert_expected("C2", policy, verdict)

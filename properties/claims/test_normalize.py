@@ -115,7 +115,7 @@ def check_exact(impl: seam.Impl, stats: tuple) -> None:
     assert n == 0, f"{n} of 256 levels differ in FP32 (mean {mean}, std {std})"
 
 
-@pytest.mark.parametrize("policy", ["PR_33921", "RELEASED", "HARDENED"])
+@pytest.mark.claim("C3")
 def test_claim_c3_scale_bias_equals_eager(impl, policy):
     """C3: x*scale+bias equals (x/255 - mean)/std exactly (policy-independent arithmetic, recorded per policy)."""
     verdict = claimcheck.verify_claim(
@@ -126,4 +126,4 @@ def test_claim_c3_scale_bias_equals_eager(impl, policy):
         pinned=[K3_STATS],
         evidence=c3_evidence(impl) + ".",
     )
-    assert verdict == claimcheck.expected_verdict("C3", policy)
+    claimcheck.assert_expected("C3", policy, verdict)

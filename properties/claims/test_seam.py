@@ -9,6 +9,9 @@ same counterexample (so the property detects the bug, not noise).
 
 from __future__ import annotations
 
+import os
+from typing import Any
+
 import pytest
 from hypothesis import settings
 
@@ -86,3 +89,35 @@ def test_empty_request_is_empty_on_every_path(impl):
     pv, grids = impl.preprocess([], s.K3)
     assert tuple(seam.to_numpy(pv).shape) == (0, 3, 14, 14) and tuple(seam.to_numpy(grids).shape) == (0, 3)
     assert impl.defer_decisions([], s.K3, policy="PR_33921") == []
+
+
+def _real_sglang() -> Any:
+    """The real SGLang driver (``DEFERLAB_SGLANG``, default 0.5.23), or a skip when its wheel cannot be fetched."""
+    from impl.sglang.sources import SGLangSourceError
+    from properties.seam_sglang import SGLangSeam
+
+    try:
+        return SGLangSeam(os.environ.get("DEFERLAB_SGLANG", "0.5.23"))
+    except SGLangSourceError as e:
+        if "cannot reach" in str(e) or "offline" in str(e) or "could not fetch" in str(e).lower():
+            pytest.skip(f"real SGLang is not cached and cannot be fetched: {e}")
+        raise
+
+
+def test_property_3_catches_a_one_line_break_in_real_sglang(impl):
+    """SGLang's own gate with ``<=`` patched to ``<`` (ties stay eager) fails property 3 on an input that the
+    shipped gate passes: the property that owns the gate catches a one-token change in the real code."""
+    from impl.sglang.broken import BrokenGateTie
+    from properties.seam_sglang import SGLangSeam
+
+    real = _real_sglang()
+    broken = SGLangSeam(driver=BrokenGateTie(real.source))
+    budget = max(settings.default.max_examples, 300)
+    found = claimcheck.find_counterexample(
+        gate_requests(), lambda req: check_gate_matches_bytes(broken, "SGLANG", *req), max_examples=budget
+    )
+    assert found is not None, f"property 3 did not catch the broken SGLang gate in {budget} examples"
+    assert "decisions" in found.error, found.error
+    assert claimcheck.failure_of(lambda req: check_gate_matches_bytes(real, "SGLANG", *req), found.value) is None, (
+        f"the shipped SGLang gate fails the counterexample too: {found.value!r}"
+    )

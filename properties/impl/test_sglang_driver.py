@@ -354,8 +354,10 @@ def test_features_and_provenance_are_found_by_running(sgl):
 
 def test_the_seam_accepts_it_and_a_one_line_break_is_caught(sgl):
     from properties.seam import resolve_impl
+    from properties.seam_sglang import SGLangSeam
 
-    assert resolve_impl(sgl) is sgl
+    wrapped = SGLangSeam(driver=sgl)
+    assert resolve_impl(wrapped) is wrapped
     broken = BrokenGateTie(sgl.source)
     tie = [_u8(3, 112, 28)]
     assert sgl.defer_decisions(tie, L1, policy=None) == [True]
