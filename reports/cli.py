@@ -1,4 +1,5 @@
-"""The ``deferlab`` command line: ``report``, ``sweep``, ``sim``, ``bench``, ``test``, ``claims``, ``baseline``.
+"""The ``deferlab`` command line: ``report``, ``sweep``, ``sim``, ``bench``, ``test``, ``calibrate``, ``claims``,
+``baseline``.
 
 Exit codes: 0 success / no regression, 1 a regression (or a part that failed
 when run alone), 2 bad usage, 3 a report was written but one of its steps
@@ -22,6 +23,7 @@ from reference.profiles import profile as load_profile
 from reference.profiles import profile_names
 from reference.validate import check_choice, check_int, check_positive_int
 from reports import benchmarks, claims, render, sweep_report
+from reports import calibrate as calibrate_cmd
 from reports.atomic import write_text_atomic
 from reports.regressions import DEFAULT_BASELINE, load_baseline, make_baseline
 from reports.runner import PROFILES, STEPS, ReportOptions, default_out_dir, run_report
@@ -76,6 +78,8 @@ def build_parser() -> argparse.ArgumentParser:
 
     cl = sub.add_parser("claims", help="print the claim verdict table from a results directory")
     cl.add_argument("--from-results", type=Path, default=claims.RESULTS_DIR, metavar="DIR")
+
+    calibrate_cmd.add_parser(sub)
 
     bl = sub.add_parser("baseline", help="write a baseline from a report.json")
     bl.add_argument("--from", dest="source", type=Path, required=True, metavar="REPORT_JSON")
@@ -235,6 +239,7 @@ COMMANDS = {
     "sim": _sim,
     "bench": _bench,
     "test": _test,
+    "calibrate": calibrate_cmd.run,
     "claims": _claims,
     "baseline": _baseline,
 }

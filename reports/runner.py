@@ -96,14 +96,29 @@ FIGURES = (
         "Where deciding once per request overrides the swept image's own decision, with the payload that costs.",
     ),
     (
+        "sim_latency",
+        "TTFT and throughput vs load (simulator)",
+        "Eager (red) vs deferred (green) under SGLang 0.5.23's request path (sim/README.md), 12 offered loads per "
+        "scenario from light load past saturation; dotted verticals: each path's capacity. The PR's A/B setting "
+        "(pr-ab-*, on one 8-GPU host and on two 4-GPU trays) comes first. Cost model: sim/profiles.",
+    ),
+    (
+        "sim_grid",
+        "Does deferral help my topology? (simulator)",
+        "Capacity gain of deferral and the P90 TTFT change at half the eager capacity, per TP size and image size "
+        "(4 images per request), for each cost profile and for hosts of 8 and of 4 GPUs (TP 8 then spans two nodes "
+        "and the features are pickled instead of shared).",
+    ),
+    (
+        "sim_anchors",
+        "Model vs the PR's reported numbers (simulator)",
+        "Each anchor of PR #33921 next to the model on every cost profile and topology, nothing fitted; the "
+        "microbenchmark also as timed from impl's real producers on this machine (deferlab calibrate).",
+    ),
+    (
         "sim_placement",
         "Owner load imbalance (simulator)",
         "max / mean owner cost over the vision ranks per placement strategy, per shipped scenario.",
-    ),
-    (
-        "sim_latency",
-        "TTFT and throughput vs load (simulator)",
-        "Eager vs deferred under the simulator's documented cost model; dotted lines: unlimited concurrency.",
     ),
     (
         "sim_payload",
@@ -126,6 +141,8 @@ def _plot_steps(
         "aggregation": lambda p: plots.aggregation_maps(cfg, step, p, max_side=side),
         "sim_placement": (lambda p: plots_sim.placement_imbalance(sim, p)) if sim else None,
         "sim_latency": (lambda p: plots_sim.latency_vs_load(sim, p)) if sim else None,
+        "sim_grid": (lambda p: plots_sim.tp_size_grid(sim, p)) if sim else None,
+        "sim_anchors": (lambda p: plots_sim.anchors_chart(sim, p)) if sim else None,
         "sim_payload": (lambda p: plots_sim.payload_alternatives(sim, p)) if sim else None,
     }
     figures = []

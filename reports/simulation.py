@@ -1,9 +1,13 @@
-"""The simulator's part of the report: run every shipped scenario, and the IPC verdicts for claim C9.
+"""The simulator's part of the report: every shipped scenario, the anchors, the TP x size grid, IPC verdicts (C9).
 
-``sim`` is owned elsewhere and may be incomplete; every call here goes through
-its public API only (`sim.list_scenarios`, `sim.load_scenario`, `sim.run`,
-`SimResult.to_dict`, `sim.ipc.verdicts`), and one failing scenario is recorded
-with its error while the others still run.
+Every call goes through sim's public API (`sim.list_scenarios`,
+`sim.load_scenario`, `sim.run`, `SimResult.to_dict`, `sim.anchors.compare_profiles`,
+`sim.grid.grid`, `sim.ipc.verdicts`), and one failing part is recorded with its
+error while the others still run. The PR's A/B setting (``pr-ab-*``) comes
+first. The anchors (model vs the PR's numbers, every cost profile) and the
+TP x image-size grid ride along as two extra entries, ``anchors`` and
+``tp-size-grid``, whose results carry ``anchors`` / ``grid`` instead of a
+scenario's parts.
 """
 
 from __future__ import annotations
@@ -19,12 +23,16 @@ from reports.steps import StepFailed
 IPC_BUDGET = {"dev": 50, "ci": 200, "thorough": 1000}
 
 
+def _first(path: Path) -> tuple[bool, str]:
+    return (not Path(path).stem.startswith("pr-ab"), Path(path).stem)
+
+
 def run_scenarios(progress: Callable[[str], None] | None = None) -> list[dict[str, Any]]:
-    """``[{scenario, path, status, error, result}]`` for every shipped scenario; StepFailed if any failed."""
+    """``[{scenario, path, status, error, result}]`` per shipped scenario, then anchors and grid; StepFailed if any failed."""
     say = progress or (lambda _m: None)
     sim = importlib.import_module("sim")
     out: list[dict[str, Any]] = []
-    for path in sim.list_scenarios():
+    for path in sorted(sim.list_scenarios(), key=_first):
         name = Path(path).stem
         say(f"sim: scenario {name}")
         try:
@@ -34,6 +42,18 @@ def run_scenarios(progress: Callable[[str], None] | None = None) -> list[dict[st
             out.append({"scenario": name, "path": str(path), "status": "failed", "error": f"{type(e).__name__}: {e}"})
     if not out:
         raise StepFailed("sim.list_scenarios() returned no scenario", out)
+    extras = (
+        ("anchors", "anchors (model vs the PR, every cost profile)", "sim.anchors", "compare_profiles"),
+        ("tp-size-grid", "TP x image-size grid", "sim.grid", "grid"),
+    )
+    for name, what, module, fn in extras:
+        say(f"sim: {what}")
+        try:
+            value = getattr(importlib.import_module(module), fn)()
+            result = {"skipped": None, name.split("-")[-1] if name == "tp-size-grid" else name: value}
+            out.append({"scenario": name, "path": None, "status": "ok", "error": None, "result": result})
+        except Exception as e:  # noqa: BLE001 - one bad part must not hide the others
+            out.append({"scenario": name, "path": None, "status": "failed", "error": f"{type(e).__name__}: {e}"})
     failed = [s["scenario"] for s in out if s["status"] != "ok"]
     if failed:
         raise StepFailed(f"scenarios failed: {', '.join(failed)}", out)

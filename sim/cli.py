@@ -1,8 +1,10 @@
 """``deferlab sim SCENARIO [--json]``: run a scenario and print a table (or the JSON result).
 
 Also ``--list`` (shipped scenarios), ``--ipc [BUDGET]`` (claim C9 verdicts)
-and ``--anchors`` (model vs the PR's reported numbers). Returns a process
-exit code: 0 ok, 2 bad input (the message names the file and key).
+and ``--anchors`` (model vs the PR's reported numbers, for every shipped cost
+profile, or the one ``--cost-profile`` names: a shipped name or a TOML path such
+as the one ``deferlab calibrate`` writes). Returns a process exit code: 0 ok,
+2 bad input (the message names the file and key).
 """
 
 from __future__ import annotations
@@ -12,6 +14,7 @@ import json
 import sys
 from collections.abc import Sequence
 
+from reference.errors import ProfileError
 from sim.corpus import CorpusMissing
 from sim.scenario import ScenarioError, list_scenarios, load_scenario
 
@@ -60,6 +63,11 @@ def render(result: dict) -> str:
         rows.append({"mode": "change %", **lat["change_pct"]})
         parts.append(_grid(rows, ["mode", *keys], "latency (DES)"))
     if result.get("sweep"):
+        caps = result["sweep"][0].get("capacity_rps", {})
+        if caps:
+            parts.append(
+                f"capacity (requests/s at unlimited concurrency): eager {_fmt(caps['eager'])}, deferred {_fmt(caps['deferred'])}"
+            )
         rows = [
             {
                 "rate_rps": r["rate_rps"],
@@ -78,6 +86,24 @@ def render(result: dict) -> str:
     return "\n\n".join(parts)
 
 
+def render_anchors(rows: list[dict]) -> str:
+    """One line per anchor and (profile, topology): model vs reported; then what would close each gap."""
+    out = []
+    for r in rows:
+        unit = "x" if "model_x" in r else "%"
+        model, rep = r.get("model_x", r.get("model_pct")), r.get("reported_x", r.get("reported_pct"))
+        real = f"  real impl run here {r['real_impl_x']:.2f}x" if "real_impl_x" in r else ""
+        flag = "" if r["same_direction"] else "  (opposite sign)"
+        out.append(
+            f"{r['profile']:<16} {r['topology']:<34} {r['anchor'][:40]:<40} model {model:+8.1f}{unit} "
+            f"reported {rep:+8.1f}{unit}{flag}{real}"
+        )
+    out.append("")
+    for r in rows:
+        out.append(f"[{r['profile']} | {r['topology']} | {r['anchor']}]\n  gap: {r['gap']}\n  needed: {r['needed']}")
+    return "\n".join(out)
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     """Entry point of ``deferlab sim``; ``argv`` excludes the subcommand name."""
     parser = argparse.ArgumentParser(prog="deferlab sim", description=__doc__.splitlines()[0])
@@ -85,7 +111,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument("--json", action="store_true", help="print the SimResult as JSON")
     parser.add_argument("--list", action="store_true", help="list the shipped scenarios")
     parser.add_argument("--ipc", nargs="?", const=60, type=int, metavar="BUDGET", help="IPC verdicts (claim C9)")
-    parser.add_argument("--anchors", action="store_true", help="model vs the PR's reported numbers")
+    parser.add_argument("--anchors", action="store_true", help="model vs the PR's reported numbers, per cost profile")
+    parser.add_argument("--cost-profile", metavar="NAME|FILE", help="cost profile: a shipped name or a TOML path")
     args = parser.parse_args(list(sys.argv[1:] if argv is None else argv))
     if args.list:
         for p in list_scenarios():
@@ -106,12 +133,14 @@ def main(argv: Sequence[str] | None = None) -> int:
                 print(f"{r['policy']:<16} {r['property']:<9} {r['verdict']:<6} [{r['assumptions']}]{where}")
         return 0
     if args.anchors:
-        from sim.anchors import compare
+        from sim.anchors import compare_profiles
 
-        rows = compare()
-        print(
-            json.dumps(rows, indent=2) if args.json else "\n\n".join(_table(list(r.items()), r["anchor"]) for r in rows)
-        )
+        try:
+            rows = compare_profiles([args.cost_profile] if args.cost_profile else None)
+        except ProfileError as e:
+            print(f"deferlab sim: {e}", file=sys.stderr)
+            return 2
+        print(json.dumps(rows, indent=2) if args.json else render_anchors(rows))
         return 0
     if not args.scenario:
         parser.print_usage(sys.stderr)
@@ -121,10 +150,14 @@ def main(argv: Sequence[str] | None = None) -> int:
 
     try:
         scenario = load_scenario(args.scenario)
-    except (ScenarioError, FileNotFoundError, CorpusMissing) as e:
+        if args.cost_profile:
+            from sim.costmodel import load_cost_model
+
+            load_cost_model(args.cost_profile)
+    except (ScenarioError, ProfileError, FileNotFoundError, CorpusMissing) as e:
         print(f"deferlab sim: {e}", file=sys.stderr)
         return 2
-    result = run(scenario).to_dict()
+    result = run(scenario, cost_profile=args.cost_profile).to_dict()
     print(json.dumps(result, indent=2) if args.json else render(result))
     return 0
 

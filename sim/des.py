@@ -1,11 +1,20 @@
-"""A discrete-event simulation (heapq) of requests flowing through FIFO stages.
+"""A discrete-event simulation of requests flowing through FIFO stages (the tokenizer, EPD encoders).
 
-Each stage has one or more servers (the producer has one; the ``group`` stage
-one per attention-DP group); a request visits the stages in order and is
-served by the server its `StageTimes` row names. The heap key is
-``(time, EventKind, seq)``: at equal times a completion is handled before an
-arrival (a server frees before the next request looks for one), and ``seq``
-keeps creation order otherwise; a test pins this order.
+Each stage has one or more servers; a request visits the stages in order and
+is served by the server its `StageTimes` row names. Two engines give the same
+timeline (a property test checks it):
+
+* ``heap``: a heapq event loop keyed ``(time, EventKind, seq)``: at equal
+  times a completion is handled before an arrival (a server frees before the
+  next request looks for one), and ``seq`` keeps creation order otherwise.
+* ``lindley``: when every stage has a single server, FIFO keeps the arrival
+  order through the whole tandem, and each stage is Lindley's recursion
+  ``D_j = max(A_j, D_{j-1}) + S_j``, solved in closed form as a running
+  maximum (``D = C + cummax(A - C + S)``, C the cumulative service), in
+  NumPy: this is what lets 10^7 requests through in a second, so the engine
+  can be checked against M/M/1 and M/D/1 theory at loads up to 0.9.
+
+The scheduler's event loop (batching, broadcast, prefill) is `sim.eventloop`.
 """
 
 from __future__ import annotations
@@ -42,8 +51,43 @@ class Timeline:
         return self.finish - self.arrival
 
 
-def simulate(arrival: np.ndarray, st: StageTimes, *, keep_order: bool = False) -> Timeline:
-    """Serve every request through every stage; O(events log events)."""
+ENGINES = ("auto", "heap", "lindley")
+
+
+def simulate(arrival: np.ndarray, st: StageTimes, *, keep_order: bool = False, engine: str = "auto") -> Timeline:
+    """Serve every request through every stage.
+
+    ``auto`` takes the ``lindley`` engine when every stage has one server and no
+    event order is asked for, else ``heap`` (O(events log events)).
+    """
+    if engine not in ENGINES:
+        raise ValueError(f"engine must be one of {ENGINES}, got {engine!r}")
+    single = not st.server.any()
+    if engine == "lindley" and (keep_order or not single):
+        raise ValueError("the lindley engine needs one server per stage and no keep_order")
+    if engine == "lindley" or (engine == "auto" and single and not keep_order):
+        return _lindley(np.asarray(arrival, dtype=np.float64), st)
+    return _heap(arrival, st, keep_order)
+
+
+def _lindley(arrival: np.ndarray, st: StageTimes) -> Timeline:
+    """Single-server FIFO stages in tandem: the arrival order (time, then index) holds at every stage."""
+    n, k = st.times.shape
+    order = np.argsort(arrival, kind="stable")
+    t = arrival[order]
+    start = np.zeros((n, k))
+    end = np.zeros((n, k))
+    for s in range(k):
+        service = st.times[order, s]
+        cum = np.cumsum(service)
+        done = cum + np.maximum.accumulate(t - cum + service)
+        start[order, s] = done - service
+        end[order, s] = done
+        t = done
+    return Timeline(arrival, end[:, -1].copy() if k else arrival.copy(), start, end, [])
+
+
+def _heap(arrival: np.ndarray, st: StageTimes, keep_order: bool) -> Timeline:
     n, k = st.times.shape
     times = st.times.tolist()
     server = st.server.tolist()

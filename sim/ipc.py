@@ -1,14 +1,17 @@
 """Claim C9's verdicts: is the IPC acknowledgement bookkeeping safe and live, per policy?
 
 For each policy and each combination of the assumptions semantics §8 leaves open
-(which pool, K_p, the clamp, whether non-owners release), a derandomized
+(which pool, K_p, the clamp, whether non-owners release), or for counts read
+from real code (any `AckCounts` object, e.g. the SGLang driver's adapter: one
+row set per transport pool, with what the code fixes), a derandomized
 Hypothesis state machine (sim.ipc_machine) looks for the smallest topology
 and request sequence that breaks each property:
 
 * ``safety``: no slot is freed or reused while its intended reader has not read it;
 * ``liveness``: every slot frees once every consumer finished; the pool never
   runs dry under bounded load;
-* ``valid_ack``: no consumer requests a count outside {1, K_p}.
+* ``valid_ack``: no consumer requests a count outside {1, K_p}, and the code
+  refuses no acknowledgement (a real source's own refusal counts).
 
 ``verdicts(budget)`` returns one dict per (policy, assumptions, property):
 ``holds`` (nothing found within ``budget`` examples) or ``fails`` with the
@@ -23,18 +26,50 @@ from reference.versions import INTERIM_418975B, PR_33921, RELEASED, Policy
 from sim.ipc_machine import ALL, PROPERTIES, AckAssumptions, AckCounts, PolicyCounts, Violation, machine_for
 
 
+def _views(source: AckCounts) -> list[tuple[str | None, AckCounts]]:
+    """(transport, counts) per pool a source describes: its ``transports`` views, else the source itself."""
+    transports = tuple(getattr(source, "transports", ()) or ())
+    if not transports or not hasattr(source, "for_transport"):
+        return [(getattr(source, "transport", None), source)]
+    return [(t, source.for_transport(t)) for t in transports]
+
+
+def counts_for(policy: Policy | AckCounts, assumptions: AckAssumptions) -> AckCounts:
+    """The counts one grid row runs: a policy's `PolicyCounts`, or the source's view of the row's pool."""
+    if isinstance(policy, Policy):
+        return PolicyCounts(policy)
+    if assumptions.transport is not None and hasattr(policy, "for_transport"):
+        return policy.for_transport(assumptions.transport)
+    return policy
+
+
 def assumption_grid(policy: Policy | AckCounts) -> list[AckAssumptions]:
     """The combinations a policy can produce (semantics §8: the PR's K_p and clamp are unknown).
 
-    Counts read from real code fix K_p, K_c and the clamp; only whether
-    non-owners release stays open (the model runs both).
+    Counts read from real code fix K_p, K_c and the clamp, and say whether
+    non-owners release (``non_owner_release``; only when a source says None
+    does the grid try both) and what a late ack does (``late_acks``). A
+    source that describes several pools (``transports``) gets one row per
+    pool: SGLang's CUDA IPC and VMM pools declare K_p from different code in
+    0.5.18-0.5.21, write their words through different code in every
+    version, and treat a late write differently (generation vs flag words),
+    so even where K_p agrees the rows are not duplicates.
     """
     if not isinstance(policy, Policy):
-        if policy.producer_total(2, 1) is not None:
-            return [AckAssumptions("generation", "source", None, rel) for rel in (False, True)]
-        return [
-            AckAssumptions("generation", k_p, None, rel) for k_p in ("tp_size", "dp_group") for rel in (False, True)
-        ]
+        rows = []
+        for transport, view in _views(policy):
+            known = getattr(view, "non_owner_release", None)
+            releases = (False, True) if known is None else (bool(known),)
+            late = getattr(view, "late_acks", "ignored")
+            if view.producer_total(2, 1) is not None:
+                rows += [AckAssumptions("generation", "source", None, rel, transport, late) for rel in releases]
+            else:
+                rows += [
+                    AckAssumptions("generation", k_p, None, rel, transport, late)
+                    for k_p in ("tp_size", "dp_group")
+                    for rel in releases
+                ]
+        return rows
     if policy.name == "RELEASED" or policy.ipc_consumer_count == "dp_group":
         # Released: K_p = tp // dp, clamp on; whether non-owners release is still open.
         return [AckAssumptions("generation", "dp_group", True, rel) for rel in (False, True)]
@@ -56,7 +91,7 @@ def check(policy: Policy | AckCounts, assumptions: AckAssumptions, prop: str, bu
     from hypothesis import HealthCheck, Phase, settings
     from hypothesis.stateful import run_state_machine_as_test
 
-    counts = PolicyCounts(policy) if isinstance(policy, Policy) else policy
+    counts = counts_for(policy, assumptions)
     machine = machine_for(counts, assumptions, prop)
     cfg = settings(
         max_examples=budget,

@@ -14,6 +14,11 @@ item without reading (count 1) if ``non_owner_release`` is assumed. Load is
 bounded: the producer publishes only while fewer than ``slots`` items are
 unfinished, and runs the recycler before allocating. Consumers and the
 recycler interleave arbitrarily (they are separate processes).
+
+Acknowledgements are *words*: the count source says which ack words a
+(count, K_p, rank) writes (`AckCounts.acknowledge`), so a source whose code
+writes a different word than the released rule (or refuses) is checked as
+it is, not as the rule says it should be.
 """
 
 from __future__ import annotations
@@ -37,19 +42,49 @@ TOPOLOGIES = ((1, 1), (2, 1), (2, 2), (3, 1), (4, 1), (4, 2), (3, 3), (4, 4))
 class AckCounts(Protocol):
     """Where the counts come from: a modelled policy (`PolicyCounts`) or real SGLang code (the driver's adapter).
 
-    ``producer_total`` may return None when the source has no producer count
-    of its own (the seed PR: semantics §8 leaves K_p open); the assumptions
-    then say which K_p to use.
+    The contract (duck-typed; a real source is passed in as an object, sim never imports it):
+
+    * ``name``, ``from_real_code``: what the verdict rows say the counts are.
+    * ``producer_total(tp_size, attn_dp_size) -> int | None``: K_p of one pool slot; None when the source
+      has no producer count of its own (the seed PR: semantics §8 leaves K_p open; the assumptions then
+      say which K_p to use). ``attn_dp_size > 1`` means attention DP is on with that many groups.
+    * ``requested(tp_size, attn_dp_size) -> int``: K_c the vision-DP owner passes.
+    * ``resolve(requested, total, clamp) -> int``: the count finally acknowledged; ``clamp=None`` means
+      "as the source's code does".
+    * ``acknowledge(count, total, rank, *, tp_size, attn_dp_size) -> set[int]``: the ack words a consumer
+      of global TP ``rank`` writes when it acknowledges ``count`` of a slot of ``total`` words (the
+      topology is given for sources whose word depends on the group). When the code refuses, it
+      raises ``ValueError`` (`sim.ipc_pool.InvalidAck` is one; a real source raises its own subclass
+      carrying the code's message); the machine records any ValueError from it as a refused ack.
+    * ``non_owner_release: bool | None``: whether every non-owner rank of the group acknowledges its own
+      word (count 1) for an item it never read (SGLang: at request end); None when unknown (the
+      assumption grid then tries both).
+
+    Optional (read with ``getattr``): ``late_acks`` (`sim.ipc_pool.LATE_ACKS`: what a write for a lease the
+    slot no longer holds does; default "ignored"), and ``transports`` with ``for_transport(name)``: the
+    pools (e.g. "cuda_ipc", "cuda_vmm") this source can describe, each as its own `AckCounts` view.
     """
 
     name: str
     from_real_code: bool
+    non_owner_release: bool | None
 
     def producer_total(self, tp_size: int, attn_dp_size: int) -> int | None: ...
 
     def requested(self, tp_size: int, attn_dp_size: int) -> int: ...
 
     def resolve(self, requested: int, total: int, clamp: bool | None) -> int: ...
+
+    def acknowledge(self, count: int, total: int, rank: int, *, tp_size: int, attn_dp_size: int) -> set[int]: ...
+
+
+def released_words(count: int, total: int, rank: int) -> set[int]:
+    """The released rule (semantics §8.1): all words for ``count == total``, ``rank % total`` for 1, else refused."""
+    if count == total:
+        return set(range(total))
+    if count == 1:
+        return {rank % total}
+    raise InvalidAck(f"acknowledgements support one consumer or the complete group, got {count}/{total}")
 
 
 @dataclass(frozen=True)
@@ -58,6 +93,7 @@ class PolicyCounts:
 
     policy: Policy
     from_real_code: bool = False
+    non_owner_release: bool | None = None  # the semantics leave it open for every policy
 
     @property
     def name(self) -> str:
@@ -72,6 +108,9 @@ class PolicyCounts:
     def resolve(self, requested: int, total: int, clamp: bool | None) -> int:
         return ipc_counts.resolve(requested, total, self.policy.ipc_clamp if clamp is None else clamp)
 
+    def acknowledge(self, count: int, total: int, rank: int, *, tp_size: int = 0, attn_dp_size: int = 1) -> set[int]:
+        return released_words(count, total, rank)
+
 
 @dataclass(frozen=True)
 class AckAssumptions:
@@ -81,13 +120,19 @@ class AckAssumptions:
     k_p: str = "dp_group"  # "tp_size", "dp_group" (tp_size // attn_dp_size) or "source" (the counts' own producer)
     clamp: bool | None = True  # None: whatever the count source does itself
     non_owner_release: bool = False
+    transport: str | None = None  # a real source's pool ("cuda_ipc", "cuda_vmm"); None: the source itself
+    late_acks: str = "ignored"  # what a write for a lease the slot no longer holds does (sim.ipc_pool.LATE_ACKS)
 
     def describe(self) -> str:
         if self.pool == "counter":
             return f"counter pool (recycle on == tp_size), non-owners release: {self.non_owner_release}"
         k_p = "the producer's own count" if self.k_p == "source" else self.k_p
+        if self.transport is not None:
+            k_p += f" ({self.transport} pool)"
         clamp = "as the code does" if self.clamp is None else self.clamp
-        return f"generation pool, K_p = {k_p}, clamp K_c to K_p: {clamp}, non-owners release: {self.non_owner_release}"
+        text = f"generation pool, K_p = {k_p}, clamp K_c to K_p: {clamp}, non-owners release: {self.non_owner_release}"
+        # Only a non-default rule is named, so the modelled policies' rows read as before.
+        return text if self.late_acks == "ignored" else f"{text}, late acks: {self.late_acks}"
 
 
 class Violation(AssertionError):
@@ -140,7 +185,7 @@ class _AckMachine(RuleBasedStateMachine):
         if self.assumptions.pool == "counter":
             self.pool = CounterPool(slots, self.tp)
         else:
-            self.pool = GenerationPool(slots)
+            self.pool = GenerationPool(slots, self.assumptions.late_acks)
         self.slots = slots
         self.items: list[int] = []
         self.unread_owner: dict[int, int | None] = {}
@@ -170,23 +215,42 @@ class _AckMachine(RuleBasedStateMachine):
         others = [r for r in range(group * self.group_size, (group + 1) * self.group_size) if r != owner]
         self.pending_release[item] = others if self.assumptions.non_owner_release else []
 
+    def _ack(self, item: int, rank: int, count: int) -> str | None:
+        """Acknowledge ``count`` for ``item`` as ``rank``; the refusal's message when the code refuses it."""
+        try:
+            if isinstance(self.pool, CounterPool):
+                self.pool.ack(item, rank, count)  # PR-era counter: a count is added, there are no words
+                return None
+            words = self.counts.acknowledge(count, self.k_p, rank, tp_size=self.tp, attn_dp_size=self.dp)
+            self.pool.ack_words(item, set(words))
+        except ValueError as e:  # InvalidAck, or a real source's own refusal (the AckCounts contract)
+            return str(e) or type(e).__name__
+        return None
+
+    def _refused(self, who: str, count: int, refusal: str) -> None:
+        if self._checks("valid_ack"):
+            self._fail("valid_ack", f"{who} requested {count} acknowledgements, K_p={self.k_p}: {refusal}")
+
     def _read(self, item: int) -> None:
         owner = self.unread_owner[item]
         self.unread_owner[item] = None
         self.pool.read(item, owner)
         count = self._k_c()
-        try:
-            self.pool.ack(item, owner, count)
+        refusal = self._ack(item, owner, count)
+        if refusal is None:
             self.trace.append(f"owner rank {owner} reads item {item}, acks {count}")
-        except InvalidAck as e:
-            self.trace.append(f"owner rank {owner} reads item {item}, ack {count} rejected: {e}")
-            if self._checks("valid_ack"):
-                self._fail("valid_ack", f"rank {owner} requested {count} acknowledgements, K_p={self.k_p}: {e}")
+            return
+        self.trace.append(f"owner rank {owner} reads item {item}, ack {count} rejected: {refusal}")
+        self._refused(f"rank {owner}", count, refusal)
 
     def _release(self, item: int) -> None:
         rank = self.pending_release[item].pop(0)
-        self.pool.ack(item, rank, 1)
-        self.trace.append(f"non-owner rank {rank} releases item {item} (ack 1)")
+        refusal = self._ack(item, rank, 1)
+        if refusal is None:
+            self.trace.append(f"non-owner rank {rank} releases item {item} (ack 1)")
+            return
+        self.trace.append(f"non-owner rank {rank} releases item {item}, ack 1 rejected: {refusal}")
+        self._refused(f"non-owner rank {rank}", 1, refusal)
 
     def _maybe_recycle(self, recycle_after: bool) -> None:
         if recycle_after:

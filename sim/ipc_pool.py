@@ -4,7 +4,18 @@
 count K_p and one acknowledgement word per consumer; a consumer acks one word
 (K_c == 1, word ``tp_rank % K_p``) or all of them (K_c == K_p); anything else
 errors; a slot is reusable only when every word carries the current
-generation. An ack for an older generation is ignored (generation tags).
+generation. Which words an ack writes can also be given explicitly
+(``ack_words``: the words a count source says the code writes). What a *late*
+write (one whose lease the slot no longer holds) does is the pool's
+``late_acks`` rule, because the real pools differ there:
+
+* ``"ignored"``: it cannot touch the current lease (semantics §8.1 as stated);
+* ``"overwrite"``: the word takes the writer's old generation, undoing the
+  current lease's ack of that word (a generation-valued word written with
+  ``cuStreamWriteValue32``, compared for equality: SGLang's CUDA IPC pool);
+* ``"count"``: the word is a flag without a generation, so the write counts
+  for whichever lease holds the slot now; publishing clears the flags
+  (SGLang's VMM pool).
 
 ``CounterPool`` is the PR-era protocol: one float counter per chunk; a consumer
 adds its count (idempotent per rank and item); the recycler frees the chunk
@@ -22,7 +33,10 @@ from dataclasses import dataclass, field
 
 
 class InvalidAck(ValueError):
-    """A requested count outside {1, K_p} (the released pool's rule)."""
+    """An acknowledgement the code refuses: a count outside {1, K_p} (the released rule), or what a source refuses."""
+
+
+LATE_ACKS = ("ignored", "overwrite", "count")
 
 
 @dataclass
@@ -31,8 +45,13 @@ class Slot:
     generation: int = 0
     item: int | None = None
     total: int = 0  # K_p (generation pool)
-    acked: set[int] = field(default_factory=set)  # words acked for the current generation
+    words: dict[int, int] = field(default_factory=dict)  # ack word -> the generation last written there
     counter: float = 0.0  # counter pool
+
+    @property
+    def acked(self) -> set[int]:
+        """The words that carry the current generation (the lease's acknowledged consumers)."""
+        return {w for w, g in self.words.items() if g == self.generation}
 
 
 @dataclass
@@ -62,7 +81,6 @@ class _Pool:
             if not s.busy:
                 s.busy, s.item = True, item
                 s.generation += 1
-                s.acked = set()
                 self.leases[item] = Lease(i, s.generation, set(readers))
                 return i
         return None
@@ -84,30 +102,51 @@ class _Pool:
 
 
 class GenerationPool(_Pool):
-    """Released, stream-ordered pool: generation-tagged words, ack 1 or all."""
+    """Released, stream-ordered pool: one word per consumer, ack one or all; ``late_acks`` says what a late write does."""
+
+    def __init__(self, slots: int, late_acks: str = "ignored") -> None:
+        if late_acks not in LATE_ACKS:
+            raise ValueError(f"late_acks must be one of {LATE_ACKS}, got {late_acks!r}")
+        super().__init__(slots)
+        self.late_acks = late_acks
 
     def publish(self, item: int, total: int, readers: set[int]) -> int | None:
         index = self._take(item, readers)
         if index is not None:
             self.slots[index].total = total
             self.leases[item].total = total
+            if self.late_acks == "count":
+                self.slots[index].words = {}  # flag words are zeroed when a lease is published
         return index
 
     def ack(self, item: int, rank: int, count: int) -> None:
+        """The released count rule: ``count == K_p`` writes every word, ``1`` writes ``rank % K_p``, else refused."""
+        total = self.leases[item].total
+        if count not in (1, total):
+            raise InvalidAck(f"acknowledgements support one consumer or the complete group, got {count}/{total}")
+        self.ack_words(item, set(range(total)) if count == total else {rank % total})
+
+    def ack_words(self, item: int, words: set[int] | frozenset[int]) -> None:
+        """Write exactly ``words`` for ``item``'s lease (what a count source says the code writes)."""
         lease = self.leases[item]
+        outside = sorted(w for w in words if not 0 <= w < lease.total)
+        if outside:
+            raise InvalidAck(f"ack word(s) {outside} outside the lease's [0, {lease.total})")
         s = self.slots[lease.slot]
-        if count not in (1, lease.total):
-            raise InvalidAck(f"acknowledgements support one consumer or the complete group, got {count}/{lease.total}")
-        if not s.busy or s.generation != lease.generation:
-            return  # stale: the slot moved on; a generation-tagged word cannot match
-        if count == s.total:
-            s.acked = set(range(s.total))
+        if s.busy and s.generation == lease.generation:
+            stamp = lease.generation
+        elif self.late_acks == "overwrite":
+            stamp = lease.generation  # a stale generation: never equal to the current one, may erase its ack
+        elif self.late_acks == "count" and s.busy:
+            stamp = s.generation  # a flag word cannot tell leases apart
         else:
-            s.acked.add(rank % s.total)
+            return  # "ignored", or a flag written on a free slot (cleared when it is published)
+        for w in words:
+            s.words[w] = stamp
 
     def recycle(self) -> None:
         for i, s in enumerate(self.slots):
-            if s.busy and len(s.acked) >= s.total:
+            if s.busy and all(s.words.get(w) == s.generation for w in range(s.total)):
                 self._free(i)
 
 

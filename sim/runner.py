@@ -46,16 +46,19 @@ class SimResult:
         return clean(asdict(self))
 
 
-def run(scenario: Scenario | str | Path) -> SimResult:
+def run(scenario: Scenario | str | Path, *, cost_profile: str | Path | None = None) -> SimResult:
     """Run every part the scenario asks for; a missing corpus gives a skipped result, not a crash.
 
-    ``scenario`` may also be a scenario file or a shipped scenario's name.
+    ``scenario`` may also be a scenario file or a shipped scenario's name;
+    ``cost_profile`` (a shipped name or a TOML path) overrides the scenario's.
     """
     if isinstance(scenario, (str, Path)):
         scenario = load_scenario(scenario)
     if not isinstance(scenario, Scenario):
         raise TypeError(f"run() takes a Scenario, a scenario file or a shipped name, got {type(scenario).__name__}")
     result = SimResult(scenario=scenario.to_dict(), gate_source=GATE_SOURCE)
+    if cost_profile is not None:
+        result.scenario["cost_profile"] = str(cost_profile)
     try:
         workload = generate(scenario.workload)
     except CorpusMissing as e:
@@ -63,7 +66,7 @@ def run(scenario: Scenario | str | Path) -> SimResult:
         return result
     policy = get_policy(scenario.policy)
     config = profile(scenario.profile)
-    cm = load_cost_model(scenario.cost_profile)
+    cm = load_cost_model(cost_profile or scenario.cost_profile)
     topo = scenario.topology
     ledger = account(
         workload,
@@ -85,21 +88,20 @@ def run(scenario: Scenario | str | Path) -> SimResult:
         result.notes.append("EPD: the gate does not apply (encoders always receive raw pixels); eager = deferred")
     elif topo.transport != "cpu":
         result.notes.append(f"transport {topo.transport!r} never defers (SPEC 4): eager = deferred")
-    decode_on_gpu = scenario.decode == "gpu"
-    if scenario.latency:
-        result.latency = compare_modes(
-            workload, topo, policy, config, cm, strategy=scenario.placement, decode_on_gpu=decode_on_gpu
+    if topo.transport == "cpu" and not topo.epd_encoders:
+        result.notes.append(
+            "CPU features travel through "
+            + (
+                "POSIX shared memory (one node): messages and the broadcast carry only segment names"
+                if topo.nodes == 1
+                else f"the messages themselves ({topo.nodes} nodes): pickled by the tokenizer, again by broadcast_pyobj"
+            )
         )
+    kw = {"strategy": scenario.placement, "decode_on_gpu": scenario.decode == "gpu", "overlap": scenario.overlap}
+    if scenario.latency:
+        result.latency = compare_modes(workload, topo, policy, config, cm, **kw)
     if scenario.sweep_rates:
         spec = replace(scenario.workload, n_requests=scenario.sweep_requests)
-        result.sweep = load_sweep(
-            spec,
-            list(scenario.sweep_rates),
-            topo,
-            policy,
-            config,
-            cm,
-            strategy=scenario.placement,
-            decode_on_gpu=decode_on_gpu,
-        )
+        rates = scenario.sweep_rates if isinstance(scenario.sweep_rates, str) else list(scenario.sweep_rates)
+        result.sweep = load_sweep(spec, rates, topo, policy, config, cm, **kw)
     return result

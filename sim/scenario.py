@@ -11,7 +11,10 @@ A bad file fails at load time with the file, the key and the accepted values
     [topology]   # sim.topology.Topology fields
     [workload]   # sim.workload.WorkloadSpec fields
     [accounting] # gate = pr|per-image|always|never, whitelist = bool, placement = lpt-patches|...
-    [latency]    # enabled = bool, decode = "cpu"|"gpu", sweep_rates = [0.5, 2.0, inf], sweep_requests = int
+    [latency]    # enabled, decode = "cpu"|"gpu", overlap = bool, sweep_rates = [0.5, 2.0, inf] | "auto", sweep_requests
+                 # "auto": 12 offered loads around each path's capacity, plus unlimited concurrency (sim.latency.auto_rates)
+
+``cost_profile`` is a shipped profile's name or a path to a profile TOML (e.g. the one `deferlab calibrate` writes).
 """
 
 from __future__ import annotations
@@ -22,6 +25,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from reference.errors import ScenarioError
 from reference.profiles import profile_names
 from reference.versions import POLICIES, get_policy
 from sim.costmodel import PROFILES_DIR
@@ -34,11 +38,8 @@ SCENARIOS_DIR = Path(__file__).parent / "scenarios"
 _TOP_KEYS = ("name", "description", "policy", "profile", "cost_profile")
 _SECTIONS = ("topology", "workload", "accounting", "latency")
 _ACCOUNTING_KEYS = ("gate", "whitelist", "placement")
-_LATENCY_KEYS = ("enabled", "decode", "sweep_rates", "sweep_requests")
-
-
-class ScenarioError(ValueError):
-    """A scenario file is unreadable or holds a bad key or value."""
+_LATENCY_KEYS = ("enabled", "decode", "overlap", "sweep_rates", "sweep_requests")
+__all__ = ["SCENARIOS_DIR", "Scenario", "ScenarioError", "list_scenarios", "load_scenario", "scenario_from_dict"]
 
 
 @dataclass(frozen=True)
@@ -57,7 +58,8 @@ class Scenario:
     placement: str = "lpt-patches"
     latency: bool = True
     decode: str = "cpu"
-    sweep_rates: tuple[float, ...] = ()
+    overlap: bool = True  # SGLang's default event_loop_overlap
+    sweep_rates: tuple[float, ...] | str = ()  # or "auto"
     sweep_requests: int = 500
     path: str | None = field(default=None, compare=False)
 
@@ -74,7 +76,10 @@ class Scenario:
             "latency": {
                 "enabled": self.latency,
                 "decode": self.decode,
-                "sweep_rates": [r if math.isfinite(r) else "inf" for r in self.sweep_rates],
+                "overlap": self.overlap,
+                "sweep_rates": self.sweep_rates
+                if isinstance(self.sweep_rates, str)
+                else [r if math.isfinite(r) else "inf" for r in self.sweep_rates],
                 "sweep_requests": self.sweep_requests,
             },
             "path": self.path,
@@ -106,15 +111,18 @@ def scenario_from_dict(data: dict[str, Any], *, source: str = "<dict>", default_
         raise ScenarioError(f"{source}: policy = {pol!r} is not accepted; accepted: {list(POLICIES)}") from None
     prof = _choice(f"{source}: profile", data.get("profile", "kimi-k3"), profile_names())
     costs = sorted(p.stem for p in PROFILES_DIR.glob("*.toml"))
-    cost = _choice(f"{source}: cost_profile", data.get("cost_profile", "gb300-class"), costs)
+    cost = data.get("cost_profile", "gb300-class")
+    if not (isinstance(cost, str) and cost.endswith(".toml") and Path(cost).is_file()):
+        cost = _choice(f"{source}: cost_profile", cost, [*costs, "<path to an existing .toml>"])
     try:
         topo = Topology.from_dict(dict(data.get("topology", {})), where=f"{source}: [topology]")
     except (TypeError, ValueError) as e:
         msg = str(e) if str(e).startswith(source) else f"{source}: [topology] {e}"
         raise ScenarioError(msg) from None
     wl = dict(_check_keys(f"{source}: [workload]", data.get("workload", {}), tuple(WorkloadSpec.__dataclass_fields__)))
-    if isinstance(wl.get("images_per_request"), list):
-        wl["images_per_request"] = tuple(wl["images_per_request"])
+    for key in ("images_per_request", "image_size"):
+        if isinstance(wl.get(key), list):
+            wl[key] = tuple(wl[key])
     try:
         spec = WorkloadSpec.from_dict(wl)
     except (TypeError, ValueError) as e:
@@ -132,11 +140,17 @@ def scenario_from_dict(data: dict[str, Any], *, source: str = "<dict>", default_
     if not isinstance(enabled, bool):
         raise ScenarioError(f"{source}: [latency] enabled = {enabled!r} is not accepted; accepted: true, false")
     decode = _choice(f"{source}: [latency] decode", lat.get("decode", "cpu"), ("cpu", "gpu"))
+    overlap = lat.get("overlap", True)
+    if not isinstance(overlap, bool):
+        raise ScenarioError(f"{source}: [latency] overlap = {overlap!r} is not accepted; accepted: true, false")
     rates = lat.get("sweep_rates", [])
-    if not isinstance(rates, list) or any(
-        isinstance(r, bool) or not isinstance(r, (int, float)) or not r > 0 for r in rates
+    if rates != "auto" and (
+        not isinstance(rates, list)
+        or any(isinstance(r, bool) or not isinstance(r, (int, float)) or not r > 0 for r in rates)
     ):
-        raise ScenarioError(f"{source}: [latency] sweep_rates = {rates!r}; accepted: a list of rates > 0 (inf allowed)")
+        raise ScenarioError(
+            f'{source}: [latency] sweep_rates = {rates!r}; accepted: a list of rates > 0 (inf allowed), or "auto"'
+        )
     sweep_n = lat.get("sweep_requests", 500)
     if isinstance(sweep_n, bool) or not isinstance(sweep_n, int) or sweep_n < 1:
         raise ScenarioError(f"{source}: [latency] sweep_requests = {sweep_n!r}; accepted: an int >= 1")
@@ -156,7 +170,8 @@ def scenario_from_dict(data: dict[str, Any], *, source: str = "<dict>", default_
         placement=placement,
         latency=enabled,
         decode=decode,
-        sweep_rates=tuple(float(r) for r in rates),
+        overlap=overlap,
+        sweep_rates=rates if isinstance(rates, str) else tuple(float(r) for r in rates),
         sweep_requests=sweep_n,
         path=source,
     )

@@ -7,6 +7,7 @@ accounting can run on 100,000 requests in NumPy. Families:
 * ``docs``: 4 x 1536 x 1024 RGB pages per request (the PR's microbenchmark shape, SPEC 9);
 * ``4k``: one 3840 x 2160 RGB frame;
 * ``mixed``: per request 60 % chat, 30 % docs, 10 % 4k;
+* ``fixed``: every image ``image_size`` = [width, height] RGB (one per request unless ``images_per_request``);
 * ``corpus``: the real sizes / modes / file sizes of the corpus shipped in ``reference/data/corpus`` (sim.corpus).
 
 Arrivals are Poisson at ``rate`` requests/s, or ``closed``: every request is
@@ -26,9 +27,9 @@ import numpy as np
 from sim.corpus import load_corpus
 from sim.tables import dataclass_from_table
 
-FAMILIES = ("chat", "docs", "4k", "mixed", "corpus")
+FAMILIES = ("chat", "docs", "4k", "mixed", "corpus", "fixed")
 ARRIVALS = ("poisson", "closed")
-_DEFAULT_K = {"chat": (1, 2), "docs": (4, 4), "4k": (1, 1), "corpus": (1, 3)}
+_DEFAULT_K = {"chat": (1, 2), "docs": (4, 4), "4k": (1, 1), "corpus": (1, 3), "fixed": (1, 1)}
 _CHAT_ASPECTS = np.array([[4, 3], [3, 4], [1, 1], [16, 9], [9, 16]], dtype=np.int64)
 
 
@@ -44,6 +45,7 @@ class WorkloadSpec:
     seed: int = 0
     text_tokens: int = 256
     corpus_path: str | None = None
+    image_size: tuple[int, int] | None = None  # family "fixed" only: [width, height]
 
     def __post_init__(self) -> None:
         if self.family not in FAMILIES:
@@ -58,6 +60,17 @@ class WorkloadSpec:
             r = self.rate
             if isinstance(r, bool) or not isinstance(r, (int, float)) or not np.isfinite(r) or r <= 0:
                 raise ValueError(f"workload.rate must be a number > 0 (requests/s), got {r!r}")
+        size = self.image_size
+        if (self.family == "fixed") != (size is not None):
+            raise ValueError(f"workload.image_size = {size!r}: give [width, height] exactly when family = 'fixed'")
+        if size is not None:
+            if (
+                not isinstance(size, (tuple, list))
+                or len(size) != 2
+                or any(isinstance(x, bool) or not isinstance(x, int) or x < 1 for x in size)
+            ):
+                raise ValueError(f"workload.image_size must be [width, height], ints >= 1, got {size!r}")
+            object.__setattr__(self, "image_size", (int(size[0]), int(size[1])))
         k = self.images_per_request
         if k is not None:
             if isinstance(k, int) and not isinstance(k, bool):
@@ -78,7 +91,7 @@ class WorkloadSpec:
         return dataclass_from_table(cls, d, where)
 
     def to_dict(self) -> dict[str, Any]:
-        return {k: getattr(self, k) for k in self.__dataclass_fields__}
+        return {k: getattr(self, k) for k in self.__dataclass_fields__ if k != "image_size" or self.image_size}
 
 
 @dataclass(frozen=True)
@@ -158,7 +171,7 @@ def generate(spec: WorkloadSpec) -> Workload:
     if spec.family == "mixed":
         family = mix_rng.choice(np.array(["chat", "docs", "4k"], dtype=object), size=n, p=[0.6, 0.3, 0.1])
     counts = np.empty(n, dtype=np.int64)
-    for fam in ("chat", "docs", "4k", "corpus"):
+    for fam in ("chat", "docs", "4k", "corpus", "fixed"):
         sel = family == fam
         k = spec.images_per_request or _DEFAULT_K[fam]
         counts[sel] = _counts(count_rng, int(sel.sum()), k)
@@ -168,7 +181,7 @@ def generate(spec: WorkloadSpec) -> Workload:
     height = np.empty(total, np.int64)
     channels = np.empty(total, np.int64)
     encoded = np.full(total, -1, np.int64)
-    for fam in ("chat", "docs", "4k", "corpus"):
+    for fam in ("chat", "docs", "4k", "corpus", "fixed"):
         sel = np.flatnonzero(img_family == fam)
         if not len(sel):
             continue
@@ -178,6 +191,8 @@ def generate(spec: WorkloadSpec) -> Workload:
             w, h, c = _fixed_images(len(sel), 1536, 1024)
         elif fam == "4k":
             w, h, c = _fixed_images(len(sel), 3840, 2160)
+        elif fam == "fixed":
+            w, h, c = _fixed_images(len(sel), *spec.image_size)
         else:
             corpus = load_corpus(spec.corpus_path)
             pick = size_rng.integers(0, len(corpus), size=len(sel))

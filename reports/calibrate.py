@@ -1,0 +1,473 @@
+"""``deferlab calibrate``: measure the simulator's host-side costs here, by running the real operations.
+
+Why: a simulator constant must be measured, published or a stated assumption, never fitted. The host side of
+SGLang's request path (pickling the items, shared-memory segments, the tokenizer's socket, the scheduler's gloo
+``broadcast_pyobj``, host copies, hashing, the eager producer's preprocessing) runs the same on any machine, so
+this command runs it through ``impl`` and torch and writes a cost profile (`sim.profile_schema`): each constant
+with its value, unit, how, the machine and the spread over the repeats. This CPU also stands in for the
+preprocessing device; what cannot run here (ViT, prefill, NVLink) refers to the GPU-class profile.
+
+Default output ``$XDG_CACHE_HOME/deferlab/calibrated.toml`` (``~/.cache/...``); the shipped
+``sim/profiles/calibrated-here.toml`` is ``--out`` of a run on the team's testbed. If a measurement cannot run
+(the gloo group does not start, a worker dies), one line says so and the rest of the profile is still written;
+the simulator then refuses the file, naming the missing constant.
+"""
+
+from __future__ import annotations
+
+import argparse
+import contextlib
+import hashlib
+import mmap
+import os
+import pickle
+import platform
+import socket
+import statistics
+import sys
+import time
+from collections.abc import Callable, Sequence
+from multiprocessing import shared_memory
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from reports.atomic import write_text_atomic
+
+DEFAULT_OUT = Path(os.environ.get("XDG_CACHE_HOME") or Path.home() / ".cache") / "deferlab" / "calibrated.toml"
+SIZES = ((512, 512), (1024, 768), (1536, 1024))  # 4 RGB images per request, the largest is the PR's microbenchmark
+MiB = 1 << 20
+SMALL = 5  # small messages are cheap and noisy on a shared host: this many times the repeats
+Say = Callable[[str], None]
+
+
+def _proc(path: str, key: str) -> str:
+    try:
+        return next(x.split(":", 1)[1].strip() for x in Path(path).read_text().splitlines() if x.startswith(key))
+    except (OSError, StopIteration):
+        return "unknown"
+
+
+def machine() -> str:
+    """CPU model, cores, memory, OS, Python and torch: where the numbers were taken."""
+    import torch
+
+    model, mem = _proc("/proc/cpuinfo", "model name"), _proc("/proc/meminfo", "MemTotal")
+    mem = f"{int(mem.split()[0]) / 2**20:.0f} GiB" if mem.split()[0].isdigit() else mem
+    return (
+        f"{model}, {os.cpu_count()} cores, {mem}, {platform.system()} {platform.release()}, "
+        f"Python {platform.python_version()}, torch {torch.__version__}"
+    )
+
+
+def timed(fn: Callable[[], Any], repeats: int) -> list[float]:
+    """Seconds per call over ``repeats`` calls after one warm-up call."""
+    fn()
+    out = []
+    for _ in range(repeats):
+        t = time.perf_counter()
+        fn()
+        out.append(time.perf_counter() - t)
+    return out
+
+
+class Recorder:
+    """Collects measured constants (value from the median, spread = [min, max] over the repeats) and observations."""
+
+    def __init__(self, repeats: int, say: Say) -> None:
+        self.repeats, self.say, self.mach = repeats, say, machine()
+        self.c: dict[str, dict[str, Any]] = {}
+        self.obs: dict[str, Any] = {}
+
+    def put(self, name: str, per: Sequence[float], unit: str, how: str, value: float | None = None) -> None:
+        """A constant from per-repeat values ``per`` (already in ``unit``)."""
+        v = statistics.median(per) if value is None else value
+        self.c[name] = {"value": v, "unit": unit, "source": "measured", "how": how, "machine": self.mach}
+        self.c[name].update(spread=[min(per), max(per)], repeats=len(per))
+
+    def rate(self, name: str, nbytes: float, times: Sequence[float], how: str, base: float = 0.0) -> None:
+        """Bytes per second: ``nbytes`` over (time - ``base``), ``base`` being a fixed cost measured apart."""
+        per = [nbytes / max(t - base, 1e-9) for t in times]
+        self.put(name, per, "bytes/s", how, nbytes / max(statistics.median(times) - base, 1e-9))
+
+
+def _images(size: tuple[int, int], n: int = 4, seed: int = 0) -> list[Any]:
+    from PIL import Image
+
+    rng = np.random.default_rng(seed)
+    w, h = size
+    return [Image.fromarray(rng.integers(0, 256, (h, w, 3), dtype=np.uint8), "RGB") for _ in range(n)]
+
+
+def _own(item: Any) -> Any:
+    """SGLang's eager items own their storage (``.cpu()`` from the GPU). On a CPU-only host impl's ``.cpu()`` is a
+    no-op and the items are views of one buffer, which pickle would copy whole per item: clone, to match SGLang."""
+    item.feature = item.feature.clone()
+    return item
+
+
+def measure_producers(rec: Recorder) -> dict[str, dict[tuple[int, int], list]]:
+    """impl's eager and deferred producers (the real microbenchmark), impl's device pipeline on this CPU."""
+    import torch
+
+    from impl.pipeline import preprocess
+    from impl.policy import RELEASED
+    from impl.processor import Processor
+    from reference.profiles import profile
+
+    cfg, n = profile("kimi-k3"), rec.repeats
+    eager = Processor(cfg, transport="cpu", policy=RELEASED, cuda_available=False)
+    deferred = Processor(cfg, transport="cpu", policy=RELEASED, cuda_available=True)
+    items: dict[str, dict[tuple[int, int], list]] = {"fp32": {}, "uint8": {}}
+    for w, h in SIZES:
+        imgs = _images((w, h))
+        rec.say(f"calibrate: impl producers on 4 x {w}x{h} RGB (PIL)")
+        te = timed(lambda imgs=imgs: eager.process(imgs), n)
+        td = timed(lambda imgs=imgs: deferred.process(imgs), n)
+        rec.obs[f"producer_{w}x{h}"] = {"eager_s": statistics.median(te), "deferred_s": statistics.median(td)}
+        items["fp32"][(w, h)] = [_own(it) for it in eager.process(imgs).items]
+        items["uint8"][(w, h)] = deferred.process(imgs).items
+    pixels = 4 * w * h
+    what = f"4 x {w}x{h} RGB PIL"
+    how = "impl Processor(cuda_available={}).process, " + what
+    rec.put("cpu_preprocess_s_per_pixel", [t / pixels for t in te], "s/pixel", how.format(False) + ", per pixel")
+    rec.rate("stage_bytes_per_s", 3 * pixels, td, how.format(True) + " (to_chw_uint8(PIL).cpu().contiguous())")
+    rec.obs["microbenchmark_4x1536x1024"] = {
+        "eager_s": statistics.median(te),
+        "deferred_s": statistics.median(td),
+        "eager_spread_s": [min(te), max(te)],
+        "deferred_spread_s": [min(td), max(td)],
+        "repeats": len(te),
+        "how": "impl Processor eager (FP32 patches, this CPU as the device) vs deferred (uint8 staging), PIL RGB input",
+    }
+    tens = [torch.from_numpy(np.array(im)).permute(2, 0, 1).contiguous() for im in imgs]
+    elements = sum(t.numel() for t in tens) + sum(int(it.feature.numel()) for it in items["fp32"][(w, h)])
+    tp = timed(lambda: preprocess(tens, cfg, device="cpu"), n)
+    how = "impl.pipeline.preprocess on the CPU device, "
+    rec.put("preprocess_s_per_element", [t / elements for t in tp], "s/element", how + f"4 x {w}x{h}, per element")
+    small = [torch.zeros((3, 28, 28), dtype=torch.uint8)]
+    tf = timed(lambda: preprocess(small, cfg, device="cpu"), n)
+    rec.put("preprocess_fixed_s", tf, "s", how + "one 28x28 image: the cost of a call")
+    tiny = [_own(it) for it in deferred.process([torch.zeros((3, 32, 32), dtype=torch.uint8)] * 16).items]
+    items["tiny"] = {(32, 32): tiny}
+    return items
+
+
+def measure_pickle(rec: Recorder, items: dict[str, dict[tuple[int, int], list]]) -> None:
+    """pickle.dumps / loads of impl's real items, FP32 patches and uint8 pixels, at every size."""
+    dumps = lambda its: pickle.dumps(its, protocol=pickle.HIGHEST_PROTOCOL)  # noqa: E731
+    for kind in ("fp32", "uint8"):
+        rows = {}
+        for (w, h), its in items[kind].items():
+            blob = dumps(its)
+            tdump = timed(lambda its=its: dumps(its), rec.repeats)
+            tload = timed(lambda b=blob: pickle.loads(b), rec.repeats)
+            med = {"dumps_s": statistics.median(tdump), "loads_s": statistics.median(tload)}
+            rows[f"{w}x{h}"] = {"bytes": len(blob), **med}
+        rec.obs[f"pickle_{kind}_items"] = rows
+        rec.say(
+            f"calibrate: pickled {kind} items, " + ", ".join(f"{k} {r['bytes'] / MiB:.1f} MiB" for k, r in rows.items())
+        )
+        how = f"pickle.{{}} of impl's 4 x {w}x{h} {kind} items, {len(blob) / MiB:.1f} MiB (other sizes: observations)"
+        rec.rate(f"pickle_{kind}_bytes_per_s", len(blob), tdump, how.format("dumps"))
+        rec.rate(f"unpickle_{kind}_bytes_per_s", len(blob), tload, how.format("loads"))
+    tiny = items["tiny"][(32, 32)]
+    blob = dumps(tiny)
+    how = "{} of 16 tiny impl items (3x32x32 uint8, grid, deferred config), per item"
+    for key, fn in (("pickle_item_s", lambda: dumps(tiny)), ("unpickle_item_s", lambda: pickle.loads(blob))):
+        rec.put(key, [t / 16 for t in timed(fn, rec.repeats)], "s", how.format(key.split("_")[0]))
+
+
+def measure_host(rec: Recorder) -> None:
+    """Host copies and hashing."""
+    src = np.ones(64 * MiB, np.uint8)
+    dst = np.empty_like(src)
+    rec.say("calibrate: host memcpy and sha256")
+    rec.rate("memcpy_bytes_per_s", src.nbytes, timed(lambda: np.copyto(dst, src), rec.repeats), "np.copyto of 64 MiB")
+    ts = timed(lambda: hashlib.sha256(memoryview(src)).digest(), rec.repeats)
+    rec.rate("cpu_hash_bytes_per_s", src.nbytes, ts, "hashlib.sha256 of 64 MiB, as tensor_hash for a CPU feature")
+
+
+def measure_shm(rec: Recorder) -> None:
+    """ShmPointerMMData: the producer creates, reserves and fills a segment; a receiver opens it, maps it
+    privately (ACCESS_COPY), unlinks it, and later reads the pages through that fresh mapping (the H2D source)."""
+    import torch
+
+    rec.say("calibrate: POSIX shared memory segments")
+    payload = torch.ones(64 * MiB, dtype=torch.uint8)
+    stamps: dict[str, list[float]] = {"w4k": [], "w64m": [], "attach": [], "read": []}
+
+    def write(nbytes: int, key: str) -> str:
+        t = time.perf_counter()
+        seg = shared_memory.SharedMemory(create=True, size=nbytes)
+        os.posix_fallocate(seg._fd, 0, nbytes)  # as ShmPointerMMData reserves the pages
+        torch.frombuffer(seg.buf, dtype=torch.uint8).copy_(payload[:nbytes])
+        seg.close()
+        stamps[key].append(time.perf_counter() - t)
+        return seg.name
+
+    for _ in range(rec.repeats * SMALL + 1):
+        shared_memory.SharedMemory(name=write(4096, "w4k")).unlink()
+    for _ in range(rec.repeats + 1):
+        name = write(64 * MiB, "w64m")
+        t = time.perf_counter()
+        hnd = shared_memory.SharedMemory(name=name)
+        torch.frombuffer(hnd.buf, dtype=torch.uint8)
+        view = mmap.mmap(hnd._fd, 64 * MiB, access=mmap.ACCESS_COPY)
+        hnd.unlink()
+        hnd.close()
+        stamps["attach"].append(time.perf_counter() - t)
+        t = time.perf_counter()
+        torch.empty(64 * MiB, dtype=torch.uint8).copy_(torch.frombuffer(view, dtype=torch.uint8))
+        stamps["read"].append(time.perf_counter() - t)
+        view.close()
+    small = stamps["w4k"][1:]
+    how = "SharedMemory(create) + posix_fallocate + copy in + close"
+    base = statistics.median(small)
+    rec.rate("shm_write_bytes_per_s", 64 * MiB, stamps["w64m"][1:], f"{how}: 64 MiB minus a 4 KiB segment", base)
+    rec.put("shm_item_s", small, "s", f"{how}: a 4 KiB segment, the fixed cost per item")
+    how = "open by name + frombuffer + mmap(ACCESS_COPY) + unlink, 64 MiB: a receiver's unpickle and materialize"
+    rec.put("shm_attach_s", stamps["attach"][1:], "s", how)
+    how = "copy of 64 MiB out of a fresh ACCESS_COPY mapping (page faults included)"
+    rec.rate("shm_read_bytes_per_s", 64 * MiB, stamps["read"][1:], how)
+
+
+def _sock_child(conn: socket.socket) -> None:
+    """Receive length-prefixed messages and acknowledge each with one byte, until a zero length."""
+    while True:
+        n = int.from_bytes(_recv_exact(conn, 8), "little")
+        if n == 0:
+            return
+        _recv_exact(conn, n)
+        conn.sendall(b"k")
+
+
+def _recv_exact(conn: socket.socket, n: int) -> bytes:
+    buf = bytearray(n)
+    view = memoryview(buf)
+    got = 0
+    while got < n:
+        k = conn.recv_into(view[got:], n - got)
+        if k == 0:
+            raise ConnectionError("peer closed")
+        got += k
+    return bytes(buf)
+
+
+def measure_socket(rec: Recorder) -> None:
+    """A message over a local (AF_UNIX) stream socket to another process, as ZMQ's ipc:// transport carries it."""
+    import multiprocessing as mp
+
+    rec.say("calibrate: local socket to another process")
+    a, b = socket.socketpair()
+    proc = mp.get_context("fork").Process(target=_sock_child, args=(b,), daemon=True)
+    proc.start()
+    b.close()
+
+    def send(data: bytes) -> None:
+        a.sendall(len(data).to_bytes(8, "little") + data)
+        _recv_exact(a, 1)
+
+    big, small = bytes(32 * MiB), bytes(16)
+    try:
+        tb, ts = timed(lambda: send(big), rec.repeats), timed(lambda: send(small), rec.repeats * SMALL)
+    finally:
+        a.sendall((0).to_bytes(8, "little"))
+        proc.join(10)
+        a.close()
+    how = "socketpair(AF_UNIX) to a forked process, length-prefixed, 1-byte acknowledgement"
+    rec.rate("socket_bytes_per_s", len(big), tb, f"{how}: 32 MiB minus a 16-byte message's time", statistics.median(ts))
+    rec.put("socket_latency_s", ts, "s", f"{how}: a 16-byte message")
+
+
+def _free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return int(s.getsockname()[1])
+
+
+def _bcast_worker(rank: int, world: int, port: int, sizes: Sequence[int], repeats: int, queue: Any) -> None:
+    """One rank: gloo broadcasts of each size from rank 0 as broadcast_pyobj does (size, then bytes), timed on rank 0.
+
+    Any failure goes back as one line (``("error", rank, text)``), so the parent can report it in one line.
+    """
+    import datetime
+
+    import torch
+    import torch.distributed as dist
+
+    try:
+        torch.set_num_threads(1)
+        timeout = datetime.timedelta(seconds=60)
+        url = f"tcp://127.0.0.1:{port}"
+        dist.init_process_group("gloo", init_method=url, rank=rank, world_size=world, timeout=timeout)
+        res: dict[int, list[float]] = {}
+        for n in sizes:
+            buf, size = torch.zeros(n, dtype=torch.uint8), torch.tensor([n], dtype=torch.long)
+            ts = []
+            for _ in range((repeats * SMALL if n <= 64 * 1024 else repeats) + 1):
+                dist.barrier()
+                t = time.perf_counter()
+                dist.broadcast(size, src=0)
+                dist.broadcast(buf, src=0)
+                dist.barrier()
+                ts.append(time.perf_counter() - t)
+            res[n] = ts[1:]
+        if rank == 0:
+            queue.put(("ok", rank, res))
+        dist.destroy_process_group()
+    except Exception as e:  # noqa: BLE001 - reported by the parent in one line
+        queue.put(("error", rank, f"{type(e).__name__}: {str(e).splitlines()[0] if str(e) else ''}"[:300]))
+
+
+def run_bcast(
+    world: int, sizes: Sequence[int], repeats: int, port: int | None = None, timeout: float = 120.0
+) -> dict[int, list[float]]:
+    """Start ``world`` local processes (forkserver, torch preloaded), time the broadcasts; RuntimeError in one line."""
+    import multiprocessing as mp
+
+    ctx = mp.get_context("forkserver")
+    queue = ctx.SimpleQueue()
+    port = _free_port() if port is None else port
+    args = (world, port, list(sizes), repeats, queue)
+    procs = [ctx.Process(target=_bcast_worker, args=(r, *args), daemon=True) for r in range(world)]
+    for p in procs:
+        p.start()
+    deadline = time.monotonic() + timeout
+    try:
+        while True:
+            if not queue.empty():
+                kind, rank, value = queue.get()
+                if kind == "ok":
+                    return value
+                raise RuntimeError(f"rank {rank} of {world} failed on port {port}: {value}")
+            dead = [(r, p.exitcode) for r, p in enumerate(procs) if p.exitcode not in (None, 0)]
+            if dead:
+                raise RuntimeError(f"rank {dead[0][0]} of {world} died with exit code {dead[0][1]} (port {port})")
+            if time.monotonic() > deadline:
+                raise RuntimeError(f"no result within {timeout:.0f} s (port {port})")
+            time.sleep(0.02)
+    finally:
+        for p in procs:
+            if p.is_alive():
+                p.kill()  # our own workers, by object: never a broad kill
+            p.join(5)
+
+
+def measure_bcast(rec: Recorder, port: int | None = None) -> list[str]:
+    """gloo broadcast among 2, 4 and 8 local processes; a failure is one line and those constants are left out."""
+    import multiprocessing as mp
+
+    with contextlib.suppress(ValueError):
+        mp.set_forkserver_preload(["torch", "torch.distributed"])
+    failures = []
+    cores = os.cpu_count() or 1
+    for world in (2, 4, 8):
+        rec.say(f"calibrate: gloo broadcast among {world} local processes")
+        try:
+            res = run_bcast(world, (1024, 32 * MiB), rec.repeats, port)
+        except Exception as e:  # noqa: BLE001 - any failure of the process group is reported, not raised
+            line = f"calibrate: gloo group of {world} did not run ({type(e).__name__}: {e}); bcast_*_w{world} left out"
+            print(line, file=sys.stderr)
+            failures.append(line)
+            continue
+        small, big = res[1024], res[32 * MiB]
+        over = f"; {world} processes on {cores} cores: oversubscribed" if world > cores else ""
+        how = f"torch.distributed gloo over tcp://127.0.0.1, world {world}: broadcast of the size, then the bytes, barrier after{over}"
+        rec.rate(
+            f"bcast_bytes_per_s_w{world}",
+            32 * MiB,
+            big,
+            f"{how}; 32 MiB minus a 1 KiB broadcast's time",
+            statistics.median(small),
+        )
+        rec.put(f"bcast_latency_s_w{world}", small, "s", f"{how}; 1 KiB")
+    return failures
+
+
+def device_as_cpu(rec: Recorder) -> None:
+    """The preprocessing device of ``calibrated-here`` is this CPU: its transfers are host copies, its hash sha256."""
+    mem, sha = rec.c.get("memcpy_bytes_per_s"), rec.c.get("cpu_hash_bytes_per_s")
+    for key, what in (("h2d_bytes_per_s", "H2D"), ("d2h_bytes_per_s", "D2H"), ("hbm_bytes_per_s", "device-memory")):
+        if mem:
+            rec.c[key] = {**mem, "how": f"this CPU is the device: its {what} copy is a host copy ({mem['how']})"}
+    if sha:
+        rec.c["gpu_hash_bytes_per_s"] = {**sha, "how": f"this CPU is the device: {sha['how']}"}
+
+
+def build_profile(repeats: int, say: Say, port: int | None = None) -> tuple[str, list[str]]:
+    """Measure everything and render the profile TOML; also the one-line failures, if any."""
+    import torch
+
+    from sim.profile_schema import CONSTANTS, dump_profile
+
+    t0, load0 = time.perf_counter(), os.getloadavg()[0]
+    threads = torch.get_num_threads()
+    torch.set_num_threads(1)  # one core per operation: on a shared host, more threads mostly measure the neighbours
+    rec = Recorder(repeats, say)
+    failures: list[str] = []
+    steps: list[tuple[str, Callable[[], Any]]] = [
+        ("host copies", lambda: measure_host(rec)),
+        ("shared memory", lambda: measure_shm(rec)),
+        ("producers and pickling", lambda: measure_pickle(rec, measure_producers(rec))),
+        ("socket", lambda: measure_socket(rec)),
+        ("gloo broadcast", lambda: failures.extend(measure_bcast(rec, port))),
+    ]
+    for what, step in steps:
+        try:
+            step()
+        except Exception as e:  # noqa: BLE001 - one failed measurement must not lose the others
+            line = f"calibrate: {what} failed ({type(e).__name__}: {e}); its constants left out"
+            print(line, file=sys.stderr)
+            failures.append(line)
+    torch.set_num_threads(threads)
+    device_as_cpu(rec)
+    for name, (_, side) in CONSTANTS.items():
+        if name not in rec.c and side != "host":
+            rec.c[name] = {"from": "gb300-class", "note": "cannot be measured on this machine: the GPU-class figure"}
+    missing = [n for n in CONSTANTS if n not in rec.c]
+    meta = {
+        "name": "calibrated-here",
+        "description": "measured by deferlab calibrate on this machine, its CPU standing in for the preprocessing "
+        "device; ViT, prefill, NVLink and the serving-loop assumptions from gb300-class",
+        "machine": rec.mach,
+        "decode": "cpu",
+        "repeats": repeats,
+        "torch_threads": 1,
+        "wall_s": round(time.perf_counter() - t0, 1),
+        "load_average_1min": [round(load0, 2), round(os.getloadavg()[0], 2)],  # at start and end: other jobs' share
+    }
+    notes = [f"missing: {n} (its measurement failed)" for n in missing] + failures
+    constants = {k: rec.c[k] for k in CONSTANTS if k in rec.c}
+    return dump_profile(meta, constants, rec.obs, notes), failures
+
+
+def add_parser(subparsers: Any) -> argparse.ArgumentParser:
+    """``deferlab calibrate [--out FILE] [--repeats N] [--port P]``."""
+    p = subparsers.add_parser("calibrate", help="measure host-side costs here and write a cost profile TOML")
+    p.add_argument("--out", type=Path, default=DEFAULT_OUT, help=f"profile to write (default {DEFAULT_OUT})")
+    p.add_argument("--repeats", type=int, default=5, help="timed repeats per measurement, after a warm-up (default 5)")
+    p.add_argument("--port", type=int, default=None, help="TCP port of the gloo rendezvous (default: a free one)")
+    return p
+
+
+def run(args: argparse.Namespace) -> int:
+    """Measure, write the profile atomically; 0 when complete, 1 when a measurement failed (the rest is written)."""
+    if not 1 <= args.repeats <= 100:
+        print(f"deferlab calibrate: --repeats must be in 1..100, got {args.repeats}", file=sys.stderr)
+        return 2
+    if args.out.is_dir():
+        print(f"deferlab calibrate: --out {str(args.out)!r} is a directory; give a .toml file path", file=sys.stderr)
+        return 2
+    t0 = time.perf_counter()
+    text, failures = build_profile(args.repeats, lambda m: print(m, file=sys.stderr, flush=True), args.port)
+    write_text_atomic(args.out, text)
+    print(f"calibrate: wrote {args.out} in {time.perf_counter() - t0:.0f} s", file=sys.stderr)
+    return 1 if failures else 0
+
+
+if __name__ == "__main__":  # pragma: no cover
+    ap = argparse.ArgumentParser(prog="deferlab")
+    add_parser(ap.add_subparsers(dest="command", required=True))
+    sys.exit(run(ap.parse_args()))
