@@ -34,6 +34,7 @@ from reference.errors import (
     DeferlabInputError,
     InputTypeError,
     InputValueError,
+    SourceError,
 )
 
 K3_DICT = {
@@ -361,7 +362,32 @@ IMPL_ROWS = [
     ),
 ]
 
-API_ROWS = CONFIG_ROWS + JSON_ROWS + REFERENCE_ROWS + IMPL_ROWS
+
+def _sglang(spec: Any) -> Any:
+    from impl.sglang.sources import load
+
+    return load(spec)
+
+
+SGLANG_ROWS = [
+    Bad(
+        "sglang no such path",
+        lambda t: _sglang(str(t / "nowhere")),
+        SourceError,
+        r"no such path; accepted: 'installed'",
+    ),
+    Bad(
+        "sglang not a checkout",
+        lambda t: _sglang(str(t)),
+        SourceError,
+        r"is not an SGLang checkout .*; accepted: 'installed' .* or a release version such as '0.5.23'",
+    ),
+    Bad(
+        "sglang not a version", lambda t: _sglang("latest"), SourceError, r"'latest': neither 'installed', an existing"
+    ),
+]
+
+API_ROWS = CONFIG_ROWS + JSON_ROWS + REFERENCE_ROWS + IMPL_ROWS + SGLANG_ROWS
 
 
 @pytest.mark.parametrize("row", API_ROWS, ids=[r.id for r in API_ROWS])
@@ -432,6 +458,15 @@ CLI_ROWS = [
     BadCli("baseline from", lambda t: ["baseline", "--from", str(t / "nothing.json")], r"--from: cannot read report"),
     BadCli("claims from-results", lambda t: ["claims", "--from-results", str(t / "nowhere")], r"--from-results"),
     BadCli("unknown command", lambda t: ["frobnicate"], r"invalid choice: 'frobnicate'"),
+    BadCli("report sglang and impl", lambda t: ["report", "--sglang", "0.5.23", "--impl", "x"], r"not allowed with"),
+    BadCli("versions not a version", lambda t: ["versions", "latest"], r"VERSION must look like 0\.5\.23"),
+    BadCli("versions newest and list", lambda t: ["versions", "--newest", "0.5.23"], r"--newest takes no VERSION"),
+    BadCli("versions profile", lambda t: ["versions", "--profile", "fast"], r"--profile must be one of"),
+    BadCli(
+        "versions baseline",
+        lambda t: ["versions", "0.5.23", "--baseline", _write(t, "vb.json", "{}")],
+        r"--baseline: .* is not a versions baseline",
+    ),
 ]
 
 

@@ -2,7 +2,7 @@
 
 The property suites record one verdict per (claim, policy) into
 ``properties/results/verdicts.json`` while pytest runs (schema in
-``properties/verdicts.py``). The report needs every claim C1..C11 for at
+``properties/verdicts.py``). The report needs every claim C1..C12 for at
 least `REQUIRED_POLICIES`, so a pair the results lack is shown as
 ``not-run`` rather than silently dropped: a claim nobody checked must look
 different from one that holds.
@@ -25,13 +25,14 @@ CLAIMS_TOML = _verdicts.CLAIMS_PATH
 RESULTS_DIR = _verdicts.RESULTS_DIR
 RESULTS_FILE = "verdicts.json"
 REQUIRED_POLICIES = ("PR_33921", "RELEASED")
-VERDICTS = ("holds", "fails", "holds-with-caveat", "not-run")
-CLAIM_IDS = tuple(f"C{i}" for i in range(1, 12))
+VERDICTS = ("holds", "fails", "holds-with-caveat", "n/a", "not-run")
+REAL_LABEL = "SGLANG"  # the one column of a real-code run (properties/seam_sglang.py)
+CLAIM_IDS = tuple(f"C{i}" for i in range(1, 13))
 SUPPORTED_RESULTS_SCHEMA = 1
 
 
 def load_claim_statements(path: Path = CLAIMS_TOML) -> dict[str, dict[str, str]]:
-    """id -> {statement, source} from claims.toml; ids C1..C11 always present (blank if the file lacks them)."""
+    """id -> {statement, source} from claims.toml; ids C1..C12 always present (blank if the file lacks them)."""
     out = {cid: {"statement": "", "source": ""} for cid in CLAIM_IDS}
     if Path(path).is_file():
         for raw in tomllib.loads(Path(path).read_text()).get("claim", []):
@@ -59,19 +60,24 @@ def load_results(results_dir: str | Path) -> dict[str, Any]:
     return data
 
 
-def claim_table(results: dict[str, Any] | None, statements: dict[str, dict[str, str]]) -> list[dict[str, Any]]:
+def claim_table(
+    results: dict[str, Any] | None, statements: dict[str, dict[str, str]], *, real_code: bool | None = None
+) -> list[dict[str, Any]]:
     """One row per (claim, policy): every claim x REQUIRED_POLICIES, plus any other policy the results carry."""
     found: dict[tuple[str, str], dict[str, Any]] = {}
     for row in (results or {}).get("claims", []):
         if isinstance(row, dict) and "id" in row and "policy" in row:
             found[(str(row["id"]), str(row["policy"]))] = row
-    policies = list(REQUIRED_POLICIES) + sorted({p for _, p in found} - set(REQUIRED_POLICIES))
+    if real_code is None:
+        real_code = bool((results or {}).get("system"))
+    required = (REAL_LABEL,) if real_code else REQUIRED_POLICIES
+    policies = list(required) + sorted({p for _, p in found} - set(required))
     ids = list(statements) + sorted({c for c, _ in found} - set(statements), key=_claim_key)
     table = []
     for cid in ids:
         for pol in policies:
             row = found.get((cid, pol))
-            if row is None and pol not in REQUIRED_POLICIES:
+            if row is None and pol not in required:
                 continue
             row = row or {}
             verdict = row.get("verdict", "not-run")
@@ -84,9 +90,25 @@ def claim_table(results: dict[str, Any] | None, statements: dict[str, dict[str, 
                     "verdict": verdict if verdict in VERDICTS else "not-run",
                     "evidence": str(row.get("evidence", "no result recorded for this claim and policy")),
                     "counterexample": row.get("counterexample"),
+                    "provenance": row.get("provenance") or {},
+                    "ran_on": ran_on(row.get("provenance") or {}),
                 }
             )
     return table
+
+
+def ran_on(provenance: dict[str, str]) -> str:
+    """One phrase for what a verdict's evidence ran on: the model, real code, or real code except named parts."""
+    if not provenance:
+        return "not recorded"
+    if all(v == "model" for v in provenance.values()):
+        return "deferlab's model"
+    modelled = sorted(m for m, v in provenance.items() if v != "model" and not v.startswith("real"))
+    partly = sorted(m for m, v in provenance.items() if v.startswith("real") and "modelled" in v)
+    if not modelled and not partly:
+        return "real code"
+    parts = [f"{m} (modelled)" for m in modelled] + [f"{m} (partly modelled)" for m in partly]
+    return "real code, except " + ", ".join(parts)
 
 
 def _claim_key(cid: str) -> tuple[int, str]:
@@ -104,13 +126,14 @@ def suite_path() -> Path:
     return Path(_verdicts.__file__).resolve().parent
 
 
-def pytest_command(profile: str, impl: str | None = None) -> list[str]:
-    """The property-suite command the report runs (``-n auto`` when pytest-xdist is installed)."""
+def pytest_command(profile: str, impl: str | None = None, sglang: str | None = None) -> list[str]:
+    """The property-suite command the report runs (``-n auto`` when pytest-xdist is installed); with
+    ``sglang`` the claim tests on that real SGLang (``installed``, a checkout path, a version)."""
     cmd = [
         sys.executable,
         "-m",
         "pytest",
-        str(suite_path()),
+        str(suite_path() / "claims") if sglang else str(suite_path()),
         "-q",
         "-p",
         "no:cacheprovider",
@@ -120,11 +143,18 @@ def pytest_command(profile: str, impl: str | None = None) -> list[str]:
         cmd += ["-n", "auto"]
     if impl:
         cmd += ["--impl", impl]
+    if sglang:
+        cmd += ["--sglang", sglang]
     return cmd
 
 
 def run_property_suite(
-    profile: str, impl: str | None = None, *, results_dir: Path = RESULTS_DIR, log: Any = sys.stderr
+    profile: str,
+    impl: str | None = None,
+    *,
+    results_dir: Path = RESULTS_DIR,
+    log: Any = sys.stderr,
+    sglang: str | None = None,
 ) -> int:
     """Run the suite (checkout or installed, see `suite_path`) in a subprocess, verdicts into ``results_dir``.
 
@@ -133,7 +163,7 @@ def run_property_suite(
     step failed. Works from any directory: nothing is looked up by repo path.
     """
     env = {**os.environ, "DEFERLAB_RESULTS_DIR": str(Path(results_dir).resolve())}
-    proc = subprocess.run(pytest_command(profile, impl), env=env, stdout=log, stderr=log, check=False)
+    proc = subprocess.run(pytest_command(profile, impl, sglang), env=env, stdout=log, stderr=log, check=False)
     return proc.returncode
 
 

@@ -22,7 +22,7 @@ from reference.errors import DeferlabInputError, UsageError
 from reference.profiles import profile as load_profile
 from reference.profiles import profile_names
 from reference.validate import check_choice, check_int, check_positive_int
-from reports import benchmarks, claims, render, sweep_report
+from reports import benchmarks, claims, render, sweep_report, versions_cli
 from reports import calibrate as calibrate_cmd
 from reports.atomic import write_text_atomic
 from reports.regressions import DEFAULT_BASELINE, load_baseline, make_baseline
@@ -49,7 +49,14 @@ def build_parser() -> argparse.ArgumentParser:
     rep = sub.add_parser("report", help="run everything and write report.md / report.json / PNGs")
     rep.add_argument("--profile", default="dev", help=f"hypothesis profile and sweep resolution: {', '.join(PROFILES)}")
     _add_config_args(rep)
-    rep.add_argument("--impl", help="implementation under test, passed to pytest as --impl")
+    impl_group = rep.add_mutually_exclusive_group()
+    impl_group.add_argument("--impl", help="implementation under test, passed to pytest as --impl")
+    impl_group.add_argument(
+        "--sglang",
+        metavar="SPEC",
+        help="check real SGLang: 'installed', a checkout path, or a released version such as 0.5.23 "
+        "(fetched into ~/.cache/deferlab; never installed); the claims run on its own code",
+    )
     rep.add_argument("--out", type=Path, help="report directory (default reports/out/<UTC timestamp>)")
     rep.add_argument("--baseline", help=f"baseline JSON, or 'none' (default {DEFAULT_BASELINE.name} when present)")
     rep.add_argument(
@@ -80,6 +87,7 @@ def build_parser() -> argparse.ArgumentParser:
     cl.add_argument("--from-results", type=Path, default=claims.RESULTS_DIR, metavar="DIR")
 
     calibrate_cmd.add_parser(sub)
+    versions_cli.add_parser(sub)
 
     bl = sub.add_parser("baseline", help="write a baseline from a report.json")
     bl.add_argument("--from", dest="source", type=Path, required=True, metavar="REPORT_JSON")
@@ -124,7 +132,8 @@ def _report(args: argparse.Namespace) -> int:
     if args.from_results is not None and not (args.from_results / claims.RESULTS_FILE).is_file():
         raise UsageError(f"--from-results: {str(args.from_results / claims.RESULTS_FILE)!r} does not exist")
     if args.baseline is None:
-        baseline = DEFAULT_BASELINE if DEFAULT_BASELINE.is_file() else None
+        # The committed baseline pins deferlab's model; real SGLang is gated by `deferlab versions` instead.
+        baseline = DEFAULT_BASELINE if DEFAULT_BASELINE.is_file() and args.sglang is None else None
     elif args.baseline.lower() == "none":
         baseline = None
     else:
@@ -146,6 +155,7 @@ def _report(args: argparse.Namespace) -> int:
         baseline=baseline,
         from_results=args.from_results,
         impl=args.impl,
+        sglang=args.sglang,
         skip=set(args.skip),
         bench_args=list(args.bench_arg),
         max_side=max_side,
@@ -240,6 +250,7 @@ COMMANDS = {
     "bench": _bench,
     "test": _test,
     "calibrate": calibrate_cmd.run,
+    "versions": versions_cli.run,
     "claims": _claims,
     "baseline": _baseline,
 }

@@ -8,7 +8,13 @@ from __future__ import annotations
 
 from typing import Any
 
-VERDICT_CELL = {"holds": "holds", "fails": "**FAILS**", "holds-with-caveat": "holds (caveat)", "not-run": "not run"}
+VERDICT_CELL = {
+    "holds": "holds",
+    "fails": "**FAILS**",
+    "holds-with-caveat": "holds (caveat)",
+    "n/a": "n/a",
+    "not-run": "not run",
+}
 
 
 def _esc(text: Any) -> str:
@@ -159,6 +165,36 @@ def _properties(props: list[dict[str, Any]]) -> list[str]:
     return lines
 
 
+def _system(system: dict[str, Any] | None, impl: str | None) -> list[str]:
+    """Which code the claims ran on: real SGLang (version, where from, commit, stand-ins) or the model."""
+    if not system:
+        if impl and impl.startswith("sglang:"):
+            return [f"**System under test: SGLang `{impl[7:]}`, which could not be loaded** (see Steps).", ""]
+        return []
+    kinds: dict[str, int] = {}
+    for s in system.get("stand_ins", []):
+        kinds[s.get("kind", "?")] = kinds.get(s.get("kind", "?"), 0) + 1
+    where = {"wheel": "released wheel", "checkout": "source checkout", "installed": "installed package"}
+    commit = f", commit `{system['commit']}`" if system.get("commit") else ""
+    return [
+        f"**System under test: real SGLang `{system.get('version')}`** ({where.get(system.get('kind'), system.get('kind'))}"
+        f" `{_esc(system.get('spec'))}`{commit}). Claim verdicts below are findings about that code, not checks of "
+        "deferlab's model; imports SGLang needs but this machine lacks were stood in for "
+        f"({', '.join(f'{k}: {n}' for k, n in sorted(kinds.items())) or 'none'}; each listed in report.json).",
+        "",
+    ]
+
+
+def _ran_on(claims: list[dict[str, Any]]) -> list[str]:
+    """Per claim and column: did its evidence run on real code, on the model, or partly modelled (and which parts)."""
+    rows = [r for r in claims if r.get("ran_on") and r.get("verdict") not in ("not-run",)]
+    if not rows or all(r["ran_on"] == "deferlab's model" for r in rows):
+        return ["Every verdict above ran on deferlab's model (`impl/`).", ""] if rows else []
+    lines = ["Where each verdict's evidence ran:", "", "| claim | column | ran on |", "|---|---|---|"]
+    lines += [f"| {r['id']} | {r['policy']} | {_esc(r['ran_on'])} |" for r in rows]
+    return [*lines, ""]
+
+
 def render_markdown(report: dict[str, Any]) -> str:
     """The whole report.md."""
     failed = [s for s in report["steps"] if s["status"] == "failed"]
@@ -168,10 +204,12 @@ def render_markdown(report: dict[str, Any]) -> str:
         f"Profile `{report['profile']}`, config `{report['config']['name']}`, implementation `{report.get('impl')}`, "
         f"{len(report.get('regressions', []))} regression(s), {len(failed)} failed step(s).",
         "",
+        *_system(report.get("system"), report.get("impl")),
         "## Claim verdicts",
         "",
         *verdict_table(report["claims"]),
         "",
+        *_ran_on(report["claims"]),
         "## Regressions",
         "",
         *_regressions(report),

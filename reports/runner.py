@@ -47,6 +47,7 @@ class ReportOptions:
     max_side: int = sweeps_mod.MAX_SIDE  # sweeps cover 1..max_side per side
     limits: tuple[int, ...] = sweeps_mod.SWEEP_LIMITS  # in_patch_limit values swept
     results_dir: Path = claims.RESULTS_DIR  # where a suite run by the report records its verdicts
+    sglang: str | None = None  # check real SGLang (installed, a checkout path, a version) instead of the model
 
 
 def default_out_dir(now: datetime | None = None) -> Path:
@@ -57,8 +58,17 @@ def default_out_dir(now: datetime | None = None) -> Path:
 def _properties_step(opts: ReportOptions, log: TextIO) -> dict[str, Any]:
     if opts.from_results is not None:
         return claims.load_results(opts.from_results)
-    rc = claims.run_property_suite(opts.profile, opts.impl, results_dir=opts.results_dir, log=log)
-    results = claims.load_results(opts.results_dir)
+    results_dir = opts.results_dir
+    if opts.sglang is not None:
+        from reports.versions import SGLangLoadError, preflight
+
+        try:  # the driver's one line (unknown version, not a checkout, no Kimi-K3, offline, an import failing)
+            preflight(opts.sglang)
+        except SGLangLoadError as e:
+            raise StepFailed(f"sglang {opts.sglang!r}: {e}") from None
+        results_dir = opts.results_dir / "sglang"
+    rc = claims.run_property_suite(opts.profile, opts.impl, results_dir=results_dir, log=log, sglang=opts.sglang)
+    results = claims.load_results(results_dir)
     if rc != 0:
         raise StepFailed(f"pytest exited {rc}; verdicts read from what it recorded", results)
     return results
@@ -167,7 +177,7 @@ def collect(opts: ReportOptions, runner: StepRunner, stage: Path) -> dict[str, A
     else:
         results = runner.run("properties", _properties_step, opts, log)
         runner.run("claims", lambda: None)  # the table below never fails; recorded so regressions know it ran
-    table = claims.claim_table(results, statements)
+    table = claims.claim_table(results, statements, real_code=opts.sglang is not None)
     ipc = runner.run("ipc", simulation.ipc_verdicts, opts.profile)
     if ipc:
         table = claims.merge_rows(table, claims.ipc_claim_rows(ipc, statements.get("C9", {})))
@@ -189,7 +199,8 @@ def collect(opts: ReportOptions, runner: StepRunner, stage: Path) -> dict[str, A
         "schema_version": SCHEMA_VERSION,
         "generated_at": datetime.now(UTC).isoformat(timespec="seconds"),
         "profile": opts.profile,
-        "impl": opts.impl or "deferlab",
+        "impl": f"sglang:{opts.sglang}" if opts.sglang else (opts.impl or "deferlab"),
+        "system": (results or {}).get("system"),
         "environment": environment.environment(),
         "config": {
             "name": opts.config.name,

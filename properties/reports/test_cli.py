@@ -49,7 +49,17 @@ def test_report_json_schema(tmp_path: Path) -> None:
     pairs = {(c["id"], c["policy"]) for c in report["claims"]}
     assert {(c, p) for c in CLAIM_IDS for p in ("PR_33921", "RELEASED")} <= pairs
     for c in report["claims"]:
-        assert set(c) == {"id", "statement", "source", "policy", "verdict", "evidence", "counterexample"}
+        assert set(c) == {
+            "id",
+            "statement",
+            "source",
+            "policy",
+            "verdict",
+            "evidence",
+            "counterexample",
+            "provenance",
+            "ran_on",
+        }
         assert c["verdict"] in ("holds", "fails", "holds-with-caveat", "not-run")
     assert all(set(s) == {"name", "status", "seconds", "error"} for s in report["steps"])
     assert {s["name"]: s["status"] for s in report["steps"]}["bench"] == "skipped"
@@ -211,3 +221,19 @@ def test_test_subcommand_runs_the_suite_folder_with_every_argument(monkeypatch: 
     [cmd] = seen
     assert cmd[1:4] == ["-m", "pytest", str(suite_path())] and cmd[-3:] == ["-k", "gate", "--help"]
     assert (suite_path() / "conftest.py").is_file() and (suite_path() / "claims.toml").is_file()
+
+
+def test_an_sglang_source_that_cannot_load_fails_its_step_in_one_line(tmp_path: Path) -> None:
+    """``report --sglang`` with a path that is no checkout: the report is written, the properties step failed
+    with the driver's one line (what was tried, what is accepted), the claims not-run, exit 3."""
+    res = tmp_path / "res"
+    argv = ["report", "--config", str(write_config(tmp_path)), "--sglang", str(tmp_path), "--out", str(tmp_path / "r")]
+    assert main([*argv, *FAST_ARGS]) == 3
+    report = json.loads((tmp_path / "r" / "report.json").read_text())
+    step = {s["name"]: s for s in report["steps"]}["properties"]
+    assert step["status"] == "failed" and "is not an SGLang checkout" in step["error"] and "\n" not in step["error"]
+    assert {r["policy"] for r in report["claims"]} == {"SGLANG"} and {r["verdict"] for r in report["claims"]} == {
+        "not-run"
+    }
+    assert "could not be loaded" in (tmp_path / "r" / "report.md").read_text()
+    assert not res.exists()
