@@ -33,7 +33,8 @@ LOWER_IS_BETTER_MARKERS = ("to_target", "reference_over")
 
 # Ratios the bench files measure against a stated target: they gate on the target itself, not on the last value,
 # because they compare one run's time with a fixed budget and drift with machine load.
-TARGET_LIMITS = {"to_target": 1.0, "reference_over": 2.0}  # sim benches' time/target; oracle within 2x of impl
+# Checked in order: the oracle within 1.5x of real SGLang's CPU pipeline (issue 9), within 2x of impl.
+TARGET_LIMITS = {"to_target": 1.0, "reference_over_sglang": 1.5, "reference_over": 2.0}
 
 
 def ratio_limit(key: str) -> float | None:
