@@ -16,17 +16,14 @@ the simulator then refuses the file, naming the missing constant.
 from __future__ import annotations
 
 import argparse
-import contextlib
 import hashlib
 import mmap
 import os
 import pickle
-import platform
-import socket
 import statistics
 import sys
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Callable
 from multiprocessing import shared_memory
 from pathlib import Path
 from typing import Any
@@ -34,62 +31,11 @@ from typing import Any
 import numpy as np
 
 from reports.atomic import write_text_atomic
+from reports.calibrate_core import SMALL, MiB, Recorder, Say, timed
+from reports.calibrate_ipc import measure_bcast, measure_socket, run_bcast  # noqa: F401 (run_bcast: re-exported)
 
 DEFAULT_OUT = Path(os.environ.get("XDG_CACHE_HOME") or Path.home() / ".cache") / "deferlab" / "calibrated.toml"
 SIZES = ((512, 512), (1024, 768), (1536, 1024))  # 4 RGB images per request, the largest is the PR's microbenchmark
-MiB = 1 << 20
-SMALL = 5  # small messages are cheap and noisy on a shared host: this many times the repeats
-Say = Callable[[str], None]
-
-
-def _proc(path: str, key: str) -> str:
-    try:
-        return next(x.split(":", 1)[1].strip() for x in Path(path).read_text().splitlines() if x.startswith(key))
-    except (OSError, StopIteration):
-        return "unknown"
-
-
-def machine() -> str:
-    """CPU model, cores, memory, OS, Python and torch: where the numbers were taken."""
-    import torch
-
-    model, mem = _proc("/proc/cpuinfo", "model name"), _proc("/proc/meminfo", "MemTotal")
-    mem = f"{int(mem.split()[0]) / 2**20:.0f} GiB" if mem.split()[0].isdigit() else mem
-    return (
-        f"{model}, {os.cpu_count()} cores, {mem}, {platform.system()} {platform.release()}, "
-        f"Python {platform.python_version()}, torch {torch.__version__}"
-    )
-
-
-def timed(fn: Callable[[], Any], repeats: int) -> list[float]:
-    """Seconds per call over ``repeats`` calls after one warm-up call."""
-    fn()
-    out = []
-    for _ in range(repeats):
-        t = time.perf_counter()
-        fn()
-        out.append(time.perf_counter() - t)
-    return out
-
-
-class Recorder:
-    """Collects measured constants (value from the median, spread = [min, max] over the repeats) and observations."""
-
-    def __init__(self, repeats: int, say: Say) -> None:
-        self.repeats, self.say, self.mach = repeats, say, machine()
-        self.c: dict[str, dict[str, Any]] = {}
-        self.obs: dict[str, Any] = {}
-
-    def put(self, name: str, per: Sequence[float], unit: str, how: str, value: float | None = None) -> None:
-        """A constant from per-repeat values ``per`` (already in ``unit``)."""
-        v = statistics.median(per) if value is None else value
-        self.c[name] = {"value": v, "unit": unit, "source": "measured", "how": how, "machine": self.mach}
-        self.c[name].update(spread=[min(per), max(per)], repeats=len(per))
-
-    def rate(self, name: str, nbytes: float, times: Sequence[float], how: str, base: float = 0.0) -> None:
-        """Bytes per second: ``nbytes`` over (time - ``base``), ``base`` being a fixed cost measured apart."""
-        per = [nbytes / max(t - base, 1e-9) for t in times]
-        self.put(name, per, "bytes/s", how, nbytes / max(statistics.median(times) - base, 1e-9))
 
 
 def _images(size: tuple[int, int], n: int = 4, seed: int = 0) -> list[Any]:
@@ -231,159 +177,6 @@ def measure_shm(rec: Recorder) -> None:
     rec.put("shm_attach_s", stamps["attach"][1:], "s", how)
     how = "copy of 64 MiB out of a fresh ACCESS_COPY mapping (page faults included)"
     rec.rate("shm_read_bytes_per_s", 64 * MiB, stamps["read"][1:], how)
-
-
-def _sock_child(conn: socket.socket) -> None:
-    """Receive length-prefixed messages and acknowledge each with one byte, until a zero length."""
-    while True:
-        n = int.from_bytes(_recv_exact(conn, 8), "little")
-        if n == 0:
-            return
-        _recv_exact(conn, n)
-        conn.sendall(b"k")
-
-
-def _recv_exact(conn: socket.socket, n: int) -> bytes:
-    buf = bytearray(n)
-    view = memoryview(buf)
-    got = 0
-    while got < n:
-        k = conn.recv_into(view[got:], n - got)
-        if k == 0:
-            raise ConnectionError("peer closed")
-        got += k
-    return bytes(buf)
-
-
-def measure_socket(rec: Recorder) -> None:
-    """A message over a local (AF_UNIX) stream socket to another process, as ZMQ's ipc:// transport carries it."""
-    import multiprocessing as mp
-
-    rec.say("calibrate: local socket to another process")
-    a, b = socket.socketpair()
-    proc = mp.get_context("fork").Process(target=_sock_child, args=(b,), daemon=True)
-    proc.start()
-    b.close()
-
-    def send(data: bytes) -> None:
-        a.sendall(len(data).to_bytes(8, "little") + data)
-        _recv_exact(a, 1)
-
-    big, small = bytes(32 * MiB), bytes(16)
-    try:
-        tb, ts = timed(lambda: send(big), rec.repeats), timed(lambda: send(small), rec.repeats * SMALL)
-    finally:
-        a.sendall((0).to_bytes(8, "little"))
-        proc.join(10)
-        a.close()
-    how = "socketpair(AF_UNIX) to a forked process, length-prefixed, 1-byte acknowledgement"
-    rec.rate("socket_bytes_per_s", len(big), tb, f"{how}: 32 MiB minus a 16-byte message's time", statistics.median(ts))
-    rec.put("socket_latency_s", ts, "s", f"{how}: a 16-byte message")
-
-
-def _free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return int(s.getsockname()[1])
-
-
-def _bcast_worker(rank: int, world: int, port: int, sizes: Sequence[int], repeats: int, queue: Any) -> None:
-    """One rank: gloo broadcasts of each size from rank 0 as broadcast_pyobj does (size, then bytes), timed on rank 0.
-
-    Any failure goes back as one line (``("error", rank, text)``), so the parent can report it in one line.
-    """
-    import datetime
-
-    import torch
-    import torch.distributed as dist
-
-    try:
-        torch.set_num_threads(1)
-        timeout = datetime.timedelta(seconds=60)
-        url = f"tcp://127.0.0.1:{port}"
-        dist.init_process_group("gloo", init_method=url, rank=rank, world_size=world, timeout=timeout)
-        res: dict[int, list[float]] = {}
-        for n in sizes:
-            buf, size = torch.zeros(n, dtype=torch.uint8), torch.tensor([n], dtype=torch.long)
-            ts = []
-            for _ in range((repeats * SMALL if n <= 64 * 1024 else repeats) + 1):
-                dist.barrier()
-                t = time.perf_counter()
-                dist.broadcast(size, src=0)
-                dist.broadcast(buf, src=0)
-                dist.barrier()
-                ts.append(time.perf_counter() - t)
-            res[n] = ts[1:]
-        if rank == 0:
-            queue.put(("ok", rank, res))
-        dist.destroy_process_group()
-    except Exception as e:  # noqa: BLE001 - reported by the parent in one line
-        queue.put(("error", rank, f"{type(e).__name__}: {str(e).splitlines()[0] if str(e) else ''}"[:300]))
-
-
-def run_bcast(
-    world: int, sizes: Sequence[int], repeats: int, port: int | None = None, timeout: float = 120.0
-) -> dict[int, list[float]]:
-    """Start ``world`` local processes (forkserver, torch preloaded), time the broadcasts; RuntimeError in one line."""
-    import multiprocessing as mp
-
-    ctx = mp.get_context("forkserver")
-    queue = ctx.SimpleQueue()
-    port = _free_port() if port is None else port
-    args = (world, port, list(sizes), repeats, queue)
-    procs = [ctx.Process(target=_bcast_worker, args=(r, *args), daemon=True) for r in range(world)]
-    for p in procs:
-        p.start()
-    deadline = time.monotonic() + timeout
-    try:
-        while True:
-            if not queue.empty():
-                kind, rank, value = queue.get()
-                if kind == "ok":
-                    return value
-                raise RuntimeError(f"rank {rank} of {world} failed on port {port}: {value}")
-            dead = [(r, p.exitcode) for r, p in enumerate(procs) if p.exitcode not in (None, 0)]
-            if dead:
-                raise RuntimeError(f"rank {dead[0][0]} of {world} died with exit code {dead[0][1]} (port {port})")
-            if time.monotonic() > deadline:
-                raise RuntimeError(f"no result within {timeout:.0f} s (port {port})")
-            time.sleep(0.02)
-    finally:
-        for p in procs:
-            if p.is_alive():
-                p.kill()  # our own workers, by object: never a broad kill
-            p.join(5)
-
-
-def measure_bcast(rec: Recorder, port: int | None = None) -> list[str]:
-    """gloo broadcast among 2, 4 and 8 local processes; a failure is one line and those constants are left out."""
-    import multiprocessing as mp
-
-    with contextlib.suppress(ValueError):
-        mp.set_forkserver_preload(["torch", "torch.distributed"])
-    failures = []
-    cores = os.cpu_count() or 1
-    for world in (2, 4, 8):
-        rec.say(f"calibrate: gloo broadcast among {world} local processes")
-        try:
-            res = run_bcast(world, (1024, 32 * MiB), rec.repeats, port)
-        except Exception as e:  # noqa: BLE001 - any failure of the process group is reported, not raised
-            line = f"calibrate: gloo group of {world} did not run ({type(e).__name__}: {e}); bcast_*_w{world} left out"
-            print(line, file=sys.stderr)
-            failures.append(line)
-            continue
-        small, big = res[1024], res[32 * MiB]
-        over = f"; {world} processes on {cores} cores: oversubscribed" if world > cores else ""
-        how = f"torch.distributed gloo over tcp://127.0.0.1, world {world}: broadcast of the size, then the bytes, barrier after{over}"
-        rec.rate(
-            f"bcast_bytes_per_s_w{world}",
-            32 * MiB,
-            big,
-            f"{how}; 32 MiB minus a 1 KiB broadcast's time",
-            statistics.median(small),
-        )
-        rec.put(f"bcast_latency_s_w{world}", small, "s", f"{how}; 1 KiB")
-    return failures
 
 
 def device_as_cpu(rec: Recorder) -> None:

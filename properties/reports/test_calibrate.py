@@ -17,7 +17,7 @@ from pathlib import Path
 import pytest
 
 from reference.errors import ProfileError
-from reports import calibrate
+from reports import calibrate, calibrate_ipc
 from sim.costmodel import load_cost_model
 from sim.profile_schema import HOST_CONSTANTS
 
@@ -78,7 +78,7 @@ def test_no_free_port_is_reported_in_one_line(
     def no_port() -> int:
         raise OSError("no free port")
 
-    monkeypatch.setattr(calibrate, "_free_port", no_port)
+    monkeypatch.setattr(calibrate_ipc, "_free_port", no_port)
     rec = calibrate.Recorder(1, lambda _m: None)
     failures = calibrate.measure_bcast(rec)
     assert len(failures) == 3 and not rec.c
