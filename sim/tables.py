@@ -5,6 +5,8 @@ from __future__ import annotations
 from dataclasses import fields
 from typing import Any, TypeVar
 
+from reference.errors import ScenarioError
+
 T = TypeVar("T")
 
 
@@ -13,5 +15,5 @@ def dataclass_from_table(cls: type[T], table: dict[str, Any], where: str) -> T:
     known = {f.name for f in fields(cls)}  # type: ignore[arg-type]
     unknown = sorted(set(table) - known)
     if unknown:
-        raise ValueError(f"{where}: unknown key(s) {unknown}; accepted: {sorted(known)}")
+        raise ScenarioError(f"{where}: unknown key(s) {unknown}; accepted: {sorted(known)}")
     return cls(**table)

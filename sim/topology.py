@@ -16,17 +16,15 @@ from __future__ import annotations
 from dataclasses import asdict, dataclass
 from typing import Any
 
+from reference.errors import InputTypeError, ScenarioError
+from reference.validate import check_int
 from sim.tables import dataclass_from_table
 
 TRANSPORTS = ("cpu", "cuda_ipc", "fabric")
 
 
 def _int_at_least(name: str, value: Any, low: int) -> int:
-    if isinstance(value, bool) or not isinstance(value, int):
-        raise TypeError(f"topology.{name} must be an int >= {low}, got {value!r} (type {type(value).__name__})")
-    if value < low:
-        raise ValueError(f"topology.{name} must be an int >= {low}, got {value!r}")
-    return value
+    return check_int(f"topology.{name}", value, minimum=low)
 
 
 @dataclass(frozen=True)
@@ -46,24 +44,24 @@ class Topology:
         _int_at_least("epd_encoders", self.epd_encoders, 0)
         _int_at_least("nodes", self.nodes, 1)
         if not isinstance(self.vision_dp, bool):
-            raise TypeError(f"topology.vision_dp must be a bool, got {self.vision_dp!r}")
+            raise InputTypeError(f"topology.vision_dp must be a bool, got {self.vision_dp!r}")
         if self.transport not in TRANSPORTS:
-            raise ValueError(f"topology.transport must be one of {TRANSPORTS}, got {self.transport!r}")
+            raise ScenarioError(f"topology.transport must be one of {TRANSPORTS}, got {self.transport!r}")
         if self.tp_size % self.attn_dp_size:
-            raise ValueError(
+            raise ScenarioError(
                 f"topology: attn_dp_size={self.attn_dp_size} must divide tp_size={self.tp_size} "
                 "(attention-TP groups are tp_size // attn_dp_size ranks each)"
             )
         if self.tp_size % self.nodes:
-            raise ValueError(
+            raise ScenarioError(
                 f"topology: nodes={self.nodes} must divide tp_size={self.tp_size} (ranks are spread evenly over nodes)"
             )
         if self.transport == "cuda_ipc" and self.nodes > 1:
-            raise ValueError(
+            raise ScenarioError(
                 f"topology: transport='cuda_ipc' cannot cross nodes (nodes={self.nodes}); use 'fabric' or 'cpu'"
             )
         if self.epd_encoders and self.transport != "cpu":
-            raise ValueError(
+            raise ScenarioError(
                 f"topology: EPD encoders (epd_encoders={self.epd_encoders}) force mm_feature_transport to 'cpu' "
                 f"(facts 7.6), got transport={self.transport!r}"
             )
@@ -90,7 +88,7 @@ class Topology:
     def group_ranks(self, group: int) -> range:
         """Global TP ranks of attention-DP group ``group``."""
         if not 0 <= group < self.attn_dp_size:
-            raise ValueError(f"group must be in 0..{self.attn_dp_size - 1}, got {group}")
+            raise ScenarioError(f"group must be in 0..{self.attn_dp_size - 1}, got {group}")
         g = self.attn_tp_size
         return range(group * g, (group + 1) * g)
 

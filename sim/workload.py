@@ -24,6 +24,7 @@ from typing import Any
 
 import numpy as np
 
+from reference.errors import ScenarioError
 from sim.corpus import load_corpus
 from sim.tables import dataclass_from_table
 
@@ -49,27 +50,27 @@ class WorkloadSpec:
 
     def __post_init__(self) -> None:
         if self.family not in FAMILIES:
-            raise ValueError(f"workload.family must be one of {FAMILIES}, got {self.family!r}")
+            raise ScenarioError(f"workload.family must be one of {FAMILIES}, got {self.family!r}")
         if self.arrival not in ARRIVALS:
-            raise ValueError(f"workload.arrival must be one of {ARRIVALS}, got {self.arrival!r}")
+            raise ScenarioError(f"workload.arrival must be one of {ARRIVALS}, got {self.arrival!r}")
         for key in ("n_requests", "seed", "text_tokens"):
             v = getattr(self, key)
             if isinstance(v, bool) or not isinstance(v, int) or v < (1 if key == "n_requests" else 0):
-                raise ValueError(f"workload.{key} must be an int >= {1 if key == 'n_requests' else 0}, got {v!r}")
+                raise ScenarioError(f"workload.{key} must be an int >= {1 if key == 'n_requests' else 0}, got {v!r}")
         if self.arrival == "poisson":
             r = self.rate
             if isinstance(r, bool) or not isinstance(r, (int, float)) or not np.isfinite(r) or r <= 0:
-                raise ValueError(f"workload.rate must be a number > 0 (requests/s), got {r!r}")
+                raise ScenarioError(f"workload.rate must be a number > 0 (requests/s), got {r!r}")
         size = self.image_size
         if (self.family == "fixed") != (size is not None):
-            raise ValueError(f"workload.image_size = {size!r}: give [width, height] exactly when family = 'fixed'")
+            raise ScenarioError(f"workload.image_size = {size!r}: give [width, height] exactly when family = 'fixed'")
         if size is not None:
             if (
                 not isinstance(size, (tuple, list))
                 or len(size) != 2
                 or any(isinstance(x, bool) or not isinstance(x, int) or x < 1 for x in size)
             ):
-                raise ValueError(f"workload.image_size must be [width, height], ints >= 1, got {size!r}")
+                raise ScenarioError(f"workload.image_size must be [width, height], ints >= 1, got {size!r}")
             object.__setattr__(self, "image_size", (int(size[0]), int(size[1])))
         k = self.images_per_request
         if k is not None:
@@ -81,7 +82,7 @@ class WorkloadSpec:
                 or any(isinstance(x, bool) or not isinstance(x, int) for x in k)
                 or not 0 <= k[0] <= k[1]
             ):
-                raise ValueError(
+                raise ScenarioError(
                     f"workload.images_per_request must be an int >= 0 or [min, max] with 0 <= min <= max, got {k!r}"
                 )
             object.__setattr__(self, "images_per_request", (int(k[0]), int(k[1])))

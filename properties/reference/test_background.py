@@ -152,21 +152,6 @@ def test_dict_configs() -> None:
         fill_transparent_bg(x, {"pattern": "checker"})
 
 
-@pytest.mark.parametrize(
-    ("kwargs", "error"),
-    [
-        ({"x": np.zeros((2, 3, 3), np.float32), "bg": None}, ValueError),
-        ({"x": np.zeros((4, 3, 3), np.float32), "bg": None, "arithmetic": "gpu"}, ValueError),
-        ({"x": np.zeros((4, 3, 3), np.float32), "bg": "white"}, TypeError),
-        ({"x": np.zeros((3, 3), np.float32), "bg": None}, ValueError),
-    ],
-)
-def test_bad_inputs(kwargs: dict, error: type[Exception]) -> None:
-    """Bad channel counts, arithmetic names, config types and shapes fail at the front door."""
-    with pytest.raises(error):
-        fill_transparent_bg(**kwargs)
-
-
 @pytest.mark.cuda
 @settings(suppress_health_check=[HealthCheck.function_scoped_fixture])
 @given(hnp.arrays(np.uint8, st.tuples(st.integers(1, 2), st.just(4), st.integers(1, 20), st.integers(1, 20))))

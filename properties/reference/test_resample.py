@@ -261,23 +261,6 @@ def test_classify_disagreement_rules() -> None:
         classify_disagreement(ref, np.zeros(3))
 
 
-@pytest.mark.parametrize(
-    ("args", "error"),
-    [
-        ((np.zeros((3, 4, 4)), 0, 2), ValueError),
-        ((np.zeros((3, 4, 4)), 2, -1), ValueError),
-        ((np.zeros((4, 4)), 2, 2), ValueError),
-        (([[1.0]], 2, 2), TypeError),
-        ((np.zeros((3, 4, 4), bool), 2, 2), TypeError),
-        ((np.zeros((3, 4, 4)), 2.5, 2), TypeError),
-    ],
-)
-def test_bad_inputs(args: tuple, error: type[Exception]) -> None:
-    """Bad sizes, shapes and types fail at the front door."""
-    with pytest.raises(error):
-        resize_bicubic_aa(*args)
-
-
 @pytest.mark.cuda
 @settings(suppress_health_check=[HealthCheck.function_scoped_fixture])
 @given(torch_cases())

@@ -55,58 +55,12 @@ def test_gpu_class_takes_its_host_constants_from_calibration() -> None:
     assert here.observations["microbenchmark_4x1536x1024"]["eager_s"] > 0
 
 
-def test_a_missing_constant_is_refused_with_its_name(tmp_path: Path) -> None:
-    with pytest.raises(ProfileError, match=r"constant 'memcpy_bytes_per_s' is missing"):
-        load_cost_model(_profile(tmp_path, "", drop="memcpy_bytes_per_s"))
-
-
-@pytest.mark.parametrize(
-    ("table", "match"),
-    [
-        (
-            'value = 1.0\nunit = "furlongs/fortnight"',
-            r"'memcpy_bytes_per_s': unit 'furlongs/fortnight' is not known; accepted: \['bytes/s'",
-        ),
-        ('value = 1.0\nunit = "ms"', r"'memcpy_bytes_per_s': unit 'ms' is not known; accepted: \['bytes/s'"),
-        (
-            'value = 1.0\nunit = "GB/s"\nsource = "vibes"\nhow = "x"',
-            r"'memcpy_bytes_per_s': source = 'vibes' is not accepted",
-        ),
-        (
-            'value = 1.0\nunit = "GB/s"\nsource = "measured"\nhow = "x"',
-            r"'memcpy_bytes_per_s' \(measured\) lacks \['machine', 'spread', 'repeats'\]",
-        ),
-        (
-            'value = 0.0\nunit = "GB/s"\nsource = "published"\nhow = "x"',
-            r"'memcpy_bytes_per_s' is a rate and must be > 0",
-        ),
-        (
-            'value = "fast"\nunit = "GB/s"\nsource = "published"\nhow = "x"',
-            r"'memcpy_bytes_per_s': value must be a finite number",
-        ),
-        ('value = 1.0\nunit = "GB/s"\nsource = "published"\nhow = "x"\ncolour = 1', r"unknown key\(s\) \['colour'\]"),
-        ('from = "no-such-profile"', r"no-such-profile.*does not exist; shipped profiles"),
-    ],
-)
-def test_a_bad_constant_is_refused_with_its_name(tmp_path: Path, table: str, match: str) -> None:
-    with pytest.raises(ProfileError, match=match):
-        load_cost_model(_profile(tmp_path, f"[constants.memcpy_bytes_per_s]\n{table}\n"))
-
-
-def test_unknown_constants_sections_and_cycles_are_refused(tmp_path: Path) -> None:
-    body = '[constants.warp_speed]\nvalue = 9.0\nunit = "s"\nsource = "assumption"\nhow = "x"\n'
-    with pytest.raises(ProfileError, match=r"unknown constant\(s\) \['warp_speed'\]"):
-        load_cost_model(_profile(tmp_path, body))
-    p = tmp_path / "s.toml"
-    p.write_text("[host]\nmemcpy_bytes_per_s = 1.0\n")
-    with pytest.raises(ProfileError, match=r"unknown section\(s\) \['host'\]"):
-        load_cost_model(p)
+def test_a_constant_referring_back_to_its_own_file_is_refused(tmp_path: Path) -> None:
+    """Resolution of ``from = <profile>`` stops at a cycle (the other bad files are in test_front_door's table)."""
     loop = _profile(tmp_path, "", drop="memcpy_bytes_per_s")
     loop.write_text(loop.read_text() + f'[constants.memcpy_bytes_per_s]\nfrom = "{loop}"\n')
     with pytest.raises(ProfileError, match=r"'memcpy_bytes_per_s' refers back to itself"):
         load_cost_model(loop)
-    with pytest.raises(ProfileError, match="shipped profiles"):
-        load_cost_model("no-such-profile")
     assert issubclass(ProfileError, ValueError)
 
 

@@ -67,42 +67,6 @@ def _write(tmp_path: Path, text: str) -> Path:
     return p
 
 
-@pytest.mark.parametrize(
-    ("text", "match"),
-    [
-        ("[topology]\ntp_size = 8\nattn_dp_size = 3\n", r"\[topology\].*attn_dp_size=3 must divide tp_size=8"),
-        ("[topology]\ntransport = 'tcp'\n", r"\[topology\].*transport must be one of"),
-        ("[topology]\ngpus = 8\n", r"\[topology\]: unknown key\(s\) \['gpus'\]; accepted"),
-        ("[workload]\nfamily = 'video'\n", r"\[workload\].*family must be one of"),
-        ("[workload]\nrate = -1.0\n", r"\[workload\].*rate must be a number > 0"),
-        ("[workload]\nimages_per_request = [3, 1]\n", r"images_per_request"),
-        ("policy = 'nope'\n", r"policy = 'nope' is not accepted; accepted: \['PR_33921'"),
-        ("profile = 'kimi-k9'\n", r"profile = 'kimi-k9' is not accepted"),
-        ("[accounting]\nplacement = 'random'\n", r"\[accounting\] placement = 'random' is not accepted"),
-        ("[accounting]\ngate = 'maybe'\n", r"\[accounting\] gate = 'maybe' is not accepted"),
-        ("[latency]\ndecode = 'fpga'\n", r"\[latency\] decode = 'fpga' is not accepted; accepted: \['cpu', 'gpu'\]"),
-        ("[latency]\nsweep_rates = [0.0]\n", r"sweep_rates"),
-        ("[latency]\nsweep_rates = 'sometimes'\n", r"sweep_rates = 'sometimes'.*\"auto\""),
-        ("[latency]\noverlap = 1\n", r"\[latency\] overlap = 1 is not accepted; accepted: true, false"),
-        ("cost_profile = 'tpu-class'\n", r"cost_profile = 'tpu-class' is not accepted; accepted: \['calibrated-here'"),
-        ("[workload]\nfamily = 'fixed'\n", r"image_size = None: give \[width, height\] exactly when family = 'fixed'"),
-        ("[workload]\nfamily = 'fixed'\nimage_size = [0, 5]\n", r"image_size must be \[width, height\], ints >= 1"),
-        ("colour = 'blue'\n", r"unknown key\(s\) \['colour'\]"),
-        ("[topology\n", r"not valid TOML"),
-    ],
-)
-def test_bad_scenario_files_name_file_key_and_accepted_values(tmp_path: Path, text: str, match: str) -> None:
-    p = _write(tmp_path, text)
-    with pytest.raises(ScenarioError, match=match) as err:
-        load_scenario(p)
-    assert str(p) in str(err.value)
-
-
-def test_missing_scenario_lists_the_shipped_ones(tmp_path: Path) -> None:
-    with pytest.raises(ScenarioError, match="shipped scenarios"):
-        load_scenario(tmp_path / "nope.toml")
-
-
 def test_missing_corpus_skips_with_a_clear_message(tmp_path: Path) -> None:
     """A corpus path with no MANIFEST.tsv gives a skipped result naming the path, not a crash."""
     p = _write(tmp_path, f"[workload]\nfamily = 'corpus'\ncorpus_path = '{tmp_path / 'none'}'\n")

@@ -2,41 +2,11 @@
 
 from __future__ import annotations
 
-import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
 from properties.sim_strategies import topologies
 from sim.topology import Topology
-
-
-@pytest.mark.parametrize(
-    ("kwargs", "match"),
-    [
-        ({"tp_size": 8, "attn_dp_size": 3}, "attn_dp_size=3 must divide tp_size=8"),
-        ({"tp_size": 8, "nodes": 3}, "nodes=3 must divide tp_size=8"),
-        ({"tp_size": 8, "nodes": 2, "transport": "cuda_ipc"}, "cannot cross nodes"),
-        ({"epd_encoders": 2, "transport": "fabric"}, "force mm_feature_transport to 'cpu'"),
-        ({"transport": "tcp"}, "must be one of"),
-        ({"tp_size": 0}, "tp_size must be an int >= 1"),
-        ({"epd_encoders": -1}, "epd_encoders must be an int >= 0"),
-    ],
-    ids=["dp-not-divisor", "nodes-not-divisor", "ipc-multi-node", "epd-non-cpu", "bad-transport", "tp0", "epd-neg"],
-)
-def test_invalid_topologies_name_the_constraint(kwargs: dict, match: str) -> None:
-    with pytest.raises(ValueError, match=match):
-        Topology(**kwargs)
-
-
-@pytest.mark.parametrize("kwargs", [{"tp_size": "8"}, {"tp_size": True}, {"vision_dp": 1}])
-def test_wrong_types_are_type_errors(kwargs: dict) -> None:
-    with pytest.raises(TypeError, match="topology"):
-        Topology(**kwargs)
-
-
-def test_unknown_key_is_named() -> None:
-    with pytest.raises(ValueError, match=r"unknown key\(s\) \['gpus'\]"):
-        Topology.from_dict({"gpus": 8})
 
 
 @given(topo=topologies(transports=("cpu", "fabric")))
