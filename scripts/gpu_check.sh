@@ -53,7 +53,7 @@ timeout 150 "$PY" -m pytest -p no:cacheprovider -q -rs --hypothesis-profile=dev 
 
 BENCH_DEVICE=$("$PY" -c "import torch; print('cuda' if torch.cuda.is_available() else 'cpu')")
 echo "benchmarks on: $BENCH_DEVICE" | tee "$OUT_DIR/bench.log"
-DEFERLAB_BENCH_DEVICE="$BENCH_DEVICE" timeout 90 "$PY" -m pytest -p no:cacheprovider -q -s -m bench properties/test_bench_impl.py \
+DEFERLAB_BENCH_DEVICE="$BENCH_DEVICE" timeout 90 "$PY" -m pytest -p no:cacheprovider -q -s -m bench properties/benchmarks/test_impl.py \
   --benchmark-json="$OUT_DIR/bench.json" 2>&1 | tee -a "$OUT_DIR/bench.log" || status=$((status ? status : $?))
 
 echo "gpu_check exit status: $status" | tee -a "$OUT_DIR/tests.log"
