@@ -18,7 +18,10 @@ recycler interleave arbitrarily (they are separate processes).
 Acknowledgements are *words*: the count source says which ack words a
 (count, K_p, rank) writes (`AckCounts.acknowledge`), so a source whose code
 writes a different word than the released rule (or refuses) is checked as
-it is, not as the rule says it should be.
+it is, not as the rule says it should be. The pool's ``late_acks`` rule says
+what a write for a lease the slot no longer holds does (`sim.ipc_pool`).
+`_steps`, `_clone` and `_key` expose the same steps to `sim.ipc.explore`,
+the exhaustive walk that backs every "holds".
 """
 
 from __future__ import annotations
@@ -114,7 +117,8 @@ class PolicyCounts:
 
 @dataclass(frozen=True)
 class AckAssumptions:
-    """What semantics §8 leaves open for the seed PR: the pool, K_p, the clamp, non-owner releases."""
+    """What semantics §8 leaves open for the seed PR (the pool, K_p, the clamp, non-owner releases), and for real code
+    which transport's pool a row checks and what a late write does there (both fixed by the source)."""
 
     pool: str = "generation"  # "generation" (released) or "counter" (PR-era float counter)
     k_p: str = "dp_group"  # "tp_size", "dp_group" (tp_size // attn_dp_size) or "source" (the counts' own producer)
@@ -285,6 +289,56 @@ class _AckMachine(RuleBasedStateMachine):
         busy = [i for i, s in enumerate(self.pool.slots) if s.busy]
         if busy and self._checks("liveness"):
             self._fail("liveness", f"slot(s) {busy} never free after every consumer finished")
+
+    # ---- the same steps, enumerated (sim.ipc.explore walks them exhaustively) -------------------
+    def _steps(self) -> list[tuple[str, tuple]]:
+        """Every step the rules' preconditions allow now, as (rule name, arguments), one per distinct outcome."""
+        steps: list[tuple[str, tuple]] = []
+        if len(self._unfinished()) < self.slots:
+            steps += [("publish", (g, o)) for g in range(self.dp) for o in range(self.group_size)]
+        unread = sum(v is not None for v in self.unread_owner.values())
+        steps += [("read", (i, r)) for i in range(unread) for r in (False, True)]
+        releasing = sum(bool(v) for v in self.pending_release.values())
+        steps += [("release", (i, r)) for i in range(releasing) for r in (False, True)]
+        if self.prop in ("liveness", ALL) and self.items:
+            steps.append(("drain", ()))
+        return steps
+
+    def _clone(self) -> _AckMachine:
+        """A copy of the model state only (not Hypothesis's bookkeeping): cheap enough to branch on every step."""
+        twin = object.__new__(type(self))
+        twin.__dict__.update(self.__dict__)
+        twin.pool = self.pool.clone()
+        twin.items = list(self.items)
+        twin.unread_owner = dict(self.unread_owner)
+        twin.pending_release = {k: list(v) for k, v in self.pending_release.items()}
+        twin.trace = list(self.trace)
+        return twin
+
+    def _key(self) -> tuple:
+        """The state up to renaming items and generations: two states with equal keys have the same futures."""
+        pool, live = self.pool, self._unfinished()
+        # live items named in item order first: drain and the read/release indices follow that order
+        names = {item: n for n, item in enumerate(live)}
+        for s in pool.slots:
+            if s.item is not None and s.item not in names:
+                names[s.item] = len(names)
+        slots = tuple(
+            # a free counter chunk keeps what late acks added to it (the PR-era pre-charge)
+            (True, names.get(s.item), s.total, frozenset(s.acked), s.counter) if s.busy else (False, s.counter)
+            for s in pool.slots
+        )
+        items = []
+        for item in live:
+            lease = pool.leases[item]
+            held = pool.slots[lease.slot]
+            current = held.busy and held.item == item and held.generation == lease.generation
+            acked = frozenset(r for i, r in getattr(pool, "_acked", ()) if i == item)
+            pending = tuple(self.pending_release[item])
+            items.append(
+                (names[item], self.unread_owner[item], pending, lease.slot, current, frozenset(lease.unread), acked)
+            )
+        return slots, tuple(items)
 
     @invariant()
     def no_early_reuse(self) -> None:

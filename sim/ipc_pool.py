@@ -29,7 +29,7 @@ caller can tell a safe free from an early one.
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 
 
 class InvalidAck(ValueError):
@@ -72,6 +72,17 @@ class _Pool:
         self.leases: dict[int, Lease] = {}
         self.early_frees: list[str] = []  # safety violations observed at free time
         self.torn_reads: list[str] = []  # reads of a slot that no longer holds the item
+
+    def clone(self) -> _Pool:
+        """An independent copy (the exhaustive search branches on every step; deepcopy is several times slower)."""
+        twin = object.__new__(type(self))
+        twin.__dict__.update(self.__dict__)
+        twin.slots = [replace(s, words=dict(s.words)) for s in self.slots]
+        twin.leases = {k: replace(v, unread=set(v.unread)) for k, v in self.leases.items()}
+        twin.early_frees, twin.torn_reads = list(self.early_frees), list(self.torn_reads)
+        if "_acked" in self.__dict__:
+            twin._acked = set(self._acked)
+        return twin
 
     def free_slots(self) -> int:
         return sum(not s.busy for s in self.slots)

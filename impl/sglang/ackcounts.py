@@ -51,8 +51,9 @@ class SGLangAckCounts:
         self.transports: tuple[str, ...] = TRANSPORTS if transport == "all" else (transport,)
         self._cache: dict[tuple, Any] = {} if _cache is None else _cache
         self._notes: dict[str, str] = {}
-        label = " + ".join(f"{t}" for t in self.transports)
-        self.name = f"{counts.source.name} ({label} pool{'s' if len(self.transports) > 1 else ''})"
+        self._views: dict[str, SGLangAckCounts] = {}
+        pools = " + ".join(self.transports) + (" pools" if len(self.transports) > 1 else " pool")
+        self.name = f"{counts.source.name} ({pools})"
 
     def for_transport(self, transport: str) -> SGLangAckCounts:
         """The view of one pool (shares this object's SGLang calls and cache)."""
@@ -60,7 +61,9 @@ class SGLangAckCounts:
             raise ValueError(f"{self.name} describes {self.transports}, not {transport!r}")
         if self.transports == (transport,):
             return self
-        return SGLangAckCounts(self.counts, transport, self._cache)
+        if transport not in self._views:
+            self._views[transport] = SGLangAckCounts(self.counts, transport, self._cache)
+        return self._views[transport]
 
     # -- cached calls into SGLang -------------------------------------------------------------------------------
     def _cached(self, key: tuple, fn: Callable[[], Any], refusals: tuple[type[Exception], ...] = ()) -> Any:

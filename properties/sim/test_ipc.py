@@ -15,16 +15,28 @@ Derivation (semantics §8.2), with vision DP on and the owner the only reader:
   the counter overshoots (never equal: liveness fails) or, when the recycler
   ran in between, pre-charges the chunk's next lease so it frees before its
   owner reads (safety fails); smallest: tp 2, dp 1. No validity rule exists.
+
+Words (the machine acknowledges the words a count source names, `AckCounts.acknowledge`):
+`PolicyCounts` names the released rule's words (all for K_p, ``rank % K_p``
+for 1), so every verdict above is the same through words. What a *late*
+write does is the pool's ``late_acks`` rule; the policies keep semantics
+§8.1's "ignored". With the other two rules, a non-owner's release that lands
+after the owner acknowledged the whole group (and the slot was reused)
+either erases a word of the next lease ("overwrite": liveness fails) or
+counts for it ("count": safety fails); smallest for both: tp 2, dp 1, two
+slots (one lease still waiting for the release, one reusing the slot).
 """
 
 from __future__ import annotations
 
+from dataclasses import dataclass
+
 import pytest
 from hypothesis import settings
 
-from impl.policy import INTERIM_418975B, PR_33921, RELEASED, Policy
-from sim.ipc import assumption_grid, check, verdicts
-from sim.ipc_machine import AckAssumptions, machine_for
+from impl.policy import HARDENED, INTERIM_418975B, PR_33921, RELEASED, Policy
+from sim.ipc import assumption_grid, check, explore, verdicts
+from sim.ipc_machine import AckAssumptions, PolicyCounts, machine_for, released_words
 from sim.ipc_pool import CounterPool, GenerationPool, InvalidAck
 
 
@@ -149,3 +161,197 @@ def test_pinned_pr_count_under_attention_dp_is_rejected_by_the_released_pool() -
     pool.recycle()
     assert pool.slots[0].busy  # never frees: the liveness failure that follows
     assert resolve_count(requested_count(RELEASED, 2, 2), k_p, clamp=True) == k_p
+
+
+# -- words -----------------------------------------------------------------------------------------------------
+
+
+def test_released_words_are_the_count_rule() -> None:
+    """`PolicyCounts.acknowledge` names exactly the words the count-based ``ack`` writes, and refuses the same counts."""
+    for total in range(1, 5):
+        for count in range(0, 6):
+            for rank in range(8):
+                by_count, by_words = GenerationPool(1), GenerationPool(1)
+                for pool in (by_count, by_words):
+                    pool.publish(0, total, {rank})
+                try:
+                    by_count.ack(0, rank, count)
+                except InvalidAck:
+                    with pytest.raises(InvalidAck):
+                        PolicyCounts(RELEASED).acknowledge(count, total, rank, tp_size=8, attn_dp_size=1)
+                    continue
+                by_words.ack_words(0, PolicyCounts(RELEASED).acknowledge(count, total, rank, tp_size=8, attn_dp_size=1))
+                assert by_count.slots[0].acked == by_words.slots[0].acked, (total, count, rank)
+
+
+def test_the_exhaustive_walk_finds_every_failing_verdict_at_the_same_smallest_topology(
+    all_verdicts: list[dict],
+) -> None:
+    """Two searches, one answer: `explore` (breadth-first, depth 7) breaks each failing cell on Hypothesis's topology."""
+    policies = {p.name: p for p in (PR_33921, INTERIM_418975B, RELEASED)}
+    grids = {name: {a.describe(): a for a in assumption_grid(p)} for name, p in policies.items()}
+    failing = [r for r in all_verdicts if r["verdict"] == "fails"]
+    assert failing
+    for row in failing:
+        v = explore(PolicyCounts(policies[row["policy"]]), grids[row["policy"]][row["assumptions"]], row["property"], 7)
+        assert v is not None and v.prop == row["property"], row
+        got, want = v.topology, row["counterexample"]["topology"]
+        assert (got["tp_size"], got["attn_dp_size"]) == (want["tp_size"], want["attn_dp_size"]), (row, v.trace)
+
+
+@dataclass
+class WholeGroupPlusReleases:
+    """A count source shaped like SGLang 0.5.19-0.5.21: K_p = tp, K_c = tp (whole group), non-owners release."""
+
+    late_acks: str = "ignored"
+    name: str = "whole-group owner + releases"
+    from_real_code: bool = True
+    non_owner_release: bool | None = True
+
+    def producer_total(self, tp_size: int, attn_dp_size: int) -> int:
+        return tp_size
+
+    def requested(self, tp_size: int, attn_dp_size: int) -> int:
+        return tp_size
+
+    def resolve(self, requested: int, total: int, clamp: bool | None) -> int:
+        return min(requested, total)
+
+    def acknowledge(self, count: int, total: int, rank: int, *, tp_size: int, attn_dp_size: int) -> set[int]:
+        return released_words(count, total, rank)
+
+
+@pytest.mark.parametrize(
+    ("late", "prop", "message"),
+    [
+        ("ignored", None, None),
+        ("overwrite", "liveness", "never free"),
+        ("count", "safety", "freed while item 1 unread"),
+    ],
+)
+def test_a_late_release_after_a_whole_group_ack(late: str, prop: str | None, message: str | None) -> None:
+    """The derivation's last paragraph: the late-write rule alone decides; smallest tp 2, dp 1, two slots."""
+    rows = verdicts(30, policies=(WholeGroupPlusReleases(late),))
+    assert [
+        r["assumptions"].endswith("non-owners release: True" + ("" if late == "ignored" else f", late acks: {late}"))
+        for r in rows
+    ] == [True] * 3
+    failing = [r for r in rows if r["verdict"] == "fails"]
+    if prop is None:
+        assert not failing
+        return
+    assert [r["property"] for r in failing] == [prop]
+    cex = failing[0]["counterexample"]
+    assert (cex["topology"]["tp_size"], cex["topology"]["attn_dp_size"], cex["topology"]["slots"]) == (2, 1, 2)
+    assert message in cex["message"]
+
+
+@dataclass
+class NoModuloSingleAck(WholeGroupPlusReleases):
+    """0.5.18-0.5.21's CUDA IPC single ack (global tp_rank, no modulo) into a pool of K_p = tp // dp."""
+
+    name: str = "no-modulo single ack"
+
+    def producer_total(self, tp_size: int, attn_dp_size: int) -> int:
+        return tp_size // attn_dp_size
+
+    def requested(self, tp_size: int, attn_dp_size: int) -> int:
+        return 1
+
+    def acknowledge(self, count: int, total: int, rank: int, *, tp_size: int, attn_dp_size: int) -> set[int]:
+        if count == total:
+            return set(range(total))
+        if total == 1:
+            return {0}
+        if rank >= total:
+            raise _Refused(f"consumer rank {rank} is outside [0, {total})")
+        return {rank}
+
+
+class _Refused(ValueError):
+    """A source's own refusal (the AckCounts contract: any ValueError)."""
+
+
+def test_a_source_refusal_breaks_valid_ack_first_at_tp4_dp2() -> None:
+    """Group 1 of tp 4 / dp 2 holds ranks 2 and 3; a 2-word slot refuses rank 2 (tp 2 / dp 2 has K_p 1: word 0)."""
+    rows = verdicts(30, policies=(NoModuloSingleAck(),))
+    by_prop = {r["property"]: r for r in rows}
+    assert by_prop["valid_ack"]["verdict"] == "fails" and by_prop["liveness"]["verdict"] == "fails"
+    assert by_prop["safety"]["verdict"] == "holds"
+    topo = by_prop["valid_ack"]["counterexample"]["topology"]
+    assert (topo["tp_size"], topo["attn_dp_size"]) == (4, 2)
+    assert "outside [0, 2)" in by_prop["valid_ack"]["counterexample"]["message"]
+
+
+@dataclass
+class TwoPools(WholeGroupPlusReleases):
+    """A source describing two transports, one of which leaves non-owner releases unknown."""
+
+    transports: tuple[str, ...] = ("cuda_ipc", "cuda_vmm")
+
+    def for_transport(self, transport: str) -> WholeGroupPlusReleases:
+        view = WholeGroupPlusReleases("overwrite" if transport == "cuda_ipc" else "count")
+        view.non_owner_release = True if transport == "cuda_ipc" else None
+        return view
+
+
+def test_the_grid_for_a_real_source_fixes_what_the_code_says() -> None:
+    """One row per transport; non_owner_release fixed when known, both tried when None; the late-ack rule named."""
+    grid = assumption_grid(TwoPools())
+    assert [(a.transport, a.non_owner_release, a.late_acks, a.clamp, a.k_p) for a in grid] == [
+        ("cuda_ipc", True, "overwrite", None, "source"),
+        ("cuda_vmm", False, "count", None, "source"),
+        ("cuda_vmm", True, "count", None, "source"),
+    ]
+    assert "(cuda_vmm pool)" in grid[1].describe() and grid[1].describe().endswith("late acks: count")
+    assert [a.describe() for a in assumption_grid(RELEASED)] == [
+        "generation pool, K_p = dp_group, clamp K_c to K_p: True, non-owners release: False",
+        "generation pool, K_p = dp_group, clamp K_c to K_p: True, non-owners release: True",
+    ]
+
+
+def test_hardened_holds_through_words_and_the_exhaustive_walk() -> None:
+    """HARDENED (K_c = K_p, clamp on) is not in the default policy set: checked here with the walk included."""
+    rows = verdicts(20, policies=(HARDENED,))
+    assert rows and all(r["verdict"] == "holds" and r["depth"] == 7 for r in rows)
+
+
+def test_pinned_overwrite_a_late_release_erases_the_next_lease() -> None:
+    """CUDA IPC as shipped (generation words): the stale generation written last leaves the slot busy for good."""
+    pool = GenerationPool(2, late_acks="overwrite")
+    pool.publish(0, 2, {0})
+    pool.read(0, 0)
+    pool.ack(0, 0, 2)  # owner acks the whole group (0.5.19-0.5.21: K_c = tp, clamped to K_p = tp)
+    pool.recycle()
+    pool.publish(1, 2, {1})  # the same slot, next generation
+    pool.read(1, 1)
+    pool.ack(1, 1, 2)
+    pool.ack(0, 1, 1)  # rank 1 ends request 0 after request 1's forward: writes generation 1 into word 1
+    pool.recycle()
+    assert pool.slots[0].busy and pool.slots[0].acked == {0}
+    pool.ack(1, 0, 1)  # rank 0 releases item 1: word 0 again, word 1 still stale
+    pool.recycle()
+    assert pool.slots[0].busy
+    assert not pool.early_frees and not pool.torn_reads
+
+
+def test_pinned_count_two_late_releases_free_a_lease_its_owner_never_read() -> None:
+    """VMM as shipped (flag words), in lockstep order (each item read by its owner before anyone releases it).
+
+    Three requests share one chunk in turn; the two late releases of the older two set both
+    flags of the third lease, which then frees before its owner copies it.
+    """
+    pool = GenerationPool(3, late_acks="count")
+    pool.publish(0, 2, {0})
+    pool.read(0, 0)
+    pool.ack(0, 0, 2)  # item 0: owner rank 0, whole group
+    pool.recycle()
+    pool.publish(1, 2, {1})
+    pool.read(1, 1)
+    pool.ack(1, 1, 2)  # item 1: owner rank 1, whole group, same chunk
+    pool.recycle()
+    pool.publish(2, 2, {1})  # item 2: owner rank 1, same chunk, not read yet
+    pool.ack(0, 1, 1)  # rank 1 finishes request 0: its flag lands on item 2's chunk
+    pool.ack(1, 0, 1)  # rank 0 finishes request 1: likewise
+    pool.recycle()
+    assert pool.early_frees == ["slot 0 freed while item 2 unread by rank(s) [1]"]
