@@ -30,13 +30,15 @@ def requested_count(policy: Policy, tp_size: int, attn_dp_size: int = 1, configu
     """K_c an owner-only consumer passes to ``reconstruct`` under ``policy`` (before any clamp).
 
     PR #33921: ``max(get_parallel().tp_size, 1)``, the live TP world size.
-    63833f803: ``max(configured_tp_size(), 1)``. Released: the DP group's count.
+    63833f803: ``max(configured_tp_size(), 1)``. 0.5.19-0.5.21: the DP group's count. 0.5.22+: 1.
     """
     _check_topology(tp_size, attn_dp_size)
     if policy.ipc_consumer_count == "tp_size":
         return max(tp_size, 1)
     if policy.ipc_consumer_count == "configured_tp_size":
         return max(configured_tp_size if configured_tp_size is not None else tp_size, 1)
+    if policy.ipc_consumer_count == "own_word":
+        return 1  # 0.5.22+: no count passed, the proxy's default
     return released_total_count(tp_size, attn_dp_size)
 
 

@@ -40,7 +40,7 @@ _PROVENANCE_KEYS = {
     "materialize": ("materialize", "epd cpu backend materialization"),
     "vision_dp": ("vision_dp owners", "vision_dp gather", "vision_dp h2d_copies"),
     "gate_paths": ("gate (defer_decisions)",),
-    "defers": (),
+    "defers": ("deferred path",),
     "skip_pre_embed": ("can_skip_pre_embed",),
     "ack_counts": ("ipc producer_total", "ipc consumer_requested", "ipc resolve"),
 }
@@ -170,9 +170,15 @@ class SGLangSeam:
     # -- facts, each measured by running SGLang's code ----------------------------------------------------------
     @cached_property
     def _gate_paths(self) -> list[tuple[str, bool]]:
-        """Each call site with a two-image request: one gate call per image means it decides per image."""
+        """Each call site with a two-image request: one gate call per image means it decides per image.
+
+        A version without the deferred path has no gate and one eager path, named after the call site it
+        resembles: ``[("request", False)]`` (claims that need a gate record ``n/a`` through `defers`).
+        """
         from impl.sglang import producer
 
+        if not self.defers(None):
+            return [("request", False)]
         two = [torch.zeros((3, 32, 32), dtype=torch.uint8), torch.zeros((3, 28, 20), dtype=torch.uint8)]
         sites = []
         for path in producer.PATHS:  # the artifact path first: SGLang's default for K3 (preprocess cache on)
@@ -184,7 +190,8 @@ class SGLangSeam:
         return list(self._gate_paths)
 
     def defers(self, policy: Any) -> bool:
-        return True  # the driver refuses a version without the deferred feature at load (SourceError)
+        """Whether this version has the owner-deferred path, as the driver read it off the loaded code."""
+        return bool(self.driver.has_deferred_path)
 
     def skip_pre_embed(self, policy: Any) -> bool:
         return bool(self.driver.can_skip_pre_embed("KimiK3ForConditionalGeneration"))
@@ -203,7 +210,6 @@ class SGLangSeam:
             method: "; ".join(raw[k] for k in keys if k in raw) or "modelled: no provenance recorded"
             for method, keys in _PROVENANCE_KEYS.items()
         }
-        out["defers"] = "real: the driver loads only versions whose Kimi-K3 processor has the deferred path"
         return out
 
     def provenance(self) -> dict[str, str]:

@@ -42,7 +42,8 @@ def requested(policy: Policy, tp_size: int, attn_dp_size: int = 1, configured_tp
 
     PR #33921 asks for the live TP world (``tp_size``); 63833f803 for the
     configured TP size (equal to it in every server we model unless given);
-    released code for the ranks a request reaches.
+    0.5.19-0.5.21 for the ranks a request reaches (the whole group); 0.5.22
+    and later pass no count, so the proxy's default 1 (the owner's own word).
     """
     check_topology(tp_size, attn_dp_size)
     rule = policy.ipc_consumer_count
@@ -52,6 +53,8 @@ def requested(policy: Policy, tp_size: int, attn_dp_size: int = 1, configured_tp
         return max(1, tp_size if configured_tp_size is None else configured_tp_size)
     if rule == "dp_group":
         return tp_size // attn_dp_size
+    if rule == "own_word":
+        return 1
     raise InputValueError(f"policy {policy.name!r} has an unknown ipc_consumer_count rule {rule!r}")
 
 

@@ -20,7 +20,8 @@ from typing import Literal
 from reference.errors import InputValueError
 
 ContractForm = Literal["pr-dict", "epd-dict", "dataclass"]
-IpcCount = Literal["tp_size", "configured_tp_size", "dp_group"]
+IpcCount = Literal["tp_size", "configured_tp_size", "dp_group", "own_word"]
+LateAcks = Literal["ignored", "overwrite", "count"]
 GridCheck = Literal["none", "local", "global"]
 
 
@@ -48,8 +49,12 @@ class Policy:
     mixed_batches: Literal["raise", "accept"] = "raise"
     grid_check: GridCheck = "none"  # "local": the interim bug indexing global grids with local positions
     # IPC (semantics §8)
-    ipc_consumer_count: IpcCount = "tp_size"
+    ipc_consumer_count: IpcCount = "tp_size"  # "own_word": the owner acks its own word only (K_c = 1, 0.5.22+)
     ipc_clamp: bool = False  # released clamps K_c to min(K_c, K_p)
+    # Whether ranks that never read an item release it at request end (None: the semantics leave it open, and the
+    # simulator tries both), and what such a late write does to a slot already reused for another item.
+    ipc_non_owner_release: bool | None = None
+    ipc_late_acks: LateAcks = "ignored"
     # deferlab's own hardening
     validate_inputs: bool = False
 
@@ -82,7 +87,7 @@ INTERIM_418975B = Policy(
     ipc_consumer_count="configured_tp_size",
 )
 _ARTIFACT_AND_REQUEST = (("artifact", True), ("request", False))
-INTERIM_3D3194F = Policy(
+INTERIM_3D3194F = Policy(  # = the 0.5.18 wheel (versions matrix), whose ranks release nothing at request end
     name="INTERIM_3D3194F",
     contract="dataclass",
     epd_contract="dataclass",
@@ -92,9 +97,13 @@ INTERIM_3D3194F = Policy(
     gate_per_image=True,
     gate_paths=_ARTIFACT_AND_REQUEST,
     ipc_consumer_count="configured_tp_size",
+    ipc_non_owner_release=False,
 )
-RELEASED = Policy(
-    name="RELEASED",
+# 0.5.19-0.5.21: the global-index grid fix, but the owner acknowledges the whole group while every rank also
+# releases its own word at request end; that late write lands in a slot already reused for the next item
+# (found by running those releases' own release path; semantics §8.4).
+RELEASED_0_5_19 = Policy(
+    name="RELEASED_0_5_19",
     contract="dataclass",
     epd_contract="dataclass",
     consumer_reads_backend=True,
@@ -104,12 +113,17 @@ RELEASED = Policy(
     gate_paths=_ARTIFACT_AND_REQUEST,
     ipc_consumer_count="dp_group",
     ipc_clamp=True,
+    ipc_non_owner_release=True,
+    ipc_late_acks="overwrite",
 )
+# 0.5.22 and later (the newest release): each rank acknowledges only its own word, the owner when it reads,
+# the others when they release; every word is written once per item.
+RELEASED = RELEASED_0_5_19.with_(name="RELEASED", ipc_consumer_count="own_word")
 # deferlab's recommendation: validate at the front door, and decide per image on every call site.
 HARDENED = RELEASED.with_(name="HARDENED", validate_inputs=True, gate_paths=(("artifact", True), ("request", True)))
 
 POLICIES: dict[str, Policy] = {
-    p.name: p for p in (PR_33921, PRE_PR, INTERIM_418975B, INTERIM_3D3194F, RELEASED, HARDENED)
+    p.name: p for p in (PR_33921, PRE_PR, INTERIM_418975B, INTERIM_3D3194F, RELEASED_0_5_19, RELEASED, HARDENED)
 }
 DEFAULT_POLICY = PR_33921
 

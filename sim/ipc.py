@@ -22,7 +22,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from reference.versions import INTERIM_418975B, PR_33921, RELEASED, Policy
+from reference.versions import INTERIM_418975B, PR_33921, RELEASED, RELEASED_0_5_19, Policy
 from sim.ipc_machine import (
     ALL,
     PROPERTIES,
@@ -84,18 +84,20 @@ def assumption_grid(policy: Policy | AckCounts) -> list[AckAssumptions]:
                     for rel in releases
                 ]
         return rows
-    if policy.name == "RELEASED" or policy.ipc_consumer_count == "dp_group":
-        # Released: K_p = tp // dp, clamp on; whether non-owners release is still open.
-        return [AckAssumptions("generation", "dp_group", True, rel) for rel in (False, True)]
+    known = policy.ipc_non_owner_release
+    releases = (False, True) if known is None else (known,)
+    if policy.ipc_clamp:
+        # Released: K_p = tp // dp, clamp on; non-owners release as the version does (or both, when open).
+        return [AckAssumptions("generation", "dp_group", True, rel, None, policy.ipc_late_acks) for rel in releases]
     if policy.ipc_consumer_count == "configured_tp_size":
         # 443b62db5+ stream-ordered pool, created with consumer_count = server_args.tp_size (semantics §8.2).
-        return [AckAssumptions("generation", "tp_size", clamp, rel) for clamp in (False, True) for rel in (False, True)]
-    grid = [AckAssumptions("counter", "tp_size", False, rel) for rel in (False, True)]
+        return [AckAssumptions("generation", "tp_size", clamp, rel) for clamp in (False, True) for rel in releases]
+    grid = [AckAssumptions("counter", "tp_size", False, rel) for rel in releases]
     grid += [
         AckAssumptions("generation", k_p, clamp, rel)
         for k_p in ("tp_size", "dp_group")
         for clamp in (False, True)
-        for rel in (False, True)
+        for rel in releases
     ]
     return grid
 
@@ -192,7 +194,7 @@ def check(
 
 def verdicts(
     budget: int = 60,
-    policies: tuple[Policy | AckCounts, ...] = (PR_33921, INTERIM_418975B, RELEASED),
+    policies: tuple[Policy | AckCounts, ...] = (PR_33921, INTERIM_418975B, RELEASED_0_5_19, RELEASED),
     depth: int = DEPTH,
 ) -> list[dict]:
     """Every (policy, assumptions, property) verdict, deterministic for a given budget and depth.

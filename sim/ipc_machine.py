@@ -96,7 +96,15 @@ class PolicyCounts:
 
     policy: Policy
     from_real_code: bool = False
-    non_owner_release: bool | None = None  # the semantics leave it open for every policy
+
+    @property
+    def non_owner_release(self) -> bool | None:
+        """What the version's ranks do at request end (None: the semantics leave it open; the grid tries both)."""
+        return self.policy.ipc_non_owner_release
+
+    @property
+    def late_acks(self) -> str:
+        return self.policy.ipc_late_acks
 
     @property
     def name(self) -> str:

@@ -47,8 +47,11 @@ def materialize(
 
 
 def can_skip_pre_embed(source: Source, model_class_name: str) -> bool:
-    """SGLang's ``_can_skip_pre_embed_feature_move`` for a model class of that name's ``get_image_feature``."""
-    sched = source.module("managers.mm_schedule")
+    """SGLang's ``_can_skip_pre_embed_feature_move`` for a model class of that name's ``get_image_feature``.
+
+    It lives in ``managers.mm_schedule`` from 0.5.18 and in ``managers.mm_utils`` before (`Source.whitelist_module`).
+    """
+    sched = source.module(source.whitelist_module)
     if model_class_name == "KimiK3ForConditionalGeneration":
         model = runtime.make_model(source, "cpu", 14)
     else:
@@ -92,7 +95,12 @@ def vision_dp(
 ) -> types.SimpleNamespace:
     """Every rank of one attention-TP group: the runner picks its images, its loader materializes them."""
     mmu = source.module("multimodal.mm_utils")
-    key = source.module("multimodal.kimi_k3_image_processing").DEFERRED_PREPROCESSING_KEY
+    # an eager-only release writes no deferred key: its owners preprocess nothing (the producer did)
+    key = (
+        source.module("multimodal.kimi_k3_image_processing").DEFERRED_PREPROCESSING_KEY
+        if source.has_deferred_path
+        else None
+    )
     patch = patch_size
     skip = can_skip_pre_embed(source, "KimiK3ForConditionalGeneration")
     grids = [_grid(item) for item in items]
@@ -132,7 +140,7 @@ def vision_dp(
         moved = len(mine) if skip else sum(isinstance(it.feature, torch.Tensor) for it in local)
         log = types.SimpleNamespace(
             h2d_copies=moved,
-            images_preprocessed=sum(key in local[i].model_specific_data for i in mine),
+            images_preprocessed=sum(key is not None and key in local[i].model_specific_data for i in mine),
         )
         ranks.append(types.SimpleNamespace(rank=r, owned=mine, log=log))
     per_image: list[Any] = [None] * len(items)

@@ -8,6 +8,14 @@ it ran for real, patched, or is modelled and why. ``policy`` arguments are
 accepted and ignored: a release behaves as it behaves, and the verdicts then
 say which policy it matches.
 
+An eager-only release (0.5.17: a Kimi-K3 processor without the deferred
+path, `has_deferred_path` False, read off its code) runs what it has: its
+eager stager ``_k3_to_cuda_chw``, its ``_fill_transparent_bg``, its
+wrapper's normalization constants, K2.5's shared pipeline with the eager
+hooks, the eager producer and its model's loader. What it lacks (the gate,
+the EPD producer) raises `NotImplementedError` naming the version, except
+`defer_decisions`: with no gate every image is eager, so ``[False] * n``.
+
 Use it as ``pytest --impl impl.sglang.driver:SGLangImpl`` (the version comes
 from ``DEFERLAB_SGLANG``, default ``0.5.23``), or ``SGLangImpl("0.5.20")``.
 """
@@ -48,33 +56,59 @@ class SGLangImpl:
             self.source = load(spec or os.environ.get("DEFERLAB_SGLANG", DEFAULT_VERSION))
         self.gate_path = gate_path
         self.name = self.source.name  # "sglang-0.5.23" (+g<rev> for a git checkout)
-        self._kip = self.source.module("multimodal.kimi_k3_image_processing")
+        self.has_deferred_path = self.source.has_deferred_path
+        self._kip = self.source.module("multimodal.kimi_k3_image_processing") if self.has_deferred_path else None
         self._k25 = self.source.module("multimodal.processors.kimi_k25")
+        self._pk3 = self.source.module("multimodal.processors.kimi_k3")
+
+    def _lacks(self, what: str, why: str) -> NotImplementedError:
+        return NotImplementedError(f"{self.name} has no {what} ({why}); it is an eager-only Kimi-K3 release")
 
     # -- pipeline steps --------------------------------------------------------------------------------------------
     def to_chw_uint8(self, image: Any, *, promote_rgb_transparency: bool = False) -> Any:
-        """SGLang's ``to_chw_uint8``; no release here keeps the pre-PR RGB-transparency promotion."""
-        if promote_rgb_transparency:
+        """SGLang's stager: ``to_chw_uint8``, or an eager-only release's ``_k3_to_cuda_chw`` (on the CPU).
+
+        ``promote_rgb_transparency`` asks for the pre-PR rule; it runs only where this version's stager
+        promotes a keyed RGB image (found by running it, `eager_promotes_rgb_key`), else it is refused.
+        """
+        if promote_rgb_transparency and not self.eager_promotes_rgb_key():
             raise NotImplementedError(
                 f"{self.name} has no pre-PR eager staging path that promotes RGB images with a "
-                "'transparency' key to RGBA (its eager and deferred stagers share to_chw_uint8's rule)"
+                "'transparency' key to RGBA (its stagers keep them RGB; found by running them)"
             )
         if not isinstance(image, (Image.Image, torch.Tensor)):
             raise TypeError(
                 f"{self.name} to_chw_uint8 stages a PIL image or a torch tensor, got {type(image).__name__}"
             )
+        if not self.has_deferred_path:
+            return runtime.eager_stager(self.source, "cpu")(image)
         return self._kip.to_chw_uint8(image)
+
+    def eager_promotes_rgb_key(self) -> bool:
+        """Does the eager stager turn a 1x1 RGB image with a ``transparency`` key into 4 channels? (run it)"""
+        probe = Image.new("RGB", (1, 1), (9, 9, 9))
+        probe.info["transparency"] = (9, 9, 9)
+        if self.has_deferred_path:  # its eager _k3_to_cuda_chw stages PIL images with to_chw_uint8(image, device)
+            staged = self._pk3.to_chw_uint8(probe, device="cpu")
+        else:
+            staged = runtime.eager_stager(self.source, "cpu")(probe)
+        return int(staged.shape[0]) == 4
 
     def resize(self, x: np.ndarray, out_h: int, out_w: int, device: str = "cpu") -> Any:
         t = torch.as_tensor(np.asarray(x), dtype=torch.float32, device=device)[None]
         return self._k25._resize_bicubic_if_needed(t, out_h, out_w)[0]
 
     def fill_transparent_bg(self, x: np.ndarray, background: BackgroundConfig | None, device: str = "cpu") -> Any:
+        """``fill_transparent_bg``, or an eager-only release's ``_fill_transparent_bg`` (same signature)."""
         t = torch.as_tensor(np.asarray(x), dtype=torch.float32, device=device)[None]
-        return self._kip.fill_transparent_bg(t, None if background is None else background.to_dict())[0]
+        fill = self._kip.fill_transparent_bg if self.has_deferred_path else self._pk3._fill_transparent_bg
+        return fill(t, None if background is None else background.to_dict())[0]
 
     def normalization_tensors(self, mean: Sequence[float], std: Sequence[float], device: str = "cpu") -> Any:
-        """SGLang's ``normalization_tensors`` (scale, bias), each float32 (1, 3, 1, 1)."""
+        """(scale, bias), each float32 (1, 3, 1, 1): ``normalization_tensors``, or an eager-only release's
+        wrapper's own ``_get_gpu_norm_tensors``."""
+        if not self.has_deferred_path:
+            return runtime.eager_norm_tensors(self.source, mean, std, device)
         return self._kip.normalization_tensors(list(mean), list(std), device)
 
     def normalize_and_patchify(
@@ -114,6 +148,16 @@ class SGLangImpl:
         rcs = [self.navit_resize_config(w, h, config) for w, h in sizes]
         scale, bias = self.normalization_tensors(config.image_mean, config.image_std, device)
         bg = config.transparent_bg_config
+        if not self.has_deferred_path:  # the eager wrapper's hooks (its _gpu_call), the only pipeline it has
+            return self._k25._gpu_preprocess_images(
+                list(images),
+                rcs,
+                scale,
+                bias,
+                config.patch_size,
+                to_chw=runtime.eager_stager(self.source, device),
+                post_resize=lambda x: self._pk3._fill_transparent_bg(x, bg),
+            )
         return self._k25._gpu_preprocess_images(
             list(images),
             rcs,
@@ -127,6 +171,8 @@ class SGLangImpl:
     # -- tokenizer side ---------------------------------------------------------------------------------------------
     def gate_bytes(self, images: Sequence[Any], config: PreprocessConfig) -> tuple[int, int]:
         """(raw, processed) bytes read off the real gate's locals when it returns (it does not return them)."""
+        if not self.has_deferred_path:
+            raise self._lacks("deferral gate", "KimiK3ImageProcessor has no _should_defer_gpu_preprocessing")
         proc = runtime.make_processor(self.source, config, "cpu")
         with runtime.gate_cuda(self.source, True):
             gate = type(proc)._should_defer_gpu_preprocessing.__get__(proc)
@@ -151,8 +197,13 @@ class SGLangImpl:
         gate_path: str | None = None,
     ) -> list[bool]:
         """The real gate at call site ``gate_path`` (default: the one this driver was built with); a
-        per-request call repeats its answer per image."""
+        per-request call repeats its answer per image. An eager-only release has no gate: every image is
+        preprocessed eagerly, so ``[False]`` per image (provenance says so)."""
         path = gate_path or self.gate_path
+        if not self.has_deferred_path:
+            if path not in producer.PATHS:
+                raise ValueError(f"gate path must be one of {producer.PATHS}, got {path!r}")
+            return [False] * len(images)
         calls = producer.gate_calls(self.source, images, config, transport, cuda_available, path)
         decisions: list[bool] = []
         for call in calls:
@@ -175,8 +226,15 @@ class SGLangImpl:
         """SGLang's producer: ``.items`` are its own ``MultimodalDataItem``s, ``.deferred`` one bool per image.
 
         ``epd=True`` runs the EPD encoder's ``prepare_kimi_k3_encoder_inputs`` with GPU staging (the owner
-        preprocesses; SGLang's EPD encoder has no gate: every image is deferred).
+        preprocesses; SGLang's EPD encoder has no gate: every image is deferred). An eager-only release runs
+        its eager producer (`producer.eager_only_produce`) whatever ``gate_path`` says.
         """
+        if not self.has_deferred_path:
+            if (gate_path or self.gate_path) not in producer.PATHS:
+                raise ValueError(f"producer path must be one of {producer.PATHS}, got {gate_path!r}")
+            if epd:
+                raise self._lacks("EPD producer", "kimi_k3_image_processing.prepare_kimi_k3_encoder_inputs is absent")
+            return producer.eager_only_produce(self.source, images, config, transport, device)
         if epd:
             out = producer.epd_produce(self.source, images, config, "gpu")
             return producer.Produced(list(out.mm_items), [True] * len(out.mm_items), [], out)
@@ -185,6 +243,8 @@ class SGLangImpl:
     def epd_items(
         self, images: Sequence[Any], config: PreprocessConfig, *, policy: Any = None, backend: str = "gpu"
     ) -> list[Any]:
+        if not self.has_deferred_path:
+            raise self._lacks("EPD producer", "kimi_k3_image_processing.prepare_kimi_k3_encoder_inputs is absent")
         return list(producer.epd_produce(self.source, images, config, backend).mm_items)
 
     # -- scheduler side ---------------------------------------------------------------------------------------------

@@ -6,7 +6,9 @@ where its gate is called and with how many images, whether its consumer
 accepts mixed batches, checks grids, and indexes grids globally for any
 owner subset (facts 13.25), its scheduler whitelist, its IPC counts and the
 stand-ins its import needed. Each experiment is isolated: a failure is
-reported as its error text, never hidden.
+reported as its error text, never hidden. On an eager-only release (no
+deferred path, `Source.has_deferred_path`), the experiments about deferral
+say ``"n/a: ..."`` and the rest run on its eager items.
 """
 
 from __future__ import annotations
@@ -16,10 +18,11 @@ import dataclasses
 import inspect
 import traceback
 from collections import Counter
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from typing import TYPE_CHECKING, Any
 
 import torch
+from PIL import Image
 
 from impl.sglang import producer, runtime
 from reference.profiles import profile
@@ -124,7 +127,7 @@ def _owner_subsets(impl: SGLangImpl) -> dict[str, Any]:
 
 
 def _whitelist(impl: SGLangImpl) -> list[str]:
-    fn = impl.source.module("managers.mm_schedule")._can_skip_pre_embed_feature_move
+    fn = impl.source.module(impl.source.whitelist_module)._can_skip_pre_embed_feature_move
     names = set()
     for const in fn.__code__.co_consts:
         if isinstance(const, frozenset):
@@ -147,12 +150,34 @@ def _ipc(impl: SGLangImpl) -> dict[str, Any]:
     return out
 
 
+def _eager_items(impl: SGLangImpl) -> dict[str, Any]:
+    """What an eager-only producer writes for a uint8 tensor and a keyed RGB image (both transports)."""
+    keyed = Image.new("RGB", (30, 20), (9, 9, 9))
+    keyed.info["transparency"] = (9, 9, 9)
+    out: dict[str, Any] = {}
+    for transport in ("cpu", "cuda_ipc"):
+        produced = impl.process([_u8(32, 32), keyed], profile("kimi-k3"), transport=transport)
+        out[transport] = {
+            "deferred": list(produced.deferred),
+            "features": [(str(it.feature.dtype), tuple(it.feature.shape)) for it in produced.items],
+            "keys": sorted({k for it in produced.items for k in it.model_specific_data}),
+        }
+    return out
+
+
+_NO_DEFERRAL = "n/a: no deferred path in this version (eager-only Kimi-K3 processor)"
+
+
 def detect(impl: SGLangImpl) -> dict[str, Any]:
     """Run every experiment on the loaded version; values are findings or ``"error: ..."`` strings."""
-    k3 = profile("kimi-k3")
-    key = _deferred_key(impl)
     src = impl.source
     feats: dict[str, Any] = {"name": impl.name, "spec": src.spec, "kind": src.kind, "root": str(src.root)}
+    feats["has_deferred_path"] = src.has_deferred_path
+    feats["deferred_parts"] = dict(src.deferred_parts)
+    if not src.has_deferred_path:
+        return _detect_eager_only(impl, feats)
+    k3 = profile("kimi-k3")
+    key = _deferred_key(impl)
     feats["has_deferred_feature"] = _try(
         lambda: producer.gate_calls(src, [_u8(32, 32)], k3, "cpu", True, "request")[0].result
     )
@@ -185,28 +210,46 @@ def detect(impl: SGLangImpl) -> dict[str, Any]:
             impl.materialize(producer.produce(src, [_u8(32, 32)], k3, "cpu", "cpu", "request").items, [0], k3).shape
         )
     )
+    return _common(impl, feats)
+
+
+def _detect_eager_only(impl: SGLangImpl, feats: dict[str, Any]) -> dict[str, Any]:
+    """The experiments an eager-only release can answer; the deferral ones say why they cannot."""
+    feats["has_deferred_feature"] = False
+    for name in ("contract_form", "contract_form_request_path", "epd_contract_form", "mixed_batches"):
+        feats[name] = _NO_DEFERRAL
+    feats["non_epd_consumer_reads_backend_ok"] = _NO_DEFERRAL
+    feats["gate_call_sites"] = _try(lambda: gate_call_sites(impl))  # the source scan: none
+    feats["gate_calls_seen"] = {path: "n/a: no gate in this version" for path in producer.PATHS}
+    feats["eager_items"] = _try(lambda: _eager_items(impl))
+    feats["grid_check"] = _try(lambda: _grid_check(impl))
+    feats["owner_subsets"] = _try(lambda: _owner_subsets(impl))
+    return _common(impl, feats)
+
+
+def _common(impl: SGLangImpl, feats: dict[str, Any]) -> dict[str, Any]:
+    src = impl.source
     feats["scheduler_whitelist"] = _try(lambda: _whitelist(impl))
     feats["assign_owners [1000,100,200,50] on 2"] = _try(lambda: impl.assign_owners([1000, 100, 200, 50], 2))
     feats["local_item_indices rank1/2"] = _try(lambda: impl.local_item_indices([1000, 100, 200, 50], 1, 2))
     feats["ipc"] = _try(lambda: _ipc(impl))
-    feats["pre_pr_eager_staging"] = False
+    feats["pre_pr_eager_staging"] = _try(impl.eager_promotes_rgb_key)  # RGB + key -> RGBA on the eager path?
     feats["stand_ins"] = dict(Counter(r.kind for r in src.stand_ins))
     feats["failed_modules"] = sorted(r.module for r in src.stand_ins if r.kind == "failed")
     feats["missing_top_level"] = sorted({r.module.split(".")[0] for r in src.stand_ins if r.kind == "missing"})
     feats["optional_errors"] = dict(src.optional_errors)
-    feats["standin_names_in_modules_run"] = _standin_names()
+    feats["standin_names_in_modules_run"] = _standin_names(src.required)
     return feats
 
 
-def _standin_names() -> dict[str, list[str]]:
+def _standin_names(required: Sequence[str]) -> dict[str, list[str]]:
     """Per module the driver runs: the global names that are stand-ins (calling any of them would raise)."""
     import sys
 
-    from impl.sglang.sources import REQUIRED
     from impl.sglang.standins import is_standin
 
     out = {}
-    for name in REQUIRED:
+    for name in required:
         module = sys.modules.get(name)
         if module is not None:
             out[name] = sorted(
@@ -268,10 +311,56 @@ _MODELLED = {
 }
 
 
+_PK3 = "sglang.srt.multimodal.processors.kimi_k3"
+_EAGER_ONLY = {
+    "to_chw_uint8": (
+        f"real: {_PK3}._k3_to_cuda_chw (the eager stager; its own code with .cuda() resolving to the run's device)"
+    ),
+    "fill_transparent_bg": f"real: {_PK3}._fill_transparent_bg",
+    "normalization_tensors": (
+        f"real: {_PK3}.KimiK3GPUProcessorWrapper._get_gpu_norm_tensors (kimi_k25.KimiGPUProcessorWrapper's, "
+        "built by its own __init__ with the statistics)"
+    ),
+    "preprocess": (
+        "real: sglang.srt.multimodal.processors.kimi_k25._gpu_preprocess_images with the eager wrapper's hooks "
+        "(_k3_to_cuda_chw on the run's device, _fill_transparent_bg), as its _gpu_call passes them"
+    ),
+    "gate (defer_decisions)": (
+        f"modelled: no gate exists in this version ({_PK3}.KimiK3ImageProcessor has no "
+        "_should_defer_gpu_preprocessing): every request is preprocessed eagerly, so [False] per image"
+    ),
+    "gate_bytes": "absent: no gate, so no byte counts (NotImplementedError)",
+    "process (deferred items)": "absent: no deferred producer in this version (every item is eager)",
+    "process (eager items)": (
+        f"real: {_PK3}.KimiK3ImageProcessor.process_mm_data_async (built by its own __init__ from a server-args "
+        "namespace, skip_mm_pool=True), the base processor's process_and_combine_mm_data and "
+        "get_new_expanded_mm_items; the wrapper's own __call__ / _gpu_call with torch.cuda.is_available() -> True "
+        "and _k3_to_cuda_chw staging to the run's device; image loading replaced by decoded images"
+    ),
+    "epd_items": "absent: no EPD producer in this version (prepare_kimi_k3_encoder_inputs; NotImplementedError)",
+    "materialize": (
+        "real: the load_local_pixel_values closure of KimiK3ForConditionalGeneration.get_image_feature (captured "
+        "from the DP runner call); get_parallel / get_server_args answered for its IPC count; the tower is a stub"
+    ),
+    "epd cpu backend materialization": "absent: no EPD path in this version",
+}
+
+
 def provenance(impl: SGLangImpl) -> dict[str, str]:
-    """Function / claim -> ``real: ...`` | ``modelled: <reason>`` | ``patched: <what and why>``."""
+    """Function / claim -> ``real: ...`` | ``modelled: <reason>`` | ``patched: <what and why>`` | ``absent: ...``."""
     prov = dict(_REAL)
     prov.update(_MODELLED)
+    src = impl.source
+    prov["can_skip_pre_embed"] = f"real: {src.whitelist_module}._can_skip_pre_embed_feature_move"
+    if src.has_deferred_path:
+        prov["deferred path"] = "real: read off the loaded code: " + "; ".join(
+            f"{k} present" for k in src.deferred_parts
+        )
+    else:
+        prov.update(_EAGER_ONLY)
+        prov["deferred path"] = "real: read off the loaded code: " + "; ".join(
+            f"{k} {'present' if v else 'absent'}" for k, v in src.deferred_parts.items()
+        )
     for record in impl.source.stand_ins:
         if record.kind == "patched":
             prov[f"patched {record.module}"] = f"patched: {record.why}"

@@ -7,7 +7,8 @@ while its preprocess cache is on). `gate_calls` runs the real site function
 with the real gate instrumented on the processor *instance* (the class is
 untouched) and records every call; everything after the decision that needs
 CUDA or a checkpoint's HF processor is stopped or re-routed as recorded in
-`runtime`.
+`runtime`. An eager-only release (0.5.17) has no gate and one call site:
+`eager_only_produce` runs its ``process_mm_data_async``.
 """
 
 from __future__ import annotations
@@ -151,6 +152,84 @@ def epd_produce(source: Source, images: Sequence[Any], config: PreprocessConfig,
     kip = source.module("multimodal.kimi_k3_image_processing")
     processor = types.SimpleNamespace(media_proc_cfg=runtime.media_proc_cfg(config))
     return kip.prepare_kimi_k3_encoder_inputs(list(images), processor, use_gpu_preprocessing=backend == "gpu")
+
+
+def eager_only_produce(
+    source: Source, images: Sequence[Any], config: PreprocessConfig, transport: str, device: str
+) -> Produced:
+    """An eager-only release's producer: ``KimiK3ImageProcessor.process_mm_data_async`` run as shipped.
+
+    The processor is built by its own ``__init__`` (`_eager_only_processor`). There is no gate: every
+    image is preprocessed by the wrapper's own GPU branch (on ``device``, see `_eager_only_call`), split
+    into one item per image by SGLang's own ``get_new_expanded_mm_items``, with FP32 features;
+    ``deferred`` is all False. Image loading is mocked as for later versions.
+    """
+    proc = _eager_only_processor(source, config, transport)
+    if proc.use_cuda_ipc and str(device).startswith("cuda"):
+        # no pool was built (skip_mm_pool): a pool that is always full sends every CUDA feature down
+        # SGLang's own pool-miss fallback in _wrap_tensor_for_cuda_ipc (a plain CPU tensor)
+        proc.cudaipc_mmfeature_pool = types.SimpleNamespace(return_a_slice_tensor_with_flag=lambda t: (None, None, 0))
+        source.patch(
+            "sglang.srt.multimodal.processors.base_processor.BaseMultimodalProcessor.cudaipc_mmfeature_pool",
+            "modelled: a CUDA IPC pool that is always full, so CUDA features take SGLang's pool-miss fallback (.cpu())",
+        )
+    _eager_only_call(source, proc._processor, device)
+    _mock_loading(proc, source, images)
+    output = asyncio.run(proc.process_mm_data_async(list(images), runtime.prompt_ids(len(images)), None))
+    items = list(output.mm_items)
+    return Produced(items, [False] * len(items), [], output)
+
+
+def _eager_only_processor(source: Source, config: PreprocessConfig, transport: str = "cpu") -> Any:
+    """An eager-only release's ``KimiK3ImageProcessor``, built by its own ``__init__`` (and its base class's).
+
+    It builds its wrapper from the checkpoint-style ``media_proc_cfg`` and reads a few server settings; a
+    namespace gives them: the transport, no ``mm_process_config``, one I/O and one processor worker (so
+    preprocessing runs inline), and ``skip_mm_pool=True`` (SGLang's own switch: no CUDA IPC pool, which
+    needs a GPU; a CPU feature then passes ``_wrap_tensor_for_cuda_ipc`` unchanged, as it does in SGLang).
+    Its I/O and CPU executors are shut down unused: images arrive decoded.
+    """
+    pk3 = source.module("multimodal.processors.kimi_k3")
+    media = types.SimpleNamespace(media_proc_cfg=runtime.media_proc_cfg(config))
+    hf = types.SimpleNamespace(tokenizer=runtime.StubTokenizer(), image_processor=None, media_processor=media)
+    hf_config = types.SimpleNamespace(media_placeholder_token_id=runtime.IMAGE_TOKEN_ID)
+    server_args = types.SimpleNamespace(
+        mm_feature_transport=transport,
+        disable_fast_image_processor=False,
+        skip_tokenizer_init=False,
+        mm_process_config={},
+        mm_io_worker_num=1,
+        mm_processor_worker_num=1,
+    )
+    proc = pk3.KimiK3ImageProcessor(hf_config, server_args, hf, None, skip_mm_pool=True)
+    for name in ("io_executor", "cpu_executor"):
+        executor = getattr(proc, name, None)
+        if executor is not None:
+            executor.shutdown(wait=False)
+    return proc
+
+
+def _eager_only_call(source: Source, wrapper: Any, device: str) -> None:
+    """Make an eager-only release's wrapper take its GPU branch on ``device`` when the processor calls it.
+
+    SGLang's base processor calls ``processor.__call__(...)``; the instance gets the class's own ``__call__``
+    with ``torch.cuda.is_available()`` answering True, and its own ``_gpu_call`` with ``_k3_to_cuda_chw``
+    staging to ``device`` (`runtime.eager_stager`); the wrapper's ``_get_gpu_norm_tensors(device=device)``
+    is called first (it caches; its default device is 'cuda'). The class is untouched.
+    """
+    if str(device).startswith("cuda") and torch.cuda.is_available():
+        return
+    cls = type(wrapper)
+    wrapper._get_gpu_norm_tensors(device=device)
+    wrapper._gpu_call = runtime.run_with_globals(
+        cls._gpu_call.__get__(wrapper), _k3_to_cuda_chw=runtime.eager_stager(source, device)
+    )
+    wrapper.__call__ = runtime.run_with_globals(cls.__call__.__get__(wrapper), torch=runtime.CudaView())
+    source.patch(
+        f"{cls.__module__}.{cls.__name__}.__call__",
+        f"eager path on {device}: own __call__ with torch.cuda.is_available() -> True, own _gpu_call with "
+        f"_k3_to_cuda_chw staging to {device}, _get_gpu_norm_tensors(device={device!r}) called first",
+    )
 
 
 def _mock_loading(proc: Any, source: Source, images: Sequence[Any]) -> None:

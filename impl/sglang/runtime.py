@@ -11,7 +11,10 @@ source (`Source.patch`):
   for the gate, ``get_parallel`` for the DP runner, as SGLang's tests do);
 * `run_with_globals`: an SGLang function's *own code object* run with one or
   two global names resolving differently (e.g. the eager stager's ``.cuda()``
-  mapped to the CPU), so the rest of its body is exactly as shipped;
+  mapped to the CPU), so the rest of its body is exactly as shipped; an
+  eager-only release's stager (`eager_stager`) keeps even its PIL branch: its
+  ``torch.from_numpy`` and its tensor input are tensors whose ``.cuda()``
+  moves to the run's device;
 * `capture_locals`: a function run unchanged while we read a local at return
   (the gate's byte counts, which it never returns).
 """
@@ -19,6 +22,7 @@ source (`Source.patch`):
 from __future__ import annotations
 
 import contextlib
+import functools
 import hashlib
 import json
 import sys
@@ -119,7 +123,77 @@ def capture_locals(fn: Callable[..., Any], names: Sequence[str], *args: Any, **k
     return result, seen
 
 
-class _CudaView(types.ModuleType):
+class _CudaTo(torch.Tensor):
+    """A tensor whose ``.cuda()`` moves it to ``_device`` and gives back a plain tensor (see `eager_stager`)."""
+
+    _device = "cpu"
+
+    def cuda(self, *args: Any, **kwargs: Any) -> torch.Tensor:  # type: ignore[override]
+        return self.as_subclass(torch.Tensor).to(self._device)
+
+
+@functools.lru_cache(maxsize=8)
+def _cuda_to(device: str) -> type[_CudaTo]:
+    return type(f"CudaTo_{device.replace(':', '_')}", (_CudaTo,), {"_device": device})
+
+
+class _HostNumpyTorch(types.ModuleType):
+    """``torch`` whose ``from_numpy`` gives a `_CudaTo` tensor (everything else is the real torch)."""
+
+    def __init__(self, cls: type[_CudaTo]) -> None:
+        super().__init__("torch")
+        self.from_numpy = lambda array: torch.from_numpy(array).as_subclass(cls)
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(torch, name)
+
+
+def eager_stager(source: Source, device: str) -> Callable[[Any], Any]:
+    """An eager-only release's ``_k3_to_cuda_chw``, its own code, staging to ``device`` instead of CUDA.
+
+    Its PIL branch (the alpha predicate, ``convert``, ``from_numpy``, ``permute``) and its tensor branch
+    (unsqueeze, repeat, no dtype check) run as shipped; only the ``.cuda()`` they end or start with
+    resolves to ``.to(device)``: ``torch.from_numpy`` and the tensor input are `_CudaTo` tensors.
+    """
+    pk3 = source.module("multimodal.processors.kimi_k3")
+    cls = _cuda_to(str(device))
+    own = run_with_globals(pk3._k3_to_cuda_chw, torch=_HostNumpyTorch(cls))
+    source.patch(
+        f"{pk3.__name__}._k3_to_cuda_chw",
+        f"own code run with .cuda() resolving to .to({device!r}) (torch.from_numpy and the tensor input give "
+        "tensors whose .cuda() moves there); every other line as shipped",
+    )
+
+    def stage(image: Any) -> Any:
+        out = own(image.as_subclass(cls) if isinstance(image, torch.Tensor) else image)
+        return out.as_subclass(torch.Tensor) if isinstance(out, torch.Tensor) else out
+
+    return stage
+
+
+def eager_norm_tensors(source: Source, mean: Sequence[float], std: Sequence[float], device: str) -> Any:
+    """An eager-only release's normalization constants: the K3 wrapper's own ``_get_gpu_norm_tensors(device)``.
+
+    The wrapper is built by its own ``__init__`` with these statistics (geometry irrelevant to the constants).
+    """
+    pk3 = source.module("multimodal.processors.kimi_k3")
+    hf = types.SimpleNamespace(tokenizer=StubTokenizer(), image_processor=None, media_processor=None)
+    wrapper = pk3.KimiK3GPUProcessorWrapper(
+        hf,
+        image_token=IMAGE_TOKEN,
+        image_token_id=IMAGE_TOKEN_ID,
+        patch_size=14,
+        merge_kernel_size=2,
+        in_patch_limit=16384,
+        patch_limit_on_one_side=512,
+        fixed_output_tokens=None,
+        image_mean=list(mean),
+        image_std=list(std),
+    )
+    return wrapper._get_gpu_norm_tensors(device=device)
+
+
+class CudaView(types.ModuleType):
     """``torch`` as an SGLang eager path sees it when we ask it to take its CUDA branch on another device."""
 
     def __init__(self) -> None:
@@ -223,7 +297,7 @@ def eager_image_features(source: Source, wrapper: Any, images: Sequence[Any], de
         "called first (it caches; its default device is 'cuda')",
     )
     wrapper._get_gpu_norm_tensors(device=device)
-    return run_with_globals(fn, torch=_CudaView(), _k3_to_cuda_chw=stage)(list(images))
+    return run_with_globals(fn, torch=CudaView(), _k3_to_cuda_chw=stage)(list(images))
 
 
 # -- the model (scheduler side) --------------------------------------------------------------------------------------
@@ -279,13 +353,25 @@ def capture_loader(
     mk3 = source.module("models.kimi_k3")
     state = parallel if parallel is not None else default_parallel()
     names = [n for n in ("get_parallel", "configured_tp_size") if n in mk3.__dict__]
+    # 0.5.17's loader reads server_args.tp_size for its IPC count; no server published any here
+    if "get_server_args" in getattr(loader, "__code__", types.SimpleNamespace(co_names=())).co_names:
+        names.append("get_server_args")
+
+    why = "parallel state the loader reads for its IPC count (SGLang's tests patch it to tp_size=1)"
+    answers: dict[str, tuple[Callable[[], Any], str]] = {
+        "get_parallel": (lambda: state, why),
+        "configured_tp_size": (lambda: state.tp_size, why),
+        "get_server_args": (
+            lambda: types.SimpleNamespace(tp_size=state.tp_size),
+            "no server published ServerArgs here; the loader reads only its .tp_size (for its IPC count): "
+            "the parallel state's",
+        ),
+    }
 
     def load(indices: Sequence[int]) -> Any:
         with contextlib.ExitStack() as stack:
             for name in names:
-                value = (lambda: state) if name == "get_parallel" else (lambda: state.tp_size)
-                why = "parallel state the loader reads for its IPC count (SGLang's tests patch it to tp_size=1)"
-                stack.enter_context(patched(source, mk3, name, value, why))
+                stack.enter_context(patched(source, mk3, name, *answers[name]))
             return loader(list(indices))
 
     return load

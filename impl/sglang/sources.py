@@ -1,12 +1,17 @@
 """Which SGLang to run: the installed one, a source checkout, or a release wheel; one per process.
 
-``load(spec)`` resolves the spec, checks that the tree has the Kimi-K3
-deferred preprocessing at all, imports the modules the driver runs (through
+``load(spec)`` resolves the spec, checks that the tree has a Kimi-K3
+multimodal processor at all, imports the modules the driver runs (through
 `importer.SGLangImporter`, which records every stand-in) and returns a
-`Source`. Bad input raises one `SGLangSourceError` whose message says what was
-tried and what is accepted. A process holds one SGLang: modules live in
-``sys.modules`` under ``sglang.*``, so a second, different source cannot sit
-beside the first (the version matrix runs one subprocess per version).
+`Source`. Whether that processor has the owner-deferred path
+(`Source.has_deferred_path`) is read off the loaded code, never off the
+version number: 0.5.17 ships an eager-only Kimi-K3 processor, and its column
+of the version matrix must still check what it has (staging, compositing,
+normalization, the eager producer and loader). Bad input raises one
+`SGLangSourceError` whose message says what was tried and what is accepted. A
+process holds one SGLang: modules live in ``sys.modules`` under ``sglang.*``,
+so a second, different source cannot sit beside the first (the version matrix
+runs one subprocess per version).
 """
 
 from __future__ import annotations
@@ -34,7 +39,7 @@ ACCEPTED = (
 )
 _VERSION = re.compile(r"^\d+(\.\d+){1,3}((a|b|rc)\d+)?(\.post\d+)?(\.dev\d+)?$")
 
-# Modules whose functions the driver runs: they must import for real.
+# Modules whose functions the driver runs on a tree with the deferred path: they must import for real.
 REQUIRED = (
     "sglang.srt.multimodal.kimi_k3_image_processing",
     "sglang.srt.multimodal.processors.kimi_k25",
@@ -44,6 +49,14 @@ REQUIRED = (
     "sglang.srt.models.kimi_k3",
     "sglang.srt.multimodal.processors.kimi_k3",
 )
+KIP = "sglang.srt.multimodal.kimi_k3_image_processing"
+PROCESSOR = "sglang.srt.multimodal.processors.kimi_k3"
+MODEL = "sglang.srt.models.kimi_k3"
+# An eager-only tree (no kimi_k3_image_processing): the same minus the deferred module; the scheduler
+# whitelist lives in whichever of WHITELIST the tree has (managers.mm_utils before mm_schedule existed).
+EAGER_REQUIRED = tuple(name for name in REQUIRED if name not in (KIP, "sglang.srt.managers.mm_schedule"))
+WHITELIST = ("sglang.srt.managers.mm_schedule", "sglang.srt.managers.mm_utils")
+GATE = "_should_defer_gpu_preprocessing"
 # Modules the driver uses where the version has them (absent ones are reported by features()).
 OPTIONAL = (
     "sglang.srt.multimodal.encoder_preprocessing",
@@ -54,12 +67,8 @@ OPTIONAL = (
     "sglang.srt.multimodal.processors.base_processor",
     "sglang.srt.runtime_context",
 )
-# What a tree must contain to have the deferred feature at all (read before importing anything).
-_FEATURE_FILES = {
-    "sglang/srt/multimodal/kimi_k3_image_processing.py": "DEFERRED_PREPROCESSING_KEY",
-    "sglang/srt/multimodal/processors/kimi_k3.py": "_should_defer_gpu_preprocessing",
-    "sglang/srt/models/kimi_k3.py": "DEFERRED_PREPROCESSING_KEY",
-}
+# What a tree must contain to be loaded at all (read before importing anything).
+_PROCESSOR_FILE = "sglang/srt/multimodal/processors/kimi_k3.py"
 
 
 class SGLangSourceError(SourceError):
@@ -80,6 +89,15 @@ class Source:
     load_seconds: float = 0.0
     wheel: dict[str, str] = field(default_factory=dict)
     optional_errors: dict[str, str] = field(default_factory=dict)
+    required: tuple[str, ...] = REQUIRED  # the modules imported for real as required (driver runs them)
+    whitelist_module: str = "sglang.srt.managers.mm_schedule"  # where _can_skip_pre_embed_feature_move lives
+    deferred_parts: dict[str, bool] = field(default_factory=dict)  # each piece of the deferred path: present?
+    absent: dict[str, types.ModuleType] = field(default_factory=dict)  # see `_absent_kip`
+
+    @property
+    def has_deferred_path(self) -> bool:
+        """Whether the loaded code has the owner-deferred path (every piece of `deferred_parts`)."""
+        return bool(self.deferred_parts) and all(self.deferred_parts.values())
 
     @property
     def name(self) -> str:
@@ -93,6 +111,8 @@ class Source:
     def module(self, name: str) -> types.ModuleType:
         """An SGLang module, imported for real (``name`` may drop the ``sglang.srt.`` prefix)."""
         full = name if name.startswith("sglang") else f"sglang.srt.{name}"
+        if full in self.absent:
+            return self.absent[full]
         return self.importer.import_required(full)
 
     def has(self, name: str) -> bool:
@@ -120,7 +140,7 @@ def load(spec: str = "installed", *, cache: Path | None = None, downloader: _cac
     spec = spec.strip()
     t0 = time.perf_counter()
     kind, root, version, git_rev, downloaded, wheel = _resolve(spec, cache, downloader)
-    _check_feature(spec, root, version)
+    _check_processor(spec, root, version)
     if _ACTIVE is not None:
         if _ACTIVE.root == root:
             return _ACTIVE
@@ -220,20 +240,49 @@ def _git_rev(path: Path) -> str | None:
     return rev if out.returncode == 0 and re.fullmatch(r"[0-9a-f]{40}", rev) else None
 
 
-def _check_feature(spec: str, root: Path, version: str) -> None:
-    """Refuse a tree without Kimi-K3 owner-deferred preprocessing, by reading its files (nothing imported)."""
-    lacking = []
-    for rel, marker in _FEATURE_FILES.items():
-        path = root / rel
-        if not path.is_file():
-            lacking.append(f"{rel} is absent")
-        elif marker not in path.read_text(encoding="utf-8", errors="replace"):
-            lacking.append(f"{rel} has no {marker}")
-    if lacking:
+def _check_processor(spec: str, root: Path, version: str) -> None:
+    """Refuse a tree without a Kimi-K3 multimodal processor, by reading its files (nothing imported)."""
+    if not (root / _PROCESSOR_FILE).is_file():
         raise SGLangSourceError(
-            f"sglang source {spec!r} (version {version}, {root}): no Kimi-K3 CPU-transport deferred preprocessing "
-            f"({'; '.join(lacking)}); accepted: a source that has it (releases 0.5.18 and later do)"
+            f"sglang source {spec!r} (version {version}, {root}) has no Kimi-K3 multimodal processor "
+            f"({_PROCESSOR_FILE} is absent): no eager Kimi-K3 preprocessing and no Kimi-K3 CPU-transport deferred "
+            "preprocessing; accepted: 0.5.17 and later (or a checkout that has that processor)"
         )
+
+
+def _deferred_parts(importer: SGLangImporter) -> dict[str, bool]:
+    """Each piece of the owner-deferred path, read off the imported modules (not the version number)."""
+    kip = sys.modules.get(KIP) if importer.locate(KIP) is not None else None
+    pk3 = sys.modules[PROCESSOR]
+    mk3 = sys.modules[MODEL]
+    proc_cls = getattr(pk3, "KimiK3ImageProcessor", None)
+    return {
+        f"{KIP}.DEFERRED_PREPROCESSING_KEY": kip is not None and hasattr(kip, "DEFERRED_PREPROCESSING_KEY"),
+        f"{PROCESSOR}.KimiK3ImageProcessor.{GATE}": proc_cls is not None and hasattr(proc_cls, GATE),
+        f"{MODEL} reads DEFERRED_PREPROCESSING_KEY": "DEFERRED_PREPROCESSING_KEY" in vars(mk3),
+    }
+
+
+def _absent_kip(source: Source) -> types.ModuleType:
+    """What ``source.module(KIP)`` answers on an eager-only tree: a recorded ``absent`` stand-in.
+
+    It holds only ``DEFERRED_PREPROCESSING_KEY``, the contract key's name later releases use
+    (`reference.contract`), which no item of this version carries: code that asks "is this item
+    deferred?" (the seam's backend lookup) gets "no", which is what the loaded code does. Any other
+    name raises AttributeError. It is never put in ``sys.modules``, so `Source.has` stays False.
+    """
+    from reference.contract import DEFERRED_PREPROCESSING_KEY
+
+    module = types.ModuleType(KIP, "absent in this eager-only version (deferlab stand-in: the key's name only)")
+    module.DEFERRED_PREPROCESSING_KEY = DEFERRED_PREPROCESSING_KEY
+    module.__deferlab_standin__ = True
+    source.importer.record(
+        KIP,
+        "absent",
+        "not in this version (eager-only Kimi-K3 processor); a stand-in holding only the deferred key's name, "
+        "which no item of this version carries",
+    )
+    return module
 
 
 def _import(
@@ -245,12 +294,21 @@ def _import(
 
     if kind != "installed" and str(root) not in sys.path:
         sys.path.insert(0, str(root))
-    importer = SGLangImporter(root, required=REQUIRED)
+    importer = SGLangImporter(root)
+    # The deferred module is imported first where the tree has it (its failures are the ones to name);
+    # whether the path is complete is decided from the loaded code below.
+    if importer.locate(KIP) is not None:
+        required, whitelist = REQUIRED, WHITELIST[0]
+    else:
+        whitelist = next((w for w in WHITELIST if importer.locate(w) is not None), WHITELIST[0])
+        required = (*EAGER_REQUIRED, whitelist)
+    importer.required |= set(required)
     importer.install()
     source = Source(spec, kind, version, root, git_rev, importer, downloaded, wheel=wheel)
+    source.required, source.whitelist_module = required, whitelist
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")  # SGLang warns about CUDA-only features at import; they are not ours
-        for name in REQUIRED:
+        for name in required:
             try:
                 importer.import_required(name)
             except RequiredImportError as e:
@@ -267,4 +325,19 @@ def _import(
             except RequiredImportError as e:
                 source.optional_errors[name] = f"{type(e.cause).__name__}: {e.cause}"
     end_import_phase()
+    source.deferred_parts = _deferred_parts(importer)
+    if not hasattr(sys.modules[PROCESSOR], "KimiK3ImageProcessor"):
+        raise SGLangSourceError(
+            f"sglang source {spec!r} (version {version}, {root}) has no Kimi-K3 multimodal processor "
+            f"({PROCESSOR} defines no KimiK3ImageProcessor); accepted: 0.5.17 and later"
+        )
+    if any(source.deferred_parts.values()) and not source.has_deferred_path:
+        lacks = "; ".join(f"{k} is absent" for k, v in source.deferred_parts.items() if not v)
+        raise SGLangSourceError(
+            f"sglang source {spec!r} (version {version}, {root}): an incomplete Kimi-K3 CPU-transport deferred "
+            f"preprocessing ({lacks}); accepted: a source with the whole deferred path (releases 0.5.18 and "
+            "later) or none of it (eager-only, 0.5.17)"
+        )
+    if not source.has_deferred_path:
+        source.absent[KIP] = _absent_kip(source)
     return source

@@ -38,7 +38,9 @@ class StandIn:
     whose ``__init__.py`` was not run), "init" (a bare package whose real
     ``__init__.py`` was run on demand because a name from it was imported),
     "patched" (a real attribute the driver replaced at run time, as SGLang's own
-    tests do).
+    tests do), "absent" (a module of the deferred path an eager-only version
+    does not have; `Source.module` answers it with a stand-in holding only the
+    deferred key's name, see ``sources._absent_kip``).
     """
 
     module: str

@@ -10,7 +10,16 @@ import torch
 from impl.consumer import consumer_reads, read_deferred
 from impl.items import KimiK3DeferredPreprocessing
 from impl.model import materialize
-from impl.policy import HARDENED, INTERIM_3D3194F, INTERIM_418975B, POLICIES, PR_33921, RELEASED, Policy
+from impl.policy import (
+    HARDENED,
+    INTERIM_3D3194F,
+    INTERIM_418975B,
+    POLICIES,
+    PR_33921,
+    RELEASED,
+    RELEASED_0_5_19,
+    Policy,
+)
 from impl.processor import Processor
 from impl.transport import deliver, deserialize_items, serialize_items
 from properties.impl_support import K3, small_config
@@ -131,7 +140,8 @@ def test_ipc_transports_are_eager_only(transport: str) -> None:
     eager = Processor(K3, transport=transport, cuda_available=True, device="cpu").process([torch.zeros(3, 8, 8)])
     assert eager.deferred is False
     assert deliver(eager.items, transport, 4, PR_33921).ipc_consumer_count == 4  # max(tp_size, 1)
-    assert deliver(eager.items, transport, 4, HARDENED).ipc_consumer_count == 4
+    assert deliver(eager.items, transport, 4, RELEASED_0_5_19).ipc_consumer_count == 4  # the whole group
+    assert deliver(eager.items, transport, 4, HARDENED).ipc_consumer_count == 1  # 0.5.22+: the owner's own word
 
 
 def test_interim_3d3194f_contract_is_dataclass() -> None:

@@ -106,18 +106,6 @@ def test_an_unknown_version_names_what_the_index_has(tmp_path):
         pytest.fail("0.5.999 was accepted")
 
 
-def test_a_release_without_the_feature_is_refused():
-    try:
-        sources.load("0.5.17")
-    except SGLangSourceError as e:
-        if "could not fetch" in str(e):
-            pytest.skip(f"sglang 0.5.17 is not cached and pip cannot reach the index: {e}")
-        assert "no Kimi-K3 CPU-transport deferred preprocessing" in str(e)
-        assert "kimi_k3_image_processing.py is absent" in str(e)
-    else:
-        pytest.fail("0.5.17 was accepted")
-
-
 def test_one_sglang_per_process(sgl, tmp_path):
     other = _fake_checkout(tmp_path, feature=True)
     with pytest.raises(SGLangSourceError, match="one SGLang version per process"):

@@ -3,8 +3,9 @@
 Derivation (semantics §8.2), with vision DP on and the owner the only reader:
 
 * K_c is ``tp_size`` under PR_33921 and INTERIM_418975B (configured = live TP
-  size here) and ``tp_size // attn_dp_size`` under RELEASED; with the clamp it
-  becomes ``min(K_c, K_p)``.
+  size here), ``tp_size // attn_dp_size`` (the whole group) under
+  RELEASED_0_5_19 and 1 (the owner's own word) under RELEASED; with the clamp
+  it becomes ``min(K_c, K_p)``.
 * Generation pool: an ack is valid iff the count is 1 or K_p. With K_c == K_p
   the owner acks every word *after* reading, so nothing frees early and every
   slot frees (safe, live). With K_p = tp // dp, no clamp and attention DP,
@@ -19,12 +20,15 @@ Derivation (semantics §8.2), with vision DP on and the owner the only reader:
 Words (the machine acknowledges the words a count source names, `AckCounts.acknowledge`):
 `PolicyCounts` names the released rule's words (all for K_p, ``rank % K_p``
 for 1), so every verdict above is the same through words. What a *late*
-write does is the pool's ``late_acks`` rule; the policies keep semantics
-§8.1's "ignored". With the other two rules, a non-owner's release that lands
-after the owner acknowledged the whole group (and the slot was reused)
-either erases a word of the next lease ("overwrite": liveness fails) or
-counts for it ("count": safety fails); smallest for both: tp 2, dp 1, two
-slots (one lease still waiting for the release, one reusing the slot).
+write does is the pool's ``late_acks`` rule. With "overwrite" or "count", a
+non-owner's release that lands after the owner acknowledged the whole group
+(and the slot was reused) either erases a word of the next lease
+("overwrite": liveness fails) or counts for it ("count": safety fails);
+smallest for both: tp 2, dp 1, two slots (one lease still waiting for the
+release, one reusing the slot). RELEASED_0_5_19 is that arrangement with
+CUDA IPC's overwrite (its ranks release at request end, as 0.5.19-0.5.21 do:
+liveness fails). RELEASED acknowledges one word per rank, each written once
+per item, so no late write exists and everything holds.
 """
 
 from __future__ import annotations
@@ -34,7 +38,7 @@ from dataclasses import dataclass
 import pytest
 from hypothesis import settings
 
-from impl.policy import HARDENED, INTERIM_418975B, PR_33921, RELEASED, Policy
+from impl.policy import HARDENED, INTERIM_418975B, PR_33921, RELEASED, RELEASED_0_5_19, Policy
 from sim.ipc import assumption_grid, check, explore, verdicts
 from sim.ipc_machine import AckAssumptions, PolicyCounts, machine_for, released_words
 from sim.ipc_pool import CounterPool, GenerationPool, InvalidAck
@@ -49,6 +53,9 @@ def expected(policy: Policy, a: AckAssumptions, prop: str) -> tuple[str, tuple[i
     k_c_is_tp = policy.ipc_consumer_count in ("tp_size", "configured_tp_size")
     if k_c_is_tp and a.k_p == "dp_group" and not a.clamp and prop in ("valid_ack", "liveness"):
         return "fails", (2, 2)
+    whole_group_then_late = policy.ipc_consumer_count == "dp_group" and a.non_owner_release
+    if whole_group_then_late and (a.late_acks, prop) in (("overwrite", "liveness"), ("count", "safety")):
+        return "fails", (2, 1)
     return "holds", None
 
 
@@ -59,7 +66,7 @@ def all_verdicts() -> list[dict]:
 
 def test_every_verdict_matches_the_spec(all_verdicts: list[dict]) -> None:
     """Each (policy, assumptions, property) verdict and smallest topology is the semantics-derived one."""
-    policies = {p.name: p for p in (PR_33921, INTERIM_418975B, RELEASED)}
+    policies = {p.name: p for p in (PR_33921, INTERIM_418975B, RELEASED_0_5_19, RELEASED)}
     grids = {name: {a.describe(): a for a in assumption_grid(p)} for name, p in policies.items()}
     assert len(all_verdicts) == sum(len(g) for g in grids.values()) * 3
     for row in all_verdicts:
@@ -160,7 +167,7 @@ def test_pinned_pr_count_under_attention_dp_is_rejected_by_the_released_pool() -
         pool.ack(0, 0, k_c)
     pool.recycle()
     assert pool.slots[0].busy  # never frees: the liveness failure that follows
-    assert resolve_count(requested_count(RELEASED, 2, 2), k_p, clamp=True) == k_p
+    assert resolve_count(requested_count(RELEASED_0_5_19, 2, 2), k_p, clamp=True) == k_p
 
 
 # -- words -----------------------------------------------------------------------------------------------------
@@ -188,7 +195,7 @@ def test_the_exhaustive_walk_finds_every_failing_verdict_at_the_same_smallest_to
     all_verdicts: list[dict],
 ) -> None:
     """Two searches, one answer: `explore` (breadth-first, depth 7) breaks each failing cell on Hypothesis's topology."""
-    policies = {p.name: p for p in (PR_33921, INTERIM_418975B, RELEASED)}
+    policies = {p.name: p for p in (PR_33921, INTERIM_418975B, RELEASED_0_5_19, RELEASED)}
     grids = {name: {a.describe(): a for a in assumption_grid(p)} for name, p in policies.items()}
     failing = [r for r in all_verdicts if r["verdict"] == "fails"]
     assert failing
@@ -305,13 +312,12 @@ def test_the_grid_for_a_real_source_fixes_what_the_code_says() -> None:
     ]
     assert "(cuda_vmm pool)" in grid[1].describe() and grid[1].describe().endswith("late acks: count")
     assert [a.describe() for a in assumption_grid(RELEASED)] == [
-        "generation pool, K_p = dp_group, clamp K_c to K_p: True, non-owners release: False",
-        "generation pool, K_p = dp_group, clamp K_c to K_p: True, non-owners release: True",
+        "generation pool, K_p = dp_group, clamp K_c to K_p: True, non-owners release: True, late acks: overwrite",
     ]
 
 
 def test_hardened_holds_through_words_and_the_exhaustive_walk() -> None:
-    """HARDENED (K_c = K_p, clamp on) is not in the default policy set: checked here with the walk included."""
+    """HARDENED (own-word acks, clamp on) is not in the default policy set: checked here with the walk included."""
     rows = verdicts(20, policies=(HARDENED,))
     assert rows and all(r["verdict"] == "holds" and r["depth"] == 7 for r in rows)
 
