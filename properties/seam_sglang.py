@@ -197,11 +197,13 @@ class SGLangSeam:
         return bool(self.driver.can_skip_pre_embed("KimiK3ForConditionalGeneration"))
 
     def ack_counts(self, policy: Any) -> list[Any]:
-        """The real count sources, one per transport pool (CUDA IPC and VMM declare K_p differently)."""
+        """The real count sources, one per transport pool the version has (CUDA IPC and VMM declare K_p
+        differently; 0.5.17 has only its CUDA IPC counter pool)."""
         maker = getattr(self.driver, "ack_counts", None)
         if maker is None:
             raise NotImplementedError(f"{self.name}: the driver has no ack_counts(); C9 cannot run on real counts")
-        return [maker(transport=t) for t in ("cuda_ipc", "cuda_vmm")]
+        every = maker(transport="all")
+        return [every.for_transport(t) for t in every.transports]
 
     @cached_property
     def _provenance(self) -> dict[str, str]:

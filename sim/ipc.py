@@ -3,7 +3,8 @@
 For each policy and each combination of the assumptions semantics §8 leaves open
 (which pool, K_p, the clamp, whether non-owners release), or for counts read
 from real code (any `AckCounts` object, e.g. the SGLang driver's adapter: one
-row set per transport pool, with what the code fixes), a derandomized
+row set per transport pool, with what the code fixes, including which kind of
+pool: generation words or the PR-era counter), a derandomized
 Hypothesis state machine (sim.ipc_machine) looks for the smallest topology
 and request sequence that breaks each property:
 
@@ -67,7 +68,10 @@ def assumption_grid(policy: Policy | AckCounts) -> list[AckAssumptions]:
     pool: SGLang's CUDA IPC and VMM pools declare K_p from different code in
     0.5.18-0.5.21, write their words through different code in every
     version, and treat a late write differently (generation vs flag words),
-    so even where K_p agrees the rows are not duplicates.
+    so even where K_p agrees the rows are not duplicates. A view whose
+    ``pool`` is "counter" (SGLang 0.5.17's shared-memory counter: no words)
+    gets counter-pool rows recycling at its own threshold (or ``tp_size``,
+    the PR-era rule, when it declares none).
     """
     if not isinstance(policy, Policy):
         rows = []
@@ -75,7 +79,11 @@ def assumption_grid(policy: Policy | AckCounts) -> list[AckAssumptions]:
             known = getattr(view, "non_owner_release", None)
             releases = (False, True) if known is None else (bool(known),)
             late = getattr(view, "late_acks", "ignored")
-            if view.producer_total(2, 1) is not None:
+            kind = getattr(view, "pool", "generation")
+            if kind == "counter":
+                k_p = "source" if view.producer_total(2, 1) is not None else "tp_size"
+                rows += [AckAssumptions("counter", k_p, None, rel, transport, late) for rel in releases]
+            elif view.producer_total(2, 1) is not None:
                 rows += [AckAssumptions("generation", "source", None, rel, transport, late) for rel in releases]
             else:
                 rows += [

@@ -66,6 +66,18 @@ class AckCounts(Protocol):
     Optional (read with ``getattr``): ``late_acks`` (`sim.ipc_pool.LATE_ACKS`: what a write for a lease the
     slot no longer holds does; default "ignored"), and ``transports`` with ``for_transport(name)``: the
     pools (e.g. "cuda_ipc", "cuda_vmm") this source can describe, each as its own `AckCounts` view.
+
+    ``pool`` (optional, default "generation") says which bookkeeping the answers describe. Everything above
+    is "generation" (ack words). "counter" is the PR-era shared-memory counter (SGLang 0.5.17), which has
+    no words, so three answers change meaning (the grid then gives the source counter rows):
+
+    * ``producer_total``: the counter value at which the recycler frees a chunk (None: the row's
+      ``tp_size``); the machine passes it on as ``total``.
+    * ``resolve``: the count that reaches the counter (``requested`` where the code has no clamp).
+    * ``acknowledge(count, total, rank, ...) -> float``: the amount one rank's *first* acknowledgement of
+      an item adds to the chunk's counter; refusals as above. ``idempotent_acks`` (default True) says
+      whether that rank's later acknowledgements of the same item add nothing. ``late_acks`` is not
+      read: with no generation, a late add always lands on the chunk's counter, whoever holds it now.
     """
 
     name: str
@@ -78,7 +90,9 @@ class AckCounts(Protocol):
 
     def resolve(self, requested: int, total: int, clamp: bool | None) -> int: ...
 
-    def acknowledge(self, count: int, total: int, rank: int, *, tp_size: int, attn_dp_size: int) -> set[int]: ...
+    def acknowledge(
+        self, count: int, total: int, rank: int, *, tp_size: int, attn_dp_size: int
+    ) -> set[int] | float: ...  # words (generation pool) or the amount added (counter pool)
 
 
 def released_words(count: int, total: int, rank: int) -> set[int]:
@@ -136,6 +150,12 @@ class AckAssumptions:
     late_acks: str = "ignored"  # what a write for a lease the slot no longer holds does (sim.ipc_pool.LATE_ACKS)
 
     def describe(self) -> str:
+        if self.pool == "counter" and self.k_p == "source":
+            where = "" if self.transport is None else f", {self.transport} pool"
+            return (
+                f"counter pool (recycle on == the producer's own count{where}), "
+                f"non-owners release: {self.non_owner_release}"
+            )
         if self.pool == "counter":
             return f"counter pool (recycle on == tp_size), non-owners release: {self.non_owner_release}"
         k_p = "the producer's own count" if self.k_p == "source" else self.k_p
@@ -194,8 +214,13 @@ class _AckMachine(RuleBasedStateMachine):
         self.group_size = self.tp // self.dp
         self.k_p = self._producer_total()
         self.topology = {"tp_size": self.tp, "attn_dp_size": self.dp, "slots": slots, "K_p": self.k_p}
+        counter_source = getattr(self.counts, "pool", "generation") == "counter"
+        if counter_source and self.assumptions.pool != "counter":
+            raise ValueError(f"{self.counts.name} describes a counter pool; it has no ack words for a generation row")
         if self.assumptions.pool == "counter":
-            self.pool = CounterPool(slots, self.tp)
+            # a modelled row recycles on tp_size (semantics §8.2); a source's own threshold when it names one
+            threshold = self.k_p if self.assumptions.k_p == "source" else self.tp
+            self.pool = CounterPool(slots, threshold, bool(getattr(self.counts, "idempotent_acks", True)))
         else:
             self.pool = GenerationPool(slots, self.assumptions.late_acks)
         self.slots = slots
@@ -231,7 +256,11 @@ class _AckMachine(RuleBasedStateMachine):
         """Acknowledge ``count`` for ``item`` as ``rank``; the refusal's message when the code refuses it."""
         try:
             if isinstance(self.pool, CounterPool):
-                self.pool.ack(item, rank, count)  # PR-era counter: a count is added, there are no words
+                if getattr(self.counts, "pool", "generation") == "counter":  # what the source's code adds
+                    amount = self.counts.acknowledge(count, self.k_p, rank, tp_size=self.tp, attn_dp_size=self.dp)
+                    self.pool.add(item, rank, float(amount))
+                else:
+                    self.pool.ack(item, rank, count)  # modelled PR-era counter: the count is added, there are no words
                 return None
             words = self.counts.acknowledge(count, self.k_p, rank, tp_size=self.tp, attn_dp_size=self.dp)
             self.pool.ack_words(item, set(words))

@@ -18,10 +18,13 @@ write (one whose lease the slot no longer holds) does is the pool's
   (SGLang's VMM pool).
 
 ``CounterPool`` is the PR-era protocol: one float counter per chunk; a consumer
-adds its count (idempotent per rank and item); the recycler frees the chunk
+adds its count (idempotent per rank and item: each rank holds its own copy of
+the proxy, which remembers that it acknowledged); the recycler frees the chunk
 only when the counter *equals* ``tp_size`` and then zeroes it. There are no
 generations, so an ack that lands after the chunk was recycled is added to
-whatever the chunk holds next.
+whatever the chunk holds next. ``add`` takes the amount a count source says
+one acknowledgement adds (SGLang 0.5.17's pool, run), ``ack`` the count itself
+(the modelled PR).
 
 Both record, per live item, which intended readers have not read yet, so the
 caller can tell a safe free from an early one.
@@ -162,21 +165,32 @@ class GenerationPool(_Pool):
 
 
 class CounterPool(_Pool):
-    """PR-era pool: float counter per chunk, recycled on equality with tp_size."""
+    """PR-era pool: float counter per chunk, recycled on equality with ``tp_size`` (the recycle threshold).
 
-    def __init__(self, slots: int, tp_size: int) -> None:
+    ``idempotent``: a rank's second acknowledgement of the same item adds nothing (the proxy's
+    ``_consumer_acknowledged`` flag); False adds every time, for a source whose code does.
+    """
+
+    def __init__(self, slots: int, tp_size: int, idempotent: bool = True) -> None:
         super().__init__(slots)
         self.tp_size = tp_size
+        self.idempotent = idempotent
         self._acked: set[tuple[int, int]] = set()
 
     def publish(self, item: int, total: int, readers: set[int]) -> int | None:
         return self._take(item, readers)
 
     def ack(self, item: int, rank: int, count: int) -> None:
-        if (item, rank) in self._acked:
+        """``rank`` acknowledges ``count`` consumers: the modelled counter adds the count itself."""
+        self.add(item, rank, float(count))
+
+    def add(self, item: int, rank: int, amount: float) -> None:
+        """``rank``'s acknowledgement of ``item`` adds ``amount`` to whichever lease holds the chunk now (or to a
+        free chunk: there is no generation to tell them apart)."""
+        if self.idempotent and (item, rank) in self._acked:
             return  # idempotent per proxy (_consumer_acknowledged)
         self._acked.add((item, rank))
-        self.slots[self.leases[item].slot].counter += float(count)
+        self.slots[self.leases[item].slot].counter += float(amount)
 
     def recycle(self) -> None:
         for i, s in enumerate(self.slots):

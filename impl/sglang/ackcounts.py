@@ -12,7 +12,11 @@ The protocol it meets (``sim.ipc_machine.AckCounts``, not imported here):
 ``requested(tp_size, attn_dp_size)``, ``resolve(requested, total, clamp)``,
 ``acknowledge(count, total, rank, *, tp_size, attn_dp_size) -> set[int]``
 (SGLang's refusal raised as `AckRefused`, a ValueError), ``non_owner_release``,
-``late_acks``, ``transports`` and ``for_transport(name)``. A topology
+``late_acks``, ``transports`` and ``for_transport(name)``, and ``pool``:
+"generation" (0.5.18+: ack words) or "counter" (0.5.17: a shared-memory
+counter per chunk, `impl.sglang.counterpool`; then ``producer_total`` is the
+recycle threshold, ``acknowledge`` the amount added, and ``idempotent_acks``
+says whether a rank's copy of a proxy adds only once). A topology
 ``(tp_size, attn_dp_size)`` with ``attn_dp_size > 1`` is attention DP on
 with that many groups (``dp_size = attn_dp_size``); ``attn_dp_size == 1`` is
 attention DP off.
@@ -36,9 +40,9 @@ class AckRefused(ValueError):
 class SGLangAckCounts:
     """One loaded SGLang's counts for one transport pool (``transports``: the pools this object describes).
 
-    ``transport="all"`` describes both pools; the simulator then checks each
-    through `for_transport`. Answers are cached per argument: the state
-    machine asks the same few questions thousands of times.
+    ``transport="all"`` describes every pool the version has (CUDA IPC and VMM; 0.5.17: its CUDA IPC
+    counter pool only); the simulator then checks each through `for_transport`. Answers are cached
+    per argument: the state machine asks the same few questions thousands of times.
     """
 
     from_real_code = True
@@ -46,9 +50,13 @@ class SGLangAckCounts:
     def __init__(self, counts: IPCCounts, transport: str = "cuda_ipc", _cache: dict | None = None) -> None:
         if transport not in (*TRANSPORTS, "all"):
             raise ValueError(f"transport must be one of {(*TRANSPORTS, 'all')}, got {transport!r}")
+        pools = counts.transports
+        if transport not in (*pools, "all"):
+            raise ValueError(f"{counts.source.name} has no {transport} pool (its pools: {pools}, {counts.pool_kind})")
         self.counts = counts
+        self.pool = counts.pool_kind  # "generation" | "counter" (the AckCounts protocol's optional ``pool``)
         self.transport = "cuda_ipc" if transport == "all" else transport
-        self.transports: tuple[str, ...] = TRANSPORTS if transport == "all" else (transport,)
+        self.transports: tuple[str, ...] = pools if transport == "all" else (transport,)
         self._cache: dict[tuple, Any] = {} if _cache is None else _cache
         self._notes: dict[str, str] = {}
         self._views: dict[str, SGLangAckCounts] = {}
@@ -84,9 +92,14 @@ class SGLangAckCounts:
 
     # -- the AckCounts protocol -----------------------------------------------------------------------------------
     def producer_total(self, tp_size: int, attn_dp_size: int) -> int:
-        """K_p of this transport's pool: the code that builds the pool, run with this topology's parallel state."""
+        """K_p of this transport's pool: the code that builds the pool, run with this topology's parallel state.
+
+        Counter pool: the counter value at which the recycler frees a chunk (its ``try_to_recycle``, run).
+        """
         p = self._parallel(tp_size, attn_dp_size)
         key = ("K_p", self.transport, tp_size, attn_dp_size)
+        if self.pool == "counter":
+            return self._cached(key, lambda: self.counts.counter.recycle_threshold(tp_size, **p))
         return self._cached(key, lambda: self.counts.producer_total(tp_size, transport=self.transport, **p))
 
     def requested(self, tp_size: int, attn_dp_size: int) -> int:
@@ -100,10 +113,19 @@ class SGLangAckCounts:
         if clamp is False:
             return requested
         key = ("clamp", self.transport, requested, total)
+        if self.pool == "counter":  # the count the owner's reconstruct hands the counter (0.5.17 has no clamp)
+            return self._cached(key, lambda: self.counts.counter.owner_ack(requested)[0])
         return self._cached(key, lambda: self.counts.clamp(requested, total, self.transport))
 
-    def acknowledge(self, count: int, total: int, rank: int, *, tp_size: int, attn_dp_size: int) -> set[int]:
-        """The words this transport's proxy writes for ``count`` from global TP ``rank`` (AckRefused if refused)."""
+    def acknowledge(self, count: int, total: int, rank: int, *, tp_size: int, attn_dp_size: int) -> set[int] | float:
+        """The words this transport's proxy writes for ``count`` from global TP ``rank`` (AckRefused if refused).
+
+        Counter pool: the amount one rank's first acknowledgement adds to the chunk's counter (rank and
+        topology do not enter SGLang's add).
+        """
+        if self.pool == "counter":
+            key = ("added", count)
+            return self._cached(key, lambda: self.counts.counter.added(count), refusals=(ValueError,))
         p = self._parallel(tp_size, attn_dp_size)
         key = ("words", self.transport, count, total, rank, tp_size, attn_dp_size)
         words, _ = self._cached(
@@ -124,8 +146,14 @@ class SGLangAckCounts:
         `provenance`) when the path cannot run or does something the simulator does not model.
         """
         try:
-            calls = self.counts.request_end_releases(self.transport, 2)
-            owner_calls = self.counts.request_end_releases(self.transport, 2, owner=True)
+            if self.pool == "counter":
+                calls, added = self.counts.counter.request_end_releases()
+                owner_calls, _ = self.counts.counter.request_end_releases(owner=True)
+                if added != sum(c for c, _ in calls):
+                    raise RuntimeError(f"the counter holds {added} after acknowledgements {calls}")
+            else:
+                calls = self.counts.request_end_releases(self.transport, 2)
+                owner_calls = self.counts.request_end_releases(self.transport, 2, owner=True)
         except Exception as e:  # a version whose release path cannot run here: unknown, not guessed
             self._notes["non_owner_release"] = f"could not run the release path: {type(e).__name__}: {e}"
             return None
@@ -153,6 +181,14 @@ class SGLangAckCounts:
         value erases the current lease's ack); values that do not are flags ("count": they count for
         whichever lease holds the slot).
         """
+        if self.pool == "counter":
+            after = self.counts.counter.late_add()
+            kind = "count" if after == 1.0 else "ignored"
+            self._notes["late_acks"] = (
+                f"a stale proxy copy's ack of 1 after its chunk was recycled (counter zeroed) leaves the counter at "
+                f"{after}: {kind} (no generation: it counts for the chunk's next lease, or pre-charges a free one)"
+            )
+            return kind
         a = self.counts.ack_words(1, 1, 0, transport=self.transport, tp_size=1, generation=7)[1]
         b = self.counts.ack_words(1, 1, 0, transport=self.transport, tp_size=1, generation=8)[1]
         if a == [7] and b == [8]:
@@ -168,6 +204,19 @@ class SGLangAckCounts:
         )
         return kind
 
+    @cached_property
+    def idempotent_acks(self) -> bool:
+        """Counter pool: whether a rank's second acknowledgement of an item adds nothing (run; True otherwise)."""
+        if self.pool != "counter":
+            return True
+        got = self.counts.counter.idempotence()
+        self._notes["idempotent_acks"] = f"one copy acked 1 twice -> {got['one copy, twice']}; " + (
+            f"another copy of the same proxy then adds {got['another copy adds']} (idempotent per copy, i.e. per rank)"
+        )
+        if got["another copy adds"] != 1.0:
+            raise RuntimeError(f"{self.name}: a second copy of the proxy added {got['another copy adds']}, not 1")
+        return got["one copy, twice"] == 1.0
+
     # -- what ran --------------------------------------------------------------------------------------------------
     @property
     def sources(self) -> dict[str, str]:
@@ -176,7 +225,22 @@ class SGLangAckCounts:
 
     def provenance(self) -> dict[str, str]:
         """Per protocol member: real (the function run) or modelled and why."""
-        _ = self.non_owner_release, self.late_acks
+        _ = self.non_owner_release, self.late_acks, self.idempotent_acks
+        src = self.counts.sources
+        if self.pool == "counter":
+            return {
+                "pool": "real: " + src["pool_kind"],
+                "producer_total": "real: " + src.get("producer_total[counter]", "not asked yet"),
+                "requested": "real: " + src.get("consumer_requested", "not asked yet"),
+                "resolve": "real: " + src.get("resolve[counter]", "not asked yet"),
+                "acknowledge": "real: " + src.get("ack[counter]", "not asked yet"),
+                "idempotent_acks": "real: " + self._notes["idempotent_acks"],
+                "non_owner_release": ("real: " if self.non_owner_release is not None else "unknown: ")
+                + self._notes["non_owner_release"],
+                "late_acks": "real (add, recycle, stale add on one segment): " + self._notes["late_acks"],
+                "topology": "attn_dp_size > 1 means enable_dp_attention with dp_size = attn_dp_size; the threshold "
+                "reads only server_args.tp_size",
+            }
         return {
             "producer_total": "real: " + self.counts.sources.get(f"producer_total[{self.transport}]", "not asked yet"),
             "requested": "real: " + self.counts.sources.get("consumer_requested", "not asked yet"),

@@ -22,6 +22,7 @@ import ast
 import inspect
 import types
 from contextlib import ExitStack
+from functools import cached_property
 from typing import Any
 
 from impl.sglang import runtime
@@ -58,11 +59,38 @@ def parallel_state(
 
 
 class IPCCounts:
-    """``producer_total``, ``consumer_requested`` and ``resolve`` as the loaded SGLang computes them."""
+    """``producer_total``, ``consumer_requested`` and ``resolve`` as the loaded SGLang computes them.
+
+    Pool methods describe the stream-ordered pools (0.5.18+); 0.5.17's counter pool runs through `counter`.
+    """
 
     def __init__(self, source: Source) -> None:
         self.source = source
         self.sources: dict[str, str] = {}
+
+    # -- which pool ----------------------------------------------------------------------------------------------
+    @cached_property
+    def pool_kind(self) -> str:
+        """Which pool: "generation" (stream-ordered ack words, 0.5.18+) or "counter" (0.5.17's shm counter)."""
+        from impl.sglang.counterpool import pool_kind
+
+        kind, why = pool_kind(self.source)
+        self.sources["pool_kind"] = why
+        return kind
+
+    @property
+    def transports(self) -> tuple[str, ...]:
+        """The feature pools the loaded code has: CUDA IPC and VMM, or (counter pool) CUDA IPC only."""
+        return ("cuda_ipc", "cuda_vmm") if self.pool_kind == "generation" else ("cuda_ipc",)
+
+    @cached_property
+    def counter(self) -> Any:
+        """The counter pool's runs (`impl.sglang.counterpool.CounterCounts`), sharing `sources`."""
+        from impl.sglang.counterpool import CounterCounts
+
+        if self.pool_kind != "counter":
+            raise RuntimeError(f"{self.source.name} has the stream-ordered pool, not the counter pool")
+        return CounterCounts(self.source, self.sources)
 
     def _with_parallel(self, stack: ExitStack, module: types.ModuleType, ns: types.SimpleNamespace) -> None:
         why = "parallel state for the count (SGLang's tests patch get_parallel the same way)"

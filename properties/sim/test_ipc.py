@@ -361,3 +361,91 @@ def test_pinned_count_two_late_releases_free_a_lease_its_owner_never_read() -> N
     pool.ack(1, 0, 1)  # rank 0 finishes request 1: likewise
     pool.recycle()
     assert pool.early_frees == ["slot 0 freed while item 2 unread by rank(s) [1]"]
+
+
+# -- a counter-pool count source (SGLang 0.5.17's shape: `pool = "counter"`) ------------------------------------
+
+
+@dataclass
+class CounterSource:
+    """A real-code-shaped counter source: threshold tp, the owner adds ``factor`` x tp, nothing else acknowledges.
+
+    0.5.17 itself is ``factor=1.0`` without releases (properties/impl/test_sglang_ipc.py runs the real one);
+    the variants check that the machine takes the threshold, the amount and idempotence from the source.
+    """
+
+    factor: float = 1.0
+    non_owner_release: bool | None = False
+    idempotent_acks: bool = True
+    threshold_is_group: bool = False
+    pool: str = "counter"
+    late_acks: str = "count"
+    name: str = "counter source"
+    from_real_code: bool = True
+
+    def producer_total(self, tp_size: int, attn_dp_size: int) -> int:
+        return tp_size // attn_dp_size if self.threshold_is_group else tp_size
+
+    def requested(self, tp_size: int, attn_dp_size: int) -> int:
+        return tp_size
+
+    def resolve(self, requested: int, total: int, clamp: bool | None) -> int:
+        return requested
+
+    def acknowledge(self, count: int, total: int, rank: int, *, tp_size: int, attn_dp_size: int) -> float:
+        if count <= 0:
+            raise _Refused("consumer_count must be positive")
+        return self.factor * count
+
+
+def _by_prop(source: CounterSource) -> dict[str, dict]:
+    return {r["property"]: r for r in verdicts(20, policies=(source,))}
+
+
+def test_a_counter_source_gets_counter_rows_at_its_own_threshold() -> None:
+    """`pool == "counter"`: counter rows (K_p "source"), never generation rows; both releases tried when None."""
+    grid = assumption_grid(CounterSource(non_owner_release=None))
+    assert [(a.pool, a.k_p, a.non_owner_release, a.clamp) for a in grid] == [
+        ("counter", "source", False, None),
+        ("counter", "source", True, None),
+    ]
+    assert grid[0].describe() == "counter pool (recycle on == the producer's own count), non-owners release: False"
+
+
+def test_the_owner_alone_adding_tp_holds_everywhere() -> None:
+    """One add of tp per lease, after the read, against a threshold of tp: 0.5.17's arrangement; all hold."""
+    assert all(r["verdict"] == "holds" and r["depth"] == 7 for r in _by_prop(CounterSource()).values())
+
+
+def test_the_machine_uses_the_source_amount_and_threshold() -> None:
+    """A source adding 2 x tp overshoots (liveness, tp 1); a threshold of tp // dp is overshot under attention DP."""
+    double = _by_prop(CounterSource(factor=2.0))
+    assert double["liveness"]["verdict"] == "fails" and double["safety"]["verdict"] == "holds"
+    assert double["liveness"]["counterexample"]["topology"]["tp_size"] == 1
+    group = _by_prop(CounterSource(threshold_is_group=True))
+    assert group["liveness"]["verdict"] == "fails" and group["valid_ack"]["verdict"] == "holds"
+    topo = group["liveness"]["counterexample"]["topology"]
+    assert (topo["tp_size"], topo["attn_dp_size"]) == (2, 2)
+
+
+def test_counter_releases_break_it_as_the_modelled_pr_counter_rows_do() -> None:
+    """Non-owner releases of 1 on top of the owner's tp: safety and liveness fail at tp 2, dp 1 (as for PR_33921)."""
+    rows = _by_prop(CounterSource(non_owner_release=True))
+    assert (rows["safety"]["verdict"], rows["liveness"]["verdict"], rows["valid_ack"]["verdict"]) == (
+        "fails",
+        "fails",
+        "holds",
+    )
+    for prop in ("safety", "liveness"):
+        topo = rows[prop]["counterexample"]["topology"]
+        assert (topo["tp_size"], topo["attn_dp_size"]) == (2, 1)
+
+
+def test_counter_pool_add_honours_idempotence() -> None:
+    """`CounterPool.add`: a rank's second add of an item counts only when the source's code is not idempotent."""
+    for idempotent, counter in ((True, 1.0), (False, 2.0)):
+        pool = CounterPool(1, tp_size=2, idempotent=idempotent)
+        pool.publish(0, 2, {0})
+        pool.add(0, 1, 1.0)
+        pool.add(0, 1, 1.0)
+        assert pool.slots[0].counter == counter
