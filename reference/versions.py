@@ -55,6 +55,7 @@ class Policy:
     # simulator tries both), and what such a late write does to a slot already reused for another item.
     ipc_non_owner_release: bool | None = None
     ipc_late_acks: LateAcks = "ignored"
+    ipc_pool: Literal["counter", "generation"] | None = None  # None: open (the PR's pool is not stated)
     # deferlab's own hardening
     validate_inputs: bool = False
 
@@ -78,7 +79,14 @@ class Policy:
 
 
 PR_33921 = Policy(name="PR_33921")
+# The PR's parent commit on main: eager only, and (per the PR's own diff) promoting RGB + transparency to RGBA.
+# No released wheel carries that promotion (0.5.17 does not promote), so no release matches PRE_PR.
 PRE_PR = Policy(name="PRE_PR", defer_enabled=False, promote_rgb_transparency=True, k3_skips_pre_embed_move=False)
+# The 0.5.17 wheel (the last release before the deferred feature): eager only, no promotion, the counter pool
+# recycling at tp_size with the owner adding tp_size, nothing released at request end (found by running it).
+RELEASED_0_5_17 = PRE_PR.with_(
+    name="RELEASED_0_5_17", promote_rgb_transparency=False, ipc_pool="counter", ipc_non_owner_release=False
+)
 INTERIM_418975B = Policy(
     name="INTERIM_418975B",
     contract="pr-dict",
@@ -123,7 +131,17 @@ RELEASED = RELEASED_0_5_19.with_(name="RELEASED", ipc_consumer_count="own_word")
 HARDENED = RELEASED.with_(name="HARDENED", validate_inputs=True, gate_paths=(("artifact", True), ("request", True)))
 
 POLICIES: dict[str, Policy] = {
-    p.name: p for p in (PR_33921, PRE_PR, INTERIM_418975B, INTERIM_3D3194F, RELEASED_0_5_19, RELEASED, HARDENED)
+    p.name: p
+    for p in (
+        PR_33921,
+        PRE_PR,
+        RELEASED_0_5_17,
+        INTERIM_418975B,
+        INTERIM_3D3194F,
+        RELEASED_0_5_19,
+        RELEASED,
+        HARDENED,
+    )
 }
 DEFAULT_POLICY = PR_33921
 

@@ -101,6 +101,8 @@ def assumption_grid(policy: Policy | AckCounts) -> list[AckAssumptions]:
         # 443b62db5+ stream-ordered pool, created with consumer_count = server_args.tp_size (semantics §8.2).
         return [AckAssumptions("generation", "tp_size", clamp, rel) for clamp in (False, True) for rel in releases]
     grid = [AckAssumptions("counter", "tp_size", False, rel) for rel in releases]
+    if policy.ipc_pool == "counter":  # the pool is known (the 0.5.17 wheel): only the counter rows
+        return grid
     grid += [
         AckAssumptions("generation", k_p, clamp, rel)
         for k_p in ("tp_size", "dp_group")
