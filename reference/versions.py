@@ -1,15 +1,31 @@
-"""The upstream versions deferlab models, as data: the PR as merged, before it, and the later fixes.
+"""The upstream versions deferlab models, as data: the PR as merged, before it, the later fixes, the releases.
 
 A shared description, not an algorithm: ``impl`` (the system under test)
 switches its behaviour on these fields, ``sim`` reads them to account for
 each version, and the property suites parametrize over them, so it lives
-beside the shared config and contract types. One frozen `Policy` object is passed everywhere behaviour differs, so a
-property can run the same input under each and show which one breaks a claim.
-The default is `PR_33921`: the testbed reproduces the system as merged, flaws
-included. `HARDENED` is what deferlab recommends. The two ``INTERIM_*``
-policies reproduce intermediate upstream states that shipped real bugs
-(semantics §5 and §6), so the contract and batch-invariance properties have a known
-positive to catch.
+beside the shared config and contract types. One frozen `Policy` object is
+passed everywhere behaviour differs, so a property can run the same input
+under each and show which one breaks a claim.
+
+Which real release each policy matches (``deferlab versions``: the claim
+verdicts of the wheel, run through ``impl.sglang``, equal the policy's
+expectations in ``properties/claims.toml``), or why none can:
+
+* `RELEASED_0_5_17`: the 0.5.17 wheel (eager only).
+* `INTERIM_3D3194F`: the 0.5.18 wheel (the local-index grid bug).
+* `RELEASED_0_5_19`: the 0.5.19, 0.5.20 and 0.5.21 wheels (late IPC releases).
+* `RELEASED`: the 0.5.22 and 0.5.23 wheels (the newest release).
+* `PR_33921`: none. The PR as merged (a dict contract, a "cannot mix" error)
+  lived on ``main`` only; no wheel was cut between it and the later fixes.
+  It stays the default, because the testbed's first subject is the PR.
+* `PRE_PR`: none. The PR's parent commit promoted an RGB image with a
+  ``transparency`` key to RGBA on the eager path; no wheel carries that
+  (0.5.17 already does not promote).
+* `INTERIM_418975B`: none. The two days in which the consumer read a
+  ``backend`` key the non-EPD producer never wrote fell between releases.
+* `HARDENED`: none by design: deferlab's recommendation (`RELEASED`, plus
+  validation of every input before any work, and a per-image gate on both
+  call sites).
 """
 
 from __future__ import annotations
