@@ -154,18 +154,10 @@ SCENARIO_ROWS = [
 
 # --- cost profile TOML (``deferlab sim --cost-profile FILE``, ``sim.costmodel.load_cost_model``) -------------------
 def _cost_profile(tmp: Path, body: str, *, drop: str | None = None) -> Any:
-    """A profile referring every constant to gb300-class except ``body``'s own tables and ``drop``, loaded."""
+    from properties.sim_strategies import cost_profile_file
     from sim.costmodel import load_cost_model
-    from sim.profile_schema import CONSTANTS
 
-    lines = ["[meta]", 'name = "t"', ""]
-    own = {line.split(".", 1)[1].rstrip("]") for line in body.splitlines() if line.startswith("[constants.")}
-    for name in CONSTANTS:
-        if name not in own and name != drop:
-            lines += [f"[constants.{name}]", 'from = "gb300-class"', ""]
-    p = tmp / "p.toml"
-    p.write_text("\n".join(lines) + "\n" + body)
-    return load_cost_model(p)
+    return load_cost_model(cost_profile_file(tmp, body, drop=drop))
 
 
 def _memcpy(table: str) -> str:

@@ -6,6 +6,8 @@ so each example runs in milliseconds.
 
 from __future__ import annotations
 
+from pathlib import Path
+
 from hypothesis import strategies as st
 
 from sim.topology import Topology
@@ -42,3 +44,17 @@ def workloads(draw: st.DrawFn, *, max_requests: int = 6, max_images: int = 5, mi
     """Hand-sized workloads: up to ``max_requests`` requests of ``min_images``..``max_images`` images."""
     reqs = draw(st.lists(st.lists(images, min_size=min_images, max_size=max_images), min_size=1, max_size=max_requests))
     return Workload.from_requests(reqs, text_tokens=draw(st.integers(0, 512)))
+
+
+def cost_profile_file(tmp: Path, body: str, *, drop: str | None = None) -> Path:
+    """A complete cost profile referring every constant to gb300-class, except ``body``'s own tables and ``drop``."""
+    from sim.profile_schema import CONSTANTS
+
+    lines = ["[meta]", 'name = "t"', ""]
+    own = {line.split(".", 1)[1].rstrip("]") for line in body.splitlines() if line.startswith("[constants.")}
+    for name in CONSTANTS:
+        if name not in own and name != drop:
+            lines += [f"[constants.{name}]", 'from = "gb300-class"', ""]
+    p = tmp / "p.toml"
+    p.write_text("\n".join(lines) + "\n" + body)
+    return p

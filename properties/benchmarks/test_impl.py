@@ -15,7 +15,7 @@ from impl.pipeline import preprocess
 from impl.placement import assign_owners
 from impl.processor import Processor
 from impl.transport import serialize_items
-from properties.impl_bench_support import RankPool, bench_device, timed
+from properties.impl_bench_support import RankPool, bench_device, best_alternating, timed
 from reference.profiles import profile
 
 pytestmark = pytest.mark.bench
@@ -100,15 +100,6 @@ def test_bench_eager_vs_deferred_ratio(benchmark, pool: RankPool) -> None:
     assert sizes["deferred"] < sizes["eager"]
 
 
-def _best_alternating(fa, fb, rounds: int = 4) -> tuple[float, float]:
-    """Best-of-``rounds`` times of ``fa`` and ``fb`` run in turn, so a burst of load hits both alike."""
-    a_s, b_s = float("inf"), float("inf")
-    for _ in range(rounds):
-        a_s = min(a_s, timed(fa, 1))
-        b_s = min(b_s, timed(fb, 1))
-    return a_s, b_s
-
-
 def test_bench_reference_vs_impl(benchmark) -> None:
     """The NumPy oracle against impl on the microbenchmark's request, both on the CPU (target: within 2x).
 
@@ -119,11 +110,11 @@ def test_bench_reference_vs_impl(benchmark) -> None:
     """
     pipeline = pytest.importorskip("reference.pipeline")
     imgs = _request()
-    ref_s, impl_s = _best_alternating(lambda: pipeline.preprocess(imgs, K3), lambda: preprocess(imgs, K3, device="cpu"))
+    ref_s, impl_s = best_alternating(lambda: pipeline.preprocess(imgs, K3), lambda: preprocess(imgs, K3, device="cpu"))
     cfg = K3.with_(in_patch_limit=1024)
     rng = np.random.default_rng(0)
     rgba = [torch.from_numpy(rng.integers(0, 256, (4, 768, 1024), dtype=np.uint8))]
-    ref_rs, impl_rs = _best_alternating(
+    ref_rs, impl_rs = best_alternating(
         lambda: pipeline.preprocess(rgba, cfg), lambda: preprocess(rgba, cfg, device="cpu")
     )
     benchmark.pedantic(preprocess, args=(imgs, K3), kwargs={"device": "cpu"}, rounds=2, iterations=1)

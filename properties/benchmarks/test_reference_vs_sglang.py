@@ -24,7 +24,7 @@ import numpy as np
 import pytest
 import torch
 
-from properties.impl_bench_support import timed
+from properties.impl_bench_support import best_alternating
 from reference.pipeline import preprocess
 from reference.profiles import profile
 
@@ -50,14 +50,6 @@ def sglang():
         pytest.skip(f"real SGLang cannot be loaded here: {e}")
 
 
-def _best_alternating(fa, fb, rounds: int = 3) -> tuple[float, float]:
-    a_s, b_s = float("inf"), float("inf")
-    for _ in range(rounds):
-        a_s = min(a_s, timed(fa, 1))
-        b_s = min(b_s, timed(fb, 1))
-    return a_s, b_s
-
-
 @pytest.mark.parametrize("name", list(WORKLOADS))
 def test_bench_reference_vs_sglang(benchmark, sglang, name: str) -> None:
     """reference / SGLang CPU time on one workload (target <= 1.5x), after checking both agree."""
@@ -70,7 +62,7 @@ def test_bench_reference_vs_sglang(benchmark, sglang, name: str) -> None:
     assert np.array_equal(np.asarray(sgl_grids), ref_grids), "grids differ"
     if "downscale" not in name and "limit" not in name:  # no resize: exact float32 steps on both sides
         assert np.array_equal(np.asarray(sgl_pv), ref_pv), "pixel values differ without a resize"
-    ref_s, sgl_s = _best_alternating(
+    ref_s, sgl_s = best_alternating(
         lambda: preprocess(arrays, cfg, arithmetic="cpu", fused=True), lambda: sglang.preprocess(tensors, cfg)
     )
     benchmark.group = f"reference-vs-sglang:{name}"

@@ -9,24 +9,13 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 import sim
+from properties.sim_strategies import cost_profile_file
 from reference.errors import ProfileError
 from sim.costmodel import load_cost_model, shipped_profiles
 from sim.profile_schema import CONSTANTS, HOST_CONSTANTS, UNITS
 
 PROFILES = Path(sim.__file__).parent / "profiles"
 GPU = load_cost_model("gb300-class")
-
-
-def _profile(tmp_path: Path, body: str, *, drop: str | None = None) -> Path:
-    """A complete profile referring every constant to gb300-class, except ``body``'s own tables and ``drop``."""
-    lines = ["[meta]", 'name = "t"', ""]
-    own = {line.split(".", 1)[1].rstrip("]") for line in body.splitlines() if line.startswith("[constants.")}
-    for name in CONSTANTS:
-        if name not in own and name != drop:
-            lines += [f"[constants.{name}]", 'from = "gb300-class"', ""]
-    p = tmp_path / "p.toml"
-    p.write_text("\n".join(lines) + "\n" + body)
-    return p
 
 
 def test_shipped_profiles_load_and_say_where_every_constant_comes_from() -> None:
@@ -57,7 +46,7 @@ def test_gpu_class_takes_its_host_constants_from_calibration() -> None:
 
 def test_a_constant_referring_back_to_its_own_file_is_refused(tmp_path: Path) -> None:
     """Resolution of ``from = <profile>`` stops at a cycle (the other bad files are in test_front_door's table)."""
-    loop = _profile(tmp_path, "", drop="memcpy_bytes_per_s")
+    loop = cost_profile_file(tmp_path, "", drop="memcpy_bytes_per_s")
     loop.write_text(loop.read_text() + f'[constants.memcpy_bytes_per_s]\nfrom = "{loop}"\n')
     with pytest.raises(ProfileError, match=r"'memcpy_bytes_per_s' refers back to itself"):
         load_cost_model(loop)
@@ -73,7 +62,7 @@ def test_every_known_unit_converts_to_the_canonical_one(
     unit = data.draw(st.sampled_from(sorted(UNITS[dim])))
     value = data.draw(st.floats(1.0, 1e6))
     body = f'[constants.{name}]\nvalue = {value!r}\nunit = "{unit}"\nsource = "assumption"\nhow = "test"\n'
-    cm = load_cost_model(_profile(tmp_path_factory.mktemp("u"), body))
+    cm = load_cost_model(cost_profile_file(tmp_path_factory.mktemp("u"), body))
     assert getattr(cm, name) == pytest.approx(value * UNITS[dim][unit], rel=1e-12)
 
 
