@@ -170,20 +170,27 @@ class SGLangSeam:
     # -- facts, each measured by running SGLang's code ----------------------------------------------------------
     @cached_property
     def _gate_paths(self) -> list[tuple[str, bool]]:
-        """Each call site with a two-image request: one gate call per image means it decides per image.
+        """Each call site the loaded code has, measured with a two-image request: one gate call per image
+        means it decides per image.
 
-        A version without the deferred path has no gate and one eager path, named after the call site it
-        resembles: ``[("request", False)]`` (claims that need a gate record ``n/a`` through `defers`).
+        Only sites whose method exists and calls the gate (read off the code by the driver's
+        `impl.sglang.capabilities`): the artifact path first where it exists (SGLang's default for K3
+        while its preprocess cache is on), then the request path (``_process_mm_data_uncached``, or at
+        the PR ``process_mm_data_async`` itself). A version without the deferred path has no gate and one
+        eager path, named after the call site it resembles: ``[("request", False)]`` (claims that need
+        a gate record ``n/a`` through `defers`).
         """
-        from impl.sglang import producer
+        from impl.sglang import capabilities, producer
 
         if not self.defers(None):
             return [("request", False)]
         two = [torch.zeros((3, 32, 32), dtype=torch.uint8), torch.zeros((3, 28, 20), dtype=torch.uint8)]
         sites = []
-        for path in producer.PATHS:  # the artifact path first: SGLang's default for K3 (preprocess cache on)
+        for path in capabilities.of(self.source).paths:
             calls = producer.gate_calls(self.source, two, profile("kimi-k3"), "cpu", True, path)
             sites.append((path, len(calls) == 2 and all(c.n_images == 1 for c in calls)))
+        if not sites:
+            raise RuntimeError(f"{self.name}: the deferred path is present but no call site calls the gate")
         return sites
 
     def gate_paths(self, policy: Any) -> list[tuple[str, bool]]:

@@ -22,10 +22,11 @@ from pathlib import Path
 import pytest
 
 from properties.front_door_api import API_ROWS, Bad
+from properties.front_door_arrays import ORACLE_ROWS
 from properties.front_door_files import CLI_ROWS, FILE_ROWS, BadCli
 from reference.errors import DeferlabInputError
 
-PYTHON_ROWS = API_ROWS + FILE_ROWS
+PYTHON_ROWS = API_ROWS + ORACLE_ROWS + FILE_ROWS
 
 
 @pytest.mark.parametrize("row", PYTHON_ROWS, ids=[r.id for r in PYTHON_ROWS])
