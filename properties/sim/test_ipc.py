@@ -37,8 +37,8 @@ import pytest
 from hypothesis import settings
 
 from impl.policy import INTERIM_418975B, PR_33921, RELEASED, RELEASED_0_5_19, Policy
-from sim.ipc import assumption_grid, check, verdicts
-from sim.ipc_machine import AckAssumptions, machine_for
+from sim.ipc import assumption_grid, check, explore, verdicts
+from sim.ipc_machine import AckAssumptions, PolicyCounts, machine_for
 from sim.ipc_pool import CounterPool, GenerationPool, InvalidAck
 
 
