@@ -239,7 +239,7 @@ class SGLangAckCounts:
                 + self._notes["non_owner_release"],
                 "late_acks": "real (add, recycle, stale add on one segment): " + self._notes["late_acks"],
                 "topology": "attn_dp_size > 1 means enable_dp_attention with dp_size = attn_dp_size; the threshold "
-                "reads only server_args.tp_size",
+                f"reads only {' / '.join(self.counts.counter.threshold_reads())} (the TP size)",
             }
         return {
             "producer_total": "real: " + self.counts.sources.get(f"producer_total[{self.transport}]", "not asked yet"),

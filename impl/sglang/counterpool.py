@@ -31,7 +31,7 @@ from typing import Any
 
 import torch
 
-from impl.sglang import runtime
+from impl.sglang import runtime, topology
 from impl.sglang.counts import _grid, _tiny_feature
 from impl.sglang.sources import Source
 
@@ -118,10 +118,34 @@ class CounterCounts:
         attrs: dict[str, Callable[..., Any]] = {"_acknowledge_consumption": _acknowledge_consumption, **(extra or {})}
         return type(f"Recording{base.__name__}", (base,), attrs)
 
-    def _server(self, tp_size: int, dp_size: int, enable_dp_attention: bool) -> contextlib.AbstractContextManager:
-        server = types.SimpleNamespace(tp_size=tp_size, dp_size=dp_size, enable_dp_attention=enable_dp_attention)
-        why = "no server published ServerArgs here; the recycler reads only its .tp_size"
-        return runtime.patched(self.source, self.module, "get_server_args", lambda: server, why)
+    # The names a recycler may read its threshold from: the published ServerArgs (0.5.17, the PR), then the
+    # configured TP size (63833f803 on: "business code no longer reads the published ServerArgs").
+    _THRESHOLD_SOURCES = ("get_server_args", "configured_tp_size", "get_parallel")
+
+    def threshold_reads(self) -> list[str]:
+        """The module-level names ``try_to_recycle`` calls for its threshold (read off its code object)."""
+        code = self.module.MmItemMemoryChunk.try_to_recycle.__code__
+        names = [n for n in self._THRESHOLD_SOURCES if n in code.co_names and n in self.module.__dict__]
+        if not names:
+            raise RuntimeError(
+                f"{self.module.__name__}.MmItemMemoryChunk.try_to_recycle reads none of {self._THRESHOLD_SOURCES}"
+            )
+        return names
+
+    def _server(self, tp_size: int, dp_size: int, enable_dp_attention: bool) -> contextlib.ExitStack:
+        """Answer whatever the recycler reads its threshold from, for this topology (nothing was published here)."""
+        server = topology.server_args(tp_size, dp_size, enable_dp_attention)
+        par = topology.parallel(tp_size, dp_size=dp_size, enable_dp_attention=enable_dp_attention)
+        answers = {
+            "get_server_args": lambda: server,
+            "configured_tp_size": lambda: tp_size,
+            "get_parallel": lambda: par,
+        }
+        why = "no server published its arguments here; answered for the recycler's threshold from the topology"
+        stack = contextlib.ExitStack()
+        for name in self.threshold_reads():
+            stack.enter_context(runtime.patched(self.source, self.module, name, answers[name], why))
+        return stack
 
     # -- the recycler ------------------------------------------------------------------------------------------
     def recycle_threshold(self, tp_size: int, dp_size: int = 1, enable_dp_attention: bool = False) -> int:
@@ -145,7 +169,8 @@ class CounterCounts:
         seen = ", ".join(f"tp {tp}: {value}" for tp, value in sorted(self._thresholds.items()))
         self.sources["producer_total[counter]"] = (
             f"{cu.__name__}.MmItemMemoryChunk.try_to_recycle (run on a real ShmSyncBuffer with every counter value "
-            f"0..2*tp+1; get_server_args answered): frees, then zeroes, at exactly one value ({seen})"
+            f"0..2*tp+1; {', '.join(self.threshold_reads())} answered): frees, then zeroes, at exactly one value "
+            f"({seen})"
         )
         return frees[0][0]
 

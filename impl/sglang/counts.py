@@ -25,7 +25,7 @@ from contextlib import ExitStack
 from functools import cached_property
 from typing import Any
 
-from impl.sglang import runtime
+from impl.sglang import runtime, topology
 from impl.sglang.sources import Source
 
 
@@ -39,23 +39,9 @@ def parallel_state(
     dp_size: int = 1,
     enable_dp_attention: bool = False,
     tp_rank: int = 0,
-) -> types.SimpleNamespace:
-    """Every name SGLang's count code reads from ``get_parallel()`` across 0.5.18-0.5.23."""
-    attn = attn_tp_size if attn_tp_size is not None else (tp_size // dp_size if enable_dp_attention else tp_size)
-    return types.SimpleNamespace(
-        tp_size=tp_size,
-        attn_tp_size=attn,
-        dp_size=dp_size,
-        attn_dp_size=dp_size if enable_dp_attention else 1,
-        num_dp_ranks=dp_size,
-        attn_dp_enabled=enable_dp_attention,
-        enable_dp_attention=enable_dp_attention,
-        tp_rank=tp_rank,
-        attn_tp_rank=tp_rank % max(attn, 1),
-        # no attention context parallelism: the VMM proxy's group start is attn_cp_rank * attn_tp_size
-        attn_cp_rank=0,
-        attn_cp_size=1,
-    )
+) -> topology.Topology:
+    """``get_parallel()`` for one topology: every name SGLang's count code reads (`impl.sglang.topology`)."""
+    return topology.parallel(tp_size, attn_tp_size, dp_size, enable_dp_attention, tp_rank)
 
 
 class IPCCounts:
@@ -92,7 +78,7 @@ class IPCCounts:
             raise RuntimeError(f"{self.source.name} has the stream-ordered pool, not the counter pool")
         return CounterCounts(self.source, self.sources)
 
-    def _with_parallel(self, stack: ExitStack, module: types.ModuleType, ns: types.SimpleNamespace) -> None:
+    def _with_parallel(self, stack: ExitStack, module: types.ModuleType, ns: Any) -> None:
         why = "parallel state for the count (SGLang's tests patch get_parallel the same way)"
         if "get_parallel" in module.__dict__:
             stack.enter_context(runtime.patched(self.source, module, "get_parallel", lambda: ns, why))
@@ -108,7 +94,8 @@ class IPCCounts:
         if transport == "cuda_vmm":
             vmm = self.source.module("utils.cuda_vmm_transport_utils")
             fn = vmm.get_vmm_feature_consumer_count
-            args = [types.SimpleNamespace(tp_size=tp_size, dp_size=dp_size)] if inspect.signature(fn).parameters else []
+            server = topology.server_args(tp_size, dp_size, enable_dp_attention)
+            args = [server] if inspect.signature(fn).parameters else []
             mp = self.source.module("multimodal.transport.memory_pool")
             with ExitStack() as stack:
                 self._with_parallel(stack, vmm, ns)
@@ -120,9 +107,9 @@ class IPCCounts:
             raise ValueError(f"transport must be 'cuda_ipc' or 'cuda_vmm', got {transport!r}")
         bp = self.source.module("multimodal.processors.base_processor")
         expr, line = _pool_count_expression(bp)
-        server_args = types.SimpleNamespace(tp_size=tp_size, dp_size=dp_size, enable_dp_attention=enable_dp_attention)
+        server_args = topology.server_args(tp_size, dp_size, enable_dp_attention)
         env = dict(bp.__dict__)
-        env["self"] = types.SimpleNamespace(server_args=server_args)
+        env["self"] = topology.Answers("the base processor", {"server_args": server_args})
         with ExitStack() as stack:
             mp = self.source.module("multimodal.transport.memory_pool")
             self._with_parallel(stack, mp, ns)

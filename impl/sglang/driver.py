@@ -30,7 +30,7 @@ import numpy as np
 import torch
 from PIL import Image
 
-from impl.sglang import consumer, producer, runtime
+from impl.sglang import capabilities, consumer, producer, runtime
 from impl.sglang.counts import IPCCounts
 from impl.sglang.sources import Source, load
 from reference.config import BackgroundConfig, PreprocessConfig
@@ -44,17 +44,19 @@ class SGLangImpl:
 
     ``gate_path`` picks the producer call site: ``"artifact"`` (SGLang's default for K3 while its
     preprocess cache is on: one gate call per image) or ``"request"`` (cache off or preprocessed
-    inputs: one gate call per request).
+    inputs: one gate call per request; at the PR, before the artifact path existed, every request).
+    None (the default): the tree's own default, the artifact path where it has one (`capabilities`).
     """
 
-    def __init__(self, spec: str | Source | None = None, *, gate_path: str = "artifact") -> None:
-        if gate_path not in producer.PATHS:
+    def __init__(self, spec: str | Source | None = None, *, gate_path: str | None = None) -> None:
+        if gate_path is not None and gate_path not in producer.PATHS:
             raise ValueError(f"gate_path must be one of {producer.PATHS}, got {gate_path!r}")
         if isinstance(spec, Source):
             self.source = spec
         else:
             self.source = load(spec or os.environ.get("DEFERLAB_SGLANG", DEFAULT_VERSION))
-        self.gate_path = gate_path
+        self.capabilities = capabilities.of(self.source)
+        self.gate_path = gate_path or self.capabilities.default_path
         self.name = self.source.name  # "sglang-0.5.23" (+g<rev> for a git checkout)
         self.has_deferred_path = self.source.has_deferred_path
         self._kip = self.source.module("multimodal.kimi_k3_image_processing") if self.has_deferred_path else None
@@ -299,7 +301,7 @@ class SGLangImpl:
         return detect(self)
 
     def provenance(self) -> dict[str, str]:
-        from impl.sglang.features import provenance
+        from impl.sglang.provenance import provenance
 
         return provenance(self)
 

@@ -24,7 +24,7 @@ from typing import TYPE_CHECKING, Any
 import torch
 from PIL import Image
 
-from impl.sglang import producer, runtime
+from impl.sglang import producer, runtime, topology
 from reference.profiles import profile
 
 if TYPE_CHECKING:
@@ -78,11 +78,22 @@ def _deferred_key(impl: SGLangImpl) -> str:
 
 
 def _mixed(impl: SGLangImpl) -> dict[str, Any]:
+    """Does the consumer accept an owner selection of one deferred and one eager item?
+
+    Where the default call site decides per image, one request mixes the two kinds. A per-request gate
+    (the PR) never does: the selection then mixes two requests, a deferred item of this version's own
+    (`SGLangImpl.epd_items`) and an eager one (a ``cuda_ipc`` request), as claim C7 builds it.
+    """
     cfg = profile("sglang-gate-test-l1")  # in_patch_limit 1: 32x32 defers, 1024x1024 stays eager
-    out = impl.process([_u8(32, 32), _u8(1024, 1024)], cfg)
+    images = [_u8(32, 32), _u8(1024, 1024)]
+    out = impl.process(images, cfg)
+    items = list(out.items)
     result: dict[str, Any] = {"deferred": list(out.deferred)}
+    if len(set(out.deferred)) < 2:
+        items = [impl.epd_items(images, cfg)[0], impl.process(images, cfg, transport="cuda_ipc").items[1]]
+        result["selection"] = "two requests: a deferred item and an eager (cuda_ipc) one"
     try:
-        feats = impl.materialize(out.items, [0, 1], cfg)
+        feats = impl.materialize(items, [0, 1], cfg)
         result["accepted"] = True
         result["rows"] = int(feats.shape[0])
     except Exception as e:  # noqa: BLE001
@@ -137,6 +148,18 @@ def _whitelist(impl: SGLangImpl) -> list[str]:
 
 def _ipc(impl: SGLangImpl) -> dict[str, Any]:
     counts = impl.ipc_counts()
+    if counts.pool_kind == "counter":  # the PR-era shared-memory counter pool (no ack words, no VMM pool)
+        counter = counts.counter
+        out = {
+            "pool": "counter",
+            "K_p (recycle threshold) tp8": _try(lambda: counter.recycle_threshold(8)),
+            "K_p (recycle threshold) tp8 dp2 attn-dp": _try(lambda: counter.recycle_threshold(8, 2, True)),
+            "K_c tp8 attn_tp4 dp2 attn-dp": _try(lambda: counts.consumer_requested(8, 4, 2, True)),
+            "owner adds (K_c 8)": _try(lambda: counter.owner_ack(8)),
+            "non-owner release": _try(lambda: counter.request_end_releases()),
+        }
+        out["sources"] = dict(counts.sources)
+        return out
     out = {
         "K_p cuda_ipc tp8": _try(lambda: counts.producer_total(8)),
         "K_p cuda_ipc tp8 dp2 attn-dp": _try(lambda: counts.producer_total(8, 2, True)),
@@ -189,8 +212,10 @@ def detect(impl: SGLangImpl) -> dict[str, Any]:
             producer.produce(src, [_u8(32, 32)], k3, "cpu", "cpu", "request").items[0].model_specific_data[key]
         )
     )
-    feats["epd_contract_form"] = _try(
-        lambda: contract_form(impl.epd_items([_u8(32, 32)], k3)[0].model_specific_data[key])
+    feats["epd_contract_form"] = (
+        _try(lambda: contract_form(impl.epd_items([_u8(32, 32)], k3)[0].model_specific_data[key]))
+        if impl.capabilities.epd_producer
+        else "none: no EPD deferred producer (its EPD encoder preprocesses eagerly and ships embeddings)"
     )
     feats["gate_call_sites"] = _try(lambda: gate_call_sites(impl))
     feats["gate_calls_seen"] = {
@@ -200,7 +225,13 @@ def detect(impl: SGLangImpl) -> dict[str, Any]:
                 for c in producer.gate_calls(src, [_u8(32, 32), _u8(40, 30)], k3, "cpu", True, path)
             ]
         )
-        for path in producer.PATHS
+        for path in impl.capabilities.paths
+    }
+    feats["capabilities"] = {
+        "gate_sites": [f"{path}: KimiK3ImageProcessor.{method}" for path, method in impl.capabilities.gate_sites],
+        "epd_producer": impl.capabilities.epd_producer,
+        "deferred_builder": impl.capabilities.deferred_builder,
+        "why": list(impl.capabilities.why),
     }
     feats["mixed_batches"] = _try(lambda: _mixed(impl))
     feats["grid_check"] = _try(lambda: _grid_check(impl))
@@ -239,6 +270,7 @@ def _common(impl: SGLangImpl, feats: dict[str, Any]) -> dict[str, Any]:
     feats["missing_top_level"] = sorted({r.module.split(".")[0] for r in src.stand_ins if r.kind == "missing"})
     feats["optional_errors"] = dict(src.optional_errors)
     feats["standin_names_in_modules_run"] = _standin_names(src.required)
+    feats["topology_reads_unanswered"] = sorted(topology.MISSES)  # names SGLang asked the stand-ins for, not given
     return feats
 
 
@@ -256,117 +288,6 @@ def _standin_names(required: Sequence[str]) -> dict[str, list[str]]:
                 k for k, v in vars(module).items() if is_standin(v) or getattr(v, "__deferlab_standin__", False)
             )
     return out
-
-
-_REAL = {
-    "navit_resize_config": "real: sglang.srt.multimodal.processors.kimi_k25.navit_resize_config",
-    "to_chw_uint8": "real: sglang.srt.multimodal.kimi_k3_image_processing.to_chw_uint8",
-    "resize": "real: sglang.srt.multimodal.processors.kimi_k25._resize_bicubic_if_needed",
-    "fill_transparent_bg": "real: sglang.srt.multimodal.kimi_k3_image_processing.fill_transparent_bg",
-    "normalization_tensors": "real: sglang.srt.multimodal.kimi_k3_image_processing.normalization_tensors",
-    "normalize_and_patchify": (
-        "real: sglang.kernels.ops.mm.process.normalize_and_patchify; on CPU its own torch fallback "
-        "(_normalize_and_patchify_torch). The Triton kernel: modelled: needs CUDA + triton (triton is a stand-in here)"
-    ),
-    "preprocess": (
-        "real: sglang.srt.multimodal.processors.kimi_k25._gpu_preprocess_images with the consumer's hooks "
-        "(to_chw_uint8(image, device), fill_transparent_bg)"
-    ),
-    "gate (defer_decisions)": (
-        "real: KimiK3ImageProcessor._should_defer_gpu_preprocessing, called by its own call site "
-        "(prepare_artifact_batch per image, or _process_mm_data_uncached per request)"
-    ),
-    "gate_bytes": "real: the gate's own raw_bytes / processed_bytes locals, read when it returns",
-    "process (deferred items)": (
-        "real: prepare_artifact_batch + compose_request (artifact path) or _process_mm_data_uncached + "
-        "_build_deferred_output (request path); image loading replaced by decoded images (as SGLang's tests mock it)"
-    ),
-    "process (eager items)": (
-        "real on CUDA; on CPU the wrapper's own prepare_image_features code with torch.cuda.is_available() -> True "
-        "and _k3_to_cuda_chw staging to the CPU (tensors: .to/unsqueeze/repeat as the shipped stager does)"
-    ),
-    "epd_items": "real: sglang.srt.multimodal.kimi_k3_image_processing.prepare_kimi_k3_encoder_inputs",
-    "materialize": (
-        "real: the load_local_pixel_values closure of KimiK3ForConditionalGeneration.get_image_feature "
-        "(captured from the DP runner call, as SGLang's tests capture it); the tower is a stub (device, patch size, dtype)"
-    ),
-    "vision_dp owners": "real: run_dp_sharded_mrope_vision_model up to its loader call, per rank (get_parallel patched)",
-    "assign_owners": "real: sglang.srt.multimodal.mm_utils.get_dp_encoder_lb_assignment",
-    "local_item_indices": "real: sglang.srt.multimodal.encoder_preprocessing.EncoderPreprocessOutput.local_item_indices",
-    "can_skip_pre_embed": "real: sglang.srt.managers.mm_schedule._can_skip_pre_embed_feature_move",
-    "ipc producer_total": "real: see IPCCounts.sources (get_mm_feature_consumer_count / MmItemMemoryPool argument / get_vmm_feature_consumer_count)",
-    "ipc consumer_requested": "real: the model loader's reconstruct(..., ipc_consumer_count) argument, recorded",
-    "ipc resolve": "real: MultimodalDataItem._resolve_transport_consumer_count + StreamOrderedPoolConsumerMixin._acknowledge_on_stream",
-    "items": "real: sglang.srt.managers.schedule_batch.MultimodalDataItem (msgspec.Struct versions: functional msgspec stand-in)",
-}
-_MODELLED = {
-    "deliver": "modelled: CPU transport as a pickle round trip per rank (SGLang's shm / msgspec-msgpack paths need its serving stack)",
-    "vision_dp gather": "modelled: torch.distributed all_gather / broadcast + request-order reassembly",
-    "vision_dp h2d_copies": "modelled: no device copy exists on a CPU run; counted from the whitelist (owner-only) or every tensor feature",
-    "cuda ipc": "modelled: CUDA IPC / VMM proxies, pool slots and stream waits need CUDA; only the counts run (IPCCounts)",
-    "triton kernel": "modelled: normalize_and_patchify's Triton path needs CUDA (CPU runs SGLang's torch fallback)",
-    "nvjpeg decode": "modelled: images arrive decoded (PIL or uint8 tensors); nvJPEG decoding is not run",
-    "epd cpu backend materialization": "modelled: needs the checkpoint's HF image processor (not shipped with SGLang)",
-    "item identity": "modelled: processor_fingerprint is a fixed per-config string (SGLang builds it from server config)",
-}
-
-
-_PK3 = "sglang.srt.multimodal.processors.kimi_k3"
-_EAGER_ONLY = {
-    "to_chw_uint8": (
-        f"real: {_PK3}._k3_to_cuda_chw (the eager stager; its own code with .cuda() resolving to the run's device)"
-    ),
-    "fill_transparent_bg": f"real: {_PK3}._fill_transparent_bg",
-    "normalization_tensors": (
-        f"real: {_PK3}.KimiK3GPUProcessorWrapper._get_gpu_norm_tensors (kimi_k25.KimiGPUProcessorWrapper's, "
-        "built by its own __init__ with the statistics)"
-    ),
-    "preprocess": (
-        "real: sglang.srt.multimodal.processors.kimi_k25._gpu_preprocess_images with the eager wrapper's hooks "
-        "(_k3_to_cuda_chw on the run's device, _fill_transparent_bg), as its _gpu_call passes them"
-    ),
-    "gate (defer_decisions)": (
-        f"modelled: no gate exists in this version ({_PK3}.KimiK3ImageProcessor has no "
-        "_should_defer_gpu_preprocessing): every request is preprocessed eagerly, so [False] per image"
-    ),
-    "gate_bytes": "absent: no gate, so no byte counts (NotImplementedError)",
-    "process (deferred items)": "absent: no deferred producer in this version (every item is eager)",
-    "process (eager items)": (
-        f"real: {_PK3}.KimiK3ImageProcessor.process_mm_data_async (built by its own __init__ from a server-args "
-        "namespace, skip_mm_pool=True), the base processor's process_and_combine_mm_data and "
-        "get_new_expanded_mm_items; the wrapper's own __call__ / _gpu_call with torch.cuda.is_available() -> True "
-        "and _k3_to_cuda_chw staging to the run's device; image loading replaced by decoded images"
-    ),
-    "epd_items": "absent: no EPD producer in this version (prepare_kimi_k3_encoder_inputs; NotImplementedError)",
-    "materialize": (
-        "real: the load_local_pixel_values closure of KimiK3ForConditionalGeneration.get_image_feature (captured "
-        "from the DP runner call); get_parallel / get_server_args answered for its IPC count; the tower is a stub"
-    ),
-    "epd cpu backend materialization": "absent: no EPD path in this version",
-}
-
-
-def provenance(impl: SGLangImpl) -> dict[str, str]:
-    """Function / claim -> ``real: ...`` | ``modelled: <reason>`` | ``patched: <what and why>`` | ``absent: ...``."""
-    prov = dict(_REAL)
-    prov.update(_MODELLED)
-    src = impl.source
-    prov["can_skip_pre_embed"] = f"real: {src.whitelist_module}._can_skip_pre_embed_feature_move"
-    if src.has_deferred_path:
-        prov["deferred path"] = "real: read off the loaded code: " + "; ".join(
-            f"{k} present" for k in src.deferred_parts
-        )
-    else:
-        prov.update(_EAGER_ONLY)
-        prov["deferred path"] = "real: read off the loaded code: " + "; ".join(
-            f"{k} {'present' if v else 'absent'}" for k, v in src.deferred_parts.items()
-        )
-    for record in impl.source.stand_ins:
-        if record.kind == "patched":
-            prov[f"patched {record.module}"] = f"patched: {record.why}"
-    if not torch.cuda.is_available():
-        prov["device"] = "modelled: no CUDA here; every device step ran on the CPU"
-    return prov
 
 
 def format_exception(e: BaseException) -> str:

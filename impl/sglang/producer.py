@@ -7,8 +7,10 @@ while its preprocess cache is on). `gate_calls` runs the real site function
 with the real gate instrumented on the processor *instance* (the class is
 untouched) and records every call; everything after the decision that needs
 CUDA or a checkpoint's HF processor is stopped or re-routed as recorded in
-`runtime`. An eager-only release (0.5.17) has no gate and one call site:
-`eager_only_produce` runs its ``process_mm_data_async``.
+`runtime`. Which sites a tree has is read off its code (`capabilities`): the
+PR as merged calls the gate inside ``process_mm_data_async`` itself and has
+no artifact path. An eager-only release (0.5.17) has no gate and one call
+site: `eager_only_produce` runs its ``process_mm_data_async``.
 """
 
 from __future__ import annotations
@@ -23,11 +25,11 @@ from typing import Any
 
 import torch
 
-from impl.sglang import runtime
+from impl.sglang import capabilities, runtime, topology
 from impl.sglang.sources import Source
 from reference.config import PreprocessConfig
 
-PATHS = ("artifact", "request")
+PATHS = capabilities.PATHS
 
 
 class _Stop(Exception):
@@ -93,7 +95,8 @@ def _digest(image: Any) -> str:
 def gate_calls(
     source: Source, images: Sequence[Any], config: PreprocessConfig, transport: str, cuda_available: bool, path: str
 ) -> list[GateCall]:
-    """Every call the real gate gets when ``images`` go through the ``path`` call site."""
+    """Every call the real gate gets when ``images`` go through the ``path`` call site (as this tree has it)."""
+    method = capabilities.of(source).method(path)
     proc = runtime.make_processor(source, config, transport)
     calls: list[GateCall] = []
     _instrument_gate(proc, calls)
@@ -105,28 +108,44 @@ def gate_calls(
                 proc.prepare_artifact_batch(artifact_entries(source, proc, images), processor=wrapper)
             except _Stop:
                 pass
-        elif path == "request":
+        else:
             _mock_loading(proc, source, images)
             proc._build_deferred_output = _raise_stop
             proc.process_and_combine_mm_data_async = _raise_stop_async
             try:
-                asyncio.run(proc._process_mm_data_uncached(list(images), runtime.prompt_ids(len(images)), None))
+                asyncio.run(_request(proc, method, images))
             except _Stop:
                 pass
-        else:
-            raise ValueError(f"gate path must be one of {PATHS}, got {path!r}")
     return calls
+
+
+async def _request(proc: Any, method: str, images: Sequence[Any]) -> Any:
+    """The request path's entry: ``_process_mm_data_uncached`` (3d3194f6c on) or, before that split,
+    ``process_mm_data_async`` itself (the PR: it calls the gate directly). Both take (image data, prompt,
+    request); the request object is a namespace with no video or audio and no content hashes."""
+    request = topology.Answers("request_obj", {"video_data": None, "audio_data": None, "mm_content_hashes": None})
+    return await getattr(proc, method)(list(images), runtime.prompt_ids(len(images)), request)
 
 
 def produce(
     source: Source, images: Sequence[Any], config: PreprocessConfig, transport: str, device: str, path: str
 ) -> Produced:
-    """Run the producer of ``path`` for real and return SGLang's items (deferred or eager, per its gate)."""
-    proc = runtime.make_processor(source, config, transport)
+    """Run the producer of ``path`` for real and return SGLang's items (deferred or eager, per its gate).
+
+    The artifact path runs on a processor built as SGLang's tests build it (`runtime.make_processor`);
+    the request path, whose eager branch runs the base processor's whole ``process_and_combine_mm_data``,
+    on one built by its own ``__init__`` where that builds here (`request_processor`).
+    """
+    method = capabilities.of(source).method(path)
+    if path == "artifact":
+        proc = runtime.make_processor(source, config, transport)
+    else:
+        proc = request_processor(source, config, transport)
     calls: list[GateCall] = []
     _instrument_gate(proc, calls)
-    if transport == "cuda_ipc" and not torch.cuda.is_available():
-        why = "CUDA IPC wrapping needs a GPU; eager features stay plain CPU tensors (modelled)"
+    if transport == "cuda_ipc" and (not torch.cuda.is_available() or not hasattr(proc, "cudaipc_mmfeature_pool")):
+        # no GPU, or a processor built without its pool (own __init__ with skip_mm_pool)
+        why = "CUDA IPC wrapping needs a GPU and its pool; eager features stay plain tensors (modelled)"
         proc._wrap_tensor_for_cuda_ipc = lambda tensor: tensor
         source.patch("sglang.srt.multimodal.processors.base_processor._wrap_tensor_for_cuda_ipc", why)
     with runtime.gate_cuda(source, True):  # the producer runs on a CUDA server (as DeferlabImpl assumes)
@@ -135,23 +154,44 @@ def produce(
             wrapper.prepare_image_features = lambda imgs: runtime.eager_image_features(source, wrapper, imgs, device)
             artifacts = proc.prepare_artifact_batch(artifact_entries(source, proc, images), processor=wrapper)
             output = proc.compose_request(runtime.prompt_ids(len(images)), artifacts)
-        elif path == "request":
-            _mock_loading(proc, source, images)
-            output = asyncio.run(proc._process_mm_data_uncached(list(images), runtime.prompt_ids(len(images)), None))
         else:
-            raise ValueError(f"producer path must be one of {PATHS}, got {path!r}")
+            _mock_loading(proc, source, images)
+            _eager_call(source, proc._processor, device)
+            output = asyncio.run(_request(proc, method, images))
     key = source.module("multimodal.kimi_k3_image_processing").DEFERRED_PREPROCESSING_KEY
     items = list(output.mm_items)
     return Produced(items, [key in it.model_specific_data for it in items], calls, output)
 
 
 def epd_produce(source: Source, images: Sequence[Any], config: PreprocessConfig, backend: str) -> Any:
-    """SGLang's EPD producer ``prepare_kimi_k3_encoder_inputs`` (its ``EncoderPreprocessOutput``)."""
+    """SGLang's EPD producer ``prepare_kimi_k3_encoder_inputs`` (its ``EncoderPreprocessOutput``).
+
+    A tree with the deferred path but no EPD deferred producer (the PR as merged: its EPD encoder runs
+    the checkpoint's HF processor eagerly and ships embeddings) answers with `deferred_items`, its one
+    deferred producer; provenance says so.
+    """
     if backend not in ("gpu", "cpu"):
         raise ValueError(f"backend must be 'gpu' or 'cpu', got {backend!r}")
+    if not capabilities.of(source).epd_producer:
+        return deferred_items(source, images, config).output
     kip = source.module("multimodal.kimi_k3_image_processing")
     processor = types.SimpleNamespace(media_proc_cfg=runtime.media_proc_cfg(config))
     return kip.prepare_kimi_k3_encoder_inputs(list(images), processor, use_gpu_preprocessing=backend == "gpu")
+
+
+def deferred_items(source: Source, images: Sequence[Any], config: PreprocessConfig) -> Produced:
+    """The request path's own deferred builder ``_build_deferred_output``, run on ``images`` past the gate.
+
+    For a tree without an EPD deferred producer: the deferred items it can write at all (what its
+    request path writes when its gate defers), so a claim that needs deferred items for images the gate
+    would keep eager still gets this version's own items. Loading is mocked as on the request path.
+    """
+    proc = runtime.make_processor(source, config, "cpu")
+    bp = source.module("multimodal.processors.base_processor")
+    ids = runtime.prompt_ids(len(images))
+    base = bp.BaseMultiModalProcessorOutput(input_text=ids, input_ids=ids, images=list(images))
+    output = proc._build_deferred_output(base)
+    return Produced(list(output.mm_items), [True] * len(output.mm_items), [], output)
 
 
 def eager_only_produce(
@@ -160,11 +200,11 @@ def eager_only_produce(
     """An eager-only release's producer: ``KimiK3ImageProcessor.process_mm_data_async`` run as shipped.
 
     The processor is built by its own ``__init__`` (`_eager_only_processor`). There is no gate: every
-    image is preprocessed by the wrapper's own GPU branch (on ``device``, see `_eager_only_call`), split
+    image is preprocessed by the wrapper's own GPU branch (on ``device``, see `_eager_call`), split
     into one item per image by SGLang's own ``get_new_expanded_mm_items``, with FP32 features;
     ``deferred`` is all False. Image loading is mocked as for later versions.
     """
-    proc = _eager_only_processor(source, config, transport)
+    proc = own_processor(source, config, transport)
     if proc.use_cuda_ipc and str(device).startswith("cuda"):
         # no pool was built (skip_mm_pool): a pool that is always full sends every CUDA feature down
         # SGLang's own pool-miss fallback in _wrap_tensor_for_cuda_ipc (a plain CPU tensor)
@@ -173,19 +213,51 @@ def eager_only_produce(
             "sglang.srt.multimodal.processors.base_processor.BaseMultimodalProcessor.cudaipc_mmfeature_pool",
             "modelled: a CUDA IPC pool that is always full, so CUDA features take SGLang's pool-miss fallback (.cpu())",
         )
-    _eager_only_call(source, proc._processor, device)
+    _eager_call(source, proc._processor, device)
     _mock_loading(proc, source, images)
     output = asyncio.run(proc.process_mm_data_async(list(images), runtime.prompt_ids(len(images)), None))
     items = list(output.mm_items)
     return Produced(items, [False] * len(items), [], output)
 
 
-def _eager_only_processor(source: Source, config: PreprocessConfig, transport: str = "cpu") -> Any:
-    """An eager-only release's ``KimiK3ImageProcessor``, built by its own ``__init__`` (and its base class's).
+def request_processor(source: Source, config: PreprocessConfig, transport: str) -> Any:
+    """The request path's processor: built by its own ``__init__`` (`own_processor`) where that runs on a
+    server-args namespace (the PR and 418975ba6: every base attribute the eager branch reads is then real),
+    else as SGLang's tests build it (`runtime.make_processor`: the deferred branch runs, the eager branch
+    needs the serving stack). Which one, and why, is recorded on the source once.
+    """
+    if source.__dict__.get("_own_init_error") is None:
+        try:
+            return own_processor(source, config, transport)
+        except (AttributeError, TypeError, ValueError, KeyError) as e:
+            source.__dict__["_own_init_error"] = f"{type(e).__name__}: {e}"
+            source.patch(
+                "sglang.srt.multimodal.processors.kimi_k3.KimiK3ImageProcessor.__init__",
+                "request path: the processor's own __init__ needs the serving stack here "
+                f"({type(e).__name__}: {e}); built with object.__new__ as for the artifact path instead, "
+                "so its eager branch (process_and_combine_mm_data) cannot run",
+            )
+    proc = runtime.make_processor(source, config, transport)
+    reason = source.__dict__["_own_init_error"]
+
+    async def eager_branch(*_: Any, **__: Any) -> Any:
+        # raised here, in the driver: a gap of ours, never blamed on SGLang by the claim harness
+        raise NotImplementedError(
+            f"{source.name}: the request path's eager branch needs the processor's own __init__, which needs "
+            f"the serving stack here ({reason})"
+        )
+
+    proc.process_and_combine_mm_data_async = eager_branch
+    return proc
+
+
+def own_processor(source: Source, config: PreprocessConfig, transport: str = "cpu") -> Any:
+    """A ``KimiK3ImageProcessor`` built by its own ``__init__`` (and its base class's): an eager-only
+    release's producer, and the request path of any version.
 
     It builds its wrapper from the checkpoint-style ``media_proc_cfg`` and reads a few server settings; a
     namespace gives them: the transport, no ``mm_process_config``, one I/O and one processor worker (so
-    preprocessing runs inline), and ``skip_mm_pool=True`` (SGLang's own switch: no CUDA IPC pool, which
+    preprocessing runs inline), the preprocess cache off (where the tree has one), and ``skip_mm_pool=True`` (SGLang's own switch: no CUDA IPC pool, which
     needs a GPU; a CPU feature then passes ``_wrap_tensor_for_cuda_ipc`` unchanged, as it does in SGLang).
     Its I/O and CPU executors are shut down unused: images arrive decoded.
     """
@@ -200,6 +272,8 @@ def _eager_only_processor(source: Source, config: PreprocessConfig, transport: s
         mm_process_config={},
         mm_io_worker_num=1,
         mm_processor_worker_num=1,
+        # the preprocess cache off (trees that have one, e8c7dddfa on): the request path is the cache-off path
+        mm_preprocess_cache_size_mb=0,
     )
     proc = pk3.KimiK3ImageProcessor(hf_config, server_args, hf, None, skip_mm_pool=True)
     for name in ("io_executor", "cpu_executor"):
@@ -209,8 +283,9 @@ def _eager_only_processor(source: Source, config: PreprocessConfig, transport: s
     return proc
 
 
-def _eager_only_call(source: Source, wrapper: Any, device: str) -> None:
-    """Make an eager-only release's wrapper take its GPU branch on ``device`` when the processor calls it.
+def _eager_call(source: Source, wrapper: Any, device: str) -> None:
+    """Make the wrapper take its GPU branch on ``device`` when the processor calls it (an eager-only
+    release's producer, and the request path's eager branch of any version with one).
 
     SGLang's base processor calls ``processor.__call__(...)``; the instance gets the class's own ``__call__``
     with ``torch.cuda.is_available()`` answering True, and its own ``_gpu_call`` with ``_k3_to_cuda_chw``

@@ -32,6 +32,7 @@ from typing import Any
 
 import torch
 
+from impl.sglang import topology
 from impl.sglang.sources import Source
 from reference.config import PreprocessConfig
 
@@ -149,7 +150,7 @@ class _HostNumpyTorch(types.ModuleType):
 
 
 def eager_stager(source: Source, device: str) -> Callable[[Any], Any]:
-    """An eager-only release's ``_k3_to_cuda_chw``, its own code, staging to ``device`` instead of CUDA.
+    """The wrapper's eager ``_k3_to_cuda_chw``, its own code, staging to ``device`` instead of CUDA.
 
     Its PIL branch (the alpha predicate, ``convert``, ``from_numpy``, ``permute``) and its tensor branch
     (unsqueeze, repeat, no dtype check) run as shipped; only the ``.cuda()`` they end or start with
@@ -157,11 +158,16 @@ def eager_stager(source: Source, device: str) -> Callable[[Any], Any]:
     """
     pk3 = source.module("multimodal.processors.kimi_k3")
     cls = _cuda_to(str(device))
-    own = run_with_globals(pk3._k3_to_cuda_chw, torch=_HostNumpyTorch(cls))
+    overrides: dict[str, Any] = {"torch": _HostNumpyTorch(cls)}
+    real_to_chw = pk3.__dict__.get("to_chw_uint8")
+    if real_to_chw is not None:  # from the PR on, its PIL branch is ``to_chw_uint8(image, device="cuda")``
+        overrides["to_chw_uint8"] = lambda image, device=None: real_to_chw(image, device=cls._device)
+    own = run_with_globals(pk3._k3_to_cuda_chw, **overrides)
     source.patch(
         f"{pk3.__name__}._k3_to_cuda_chw",
         f"own code run with .cuda() resolving to .to({device!r}) (torch.from_numpy and the tensor input give "
-        "tensors whose .cuda() moves there); every other line as shipped",
+        "tensors whose .cuda() moves there; a PIL image goes to the real to_chw_uint8 with that device instead "
+        "of 'cuda'); every other line as shipped",
     )
 
     def stage(image: Any) -> Any:
@@ -362,7 +368,7 @@ def capture_loader(
         "get_parallel": (lambda: state, why),
         "configured_tp_size": (lambda: state.tp_size, why),
         "get_server_args": (
-            lambda: types.SimpleNamespace(tp_size=state.tp_size),
+            lambda: topology.server_args(state.tp_size, state.dp_size, state.enable_dp_attention),
             "no server published ServerArgs here; the loader reads only its .tp_size (for its IPC count): "
             "the parallel state's",
         ),
@@ -377,16 +383,6 @@ def capture_loader(
     return load
 
 
-def default_parallel() -> types.SimpleNamespace:
+def default_parallel() -> Any:
     """One rank, no DP attention: what SGLang's consumer tests give ``get_parallel`` (tp_size=1, attn_tp_size=1)."""
-    return types.SimpleNamespace(
-        tp_size=1,
-        attn_tp_size=1,
-        dp_size=1,
-        attn_dp_size=1,
-        num_dp_ranks=1,
-        attn_dp_enabled=False,
-        enable_dp_attention=False,
-        tp_rank=0,
-        attn_tp_rank=0,
-    )
+    return topology.parallel(1)
