@@ -54,6 +54,7 @@ class Processor:
         device: str | torch.device | None = None,
         epd: bool = False,
         gate_path: str | None = None,
+        promote_rgb_transparency: bool = False,
     ) -> None:
         if config is None or isinstance(config, str):
             config = profile(config or "kimi-k3")
@@ -72,6 +73,9 @@ class Processor:
             raise InputTypeError(f"epd must be a bool, got {epd!r}")
         self.epd = epd
         self.gate_path, self.per_image = self.policy.gate_path(gate_path)
+        # A rule no version has (no K3 commit ever promoted a keyed RGB image; semantics §3.1): kept so a
+        # deliberately broken implementation can prove that claim C2's property catches it.
+        self.promote_rgb_transparency = promote_rgb_transparency
 
     def decisions(self, images: Sequence[object]) -> list[bool]:
         """Per-image deferral as the policy's gate decides it (one request-wide answer at the PR)."""
@@ -86,7 +90,7 @@ class Processor:
 
     def eager_items(self, images: Sequence[ImageLikeT], resize_configs: list) -> list[MultimodalItem]:
         """Preprocess on the producer's device, grouped over these images; one item per image, moved to CPU."""
-        promote = self.policy.promote_rgb_transparency
+        promote = self.promote_rgb_transparency
         pv, grids = preprocess_with(
             images,
             resize_configs,

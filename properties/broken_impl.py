@@ -61,3 +61,40 @@ class BrokenGateTie(DeferlabImpl):
         )
         raw, processed = self.gate_bytes(images, config)
         return [d and raw != processed for d in decided]  # the bug: a tie no longer defers
+
+
+class BrokenPromotion(DeferlabImpl):
+    """The eager path promotes an RGB image with a ``transparency`` key to RGBA (claim C2's property must catch it).
+
+    No K3 commit ever did this (semantics §3.1); it is the rule C2 guards against.
+    """
+
+    name = "broken-promotion"
+
+    def to_chw_uint8(self, image: Any, *, promote_rgb_transparency: bool = False) -> Any:
+        return super().to_chw_uint8(image, promote_rgb_transparency=True)  # the bug: keyed RGB becomes RGBA
+
+    def process(
+        self,
+        images: Sequence[Any],
+        config: PreprocessConfig,
+        *,
+        policy: Any,
+        transport: str = "cpu",
+        epd: bool = False,
+        device: str = "cpu",
+        gate_path: str | None = None,
+    ) -> Any:
+        from impl.processor import Processor
+
+        proc = Processor(
+            config,
+            transport=transport,
+            policy=policy,
+            cuda_available=True,
+            device=device,
+            epd=epd,
+            gate_path=gate_path,
+            promote_rgb_transparency=True,  # the bug
+        )
+        return proc.process(images)

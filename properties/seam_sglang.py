@@ -200,6 +200,9 @@ class SGLangSeam:
         """Whether this version has the owner-deferred path, as the driver read it off the loaded code."""
         return bool(self.driver.has_deferred_path)
 
+    def has_epd(self, policy: Any) -> bool:
+        return bool(self.driver.capabilities.epd_producer)
+
     def skip_pre_embed(self, policy: Any) -> bool:
         return bool(self.driver.can_skip_pre_embed("KimiK3ForConditionalGeneration"))
 

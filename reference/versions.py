@@ -11,18 +11,19 @@ Which real release each policy matches (``deferlab versions``: the claim
 verdicts of the wheel, run through ``impl.sglang``, equal the policy's
 expectations in ``properties/claims.toml``), or why none can:
 
-* `RELEASED_0_5_17`: the 0.5.17 wheel (eager only).
+* `PRE_PR`: the 0.5.17 wheel (eager only) and the PR's parent commit
+  d0aa37b49, which behave alike on every claim.
 * `INTERIM_3D3194F`: the 0.5.18 wheel (the local-index grid bug).
 * `RELEASED_0_5_19`: the 0.5.19, 0.5.20 and 0.5.21 wheels (late IPC releases).
 * `RELEASED`: the 0.5.22 and 0.5.23 wheels (the newest release).
-* `PR_33921`: none. The PR as merged (a dict contract, a "cannot mix" error)
-  lived on ``main`` only; no wheel was cut between it and the later fixes.
-  It stays the default, because the testbed's first subject is the PR.
-* `PRE_PR`: none. The PR's parent commit promoted an RGB image with a
-  ``transparency`` key to RGBA on the eager path; no wheel carries that
-  (0.5.17 already does not promote).
-* `INTERIM_418975B`: none. The two days in which the consumer read a
-  ``backend`` key the non-EPD producer never wrote fell between releases.
+* `PR_33921`: no release (the PR as merged, with a dict contract and a
+  "cannot mix" error, lived on ``main`` only), but its commit 22e003580, run
+  from a source checkout (``deferlab report --sglang PATH``), gives exactly
+  its verdicts; so do 63833f803 and 8554d9a5b. It stays the default, because
+  the testbed's first subject is the PR.
+* `INTERIM_418975B`: no release (the two days in which the consumer read a
+  ``backend`` key the non-EPD producer never wrote fell between releases);
+  its commit 418975ba6, run from a checkout, matches it.
 * `HARDENED`: none by design: deferlab's recommendation (`RELEASED`, plus
   validation of every input before any work, and a per-image gate on both
   call sites).
@@ -48,7 +49,6 @@ class Policy:
     name: str
     # Processor / gate
     defer_enabled: bool = True  # PRE_PR: eager only
-    promote_rgb_transparency: bool = False  # PRE_PR eager path promoted RGB+transparency to RGBA
     gate_per_image: bool = False  # the default call site's granularity: 3d3194f6c+ decides per image
     # Every call site of the gate, (name, decides per image), the default first (semantics §4.1, §12.2):
     # from 3d3194f6c the processor resolves per-image artifacts through its preprocess cache ("artifact",
@@ -61,6 +61,7 @@ class Policy:
     contract: ContractForm = "pr-dict"  # what the non-EPD producer writes
     epd_contract: ContractForm = "pr-dict"  # what the EPD producer writes
     consumer_reads_backend: bool = False  # 418975ba6+: the consumer reads config["backend"]
+    epd_deferred: bool = True  # 418975ba6+: the EPD encoder has a deferred (owner-only) producer; at the PR it had none
     # Consumer (semantics §6)
     mixed_batches: Literal["raise", "accept"] = "raise"
     grid_check: GridCheck = "none"  # "local": the interim bug indexing global grids with local positions
@@ -94,15 +95,14 @@ class Policy:
         raise InputValueError(f"policy {self.name} has no gate call site {name!r}; known: {[s[0] for s in sites]}")
 
 
-PR_33921 = Policy(name="PR_33921")
-# The PR's parent commit on main: eager only, and (per the PR's own diff) promoting RGB + transparency to RGBA.
-# No released wheel carries that promotion (0.5.17 does not promote), so no release matches PRE_PR.
-PRE_PR = Policy(name="PRE_PR", defer_enabled=False, promote_rgb_transparency=True, k3_skips_pre_embed_move=False)
-# The 0.5.17 wheel (the last release before the deferred feature): eager only, no promotion, the counter pool
-# recycling at tp_size with the owner adding tp_size, nothing released at request end (found by running it).
-RELEASED_0_5_17 = PRE_PR.with_(
-    name="RELEASED_0_5_17", promote_rgb_transparency=False, ipc_pool="counter", ipc_non_owner_release=False
-)
+# The PR as merged (commit 22e003580, run from a checkout): the PR-era counter pool, which frees a chunk when its
+# counter reaches server_args.tp_size; the owner adds the live TP size (equal); no rank releases at request end;
+# no EPD deferred producer yet.
+PR_33921 = Policy(name="PR_33921", epd_deferred=False, ipc_pool="counter", ipc_non_owner_release=False)
+# Before the deferred feature (the PR's parent d0aa37b49 and the 0.5.17 wheel, both run): eager only, the same pool.
+# An RGB image with a stray transparency key was never promoted to RGBA on any K3 commit (the code says it must not
+# be), whatever the first specification of this project read.
+PRE_PR = PR_33921.with_(name="PRE_PR", defer_enabled=False, k3_skips_pre_embed_move=False)
 INTERIM_418975B = Policy(
     name="INTERIM_418975B",
     contract="pr-dict",
@@ -151,7 +151,6 @@ POLICIES: dict[str, Policy] = {
     for p in (
         PR_33921,
         PRE_PR,
-        RELEASED_0_5_17,
         INTERIM_418975B,
         INTERIM_3D3194F,
         RELEASED_0_5_19,

@@ -20,6 +20,7 @@ from properties import strategies as s
 from properties.claims.test_eager_deferred import check_eager_equals_deferred, partitioned_requests
 from properties.claims.test_equivalence import check_stages, equivalence_inputs
 from properties.claims.test_gate import check_gate_matches_bytes, gate_requests
+from properties.claims.test_modes import check_not_promoted, keyed_rgb
 
 CASES = {
     "property 1 (reference == impl)": (
@@ -36,6 +37,11 @@ CASES = {
         "properties.broken_impl:BrokenGateTie",
         gate_requests(),
         lambda impl, req: check_gate_matches_bytes(impl, "PR_33921", *req),
+    ),
+    "claim C2 (no RGB + key promotion)": (
+        "properties.broken_impl:BrokenPromotion",
+        keyed_rgb(),
+        lambda impl, img: check_not_promoted(impl, "RELEASED", img),
     ),
 }
 

@@ -196,21 +196,21 @@ def test_matches_reference_pipeline_on_device(bg_name: str, device: str) -> None
     _check_against_reference(imgs, small_config(background=BACKGROUNDS[bg_name]), device)
 
 
-def test_pre_pr_eager_composites_rgb_transparency() -> None:
-    """PRE_PR's eager path keys out an RGB image's transparency colour (composited over the background);
-    the PR's does not: it equals the same pixels with no key at all (semantics §3.1, claim C2 (semantics §3.1))."""
+def test_the_promotion_knob_composites_rgb_transparency_and_no_policy_uses_it() -> None:
+    """``promote_rgb_transparency=True`` keys out an RGB image's transparency colour (composited over the
+    background), the rule claim C2 guards against; every policy, PRE_PR included, leaves it off and equals the
+    same pixels with no key at all (no K3 commit ever promoted: semantics §3.1)."""
     img = corpus_image("libpng-pngsuite-ftbrn2c08.png")
     assert img.mode == "RGB" and "transparency" in img.info
     cfg = DEFER_CFG.with_(background=BACKGROUNDS["white"])
-    pre = Processor(cfg, policy=PRE_PR, cuda_available=True, device="cpu").process([img])
-    pr = Processor(cfg, policy=PR_33921, cuda_available=False, device="cpu").process([img])
-    assert pre.deferred is False
-    keyed = img.convert("RGBA")  # PIL's own colour-key conversion, what the pre-PR stager promoted to
+    promoted = Processor(cfg, cuda_available=False, device="cpu", promote_rgb_transparency=True).process([img])
+    keyed = img.convert("RGBA")  # PIL's own colour-key conversion, what a promoting stager would produce
     assert torch.equal(
-        pre.items[0].feature, Processor(cfg, cuda_available=False, device="cpu").process([keyed]).items[0].feature
+        promoted.items[0].feature, Processor(cfg, cuda_available=False, device="cpu").process([keyed]).items[0].feature
     )
     plain = Image.fromarray(np.asarray(img.convert("RGB")), "RGB")
-    assert torch.equal(
-        pr.items[0].feature, Processor(cfg, cuda_available=False, device="cpu").process([plain]).items[0].feature
-    )
-    assert not torch.equal(pre.items[0].feature, pr.items[0].feature)
+    want = Processor(cfg, cuda_available=False, device="cpu").process([plain]).items[0].feature
+    for policy in (PRE_PR, PR_33921):
+        got = Processor(cfg, policy=policy, cuda_available=False, device="cpu").process([img]).items[0].feature
+        assert torch.equal(got, want), policy.name
+    assert not torch.equal(promoted.items[0].feature, want)

@@ -2,7 +2,7 @@
 
 Derivation (semantics §8.2), with vision DP on and the owner the only reader:
 
-* K_c is ``tp_size`` under PR_33921 and INTERIM_418975B (configured = live TP
+* K_c is ``tp_size`` under PR_33921 (and PR_OPEN) and INTERIM_418975B (configured = live TP
   size here), ``tp_size // attn_dp_size`` (the whole group) under
   RELEASED_0_5_19 and 1 (the owner's own word) under RELEASED; with the clamp
   it becomes ``min(K_c, K_p)``.
@@ -57,14 +57,20 @@ def expected(policy: Policy, a: AckAssumptions, prop: str) -> tuple[str, tuple[i
     return "holds", None
 
 
+# The PR with its pool, K_p, clamp and releases left open, as the PR's report leaves them (semantics §8.2): the
+# grid the simulator had to check before the PR commit was run. PR_33921 itself is pinned to what that commit does.
+PR_OPEN = PR_33921.with_(name="PR_OPEN", ipc_pool=None, ipc_non_owner_release=None)
+POLICIES = (PR_OPEN, PR_33921, INTERIM_418975B, RELEASED_0_5_19, RELEASED)
+
+
 @pytest.fixture(scope="module")
 def all_verdicts() -> list[dict]:
-    return verdicts(budget=60)
+    return verdicts(budget=60, policies=POLICIES)
 
 
 def test_every_verdict_matches_the_spec(all_verdicts: list[dict]) -> None:
     """Each (policy, assumptions, property) verdict and smallest topology is the semantics-derived one."""
-    policies = {p.name: p for p in (PR_33921, INTERIM_418975B, RELEASED_0_5_19, RELEASED)}
+    policies = {p.name: p for p in POLICIES}
     grids = {name: {a.describe(): a for a in assumption_grid(p)} for name, p in policies.items()}
     assert len(all_verdicts) == sum(len(g) for g in grids.values()) * 3
     for row in all_verdicts:
@@ -77,10 +83,11 @@ def test_every_verdict_matches_the_spec(all_verdicts: list[dict]) -> None:
             assert len(row["counterexample"]["sequence"]) >= 2
 
 
-def test_released_holds_and_the_pr_breaks_under_attention_dp(all_verdicts: list[dict]) -> None:
-    """C9 in one line: RELEASED holds everywhere; PR_33921 fails somewhere, and only with attention DP or releases."""
-    assert all(r["verdict"] == "holds" for r in all_verdicts if r["policy"] == "RELEASED")
-    pr_fails = [r for r in all_verdicts if r["policy"] == "PR_33921" and r["verdict"] == "fails"]
+def test_released_holds_and_the_open_pr_breaks_under_attention_dp(all_verdicts: list[dict]) -> None:
+    """C9 in one line: RELEASED and the PR as committed hold everywhere; the PR with its pool left open fails
+    somewhere, and only with attention DP or releases."""
+    assert all(r["verdict"] == "holds" for r in all_verdicts if r["policy"] in ("RELEASED", "PR_33921"))
+    pr_fails = [r for r in all_verdicts if r["policy"] == "PR_OPEN" and r["verdict"] == "fails"]
     assert pr_fails
     for r in pr_fails:
         topo = r["counterexample"]["topology"]
@@ -172,7 +179,7 @@ def test_the_exhaustive_walk_finds_every_failing_verdict_at_the_same_smallest_to
     all_verdicts: list[dict],
 ) -> None:
     """Two searches, one answer: `explore` (breadth-first, depth 7) breaks each failing cell on Hypothesis's topology."""
-    policies = {p.name: p for p in (PR_33921, INTERIM_418975B, RELEASED_0_5_19, RELEASED)}
+    policies = {p.name: p for p in POLICIES}
     grids = {name: {a.describe(): a for a in assumption_grid(p)} for name, p in policies.items()}
     failing = [r for r in all_verdicts if r["verdict"] == "fails"]
     assert failing
