@@ -10,8 +10,9 @@ loaded code (`impl.sglang.capabilities`, `impl.sglang.counterpool`), never
 from a commit id; this file checks that it does, on the real commit.
 
 The checkouts are built here from the local mirror of SGLang's repository
-(a shared, sparse clone of ``python/sglang``: about a second each); without
-the mirror (CI has none) every test skips, saying so. One SGLang per process:
+(a shared, sparse clone of ``python/sglang``: about a second each); the
+mirror is any git repository of SGLang named by ``DEFERLAB_SGLANG_GIT``;
+without it (CI has none) every test skips, saying so. One SGLang per process:
 each commit runs in a child that prints its probes as JSON. 3d3194f6c (the
 0.5.18 state) is the control: the same probes must find both call sites, the
 dataclass contract, and a consumer that accepts the mixed selection.
@@ -20,6 +21,7 @@ dataclass contract, and a consumer that accepts the mixed selection.
 from __future__ import annotations
 
 import json
+import os
 import subprocess
 import sys
 import textwrap
@@ -33,7 +35,10 @@ from reference.navit import resize_config
 from reference.profiles import profile
 
 REPO = Path(__file__).resolve().parents[2]
-MIRROR = Path("/work/.mirror/mmangkad-dev+sglang/repo")
+# A git repository of SGLang holding the commits below (any clone: ``git clone
+# https://github.com/sgl-project/sglang``); named by the environment, never by a path of ours.
+MIRROR_ENV = "DEFERLAB_SGLANG_GIT"
+MIRROR = Path(os.environ[MIRROR_ENV]) if os.environ.get(MIRROR_ENV) else None
 PR = "22e003580bc0032918f1ebd1111de4850e33ec0f"  # PR #33921 as merged
 CONTROL = "3d3194f6c311c16ccfe37fa494a652ab06d1a96e"  # per-image artifacts, dataclass contract (0.5.18's state)
 MIX_ERROR = "Kimi-K3 cannot mix deferred and preprocessed image features"
@@ -91,8 +96,8 @@ CHILD = textwrap.dedent(
 
 def _checkout(root: Path, commit: str) -> Path:
     """A sparse (``python/sglang``), shared clone of the mirror at ``commit``; skips when that cannot be built."""
-    if not MIRROR.is_dir():
-        pytest.skip(f"no SGLang mirror at {MIRROR} (CI has none): the commit checkouts cannot be built")
+    if MIRROR is None or not MIRROR.is_dir():
+        pytest.skip(f"set {MIRROR_ENV} to a git repository of SGLang to build the commit checkouts (CI has none)")
     if subprocess.run(["git", "-C", str(MIRROR), "cat-file", "-e", f"{commit}^{{commit}}"]).returncode != 0:
         pytest.skip(f"the SGLang mirror at {MIRROR} does not hold commit {commit}")
     target = root / commit[:9]
