@@ -1,8 +1,9 @@
-"""The project stands alone: no file we ship names the team's ``../shared`` folder or a machine path.
+"""The project stands alone: no file we ship names the team's shared folder (beside the repo) or a machine path.
 
 Why: a user clones the repository by itself (or installs the package), so a
-citation of ``../shared/SPEC.md`` or a path such as ``/work/...`` is a dead
-link at best and a test that silently skips at worst. In a git checkout the
+citation of the team's SPEC beside the repository, or an absolute path of the
+machine a file was written on, is a dead link at best and a test that
+silently skips at worst. In a git checkout the
 scan covers every tracked text file; in an installed package, the package
 folders themselves. The patterns are assembled from pieces so that this file
 does not match itself.
@@ -37,7 +38,7 @@ def shipped_text_files(root: Path = ROOT) -> list[Path]:
 
 
 def offending_lines(files: list[Path]) -> list[str]:
-    """``path:line: text`` for each line that names ``../shared`` or a machine path."""
+    """``path:line: text`` for each line that names the shared folder beside the repo, or a machine path."""
     found = []
     for path in files:
         try:
