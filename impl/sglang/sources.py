@@ -75,6 +75,17 @@ class SGLangSourceError(SourceError):
     """The SGLang source asked for cannot be used (the message says what was tried and what is accepted)."""
 
 
+# The start of the message of a fetch that failed: a child process that prints the error is read by it.
+FETCH_FAILED = "could not fetch the wheel"
+
+
+class SGLangFetchError(SGLangSourceError):
+    """A released version's wheel is not cached and ``pip download`` could not get it (offline, no index).
+
+    Its own class because it is the one load failure that says nothing about SGLang or the driver: a test
+    may skip on it, and on no other."""
+
+
 @dataclass
 class Source:
     """One loaded SGLang tree: where it is, which version, and every stand-in its import needed."""
@@ -184,8 +195,8 @@ def _resolve(
                 raise SGLangSourceError(
                     f"sglang source {spec!r}: the package index has no sglang=={spec} (it lists {listed}); {ACCEPTED}"
                 ) from None
-            raise SGLangSourceError(
-                f"sglang source {spec!r}: could not fetch the wheel with pip download ({e}); "
+            raise SGLangFetchError(
+                f"sglang source {spec!r}: {FETCH_FAILED} with pip download ({e}); "
                 f"is the package index reachable? {ACCEPTED}"
             ) from None
         return "wheel", tree.resolve(), spec, None, downloaded, _cache.source_meta(tree)

@@ -40,14 +40,12 @@ WORKLOADS = {
 
 @pytest.fixture(scope="module")
 def sglang():
-    """Real SGLang (``DEFERLAB_SGLANG``, default 0.5.23) through the seam adapter; skipped when it cannot load."""
-    from impl.sglang.sources import SGLangSourceError
+    """Real SGLang (``DEFERLAB_SGLANG``, default 0.5.23) through the seam adapter; skipped only when its wheel
+    cannot be fetched (any other load failure fails the benchmark)."""
     from properties.seam_sglang import SGLangSeam
+    from properties.sglang_support import load_or_skip
 
-    try:
-        return SGLangSeam(os.environ.get("DEFERLAB_SGLANG", "0.5.23"))
-    except SGLangSourceError as e:
-        pytest.skip(f"real SGLang cannot be loaded here: {e}")
+    return load_or_skip(SGLangSeam, os.environ.get("DEFERLAB_SGLANG", "0.5.23"))
 
 
 @pytest.mark.parametrize("name", list(WORKLOADS))

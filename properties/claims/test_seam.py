@@ -99,15 +99,10 @@ def test_empty_request_is_empty_on_every_path(impl):
 
 def _real_sglang() -> Any:
     """The real SGLang driver (``DEFERLAB_SGLANG``, default 0.5.23), or a skip when its wheel cannot be fetched."""
-    from impl.sglang.sources import SGLangSourceError
     from properties.seam_sglang import SGLangSeam
+    from properties.sglang_support import load_or_skip
 
-    try:
-        return SGLangSeam(os.environ.get("DEFERLAB_SGLANG", "0.5.23"))
-    except SGLangSourceError as e:
-        if "cannot reach" in str(e) or "offline" in str(e) or "could not fetch" in str(e).lower():
-            pytest.skip(f"real SGLang is not cached and cannot be fetched: {e}")
-        raise
+    return load_or_skip(SGLangSeam, os.environ.get("DEFERLAB_SGLANG", "0.5.23"))
 
 
 def test_property_3_catches_a_one_line_break_in_real_sglang(impl):

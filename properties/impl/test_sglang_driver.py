@@ -23,8 +23,9 @@ from PIL import Image
 
 from impl.sglang import cache, sources
 from impl.sglang.broken import BrokenGateTie
-from impl.sglang.sources import SGLangSourceError
+from impl.sglang.sources import SGLangFetchError, SGLangSourceError
 from impl.sglang.standins import StandInUsedError
+from properties.sglang_support import load_or_skip
 from reference.config import BackgroundConfig, PreprocessConfig
 from reference.profiles import profile
 
@@ -42,12 +43,7 @@ def _u8(c: int, h: int, w: int, seed: int = 0) -> torch.Tensor:
 def sgl():
     from impl.sglang.driver import SGLangImpl
 
-    try:
-        return SGLangImpl(VERSION)
-    except SGLangSourceError as e:
-        if "could not fetch" in str(e):
-            pytest.skip(f"sglang {VERSION} is not cached and pip cannot reach the package index: {e}")
-        raise
+    return load_or_skip(SGLangImpl, VERSION)
 
 
 def _fake_checkout(root: Path, *, feature: bool, kip_body: str = "DEFERRED_PREPROCESSING_KEY = 'k'\n") -> Path:
@@ -90,20 +86,28 @@ def test_an_unfetchable_wheel_is_refused_and_leaves_nothing(tmp_path):
         (dest / f"sglang-{version}-py3-none-any.whl").write_bytes(b"PK\x03\x04 half a wheel")
         raise cache.FetchError("Network is unreachable", None)
 
-    with pytest.raises(SGLangSourceError, match="could not fetch the wheel.*Network is unreachable"):
+    with pytest.raises(SGLangFetchError, match="could not fetch the wheel.*Network is unreachable"):
         sources.load("0.5.23", cache=tmp_path, downloader=offline)
     assert list(tmp_path.iterdir()) == []
 
 
+def test_tests_skip_on_a_failed_fetch_and_on_nothing_else(tmp_path):
+    """`load_or_skip`: an unfetchable wheel is a skip; any other load failure reaches the test as itself."""
+
+    def offline(version, dest):
+        raise cache.FetchError("Network is unreachable", None)
+
+    with pytest.raises(pytest.skip.Exception, match="0.5.23 is not cached"):
+        load_or_skip(lambda spec: sources.load(spec, cache=tmp_path, downloader=offline), "0.5.23")
+    with pytest.raises(SGLangSourceError, match="no such path") as info:
+        load_or_skip(sources.load, str(tmp_path / "nowhere" / "sglang"))
+    assert not isinstance(info.value, SGLangFetchError)
+
+
 def test_an_unknown_version_names_what_the_index_has(tmp_path):
-    try:
-        sources.load("0.5.999", cache=tmp_path)
-    except SGLangSourceError as e:
-        if "could not fetch" in str(e):
-            pytest.skip(f"pip cannot reach the package index: {e}")
-        assert "no sglang==0.5.999" in str(e) and "0.5.23" in str(e)
-    else:
-        pytest.fail("0.5.999 was accepted")
+    with pytest.raises(SGLangSourceError) as info:
+        load_or_skip(lambda spec: sources.load(spec, cache=tmp_path), "0.5.999")
+    assert "no sglang==0.5.999" in str(info.value) and "0.5.23" in str(info.value)
 
 
 def test_one_sglang_per_process(sgl, tmp_path):

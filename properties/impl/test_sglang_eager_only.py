@@ -26,6 +26,7 @@ import pytest
 
 from impl.sglang import sources
 from impl.sglang.sources import SGLangSourceError
+from properties.sglang_support import skip_if_unfetched
 
 REPO = Path(__file__).resolve().parents[2]
 VERSION = os.environ.get("DEFERLAB_SGLANG", "0.5.23")  # the release with the deferred path to check
@@ -148,8 +149,7 @@ def probes() -> dict[str, Any]:
     proc = _child(CHILD, "0.5.17")
     assert proc.returncode == 0, proc.stderr[-4000:]
     result = json.loads(proc.stdout.strip().splitlines()[-1])
-    if "could not fetch" in result.get("load_error", ""):
-        pytest.skip(f"sglang 0.5.17 is not cached and pip cannot reach the package index: {result['load_error']}")
+    skip_if_unfetched("0.5.17", result.get("load_error", ""))
     assert "load_error" not in result, result.get("load_error")
     return result
 
@@ -319,8 +319,7 @@ def test_a_release_with_the_deferred_path_keeps_it():
     proc = _child(DEFERRED, version)
     assert proc.returncode == 0, proc.stderr[-4000:]
     got = json.loads(proc.stdout.strip().splitlines()[-1])
-    if "could not fetch" in got.get("load_error", ""):
-        pytest.skip(f"sglang {version} is not cached and pip cannot reach the package index: {got['load_error']}")
+    skip_if_unfetched(version, got.get("load_error", ""))
     assert got["deferred"] is True and got["defers"] is True and got["absent"] == []
     assert len(got["parts"]) == 3 and all(got["parts"].values())
     assert got["paths"][0] == ["artifact", True]  # the gate decides per image on its default path

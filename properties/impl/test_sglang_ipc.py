@@ -55,7 +55,7 @@ import sys
 from pathlib import Path
 from typing import Any
 
-import pytest
+from properties.sglang_support import skip_if_unfetched
 
 REPO = Path(__file__).resolve().parents[2]
 BUDGET = 20  # Hypothesis examples per cell; sim.ipc's exhaustive walk (depth 7) runs behind every "holds"
@@ -104,8 +104,7 @@ def run_version(version: str) -> dict[str, Any]:
         timeout=300,
     )
     if proc.returncode != 0:
-        if "could not fetch" in proc.stderr:
-            pytest.skip(f"sglang {version} is not cached and pip cannot reach the package index")
+        skip_if_unfetched(version, proc.stderr)
         raise AssertionError(f"runner for {version} failed:\n{proc.stderr[-4000:]}")
     line = next(x for x in proc.stdout.splitlines() if x.startswith("JSON:"))
     return json.loads(line[len("JSON:") :])
