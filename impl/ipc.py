@@ -11,11 +11,12 @@ from __future__ import annotations
 
 from impl.policy import Policy
 from reference.errors import InputValueError
+from reference.validate import check_positive_int
 
 
 def _check_topology(tp_size: int, attn_dp_size: int) -> None:
-    if tp_size < 1 or attn_dp_size < 1:
-        raise InputValueError(f"tp_size and attn_dp_size must be >= 1, got {tp_size}, {attn_dp_size}")
+    check_positive_int("tp_size", tp_size)
+    check_positive_int("attn_dp_size", attn_dp_size)
     if tp_size % attn_dp_size:
         raise InputValueError(f"attention DP size {attn_dp_size} must divide tp_size {tp_size}")
 

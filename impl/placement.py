@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-from reference.errors import InputValueError
+from reference.validate import check_number, check_positive_int
 
 
 def assign_owners(loads: Sequence[int], num_ranks: int) -> list[list[int]]:
@@ -19,11 +19,9 @@ def assign_owners(loads: Sequence[int], num_ranks: int) -> list[list[int]]:
     ``loads[i]`` is image i's patch count t*h*w. With one rank, rank 0 owns
     every image in request order.
     """
-    if isinstance(num_ranks, bool) or not isinstance(num_ranks, int) or num_ranks <= 0:
-        raise InputValueError(f"num_ranks must be a positive int, got {num_ranks!r}")
+    num_ranks = check_positive_int("num_ranks", num_ranks)
     for i, load in enumerate(loads):
-        if isinstance(load, bool) or not isinstance(load, (int, float)) or load < 0:
-            raise InputValueError(f"loads[{i}] must be a non-negative number, got {load!r}")
+        check_number(f"loads[{i}]", load, minimum=0)
     if num_ranks == 1:
         return [list(range(len(loads)))]
     order = sorted(range(len(loads)), key=lambda i: loads[i], reverse=True)

@@ -20,6 +20,7 @@ from impl.items import MultimodalItem
 from impl.policy import PR_33921, Policy, get_policy
 from reference.contract import DEFERRED_PREPROCESSING_KEY, TRANSPORTS
 from reference.errors import InputValueError
+from reference.validate import check_positive_int
 
 
 def serialize_items(items: Sequence[MultimodalItem]) -> bytes:
@@ -50,8 +51,7 @@ def deliver(
     policy = get_policy(policy)
     if transport not in TRANSPORTS:
         raise InputValueError(f"transport must be one of {TRANSPORTS}, got {transport!r}")
-    if isinstance(num_ranks, bool) or not isinstance(num_ranks, int) or num_ranks < 1:
-        raise InputValueError(f"num_ranks must be a positive int, got {num_ranks!r}")
+    num_ranks = check_positive_int("num_ranks", num_ranks)
     if transport == "cpu":
         data = serialize_items(items)
         return Delivery([deserialize_items(data) for _ in range(num_ranks)], len(data), None)

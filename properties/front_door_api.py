@@ -234,8 +234,8 @@ REFERENCE_ROWS = [
     ),
     Bad("stage max_pixels 0", lambda t: _stage(_u8(3, 2, 2), max_pixels=0), InputValueError, r"max_pixels"),
     Bad("placement ranks 0", lambda t: _assign([1, 2], 0), InputValueError, r"num_ranks must be an int >= 1"),
-    Bad("placement ranks float", lambda t: _assign([1, 2], 1.0), InputValueError, r"num_ranks must be an int >= 1"),
-    Bad("placement ranks bool", lambda t: _assign([1, 2], True), InputValueError, r"num_ranks must be an int >= 1"),
+    Bad("placement ranks float", lambda t: _assign([1, 2], 1.0), InputTypeError, r"num_ranks must be an int >= 1"),
+    Bad("placement ranks bool", lambda t: _assign([1, 2], True), InputTypeError, r"num_ranks must be an int >= 1"),
     Bad("placement load < 0", lambda t: _assign([1, -2], 2), InputValueError, r"loads\[1\] must be a number >= 0"),
     Bad("ipc dp not divisor", lambda t: _ipc_total(4, 3), InputValueError, r"attn_dp_size 3 must divide tp_size 4"),
     Bad("ipc tp 0", lambda t: _ipc_total(0, 1), InputValueError, r"tp_size must be an int >= 1"),
@@ -286,8 +286,10 @@ IMPL_ROWS = [
     ),
     Bad("Processor epd int", lambda t: _processor(config=_k3(), epd=1), InputTypeError, r"epd must be a bool"),
     Bad("deliver transport", lambda t: _deliver([], "tcp", 2), InputValueError, r"transport must be one of"),
-    Bad("deliver ranks 0", lambda t: _deliver([], "cpu", 0), InputValueError, r"num_ranks must be a positive int"),
-    Bad("impl assign ranks 0", lambda t: _impl_assign([1], 0), InputValueError, r"num_ranks must be a positive int"),
+    Bad("deliver ranks 0", lambda t: _deliver([], "cpu", 0), InputValueError, r"num_ranks must be an int >= 1, got 0"),
+    Bad(
+        "impl assign ranks 0", lambda t: _impl_assign([1], 0), InputValueError, r"num_ranks must be an int >= 1, got 0"
+    ),
     Bad("impl assign load < 0", lambda t: _impl_assign([-1], 1), InputValueError, r"loads\[0\]"),
     Bad("materialize index", lambda t: _materialize(t, _k3(), [7]), InputValueError, r"owner_indices\[0\]=7"),
     Bad(

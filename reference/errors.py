@@ -5,7 +5,7 @@ Why one family: a caller (the CLI, a test, a user's script) can catch
 whatever entry point it came through, while the subclasses of `ValueError`
 and `TypeError` keep every existing ``except ValueError`` / ``except
 TypeError`` working. Every message has the same shape: which input, what is
-wrong with it, what is accepted (see `reference.checks`).
+wrong with it, what is accepted (see `reference.validate`).
 
 Errors raised *by a system under test* (SGLang's own, or ``impl``'s model of
 it) are not in this family: they are evidence, recorded by the claims.

@@ -14,27 +14,24 @@ driver reads (``impl.sglang``).
 from __future__ import annotations
 
 from reference.errors import InputValueError
+from reference.validate import check_positive_int
 from reference.versions import Policy
 
 
-def check_topology(tp_size: int, attn_dp_size: int) -> None:
-    """Both sizes are positive and attention DP splits the TP world evenly."""
-    for name, v in (("tp_size", tp_size), ("attn_dp_size", attn_dp_size)):
-        if isinstance(v, bool) or not isinstance(v, int) or v < 1:
-            raise InputValueError(f"{name} must be an int >= 1, got {v!r}")
+def check_topology(tp_size: int, attn_dp_size: int) -> tuple[int, int]:
+    """Both sizes are positive ints and attention DP splits the TP world evenly; returned as Python ints."""
+    tp_size = check_positive_int("tp_size", tp_size)
+    attn_dp_size = check_positive_int("attn_dp_size", attn_dp_size)
     if tp_size % attn_dp_size != 0:
         raise InputValueError(f"attn_dp_size {attn_dp_size} must divide tp_size {tp_size}")
-
-
-def group_size(tp_size: int, attn_dp_size: int = 1) -> int:
-    """Ranks one routed request reaches: the attention-TP group (tp // dp)."""
-    check_topology(tp_size, attn_dp_size)
-    return tp_size // attn_dp_size
+    return tp_size, attn_dp_size
 
 
 def released_total(tp_size: int, attn_dp_size: int = 1) -> int:
-    """K_p as released: ``tp_size // attn_dp_size`` with attention DP, else ``tp_size``."""
-    return group_size(tp_size, attn_dp_size)
+    """K_p as released: the ranks one routed request reaches, the attention-TP group (``tp // dp``; ``tp``
+    without attention DP)."""
+    tp_size, attn_dp_size = check_topology(tp_size, attn_dp_size)
+    return tp_size // attn_dp_size
 
 
 def requested(policy: Policy, tp_size: int, attn_dp_size: int = 1, configured_tp_size: int | None = None) -> int:
@@ -45,14 +42,14 @@ def requested(policy: Policy, tp_size: int, attn_dp_size: int = 1, configured_tp
     0.5.19-0.5.21 for the ranks a request reaches (the whole group); 0.5.22
     and later pass no count, so the proxy's default 1 (the owner's own word).
     """
-    check_topology(tp_size, attn_dp_size)
+    tp_size, attn_dp_size = check_topology(tp_size, attn_dp_size)
     rule = policy.ipc_consumer_count
     if rule == "tp_size":
         return tp_size
     if rule == "configured_tp_size":
         return max(1, tp_size if configured_tp_size is None else configured_tp_size)
     if rule == "dp_group":
-        return tp_size // attn_dp_size
+        return released_total(tp_size, attn_dp_size)
     if rule == "own_word":
         return 1
     raise InputValueError(f"policy {policy.name!r} has an unknown ipc_consumer_count rule {rule!r}")

@@ -57,12 +57,12 @@ def is_int(value: Any) -> bool:
 
 def check_int(name: str, value: Any, *, minimum: int | None = None, maximum: int | None = None) -> int:
     """An int (Python or NumPy) within ``[minimum, maximum]``; returned as a Python int."""
-    bounds = _bounds_text(minimum, maximum)
     if not is_int(value):
+        bounds = _bounds_text(minimum, maximum)
         raise InputTypeError(f"{name} must be an int{bounds}, got {value!r} (type {type_name(value)})")
     v = int(value)
     if (minimum is not None and v < minimum) or (maximum is not None and v > maximum):
-        raise InputValueError(f"{name} must be an int{bounds}, got {v!r}")
+        raise InputValueError(f"{name} must be an int{_bounds_text(minimum, maximum)}, got {v!r}")
     return v
 
 
@@ -84,19 +84,27 @@ def check_number(
     maximum: float | None = None,
     exclusive_minimum: bool = False,
 ) -> float:
-    """A finite real number (int or float, NumPy scalars too, not bool) within bounds; returned as float."""
-    lo = None if minimum is None else (">" if exclusive_minimum else ">=") + f" {minimum:g}"
-    hi = None if maximum is None else f"<= {maximum:g}"
-    bounds = "" if not (lo or hi) else " " + " and ".join(b for b in (lo, hi) if b)
+    """A finite real number (int or float, NumPy scalars too, not bool) within bounds; returned as float.
+
+    The message is built only on failure: the simulator checks every load it places, per request."""
     if isinstance(value, bool | np.bool_) or not isinstance(value, int | float | np.integer | np.floating):
+        bounds = _number_bounds_text(minimum, maximum, exclusive_minimum)
         raise InputTypeError(f"{name} must be a number{bounds}, got {value!r} (type {type_name(value)})")
     v = float(value)
     if not math.isfinite(v):
+        bounds = _number_bounds_text(minimum, maximum, exclusive_minimum)
         raise InputValueError(f"{name} must be a finite number{bounds}, got {value!r}")
     too_low = minimum is not None and (v <= minimum if exclusive_minimum else v < minimum)
     if too_low or (maximum is not None and v > maximum):
+        bounds = _number_bounds_text(minimum, maximum, exclusive_minimum)
         raise InputValueError(f"{name} must be a number{bounds}, got {value!r}")
     return v
+
+
+def _number_bounds_text(minimum: float | None, maximum: float | None, exclusive_minimum: bool) -> str:
+    lo = None if minimum is None else (">" if exclusive_minimum else ">=") + f" {minimum:g}"
+    hi = None if maximum is None else f"<= {maximum:g}"
+    return "" if not (lo or hi) else " " + " and ".join(b for b in (lo, hi) if b)
 
 
 def check_bool(name: str, value: Any) -> bool:

@@ -24,6 +24,7 @@ import torch
 from impl.sglang import runtime
 from impl.sglang.counts import parallel_state
 from impl.sglang.sources import Source
+from reference.validate import check_positive_int
 
 
 class _Stop(Exception):
@@ -32,8 +33,7 @@ class _Stop(Exception):
 
 def deliver(items: Sequence[Any], num_ranks: int) -> list[list[Any]]:
     """One deserialized copy of the items per rank (modelled: a pickle round trip, SGLang's cross-node form)."""
-    if isinstance(num_ranks, bool) or not isinstance(num_ranks, int) or num_ranks < 1:
-        raise ValueError(f"num_ranks must be a positive int, got {num_ranks!r}")
+    num_ranks = check_positive_int("num_ranks", num_ranks)
     blob = pickle.dumps(list(items))
     return [pickle.loads(blob) for _ in range(num_ranks)]
 

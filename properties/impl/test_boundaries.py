@@ -20,7 +20,7 @@ ALLOWED_REFERENCE = {
     "reference.profiles",
     "reference.contract",
     "reference.versions",
-    "reference.checks",
+    "reference.validate",
     "reference.errors",
 }
 IMPL_FILES = sorted(Path(impl.__file__).resolve().parent.rglob("*.py"))
