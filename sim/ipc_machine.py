@@ -34,7 +34,7 @@ from hypothesis.stateful import RuleBasedStateMachine, initialize, invariant, pr
 
 from reference import ipc_counts
 from reference.versions import Policy
-from sim.ipc_pool import CounterPool, GenerationPool, InvalidAck
+from sim.ipc_pool import CounterPool, GenerationPool, released_words
 
 PROPERTIES = ("safety", "liveness", "valid_ack")
 ALL = "all"  # check every property in one run (a cheap first pass when all of them hold)
@@ -93,15 +93,6 @@ class AckCounts(Protocol):
     def acknowledge(
         self, count: int, total: int, rank: int, *, tp_size: int, attn_dp_size: int
     ) -> set[int] | float: ...  # words (generation pool) or the amount added (counter pool)
-
-
-def released_words(count: int, total: int, rank: int) -> set[int]:
-    """The released rule (semantics §8.1): all words for ``count == total``, ``rank % total`` for 1, else refused."""
-    if count == total:
-        return set(range(total))
-    if count == 1:
-        return {rank % total}
-    raise InvalidAck(f"acknowledgements support one consumer or the complete group, got {count}/{total}")
 
 
 @dataclass(frozen=True)

@@ -34,9 +34,18 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field, replace
 
+from reference.ipc_counts import is_valid_ack
+
 
 class InvalidAck(ValueError):
     """An acknowledgement the code refuses: a count outside {1, K_p} (the released rule), or what a source refuses."""
+
+
+def released_words(count: int, total: int, rank: int) -> set[int]:
+    """The released rule (semantics §8.1): all words for ``count == total``, ``rank % total`` for 1, else refused."""
+    if not is_valid_ack(count, total):
+        raise InvalidAck(f"acknowledgements support one consumer or the complete group, got {count}/{total}")
+    return set(range(total)) if count == total else {rank % total}
 
 
 LATE_ACKS = ("ignored", "overwrite", "count")
@@ -135,10 +144,7 @@ class GenerationPool(_Pool):
 
     def ack(self, item: int, rank: int, count: int) -> None:
         """The released count rule: ``count == K_p`` writes every word, ``1`` writes ``rank % K_p``, else refused."""
-        total = self.leases[item].total
-        if count not in (1, total):
-            raise InvalidAck(f"acknowledgements support one consumer or the complete group, got {count}/{total}")
-        self.ack_words(item, set(range(total)) if count == total else {rank % total})
+        self.ack_words(item, released_words(count, self.leases[item].total, rank))
 
     def ack_words(self, item: int, words: set[int] | frozenset[int]) -> None:
         """Write exactly ``words`` for ``item``'s lease (what a count source says the code writes)."""
