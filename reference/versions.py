@@ -49,12 +49,11 @@ class Policy:
     name: str
     # Processor / gate
     defer_enabled: bool = True  # PRE_PR: eager only
-    gate_per_image: bool = False  # the default call site's granularity: 3d3194f6c+ decides per image
-    # Every call site of the gate, (name, decides per image), the default first (semantics §4.1, §12.2):
-    # from 3d3194f6c the processor resolves per-image artifacts through its preprocess cache ("artifact",
-    # one image per call) and keeps the old request-wide call for cache-off and preprocessed requests
-    # ("request"). Empty means "request" alone, per request or per image as ``gate_per_image`` says.
-    gate_paths: tuple[tuple[str, bool], ...] = ()
+    # Every call site of the gate, (name, decides per image), the default first (semantics §4.1, §12.2): up to
+    # the PR one request-wide call; from 3d3194f6c the processor resolves per-image artifacts through its
+    # preprocess cache ("artifact", one image per call) and keeps the old request-wide call for cache-off and
+    # preprocessed requests ("request").
+    gate_paths: tuple[tuple[str, bool], ...] = (("request", False),)
     # Scheduler (semantics §1.3): the PR added Kimi-K3 to the pre-embed skip whitelist
     k3_skips_pre_embed_move: bool = True
     # Contract (semantics §5)
@@ -82,7 +81,12 @@ class Policy:
     @property
     def call_sites(self) -> tuple[tuple[str, bool], ...]:
         """The gate's call sites as (name, decides per image), the default first."""
-        return self.gate_paths or (("request", self.gate_per_image),)
+        return self.gate_paths
+
+    @property
+    def gate_per_image(self) -> bool:
+        """Whether the default call site decides per image (3d3194f6c+), read off ``gate_paths``."""
+        return self.gate_paths[0][1]
 
     def gate_path(self, name: str | None) -> tuple[str, bool]:
         """The named call site (None: the default); an unknown name lists the known ones."""
@@ -110,7 +114,6 @@ INTERIM_418975B = Policy(
     consumer_reads_backend=True,
     ipc_consumer_count="configured_tp_size",
 )
-_ARTIFACT_AND_REQUEST = (("artifact", True), ("request", False))
 INTERIM_3D3194F = Policy(  # = the 0.5.18 wheel (versions matrix), whose ranks release nothing at request end
     name="INTERIM_3D3194F",
     contract="dataclass",
@@ -118,23 +121,16 @@ INTERIM_3D3194F = Policy(  # = the 0.5.18 wheel (versions matrix), whose ranks r
     consumer_reads_backend=True,
     mixed_batches="accept",
     grid_check="local",
-    gate_per_image=True,
-    gate_paths=_ARTIFACT_AND_REQUEST,
+    gate_paths=(("artifact", True), ("request", False)),
     ipc_consumer_count="configured_tp_size",
     ipc_non_owner_release=False,
 )
 # 0.5.19-0.5.21: the global-index grid fix, but the owner acknowledges the whole group while every rank also
 # releases its own word at request end; that late write lands in a slot already reused for the next item
 # (found by running those releases' own release path; semantics §8.4).
-RELEASED_0_5_19 = Policy(
+RELEASED_0_5_19 = INTERIM_3D3194F.with_(
     name="RELEASED_0_5_19",
-    contract="dataclass",
-    epd_contract="dataclass",
-    consumer_reads_backend=True,
-    mixed_batches="accept",
     grid_check="global",
-    gate_per_image=True,
-    gate_paths=_ARTIFACT_AND_REQUEST,
     ipc_consumer_count="dp_group",
     ipc_clamp=True,
     ipc_non_owner_release=True,
