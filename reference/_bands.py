@@ -110,8 +110,8 @@ def _plan(in_h: int, in_w: int, out_h: int, out_w: int, coordinates: str) -> _Pl
     if not h_blocks:
         groups = [(r0, min(r0 + _GROUP_ROWS, in_h), ()) for r0 in range(0, in_h, _GROUP_ROWS)]
     else:
-        per_group = _GROUP_ROWS if w_blocks else max(ROW_BLOCK, _INPUT_BYTES // (8 * in_w))
         input_rows = max(ROW_BLOCK, _INPUT_BYTES // (8 * in_w))
+        per_group = _GROUP_ROWS if w_blocks else input_rows
         start = 0
         while start < len(h_blocks):
             end = _run(h_blocks, start, per_group)

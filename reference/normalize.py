@@ -18,9 +18,8 @@ from fractions import Fraction
 
 import numpy as np
 
-from reference.config import check_vector3
 from reference.errors import InputValueError
-from reference.validate import check_float_image, check_positive_int
+from reference.validate import check_float_image, check_positive_int, check_vector3
 
 _F32 = np.float32
 _F64 = np.float64
