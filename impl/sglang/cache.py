@@ -36,11 +36,15 @@ _FROM_VERSIONS = re.compile(r"from versions:\s*([^)]*)\)")
 
 
 class FetchError(RuntimeError):
-    """pip could not provide the wheel; ``versions`` is what the index listed (None when it was unreachable)."""
+    """pip could not provide the wheel; ``versions`` is what the index listed (None when it was unreachable).
 
-    def __init__(self, message: str, versions: list[str] | None) -> None:
+    ``download_failed`` is False when a wheel arrived but is unusable (not a zip, a corrupt member, no
+    ``sglang/`` package): a finding about the wheel, where a failed download says nothing about it."""
+
+    def __init__(self, message: str, versions: list[str] | None, *, download_failed: bool = True) -> None:
         super().__init__(message)
         self.versions = versions
+        self.download_failed = download_failed
 
 
 def cache_root() -> Path:
@@ -100,14 +104,14 @@ def fetch(version: str, cache: Path | None = None, downloader: Downloader | None
     try:
         wheel = (downloader or pip_download)(version, tmp / "wheel")
         if not zipfile.is_zipfile(wheel):
-            raise FetchError(f"{wheel.name} is not a zip archive (truncated download?)", None)
+            raise FetchError(f"{wheel.name} is not a zip archive (truncated download?)", None, download_failed=False)
         with zipfile.ZipFile(wheel) as zf:
             bad = zf.testzip()
             if bad is not None:
-                raise FetchError(f"{wheel.name}: corrupt member {bad}", None)
+                raise FetchError(f"{wheel.name}: corrupt member {bad}", None, download_failed=False)
             zf.extractall(tmp)
         if not (tmp / "sglang").is_dir():
-            raise FetchError(f"{wheel.name} holds no sglang/ package", None)
+            raise FetchError(f"{wheel.name} holds no sglang/ package", None, download_failed=False)
         meta = {
             "version": version,
             "wheel": wheel.name,

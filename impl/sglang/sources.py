@@ -80,7 +80,8 @@ FETCH_FAILED = "could not fetch the wheel"
 
 
 class SGLangFetchError(SGLangSourceError):
-    """A released version's wheel is not cached and ``pip download`` could not get it (offline, no index).
+    """A released version's wheel is not cached and ``pip download`` could not get it (offline, no index,
+    timed out); a wheel that arrived but is unusable is a plain `SGLangSourceError`.
 
     Its own class because it is the one load failure that says nothing about SGLang or the driver: a test
     may skip on it, and on no other."""
@@ -194,6 +195,10 @@ def _resolve(
                 listed = ", ".join(e.versions[-25:])
                 raise SGLangSourceError(
                     f"sglang source {spec!r}: the package index has no sglang=={spec} (it lists {listed}); {ACCEPTED}"
+                ) from None
+            if not e.download_failed:
+                raise SGLangSourceError(
+                    f"sglang source {spec!r}: the fetched wheel is unusable ({e}); {ACCEPTED}"
                 ) from None
             raise SGLangFetchError(
                 f"sglang source {spec!r}: {FETCH_FAILED} with pip download ({e}); "

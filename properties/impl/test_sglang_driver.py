@@ -91,6 +91,22 @@ def test_an_unfetchable_wheel_is_refused_and_leaves_nothing(tmp_path):
     assert list(tmp_path.iterdir()) == []
 
 
+def test_a_wheel_that_arrives_broken_is_a_finding_not_a_failed_fetch(tmp_path):
+    """A download that succeeded with a truncated wheel is refused as unusable (no test may skip on it), and
+    leaves nothing in the cache."""
+
+    def truncated(version, dest):
+        dest.mkdir(parents=True)
+        wheel = dest / f"sglang-{version}-py3-none-any.whl"
+        wheel.write_bytes(b"PK\x03\x04 half a wheel")
+        return wheel
+
+    with pytest.raises(SGLangSourceError, match="the fetched wheel is unusable.*not a zip archive") as info:
+        sources.load("0.5.23", cache=tmp_path, downloader=truncated)
+    assert not isinstance(info.value, SGLangFetchError)
+    assert list(tmp_path.iterdir()) == []
+
+
 def test_tests_skip_on_a_failed_fetch_and_on_nothing_else(tmp_path):
     """`load_or_skip`: an unfetchable wheel is a skip; any other load failure reaches the test as itself."""
 
