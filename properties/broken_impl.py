@@ -1,6 +1,6 @@
 """Deliberately broken implementations, each one line away from deferlab's own (``--impl properties.broken_impl:NAME``).
 
-They exist to prove the properties can fail: ``test_prop_seam.py`` resolves
+They exist to prove the properties can fail: ``claims/test_seam.py`` resolves
 each through the same resolver ``--impl`` uses and shows that property 1, 2
 or 3 finds a counterexample that the real implementation passes. Never use
 them for anything else.
@@ -55,9 +55,10 @@ class BrokenGateTie(DeferlabImpl):
         policy: Any,
         transport: str = "cpu",
         cuda_available: bool = True,
+        gate_path: str | None = None,
     ) -> list[bool]:
         decided = super().defer_decisions(
-            images, config, policy=policy, transport=transport, cuda_available=cuda_available
+            images, config, policy=policy, transport=transport, cuda_available=cuda_available, gate_path=gate_path
         )
         raw, processed = self.gate_bytes(images, config)
         return [d and raw != processed for d in decided]  # the bug: a tie no longer defers
