@@ -71,31 +71,7 @@ class BrokenPromotion(DeferlabImpl):
     """
 
     name = "broken-promotion"
+    _processor_options = {"promote_rgb_transparency": True}  # the bug, on the producer's eager path too
 
     def to_chw_uint8(self, image: Any, *, promote_rgb_transparency: bool = False) -> Any:
         return super().to_chw_uint8(image, promote_rgb_transparency=True)  # the bug: keyed RGB becomes RGBA
-
-    def process(
-        self,
-        images: Sequence[Any],
-        config: PreprocessConfig,
-        *,
-        policy: Any,
-        transport: str = "cpu",
-        epd: bool = False,
-        device: str = "cpu",
-        gate_path: str | None = None,
-    ) -> Any:
-        from impl.processor import Processor
-
-        proc = Processor(
-            config,
-            transport=transport,
-            policy=policy,
-            cuda_available=True,
-            device=device,
-            epd=epd,
-            gate_path=gate_path,
-            promote_rgb_transparency=True,  # the bug
-        )
-        return proc.process(images)

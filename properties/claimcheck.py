@@ -95,13 +95,21 @@ def real_code_expect(claim_id: str, root: str | None) -> Callable[[BaseException
         """documented failure, the claim's invariant, or an exception raised in the system's own code"""
         if isinstance(e, AssertionError) or any(re.search(p, f"{type(e).__name__}: {e}", re.DOTALL) for p in patterns):
             return True
-        tb = e.__traceback__
-        last = None
-        while tb is not None:
-            last, tb = tb.tb_frame.f_code.co_filename, tb.tb_next
-        return bool(root and last and last.startswith(root))
+        return raised_inside(e, root)
 
     return explained
+
+
+def raised_inside(e: BaseException, root: str | None) -> bool:
+    """Whether ``e`` was raised in a file under ``root`` (its innermost frame), i.e. by the system's own code.
+
+    Why the innermost frame: the driver calls into the system, so every traceback passes through both; only
+    where it ends says whose code failed. A child process that probes a system imports this too.
+    """
+    tb, last = e.__traceback__, None
+    while tb is not None:
+        last, tb = tb.tb_frame.f_code.co_filename, tb.tb_next
+    return bool(root and last and last.startswith(root))
 
 
 def find_counterexample(
@@ -175,7 +183,7 @@ def verify_claim(
         )
         return "n/a"
     pinned = list(pinned)
-    if seam.ACTIVE is not None and seam.is_real_code(seam.ACTIVE):
+    if seam.is_real_code(seam.ACTIVE):  # False outside a session (ACTIVE None)
         expect: Expect = real_code_expect(claim_id, str(getattr(seam.ACTIVE.source, "root", "")) or None)
     else:
         expect = CLAIMS[claim_id].failures.get(policy) if claim_id in CLAIMS else None
@@ -198,7 +206,7 @@ def verify_claim(
 def assert_expected(claim_id: str, policy: str, verdict: str) -> None:
     """The verdict equals claims.toml's expectation; a real-code verdict is a finding (recorded, not asserted:
     ``deferlab versions`` gates it against its own baseline)."""
-    if seam.ACTIVE is not None and seam.is_real_code(seam.ACTIVE):
+    if seam.is_real_code(seam.ACTIVE):  # False outside a session (ACTIVE None)
         return
     want = expected_verdict(claim_id, policy)
     assert verdict == want, f"{claim_id} under {policy}: recorded {verdict!r}, claims.toml expects {want!r}"

@@ -9,21 +9,23 @@ in `properties.front_door_files`.
 from __future__ import annotations
 
 import math
+import os
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
+from unittest.mock import patch
 
 import numpy as np
 import torch
 from PIL import Image
 
+from impl.sglang.sources import SGLangSourceError
 from reference.errors import (
     ConfigError,
     CorpusError,
     InputTypeError,
     InputValueError,
-    SourceError,
 )
 
 K3_DICT = {
@@ -53,9 +55,7 @@ def _cfg(**kw: Any) -> Any:
 
 
 def _k3() -> Any:
-    from reference.profiles import profile
-
-    return profile("kimi-k3")
+    return _profile("kimi-k3")
 
 
 def _u8(*shape: int) -> np.ndarray:
@@ -135,22 +135,13 @@ def _policy(name: str) -> Any:
 
 
 def _corpus_env(tmp: Path) -> Any:
-    import os
-
     from reference import corpus
 
-    old = os.environ.get(corpus.ENV_VAR)
-    os.environ[corpus.ENV_VAR] = str(tmp)
-    try:
+    with patch.dict(os.environ, {corpus.ENV_VAR: str(tmp)}):
         return corpus.folders()
-    finally:
-        if old is None:
-            del os.environ[corpus.ENV_VAR]
-        else:
-            os.environ[corpus.ENV_VAR] = old
 
 
-# --- config JSON files ------------------------------------------------------------------------------------------------
+# --- reference: NaViT, gate, staging, placement, IPC counts -----------------------------------------------------------
 def _navit(*a: Any) -> Any:
     from reference.navit import resize_config
 
@@ -307,6 +298,7 @@ IMPL_ROWS = [
 ]
 
 
+# --- impl.sglang: the SGLang source to load -------------------------------------------------------------------------
 def _sglang(spec: Any) -> Any:
     from impl.sglang.sources import load
 
@@ -317,17 +309,20 @@ SGLANG_ROWS = [
     Bad(
         "sglang no such path",
         lambda t: _sglang(str(t / "nowhere")),
-        SourceError,
+        SGLangSourceError,
         r"no such path; accepted: 'installed'",
     ),
     Bad(
         "sglang not a checkout",
         lambda t: _sglang(str(t)),
-        SourceError,
+        SGLangSourceError,
         r"is not an SGLang checkout .*; accepted: 'installed' .* or a release version such as '0.5.23'",
     ),
     Bad(
-        "sglang not a version", lambda t: _sglang("latest"), SourceError, r"'latest': neither 'installed', an existing"
+        "sglang not a version",
+        lambda t: _sglang("latest"),
+        SGLangSourceError,
+        r"'latest': neither 'installed', an existing",
     ),
 ]
 

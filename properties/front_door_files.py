@@ -24,6 +24,7 @@ from reference.errors import (
 )
 
 
+# --- config JSON files (``--config``, ``PreprocessConfig.from_json``) ------------------------------------------------
 def _json_file(tmp: Path, text: str) -> Any:
     from reference.config import PreprocessConfig
 
@@ -68,10 +69,6 @@ def _dir_json(tmp: Path) -> Any:
     from reference.config import PreprocessConfig
 
     return PreprocessConfig.from_json(tmp)
-
-
-# --- reference algorithms' front doors ----------------------------------------------------------------------------
-# --- the command line: exit status 2, the message on stderr -------------------------------------------------------
 
 
 # --- scenario TOML (``deferlab sim FILE``, ``sim.load_scenario``) and the simulator's own types ----------------------
@@ -246,8 +243,11 @@ PROFILE_ROWS = [
 FILE_ROWS = JSON_ROWS + SCENARIO_ROWS + PROFILE_ROWS
 
 
+# --- the command line: exit status 2, the message on stderr -------------------------------------------------------
 @dataclass(frozen=True)
 class BadCli:
+    """One row: ``deferlab argv(tmp)`` must exit 2 with a ``deferlab: error:`` line matching ``match``."""
+
     id: str
     argv: Callable[[Path], list[str]]
     match: str

@@ -21,6 +21,7 @@ from typing import Any, Protocol, runtime_checkable
 
 import numpy as np
 
+from properties.seam_deferlab import DeferlabImpl
 from reference.config import BackgroundConfig, PreprocessConfig
 
 DEFAULT_IMPL = "deferlab"
@@ -178,7 +179,7 @@ def is_real_code(impl: Any) -> bool:
     return bool(getattr(impl, "real_code", False))
 
 
-def call_methods(impl: Any) -> list[str]:
+def call_methods() -> list[str]:
     """The protocol's method names (what provenance is reported for)."""
     return list(_METHODS) + list(_FACTS)
 
@@ -194,8 +195,6 @@ def to_numpy(x: Any) -> np.ndarray:
         return t.numpy()
     return np.asarray(x)
 
-
-from properties.seam_deferlab import DeferlabImpl  # noqa: E402  (it reads this module's call_methods)
 
 REGISTRY: dict[str, Callable[[], Impl]] = {"deferlab": DeferlabImpl}
 

@@ -7,8 +7,8 @@ fact about a version comes from its `reference.versions.Policy`.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
-from typing import Any
+from collections.abc import Mapping, Sequence
+from typing import Any, ClassVar
 
 import numpy as np
 
@@ -19,6 +19,9 @@ class DeferlabImpl:
     """deferlab's own torch implementation (``impl/``) behind the `Impl` protocol."""
 
     name = "deferlab"
+    # Extra `impl.processor.Processor` arguments of `process`, read only: a subclass that differs from this
+    # model by one producer option (`properties.broken_impl.BrokenPromotion`) sets it instead of copying `process`.
+    _processor_options: ClassVar[Mapping[str, Any]] = {}
 
     def to_chw_uint8(self, image: Any, *, promote_rgb_transparency: bool = False) -> Any:
         from impl.staging import to_chw_uint8
@@ -100,7 +103,14 @@ class DeferlabImpl:
         from impl.processor import Processor
 
         proc = Processor(
-            config, transport=transport, policy=policy, cuda_available=True, device=device, epd=epd, gate_path=gate_path
+            config,
+            transport=transport,
+            policy=policy,
+            cuda_available=True,
+            device=device,
+            epd=epd,
+            gate_path=gate_path,
+            **self._processor_options,
         )
         return proc.process(images)
 
@@ -168,10 +178,6 @@ class DeferlabImpl:
         return [get_policy(policy)]  # sim.ipc reads a policy through sim.ipc_machine.PolicyCounts
 
     def provenance(self) -> dict[str, str]:
-        return dict.fromkeys(_call_methods(self), "model")
+        from properties.seam import call_methods  # here, not at the top: properties.seam imports this module
 
-
-def _call_methods(impl: Any) -> list[str]:
-    from properties.seam import call_methods
-
-    return call_methods(impl)
+        return dict.fromkeys(call_methods(), "model")

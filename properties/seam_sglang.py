@@ -112,9 +112,8 @@ class SGLangSeam:
         cuda_available: bool = True,
         gate_path: str | None = None,
     ) -> list[bool]:
-        path = gate_path or self.gate_paths(None)[0][0]
         return self.driver.defer_decisions(
-            images, config, transport=transport, cuda_available=cuda_available, gate_path=path
+            images, config, transport=transport, cuda_available=cuda_available, gate_path=gate_path
         )
 
     def process(
@@ -128,8 +127,7 @@ class SGLangSeam:
         device: str = "cpu",
         gate_path: str | None = None,
     ) -> Any:
-        path = gate_path or self.gate_paths(None)[0][0]
-        return self.driver.process(images, config, transport=transport, epd=epd, device=device, gate_path=path)
+        return self.driver.process(images, config, transport=transport, epd=epd, device=device, gate_path=gate_path)
 
     def epd_items(
         self, images: Sequence[Any], config: PreprocessConfig, *, policy: Any = None, backend: str = "gpu"
@@ -156,8 +154,7 @@ class SGLangSeam:
         return self.driver.materialize(items, owner_indices, config, device=device)
 
     def _backend(self, item: Any) -> str | None:
-        key = self.source.module("multimodal.kimi_k3_image_processing").DEFERRED_PREPROCESSING_KEY
-        cfg = item.model_specific_data.get(key)
+        cfg = item.model_specific_data.get(self.source.deferred_key)
         if cfg is None:
             return None
         return cfg.get("backend") if isinstance(cfg, dict) else getattr(cfg, "backend", None)
@@ -180,13 +177,13 @@ class SGLangSeam:
         eager path, named after the call site it resembles: ``[("request", False)]`` (claims that need
         a gate record ``n/a`` through `defers`).
         """
-        from impl.sglang import capabilities, producer
+        from impl.sglang import producer
 
         if not self.defers(None):
             return [("request", False)]
         two = [torch.zeros((3, 32, 32), dtype=torch.uint8), torch.zeros((3, 28, 20), dtype=torch.uint8)]
         sites = []
-        for path in capabilities.of(self.source).paths:
+        for path in self.driver.capabilities.paths:
             calls = producer.gate_calls(self.source, two, profile("kimi-k3"), "cpu", True, path)
             sites.append((path, len(calls) == 2 and all(c.n_images == 1 for c in calls)))
         if not sites:
@@ -209,10 +206,7 @@ class SGLangSeam:
     def ack_counts(self, policy: Any) -> list[Any]:
         """The real count sources, one per transport pool the version has (CUDA IPC and VMM declare K_p
         differently; 0.5.17 has only its CUDA IPC counter pool)."""
-        maker = getattr(self.driver, "ack_counts", None)
-        if maker is None:
-            raise NotImplementedError(f"{self.name}: the driver has no ack_counts(); C9 cannot run on real counts")
-        every = maker(transport="all")
+        every = self.driver.ack_counts(transport="all")
         return [every.for_transport(t) for t in every.transports]
 
     @cached_property

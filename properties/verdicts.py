@@ -209,20 +209,21 @@ def merge(
     claims: dict[str, Claim] | None = None,
     now: Callable[[], datetime] = lambda: datetime.now(UTC),
     labels: Sequence[str] | None = None,
-    system: dict[str, Any] | None = None,
 ) -> dict[str, Any]:
     """One verdicts document from the part files; every (claim, expected policy) pair appears once.
 
     Pairs no test recorded become ``not-run``, so a partial run says what it
     did not check instead of leaving the reader to guess. ``labels`` replaces
-    the expected policies (a real-code run is recorded under its one label);
-    ``system`` describes the code that ran (version, commit, stand-ins).
+    the expected policies (a real-code run is recorded under its one label).
+    The document's ``system`` (the code that ran: version, commit, stand-ins)
+    is the first part's that has one; only a real-code run's parts carry it.
     """
     claims = load_claims() if claims is None else claims
+    parts = list(parts)
+    system = next((p["system"] for p in parts if p.get("system")), None)
     recorded: dict[tuple[str, str], dict[str, Any]] = {}
     properties: list[dict[str, Any]] = []
     for part in parts:
-        system = system or part.get("system")
         for entry in part.get("claims", []):
             recorded[(entry["id"], entry["policy"])] = entry
         properties.extend(part.get("properties", []))
@@ -265,7 +266,6 @@ def merge_directory(
     profile: str,
     impl: str,
     labels: Sequence[str] | None = None,
-    system: dict[str, Any] | None = None,
 ) -> Path | None:
     """Merge every part file of ``parts_dir`` into ``out_path`` atomically, then remove the parts.
 
@@ -278,7 +278,7 @@ def merge_directory(
     recorded_any = any(part.get("claims") for part in parts)
     path: Path | None = None
     if recorded_any or not out_path.exists():
-        path = _atomic_write(out_path, merge(parts, profile=profile, impl=impl, labels=labels, system=system))
+        path = _atomic_write(out_path, merge(parts, profile=profile, impl=impl, labels=labels))
     for f in files:
         f.unlink(missing_ok=True)
     if parts_dir.is_dir() and not any(parts_dir.iterdir()):

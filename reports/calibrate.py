@@ -193,6 +193,7 @@ def build_profile(repeats: int, say: Say, port: int | None = None) -> tuple[str,
     """Measure everything and render the profile TOML; also the one-line failures, if any."""
     import torch
 
+    from sim.costmodel import CALIBRATED_PROFILE, GPU_CLASS_PROFILE
     from sim.profile_schema import CONSTANTS, dump_profile
 
     t0, load0 = time.perf_counter(), os.getloadavg()[0]
@@ -218,12 +219,15 @@ def build_profile(repeats: int, say: Say, port: int | None = None) -> tuple[str,
     device_as_cpu(rec)
     for name, (_, side) in CONSTANTS.items():
         if name not in rec.c and side != "host":
-            rec.c[name] = {"from": "gb300-class", "note": "cannot be measured on this machine: the GPU-class figure"}
+            rec.c[name] = {
+                "from": GPU_CLASS_PROFILE,
+                "note": "cannot be measured on this machine: the GPU-class figure",
+            }
     missing = [n for n in CONSTANTS if n not in rec.c]
     meta = {
-        "name": "calibrated-here",
+        "name": CALIBRATED_PROFILE,
         "description": "measured by deferlab calibrate on this machine, its CPU standing in for the preprocessing "
-        "device; ViT, prefill, NVLink and the serving-loop assumptions from gb300-class",
+        f"device; ViT, prefill, NVLink and the serving-loop assumptions from {GPU_CLASS_PROFILE}",
         "machine": rec.mach,
         "decode": "cpu",
         "repeats": repeats,

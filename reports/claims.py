@@ -25,7 +25,7 @@ CLAIMS_TOML = _verdicts.CLAIMS_PATH
 RESULTS_DIR = _verdicts.RESULTS_DIR
 RESULTS_FILE = "verdicts.json"
 REQUIRED_POLICIES = ("PR_33921", "RELEASED")
-VERDICTS = ("holds", "fails", "holds-with-caveat", "n/a", "not-run")
+VERDICTS = _verdicts.VERDICTS
 REAL_LABEL = "SGLANG"  # the one column of a real-code run (properties/seam_sglang.py)
 CLAIM_IDS = tuple(f"C{i}" for i in range(1, 13))
 SUPPORTED_RESULTS_SCHEMA = 1
@@ -109,6 +109,14 @@ def ran_on(provenance: dict[str, str]) -> str:
         return "real code"
     parts = [f"{m} (modelled)" for m in modelled] + [f"{m} (partly modelled)" for m in partly]
     return "real code, except " + ", ".join(parts)
+
+
+def stand_ins_by_kind(system: dict[str, Any]) -> dict[str, int]:
+    """How many imports real SGLang needed were stood in for, per kind (a results file's ``system.stand_ins``)."""
+    kinds: dict[str, int] = {}
+    for s in system.get("stand_ins", []):
+        kinds[s.get("kind", "?")] = kinds.get(s.get("kind", "?"), 0) + 1
+    return kinds
 
 
 def _claim_key(cid: str) -> tuple[int, str]:

@@ -21,6 +21,7 @@ import matplotlib.pyplot as plt  # noqa: E402
 import numpy as np  # noqa: E402
 
 from reports.atomic import write_with_atomic  # noqa: E402
+from reports.simulation import scenario_order  # noqa: E402
 
 STRATEGY_ORDER = ("lpt-patches", "lpt-cost", "round-robin", "optimal")
 PAYLOADS = (
@@ -79,10 +80,6 @@ def placement_imbalance(sim: list[dict[str, Any]], path: Path) -> Path | None:
     return _save(fig, path)
 
 
-def _sweep_order(name: str) -> tuple[bool, str]:
-    return (not name.startswith("pr-ab"), name)
-
-
 def latency_vs_load(sim: list[dict[str, Any]], path: Path) -> Path | None:
     """TTFT p50/p90 and throughput against offered load, eager vs deferred, one block per scenario with a sweep.
 
@@ -91,7 +88,7 @@ def latency_vs_load(sim: list[dict[str, Any]], path: Path) -> Path | None:
     growing and TTFT turns up); dash-dotted horizontals its throughput at
     unlimited concurrency (every request offered at once, the PR's metric).
     """
-    rows = sorted((s for s in _ok(sim) if s["result"].get("sweep")), key=lambda s: _sweep_order(s["scenario"]))
+    rows = sorted((s for s in _ok(sim) if s["result"].get("sweep")), key=lambda s: scenario_order(s["scenario"]))
     if not rows:
         return None
     cols = min(3, len(rows))

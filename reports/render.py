@@ -8,6 +8,8 @@ from __future__ import annotations
 
 from typing import Any
 
+from reports.claims import stand_ins_by_kind
+
 VERDICT_CELL = {
     "holds": "holds",
     "fails": "**FAILS**",
@@ -171,9 +173,7 @@ def _system(system: dict[str, Any] | None, impl: str | None) -> list[str]:
         if impl and impl.startswith("sglang:"):
             return [f"**System under test: SGLang `{impl[7:]}`, which could not be loaded** (see Steps).", ""]
         return []
-    kinds: dict[str, int] = {}
-    for s in system.get("stand_ins", []):
-        kinds[s.get("kind", "?")] = kinds.get(s.get("kind", "?"), 0) + 1
+    kinds = stand_ins_by_kind(system)
     where = {"wheel": "released wheel", "checkout": "source checkout", "installed": "installed package"}
     commit = f", commit `{system['commit']}`" if system.get("commit") else ""
     return [

@@ -50,9 +50,9 @@ class ReportOptions:
     sglang: str | None = None  # check real SGLang (installed, a checkout path, a version) instead of the model
 
 
-def default_out_dir(now: datetime | None = None) -> Path:
-    """``reports/out/<UTC timestamp>``."""
-    return DEFAULT_OUT_PARENT / (now or datetime.now(UTC)).strftime("%Y%m%dT%H%M%SZ")
+def default_out_dir(now: datetime | None = None, prefix: str = "") -> Path:
+    """``reports/out/<prefix><UTC timestamp>`` (``deferlab versions`` uses the prefix ``versions-``)."""
+    return DEFAULT_OUT_PARENT / f"{prefix}{(now or datetime.now(UTC)).strftime('%Y%m%dT%H%M%SZ')}"
 
 
 def _properties_step(opts: ReportOptions, log: TextIO) -> dict[str, Any]:

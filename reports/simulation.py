@@ -23,8 +23,9 @@ from reports.steps import StepFailed
 IPC_BUDGET = {"dev": 50, "ci": 200, "thorough": 1000}
 
 
-def _first(path: Path) -> tuple[bool, str]:
-    return (not Path(path).stem.startswith("pr-ab"), Path(path).stem)
+def scenario_order(name: str) -> tuple[bool, str]:
+    """Sort key of scenario names: the PR's A/B setting (``pr-ab-*``) first, then by name."""
+    return (not name.startswith("pr-ab"), name)
 
 
 def run_scenarios(progress: Callable[[str], None] | None = None) -> list[dict[str, Any]]:
@@ -32,7 +33,7 @@ def run_scenarios(progress: Callable[[str], None] | None = None) -> list[dict[st
     say = progress or (lambda _m: None)
     sim = importlib.import_module("sim")
     out: list[dict[str, Any]] = []
-    for path in sorted(sim.list_scenarios(), key=_first):
+    for path in sorted(sim.list_scenarios(), key=lambda p: scenario_order(Path(p).stem)):
         name = Path(path).stem
         say(f"sim: scenario {name}")
         try:
@@ -42,15 +43,15 @@ def run_scenarios(progress: Callable[[str], None] | None = None) -> list[dict[st
             out.append({"scenario": name, "path": str(path), "status": "failed", "error": f"{type(e).__name__}: {e}"})
     if not out:
         raise StepFailed("sim.list_scenarios() returned no scenario", out)
-    extras = (
-        ("anchors", "anchors (model vs the PR, every cost profile)", "sim.anchors", "compare_profiles"),
-        ("tp-size-grid", "TP x image-size grid", "sim.grid", "grid"),
+    extras = (  # entry name, the key its result is stored under, what it is, module and function
+        ("anchors", "anchors", "anchors (model vs the PR, every cost profile)", "sim.anchors", "compare_profiles"),
+        ("tp-size-grid", "grid", "TP x image-size grid", "sim.grid", "grid"),
     )
-    for name, what, module, fn in extras:
+    for name, key, what, module, fn in extras:
         say(f"sim: {what}")
         try:
             value = getattr(importlib.import_module(module), fn)()
-            result = {"skipped": None, name.split("-")[-1] if name == "tp-size-grid" else name: value}
+            result = {"skipped": None, key: value}
             out.append({"scenario": name, "path": None, "status": "ok", "error": None, "result": result})
         except Exception as e:  # noqa: BLE001 - one bad part must not hide the others
             out.append({"scenario": name, "path": None, "status": "failed", "error": f"{type(e).__name__}: {e}"})

@@ -36,10 +36,14 @@ BASELINE = Path(__file__).resolve().parent / "versions_baseline.json"
 SCHEMA_VERSION = 1
 
 
+def last_line(text: str) -> str:
+    """The last non-empty line of a message (where pip and Python put the reason); "" when there is none."""
+    return (str(text).strip().splitlines() or [""])[-1]
+
+
 def one_line(text: str) -> str:
-    """The last non-empty line of a message (where pip and Python put the reason), trimmed."""
-    lines = [x.strip() for x in str(text).strip().splitlines() if x.strip()]
-    return (lines[-1] if lines else "")[:400]
+    """`last_line`, trimmed, at most 400 characters: a release's error in the matrix."""
+    return last_line(text).strip()[:400]
 
 
 def version_key(v: str) -> tuple[int, ...]:
@@ -92,8 +96,7 @@ def preflight(spec: str, *, timeout: float = 1200) -> str:
         [sys.executable, "-c", PREFLIGHT, spec], capture_output=True, text=True, check=False, timeout=timeout
     )
     if proc.returncode != 0:
-        lines = [x for x in (proc.stderr or "").strip().splitlines() if x.strip()]
-        raise SGLangLoadError(lines[-1] if lines else f"loading sglang {spec!r} exited {proc.returncode}")
+        raise SGLangLoadError(last_line(proc.stderr or "") or f"loading sglang {spec!r} exited {proc.returncode}")
     return proc.stdout.strip().splitlines()[-1]
 
 
@@ -130,10 +133,13 @@ def run_version(version: str, profile: str, runs_dir: Path, log: TextIO) -> dict
     return out
 
 
-def policy_vectors() -> dict[str, dict[str, str]]:
-    """What each modelled policy gives per claim (claims.toml's expectations; the suite asserts the model gives them)."""
+def policy_vectors(registry: dict[str, claim_registry.Claim] | None = None) -> dict[str, dict[str, str]]:
+    """What each modelled policy gives per claim (claims.toml's expectations; the suite asserts the model gives them).
+
+    ``registry``: the loaded claims.toml (default: load it).
+    """
     table: dict[str, dict[str, str]] = {}
-    for cid, claim in claim_registry.load_claims().items():
+    for cid, claim in (registry if registry is not None else claim_registry.load_claims()).items():
         for pol, verdict in claim.expected.items():
             table.setdefault(pol, {})[cid] = verdict
     return table
@@ -156,9 +162,10 @@ def policy_match(release: dict[str, str], vectors: dict[str, dict[str, str]]) ->
 
 def matrix(runs: list[dict[str, Any]], profile: str) -> dict[str, Any]:
     """The ``versions.json`` document."""
-    vectors = policy_vectors()
+    registry = claim_registry.load_claims()
+    vectors = policy_vectors(registry)
     ok = [r for r in runs if r["verdicts"]]
-    ids = list(claim_registry.load_claims())
+    ids = list(registry)
     return {
         "schema_version": SCHEMA_VERSION,
         "profile": profile,
@@ -179,11 +186,8 @@ def matrix(runs: list[dict[str, Any]], profile: str) -> dict[str, Any]:
 def _system_summary(system: dict[str, Any] | None) -> dict[str, Any]:
     if not system:
         return {}
-    kinds: dict[str, int] = {}
-    for s in system.get("stand_ins", []):
-        kinds[s.get("kind", "?")] = kinds.get(s.get("kind", "?"), 0) + 1
     keep = ("name", "version", "kind", "commit", "load_seconds")
-    return {**{k: system.get(k) for k in keep}, "stand_ins_by_kind": kinds}
+    return {**{k: system.get(k) for k in keep}, "stand_ins_by_kind": claims.stand_ins_by_kind(system)}
 
 
 # --- the baseline --------------------------------------------------------------------------------------------------
@@ -221,6 +225,8 @@ def baseline_document(doc: dict[str, Any], previous: dict[str, dict[str, str]] |
     return {"schema_version": SCHEMA_VERSION, "profile": doc["profile"], "verdicts": ordered}
 
 
-def write_baseline(path: Path, doc: dict[str, Any]) -> None:
-    previous = load_baseline(path) if Path(path).is_file() else None
+def write_baseline(path: Path, doc: dict[str, Any], previous: dict[str, dict[str, str]] | None = None) -> None:
+    """`baseline_document` written atomically; ``previous``: the baseline's verdicts if already read (else read here)."""
+    if previous is None and Path(path).is_file():
+        previous = load_baseline(path)
     write_text_atomic(path, json.dumps(baseline_document(doc, previous), indent=1) + "\n")

@@ -14,15 +14,13 @@ import argparse
 import shutil
 import sys
 import tempfile
-from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
 from reference.errors import UsageError
 from reports import versions, versions_report
 from reports.claims import load_claim_statements
-
-PROFILES = ("dev", "ci", "thorough")
+from reports.runner import PROFILES, default_out_dir
 
 
 def add_parser(sub: Any) -> argparse.ArgumentParser:
@@ -40,14 +38,18 @@ def add_parser(sub: Any) -> argparse.ArgumentParser:
     return p
 
 
-def _check(args: argparse.Namespace) -> tuple[list[str] | None, Path | None]:
-    if args.profile not in PROFILES:
-        raise UsageError(f"--profile must be one of {', '.join(map(repr, PROFILES))}; got {args.profile!r}")
+def _check(args: argparse.Namespace) -> tuple[list[str] | None, Path | None, dict[str, dict[str, str]] | None]:
+    """The releases asked for (None: every one on the index), the baseline's path and, unless it is about to be
+    rewritten (``--update-baseline``: it may not exist yet), its verdicts, read and checked here."""
+    from reports.cli import _check_profile  # reports.cli imports this module
+
+    _check_profile(args.profile)
     if args.newest and args.versions:
         raise UsageError("--newest takes no VERSION arguments (it picks the newest release itself)")
     bad = [v for v in args.versions if versions.version_key(v) == (10**6,)]
     if bad:
         raise UsageError(f"VERSION must look like 0.5.23 (X.Y.Z or X.Y.Z.postN); got {', '.join(map(repr, bad))}")
+    verdicts = None
     if args.baseline is not None and args.baseline.lower() == "none":
         baseline = None
     else:
@@ -56,18 +58,18 @@ def _check(args: argparse.Namespace) -> tuple[list[str] | None, Path | None]:
         )
         if baseline is not None and not args.update_baseline:
             try:
-                versions.load_baseline(baseline)
+                verdicts = versions.load_baseline(baseline)
             except ValueError as e:
                 raise UsageError(f"--baseline: {e}") from None
     if args.out is not None and args.out.exists() and not args.out.is_dir():
         raise UsageError(f"--out: {str(args.out)!r} exists and is not a directory")
-    return (list(args.versions) or None), baseline
+    return (list(args.versions) or None), baseline, verdicts
 
 
 def run(args: argparse.Namespace, log: Any = None) -> int:
     """Run the matrix; returns the exit status (see the module docstring)."""
     log = log or sys.stderr
-    wanted, baseline = _check(args)
+    wanted, baseline, verdicts = _check(args)
     say = lambda msg: print(f"[deferlab] versions: {msg}", file=log, flush=True)  # noqa: E731
     if wanted is None:
         try:
@@ -77,7 +79,7 @@ def run(args: argparse.Namespace, log: Any = None) -> int:
         wanted = found[-1:] if args.newest else found
     wanted = sorted(dict.fromkeys(wanted), key=versions.version_key)
     say(f"{len(wanted)} release(s): {', '.join(wanted)} (profile {args.profile})")
-    out = args.out or _default_out()
+    out = args.out or default_out_dir(prefix="versions-")
     runs_dir = Path(tempfile.mkdtemp(prefix="deferlab-versions-"))
     runs = []
     try:
@@ -91,11 +93,13 @@ def run(args: argparse.Namespace, log: Any = None) -> int:
             say(f"{version}: {summary} in {r['seconds']} s" + (f"; {r['error']}" if r["error"] else ""))
             runs.append(r)
         doc = versions.matrix(runs, args.profile)
-        regs = versions.compare(doc, versions.load_baseline(baseline)) if baseline and baseline.is_file() else []
+        if verdicts is None and baseline is not None and baseline.is_file():
+            verdicts = versions.load_baseline(baseline)  # --update-baseline: not read up front
+        regs = versions.compare(doc, verdicts) if verdicts is not None else []
         versions_report.write(out, doc, load_claim_statements(), regs)
         if args.update_baseline:
             target = baseline or versions.BASELINE
-            versions.write_baseline(target, doc)
+            versions.write_baseline(target, doc, verdicts if target == baseline else None)
             say(f"baseline written to {target}")
     finally:
         shutil.rmtree(runs_dir, ignore_errors=True)
@@ -105,9 +109,3 @@ def run(args: argparse.Namespace, log: Any = None) -> int:
     if regs and not args.update_baseline:
         return 1
     return 3 if doc["errors"] else 0
-
-
-def _default_out() -> Path:
-    from reports.runner import DEFAULT_OUT_PARENT
-
-    return DEFAULT_OUT_PARENT / f"versions-{datetime.now(UTC).strftime('%Y%m%dT%H%M%SZ')}"

@@ -13,6 +13,7 @@ from pathlib import Path
 from typing import Any
 
 from reports.atomic import staged_directory, write_text_atomic, write_with_atomic
+from reports.render import VERDICT_CELL
 
 COLOURS = {
     "holds": "#4caf50",
@@ -20,13 +21,6 @@ COLOURS = {
     "fails": "#e53935",
     "n/a": "#bdbdbd",
     "not-run": "#ffffff",
-}
-CELL = {
-    "holds": "holds",
-    "fails": "**FAILS**",
-    "holds-with-caveat": "holds (caveat)",
-    "n/a": "n/a",
-    "not-run": "not run",
 }
 
 
@@ -83,7 +77,7 @@ def markdown(doc: dict[str, Any], statements: dict[str, dict[str, str]], regress
         out += ["![claims x releases](versions.png)", ""]
         out += ["| claim | statement | " + " | ".join(versions) + " |", "|---|---|" + "---|" * len(versions)]
         for cid, per in doc["verdicts"].items():
-            cells = [CELL.get(per.get(v, "not-run"), per.get(v)) for v in versions]
+            cells = [VERDICT_CELL.get(per.get(v, "not-run"), per.get(v)) for v in versions]
             stmt = statements.get(cid, {}).get("statement", "").replace("|", "\\|")
             out.append(f"| {cid} | {stmt[:110]} | " + " | ".join(cells) + " |")
         out += ["", "## Which modelled policy each release matches", ""]

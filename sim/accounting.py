@@ -16,11 +16,16 @@ The facts this encodes (SPEC 1, 7, facts 7.5, 9):
   418975ba6 on, every encoder rank over all images at the PR (facts 7.6).
 
 Routing across attention-DP groups is round-robin by request index.
+
+`account` is `account_images` (per image: sizes, the decision, the owner
+cost) then `place` (owners, per-rank matrices). Outside EPD the latency path
+needs only the first: its event loop places owners per batch, and placing
+every request's owners up front cost a fifth of a 100k-request run.
 """
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass, fields
 
 import numpy as np
 
@@ -42,11 +47,13 @@ def epd_owner_only(policy: Policy) -> bool:
 
 
 @dataclass
-class Ledger:
-    """Per-image columns, (request x rank) matrices and producer columns; see module doc."""
+class ImageLedger:
+    """Per-image columns: sizes, the gate's decision, what ships, the owner's marginal cost; see module doc.
+
+    All `sim.service.request_path` reads outside EPD (the event loop places owners per batch itself).
+    """
 
     topology: Topology
-    # per image
     patches: np.ndarray
     tokens: np.ndarray
     raw_bytes: np.ndarray
@@ -55,6 +62,16 @@ class Ledger:
     encoded_bytes: np.ndarray
     deferred: np.ndarray
     payload_bytes: np.ndarray
+    owner_costs: np.ndarray  # marginal owner seconds (`sim.placement.owner_cost`): the lpt-cost load
+    whitelist: bool  # only the owner copies an image to its GPU (with vision DP); resolved from the policy
+    preprocess_on_cpu: bool  # PR-era EPD encoders run the checkpoint's CPU processor
+    notes: list[str]
+
+
+@dataclass
+class Ledger(ImageLedger):
+    """`ImageLedger` plus each image's owner, the (request x rank) matrices and the producer columns."""
+
     owner: np.ndarray  # local rank in the vision group, ALL_RANKS without vision DP
     group: np.ndarray  # per request
     # per request x vision rank
@@ -74,8 +91,6 @@ class Ledger:
     hashed_bytes: np.ndarray
     embedding_bytes: np.ndarray
     padding_tokens: np.ndarray
-    preprocess_on_cpu: bool = False  # PR-era EPD encoders run the checkpoint's CPU processor
-    notes: list[str] = field(default_factory=list)
 
     @property
     def n_requests(self) -> int:
@@ -197,6 +212,61 @@ def place_owners(
     return owner
 
 
+def account_images(
+    workload: Workload,
+    topology: Topology,
+    policy: Policy,
+    config: PreprocessConfig,
+    cost_model: CostModel,
+    *,
+    gate_mode: str | None = None,
+    whitelist: bool | None = None,
+) -> ImageLedger:
+    """Every image's sizes, the gate's decision and its owner cost under one topology and policy.
+
+    ``gate_mode`` defaults to the policy's (``per-image`` from 3d3194f6c on,
+    else ``pr``); ``whitelist`` to whether the policy includes the PR (only
+    ``PRE_PR`` lacks it).
+    """
+    t = topology
+    gate_mode = gate_mode or ("per-image" if policy.gate_per_image else "pr")
+    notes: list[str] = []
+    w, h, c = workload.width, workload.height, workload.channels
+    rc = resize_config_arrays(w, h, config) if len(w) else None
+    p = config.patch_size
+    pw = rc.padded_width if rc is not None else np.zeros(0, np.int64)
+    ph = rc.padded_height if rc is not None else np.zeros(0, np.int64)
+    patches = (pw // p) * (ph // p)
+    raw = c * w * h
+    fp32 = 3 * pw * ph * 4
+    epd = t.epd_encoders > 0
+    if epd:
+        deferred = np.ones(len(w), bool)  # the encoder receives raw pixels and preprocesses them itself
+        notes.append("EPD: raw images travel to the encoder ranks (transport forced to cpu, facts 7.6)")
+    elif t.transport != "cpu" or not policy.defer_enabled:
+        deferred = np.zeros(len(w), bool)
+    else:
+        deferred = decide(w, h, c, workload.offsets, config, gate_mode)
+    cpu_pre = bool(epd and not epd_owner_only(policy))
+    if cpu_pre:
+        notes.append(f"{policy.name}: every EPD encoder rank preprocesses every image (owner-only came with 418975ba6)")
+    return ImageLedger(
+        topology=t,
+        patches=patches,
+        tokens=patches // (config.merge_kernel_size**2),
+        raw_bytes=raw,
+        fp32_bytes=fp32,
+        bf16_bytes=fp32 // 2,
+        encoded_bytes=workload.encoded_bytes,
+        deferred=deferred,
+        payload_bytes=np.where(deferred, raw, fp32),
+        owner_costs=owner_cost(patches, raw + 3 * pw * ph, raw, deferred, cost_model),
+        whitelist=policy.defer_enabled if whitelist is None else whitelist,
+        preprocess_on_cpu=cpu_pre,
+        notes=notes,
+    )
+
+
 def account(
     workload: Workload,
     topology: Topology,
@@ -208,71 +278,48 @@ def account(
     whitelist: bool | None = None,
     strategy: str = "lpt-patches",
 ) -> Ledger:
-    """Every request's bytes, copies and work under one topology and policy.
+    """Every request's bytes, copies and work under one topology and policy (`account_images`, then `place`)."""
+    images = account_images(workload, topology, policy, config, cost_model, gate_mode=gate_mode, whitelist=whitelist)
+    return place(images, workload, cost_model, strategy)
 
-    ``gate_mode`` defaults to the policy's (``per-image`` from 3d3194f6c on,
-    else ``pr``); ``whitelist`` to whether the policy includes the PR (only
-    ``PRE_PR`` lacks it).
-    """
-    t = topology
-    gate_mode = gate_mode or ("per-image" if policy.gate_per_image else "pr")
-    whitelist = policy.defer_enabled if whitelist is None else whitelist
-    notes: list[str] = []
+
+def place(images: ImageLedger, workload: Workload, cost_model: CostModel, strategy: str = "lpt-patches") -> Ledger:
+    """Each image's owner under ``strategy`` (`place_owners`), and the (request x rank) and producer ledgers."""
+    t = images.topology
     n_req = workload.n_requests
     req = workload.request_of
-    w, h, c = workload.width, workload.height, workload.channels
-    rc = resize_config_arrays(w, h, config) if len(w) else None
-    p = config.patch_size
-    pw = rc.padded_width if rc is not None else np.zeros(0, np.int64)
-    ph = rc.padded_height if rc is not None else np.zeros(0, np.int64)
-    patches = (pw // p) * (ph // p)
-    tokens = patches // (config.merge_kernel_size**2)
-    raw = c * w * h
-    fp32 = 3 * pw * ph * 4
-    bf16 = fp32 // 2
+    n_img = workload.n_images
+    patches, tokens, deferred = images.patches, images.tokens, images.deferred
+    payload, fp32, raw = images.payload_bytes, images.fp32_bytes, images.raw_bytes
     epd = t.epd_encoders > 0
-    if epd:
-        deferred = np.ones(len(w), bool)  # the encoder receives raw pixels and preprocesses them itself
-        notes.append("EPD: raw images travel to the encoder ranks (transport forced to cpu, facts 7.6)")
-    elif t.transport != "cpu" or not policy.defer_enabled:
-        deferred = np.zeros(len(w), bool)
-    else:
-        deferred = decide(w, h, c, workload.offsets, config, gate_mode)
-    payload = np.where(deferred, raw, fp32)
-
     ranks = t.vision_ranks
     group = np.zeros(n_req, np.int64) if epd else np.arange(n_req, dtype=np.int64) % t.attn_dp_size
-    pre_elements = raw + 3 * pw * ph
-    costs = owner_cost(patches, pre_elements, raw, deferred, cost_model)
-    owner = place_owners(workload, patches, costs, t.vision_world, strategy)
+    owner = place_owners(workload, patches, images.owner_costs, t.vision_world, strategy)
     if t.vision_world == 1:
         owner[:] = ALL_RANKS if ranks > 1 else 0
 
     def mat(weights: np.ndarray, who: np.ndarray) -> np.ndarray:
         return _request_matrix(req, who, weights.astype(np.float64), n_req, ranks)
 
-    everyone = np.full(len(w), ALL_RANKS, np.int64)
-    ones = np.ones(len(w), np.int64)
+    everyone = np.full(n_img, ALL_RANKS, np.int64)
+    ones = np.ones(n_img, np.int64)
     readers = everyone if t.transport == "cpu" else owner
     received = mat(payload, readers)
-    cpu_pre = bool(epd and not epd_owner_only(policy))
+    cpu_pre = images.preprocess_on_cpu
     if t.transport == "cpu":
-        h2d_who = owner if (whitelist and t.vision_world > 1) else everyone
+        h2d_who = owner if (images.whitelist and t.vision_world > 1) else everyone
         # PR-era EPD encoders preprocess on the CPU, so the owner uploads FP32 patches, not raw pixels
         h2d_bytes = mat(fp32 if cpu_pre else payload, h2d_who)
         h2d_copies = mat(ones, h2d_who)
     else:
         h2d_bytes = np.zeros((n_req, ranks), np.int64)
         h2d_copies = np.zeros((n_req, ranks), np.int64)
-    pre_who = owner
-    if epd and not epd_owner_only(policy):
-        pre_who = everyone
-        notes.append(f"{policy.name}: every EPD encoder rank preprocesses every image (owner-only came with 418975ba6)")
+    pre_who = everyone if cpu_pre else owner  # PR-era EPD: every encoder rank preprocesses every image
     preprocess_runs = mat(deferred.astype(np.int64), pre_who)
     vit_patches = mat(patches, owner)
     out_tokens = mat(tokens, owner)
     gpu_work = np.where(deferred & (not cpu_pre), fp32, 0)  # float32 working buffers of GPU preprocessing
-    device_bytes = h2d_bytes + mat(gpu_work, pre_who) + mat(bf16, owner)
+    device_bytes = h2d_bytes + mat(gpu_work, pre_who) + mat(images.bf16_bytes, owner)
 
     counts = workload.images_per_request
     req_payload = np.bincount(req, weights=payload, minlength=n_req).astype(np.int64)
@@ -291,7 +338,6 @@ def account(
     producer_h2d = np.bincount(req, weights=np.where(eager, raw, 0), minlength=n_req).astype(np.int64)
     producer_d2h = np.bincount(req, weights=np.where(eager & cpu, fp32, 0), minlength=n_req).astype(np.int64)
     producer_runs = np.bincount(req, weights=eager.astype(np.int64), minlength=n_req).astype(np.int64)
-    hashed = req_payload
     embed = (
         (
             np.bincount(req, weights=tokens, minlength=n_req)
@@ -306,15 +352,7 @@ def account(
     else:
         padding = np.zeros(n_req, np.int64)
     return Ledger(
-        topology=t,
-        patches=patches,
-        tokens=tokens,
-        raw_bytes=raw,
-        fp32_bytes=fp32,
-        bf16_bytes=bf16,
-        encoded_bytes=workload.encoded_bytes,
-        deferred=deferred,
-        payload_bytes=payload,
+        **{f.name: getattr(images, f.name) for f in fields(ImageLedger)},
         owner=owner,
         group=group,
         received_bytes=received,
@@ -329,9 +367,7 @@ def account(
         producer_h2d_bytes=producer_h2d,
         producer_d2h_bytes=producer_d2h,
         producer_preprocess_runs=producer_runs,
-        hashed_bytes=hashed,
+        hashed_bytes=req_payload,
         embedding_bytes=embed,
         padding_tokens=padding.astype(np.int64),
-        preprocess_on_cpu=cpu_pre,
-        notes=notes,
     )

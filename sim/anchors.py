@@ -22,8 +22,8 @@ from typing import Any
 from reference.config import PreprocessConfig
 from reference.profiles import profile
 from reference.versions import PR_33921, Policy
-from sim.accounting import account
-from sim.costmodel import CostModel, load_cost_model, shipped_profiles
+from sim.accounting import account_images
+from sim.costmodel import CALIBRATED_PROFILE, CostModel, load_cost_model, shipped_profiles
 from sim.latency import bottleneck, compare_modes
 from sim.service import producer_parts
 from sim.topology import Topology
@@ -80,14 +80,14 @@ def microbenchmark(
     one = generate(WorkloadSpec(family="docs", n_requests=1, arrival="closed"))
     out = {}
     for mode, gate in (("eager", "never"), ("deferred", None)):
-        ledger = account(one, topology, policy, config, cm, gate_mode=gate)
+        ledger = account_images(one, topology, policy, config, cm, gate_mode=gate)
         out[mode] = float(producer_parts(ledger, one, cm, decode_on_gpu=decode_on_gpu)["processing"][0])
     return out
 
 
 def real_microbenchmark(cm: CostModel) -> dict[str, float] | None:
     """impl's eager and deferred producers timed on this machine by ``deferlab calibrate`` (its [observations])."""
-    for name in (cm.name, "calibrated-here"):
+    for name in (cm.name, CALIBRATED_PROFILE):
         try:
             obs = cm.observations if name == cm.name else load_cost_model(name).observations
         except ValueError:
@@ -120,6 +120,7 @@ def compare(
     decode_on_gpu = cm.decode_on_gpu if decode_on_gpu is None else decode_on_gpu
     cfg = config or profile("kimi-k3")
     spec = WorkloadSpec(family="docs", n_requests=n_requests, arrival="closed", seed=seed)
+    real = real_microbenchmark(cm)  # one per profile: it does not depend on the topology
     rows = []
     for tname, topo in (topologies or TOPOLOGIES).items():
         base = (
@@ -201,7 +202,6 @@ def compare(
             )
         )
         mb = microbenchmark(cm, cfg, policy, topo, decode_on_gpu)
-        real = real_microbenchmark(cm)
         extra: dict[str, Any] = {"model_eager_ms": mb["eager"] * 1e3, "model_deferred_ms": mb["deferred"] * 1e3}
         if real:
             extra.update(

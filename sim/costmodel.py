@@ -22,8 +22,9 @@ from reference.errors import ProfileError
 from sim.profile_schema import BCAST_WORLDS, CONSTANTS, check_constant, is_reference
 
 PROFILES_DIR = Path(__file__).parent / "profiles"
-DEFAULT_COST_PROFILE = "gb300-class"
-CALIBRATED_PROFILE = "calibrated-here"
+GPU_CLASS_PROFILE = "gb300-class"  # published GPU figures; what calibration cannot measure refers to it
+CALIBRATED_PROFILE = "calibrated-here"  # what `deferlab calibrate` names the profile it writes
+DEFAULT_COST_PROFILE = GPU_CLASS_PROFILE
 _SECTIONS = ("meta", "constants", "observations")
 
 

@@ -29,7 +29,7 @@ precomputed NumPy columns; a batch's vision cost is cached by its image types.
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 
 import numpy as np
 
@@ -43,20 +43,19 @@ class LoopResult:
     """First-token times per request and what the loops spent (summed over groups)."""
 
     finish: np.ndarray
-    iterations: int = 0
-    batches: int = 0
+    batches: int = 0  # loop iterations: every iteration runs one (possibly empty) prefill batch
     cpu_phase_s: float = 0.0  # receive + broadcast + scheduler work
     host_vision_s: float = 0.0  # host-blocking part of vision (reads, H2D, deferred preprocessing)
     device_s: float = 0.0  # device busy: vision + all-gather + prefill
-    batch_requests: list[int] = field(default_factory=list)
 
     def summary(self, span: float, groups: int) -> dict[str, float]:
-        """Per-group utilizations over ``span`` seconds and the mean batch size."""
+        """Per-group utilizations over ``span`` seconds and the mean batch size (requests completed per batch:
+        every request completes in exactly one batch)."""
         scale = 1.0 / max(span * groups, 1e-12)
         return {
-            "loop_iterations": float(self.iterations),
+            "loop_iterations": float(self.batches),
             "loop_batches": float(self.batches),
-            "mean_batch_requests": float(np.mean(self.batch_requests)) if self.batch_requests else 0.0,
+            "mean_batch_requests": len(self.finish) / self.batches if self.batches else 0.0,
             "util_cpu_phase": self.cpu_phase_s * scale,
             "util_host_vision": self.host_vision_s * scale,
             "util_device": self.device_s * scale,
@@ -136,10 +135,11 @@ def run_loops(
     tokens = path.tokens.tolist()
     offsets = path.offsets.tolist()
     starts = path.img_start.tolist()
+    ready_at = ready.tolist()
     for g in np.unique(group).tolist():
         idx = np.flatnonzero(group == g)
         idx = idx[np.lexsort((idx, ready[idx]))].tolist()
-        _group_loop(idx, ready.tolist(), cpu, nbytes, shm, tokens, offsets, starts, path, cm, vision, overlap, result)
+        _group_loop(idx, ready_at, cpu, nbytes, shm, tokens, offsets, starts, path, cm, vision, overlap, result)
     return result
 
 
@@ -189,7 +189,6 @@ def _group_loop(
                 c += 2 * empty_bcast  # _finalize_shm_features: barrier, then the all-reduce of failures
         p = q
         t_host += c
-        out.iterations += 1
         out.cpu_phase_s += c
         budget, run, done, images = budget_max, 0, [], []
         while head < len(waiting) and budget > 0:
@@ -221,6 +220,5 @@ def _group_loop(
         for r in done:
             finish[r] = gpu_free
         out.batches += 1
-        out.batch_requests.append(len(done))
         out.host_vision_s += h
         out.device_s += v + run * per_token

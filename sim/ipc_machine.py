@@ -361,7 +361,7 @@ class _AckMachine(RuleBasedStateMachine):
             lease = pool.leases[item]
             held = pool.slots[lease.slot]
             current = held.busy and held.item == item and held.generation == lease.generation
-            acked = frozenset(r for i, r in getattr(pool, "_acked", ()) if i == item)
+            acked = pool.acked_by(item)
             pending = tuple(self.pending_release[item])
             items.append(
                 (names[item], self.unread_owner[item], pending, lease.slot, current, frozenset(lease.unread), acked)

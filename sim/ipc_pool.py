@@ -33,8 +33,10 @@ caller can tell a safe free from an early one.
 from __future__ import annotations
 
 from dataclasses import dataclass, field, replace
+from typing import Self, get_args
 
 from reference.ipc_counts import is_valid_ack
+from reference.versions import LateAcks
 
 
 class InvalidAck(ValueError):
@@ -48,7 +50,7 @@ def released_words(count: int, total: int, rank: int) -> set[int]:
     return set(range(total)) if count == total else {rank % total}
 
 
-LATE_ACKS = ("ignored", "overwrite", "count")
+LATE_ACKS: tuple[str, ...] = get_args(LateAcks)
 
 
 @dataclass
@@ -85,16 +87,18 @@ class _Pool:
         self.early_frees: list[str] = []  # safety violations observed at free time
         self.torn_reads: list[str] = []  # reads of a slot that no longer holds the item
 
-    def clone(self) -> _Pool:
+    def clone(self) -> Self:
         """An independent copy (the exhaustive search branches on every step; deepcopy is several times slower)."""
         twin = object.__new__(type(self))
         twin.__dict__.update(self.__dict__)
         twin.slots = [replace(s, words=dict(s.words)) for s in self.slots]
         twin.leases = {k: replace(v, unread=set(v.unread)) for k, v in self.leases.items()}
         twin.early_frees, twin.torn_reads = list(self.early_frees), list(self.torn_reads)
-        if "_acked" in self.__dict__:
-            twin._acked = set(self._acked)
         return twin
+
+    def acked_by(self, item: int) -> frozenset[int]:
+        """The ranks whose acknowledgement of ``item`` the pool remembers (none: only `CounterPool`'s proxies do)."""
+        return frozenset()
 
     def free_slots(self) -> int:
         return sum(not s.busy for s in self.slots)
@@ -182,6 +186,14 @@ class CounterPool(_Pool):
         self.tp_size = tp_size
         self.idempotent = idempotent
         self._acked: set[tuple[int, int]] = set()
+
+    def clone(self) -> Self:
+        twin = super().clone()
+        twin._acked = set(self._acked)
+        return twin
+
+    def acked_by(self, item: int) -> frozenset[int]:
+        return frozenset(r for i, r in self._acked if i == item)
 
     def publish(self, item: int, total: int, readers: set[int]) -> int | None:
         return self._take(item, readers)

@@ -17,7 +17,7 @@ import numpy as np
 
 from reference.config import PreprocessConfig
 from reference.versions import Policy
-from sim.accounting import account
+from sim.accounting import account_images, place
 from sim.costmodel import CostModel
 from sim.des import Timeline, littles_law, simulate
 from sim.eventloop import run_loops
@@ -60,14 +60,16 @@ def simulate_mode(
     strategy: str = "lpt-patches",
     decode_on_gpu: bool = False,
     overlap: bool = True,
-    whitelist: bool | None = None,
 ) -> tuple[Timeline, dict[str, float]]:
-    """One run; the timeline and per-request seconds of each part (``per_request_*``) with loop utilizations."""
-    ledger = account(
-        workload, topology, policy, config, cm, gate_mode=gate_mode, whitelist=whitelist, strategy=strategy
-    )
-    wl = policy.defer_enabled if whitelist is None else whitelist
-    path = request_path(ledger, workload, cm, whitelist=wl, decode_on_gpu=decode_on_gpu)
+    """One run; the timeline and per-request seconds of each part (``per_request_*``) with loop utilizations.
+
+    Each image's owner is placed per batch by the event loop, so outside EPD (whose encoders need the per-rank
+    ledger) the per-image columns are all the path needs.
+    """
+    ledger = account_images(workload, topology, policy, config, cm, gate_mode=gate_mode)
+    if topology.epd_encoders:
+        ledger = place(ledger, workload, cm, strategy)
+    path = request_path(ledger, workload, cm, decode_on_gpu=decode_on_gpu)
     n = workload.n_requests
     cols = [path.producer_s] + ([path.encoder_s] if path.encoder_s is not None else [])
     stages = StageTimes(
@@ -153,7 +155,10 @@ def capacity(
     spec: WorkloadSpec, topology: Topology, policy: Policy, config: PreprocessConfig, cm: CostModel, **kw: Any
 ) -> dict[str, float]:
     """Throughput at unlimited concurrency (every request offered at t = 0) per mode: where each path saturates."""
-    res = compare_modes(generate(replace(spec, arrival="closed")), topology, policy, config, cm, **kw)
+    return _throughputs(compare_modes(generate(replace(spec, arrival="closed")), topology, policy, config, cm, **kw))
+
+
+def _throughputs(res: dict[str, dict[str, float]]) -> dict[str, float]:
     return {mode: res[mode]["throughput_rps"] for mode, _ in MODES}
 
 
@@ -183,14 +188,19 @@ def load_sweep(
     carries (``saturation_rps``, see `saturation`), so a plot can mark both.
     """
     kw = {"strategy": strategy, "decode_on_gpu": decode_on_gpu, "overlap": overlap}
-    caps = capacity(spec, topology, policy, config, cm, **kw)
+    closed = compare_modes(generate(replace(spec, arrival="closed")), topology, policy, config, cm, **kw)
+    caps = _throughputs(closed)  # `capacity`, from the run the ``inf`` row reports as well (it is deterministic)
     auto = rates == "auto"
     rates = [*auto_rates(caps), math.inf] if auto else list(rates)
     rows = []
 
     def point(rate: float) -> None:
-        s = replace(spec, arrival="closed") if rate == math.inf else replace(spec, arrival="poisson", rate=rate)
-        res = compare_modes(generate(s), topology, policy, config, cm, **kw)
+        if rate == math.inf:
+            res = closed
+        else:
+            res = compare_modes(
+                generate(replace(spec, arrival="poisson", rate=rate)), topology, policy, config, cm, **kw
+            )
         rows.append({"rate_rps": rate, "capacity_rps": dict(caps), **res})
 
     for rate in rates:

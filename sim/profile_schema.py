@@ -103,11 +103,6 @@ _REQUIRED = {
 _OPTIONAL = ("note",)
 
 
-def accepted_units(name: str) -> list[str]:
-    """The unit spellings a constant accepts (its dimension's)."""
-    return list(UNITS[CONSTANTS[name][0]])
-
-
 def check_constant(name: str, table: Any, where: str) -> dict[str, Any]:
     """Validate one constant's table; return it with ``value``/``spread`` in the canonical unit.
 

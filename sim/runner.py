@@ -14,7 +14,6 @@ from sim.corpus import CorpusMissing
 from sim.costmodel import load_cost_model
 from sim.gate import GATE_SOURCE
 from sim.latency import compare_modes, load_sweep
-from sim.placement import owner_cost
 from sim.placement_compare import compare_placements
 from sim.scenario import Scenario, load_scenario
 from sim.workload import generate
@@ -80,8 +79,9 @@ def run(scenario: Scenario | str | Path, *, cost_profile: str | Path | None = No
     )
     result.accounting = ledger.summary()
     result.notes.extend(ledger.notes)
-    costs = owner_cost(ledger.patches, ledger.raw_bytes + ledger.fp32_bytes // 4, ledger.raw_bytes, ledger.deferred, cm)
-    result.placement = compare_placements(workload.offsets, ledger.patches, ledger.tokens, costs, topo.vision_world)
+    result.placement = compare_placements(
+        workload.offsets, ledger.patches, ledger.tokens, ledger.owner_costs, topo.vision_world
+    )
     if topo.vision_world <= 1:
         result.notes.append("vision DP off (or one vision rank): no owner placement to compare")
     if topo.epd_encoders:

@@ -28,7 +28,7 @@ from typing import Any
 from reference.errors import ScenarioError
 from reference.profiles import profile_names
 from reference.versions import POLICIES, get_policy
-from sim.costmodel import PROFILES_DIR
+from sim.costmodel import DEFAULT_COST_PROFILE, shipped_profiles
 from sim.gate import GATE_MODES
 from sim.placement import STRATEGIES
 from sim.topology import Topology
@@ -51,7 +51,7 @@ class Scenario:
     workload: WorkloadSpec
     policy: str = "PR_33921"
     profile: str = "kimi-k3"
-    cost_profile: str = "gb300-class"
+    cost_profile: str = DEFAULT_COST_PROFILE
     description: str = ""
     gate: str | None = None  # None: the policy's
     whitelist: bool | None = None  # None: the policy's
@@ -101,6 +101,13 @@ def _choice(where: str, value: Any, accepted: tuple[str, ...] | list[str]) -> st
     return value
 
 
+def _bool(where: str, value: Any) -> bool:
+    """TOML's true / false only: 0, 1 or "yes" are refused rather than read as truthy."""
+    if not isinstance(value, bool):
+        raise ScenarioError(f"{where} = {value!r} is not accepted; accepted: true, false")
+    return value
+
+
 def scenario_from_dict(data: dict[str, Any], *, source: str = "<dict>", default_name: str = "scenario") -> Scenario:
     """Validate a parsed scenario; every message starts with ``source``."""
     _check_keys(source, data, _TOP_KEYS + _SECTIONS)
@@ -110,10 +117,9 @@ def scenario_from_dict(data: dict[str, Any], *, source: str = "<dict>", default_
     except ValueError:
         raise ScenarioError(f"{source}: policy = {pol!r} is not accepted; accepted: {list(POLICIES)}") from None
     prof = _choice(f"{source}: profile", data.get("profile", "kimi-k3"), profile_names())
-    costs = sorted(p.stem for p in PROFILES_DIR.glob("*.toml"))
-    cost = data.get("cost_profile", "gb300-class")
+    cost = data.get("cost_profile", DEFAULT_COST_PROFILE)
     if not (isinstance(cost, str) and cost.endswith(".toml") and Path(cost).is_file()):
-        cost = _choice(f"{source}: cost_profile", cost, [*costs, "<path to an existing .toml>"])
+        cost = _choice(f"{source}: cost_profile", cost, [*sorted(shipped_profiles()), "<path to an existing .toml>"])
     try:
         topo = Topology.from_dict(dict(data.get("topology", {})), where=f"{source}: [topology]")
     except (TypeError, ValueError) as e:
@@ -132,17 +138,13 @@ def scenario_from_dict(data: dict[str, Any], *, source: str = "<dict>", default_
     if gate is not None:
         _choice(f"{source}: [accounting] gate", gate, GATE_MODES)
     whitelist = acc.get("whitelist")
-    if whitelist is not None and not isinstance(whitelist, bool):
-        raise ScenarioError(f"{source}: [accounting] whitelist = {whitelist!r} is not accepted; accepted: true, false")
+    if whitelist is not None:
+        _bool(f"{source}: [accounting] whitelist", whitelist)
     placement = _choice(f"{source}: [accounting] placement", acc.get("placement", "lpt-patches"), STRATEGIES)
     lat = _check_keys(f"{source}: [latency]", data.get("latency", {}), _LATENCY_KEYS)
-    enabled = lat.get("enabled", True)
-    if not isinstance(enabled, bool):
-        raise ScenarioError(f"{source}: [latency] enabled = {enabled!r} is not accepted; accepted: true, false")
+    enabled = _bool(f"{source}: [latency] enabled", lat.get("enabled", True))
     decode = _choice(f"{source}: [latency] decode", lat.get("decode", "cpu"), ("cpu", "gpu"))
-    overlap = lat.get("overlap", True)
-    if not isinstance(overlap, bool):
-        raise ScenarioError(f"{source}: [latency] overlap = {overlap!r} is not accepted; accepted: true, false")
+    overlap = _bool(f"{source}: [latency] overlap", lat.get("overlap", True))
     rates = lat.get("sweep_rates", [])
     if rates != "auto" and (
         not isinstance(rates, list)

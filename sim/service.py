@@ -32,16 +32,14 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from sim.accounting import Ledger
+from sim.accounting import ImageLedger, Ledger
 from sim.costmodel import CostModel
-from sim.placement import owner_cost
 from sim.workload import Workload
 
 # Assumption: pickled metadata of one item (grid tensor, deferred config, shm name) and of one request's message
 # (token ids aside); calibrate's 16 tiny items pickle to about 1 KiB each. Only the broadcast's byte count uses them.
 META_BYTES_PER_ITEM = 1024
 META_BYTES_PER_REQUEST = 2048
-MODES = ("shm", "inline", "ipc")
 
 
 @dataclass(frozen=True)
@@ -51,7 +49,6 @@ class StageTimes:
     stages: tuple[str, ...]
     times: np.ndarray  # float64 [n_requests, n_stages]
     server: np.ndarray  # int64 [n_requests, n_stages]
-    rank_vision_s: np.ndarray | None = None  # float64 [n_requests, vision ranks]
 
 
 @dataclass(frozen=True)
@@ -82,7 +79,7 @@ class RequestPath:
     prefill_s_per_token: float  # prefill seconds per token on the group (TP-sharded)
 
 
-def transport_mode(ledger: Ledger) -> str:
+def transport_mode(ledger: ImageLedger) -> str:
     """``shm`` (one node), ``inline`` (nodes > 1: determine_tensor_transport_mode -> "default") or ``ipc``."""
     t = ledger.topology
     if t.epd_encoders:
@@ -97,7 +94,7 @@ def _per_request(workload: Workload, values: np.ndarray) -> np.ndarray:
 
 
 def producer_parts(
-    ledger: Ledger, workload: Workload, cm: CostModel, *, decode_on_gpu: bool = False
+    ledger: ImageLedger, workload: Workload, cm: CostModel, *, decode_on_gpu: bool = False
 ) -> dict[str, np.ndarray]:
     """The tokenizer's seconds per request: ``processing`` (the K3 processor) and ``send`` (wrap + sock_send).
 
@@ -133,15 +130,17 @@ def producer_parts(
     return {"processing": processing, "send": send}
 
 
-def producer_times(ledger: Ledger, workload: Workload, cm: CostModel, *, decode_on_gpu: bool = False) -> np.ndarray:
+def producer_times(
+    ledger: ImageLedger, workload: Workload, cm: CostModel, *, decode_on_gpu: bool = False
+) -> np.ndarray:
     """The tokenizer's service time per request (`producer_parts` summed)."""
     parts = producer_parts(ledger, workload, cm, decode_on_gpu=decode_on_gpu)
     return parts["processing"] + parts["send"]
 
 
-def encoder_times(ledger: Ledger, workload: Workload, cm: CostModel) -> tuple[np.ndarray, np.ndarray]:
+def encoder_times(ledger: Ledger, workload: Workload, cm: CostModel) -> np.ndarray:
     """EPD: the encoder group per request (ranks in lockstep: the slowest rank, the all-gather, the embedding
-    transfer to the language server), and each encoder rank's own seconds. PR-era encoders run the CPU processor."""
+    transfer to the language server). PR-era encoders run the CPU processor."""
     raw, fp32 = ledger.raw_bytes, ledger.fp32_bytes
     per_req = lambda v: _per_request(workload, v)  # noqa: E731
     rank_time = ledger.received_bytes / cm.memcpy_bytes_per_s + cm.h2d(ledger.h2d_bytes)
@@ -157,16 +156,23 @@ def encoder_times(ledger: Ledger, workload: Workload, cm: CostModel) -> tuple[np
     ranks = ledger.received_bytes.shape[1]
     gather = cm.allgather(ledger.out_tokens.max(axis=1).astype(np.float64), ranks)
     embed = ledger.embedding_bytes / cm.allgather_bytes_per_s
-    return rank_time.max(axis=1) + gather + embed, rank_time
+    return rank_time.max(axis=1) + gather + embed
 
 
 def request_path(
-    ledger: Ledger, workload: Workload, cm: CostModel, *, whitelist: bool = True, decode_on_gpu: bool = False
+    ledger: ImageLedger,
+    workload: Workload,
+    cm: CostModel,
+    *,
+    whitelist: bool | None = None,
+    decode_on_gpu: bool = False,
 ) -> RequestPath:
     """Every cost of the released path for one workload under one ledger (topology, policy, gate).
 
-    ``whitelist``: the model is on ``_can_skip_pre_embed_feature_move``'s list (every policy from the PR on), so
-    only an image's owner copies it to its GPU; otherwise ``_move_items_to_device`` copies every item on every rank.
+    ``whitelist`` (default: the ledger's, i.e. the policy's): the model is on ``_can_skip_pre_embed_feature_move``'s
+    list (every policy from the PR on), so only an image's owner copies it to its GPU; otherwise
+    ``_move_items_to_device`` copies every item on every rank. Under EPD the encoders' ranks matter, so the ledger
+    must be the full `Ledger` (`sim.accounting.account`); otherwise the per-image columns are enough.
     """
     t = ledger.topology
     mode = transport_mode(ledger)
@@ -184,7 +190,9 @@ def request_path(
     epd = t.epd_encoders > 0
     encoder = None
     if epd:  # the language server receives embeddings, not images: its loop sees no vision work
-        encoder, _ = encoder_times(ledger, workload, cm)
+        if not isinstance(ledger, Ledger):
+            raise TypeError("EPD: request_path needs the full Ledger (sim.accounting.account), not its image columns")
+        encoder = encoder_times(ledger, workload, cm)
         items = np.zeros(n)
     inline = mode == "inline" and not epd
     fp32_in = per_req(np.where(e, payload, 0)) if inline else np.zeros(n)
@@ -207,7 +215,7 @@ def request_path(
         host, dev = read + cm.h2d(payload), zeros
     pre = np.where(d, cm.gpu_preprocess(ledger.raw_bytes + ledger.fp32_bytes // 4, 0.0), 0.0)
     vit = cm.vit(ledger.patches.astype(np.float64))
-    whitelist = whitelist or mode == "ipc"
+    whitelist = (ledger.whitelist if whitelist is None else whitelist) or mode == "ipc"
     if epd:
         own_h = own_d = all_h = all_d = zeros
     elif vw > 1:
@@ -218,7 +226,6 @@ def request_path(
     else:
         own_h = own_d = zeros
         all_h, all_d = host + pre, dev + vit / max(world, 1)  # without vision DP the tower is TP-sharded
-    load = owner_cost(ledger.patches, ledger.raw_bytes + ledger.fp32_bytes // 4, ledger.raw_bytes, d, cm)
     return RequestPath(
         mode=mode,
         world=world,
@@ -235,11 +242,11 @@ def request_path(
         img_start=starts,
         patches=ledger.patches,
         out_tokens=ledger.tokens,
-        load=load,
+        load=ledger.owner_costs,
         own_host_s=own_h,
         own_dev_s=own_d,
         all_host_s=all_h,
         all_dev_s=all_d,
         deferred=d,
-        prefill_s_per_token=cm.prefill_gpu_s_per_token / max(t.attn_tp_size, 1),
+        prefill_s_per_token=cm.prefill(1, t.attn_tp_size),
     )

@@ -87,7 +87,7 @@ class SGLangAckCounts:
         return value
 
     @staticmethod
-    def _parallel(tp_size: int, attn_dp_size: int) -> dict[str, Any]:
+    def _parallel(attn_dp_size: int) -> dict[str, Any]:
         return {"dp_size": attn_dp_size, "enable_dp_attention": attn_dp_size > 1}
 
     # -- the AckCounts protocol -----------------------------------------------------------------------------------
@@ -96,7 +96,7 @@ class SGLangAckCounts:
 
         Counter pool: the counter value at which the recycler frees a chunk (its ``try_to_recycle``, run).
         """
-        p = self._parallel(tp_size, attn_dp_size)
+        p = self._parallel(attn_dp_size)
         key = ("K_p", self.transport, tp_size, attn_dp_size)
         if self.pool == "counter":
             return self._cached(key, lambda: self.counts.counter.recycle_threshold(tp_size, **p))
@@ -104,7 +104,7 @@ class SGLangAckCounts:
 
     def requested(self, tp_size: int, attn_dp_size: int) -> int:
         """K_c the Kimi-K3 owner's loader passes to ``reconstruct`` (its default when it passes none)."""
-        p = self._parallel(tp_size, attn_dp_size)
+        p = self._parallel(attn_dp_size)
         key = ("K_c", tp_size, attn_dp_size)
         return self._cached(key, lambda: self.counts.consumer_requested(tp_size, tp_size // attn_dp_size, **p))
 
@@ -126,7 +126,7 @@ class SGLangAckCounts:
         if self.pool == "counter":
             key = ("added", count)
             return self._cached(key, lambda: self.counts.counter.added(count), refusals=(ValueError,))
-        p = self._parallel(tp_size, attn_dp_size)
+        p = self._parallel(attn_dp_size)
         key = ("words", self.transport, count, total, rank, tp_size, attn_dp_size)
         words, _ = self._cached(
             key,

@@ -18,10 +18,10 @@ import textwrap
 from collections.abc import Callable, Iterator
 from typing import Any
 
+from impl.sglang import runtime
 from impl.sglang.driver import SGLangImpl
-from impl.sglang.sources import Source
+from impl.sglang.sources import GATE, Source
 
-GATE = "_should_defer_gpu_preprocessing"
 TIE_LINE = ("return raw_bytes <= processed_bytes", "return raw_bytes < processed_bytes")
 
 
@@ -37,12 +37,8 @@ def gate_tie_break(source: Source) -> Iterator[None]:
         raise RuntimeError(f"{source.name}: the gate does not contain {old!r} exactly once; cannot break it")
     namespace = dict(pk3.__dict__)
     exec(compile(text.replace(old, new), f"<deferlab broken {GATE}>", "exec"), namespace)  # noqa: S102
-    source.patch(f"{pk3.__name__}.KimiK3ImageProcessor.{GATE}", f"BROKEN on purpose: {old!r} -> {new!r}")
-    setattr(cls, GATE, namespace[GATE])
-    try:
+    with runtime.patched(source, cls, GATE, namespace[GATE], f"BROKEN on purpose: {old!r} -> {new!r}"):
         yield
-    finally:
-        setattr(cls, GATE, real)
 
 
 def _within(method: Callable[..., Any]) -> Callable[..., Any]:
@@ -65,8 +61,3 @@ class BrokenGateTie(SGLangImpl):
     defer_decisions = _within(SGLangImpl.defer_decisions)
     process = _within(SGLangImpl.process)
     features = _within(SGLangImpl.features)
-
-
-def broken_gate_tie(spec: str | Source | None = None) -> BrokenGateTie:
-    """The loaded (or named) SGLang with the gate's tie rule broken; see `BrokenGateTie`."""
-    return BrokenGateTie(spec)

@@ -49,6 +49,10 @@ def _diff(a: torch.Tensor, b: torch.Tensor) -> str:
     return f"max |d| = {d.max().item():.3g} in {(d > 0).sum().item()} of {d.numel()} values"
 
 
+def _same(got: Any, want: Any) -> tuple[bool, str]:
+    return got == want, f"{got} vs {want}"
+
+
 def compare(sgl: SGLangImpl) -> dict[str, Any]:
     """Every disagreement between SGLang and deferlab's ``impl`` on a fixed set of inputs."""
     report: dict[str, Any] = {"name": sgl.name, "checks": 0, "disagreements": [], "skipped": []}
@@ -78,7 +82,8 @@ def compare(sgl: SGLangImpl) -> dict[str, Any]:
             def one(imgs: list = imgs, cfg: Any = cfg) -> tuple[bool, str]:
                 a, ga = sgl.preprocess(imgs, cfg)
                 b, gb = dl_pipeline.preprocess(imgs, cfg, device="cpu")
-                return (a.shape == b.shape and torch.equal(a, b) and torch.equal(ga, gb), _diff(a, b))
+                ok = a.shape == b.shape and torch.equal(a, b) and torch.equal(ga, gb)
+                return ok, "" if ok else _diff(a, b)
 
             check(f"preprocess {name} {mode} {w}x{h}", one)
         shapes = [(3, 64, 48), (3, 64, 48), (4, 64, 48), (1, 30, 30), (3, 700, 900)]
@@ -87,7 +92,8 @@ def compare(sgl: SGLangImpl) -> dict[str, Any]:
         def many(batch: list = batch, cfg: Any = cfg) -> tuple[bool, str]:
             a, ga = sgl.preprocess(batch, cfg)
             b, gb = dl_pipeline.preprocess(batch, cfg, device="cpu")
-            return (torch.equal(a, b) and torch.equal(ga, gb), _diff(a, b))
+            ok = torch.equal(a, b) and torch.equal(ga, gb)
+            return ok, "" if ok else _diff(a, b)
 
         check(f"preprocess {name} grouped tensor request", many)
         bad = []
@@ -101,10 +107,7 @@ def compare(sgl: SGLangImpl) -> dict[str, Any]:
         k, ranks = int(rng.integers(0, 9)), int(rng.integers(1, 5))
         sizes = [int(x) for x in rng.integers(1, 6, k) * 4]
         ours = dl_place.assign_owners(sizes, ranks)
-        check(
-            f"assign_owners {sizes} on {ranks}",
-            lambda s=sizes, r=ranks, o=ours: (sgl.assign_owners(s, r) == o, f"{sgl.assign_owners(s, r)} vs {o}"),
-        )
+        check(f"assign_owners {sizes} on {ranks}", lambda s=sizes, r=ranks, o=ours: _same(sgl.assign_owners(s, r), o))
     for bg in (
         {"pattern": "chessboard", "chessboard_square_size": 8, "chessboard_gray_value": 180},
         {"pattern": "white"},

@@ -21,8 +21,7 @@ from typing import Any
 
 import torch
 
-from impl.sglang import runtime
-from impl.sglang.counts import parallel_state
+from impl.sglang import runtime, topology
 from impl.sglang.sources import Source
 from reference.validate import check_positive_int
 
@@ -95,18 +94,13 @@ def vision_dp(
 ) -> types.SimpleNamespace:
     """Every rank of one attention-TP group: the runner picks its images, its loader materializes them."""
     mmu = source.module("multimodal.mm_utils")
-    # an eager-only release writes no deferred key: its owners preprocess nothing (the producer did)
-    key = (
-        source.module("multimodal.kimi_k3_image_processing").DEFERRED_PREPROCESSING_KEY
-        if source.has_deferred_path
-        else None
-    )
-    patch = patch_size
+    # an eager-only release's items carry no deferred key: its owners preprocess nothing (the producer did)
+    key = source.deferred_key
     skip = can_skip_pre_embed(source, "KimiK3ForConditionalGeneration")
     grids = [_grid(item) for item in items]
     ranks, owners, outputs = [], [], []
     for r, local in enumerate(deliver(items, num_ranks)):
-        loader = runtime.capture_loader(source, local, device, patch)
+        loader = runtime.capture_loader(source, local, device, patch_size)
         seen: dict[str, Any] = {}
 
         def wrapped(indices: list[int], _loader: Any = loader, _seen: dict = seen) -> torch.Tensor:
@@ -114,13 +108,12 @@ def vision_dp(
             _seen["out"] = _loader(list(indices))
             raise _Stop
 
-        tower = runtime.TowerStub(device, patch)
-        ns = parallel_state(num_ranks, attn_tp_size=num_ranks, tp_rank=r)
+        ns = topology.parallel(num_ranks, attn_tp_size=num_ranks, tp_rank=r)
         why = "this rank's attention-TP size and rank for the DP runner (as SGLang's tests patch it)"
         with runtime.patched(source, mmu, "get_parallel", lambda ns=ns: ns, why):
             try:
                 mmu.run_dp_sharded_mrope_vision_model(
-                    _TowerRaises(tower),
+                    _TowerRaises(),
                     None,
                     grids,
                     rope_type="rope_2d",
@@ -140,7 +133,7 @@ def vision_dp(
         moved = len(mine) if skip else sum(isinstance(it.feature, torch.Tensor) for it in local)
         log = types.SimpleNamespace(
             h2d_copies=moved,
-            images_preprocessed=sum(key is not None and key in local[i].model_specific_data for i in mine),
+            images_preprocessed=sum(key in local[i].model_specific_data for i in mine),
         )
         ranks.append(types.SimpleNamespace(rank=r, owned=mine, log=log))
     per_image: list[Any] = [None] * len(items)
@@ -155,9 +148,6 @@ def vision_dp(
 
 class _TowerRaises:
     """The tower as the runner sees it on a rank that loads nothing: reaching it ends the run."""
-
-    def __init__(self, tower: runtime.TowerStub) -> None:
-        self._tower = tower
 
     def __getattr__(self, name: str) -> Any:
         raise _Stop

@@ -23,7 +23,6 @@ from __future__ import annotations
 
 import contextlib
 import pickle
-import sys
 import types
 from collections.abc import Callable
 from functools import cached_property
@@ -32,7 +31,7 @@ from typing import Any
 import torch
 
 from impl.sglang import runtime, topology
-from impl.sglang.counts import _grid, _tiny_feature
+from impl.sglang.counts import _tiny_item
 from impl.sglang.sources import Source
 
 STREAM_ORDERED = "sglang/srt/multimodal/transport/memory_pool.py"  # 0.5.18+: generation words
@@ -105,14 +104,9 @@ class CounterCounts:
     def _recording(self, calls: list[tuple[float, str]], extra: dict[str, Any] | None = None) -> type:
         """A proxy subclass whose ``_acknowledge_consumption`` records (count, SGLang frames), then runs for real."""
         base = self.module.CudaIpcTensorTransportProxy
-        root = str(self.source.root)
 
         def _acknowledge_consumption(self_proxy: Any, consumer_count: int = 1) -> None:
-            frames, frame = [], sys._getframe(1)
-            while frame is not None and frame.f_code.co_filename.startswith(root):
-                frames.append(frame.f_code.co_name)
-                frame = frame.f_back
-            calls.append((consumer_count, " <- ".join(frames)))
+            calls.append((consumer_count, runtime.sglang_callers(self.source)))
             base._acknowledge_consumption(self_proxy, consumer_count)
 
         attrs: dict[str, Callable[..., Any]] = {"_acknowledge_consumption": _acknowledge_consumption, **(extra or {})}
@@ -132,20 +126,11 @@ class CounterCounts:
             )
         return names
 
-    def _server(self, tp_size: int, dp_size: int, enable_dp_attention: bool) -> contextlib.ExitStack:
+    def _server(self, tp_size: int, dp_size: int, enable_dp_attention: bool) -> contextlib.AbstractContextManager[None]:
         """Answer whatever the recycler reads its threshold from, for this topology (nothing was published here)."""
-        server = topology.server_args(tp_size, dp_size, enable_dp_attention)
         par = topology.parallel(tp_size, dp_size=dp_size, enable_dp_attention=enable_dp_attention)
-        answers = {
-            "get_server_args": lambda: server,
-            "configured_tp_size": lambda: tp_size,
-            "get_parallel": lambda: par,
-        }
         why = "no server published its arguments here; answered for the recycler's threshold from the topology"
-        stack = contextlib.ExitStack()
-        for name in self.threshold_reads():
-            stack.enter_context(runtime.patched(self.source, self.module, name, answers[name], why))
-        return stack
+        return runtime.answer_topology(self.source, self.module, self.threshold_reads(), par, why)
 
     # -- the recycler ------------------------------------------------------------------------------------------
     def recycle_threshold(self, tp_size: int, dp_size: int = 1, enable_dp_attention: bool = False) -> int:
@@ -228,7 +213,7 @@ class CounterCounts:
             self.source.patch(f"{base.__module__}.{base.__name__}.{name}", why)
         calls: list[tuple[float, str]] = []
         segment = self._segment()
-        item = sb.MultimodalDataItem(modality=sb.Modality.IMAGE, feature=_tiny_feature(), model_specific_data=_grid())
+        item = _tiny_item(sb)
         item.feature = self._proxy(segment, self._recording(calls, host))
         item.reconstruct(0, ipc_consumer_count=requested)
         if len(calls) != 1:
@@ -269,7 +254,7 @@ class CounterCounts:
         sb = self.source.module("managers.schedule_batch")
         calls: list[tuple[float, str]] = []
         segment = self._segment()
-        item = sb.MultimodalDataItem(modality=sb.Modality.IMAGE, feature=_tiny_feature(), model_specific_data=_grid())
+        item = _tiny_item(sb)
         if not owner:
             item.feature = self._proxy(segment, self._recording(calls))
         sb.MultimodalInputs(mm_items=[item]).release_features()

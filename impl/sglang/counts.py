@@ -33,17 +33,6 @@ class _Stop(Exception):
     """Raised by a recorder once the value we came for has been seen."""
 
 
-def parallel_state(
-    tp_size: int,
-    attn_tp_size: int | None = None,
-    dp_size: int = 1,
-    enable_dp_attention: bool = False,
-    tp_rank: int = 0,
-) -> topology.Topology:
-    """``get_parallel()`` for one topology: every name SGLang's count code reads (`impl.sglang.topology`)."""
-    return topology.parallel(tp_size, attn_tp_size, dp_size, enable_dp_attention, tp_rank)
-
-
 class IPCCounts:
     """``producer_total``, ``consumer_requested`` and ``resolve`` as the loaded SGLang computes them.
 
@@ -78,19 +67,18 @@ class IPCCounts:
             raise RuntimeError(f"{self.source.name} has the stream-ordered pool, not the counter pool")
         return CounterCounts(self.source, self.sources)
 
-    def _with_parallel(self, stack: ExitStack, module: types.ModuleType, ns: Any) -> None:
+    def _with_parallel(self, stack: ExitStack, module: types.ModuleType, ns: topology.Topology) -> None:
+        """``module``'s ``get_parallel`` / ``configured_tp_size`` (those it has) answer for ``ns`` in ``stack``."""
+        names = [n for n in ("get_parallel", "configured_tp_size") if n in module.__dict__]
         why = "parallel state for the count (SGLang's tests patch get_parallel the same way)"
-        if "get_parallel" in module.__dict__:
-            stack.enter_context(runtime.patched(self.source, module, "get_parallel", lambda: ns, why))
-        if "configured_tp_size" in module.__dict__:
-            stack.enter_context(runtime.patched(self.source, module, "configured_tp_size", lambda: ns.tp_size, why))
+        stack.enter_context(runtime.answer_topology(self.source, module, names, ns, why))
 
     # -- K_p ---------------------------------------------------------------------------------------------------
     def producer_total(
         self, tp_size: int, dp_size: int = 1, enable_dp_attention: bool = False, transport: str = "cuda_ipc"
     ) -> int:
         """Consumers a pool slot waits for (the CUDA IPC pool, or the VMM pool with ``transport="cuda_vmm"``)."""
-        ns = parallel_state(tp_size, dp_size=dp_size, enable_dp_attention=enable_dp_attention)
+        ns = topology.parallel(tp_size, dp_size=dp_size, enable_dp_attention=enable_dp_attention)
         if transport == "cuda_vmm":
             vmm = self.source.module("utils.cuda_vmm_transport_utils")
             fn = vmm.get_vmm_feature_consumer_count
@@ -135,12 +123,11 @@ class IPCCounts:
             seen["count"] = ipc_consumer_count
             raise _Stop
 
-        item = item_cls(modality=sb.Modality.IMAGE, feature=_tiny_feature(), model_specific_data=_grid())
-        ns = parallel_state(tp_size, attn_tp_size, dp_size, enable_dp_attention)
-        with ExitStack() as stack:
-            loader = runtime.capture_loader(self.source, [item], "cuda:0", 14, parallel=ns)
-            why = "recorder: keeps the count the loader asks for, before any CUDA work"
-            stack.enter_context(_class_attr(self.source, item_cls, "reconstruct", recorder, why))
+        item = _tiny_item(sb)
+        ns = topology.parallel(tp_size, attn_tp_size, dp_size, enable_dp_attention)
+        loader = runtime.capture_loader(self.source, [item], "cuda:0", 14, parallel=ns)
+        why = "recorder: keeps the count the loader asks for, before any CUDA work"
+        with runtime.patched(self.source, item_cls, "reconstruct", recorder, why):
             try:
                 loader([0])
             except _Stop:
@@ -163,28 +150,12 @@ class IPCCounts:
         return self._acknowledge(requested, total, tp_rank)[1]
 
     def _acknowledge(self, requested: int, total: int, tp_rank: int) -> tuple[int, list[int]]:
+        """(count, words): `clamp`, then `ack_words` from ``tp_rank`` of a ``total``-rank TP group, on a real CUDA
+        IPC proxy. Both modules are looked up first, so a tree without the stream-ordered pool fails there."""
         sb = self.source.module("managers.schedule_batch")
         mp = self.source.module("multimodal.transport.memory_pool")
-        proxy = types.SimpleNamespace(total_consumer_count=total)
-        count = int(sb.MultimodalDataItem._resolve_transport_consumer_count(proxy, requested))
-        words: list[int] = []
-
-        def write(device_id: int, address: int, value: int, transport_name: str) -> None:
-            words.append(address // mp.CONTROL_WORD_BYTES)
-
-        mixin = mp.StreamOrderedPoolConsumerMixin
-        consumer = object.__new__(type("Consumer", (mixin,), {}))
-        consumer._init_stream_ordered_consumer(
-            ready_byte_offset=0, ack_byte_offset=0, generation=1, total_consumer_count=total, transport_name="CUDA IPC"
-        )
-        ns = parallel_state(total, tp_rank=tp_rank)
-        with ExitStack() as stack:
-            why = "recorder for the ack word writes (cuStreamWriteValue32 needs CUDA)"
-            stack.enter_context(runtime.patched(self.source, mp, "stream_write_value32", write, why))
-            self._with_parallel(stack, mp, ns)
-            # some versions import get_parallel inside resolve_consumer_rank: answer there too
-            self._with_parallel(stack, self.source.module("runtime_context"), ns)
-            consumer._acknowledge_on_stream(0, 0, count)
+        count = self.clamp(requested, total)
+        words, _ = self.ack_words(count, total, tp_rank, tp_size=total)
         self.sources["resolve"] = (
             f"{sb.__name__}.MultimodalDataItem._resolve_transport_consumer_count, then "
             f"{mp.__name__}.StreamOrderedPoolConsumerMixin._acknowledge_on_stream (both run)"
@@ -265,9 +236,8 @@ class IPCCounts:
         RuntimeError for a rank outside the slot) propagates. The values say what a word holds after the
         write: the proxy's generation (CUDA IPC) or a flag (VMM).
         """
-        ns = parallel_state(tp_size, dp_size=dp_size, enable_dp_attention=enable_dp_attention, tp_rank=tp_rank)
+        ns = topology.parallel(tp_size, dp_size=dp_size, enable_dp_attention=enable_dp_attention, tp_rank=tp_rank)
         proxy = self.proxy(transport, total, generation)
-        why = "parallel state of the acknowledging rank (SGLang's tests patch get_parallel the same way)"
         with ExitStack() as stack:
             for name in ("multimodal.transport.memory_pool", "runtime_context", "utils.cuda_vmm_transport_utils"):
                 self._with_parallel(stack, self.source.module(name), ns)
@@ -317,25 +287,20 @@ class IPCCounts:
         the SGLang frames that led to it. ``owner=True`` gives the item the tensor an owner holds after
         ``reconstruct`` instead. An empty list: the release path acknowledges nothing.
         """
-        import sys
-
         sb = self.source.module("managers.schedule_batch")
         calls: list[tuple[int, str]] = []
         base = type(self.proxy(transport, total))
 
         def acknowledge_consumption(self_proxy: Any, consumer_count: Any = 1, *_: Any, **__: Any) -> None:
-            frames, frame = [], sys._getframe(1)
-            while frame is not None and frame.f_code.co_filename.startswith(str(self.source.root)):
-                frames.append(frame.f_code.co_name)
-                frame = frame.f_back
-            calls.append((int(consumer_count if consumer_count is not None else 1), " <- ".join(frames)))
+            count = consumer_count if consumer_count is not None else 1
+            calls.append((int(count), runtime.sglang_callers(self.source)))
 
         recorder = type(f"Recording{base.__name__}", (base,), {"acknowledge_consumption": acknowledge_consumption})
         self.source.patch(
             f"{base.__module__}.{base.__name__}.acknowledge_consumption",
             "a recording subclass of the proxy: maps the pool on CUDA; records the count instead",
         )
-        item = sb.MultimodalDataItem(modality=sb.Modality.IMAGE, feature=_tiny_feature(), model_specific_data=_grid())
+        item = _tiny_item(sb)
         if not owner:
             item.feature = self.proxy(transport, total, cls=recorder)
         sb.MultimodalInputs(mm_items=[item]).release_features()
@@ -361,28 +326,12 @@ def _pool_count_expression(bp: types.ModuleType) -> tuple[ast.expr, int]:
     raise RuntimeError(f"{bp.__name__} has no MmItemMemoryPool(...) call with a consumer count")
 
 
-class _class_attr:
-    """Temporarily replace a class attribute (recorded on the source)."""
-
-    def __init__(self, source: Source, cls: type, name: str, value: Any, why: str) -> None:
-        self.source, self.cls, self.name, self.value, self.why = source, cls, name, value, why
-
-    def __enter__(self) -> None:
-        self.old = self.cls.__dict__[self.name]
-        self.source.patch(f"{self.cls.__module__}.{self.cls.__qualname__}.{self.name}", self.why)
-        setattr(self.cls, self.name, self.value)
-
-    def __exit__(self, *exc: Any) -> None:
-        setattr(self.cls, self.name, self.old)
-
-
-def _tiny_feature() -> Any:
+def _tiny_item(sb: types.ModuleType) -> Any:
+    """A one-image ``MultimodalDataItem`` of ``sb`` (schedule_batch): a 3x14x14 uint8 feature, grid (1, 1, 1)."""
     import torch
 
-    return torch.zeros(3, 14, 14, dtype=torch.uint8)
-
-
-def _grid() -> dict[str, Any]:
-    import torch
-
-    return {"image_grid_thw": torch.tensor([[1, 1, 1]], dtype=torch.int64)}
+    return sb.MultimodalDataItem(
+        modality=sb.Modality.IMAGE,
+        feature=torch.zeros(3, 14, 14, dtype=torch.uint8),
+        model_specific_data={"image_grid_thw": torch.tensor([[1, 1, 1]], dtype=torch.int64)},
+    )

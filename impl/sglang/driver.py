@@ -22,6 +22,7 @@ from ``DEFERLAB_SGLANG``, default ``0.5.23``), or ``SGLangImpl("0.5.20")``.
 
 from __future__ import annotations
 
+import functools
 import os
 from collections.abc import Sequence
 from typing import Any
@@ -49,8 +50,8 @@ class SGLangImpl:
     """
 
     def __init__(self, spec: str | Source | None = None, *, gate_path: str | None = None) -> None:
-        if gate_path is not None and gate_path not in producer.PATHS:
-            raise ValueError(f"gate_path must be one of {producer.PATHS}, got {gate_path!r}")
+        if gate_path is not None:
+            _path(gate_path, "gate_path")
         if isinstance(spec, Source):
             self.source = spec
         else:
@@ -150,24 +151,14 @@ class SGLangImpl:
         rcs = [self.navit_resize_config(w, h, config) for w, h in sizes]
         scale, bias = self.normalization_tensors(config.image_mean, config.image_std, device)
         bg = config.transparent_bg_config
-        if not self.has_deferred_path:  # the eager wrapper's hooks (its _gpu_call), the only pipeline it has
-            return self._k25._gpu_preprocess_images(
-                list(images),
-                rcs,
-                scale,
-                bias,
-                config.patch_size,
-                to_chw=runtime.eager_stager(self.source, device),
-                post_resize=lambda x: self._pk3._fill_transparent_bg(x, bg),
-            )
+        if self.has_deferred_path:
+            to_chw = functools.partial(self._kip.to_chw_uint8, device=device)
+            fill = self._kip.fill_transparent_bg
+        else:  # the eager wrapper's hooks (its _gpu_call), the only pipeline it has
+            to_chw = runtime.eager_stager(self.source, device)
+            fill = self._pk3._fill_transparent_bg
         return self._k25._gpu_preprocess_images(
-            list(images),
-            rcs,
-            scale,
-            bias,
-            config.patch_size,
-            to_chw=lambda image: self._kip.to_chw_uint8(image, device=device),
-            post_resize=lambda x: self._kip.fill_transparent_bg(x, bg),
+            list(images), rcs, scale, bias, config.patch_size, to_chw=to_chw, post_resize=lambda x: fill(x, bg)
         )
 
     # -- tokenizer side ---------------------------------------------------------------------------------------------
@@ -203,8 +194,7 @@ class SGLangImpl:
         preprocessed eagerly, so ``[False]`` per image (provenance says so)."""
         path = gate_path or self.gate_path
         if not self.has_deferred_path:
-            if path not in producer.PATHS:
-                raise ValueError(f"gate path must be one of {producer.PATHS}, got {path!r}")
+            _path(path, "gate path")
             return [False] * len(images)
         calls = producer.gate_calls(self.source, images, config, transport, cuda_available, path)
         decisions: list[bool] = []
@@ -232,8 +222,7 @@ class SGLangImpl:
         its eager producer (`producer.eager_only_produce`) whatever ``gate_path`` says.
         """
         if not self.has_deferred_path:
-            if (gate_path or self.gate_path) not in producer.PATHS:
-                raise ValueError(f"producer path must be one of {producer.PATHS}, got {gate_path!r}")
+            _path(gate_path or self.gate_path, "producer path")
             if epd:
                 raise self._lacks("EPD producer", "kimi_k3_image_processing.prepare_kimi_k3_encoder_inputs is absent")
             return producer.eager_only_produce(self.source, images, config, transport, device)
@@ -304,6 +293,13 @@ class SGLangImpl:
         from impl.sglang.provenance import provenance
 
         return provenance(self)
+
+
+def _path(path: str, what: str) -> str:
+    """``path`` if it names a producer call site (`producer.PATHS`), else ValueError saying ``what`` it was."""
+    if path not in producer.PATHS:
+        raise ValueError(f"{what} must be one of {producer.PATHS}, got {path!r}")
+    return path
 
 
 def _tower_patch(config: PreprocessConfig) -> int:

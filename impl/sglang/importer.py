@@ -36,7 +36,7 @@ import linecache
 import os
 import sys
 import types
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from functools import lru_cache
 from pathlib import Path
 from typing import Any
@@ -117,7 +117,6 @@ class SGLangImporter:
         self.pkg_dir = self.root / "sglang"
         self.required = set(required)
         self.records: list[StandIn] = []
-        self.functional: dict[str, types.ModuleType] = {}
         self.live_standins: set[str] = set()  # permissive stand-ins now in sys.modules
         self._front = _FrontFinder(self)
         self._missing = _MissingFinder(self)
@@ -258,14 +257,21 @@ class _GuardedLoader(importlib.abc.Loader):
         except (KeyboardInterrupt, SystemExit, RequiredImportError):
             raise
         except BaseException as e:  # noqa: BLE001 - any failure of a module body is what we record
-            if name in self.importer.required:
-                raise RequiredImportError(name, e) from e
-            where = _failure_line(e, self.importer)
-            self.importer.record(name, "failed", f"{type(e).__name__}: {e}{where}")
-            module.__dict__["__getattr__"] = module_getattr_for(name)
-            module.__dict__["__deferlab_failed__"] = e
+            _mark_failed(self.importer, name, module, e)
         finally:
             self.importer.hide_standins()
+
+
+def _mark_failed(
+    importer: SGLangImporter, name: str, module: types.ModuleType, e: BaseException, prefix: str = ""
+) -> None:
+    """A module body (or a package's ``__init__.py``) raised: a required module's failure is an error;
+    any other keeps what it defined, stands in for the rest, and the record says why and where."""
+    if name in importer.required:
+        raise RequiredImportError(name, e) from e
+    importer.record(name, "failed", f"{prefix}{type(e).__name__}: {e}{_failure_line(e, importer)}")
+    module.__dict__["__getattr__"] = module_getattr_for(name)
+    module.__dict__["__deferlab_failed__"] = e
 
 
 def _failure_line(e: BaseException, importer: SGLangImporter) -> str:
@@ -322,12 +328,7 @@ def _lazy_init(importer: SGLangImporter, module: types.ModuleType, where: Path) 
         except (KeyboardInterrupt, SystemExit, RequiredImportError):
             raise
         except BaseException as e:  # noqa: BLE001
-            if module.__name__ in importer.required:
-                raise RequiredImportError(module.__name__, e) from e
-            where_line = _failure_line(e, importer)
-            importer.record(module.__name__, "failed", f"__init__.py: {type(e).__name__}: {e}{where_line}")
-            module.__dict__["__getattr__"] = module_getattr_for(module.__name__)
-            module.__dict__["__deferlab_failed__"] = e
+            _mark_failed(importer, module.__name__, module, e, prefix="__init__.py: ")
         if attr in module.__dict__:
             return module.__dict__[attr]
         fallback = module.__dict__.get("__getattr__")
@@ -348,17 +349,17 @@ class _MissingFinder(importlib.abc.MetaPathFinder):
         who = self.importer.importing_sglang_line()
         if who is None or who[2]:
             return None
-        where = f"imported unguarded at {self.importer.rel(who[0])}:{who[1]}"
-        functional = FUNCTIONAL.get(name)
-        if functional is not None:
-            self.importer.record(name, "missing", f"not installed here; {where}; {functional[1]}")
-            return importlib.machinery.ModuleSpec(name, _StandInLoader(self.importer, functional[0]), is_package=True)
-        self.importer.record(name, "missing", f"not installed here; {where}")
-        return importlib.machinery.ModuleSpec(name, _StandInLoader(self.importer, None), is_package=True)
+        build, note = FUNCTIONAL.get(name, (None, ""))
+        why = f"not installed here; imported unguarded at {self.importer.rel(who[0])}:{who[1]}"
+        self.importer.record(name, "missing", f"{why}; {note}" if note else why)
+        return importlib.machinery.ModuleSpec(name, _StandInLoader(self.importer, build), is_package=True)
 
 
 class _StandInLoader(importlib.abc.Loader):
-    def __init__(self, importer: SGLangImporter, build: Any) -> None:
+    """A permissive stand-in (hidden again after the importing module, `hide_standins`), or a functional
+    one from `shims.FUNCTIONAL` (its builder keeps one module per name for the process)."""
+
+    def __init__(self, importer: SGLangImporter, build: Callable[[str], types.ModuleType] | None) -> None:
         self.importer = importer
         self.build = build
 
@@ -366,10 +367,7 @@ class _StandInLoader(importlib.abc.Loader):
         if self.build is None:
             self.importer.live_standins.add(spec.name)
             return StandInModule(spec.name)
-        cached = self.importer.functional.get(spec.name)
-        if cached is None:
-            cached = self.importer.functional[spec.name] = self.build(spec.name)
-        return cached
+        return self.build(spec.name)
 
     def exec_module(self, module: types.ModuleType) -> None:
         return None

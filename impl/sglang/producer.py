@@ -158,7 +158,7 @@ def produce(
             _mock_loading(proc, source, images)
             _eager_call(source, proc._processor, device)
             output = asyncio.run(_request(proc, method, images))
-    key = source.module("multimodal.kimi_k3_image_processing").DEFERRED_PREPROCESSING_KEY
+    key = source.deferred_key
     items = list(output.mm_items)
     return Produced(items, [key in it.model_specific_data for it in items], calls, output)
 

@@ -30,18 +30,10 @@ _REAL = {
         "real: sglang.srt.multimodal.processors.kimi_k25._gpu_preprocess_images with the consumer's hooks "
         "(to_chw_uint8(image, device), fill_transparent_bg)"
     ),
-    "gate (defer_decisions)": (
-        "real: KimiK3ImageProcessor._should_defer_gpu_preprocessing, called by its own call site "
-        "(prepare_artifact_batch per image, or _process_mm_data_uncached per request)"
-    ),
     "gate_bytes": "real: the gate's own raw_bytes / processed_bytes locals, read when it returns",
-    "process (deferred items)": (
-        "real: prepare_artifact_batch + compose_request (artifact path) or _process_mm_data_uncached + "
-        "_build_deferred_output (request path); image loading replaced by decoded images (as SGLang's tests mock it)"
-    ),
     "process (eager items)": (
         "real on CUDA; on CPU the wrapper's own prepare_image_features code with torch.cuda.is_available() -> True "
-        "and _k3_to_cuda_chw staging to the CPU (tensors: .to/unsqueeze/repeat as the shipped stager does)"
+        "and _k3_to_cuda_chw's own code staging to the CPU (its .cuda() and to_chw_uint8(device='cuda') resolve there)"
     ),
     "epd_items": "real: sglang.srt.multimodal.kimi_k3_image_processing.prepare_kimi_k3_encoder_inputs",
     "materialize": (
@@ -51,7 +43,6 @@ _REAL = {
     "vision_dp owners": "real: run_dp_sharded_mrope_vision_model up to its loader call, per rank (get_parallel patched)",
     "assign_owners": "real: sglang.srt.multimodal.mm_utils.get_dp_encoder_lb_assignment",
     "local_item_indices": "real: sglang.srt.multimodal.encoder_preprocessing.EncoderPreprocessOutput.local_item_indices",
-    "can_skip_pre_embed": "real: sglang.srt.managers.mm_schedule._can_skip_pre_embed_feature_move",
     "ipc producer_total": "real: see IPCCounts.sources (get_mm_feature_consumer_count / MmItemMemoryPool argument / get_vmm_feature_consumer_count)",
     "ipc consumer_requested": "real: the model loader's reconstruct(..., ipc_consumer_count) argument, recorded",
     "ipc resolve": "real: MultimodalDataItem._resolve_transport_consumer_count + StreamOrderedPoolConsumerMixin._acknowledge_on_stream",
@@ -139,21 +130,19 @@ def _call_sites(impl: SGLangImpl) -> dict[str, str]:
 
 
 def provenance(impl: SGLangImpl) -> dict[str, str]:
-    """Function / claim -> ``real: ...`` | ``modelled: <reason>`` | ``patched: <what and why>`` | ``absent: ...``."""
+    """Function / claim -> ``real: ...`` | ``modelled: <reason>`` | ``patched: <what and why>`` | ``absent: ...``.
+
+    ``gate (defer_decisions)`` and ``process (deferred items)`` come from the tree's own call sites
+    (`_call_sites`) or, on an eager-only tree, from `_EAGER_ONLY`.
+    """
     prov = dict(_REAL)
     prov.update(_MODELLED)
     src = impl.source
     prov["can_skip_pre_embed"] = f"real: {src.whitelist_module}._can_skip_pre_embed_feature_move"
-    if src.has_deferred_path:
-        prov["deferred path"] = "real: read off the loaded code: " + "; ".join(
-            f"{k} present" for k in src.deferred_parts
-        )
-        prov.update(_call_sites(impl))
-    else:
-        prov.update(_EAGER_ONLY)
-        prov["deferred path"] = "real: read off the loaded code: " + "; ".join(
-            f"{k} {'present' if v else 'absent'}" for k, v in src.deferred_parts.items()
-        )
+    prov.update(_call_sites(impl) if src.has_deferred_path else _EAGER_ONLY)
+    prov["deferred path"] = "real: read off the loaded code: " + "; ".join(
+        f"{k} {'present' if v else 'absent'}" for k, v in src.deferred_parts.items()
+    )
     for record in impl.source.stand_ins:
         if record.kind == "patched":
             prov[f"patched {record.module}"] = f"patched: {record.why}"

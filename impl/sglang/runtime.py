@@ -7,8 +7,9 @@ method under test reads; we do the same, and every deviation from "SGLang's
 code as shipped" is one of three documented moves, each recorded on the
 source (`Source.patch`):
 
-* `patched`: a module attribute swapped for the duration of a call (``is_cuda``
-  for the gate, ``get_parallel`` for the DP runner, as SGLang's tests do);
+* `patched`: a module (or class) attribute swapped for the duration of a call
+  (``is_cuda`` for the gate, ``get_parallel`` for the DP runner, as SGLang's
+  tests do; `answer_topology` for the parallel state count code reads);
 * `run_with_globals`: an SGLang function's *own code object* run with one or
   two global names resolving differently (e.g. the eager stager's ``.cuda()``
   mapped to the CPU), so the rest of its body is exactly as shipped; an
@@ -79,19 +80,57 @@ def media_proc_cfg(config: PreprocessConfig) -> dict[str, Any]:
 
 
 @contextlib.contextmanager
-def patched(source: Source, module: types.ModuleType, name: str, value: Any, why: str) -> Iterator[None]:
-    """Swap ``module.name`` for ``value`` during the block, and record it on the source."""
+def patched(source: Source, owner: types.ModuleType | type, name: str, value: Any, why: str) -> Iterator[None]:
+    """Swap ``owner.name`` (a module's global or a class's own attribute) for ``value`` during the block.
+
+    Recorded on the source as ``module.name`` or ``module.Class.name``; an attribute the owner did not
+    define itself is removed again afterwards (a class then inherits it as before).
+    """
     missing = object()
-    old = module.__dict__.get(name, missing)
-    source.patch(f"{module.__name__}.{name}", why)
-    module.__dict__[name] = value
+    old = vars(owner).get(name, missing)
+    where = owner.__name__ if isinstance(owner, types.ModuleType) else f"{owner.__module__}.{owner.__qualname__}"
+    source.patch(f"{where}.{name}", why)
+    setattr(owner, name, value)
     try:
         yield
     finally:
-        if old is missing:
-            module.__dict__.pop(name, None)
-        else:
-            module.__dict__[name] = old
+        if old is not missing:
+            setattr(owner, name, old)
+        elif name in vars(owner):
+            delattr(owner, name)
+
+
+@contextlib.contextmanager
+def answer_topology(
+    source: Source, module: types.ModuleType, names: Sequence[str], state: topology.Topology, why: str
+) -> Iterator[None]:
+    """``module``'s ``names`` (of ``get_parallel``, ``configured_tp_size``, ``get_server_args``) answer for the
+    topology ``state`` during the block, as SGLang's tests patch ``get_parallel``: no server runs here.
+
+    ``get_server_args`` answers only the topology fields of ``ServerArgs`` (`topology.server_args`).
+    """
+    answers: dict[str, Callable[[], Any]] = {
+        "get_parallel": lambda: state,
+        "configured_tp_size": lambda: state.tp_size,
+        "get_server_args": lambda: topology.server_args(state.tp_size, state.dp_size, state.enable_dp_attention),
+    }
+    with contextlib.ExitStack() as stack:
+        for name in names:
+            stack.enter_context(patched(source, module, name, answers[name], why))
+        yield
+
+
+def sglang_callers(source: Source) -> str:
+    """The SGLang functions that led to the caller's caller, innermost first (``"a <- b <- c"``).
+
+    For a recorder that stands in for an SGLang method: which of SGLang's own paths called it.
+    """
+    root = str(source.root)
+    frames, frame = [], sys._getframe(2)
+    while frame is not None and frame.f_code.co_filename.startswith(root):
+        frames.append(frame.f_code.co_name)
+        frame = frame.f_back
+    return " <- ".join(frames)
 
 
 def run_with_globals(fn: Callable[..., Any], **overrides: Any) -> Callable[..., Any]:
@@ -277,25 +316,12 @@ def eager_image_features(source: Source, wrapper: Any, images: Sequence[Any], de
 
     On CUDA it runs as shipped. Elsewhere its own code runs with ``torch.cuda.is_available()`` answering
     True and the stager ``_k3_to_cuda_chw`` staging to ``device`` (the shipped one hard-codes ``.cuda()``):
-    PIL images through SGLang's real ``to_chw_uint8(image, device)``, tensors moved, unsqueezed and
-    repeated to 3 channels as the shipped stager does (with no dtype check, as it has none).
+    the stager's own code, with ``.cuda()`` resolving to ``device`` (`eager_stager`), as the eager
+    producer's ``_gpu_call`` gets it.
     """
     fn = type(wrapper).prepare_image_features.__get__(wrapper)  # the class's, even if the instance shadows it
     if str(device).startswith("cuda"):
         return fn(list(images))
-    pk3 = source.module("multimodal.processors.kimi_k3")
-    real_to_chw = pk3.to_chw_uint8
-
-    def stage(image: Any) -> torch.Tensor:
-        if not isinstance(image, torch.Tensor):
-            return real_to_chw(image, device=device)
-        image = image.to(device)
-        if image.dim() == 2:
-            image = image.unsqueeze(0)
-        if image.shape[0] == 1:
-            image = image.repeat(3, 1, 1)
-        return image
-
     source.patch(
         "sglang.srt.multimodal.processors.kimi_k3.KimiK3GPUProcessorWrapper.prepare_image_features",
         f"eager path on {device}: own code run with torch.cuda.is_available() -> True, _k3_to_cuda_chw "
@@ -303,7 +329,7 @@ def eager_image_features(source: Source, wrapper: Any, images: Sequence[Any], de
         "called first (it caches; its default device is 'cuda')",
     )
     wrapper._get_gpu_norm_tensors(device=device)
-    return run_with_globals(fn, torch=CudaView(), _k3_to_cuda_chw=stage)(list(images))
+    return run_with_globals(fn, torch=CudaView(), _k3_to_cuda_chw=eager_stager(source, device))(list(images))
 
 
 # -- the model (scheduler side) --------------------------------------------------------------------------------------
@@ -357,32 +383,22 @@ def capture_loader(
     if loader is None:
         raise RuntimeError("get_image_feature did not pass a load_local_pixel_values loader to the DP runner")
     mk3 = source.module("models.kimi_k3")
-    state = parallel if parallel is not None else default_parallel()
+    # by default one rank, no DP attention: what SGLang's consumer tests give get_parallel
+    state = parallel if parallel is not None else topology.parallel(1)
     names = [n for n in ("get_parallel", "configured_tp_size") if n in mk3.__dict__]
-    # 0.5.17's loader reads server_args.tp_size for its IPC count; no server published any here
-    if "get_server_args" in getattr(loader, "__code__", types.SimpleNamespace(co_names=())).co_names:
-        names.append("get_server_args")
-
     why = "parallel state the loader reads for its IPC count (SGLang's tests patch it to tp_size=1)"
-    answers: dict[str, tuple[Callable[[], Any], str]] = {
-        "get_parallel": (lambda: state, why),
-        "configured_tp_size": (lambda: state.tp_size, why),
-        "get_server_args": (
-            lambda: topology.server_args(state.tp_size, state.dp_size, state.enable_dp_attention),
-            "no server published ServerArgs here; the loader reads only its .tp_size (for its IPC count): "
-            "the parallel state's",
-        ),
-    }
+    # 0.5.17's loader reads server_args.tp_size for its IPC count; no server published any here
+    server = "get_server_args" in getattr(loader, "__code__", types.SimpleNamespace(co_names=())).co_names
+    server_why = (
+        "no server published ServerArgs here; the loader reads only its .tp_size (for its IPC count): "
+        "the parallel state's"
+    )
 
     def load(indices: Sequence[int]) -> Any:
         with contextlib.ExitStack() as stack:
-            for name in names:
-                stack.enter_context(patched(source, mk3, name, *answers[name]))
+            stack.enter_context(answer_topology(source, mk3, names, state, why))
+            if server:
+                stack.enter_context(answer_topology(source, mk3, ["get_server_args"], state, server_why))
             return loader(list(indices))
 
     return load
-
-
-def default_parallel() -> Any:
-    """One rank, no DP attention: what SGLang's consumer tests give ``get_parallel`` (tp_size=1, attn_tp_size=1)."""
-    return topology.parallel(1)

@@ -243,9 +243,10 @@ def build_msgspec(name: str) -> StandInModule:
 
 
 def _build_msgspec(name: str) -> StandInModule:
+    """``msgspec`` or ``msgspec.structs``: the only names `FUNCTIONAL` builds here."""
+    mod = StandInModule(name)
+    mod.__deferlab_functional__ = True
     if name == "msgspec":
-        mod = StandInModule(name)
-        mod.__deferlab_functional__ = True
         mod.Struct = Struct
         mod.field = field
         mod.NODEFAULT = NODEFAULT
@@ -255,18 +256,14 @@ def _build_msgspec(name: str) -> StandInModule:
         mod.ValidationError = ValidationError
         mod.EncodeError = EncodeError
         mod.structs = build_msgspec("msgspec.structs")
-        return mod
-    if name == "msgspec.structs":
-        mod = StandInModule(name)
-        mod.__deferlab_functional__ = True
+    else:
         mod.fields = _fields
         mod.replace = _replace
         mod.asdict = _asdict
         mod.astuple = _astuple
         mod.force_setattr = _force_setattr
         mod.FieldInfo = FieldInfo
-        return mod
-    return StandInModule(name)
+    return mod
 
 
 FUNCTIONAL: dict[str, tuple[Callable[[str], StandInModule], str]] = {

@@ -112,6 +112,15 @@ class Source:
         return bool(self.deferred_parts) and all(self.deferred_parts.values())
 
     @property
+    def deferred_key(self) -> str:
+        """The ``model_specific_data`` key of a deferred item (``DEFERRED_PREPROCESSING_KEY``).
+
+        Looked up on the loaded code; an eager-only tree answers through its absent stand-in
+        (`_absent_kip`), whose key none of its items carry, so "is this item deferred?" is "no" there too.
+        """
+        return self.module(KIP).DEFERRED_PREPROCESSING_KEY
+
+    @property
     def name(self) -> str:
         return f"sglang-{self.version}" + (f"+g{self.git_rev[:9]}" if self.git_rev else "")
 
@@ -136,12 +145,7 @@ class Source:
         self.importer.record(module, "patched", why)
 
 
-_ACTIVE: Source | None = None
-
-
-def active() -> Source | None:
-    """The source this process loaded, if any."""
-    return _ACTIVE
+_ACTIVE: Source | None = None  # the source this process loaded, if any (one SGLang per process)
 
 
 def load(spec: str = "installed", *, cache: Path | None = None, downloader: _cache.Downloader | None = None) -> Source:

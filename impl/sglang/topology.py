@@ -5,13 +5,13 @@ Why not a ``types.SimpleNamespace``: different commits read different names
 the VMM pool's count from 3d3194f6c on, ``attn_cp_rank`` in the VMM proxy's
 ack range, ...). A namespace missing one raises ``AttributeError`` from
 inside SGLang's own frame, which the claim harness would then blame on
-SGLang. `Topology` answers every name derivable from one topology, records
-which names the code asked for (`reads`, for provenance), and refuses any
-other name with `UnansweredRead`, raised from this file: a driver gap, never
-SGLang's flaw. ``getattr(x, name, default)`` still falls back to the default
-as it would on a namespace, and the miss is recorded in `misses`. The same
-class (`Answers`) stands for the other namespaces the driver hands SGLang's
-code: the request object of the request path, the processor around
+SGLang. `Topology` answers every name derivable from one topology and
+refuses any other name with `UnansweredRead`, raised from this file: a driver
+gap, never SGLang's flaw. ``getattr(x, name, default)`` still falls back to
+the default as it would on a namespace, and the miss is recorded in the
+process-wide `MISSES` (which `features()` reports). The same class
+(`Answers`) stands for the other namespaces the driver hands SGLang's code:
+the request object of the request path, the processor around
 ``server_args`` in the pool's count expression.
 """
 
@@ -29,7 +29,7 @@ class UnansweredRead(AttributeError):
 
 
 class Answers:
-    """A namespace SGLang reads from (``get_parallel()``, ``ServerArgs``, a request): given names, reads recorded.
+    """A namespace SGLang reads from (``get_parallel()``, ``ServerArgs``, a request): given names, misses recorded.
 
     Any other name raises `UnansweredRead` here, in the driver, so a missing answer is never mistaken
     for a failure of SGLang's own code.
@@ -38,17 +38,13 @@ class Answers:
     def __init__(self, role: str, fields: dict[str, Any]) -> None:
         object.__setattr__(self, "_role", role)
         object.__setattr__(self, "_fields", dict(fields))
-        object.__setattr__(self, "reads", set())
-        object.__setattr__(self, "misses", set())
 
     def __getattr__(self, name: str) -> Any:
         if name.startswith("__") and name.endswith("__"):
             raise AttributeError(name)
         fields = object.__getattribute__(self, "_fields")
         if name in fields:
-            object.__getattribute__(self, "reads").add(name)
             return fields[name]
-        object.__getattribute__(self, "misses").add(name)
         role = object.__getattribute__(self, "_role")
         MISSES.add(f"{role}.{name}")
         raise UnansweredRead(

@@ -18,8 +18,6 @@ Measured here (2 shared cores, one BLAS thread): about 0.1-0.2x on 4 x
 
 from __future__ import annotations
 
-import os
-
 import numpy as np
 import pytest
 import torch
@@ -43,9 +41,9 @@ def sglang():
     """Real SGLang (``DEFERLAB_SGLANG``, default 0.5.23) through the seam adapter; skipped only when its wheel
     cannot be fetched (any other load failure fails the benchmark)."""
     from properties.seam_sglang import SGLangSeam
-    from properties.sglang_support import load_or_skip
+    from properties.sglang_support import default_spec, load_or_skip
 
-    return load_or_skip(SGLangSeam, os.environ.get("DEFERLAB_SGLANG", "0.5.23"))
+    return load_or_skip(SGLangSeam, default_spec())
 
 
 @pytest.mark.parametrize("name", list(WORKLOADS))

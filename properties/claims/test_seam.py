@@ -9,7 +9,6 @@ same counterexample (so the property detects the bug, not noise).
 
 from __future__ import annotations
 
-import os
 from typing import Any
 
 import pytest
@@ -104,9 +103,9 @@ def test_empty_request_is_empty_on_every_path(impl):
 def _real_sglang() -> Any:
     """The real SGLang driver (``DEFERLAB_SGLANG``, default 0.5.23), or a skip when its wheel cannot be fetched."""
     from properties.seam_sglang import SGLangSeam
-    from properties.sglang_support import load_or_skip
+    from properties.sglang_support import default_spec, load_or_skip
 
-    return load_or_skip(SGLangSeam, os.environ.get("DEFERLAB_SGLANG", "0.5.23"))
+    return load_or_skip(SGLangSeam, default_spec())
 
 
 def test_property_3_catches_a_one_line_break_in_real_sglang(impl):

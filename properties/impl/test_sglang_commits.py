@@ -20,21 +20,20 @@ dataclass contract, and a consumer that accepts the mixed selection.
 
 from __future__ import annotations
 
-import json
 import os
 import subprocess
-import sys
 import textwrap
+from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from typing import Any
 
 import pytest
 
+from properties.sglang_support import run_child
 from reference.contract import DEFERRED_PREPROCESSING_KEY as DEFERRED_KEY
 from reference.navit import resize_config
 from reference.profiles import profile
 
-REPO = Path(__file__).resolve().parents[2]
 # A git repository of SGLang holding the commits below (any clone: ``git clone
 # https://github.com/sgl-project/sglang``); named by the environment, never by a path of ours.
 MIRROR_ENV = "DEFERLAB_SGLANG_GIT"
@@ -45,9 +44,10 @@ MIX_ERROR = "Kimi-K3 cannot mix deferred and preprocessed image features"
 
 CHILD = textwrap.dedent(
     """
-    import json, sys, traceback
+    import json, sys
     import torch
     from impl.sglang.driver import SGLangImpl
+    from properties.claimcheck import raised_inside
     from properties.seam_sglang import SGLangSeam
     from reference.contract import DEFERRED_PREPROCESSING_KEY as KEY
     from reference.profiles import profile
@@ -56,10 +56,7 @@ CHILD = textwrap.dedent(
         try:
             fn()
         except Exception as e:
-            tb, last = e.__traceback__, None
-            while tb is not None:
-                last, tb = tb.tb_frame.f_code.co_filename, tb.tb_next
-            return {"error": f"{type(e).__name__}: {e}", "in_sglang": bool(last and last.startswith(root))}
+            return {"error": f"{type(e).__name__}: {e}", "in_sglang": raised_inside(e, root)}
         return None
 
     sgl = SGLangImpl(sys.argv[1])
@@ -89,7 +86,7 @@ CHILD = textwrap.dedent(
     out["requested_tp4_dp2"] = counts.consumer_requested(4, 2, 2, True)
     out["non_owner_release"] = sgl.ack_counts("cuda_ipc").non_owner_release
     out["prov_epd"] = sgl.provenance()["epd_items"]
-    print("JSON" + json.dumps(out))
+    print("JSON:" + json.dumps(out))
     """
 )
 
@@ -98,7 +95,11 @@ def _checkout(root: Path, commit: str) -> Path:
     """A sparse (``python/sglang``), shared clone of the mirror at ``commit``; skips when that cannot be built."""
     if MIRROR is None or not MIRROR.is_dir():
         pytest.skip(f"set {MIRROR_ENV} to a git repository of SGLang to build the commit checkouts (CI has none)")
-    if subprocess.run(["git", "-C", str(MIRROR), "cat-file", "-e", f"{commit}^{{commit}}"]).returncode != 0:
+    if subprocess.run(["git", "-C", str(MIRROR), "rev-parse", "--git-dir"], capture_output=True).returncode:
+        pytest.skip(f"{MIRROR_ENV} names {MIRROR}, which is not a git repository")
+    if subprocess.run(
+        ["git", "-C", str(MIRROR), "cat-file", "-e", f"{commit}^{{commit}}"], capture_output=True
+    ).returncode:
         pytest.skip(f"the SGLang mirror at {MIRROR} does not hold commit {commit}")
     target = root / commit[:9]
     if not (target / "python" / "sglang").is_dir():
@@ -116,23 +117,9 @@ def probes(tmp_path_factory: pytest.TempPathFactory) -> dict[str, dict[str, Any]
     """Both commits' probes, each from its own child process (run side by side)."""
     root = tmp_path_factory.mktemp("sglang-commits")
     trees = {commit: _checkout(root, commit) for commit in (PR, CONTROL)}
-    children = {
-        commit: subprocess.Popen(
-            [sys.executable, "-c", CHILD, str(tree)],
-            cwd=REPO,
-            stdout=subprocess.PIPE,
-            stderr=subprocess.PIPE,
-            text=True,
-        )
-        for commit, tree in trees.items()
-    }
-    out = {}
-    for commit, child in children.items():
-        stdout, stderr = child.communicate(timeout=300)
-        lines = [line for line in stdout.splitlines() if line.startswith("JSON")]
-        assert child.returncode == 0 and lines, f"child for {commit[:9]} failed:\n{stderr[-3000:]}"
-        out[commit] = json.loads(lines[-1][4:])
-    return out
+    with ThreadPoolExecutor(len(trees)) as pool:
+        runs = {commit: pool.submit(run_child, CHILD, str(tree)) for commit, tree in trees.items()}
+        return {commit: run.result() for commit, run in runs.items()}
 
 
 def test_the_pr_has_only_its_request_path_and_it_decides_per_request(probes):

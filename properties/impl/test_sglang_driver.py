@@ -10,7 +10,6 @@ because a process holds one SGLang.
 
 from __future__ import annotations
 
-import os
 import subprocess
 import sys
 import zipfile
@@ -25,11 +24,11 @@ from impl.sglang import cache, sources
 from impl.sglang.broken import BrokenGateTie
 from impl.sglang.sources import SGLangFetchError, SGLangSourceError
 from impl.sglang.standins import StandInUsedError
-from properties.sglang_support import load_or_skip
+from properties.sglang_support import default_spec, fake_sglang_tree, load_or_skip
 from reference.config import BackgroundConfig, PreprocessConfig
 from reference.profiles import profile
 
-VERSION = os.environ.get("DEFERLAB_SGLANG", "0.5.23")
+VERSION = default_spec()
 REPO = Path(__file__).resolve().parents[2]
 K3 = profile("kimi-k3")
 L1 = profile("sglang-gate-test-l1")  # in_patch_limit 1 (SGLang's second gate case)
@@ -46,25 +45,16 @@ def sgl():
     return load_or_skip(SGLangImpl, VERSION)
 
 
-def _fake_checkout(root: Path, *, feature: bool, kip_body: str = "DEFERRED_PREPROCESSING_KEY = 'k'\n") -> Path:
-    pkg = root / "python" / "sglang"
-    (pkg / "srt" / "multimodal" / "processors").mkdir(parents=True)
-    (pkg / "srt" / "models").mkdir(parents=True)
-    (pkg / "__init__.py").write_text("raise RuntimeError('the package init must never run')\n")
-    (pkg / "_version.py").write_text("__version__ = version = '9.9.9'\n")
-    if feature:
-        (pkg / "srt" / "multimodal" / "kimi_k3_image_processing.py").write_text(kip_body)
-        (pkg / "srt" / "multimodal" / "processors" / "kimi_k3.py").write_text("# _should_defer_gpu_preprocessing\n")
-        (pkg / "srt" / "models" / "kimi_k3.py").write_text("# DEFERRED_PREPROCESSING_KEY\n")
-    return root
+KIP_FILE = "srt/multimodal/kimi_k3_image_processing.py"
+# A fake checkout (version 9.9.9) whose files name every piece of the deferred feature.
+FEATURE_FILES = {
+    KIP_FILE: "DEFERRED_PREPROCESSING_KEY = 'k'\n",
+    "srt/multimodal/processors/kimi_k3.py": "# _should_defer_gpu_preprocessing\n",
+    "srt/models/kimi_k3.py": "# DEFERRED_PREPROCESSING_KEY\n",
+}
 
 
-# -- source resolution ---------------------------------------------------------------------------------------------
-
-
-def test_a_path_that_is_not_a_checkout_is_refused(tmp_path):
-    with pytest.raises(SGLangSourceError, match="not an SGLang checkout.*accepted"):
-        sources.load(str(tmp_path))
+# -- source resolution (a folder that is no checkout: front_door_api's row "sglang not a checkout") --------------------
 
 
 def test_a_missing_path_and_a_meaningless_spec_are_refused():
@@ -75,7 +65,7 @@ def test_a_missing_path_and_a_meaningless_spec_are_refused():
 
 
 def test_a_checkout_without_the_deferred_feature_is_refused(tmp_path):
-    root = _fake_checkout(tmp_path, feature=False)
+    root = fake_sglang_tree(tmp_path, "9.9.9", {})
     with pytest.raises(SGLangSourceError, match=r"version 9\.9\.9.*no Kimi-K3 CPU-transport deferred preprocessing"):
         sources.load(str(root))
 
@@ -127,14 +117,14 @@ def test_an_unknown_version_names_what_the_index_has(tmp_path):
 
 
 def test_one_sglang_per_process(sgl, tmp_path):
-    other = _fake_checkout(tmp_path, feature=True)
+    other = fake_sglang_tree(tmp_path, "9.9.9", FEATURE_FILES)
     with pytest.raises(SGLangSourceError, match="one SGLang version per process"):
         sources.load(str(other))
     assert sources.load(sgl.source.spec) is sgl.source
 
 
 def test_an_import_failure_inside_sglang_names_the_module(tmp_path):
-    root = _fake_checkout(tmp_path, feature=True, kip_body="DEFERRED_PREPROCESSING_KEY = 1 / 0\n")
+    root = fake_sglang_tree(tmp_path, "9.9.9", {**FEATURE_FILES, KIP_FILE: "DEFERRED_PREPROCESSING_KEY = 1 / 0\n"})
     code = "import sys; from impl.sglang import sources; sources.load(sys.argv[1])"
     proc = subprocess.run(
         [sys.executable, "-c", code, str(root)], cwd=REPO, capture_output=True, text=True, timeout=120

@@ -14,32 +14,25 @@ the reason, only when the wheel is not cached and pip cannot fetch it.
 
 from __future__ import annotations
 
-import json
-import os
-import subprocess
-import sys
 import textwrap
-from pathlib import Path
 from typing import Any
 
 import pytest
 
 from impl.sglang import sources
 from impl.sglang.sources import SGLangSourceError
-from properties.sglang_support import skip_if_unfetched
+from properties.sglang_support import default_spec, fake_sglang_tree, run_child
 
-REPO = Path(__file__).resolve().parents[2]
-VERSION = os.environ.get("DEFERLAB_SGLANG", "0.5.23")  # the release with the deferred path to check
+VERSION = default_spec()  # the release with the deferred path to check
 KIP = "sglang.srt.multimodal.kimi_k3_image_processing"
 
-# The child: load the release named in argv[1], run every probe, print one JSON object.
+# The child: load the release named in argv[1], run every probe, print one JSON object (`run_child`).
 CHILD = textwrap.dedent(
     """
     import json, sys
     import numpy as np, torch
     from PIL import Image
     from impl.sglang.driver import SGLangImpl
-    from impl.sglang.sources import SGLangSourceError
     from properties.seam_sglang import SGLangSeam
     from reference.config import BackgroundConfig
     from reference.contract import DEFERRED_PREPROCESSING_KEY
@@ -52,11 +45,7 @@ CHILD = textwrap.dedent(
             return f"{type(e).__name__}: {e}"
         return None
 
-    try:
-        sgl = SGLangImpl(sys.argv[1])
-    except SGLangSourceError as e:
-        print(json.dumps({"load_error": str(e)}))
-        sys.exit(0)
+    sgl = SGLangImpl(sys.argv[1])
     K3 = profile("kimi-k3")
     u8 = torch.arange(3 * 32 * 32).remainder(251).to(torch.uint8).view(3, 32, 32)
     keyed = Image.frombytes("RGB", (2, 1), bytes([9, 9, 9, 200, 100, 50]))
@@ -132,26 +121,15 @@ CHILD = textwrap.dedent(
     out["features"] = {k: feats[k] for k in ("has_deferred_feature", "gate_call_sites", "pre_pr_eager_staging",
                                              "scheduler_whitelist", "contract_form", "grid_check")}
     out["provenance"] = sgl.provenance()
-    print(json.dumps(out, default=str))
+    print("JSON:" + json.dumps(out, default=str))
     """
 ).replace("{kip}", KIP)
-
-
-def _child(code: str, *args: str, timeout: int = 180) -> subprocess.CompletedProcess[str]:
-    return subprocess.run(
-        [sys.executable, "-c", code, *args], cwd=REPO, capture_output=True, text=True, timeout=timeout, check=False
-    )
 
 
 @pytest.fixture(scope="module")
 def probes() -> dict[str, Any]:
     """Every probe of the child on 0.5.17 (one process; skipped only if the wheel cannot be fetched)."""
-    proc = _child(CHILD, "0.5.17")
-    assert proc.returncode == 0, proc.stderr[-4000:]
-    result = json.loads(proc.stdout.strip().splitlines()[-1])
-    skip_if_unfetched("0.5.17", result.get("load_error", ""))
-    assert "load_error" not in result, result.get("load_error")
-    return result
+    return run_child(CHILD, "0.5.17", spec="0.5.17", timeout=180)
 
 
 # -- loading: what the code has, not what the version says --------------------------------------------------------
@@ -167,30 +145,22 @@ def test_0_5_17_loads_as_eager_only(probes):
     assert prov.startswith("real: read off the loaded code") and "absent" in prov and "present" not in prov
 
 
-def _fake_tree(root: Path, version: str, processor: str | None, kip: bool = False) -> Path:
-    """A tiny checkout: python/sglang with the modules the driver requires (empty), and a chosen processor."""
-    pkg = root / "python" / "sglang"
-    (pkg / "srt").mkdir(parents=True)
-    (pkg / "__init__.py").write_text("raise RuntimeError('the package init must never run')\n")
-    (pkg / "_version.py").write_text(f"__version__ = version = {version!r}\n")
+# A tiny checkout's files: the modules the driver requires (empty); each test adds its Kimi-K3 processor or not.
+REQUIRED_FILES = {
+    f"srt/{rel}": ""
     for rel in (
         "multimodal/processors/kimi_k25.py",
         "managers/schedule_batch.py",
         "managers/mm_utils.py",
         "multimodal/mm_utils.py",
         "models/kimi_k3.py",
-    ):
-        (pkg / "srt" / rel).parent.mkdir(parents=True, exist_ok=True)
-        (pkg / "srt" / rel).write_text("")
-    if processor is not None:
-        (pkg / "srt" / "multimodal" / "processors" / "kimi_k3.py").write_text(processor)
-    if kip:
-        (pkg / "srt" / "multimodal" / "kimi_k3_image_processing.py").write_text("DEFERRED_PREPROCESSING_KEY = 'k'\n")
-    return root
+    )
+}
+PROCESSOR_FILE = "srt/multimodal/processors/kimi_k3.py"
 
 
 def test_a_tree_without_a_kimi_k3_processor_is_refused_in_one_line(tmp_path):
-    root = _fake_tree(tmp_path, "0.5.16", processor=None)
+    root = fake_sglang_tree(tmp_path, "0.5.16", REQUIRED_FILES)
     with pytest.raises(SGLangSourceError) as info:
         sources.load(str(root))  # refused from the files: nothing is imported, so it can run in-process
     message = str(info.value)
@@ -204,17 +174,19 @@ LOAD = (
     "from impl.sglang import sources\n"
     "try:\n"
     "    s = sources.load(sys.argv[1])\n"
-    "    print(json.dumps({'deferred': s.has_deferred_path, 'whitelist': s.whitelist_module}))\n"
+    "    print('JSON:' + json.dumps({'deferred': s.has_deferred_path, 'whitelist': s.whitelist_module}))\n"
     "except sources.SGLangSourceError as e:\n"
-    "    print(json.dumps({'error': str(e)}))\n"
+    "    print('JSON:' + json.dumps({'error': str(e)}))\n"
 )
 
 
 def test_the_deferred_path_is_read_off_the_code_not_the_version(tmp_path):
-    eager = _fake_tree(tmp_path / "a", "9.9.9", "class KimiK3ImageProcessor:\n    pass\n")
+    eager = fake_sglang_tree(
+        tmp_path / "a", "9.9.9", {**REQUIRED_FILES, PROCESSOR_FILE: "class KimiK3ImageProcessor:\n    pass\n"}
+    )
     gate = "class KimiK3ImageProcessor:\n    def _should_defer_gpu_preprocessing(self, images):\n        return True\n"
-    half = _fake_tree(tmp_path / "b", "0.5.17", gate)
-    got = [json.loads(_child(LOAD, str(root)).stdout.strip().splitlines()[-1]) for root in (eager, half)]
+    half = fake_sglang_tree(tmp_path / "b", "0.5.17", {**REQUIRED_FILES, PROCESSOR_FILE: gate})
+    got = [run_child(LOAD, str(root), timeout=180) for root in (eager, half)]
     assert got[0] == {"deferred": False, "whitelist": "sglang.srt.managers.mm_utils"}  # "9.9.9", yet eager-only
     error = got[1]["error"]  # "0.5.17", yet it has a gate: an incomplete deferred path, refused
     assert "\n" not in error and "an incomplete Kimi-K3 CPU-transport deferred preprocessing" in error
@@ -300,14 +272,10 @@ def test_the_seam_says_n_a_for_deferral(probes):
 DEFERRED = (
     "import json, sys\n"
     "from impl.sglang.driver import SGLangImpl\n"
-    "from impl.sglang.sources import SGLangSourceError\n"
     "from properties.seam_sglang import SGLangSeam\n"
-    "try:\n"
-    "    sgl = SGLangImpl(sys.argv[1])\n"
-    "except SGLangSourceError as e:\n"
-    "    print(json.dumps({'load_error': str(e)})); sys.exit(0)\n"
+    "sgl = SGLangImpl(sys.argv[1])\n"
     "seam = SGLangSeam(driver=sgl)\n"
-    "print(json.dumps({'deferred': sgl.has_deferred_path, 'parts': sgl.source.deferred_parts,\n"
+    "print('JSON:' + json.dumps({'deferred': sgl.has_deferred_path, 'parts': sgl.source.deferred_parts,\n"
     "    'absent': list(sgl.source.absent), 'defers': seam.defers(None), 'paths': seam.gate_paths(None),\n"
     "    'promotes': sgl.eager_promotes_rgb_key(), 'whitelist': sgl.source.whitelist_module}))\n"
 )
@@ -316,10 +284,7 @@ DEFERRED = (
 def test_a_release_with_the_deferred_path_keeps_it():
     """0.5.23 (or ``DEFERLAB_SGLANG``, when it names another release), in its own process like 0.5.17."""
     version = VERSION if VERSION != "0.5.17" else "0.5.23"
-    proc = _child(DEFERRED, version)
-    assert proc.returncode == 0, proc.stderr[-4000:]
-    got = json.loads(proc.stdout.strip().splitlines()[-1])
-    skip_if_unfetched(version, got.get("load_error", ""))
+    got = run_child(DEFERRED, version, spec=version, timeout=180)
     assert got["deferred"] is True and got["defers"] is True and got["absent"] == []
     assert len(got["parts"]) == 3 and all(got["parts"].values())
     assert got["paths"][0] == ["artifact", True]  # the gate decides per image on its default path

@@ -48,16 +48,10 @@ does at request end on a rank whose item still holds the proxy):
 
 from __future__ import annotations
 
-import json
-import os
-import subprocess
-import sys
-from pathlib import Path
 from typing import Any
 
-from properties.sglang_support import skip_if_unfetched
+from properties.sglang_support import run_child
 
-REPO = Path(__file__).resolve().parents[2]
 BUDGET = 20  # Hypothesis examples per cell; sim.ipc's exhaustive walk (depth 7) runs behind every "holds"
 RUNNER = """
 import json, sys
@@ -94,20 +88,7 @@ print("JSON:" + json.dumps(out, default=str))
 
 def run_version(version: str) -> dict[str, Any]:
     """The runner's JSON for ``version`` (skips when the wheel is not cached and pip cannot fetch it)."""
-    env = {**os.environ, "PYTHONPATH": str(REPO)}
-    proc = subprocess.run(
-        [sys.executable, "-c", RUNNER, version, str(BUDGET)],
-        capture_output=True,
-        text=True,
-        cwd=REPO,
-        env=env,
-        timeout=300,
-    )
-    if proc.returncode != 0:
-        skip_if_unfetched(version, proc.stderr)
-        raise AssertionError(f"runner for {version} failed:\n{proc.stderr[-4000:]}")
-    line = next(x for x in proc.stdout.splitlines() if x.startswith("JSON:"))
-    return json.loads(line[len("JSON:") :])
+    return run_child(RUNNER, version, str(BUDGET), spec=version)
 
 
 def verdict_table(out: dict[str, Any], cells: int = 6) -> dict[tuple[str, str], tuple[str, tuple | None]]:

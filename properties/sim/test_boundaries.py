@@ -8,6 +8,7 @@ interpreter, over every module of the package, by what actually gets loaded.
 
 from __future__ import annotations
 
+import json
 import pkgutil
 import subprocess
 import sys
@@ -34,7 +35,7 @@ def loaded_after_importing(modules: list[str]) -> list[str]:
         text=True,
         cwd=Path(sim.__file__).resolve().parents[1],
     )
-    return eval(out.stdout.strip().splitlines()[-1])  # a JSON list of str is a Python literal
+    return json.loads(out.stdout.strip().splitlines()[-1])
 
 
 def test_every_sim_module_is_probed() -> None:
