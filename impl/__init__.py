@@ -1,9 +1,9 @@
 """The system under test in torch: eager and owner-deferred preprocessing (semantics §1-§8).
 
 Runs on CUDA when present, on the CPU otherwise. May import the shared types
-and descriptions (`reference.config`, `reference.profiles`, `reference.contract`,
-`reference.versions`) and the front door (`reference.validate`,
-`reference.errors`), never the reference's algorithms.
+and descriptions (`reference.system.config`, `reference.system.profiles`, `reference.system.contract`,
+`reference.system.policies`) and the front door (`reference.system.validate`,
+`reference.system.errors`), never the reference's algorithms.
 
 Module map (one operation per function; nothing is re-exported here, so that
 ``import impl.placement`` stays torch-free for the simulator):

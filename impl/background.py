@@ -13,7 +13,7 @@ from typing import Any
 
 import torch
 
-from reference.config import BackgroundConfig
+from deferlab.reference.system.config import BackgroundConfig
 
 _SOLID = {"white": 255.0, "black": 0.0, "gray": 128.0}
 

@@ -12,9 +12,9 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from impl.items import KimiK3DeferredPreprocessing
-from impl.policy import Policy
-from reference.config import ResizeConfig
+from deferlab.impl.items import KimiK3DeferredPreprocessing
+from deferlab.reference.system.config import ResizeConfig
+from deferlab.reference.system.policies import Policy
 
 
 @dataclass(frozen=True)

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import torch
 
-from reference.errors import InputTypeError
+from deferlab.reference.system.errors import InputTypeError
 
 
 def resolve_device(device: str | torch.device | None) -> torch.device:

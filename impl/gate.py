@@ -12,10 +12,10 @@ from collections.abc import Sequence
 import torch
 from PIL import Image
 
-from impl.navit import navit_resize_config
-from impl.policy import PR_33921, Policy, get_policy
-from impl.staging import ImageLikeT, image_dimensions, raw_channels
-from reference.config import PreprocessConfig
+from deferlab.impl.navit import navit_resize_config
+from deferlab.impl.staging import ImageLikeT, image_dimensions, raw_channels
+from deferlab.reference.system.config import PreprocessConfig
+from deferlab.reference.system.policies import PR_33921, Policy, get_policy
 
 FLOAT32_BYTES = 4
 

@@ -9,9 +9,9 @@ PR's K_p is not known (semantics §8), so callers that model the PR pass it in.
 
 from __future__ import annotations
 
-from impl.policy import Policy
-from reference.errors import InputValueError
-from reference.validate import check_positive_int
+from deferlab.reference.system.errors import InputValueError
+from deferlab.reference.system.policies import Policy
+from deferlab.reference.system.validate import check_positive_int
 
 
 def _check_topology(tp_size: int, attn_dp_size: int) -> None:

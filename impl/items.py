@@ -7,7 +7,7 @@ from typing import Any, Literal
 
 import torch
 
-from reference.contract import GRID_THWS_KEY, IMAGE_GRID_THW_KEY
+from deferlab.reference.system.contract import GRID_THWS_KEY, IMAGE_GRID_THW_KEY
 
 
 @dataclass

@@ -18,17 +18,17 @@ from dataclasses import dataclass, field
 import torch
 import torch.nn.functional as F
 
-from impl.consumer import DeferredView, read_deferred
-from impl.device import resolve_device
-from impl.items import MultimodalItem, item_grid
-from impl.pipeline import preprocess_with
-from impl.placement import assign_owners
-from impl.policy import PR_33921, Policy, get_policy
-from impl.scheduler import TransferLog, can_skip_pre_embed_feature_move, copy_to_device, move_items_to_device
-from impl.staging import to_chw_uint8
-from reference.config import PreprocessConfig
-from reference.contract import DEFERRED_PREPROCESSING_KEY
-from reference.errors import InputTypeError, InputValueError
+from deferlab.impl.consumer import DeferredView, read_deferred
+from deferlab.impl.device import resolve_device
+from deferlab.impl.items import MultimodalItem, item_grid
+from deferlab.impl.pipeline import preprocess_with
+from deferlab.impl.placement import assign_owners
+from deferlab.impl.scheduler import TransferLog, can_skip_pre_embed_feature_move, copy_to_device, move_items_to_device
+from deferlab.impl.staging import to_chw_uint8
+from deferlab.reference.system.config import PreprocessConfig
+from deferlab.reference.system.contract import DEFERRED_PREPROCESSING_KEY
+from deferlab.reference.system.errors import InputTypeError, InputValueError
+from deferlab.reference.system.policies import PR_33921, Policy, get_policy
 
 
 def _run_deferred(
@@ -166,7 +166,7 @@ def materialize(
 def _tower_patch_size(config: PreprocessConfig) -> int:
     if not isinstance(config, PreprocessConfig):
         raise InputTypeError(
-            f"config must be the checkpoint's reference.config.PreprocessConfig (the owner's patch size comes "
+            f"config must be the checkpoint's reference.system.config.PreprocessConfig (the owner's patch size comes "
             f"from it), got {type(config).__name__}"
         )
     return config.patch_size

@@ -1,6 +1,6 @@
 """impl's own NaViT resize decision (semantics §3.2), written from the semantics, not shared with the reference.
 
-Kept separate from ``reference.navit`` on purpose: the two are independent
+Kept separate from ``reference.oracle.navit`` on purpose: the two are independent
 implementations of the same formula, so a property comparing them can fail.
 """
 
@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import math
 
-from reference.config import PreprocessConfig, ResizeConfig
+from deferlab.reference.system.config import PreprocessConfig, ResizeConfig
 
 
 def navit_resize_config(width: int, height: int, config: PreprocessConfig) -> ResizeConfig:

@@ -15,14 +15,14 @@ from typing import Any
 import torch
 from PIL import Image
 
-from impl.background import fill_transparent_bg
-from impl.device import resolve_device
-from impl.navit import grid_thw, navit_resize_config
-from impl.normalize import normalization_tensors, normalize_and_patchify
-from impl.resize import resize_sub_batch, source_shape_batches
-from impl.staging import image_dimensions, to_chw_uint8
-from reference.config import PreprocessConfig, ResizeConfig
-from reference.errors import InputTypeError, InputValueError
+from deferlab.impl.background import fill_transparent_bg
+from deferlab.impl.device import resolve_device
+from deferlab.impl.navit import grid_thw, navit_resize_config
+from deferlab.impl.normalize import normalization_tensors, normalize_and_patchify
+from deferlab.impl.resize import resize_sub_batch, source_shape_batches
+from deferlab.impl.staging import image_dimensions, to_chw_uint8
+from deferlab.reference.system.config import PreprocessConfig, ResizeConfig
+from deferlab.reference.system.errors import InputTypeError, InputValueError
 
 ImageLike = Image.Image | torch.Tensor
 Stager = Callable[[ImageLike], torch.Tensor]
@@ -105,11 +105,11 @@ def preprocess(
 ) -> tuple[torch.Tensor, torch.Tensor]:
     """Preprocess a request's images with the uint8 stager: (pixel_values float32, grid_thws int64).
 
-    The torch twin of ``reference.pipeline.preprocess``; runs on ``device``
+    The torch twin of ``reference.oracle.pipeline.preprocess``; runs on ``device``
     (CUDA when present if None).
     """
     if not isinstance(config, PreprocessConfig):
-        raise InputTypeError(f"config must be a reference.config.PreprocessConfig, got {type(config).__name__}")
+        raise InputTypeError(f"config must be a reference.system.config.PreprocessConfig, got {type(config).__name__}")
     images = list(images)
     dev = resolve_device(device)
     return preprocess_with(

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-from reference.validate import check_number, check_positive_int
+from deferlab.reference.system.validate import check_number, check_positive_int
 
 
 def assign_owners(loads: Sequence[int], num_ranks: int) -> list[list[int]]:

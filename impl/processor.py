@@ -4,7 +4,7 @@
 mirrors upstream's ``process_mm_data_async`` minus tokenization: one item per
 image, either deferred (uint8 CHW CPU feature + contract) or eager (the
 image's float32 patches, on the CPU, as the ``cpu`` transport ships them).
-``gate_path`` picks the gate's call site (`reference.versions.Policy.call_sites`:
+``gate_path`` picks the gate's call site (`reference.system.policies.Policy.call_sites`:
 the released processor's per-image ``artifact`` path, or the request-wide
 ``request`` path it keeps for cache-off requests). ``epd=True`` is the encoder-side (EPD) start path: the same gate, but the
 deferred items are written by the EPD producer (``policy.epd_contract``).
@@ -19,18 +19,18 @@ from dataclasses import dataclass
 
 import torch
 
-from impl.device import resolve_device
-from impl.gate import defer_decisions
-from impl.items import MultimodalItem
-from impl.pipeline import preprocess_with, resize_configs_for
-from impl.policy import PR_33921, Policy, get_policy
-from impl.producer import build_deferred_items, build_epd_items, eager_item
-from impl.staging import ImageLikeT, to_eager_chw
-from impl.validation import validate_images
-from reference.config import PreprocessConfig
-from reference.contract import TRANSPORTS
-from reference.errors import InputTypeError, InputValueError
-from reference.profiles import profile
+from deferlab.impl.device import resolve_device
+from deferlab.impl.gate import defer_decisions
+from deferlab.impl.items import MultimodalItem
+from deferlab.impl.pipeline import preprocess_with, resize_configs_for
+from deferlab.impl.producer import build_deferred_items, build_epd_items, eager_item
+from deferlab.impl.staging import ImageLikeT, to_eager_chw
+from deferlab.impl.validation import validate_images
+from deferlab.reference.system.config import PreprocessConfig
+from deferlab.reference.system.contract import TRANSPORTS
+from deferlab.reference.system.errors import InputTypeError, InputValueError
+from deferlab.reference.system.policies import PR_33921, Policy, get_policy
+from deferlab.reference.system.profiles import profile
 
 
 @dataclass

@@ -14,13 +14,13 @@ from typing import Any
 
 import torch
 
-from impl.items import KimiK3DeferredPreprocessing, MultimodalItem
-from impl.navit import grid_thw
-from impl.policy import ContractForm, Policy
-from impl.staging import ImageLikeT, to_chw_uint8
-from reference.config import PreprocessConfig, ResizeConfig
-from reference.contract import DEFERRED_PREPROCESSING_KEY, IMAGE_GRID_THW_KEY
-from reference.errors import InputValueError
+from deferlab.impl.items import KimiK3DeferredPreprocessing, MultimodalItem
+from deferlab.impl.navit import grid_thw
+from deferlab.impl.staging import ImageLikeT, to_chw_uint8
+from deferlab.reference.system.config import PreprocessConfig, ResizeConfig
+from deferlab.reference.system.contract import DEFERRED_PREPROCESSING_KEY, IMAGE_GRID_THW_KEY
+from deferlab.reference.system.errors import InputValueError
+from deferlab.reference.system.policies import ContractForm, Policy
 
 DeferredConfig = dict[str, Any] | KimiK3DeferredPreprocessing
 

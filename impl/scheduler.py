@@ -13,8 +13,8 @@ from dataclasses import dataclass, field
 
 import torch
 
-from impl.items import MultimodalItem
-from impl.policy import Policy
+from deferlab.impl.items import MultimodalItem
+from deferlab.reference.system.policies import Policy
 
 SKIP_PRE_EMBED_MOVE_MODELS = frozenset(
     {

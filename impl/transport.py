@@ -15,12 +15,12 @@ from dataclasses import dataclass
 
 import torch
 
-from impl.ipc import released_total_count, requested_count, resolve_count
-from impl.items import MultimodalItem
-from impl.policy import PR_33921, Policy, get_policy
-from reference.contract import DEFERRED_PREPROCESSING_KEY, TRANSPORTS
-from reference.errors import InputValueError
-from reference.validate import check_positive_int
+from deferlab.impl.ipc import released_total_count, requested_count, resolve_count
+from deferlab.impl.items import MultimodalItem
+from deferlab.reference.system.contract import DEFERRED_PREPROCESSING_KEY, TRANSPORTS
+from deferlab.reference.system.errors import InputValueError
+from deferlab.reference.system.policies import PR_33921, Policy, get_policy
+from deferlab.reference.system.validate import check_positive_int
 
 
 def serialize_items(items: Sequence[MultimodalItem]) -> bytes:

@@ -29,8 +29,8 @@ from __future__ import annotations
 import torch
 from PIL import Image
 
-from reference.config import PreprocessConfig
-from reference.errors import InputTypeError, InputValueError
+from deferlab.reference.system.config import PreprocessConfig
+from deferlab.reference.system.errors import InputTypeError, InputValueError
 
 ACCEPTED_MODES = ("1", "L", "P", "LA", "PA", "RGB", "RGBA", "RGBX", "CMYK", "YCbCr")
 _CHANNELS = (1, 3, 4)

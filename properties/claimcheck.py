@@ -21,7 +21,7 @@ from hypothesis import HealthCheck, Phase, find, settings
 from hypothesis import strategies as st
 from hypothesis.errors import NoSuchExample, Unsatisfiable
 
-from properties import seam, verdicts
+from deferlab.properties import seam, verdicts
 
 CLAIMS = verdicts.load_claims()
 

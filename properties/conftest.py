@@ -23,7 +23,7 @@ from pathlib import Path
 import pytest
 from hypothesis import HealthCheck, settings
 
-from properties import seam, seam_sglang, verdicts
+from deferlab.properties import seam, seam_sglang, verdicts
 
 settings.register_profile("dev", max_examples=30, deadline=None)
 settings.register_profile(

@@ -21,8 +21,8 @@ from typing import Any, Protocol, runtime_checkable
 
 import numpy as np
 
-from properties.seam_deferlab import DeferlabImpl
-from reference.config import BackgroundConfig, PreprocessConfig
+from deferlab.impl.seam import DeferlabImpl
+from deferlab.reference.system.config import BackgroundConfig, PreprocessConfig
 
 DEFAULT_IMPL = "deferlab"
 
@@ -127,7 +127,7 @@ class Impl(Protocol):
         """Whether the scheduler skips its pre-embed feature move for the Kimi-K3 model (the whitelist)."""
 
     def ack_counts(self, policy: Any) -> list[Any]:
-        """IPC acknowledgement count sources for the simulator's state machine (`sim.ipc_machine.AckCounts`)."""
+        """IPC acknowledgement count sources for the simulator's state machine (`sim.ipc.machine.AckCounts`)."""
 
     def provenance(self) -> dict[str, str]:
         """Per method: ``"model"`` (deferlab's model), ``"real"`` (the system's own code) or ``"modelled: why"``."""

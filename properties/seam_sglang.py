@@ -21,8 +21,8 @@ from typing import Any
 import numpy as np
 import torch
 
-from reference.config import BackgroundConfig, PreprocessConfig
-from reference.profiles import profile
+from deferlab.reference.system.config import BackgroundConfig, PreprocessConfig
+from deferlab.reference.system.profiles import profile
 
 LABEL = "SGLANG"
 # Seam method -> the driver's provenance keys that describe it.
@@ -53,7 +53,7 @@ class SGLangSeam:
 
     def __init__(self, spec: str | None = None, driver: Any = None) -> None:
         if driver is None:
-            from impl.sglang.driver import SGLangImpl
+            from deferlab.impl.sglang.driver import SGLangImpl
 
             driver = SGLangImpl(spec)
         self.driver = driver
@@ -177,7 +177,7 @@ class SGLangSeam:
         eager path, named after the call site it resembles: ``[("request", False)]`` (claims that need
         a gate record ``n/a`` through `defers`).
         """
-        from impl.sglang import producer
+        from deferlab.impl.sglang import producer
 
         if not self.defers(None):
             return [("request", False)]

@@ -31,7 +31,7 @@ from pathlib import Path
 from typing import Any
 
 HERE = Path(__file__).resolve().parent
-CLAIMS_PATH = HERE / "claims.toml"
+CLAIMS_PATH = HERE.parent / "reference" / "system" / "claims.toml"
 
 
 def default_results_dir() -> Path:

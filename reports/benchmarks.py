@@ -16,7 +16,7 @@ import sys
 from pathlib import Path
 from typing import Any
 
-from reports.claims import suite_path
+from deferlab.reports.claims import suite_path
 
 DEFAULT_TOLERANCE = 0.5  # a ratio may fall to half its baseline before it counts as a regression
 # Wall-time speedups of two multi-process pipelines swing 2-3x between runs on a

@@ -19,7 +19,7 @@ import tomllib
 from pathlib import Path
 from typing import Any
 
-from properties import verdicts as _verdicts
+from deferlab.properties import verdicts as _verdicts
 
 CLAIMS_TOML = _verdicts.CLAIMS_PATH
 RESULTS_DIR = _verdicts.RESULTS_DIR

@@ -17,17 +17,19 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
-from reference.config import PreprocessConfig
-from reference.errors import DeferlabInputError, UsageError
-from reference.profiles import profile as load_profile
-from reference.profiles import profile_names
-from reference.validate import check_choice, check_int, check_positive_int
-from reports import benchmarks, claims, render, sweep_report, versions_cli
-from reports import calibrate as calibrate_cmd
-from reports.atomic import write_text_atomic
-from reports.regressions import DEFAULT_BASELINE, load_baseline, make_baseline
-from reports.runner import PROFILES, STEPS, ReportOptions, default_out_dir, run_report
-from reports.sweeps import SWEEP_LIMITS
+from deferlab.reference.system.config import PreprocessConfig
+from deferlab.reference.system.errors import DeferlabInputError, UsageError
+from deferlab.reference.system.profiles import profile as load_profile
+from deferlab.reference.system.profiles import profile_names
+from deferlab.reference.system.validate import check_choice, check_int, check_positive_int
+from deferlab.reports import benchmarks, claims, render
+from deferlab.reports.atomic import write_text_atomic
+from deferlab.reports.regressions import DEFAULT_BASELINE, load_baseline, make_baseline
+from deferlab.reports.runner import PROFILES, STEPS, ReportOptions, default_out_dir, run_report
+from deferlab.reports.sweeps import collect as sweep_report
+from deferlab.reports.sweeps.compute import SWEEP_LIMITS
+from deferlab.reports.versions import cli as versions_cli
+from deferlab.sim.calibrate import run as calibrate_cmd
 
 
 class _Parser(argparse.ArgumentParser):
@@ -108,7 +110,7 @@ def resolve_config(args: argparse.Namespace) -> tuple[PreprocessConfig, str]:
 
 
 def _usage(check: Any, *args: Any, **kwargs: Any) -> Any:
-    """Run a `reference.validate` check, turning its error into a `UsageError` (exit status 2)."""
+    """Run a `reference.system.validate` check, turning its error into a `UsageError` (exit status 2)."""
     try:
         return check(*args, **kwargs)
     except DeferlabInputError as e:
@@ -165,7 +167,7 @@ def _report(args: argparse.Namespace) -> int:
 
 
 def _sweep(args: argparse.Namespace) -> int:
-    from reports import plots
+    from deferlab.reports.plots import figures as plots
 
     profile = _check_profile(args.profile)
     _check_max_side(args.max_side, "--max-side")
@@ -189,7 +191,7 @@ def _sweep(args: argparse.Namespace) -> int:
 
 def _sim(args: argparse.Namespace) -> int:
     try:
-        from sim.cli import main as sim_main
+        from deferlab.sim.cli import main as sim_main
     except ImportError as e:
         print(f"deferlab sim: the simulator CLI is not available ({e})", file=sys.stderr)
         return 1

@@ -1,9 +1,9 @@
-"""Where the sweeps get the deferral decision from: the oracle's `reference.gate`, else a local stand-in.
+"""Where the sweeps get the deferral decision from: the oracle's `reference.oracle.gate`, else a local stand-in.
 
 The sweeps must judge the system by the oracle's own vectorized gate
-(``reference.gate.decide_arrays``). While that module is being written, a
+(``reference.oracle.gate.decide_arrays``). While that module is being written, a
 private fallback computes the same semantics §4 byte rule from
-``reference.navit.resize_config_arrays`` so the report still runs; the report
+``reference.oracle.navit.resize_config_arrays`` so the report still runs; the report
 says which one it used (`decision_source`). Sweeps call `decide_arrays`
 through this module's attribute so a test can swap the rule (e.g. ``<``
 instead of ``<=``) and watch the regression gate catch it.
@@ -13,8 +13,8 @@ from __future__ import annotations
 
 import numpy as np
 
-from reference.config import PreprocessConfig
-from reference.navit import resize_config_arrays
+from deferlab.reference.oracle.navit import resize_config_arrays
+from deferlab.reference.system.config import PreprocessConfig
 
 PROCESSED_CHANNELS = 3  # the FP32 patch tensor is always RGB
 FP32_BYTES = 4
@@ -23,7 +23,7 @@ FP32_BYTES = 4
 def _fallback_decide_arrays(
     widths: np.ndarray, heights: np.ndarray, channels: np.ndarray | int, config: PreprocessConfig
 ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-    """FALLBACK until reference.gate lands: semantics §4 per image, raw = C*W*H, processed = 3*Pw*Ph*4, defer iff raw <= processed."""
+    """FALLBACK until reference.oracle.gate lands: semantics §4 per image, raw = C*W*H, processed = 3*Pw*Ph*4, defer iff raw <= processed."""
     w = np.asarray(widths, dtype=np.int64)
     h = np.asarray(heights, dtype=np.int64)
     c = np.asarray(channels, dtype=np.int64)
@@ -37,10 +37,10 @@ def _fallback_decide_arrays(
 def decision_source() -> str:
     """Name of the decision function the sweeps use right now (reported in report.json)."""
     try:
-        from reference.gate import decide_arrays as _  # noqa: F401
+        from deferlab.reference.oracle.gate import decide_arrays as _  # noqa: F401
     except Exception:
-        return "reports.gate_source fallback (reference.gate.decide_arrays missing)"
-    return "reference.gate.decide_arrays"
+        return "reports.gate_source fallback (reference.oracle.gate.decide_arrays missing)"
+    return "deferlab.reference.oracle.gate.decide_arrays"
 
 
 def decide_arrays(
@@ -48,7 +48,7 @@ def decide_arrays(
 ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """(raw int64, processed int64, defer bool) per image, broadcast over the inputs."""
     try:
-        from reference.gate import decide_arrays as oracle
+        from deferlab.reference.oracle.gate import decide_arrays as oracle
     except Exception:
         oracle = _fallback_decide_arrays
     w, h, c = np.broadcast_arrays(

@@ -15,7 +15,7 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
-from reports.benchmarks import DEFAULT_TOLERANCE, ratio_direction, ratio_limit, ratio_tolerance
+from deferlab.reports.benchmarks import DEFAULT_TOLERANCE, ratio_direction, ratio_limit, ratio_tolerance
 
 BASELINE_SCHEMA_VERSION = 1
 DEFAULT_BASELINE = Path(__file__).resolve().parent / "baseline.json"

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from reports.claims import stand_ins_by_kind
+from deferlab.reports.claims import stand_ins_by_kind
 
 VERDICT_CELL = {
     "holds": "holds",

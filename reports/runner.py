@@ -15,13 +15,16 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any, TextIO
 
-from reference.config import PreprocessConfig
-from reports import benchmarks, claims, environment, gate_source, plots, plots_sim, simulation, sweep_report
-from reports import sweeps as sweeps_mod
-from reports.atomic import staged_directory, update_latest, write_text_atomic
-from reports.regressions import compare, load_baseline
-from reports.render import render_markdown
-from reports.steps import StepFailed, StepRunner
+from deferlab.reference.system.config import PreprocessConfig
+from deferlab.reports import benchmarks, claims, environment, gate_source, simulation
+from deferlab.reports.atomic import staged_directory, update_latest, write_text_atomic
+from deferlab.reports.plots import figures as plots
+from deferlab.reports.plots import sim as plots_sim
+from deferlab.reports.regressions import compare, load_baseline
+from deferlab.reports.render import render_markdown
+from deferlab.reports.steps import StepFailed, StepRunner
+from deferlab.reports.sweeps import collect as sweep_report
+from deferlab.reports.sweeps import compute as sweeps_mod
 
 SCHEMA_VERSION = 1
 PROFILES = ("dev", "ci", "thorough")
@@ -60,7 +63,7 @@ def _properties_step(opts: ReportOptions, log: TextIO) -> dict[str, Any]:
         return claims.load_results(opts.from_results)
     results_dir = opts.results_dir
     if opts.sglang is not None:
-        from reports.versions import SGLangLoadError, preflight
+        from deferlab.reports.versions.matrix import SGLangLoadError, preflight
 
         try:  # the driver's one line (unknown version, not a checkout, no Kimi-K3, offline, an import failing)
             preflight(opts.sglang)

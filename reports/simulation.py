@@ -17,7 +17,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-from reports.steps import StepFailed
+from deferlab.reports.steps import StepFailed
 
 # Exploration budget for sim.ipc.verdicts per hypothesis profile (kept small for dev: the whole report must stay quick).
 IPC_BUDGET = {"dev": 50, "ci": 200, "thorough": 1000}
@@ -31,7 +31,7 @@ def scenario_order(name: str) -> tuple[bool, str]:
 def run_scenarios(progress: Callable[[str], None] | None = None) -> list[dict[str, Any]]:
     """``[{scenario, path, status, error, result}]`` per shipped scenario, then anchors and grid; StepFailed if any failed."""
     say = progress or (lambda _m: None)
-    sim = importlib.import_module("sim")
+    sim = importlib.import_module("deferlab.sim")
     out: list[dict[str, Any]] = []
     for path in sorted(sim.list_scenarios(), key=lambda p: scenario_order(Path(p).stem)):
         name = Path(path).stem
@@ -44,8 +44,14 @@ def run_scenarios(progress: Callable[[str], None] | None = None) -> list[dict[st
     if not out:
         raise StepFailed("sim.list_scenarios() returned no scenario", out)
     extras = (  # entry name, the key its result is stored under, what it is, module and function
-        ("anchors", "anchors", "anchors (model vs the PR, every cost profile)", "sim.anchors", "compare_profiles"),
-        ("tp-size-grid", "grid", "TP x image-size grid", "sim.grid", "grid"),
+        (
+            "anchors",
+            "anchors",
+            "anchors (model vs the PR, every cost profile)",
+            "deferlab.sim.anchors",
+            "compare_profiles",
+        ),
+        ("tp-size-grid", "grid", "TP x image-size grid", "deferlab.sim.grid", "grid"),
     )
     for name, key, what, module, fn in extras:
         say(f"sim: {what}")
@@ -63,7 +69,7 @@ def run_scenarios(progress: Callable[[str], None] | None = None) -> list[dict[st
 
 def ipc_verdicts(profile: str) -> list[dict[str, Any]]:
     """``sim.ipc.verdicts(budget)`` with the profile's budget."""
-    ipc = importlib.import_module("sim.ipc")
+    ipc = importlib.import_module("deferlab.sim.ipc")
     return list(ipc.verdicts(IPC_BUDGET.get(profile, IPC_BUDGET["dev"])))
 
 

@@ -7,7 +7,7 @@
 # nothing else and editing here, or add `--bench-arg=...`).
 set -uo pipefail
 cd "$(dirname "$0")/.."
-python -m reports.cli report \
+python -m deferlab.reports.cli report \
     --from-results properties/results \
     --baseline reports/baseline.json \
     --profile ci \

@@ -6,5 +6,5 @@
 # 2: bad usage (e.g. the index cannot be listed); 3: a release could not be loaded or a claim test errored.
 set -uo pipefail
 cd "$(dirname "$0")/.."
-python -m reports.cli versions --profile ci --out reports/out/versions-latest \
+python -m deferlab.reports.cli versions --profile ci --out reports/out/versions-latest \
     --baseline reports/versions_baseline.json "$@"

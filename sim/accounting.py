@@ -29,14 +29,14 @@ from dataclasses import dataclass, fields
 
 import numpy as np
 
-from reference.config import PreprocessConfig
-from reference.navit import resize_config_arrays
-from reference.versions import Policy
-from sim.costmodel import CostModel
-from sim.gate import decide
-from sim.placement import assign, owner_cost
-from sim.topology import Topology
-from sim.workload import Workload
+from deferlab.reference.oracle.navit import resize_config_arrays
+from deferlab.reference.system.config import PreprocessConfig
+from deferlab.reference.system.policies import Policy
+from deferlab.sim.costmodel import CostModel
+from deferlab.sim.gate import decide
+from deferlab.sim.placement.strategies import assign, owner_cost
+from deferlab.sim.topology import Topology
+from deferlab.sim.workload import Workload
 
 ALL_RANKS = -1
 
@@ -62,7 +62,7 @@ class ImageLedger:
     encoded_bytes: np.ndarray
     deferred: np.ndarray
     payload_bytes: np.ndarray
-    owner_costs: np.ndarray  # marginal owner seconds (`sim.placement.owner_cost`): the lpt-cost load
+    owner_costs: np.ndarray  # marginal owner seconds (`sim.placement.strategies.owner_cost`): the lpt-cost load
     whitelist: bool  # only the owner copies an image to its GPU (with vision DP); resolved from the policy
     preprocess_on_cpu: bool  # PR-era EPD encoders run the checkpoint's CPU processor
     notes: list[str]

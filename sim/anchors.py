@@ -19,15 +19,15 @@ from __future__ import annotations
 from dataclasses import replace
 from typing import Any
 
-from reference.config import PreprocessConfig
-from reference.profiles import profile
-from reference.versions import PR_33921, Policy
-from sim.accounting import account_images
-from sim.costmodel import CALIBRATED_PROFILE, CostModel, load_cost_model, shipped_profiles
-from sim.latency import bottleneck, compare_modes
-from sim.service import producer_parts
-from sim.topology import Topology
-from sim.workload import WorkloadSpec, generate
+from deferlab.reference.system.config import PreprocessConfig
+from deferlab.reference.system.policies import PR_33921, Policy
+from deferlab.reference.system.profiles import profile
+from deferlab.sim.accounting import account_images
+from deferlab.sim.costmodel import CALIBRATED_PROFILE, CostModel, load_cost_model, shipped_profiles
+from deferlab.sim.latency import bottleneck, compare_modes
+from deferlab.sim.service import producer_parts
+from deferlab.sim.topology import Topology
+from deferlab.sim.workload import WorkloadSpec, generate
 
 REPORTED = {
     "throughput_unlimited_pct": 248.3,

@@ -14,9 +14,9 @@ import json
 import sys
 from collections.abc import Sequence
 
-from reference.errors import ProfileError
-from sim.corpus import CorpusMissing
-from sim.scenario import ScenarioError, list_scenarios, load_scenario
+from deferlab.reference.system.errors import ProfileError
+from deferlab.sim.corpus import CorpusMissing
+from deferlab.sim.scenario import ScenarioError, list_scenarios, load_scenario
 
 
 def _fmt(v: object) -> str:
@@ -119,7 +119,7 @@ def main(argv: Sequence[str] | None = None) -> int:
             print(p.stem, "\t", p)
         return 0
     if args.ipc is not None:
-        from sim.ipc import verdicts
+        from deferlab.sim.ipc.claim import verdicts
 
         rows = verdicts(args.ipc)
         if args.json:
@@ -133,7 +133,7 @@ def main(argv: Sequence[str] | None = None) -> int:
                 print(f"{r['policy']:<16} {r['property']:<9} {r['verdict']:<6} [{r['assumptions']}]{where}")
         return 0
     if args.anchors:
-        from sim.anchors import compare_profiles
+        from deferlab.sim.anchors import compare_profiles
 
         try:
             rows = compare_profiles([args.cost_profile] if args.cost_profile else None)
@@ -146,12 +146,12 @@ def main(argv: Sequence[str] | None = None) -> int:
         parser.print_usage(sys.stderr)
         print("deferlab sim: give a SCENARIO (file or shipped name), or --list / --ipc / --anchors", file=sys.stderr)
         return 2
-    from sim.runner import run
+    from deferlab.sim.runner import run
 
     try:
         scenario = load_scenario(args.scenario)
         if args.cost_profile:
-            from sim.costmodel import load_cost_model
+            from deferlab.sim.costmodel import load_cost_model
 
             load_cost_model(args.cost_profile)
     except (ScenarioError, ProfileError, FileNotFoundError, CorpusMissing) as e:

@@ -3,7 +3,7 @@
 The simulator only needs geometry, the staged channel count (semantics
 §3.1's has_alpha rule) and the encoded file size (the physical floor of any
 payload). By default it reads the corpus that ships in the package
-(`reference.corpus`, plus any ``DEFERLAB_CORPUS`` folders); a scenario may
+(`reference.oracle.corpus`, plus any ``DEFERLAB_CORPUS`` folders); a scenario may
 name another folder, and a missing one is a `CorpusMissing` with the path,
 never a crash deep inside a run.
 """
@@ -16,7 +16,7 @@ from pathlib import Path
 
 import numpy as np
 
-from reference import corpus as builtin_corpus
+from deferlab.reference.oracle import corpus as builtin_corpus
 
 REPO_ROOT = Path(__file__).resolve().parents[1]
 

@@ -18,8 +18,8 @@ from typing import Any
 
 import numpy as np
 
-from reference.errors import ProfileError
-from sim.profile_schema import BCAST_WORLDS, CONSTANTS, check_constant, is_reference
+from deferlab.reference.system.errors import ProfileError
+from deferlab.sim.profile_schema import BCAST_WORLDS, CONSTANTS, check_constant, is_reference
 
 PROFILES_DIR = Path(__file__).parent / "profiles"
 GPU_CLASS_PROFILE = "gb300-class"  # published GPU figures; what calibration cannot measure refers to it

@@ -26,7 +26,7 @@ from enum import IntEnum
 
 import numpy as np
 
-from sim.service import StageTimes
+from deferlab.sim.service import StageTimes
 
 
 class EventKind(IntEnum):

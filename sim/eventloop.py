@@ -33,9 +33,9 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from sim.costmodel import CostModel
-from sim.placement import OPTIMAL_MAX_IMAGES, assign
-from sim.service import RequestPath
+from deferlab.sim.costmodel import CostModel
+from deferlab.sim.placement.strategies import OPTIMAL_MAX_IMAGES, assign
+from deferlab.sim.service import RequestPath
 
 
 @dataclass

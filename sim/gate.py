@@ -1,7 +1,7 @@
 """Deferral decisions over a whole workload (SPEC 4), per request or per image.
 
 The per-image byte counts come from the oracle's vectorized gate,
-``reference.gate.decide_arrays`` (raw = C*W*H, processed = 3*Hp*Wp*4). The
+``reference.oracle.gate.decide_arrays`` (raw = C*W*H, processed = 3*Hp*Wp*4). The
 request-level rule sums them over a request's images and defers all or none
 (the PR); ``per-image`` is the 3d3194f6c+ rule.
 """
@@ -10,11 +10,11 @@ from __future__ import annotations
 
 import numpy as np
 
-from reference.config import PreprocessConfig
-from reference.gate import decide_arrays
+from deferlab.reference.oracle.gate import decide_arrays
+from deferlab.reference.system.config import PreprocessConfig
 
 GATE_MODES = ("pr", "per-image", "always", "never")
-GATE_SOURCE = "reference.gate.decide_arrays"
+GATE_SOURCE = "deferlab.reference.oracle.gate.decide_arrays"
 
 
 def decide(

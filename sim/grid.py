@@ -12,12 +12,12 @@ from __future__ import annotations
 from dataclasses import replace
 from typing import Any
 
-from reference.profiles import profile
-from reference.versions import PR_33921, Policy
-from sim.costmodel import load_cost_model, shipped_profiles
-from sim.latency import capacity, compare_modes
-from sim.topology import Topology
-from sim.workload import WorkloadSpec, generate
+from deferlab.reference.system.policies import PR_33921, Policy
+from deferlab.reference.system.profiles import profile
+from deferlab.sim.costmodel import load_cost_model, shipped_profiles
+from deferlab.sim.latency import capacity, compare_modes
+from deferlab.sim.topology import Topology
+from deferlab.sim.workload import WorkloadSpec, generate
 
 TP_SIZES = (1, 2, 4, 8)
 IMAGE_SIZES = ((512, 512), (1024, 768), (1536, 1024), (3072, 2048))

@@ -15,15 +15,15 @@ from typing import Any
 
 import numpy as np
 
-from reference.config import PreprocessConfig
-from reference.versions import Policy
-from sim.accounting import account_images, place
-from sim.costmodel import CostModel
-from sim.des import Timeline, littles_law, simulate
-from sim.eventloop import run_loops
-from sim.service import RequestPath, StageTimes, request_path
-from sim.topology import Topology
-from sim.workload import Workload, WorkloadSpec, generate
+from deferlab.reference.system.config import PreprocessConfig
+from deferlab.reference.system.policies import Policy
+from deferlab.sim.accounting import account_images, place
+from deferlab.sim.costmodel import CostModel
+from deferlab.sim.des import Timeline, littles_law, simulate
+from deferlab.sim.eventloop import run_loops
+from deferlab.sim.service import RequestPath, StageTimes, request_path
+from deferlab.sim.topology import Topology
+from deferlab.sim.workload import Workload, WorkloadSpec, generate
 
 MODES = (("eager", "never"), ("deferred", None))
 

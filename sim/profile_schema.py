@@ -25,7 +25,7 @@ import json
 import math
 from typing import Any
 
-from reference.errors import ProfileError
+from deferlab.reference.system.errors import ProfileError
 
 SOURCES = ("measured", "published", "assumption")
 
@@ -51,7 +51,7 @@ for _what in _PER:
 
 # name -> (dimension, side). "host" constants are the ones `deferlab calibrate` measures on the CPU host.
 CONSTANTS: dict[str, tuple[str, str]] = {
-    # host: measured by reports/calibrate.py (real operations)
+    # host: measured by sim/calibrate/run.py (real operations)
     "memcpy_bytes_per_s": ("rate", "host"),
     "stage_bytes_per_s": ("rate", "host"),
     "cpu_hash_bytes_per_s": ("rate", "host"),

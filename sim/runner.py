@@ -7,16 +7,16 @@ from dataclasses import asdict, dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
-from reference.profiles import profile
-from reference.versions import get_policy
-from sim.accounting import account
-from sim.corpus import CorpusMissing
-from sim.costmodel import load_cost_model
-from sim.gate import GATE_SOURCE
-from sim.latency import compare_modes, load_sweep
-from sim.placement_compare import compare_placements
-from sim.scenario import Scenario, load_scenario
-from sim.workload import generate
+from deferlab.reference.system.policies import get_policy
+from deferlab.reference.system.profiles import profile
+from deferlab.sim.accounting import account
+from deferlab.sim.corpus import CorpusMissing
+from deferlab.sim.costmodel import load_cost_model
+from deferlab.sim.gate import GATE_SOURCE
+from deferlab.sim.latency import compare_modes, load_sweep
+from deferlab.sim.placement.compare import compare_placements
+from deferlab.sim.scenario import Scenario, load_scenario
+from deferlab.sim.workload import generate
 
 
 @dataclass

@@ -5,8 +5,8 @@ A bad file fails at load time with the file, the key and the accepted values
 
     name = "docs-tp8"            # optional; defaults to the file stem
     description = "..."
-    policy = "PR_33921"          # reference.versions policy name
-    profile = "kimi-k3"          # reference.profiles name (the preprocessing config)
+    policy = "PR_33921"          # reference.system.policies policy name
+    profile = "kimi-k3"          # reference.system.profiles name (the preprocessing config)
     cost_profile = "gb300-class" # sim/profiles/<name>.toml
     [topology]   # sim.topology.Topology fields
     [workload]   # sim.workload.WorkloadSpec fields
@@ -25,14 +25,14 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from reference.errors import ScenarioError
-from reference.profiles import profile_names
-from reference.versions import POLICIES, get_policy
-from sim.costmodel import DEFAULT_COST_PROFILE, shipped_profiles
-from sim.gate import GATE_MODES
-from sim.placement import STRATEGIES
-from sim.topology import Topology
-from sim.workload import WorkloadSpec
+from deferlab.reference.system.errors import ScenarioError
+from deferlab.reference.system.policies import POLICIES, get_policy
+from deferlab.reference.system.profiles import profile_names
+from deferlab.sim.costmodel import DEFAULT_COST_PROFILE, shipped_profiles
+from deferlab.sim.gate import GATE_MODES
+from deferlab.sim.placement.strategies import STRATEGIES
+from deferlab.sim.topology import Topology
+from deferlab.sim.workload import WorkloadSpec
 
 SCENARIOS_DIR = Path(__file__).parent / "scenarios"
 _TOP_KEYS = ("name", "description", "policy", "profile", "cost_profile")

@@ -32,9 +32,9 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from sim.accounting import ImageLedger, Ledger
-from sim.costmodel import CostModel
-from sim.workload import Workload
+from deferlab.sim.accounting import ImageLedger, Ledger
+from deferlab.sim.costmodel import CostModel
+from deferlab.sim.workload import Workload
 
 # Assumption: pickled metadata of one item (grid tensor, deferred config, shm name) and of one request's message
 # (token ids aside); calibrate's 16 tiny items pickle to about 1 KiB each. Only the broadcast's byte count uses them.

@@ -5,7 +5,7 @@ from __future__ import annotations
 from dataclasses import fields
 from typing import Any, TypeVar
 
-from reference.errors import ScenarioError
+from deferlab.reference.system.errors import ScenarioError
 
 T = TypeVar("T")
 

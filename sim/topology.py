@@ -16,9 +16,9 @@ from __future__ import annotations
 from dataclasses import asdict, dataclass
 from typing import Any
 
-from reference.errors import InputTypeError, ScenarioError
-from reference.validate import check_int
-from sim.tables import dataclass_from_table
+from deferlab.reference.system.errors import InputTypeError, ScenarioError
+from deferlab.reference.system.validate import check_int
+from deferlab.sim.tables import dataclass_from_table
 
 TRANSPORTS = ("cpu", "cuda_ipc", "fabric")
 

@@ -24,9 +24,9 @@ from typing import Any
 
 import numpy as np
 
-from reference.errors import ScenarioError
-from sim.corpus import load_corpus
-from sim.tables import dataclass_from_table
+from deferlab.reference.system.errors import ScenarioError
+from deferlab.sim.corpus import load_corpus
+from deferlab.sim.tables import dataclass_from_table
 
 FAMILIES = ("chat", "docs", "4k", "mixed", "corpus", "fixed")
 ARRIVALS = ("poisson", "closed")
@@ -217,8 +217,8 @@ def generate(spec: WorkloadSpec) -> Workload:
 
 def corpus_available(path: str | Path | None = None) -> bool:
     """Whether a corpus manifest is readable: the built-in one (``path`` None) always ships with the package."""
-    from reference.corpus import BUILTIN
-    from sim.corpus import resolve_corpus
+    from deferlab.reference.oracle.corpus import BUILTIN
+    from deferlab.sim.corpus import resolve_corpus
 
     root = BUILTIN if path is None else resolve_corpus(path)
     return (root / "MANIFEST.tsv").is_file()

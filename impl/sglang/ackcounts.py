@@ -7,7 +7,7 @@ SGLang's own code through `impl.sglang.counts.IPCCounts` (nothing is read off
 a version number); `sources` names the function behind each answer, and
 `provenance` says what could not run and why.
 
-The protocol it meets (``sim.ipc_machine.AckCounts``, not imported here):
+The protocol it meets (``sim.ipc.machine.AckCounts``, not imported here):
 ``name``, ``from_real_code``, ``producer_total(tp_size, attn_dp_size)``,
 ``requested(tp_size, attn_dp_size)``, ``resolve(requested, total, clamp)``,
 ``acknowledge(count, total, rank, *, tp_size, attn_dp_size) -> set[int]``
@@ -28,7 +28,7 @@ from collections.abc import Callable
 from functools import cached_property
 from typing import Any
 
-from impl.sglang.counts import IPCCounts
+from deferlab.impl.sglang.counts import IPCCounts
 
 TRANSPORTS = ("cuda_ipc", "cuda_vmm")
 

@@ -18,9 +18,9 @@ import textwrap
 from collections.abc import Callable, Iterator
 from typing import Any
 
-from impl.sglang import runtime
-from impl.sglang.driver import SGLangImpl
-from impl.sglang.sources import GATE, Source
+from deferlab.impl.sglang import runtime
+from deferlab.impl.sglang.driver import SGLangImpl
+from deferlab.impl.sglang.sources import GATE, Source
 
 TIE_LINE = ("return raw_bytes <= processed_bytes", "return raw_bytes < processed_bytes")
 

@@ -20,7 +20,7 @@ import textwrap
 from dataclasses import dataclass
 from typing import Any
 
-from impl.sglang.sources import GATE, KIP, PROCESSOR, Source
+from deferlab.impl.sglang.sources import GATE, KIP, PROCESSOR, Source
 
 # Each gate call site the driver knows how to run: (path name, processor method), in preference order per path.
 # "request": the cache-off request path (3d3194f6c on) or, before the split, the request entry point itself.

@@ -17,9 +17,9 @@ import numpy as np
 import torch
 from PIL import Image
 
-from impl.sglang.driver import SGLangImpl
-from reference.config import BackgroundConfig
-from reference.profiles import profile
+from deferlab.impl.sglang.driver import SGLangImpl
+from deferlab.reference.system.config import BackgroundConfig
+from deferlab.reference.system.profiles import profile
 
 PROFILES = ("kimi-k3", "kimi-k2.5", "sglang-unit-4096", "clip-stats")
 CASES = [
@@ -67,11 +67,11 @@ def compare(sgl: SGLangImpl) -> dict[str, Any]:
         if not ok:
             report["disagreements"].append(f"{what}: {detail}")
 
-    import impl.background as dl_bg
-    import impl.navit as dl_navit
-    import impl.pipeline as dl_pipeline
-    import impl.placement as dl_place
-    import impl.staging as dl_stage
+    import deferlab.impl.background as dl_bg
+    import deferlab.impl.navit as dl_navit
+    import deferlab.impl.pipeline as dl_pipeline
+    import deferlab.impl.placement as dl_place
+    import deferlab.impl.staging as dl_stage
 
     rng = np.random.default_rng(0)
     for name in PROFILES:

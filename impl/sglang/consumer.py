@@ -21,9 +21,9 @@ from typing import Any
 
 import torch
 
-from impl.sglang import runtime, topology
-from impl.sglang.sources import Source
-from reference.validate import check_positive_int
+from deferlab.impl.sglang import runtime, topology
+from deferlab.impl.sglang.sources import Source
+from deferlab.reference.system.validate import check_positive_int
 
 
 class _Stop(Exception):

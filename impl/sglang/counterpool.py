@@ -30,9 +30,9 @@ from typing import Any
 
 import torch
 
-from impl.sglang import runtime, topology
-from impl.sglang.counts import _tiny_item
-from impl.sglang.sources import Source
+from deferlab.impl.sglang import runtime, topology
+from deferlab.impl.sglang.counts import _tiny_item
+from deferlab.impl.sglang.sources import Source
 
 STREAM_ORDERED = "sglang/srt/multimodal/transport/memory_pool.py"  # 0.5.18+: generation words
 COUNTER_MODULE = "utils.cuda_ipc_transport_utils"

@@ -25,8 +25,8 @@ from contextlib import ExitStack
 from functools import cached_property
 from typing import Any
 
-from impl.sglang import runtime, topology
-from impl.sglang.sources import Source
+from deferlab.impl.sglang import runtime, topology
+from deferlab.impl.sglang.sources import Source
 
 
 class _Stop(Exception):
@@ -47,7 +47,7 @@ class IPCCounts:
     @cached_property
     def pool_kind(self) -> str:
         """Which pool: "generation" (stream-ordered ack words, 0.5.18+) or "counter" (0.5.17's shm counter)."""
-        from impl.sglang.counterpool import pool_kind
+        from deferlab.impl.sglang.counterpool import pool_kind
 
         kind, why = pool_kind(self.source)
         self.sources["pool_kind"] = why
@@ -61,7 +61,7 @@ class IPCCounts:
     @cached_property
     def counter(self) -> Any:
         """The counter pool's runs (`impl.sglang.counterpool.CounterCounts`), sharing `sources`."""
-        from impl.sglang.counterpool import CounterCounts
+        from deferlab.impl.sglang.counterpool import CounterCounts
 
         if self.pool_kind != "counter":
             raise RuntimeError(f"{self.source.name} has the stream-ordered pool, not the counter pool")

@@ -31,11 +31,11 @@ import numpy as np
 import torch
 from PIL import Image
 
-from impl.sglang import capabilities, consumer, producer, runtime
-from impl.sglang.counts import IPCCounts
-from impl.sglang.sources import Source, load
-from reference.config import BackgroundConfig, PreprocessConfig
-from reference.errors import InputTypeError
+from deferlab.impl.sglang import capabilities, consumer, producer, runtime
+from deferlab.impl.sglang.counts import IPCCounts
+from deferlab.impl.sglang.sources import Source, load
+from deferlab.reference.system.config import BackgroundConfig, PreprocessConfig
+from deferlab.reference.system.errors import InputTypeError
 
 DEFAULT_VERSION = "0.5.23"
 
@@ -280,17 +280,17 @@ class SGLangImpl:
 
     def ack_counts(self, transport: str = "cuda_ipc") -> Any:
         """This version's counts and ack words as the simulator's ``AckCounts`` source (``"all"``: both pools)."""
-        from impl.sglang.ackcounts import SGLangAckCounts
+        from deferlab.impl.sglang.ackcounts import SGLangAckCounts
 
         return SGLangAckCounts(IPCCounts(self.source), transport)
 
     def features(self) -> dict[str, Any]:
-        from impl.sglang.features import detect
+        from deferlab.impl.sglang.features import detect
 
         return detect(self)
 
     def provenance(self) -> dict[str, str]:
-        from impl.sglang.provenance import provenance
+        from deferlab.impl.sglang.provenance import provenance
 
         return provenance(self)
 
@@ -306,6 +306,6 @@ def _tower_patch(config: PreprocessConfig) -> int:
     """The vision tower's patch side comes from the checkpoint config, never from the items."""
     if not isinstance(config, PreprocessConfig):
         raise InputTypeError(
-            f"config must be the checkpoint's reference.config.PreprocessConfig, got {type(config).__name__}"
+            f"config must be the checkpoint's reference.system.config.PreprocessConfig, got {type(config).__name__}"
         )
     return config.patch_size

@@ -24,12 +24,12 @@ from typing import TYPE_CHECKING, Any
 import torch
 from PIL import Image
 
-from impl.sglang import producer, runtime, topology
-from impl.sglang.sources import GATE
-from reference.profiles import profile
+from deferlab.impl.sglang import producer, runtime, topology
+from deferlab.impl.sglang.sources import GATE
+from deferlab.reference.system.profiles import profile
 
 if TYPE_CHECKING:
-    from impl.sglang.driver import SGLangImpl
+    from deferlab.impl.sglang.driver import SGLangImpl
 
 
 def _try(fn: Callable[[], Any]) -> Any:
@@ -270,7 +270,7 @@ def _standin_names(required: Sequence[str]) -> dict[str, list[str]]:
     """Per module the driver runs: the global names that are stand-ins (calling any of them would raise)."""
     import sys
 
-    from impl.sglang.standins import is_standin
+    from deferlab.impl.sglang.standins import is_standin
 
     out = {}
     for name in required:

@@ -41,8 +41,8 @@ from functools import lru_cache
 from pathlib import Path
 from typing import Any
 
-from impl.sglang.shims import FUNCTIONAL
-from impl.sglang.standins import StandIn, StandInModule, module_body, module_getattr_for
+from deferlab.impl.sglang.shims import FUNCTIONAL
+from deferlab.impl.sglang.standins import StandIn, StandInModule, module_body, module_getattr_for
 
 _IMPORT_ERRORS = {"ImportError", "ModuleNotFoundError", "Exception", "BaseException"}
 _THIS_DIR = os.path.dirname(os.path.abspath(__file__))

@@ -25,8 +25,8 @@ _REPO = Path(__file__).resolve().parents[2]
 def probe_one(spec: str, compare: bool) -> dict[str, Any]:
     """In this process: load ``spec`` and run every probe (the child side of `run`)."""
     t0 = time.perf_counter()
-    from impl.sglang.driver import SGLangImpl
-    from impl.sglang.sources import SGLangSourceError
+    from deferlab.impl.sglang.driver import SGLangImpl
+    from deferlab.impl.sglang.sources import SGLangSourceError
 
     try:
         sgl = SGLangImpl(spec)
@@ -44,7 +44,7 @@ def probe_one(spec: str, compare: bool) -> dict[str, Any]:
     out["stand_ins"] = [r.as_dict() for r in sgl.source.stand_ins if r.kind != "patched"]
     out["provenance"] = sgl.provenance()
     if compare:
-        from impl.sglang.compare import compare as run_compare
+        from deferlab.impl.sglang.compare import compare as run_compare
 
         out["compare"] = run_compare(sgl)
     return out
@@ -58,7 +58,9 @@ def run(specs: list[str], *, cold: bool = False, compare: bool = False, timeout:
         tmp = tempfile.mkdtemp(prefix="deferlab-cold-") if cold else None
         if tmp:
             env["DEFERLAB_CACHE"] = tmp
-        cmd = [sys.executable, "-m", "impl.sglang.matrix", "--child", spec] + (["--compare"] if compare else [])
+        cmd = [sys.executable, "-m", "deferlab.impl.sglang.matrix", "--child", spec] + (
+            ["--compare"] if compare else []
+        )
         t0 = time.perf_counter()
         try:
             proc = subprocess.run(cmd, cwd=_REPO, env=env, capture_output=True, text=True, timeout=timeout)

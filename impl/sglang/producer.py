@@ -25,9 +25,9 @@ from typing import Any
 
 import torch
 
-from impl.sglang import capabilities, runtime, topology
-from impl.sglang.sources import Source
-from reference.config import PreprocessConfig
+from deferlab.impl.sglang import capabilities, runtime, topology
+from deferlab.impl.sglang.sources import Source
+from deferlab.reference.system.config import PreprocessConfig
 
 PATHS = capabilities.PATHS
 

@@ -14,7 +14,7 @@ from typing import TYPE_CHECKING
 import torch
 
 if TYPE_CHECKING:
-    from impl.sglang.driver import SGLangImpl
+    from deferlab.impl.sglang.driver import SGLangImpl
 
 _REAL = {
     "navit_resize_config": "real: sglang.srt.multimodal.processors.kimi_k25.navit_resize_config",

@@ -33,9 +33,9 @@ from typing import Any
 
 import torch
 
-from impl.sglang import topology
-from impl.sglang.sources import Source
-from reference.config import PreprocessConfig
+from deferlab.impl.sglang import topology
+from deferlab.impl.sglang.sources import Source
+from deferlab.reference.system.config import PreprocessConfig
 
 IMAGE_TOKEN = "<|media_pad|>"
 IMAGE_TOKEN_ID = 99  # as in SGLang's producer test (facts 6.3); the stub tokenizer never emits it for text

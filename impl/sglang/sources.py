@@ -27,10 +27,10 @@ import warnings
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from impl.sglang import cache as _cache
-from impl.sglang.importer import RequiredImportError, SGLangImporter
-from impl.sglang.standins import StandIn, end_import_phase
-from reference.errors import SourceError
+from deferlab.impl.sglang import cache as _cache
+from deferlab.impl.sglang.importer import RequiredImportError, SGLangImporter
+from deferlab.impl.sglang.standins import StandIn, end_import_phase
+from deferlab.reference.system.errors import SourceError
 
 ACCEPTED = (
     "accepted: 'installed' (the sglang importable here), a path to an SGLang source checkout "
@@ -287,11 +287,11 @@ def _absent_kip(source: Source) -> types.ModuleType:
     """What ``source.module(KIP)`` answers on an eager-only tree: a recorded ``absent`` stand-in.
 
     It holds only ``DEFERRED_PREPROCESSING_KEY``, the contract key's name later releases use
-    (`reference.contract`), which no item of this version carries: code that asks "is this item
+    (`reference.system.contract`), which no item of this version carries: code that asks "is this item
     deferred?" (the seam's backend lookup) gets "no", which is what the loaded code does. Any other
     name raises AttributeError. It is never put in ``sys.modules``, so `Source.has` stays False.
     """
-    from reference.contract import DEFERRED_PREPROCESSING_KEY
+    from deferlab.reference.system.contract import DEFERRED_PREPROCESSING_KEY
 
     module = types.ModuleType(KIP, "absent in this eager-only version (deferlab stand-in: the key's name only)")
     module.DEFERRED_PREPROCESSING_KEY = DEFERRED_PREPROCESSING_KEY

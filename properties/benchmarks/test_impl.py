@@ -11,12 +11,12 @@ import numpy as np
 import pytest
 import torch
 
-from impl.pipeline import preprocess
-from impl.placement import assign_owners
-from impl.processor import Processor
-from impl.transport import serialize_items
-from properties.impl_bench_support import RankPool, bench_device, best_alternating, timed
-from reference.profiles import profile
+from deferlab.impl.pipeline import preprocess
+from deferlab.impl.placement import assign_owners
+from deferlab.impl.processor import Processor
+from deferlab.impl.transport import serialize_items
+from deferlab.properties.benchmarks.support import RankPool, bench_device, best_alternating, timed
+from deferlab.reference.system.profiles import profile
 
 pytestmark = pytest.mark.bench
 
@@ -108,7 +108,7 @@ def test_bench_reference_vs_impl(benchmark) -> None:
     downscale, where the float64 oracle does the most work relative to torch,
     is timed beside it and reported, not gated (about 2x on this machine).
     """
-    pipeline = pytest.importorskip("reference.pipeline")
+    pipeline = pytest.importorskip("deferlab.reference.oracle.pipeline")
     imgs = _request()
     ref_s, impl_s = best_alternating(lambda: pipeline.preprocess(imgs, K3), lambda: preprocess(imgs, K3, device="cpu"))
     cfg = K3.with_(in_patch_limit=1024)

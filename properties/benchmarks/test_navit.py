@@ -10,8 +10,8 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from reference.navit import resize_config, resize_config_arrays
-from reference.profiles import profile
+from deferlab.reference.oracle.navit import resize_config, resize_config_arrays
+from deferlab.reference.system.profiles import profile
 
 pytestmark = pytest.mark.bench
 

@@ -20,10 +20,10 @@ import numpy as np
 import pytest
 import torch
 
-from reference.pipeline import preprocess
-from reference.profiles import profile
+from deferlab.reference.oracle.pipeline import preprocess
+from deferlab.reference.system.profiles import profile
 
-impl_pipeline = pytest.importorskip("impl.pipeline")
+impl_pipeline = pytest.importorskip("deferlab.impl.pipeline")
 
 pytestmark = pytest.mark.bench
 

@@ -3,7 +3,7 @@
 SGLang's side is ``_gpu_preprocess_images`` with the owner's hooks (its
 ``to_chw_uint8`` and ``fill_transparent_bg``), run on the CPU through the
 driver (``impl.sglang``; on CPU that is SGLang's own torch fallback for
-``normalize_and_patchify``). The oracle is `reference.pipeline.preprocess`
+``normalize_and_patchify``). The oracle is `reference.oracle.pipeline.preprocess`
 (fused normalize, CPU composite). Timings alternate, best of a few rounds,
 so a burst of load on the shared machine hits both sides alike; the ratio
 ``reference_over_sglang_<workload>`` gates at 1.5 (`reports.benchmarks`).
@@ -22,9 +22,9 @@ import numpy as np
 import pytest
 import torch
 
-from properties.impl_bench_support import best_alternating
-from reference.pipeline import preprocess
-from reference.profiles import profile
+from deferlab.properties.benchmarks.support import best_alternating
+from deferlab.reference.oracle.pipeline import preprocess
+from deferlab.reference.system.profiles import profile
 
 pytestmark = pytest.mark.bench
 
@@ -40,8 +40,8 @@ WORKLOADS = {
 def sglang():
     """Real SGLang (``DEFERLAB_SGLANG``, default 0.5.23) through the seam adapter; skipped only when its wheel
     cannot be fetched (any other load failure fails the benchmark)."""
-    from properties.seam_sglang import SGLangSeam
-    from properties.sglang_support import default_spec, load_or_skip
+    from deferlab.properties.impl.sglang_support import default_spec, load_or_skip
+    from deferlab.properties.seam_sglang import SGLangSeam
 
     return load_or_skip(SGLangSeam, default_spec())
 

@@ -13,13 +13,13 @@ from __future__ import annotations
 
 import pytest
 
-from impl.policy import PR_33921
-from reference.profiles import profile
-from sim.accounting import account
-from sim.costmodel import load_cost_model
-from sim.latency import compare_modes, simulate_mode
-from sim.topology import Topology
-from sim.workload import WorkloadSpec, generate
+from deferlab.reference.system.policies import PR_33921
+from deferlab.reference.system.profiles import profile
+from deferlab.sim.accounting import account
+from deferlab.sim.costmodel import load_cost_model
+from deferlab.sim.latency import compare_modes, simulate_mode
+from deferlab.sim.topology import Topology
+from deferlab.sim.workload import WorkloadSpec, generate
 
 pytestmark = pytest.mark.bench
 CFG = profile("kimi-k3")
@@ -66,7 +66,7 @@ def test_des_100k_requests(benchmark, gate: str | None) -> None:
 
 def test_ipc_verdicts(benchmark) -> None:
     """Every policy's IPC verdicts at the default budget."""
-    from sim.ipc import verdicts
+    from deferlab.sim.ipc.claim import verdicts
 
     benchmark.pedantic(lambda: verdicts(60), rounds=1, iterations=1)
     _check(benchmark, 30.0)

@@ -16,12 +16,12 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from impl.validation import ACCEPTED_MODES
-from properties import claimcheck, seam, verdicts
-from properties import strategies as s
-from reference.contract import DEFERRED_PREPROCESSING_KEY, GRID_THWS_KEY, IMAGE_GRID_THW_KEY
-from reference.navit import resize_config
-from reference.profiles import profile
+from deferlab.impl.validation import ACCEPTED_MODES
+from deferlab.properties import claimcheck, seam, verdicts
+from deferlab.properties import strategies as s
+from deferlab.reference.oracle.navit import resize_config
+from deferlab.reference.system.contract import DEFERRED_PREPROCESSING_KEY, GRID_THWS_KEY, IMAGE_GRID_THW_KEY
+from deferlab.reference.system.profiles import profile
 
 K3 = profile("kimi-k3")  # small images always defer under it: raw bytes are far below the padded FP32 bytes
 POLICIES = ["PR_33921", "RELEASED", "HARDENED", "INTERIM_418975B", "INTERIM_3D3194F"]
@@ -96,7 +96,7 @@ def test_claim_c8_contract_complete(impl, policy):
 def test_claim_c9_ipc_counts(impl, policy):
     """C9: IPC consumer counts are right in every topology (the simulator's state machines decide, on the
     implementation's own count sources: a modelled policy's, or the real code's)."""
-    from sim.ipc import verdicts as sim_verdicts
+    from deferlab.sim.ipc.claim import verdicts as sim_verdicts
 
     budget = max(10, min(30, settings.default.max_examples // 6))
     rows = sim_verdicts(budget, policies=tuple(impl.ack_counts(policy)))

@@ -17,11 +17,11 @@ import numpy as np
 import pytest
 from PIL import Image
 
-from properties.claims.test_eager_deferred import check_eager_equals_deferred
-from properties.claims.test_equivalence import check_stages
-from properties.claims.test_modes import check_alpha_semantics
-from reference import corpus
-from reference.config import BackgroundConfig, PreprocessConfig
+from deferlab.properties.claims.test_eager_deferred import check_eager_equals_deferred
+from deferlab.properties.claims.test_equivalence import check_stages
+from deferlab.properties.claims.test_modes import check_alpha_semantics
+from deferlab.reference.oracle import corpus
+from deferlab.reference.system.config import BackgroundConfig, PreprocessConfig
 
 BG = BackgroundConfig(pattern="chessboard", square_size=8, gray_value=180)
 # Limits that resize every corpus image (a 56 x 56-ish budget), so the resize stage is really exercised.

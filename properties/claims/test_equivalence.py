@@ -3,13 +3,13 @@
 Stage by stage, each stage fed the implementation's own previous output, so a
 difference is pinned to the stage that made it: staging bitwise; resize
 bitwise or every differing element exactly one level within the float32
-error bound of a .5 tie (`reference.resample.classify_disagreement` with
+error bound of a .5 tie (`reference.oracle.resample.classify_disagreement` with
 `tie_epsilon` for the actual sizes); compositing bitwise with the device's
 ``A / 255`` arithmetic; pad + normalize + patchify bitwise with one
 consistent multiply-add form (fused: torch CPU's vectorized ``addcmul``
 rounds once on FMA hardware; unfused otherwise); the BF16 cast bitwise, both
 torch's cast of those patches and the owner's own cast in ``materialize``
-(eager and deferred) against `reference.numerics.to_bf16`; and the
+(eager and deferred) against `reference.oracle.numerics.to_bf16`; and the
 implementation's whole pipeline equals the chain of its stages.
 """
 
@@ -24,15 +24,15 @@ from hypothesis import strategies as st
 from hypothesis.control import currently_in_test_context
 from PIL import Image
 
-from properties import seam
-from properties import strategies as s
-from reference.background import fill_transparent_bg
-from reference.config import BackgroundConfig, PreprocessConfig
-from reference.navit import resize_config
-from reference.normalize import normalize_scale_bias, pad_bottom_right, patchify, scale_bias
-from reference.numerics import bf16_bits, to_bf16
-from reference.resample import classify_disagreement, resize_bicubic_aa, tie_epsilon
-from reference.stage import to_chw_uint8
+from deferlab.properties import seam
+from deferlab.properties import strategies as s
+from deferlab.reference.oracle.background import fill_transparent_bg
+from deferlab.reference.oracle.navit import resize_config
+from deferlab.reference.oracle.normalize import normalize_scale_bias, pad_bottom_right, patchify, scale_bias
+from deferlab.reference.oracle.numerics import bf16_bits, to_bf16
+from deferlab.reference.oracle.resample import classify_disagreement, resize_bicubic_aa, tie_epsilon
+from deferlab.reference.oracle.stage import to_chw_uint8
+from deferlab.reference.system.config import BackgroundConfig, PreprocessConfig
 
 BG = BackgroundConfig(pattern="chessboard", square_size=2, gray_value=180)
 PINNED = PreprocessConfig(patch_size=2, merge_kernel_size=2, in_patch_limit=6, patch_limit_on_one_side=3, background=BG)

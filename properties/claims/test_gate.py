@@ -19,12 +19,12 @@ from hypothesis import strategies as st
 from hypothesis.control import currently_in_test_context
 from PIL import Image
 
-from impl.policy import HARDENED, PR_33921, RELEASED
-from properties import claimcheck, seam
-from properties import strategies as s
-from reference.config import PreprocessConfig
-from reference.navit import resize_config, resize_config_arrays
-from reference.profiles import profile
+from deferlab.properties import claimcheck, seam
+from deferlab.properties import strategies as s
+from deferlab.reference.oracle.navit import resize_config, resize_config_arrays
+from deferlab.reference.system.config import PreprocessConfig
+from deferlab.reference.system.policies import HARDENED, PR_33921, RELEASED
+from deferlab.reference.system.profiles import profile
 
 K3 = profile("kimi-k3")
 # Patch 2, merge 2: small images get distinct grids, so a misread layout shows in the patch count.

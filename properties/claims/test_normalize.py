@@ -15,10 +15,10 @@ import pytest
 from hypothesis import example, given
 from hypothesis import strategies as st
 
-from properties import claimcheck, seam
-from properties import strategies as s
-from reference.normalize import normalize_checkpoint, normalize_eager, normalize_scale_bias, scale_bias
-from reference.numerics import bf16_bits, to_bf16
+from deferlab.properties import claimcheck, seam
+from deferlab.properties import strategies as s
+from deferlab.reference.oracle.normalize import normalize_checkpoint, normalize_eager, normalize_scale_bias, scale_bias
+from deferlab.reference.oracle.numerics import bf16_bits, to_bf16
 
 U32 = 2.0**-24  # float32 unit roundoff
 SUBNORMAL_HALF_STEP = 2.0**-150  # a rounding's absolute error floor: half the smallest float32 subnormal

@@ -17,12 +17,12 @@ import torch
 from hypothesis import example, given
 from hypothesis import strategies as st
 
-from properties import claimcheck, seam
-from properties import strategies as s
-from properties.claims.test_eager_deferred import bits, deferred_items, eager_features
-from properties.claims.test_mixed import SMALL
-from reference.placement import assign as oracle_assign
-from reference.profiles import profile
+from deferlab.properties import claimcheck, seam
+from deferlab.properties import strategies as s
+from deferlab.properties.claims.test_eager_deferred import bits, deferred_items, eager_features
+from deferlab.properties.claims.test_mixed import SMALL
+from deferlab.reference.oracle.placement import assign as oracle_assign
+from deferlab.reference.system.profiles import profile
 
 POLICIES = ["PR_33921", "RELEASED", "HARDENED"]
 
@@ -81,7 +81,7 @@ def check_once_on_owner(impl: seam.Impl, policy: str, images: list[Any], ranks: 
 @pytest.mark.claim("C5")
 def test_claim_c5_once_on_owner(impl, policy):
     """C5: preprocessing and H2D happen once per image, on its owner only, and features are exact."""
-    from impl.validation import ACCEPTED_MODES
+    from deferlab.impl.validation import ACCEPTED_MODES
 
     modes = ACCEPTED_MODES if policy == "HARDENED" else None
     verdict = claimcheck.verify_claim(
@@ -110,8 +110,8 @@ def test_claim_c6_scheduler_skip(impl, policy):
         assert impl.skip_pre_embed(policy), "the scheduler does not skip the pre-embed move for Kimi-K3"
         # Negative control (deferlab's model, whatever the impl): without the whitelist every rank copies every
         # item, so the check below can fail.
-        from impl.model import get_image_features
-        from impl.processor import Processor
+        from deferlab.impl.model import get_image_features
+        from deferlab.impl.processor import Processor
 
         control = Processor(SMALL, cuda_available=True, device="cpu").process(
             [torch.zeros((3, 4, 4), dtype=torch.uint8) for _ in range(3)]

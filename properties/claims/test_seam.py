@@ -1,7 +1,7 @@
 """The implementation seam (``--impl``) and the proof that properties 1, 2 and 3 can fail.
 
 Each deliberately broken implementation of `broken_impl` is resolved through
-`seam.resolve_impl`, exactly as ``--impl properties.broken_impl:NAME`` would, and the
+`seam.resolve_impl`, exactly as ``--impl properties.broken:NAME`` would, and the
 property's own check function is searched with Hypothesis against it: a
 counterexample must be found, and the real implementation must pass that
 same counterexample (so the property detects the bug, not noise).
@@ -14,31 +14,31 @@ from typing import Any
 import pytest
 from hypothesis import settings
 
-from properties import claimcheck, seam
-from properties import strategies as s
-from properties.claims.test_eager_deferred import check_eager_equals_deferred, partitioned_requests
-from properties.claims.test_equivalence import check_stages, equivalence_inputs
-from properties.claims.test_gate import check_gate_matches_bytes, gate_requests
-from properties.claims.test_modes import check_not_promoted, keyed_rgb
+from deferlab.properties import claimcheck, seam
+from deferlab.properties import strategies as s
+from deferlab.properties.claims.test_eager_deferred import check_eager_equals_deferred, partitioned_requests
+from deferlab.properties.claims.test_equivalence import check_stages, equivalence_inputs
+from deferlab.properties.claims.test_gate import check_gate_matches_bytes, gate_requests
+from deferlab.properties.claims.test_modes import check_not_promoted, keyed_rgb
 
 CASES = {
     "property 1 (reference == impl)": (
-        "properties.broken_impl:BrokenStaging",
+        "deferlab.properties.broken:BrokenStaging",
         equivalence_inputs(),
         lambda impl, req: check_stages(impl, *req),
     ),
     "property 2 (eager == deferred)": (
-        "properties.broken_impl:BrokenOwnerOrder",
+        "deferlab.properties.broken:BrokenOwnerOrder",
         partitioned_requests(),
         lambda impl, req: check_eager_equals_deferred(impl, "RELEASED", *req, device="cpu"),
     ),
     "property 3 (the gate)": (
-        "properties.broken_impl:BrokenGateTie",
+        "deferlab.properties.broken:BrokenGateTie",
         gate_requests(),
         lambda impl, req: check_gate_matches_bytes(impl, "PR_33921", *req),
     ),
     "claim C2 (no RGB + key promotion)": (
-        "properties.broken_impl:BrokenPromotion",
+        "deferlab.properties.broken:BrokenPromotion",
         keyed_rgb(),
         lambda impl, img: check_not_promoted(impl, "RELEASED", img),
     ),
@@ -66,8 +66,8 @@ def test_each_property_catches_its_broken_impl(impl, prop):
 def test_resolver_accepts_names_module_objects_and_instances():
     """``--impl`` takes a registered name, module:object (class or instance) or an Impl itself."""
     assert isinstance(seam.resolve_impl("deferlab"), seam.DeferlabImpl)
-    assert isinstance(seam.resolve_impl("properties.seam:DeferlabImpl"), seam.DeferlabImpl)
-    broken = seam.resolve_impl("properties.broken_impl:BrokenGateTie")
+    assert isinstance(seam.resolve_impl("deferlab.properties.seam:DeferlabImpl"), seam.DeferlabImpl)
+    broken = seam.resolve_impl("deferlab.properties.broken:BrokenGateTie")
     assert broken.name == "broken-gate-tie" and isinstance(broken, seam.Impl)
     assert seam.resolve_impl(broken) is broken
 
@@ -77,8 +77,8 @@ def test_resolver_accepts_names_module_objects_and_instances():
     [
         ("nope", ValueError, "not a registered name"),
         ("no_such_module_xyz:Impl", ValueError, "cannot import module"),
-        ("properties.seam:NoSuchThing", ValueError, "has no attribute"),
-        ("properties.seam:DEFAULT_IMPL", TypeError, "lacks"),
+        ("deferlab.properties.seam:NoSuchThing", ValueError, "has no attribute"),
+        ("deferlab.properties.seam:DEFAULT_IMPL", TypeError, "lacks"),
     ],
 )
 def test_resolver_rejects_bad_specs_clearly(spec, error, match):
@@ -102,8 +102,8 @@ def test_empty_request_is_empty_on_every_path(impl):
 
 def _real_sglang() -> Any:
     """The real SGLang driver (``DEFERLAB_SGLANG``, default 0.5.23), or a skip when its wheel cannot be fetched."""
-    from properties.seam_sglang import SGLangSeam
-    from properties.sglang_support import default_spec, load_or_skip
+    from deferlab.properties.impl.sglang_support import default_spec, load_or_skip
+    from deferlab.properties.seam_sglang import SGLangSeam
 
     return load_or_skip(SGLangSeam, default_spec())
 
@@ -111,8 +111,8 @@ def _real_sglang() -> Any:
 def test_property_3_catches_a_one_line_break_in_real_sglang(impl):
     """SGLang's own gate with ``<=`` patched to ``<`` (ties stay eager) fails property 3 on an input that the
     shipped gate passes: the property that owns the gate catches a one-token change in the real code."""
-    from impl.sglang.broken import BrokenGateTie
-    from properties.seam_sglang import SGLangSeam
+    from deferlab.impl.sglang.broken import BrokenGateTie
+    from deferlab.properties.seam_sglang import SGLangSeam
 
     real = _real_sglang()
     broken = SGLangSeam(driver=BrokenGateTie(real.source))

@@ -11,9 +11,9 @@ import torch
 from hypothesis import given
 from PIL import Image
 
-from properties import strategies as s
-from properties import verdicts
-from reference.versions import POLICIES
+from deferlab.properties import strategies as s
+from deferlab.properties import verdicts
+from deferlab.reference.system.policies import POLICIES
 
 CLAIMS = {
     "C1": verdicts.Claim("C1", "one", "src", "prop", {"PR_33921": "holds", "RELEASED": "holds"}),
@@ -114,7 +114,7 @@ def test_an_unrelated_crash_is_an_error_not_a_recorded_failure(monkeypatch):
     """A claim expected to fail must fail its documented way: an AttributeError raises instead of recording."""
     from hypothesis import strategies as st
 
-    from properties import claimcheck
+    from deferlab.properties import claimcheck
 
     recorded = []
     monkeypatch.setattr(verdicts, "record_claim", lambda *a, **k: recorded.append(a))

@@ -7,10 +7,15 @@ import dataclasses
 import pytest
 import torch
 
-from impl.consumer import consumer_reads, read_deferred
-from impl.items import KimiK3DeferredPreprocessing
-from impl.model import materialize
-from impl.policy import (
+from deferlab.impl.consumer import consumer_reads, read_deferred
+from deferlab.impl.items import KimiK3DeferredPreprocessing
+from deferlab.impl.model import materialize
+from deferlab.impl.processor import Processor
+from deferlab.impl.transport import deliver, deserialize_items, serialize_items
+from deferlab.properties.impl.support import K3, small_config
+from deferlab.reference.system.config import PreprocessConfig
+from deferlab.reference.system.contract import CONTRACT_FIELDS, DEFERRED_PREPROCESSING_KEY, IMAGE_GRID_THW_KEY
+from deferlab.reference.system.policies import (
     HARDENED,
     INTERIM_3D3194F,
     INTERIM_418975B,
@@ -20,11 +25,6 @@ from impl.policy import (
     RELEASED_0_5_19,
     Policy,
 )
-from impl.processor import Processor
-from impl.transport import deliver, deserialize_items, serialize_items
-from properties.impl_support import K3, small_config
-from reference.config import PreprocessConfig
-from reference.contract import CONTRACT_FIELDS, DEFERRED_PREPROCESSING_KEY, IMAGE_GRID_THW_KEY
 
 DEFERRING = [p for p in POLICIES.values() if p.defer_enabled]
 

@@ -6,13 +6,13 @@ import numpy as np
 import pytest
 import torch
 
-from impl.model import get_image_features
-from impl.pipeline import preprocess
-from impl.processor import Processor
-from impl.staging import to_chw_uint8
-from impl.transport import deliver
-from properties.impl_support import bf16_bits, corpus_image, reference_module, small_config
-from reference import corpus
+from deferlab.impl.model import get_image_features
+from deferlab.impl.pipeline import preprocess
+from deferlab.impl.processor import Processor
+from deferlab.impl.staging import to_chw_uint8
+from deferlab.impl.transport import deliver
+from deferlab.properties.impl.support import bf16_bits, corpus_image, reference_module, small_config
+from deferlab.reference.oracle import corpus
 
 SMALL = sorted(e.name for e in corpus.entries() if e.width <= 64 and e.height <= 64)
 CFG = small_config(in_patch_limit=32, patch_limit_on_one_side=8)
@@ -49,7 +49,7 @@ def test_corpus_request_matches_reference() -> None:
     ref_pv, ref_grids = pipeline.preprocess(imgs, CFG, arithmetic="cpu", fused=True)
     assert np.array_equal(grids.numpy(), ref_grids)
     if not np.array_equal(pv.numpy(), ref_pv):  # then the resize must explain it, image by image
-        from impl.resize import resize_bicubic_if_needed
+        from deferlab.impl.resize import resize_bicubic_if_needed
 
         for img in imgs:
             tr = pipeline.trace(img, CFG, arithmetic="cpu", fused=True)

@@ -7,15 +7,15 @@ import torch
 from hypothesis import example, given
 from hypothesis import strategies as st
 
-from impl.gate import defer_decisions, payload_bytes, should_defer
-from impl.model import get_image_features
-from impl.navit import navit_resize_config
-from impl.policy import HARDENED, INTERIM_3D3194F, PR_33921, PRE_PR, RELEASED, Policy
-from impl.processor import Processor
-from properties.impl_support import K3, images, pil_images, reference_module, small_config
-from reference.config import PreprocessConfig
-from reference.navit import resize_config
-from reference.profiles import profile
+from deferlab.impl.gate import defer_decisions, payload_bytes, should_defer
+from deferlab.impl.model import get_image_features
+from deferlab.impl.navit import navit_resize_config
+from deferlab.impl.processor import Processor
+from deferlab.properties.impl.support import K3, images, pil_images, reference_module, small_config
+from deferlab.reference.oracle.navit import resize_config
+from deferlab.reference.system.config import PreprocessConfig
+from deferlab.reference.system.policies import HARDENED, INTERIM_3D3194F, PR_33921, PRE_PR, RELEASED, Policy
+from deferlab.reference.system.profiles import profile
 
 L1 = profile("sglang-gate-test-l1")
 

@@ -9,14 +9,21 @@ from hypothesis import given
 from hypothesis import strategies as st
 from PIL import Image
 
-from impl.model import get_image_features
-from impl.pipeline import preprocess
-from impl.policy import PR_33921, PRE_PR, RELEASED, Policy
-from impl.processor import Processor
-from impl.resize import resize_bicubic_if_needed
-from impl.transport import deliver
-from properties.impl_support import BACKGROUNDS, bf16_bits, corpus_image, images, reference_module, small_config
-from reference.config import PreprocessConfig
+from deferlab.impl.model import get_image_features
+from deferlab.impl.pipeline import preprocess
+from deferlab.impl.processor import Processor
+from deferlab.impl.resize import resize_bicubic_if_needed
+from deferlab.impl.transport import deliver
+from deferlab.properties.impl.support import (
+    BACKGROUNDS,
+    bf16_bits,
+    corpus_image,
+    images,
+    reference_module,
+    small_config,
+)
+from deferlab.reference.system.config import PreprocessConfig
+from deferlab.reference.system.policies import PR_33921, PRE_PR, RELEASED, Policy
 
 # A config under which small images both get resized and still defer (raw <= processed bytes).
 DEFER_CFG = small_config(in_patch_limit=32, patch_limit_on_one_side=8)

@@ -1,4 +1,4 @@
-"""impl's owner assignment against the placement oracle (`reference.placement`), on generated loads.
+"""impl's owner assignment against the placement oracle (`reference.oracle.placement`), on generated loads.
 
 Every rank computes the assignment on its own, so impl must reproduce the
 oracle exactly: same owners, same per-rank order, for any loads (ties
@@ -10,8 +10,8 @@ from __future__ import annotations
 from hypothesis import example, given
 from hypothesis import strategies as st
 
-from impl.placement import assign_owners, owner_of, rank_tokens
-from reference import placement as oracle
+from deferlab.impl.placement import assign_owners, owner_of, rank_tokens
+from deferlab.reference.oracle import placement as oracle
 
 loads = st.lists(st.integers(0, 50) | st.sampled_from([0, 7, 7, 7]), max_size=12)
 

@@ -5,12 +5,12 @@ from __future__ import annotations
 import pytest
 import torch
 
-from impl.model import KimiK3ForConditionalGeneration, get_image_features
-from impl.policy import PR_33921, PRE_PR
-from impl.processor import Processor
-from impl.scheduler import TransferLog, can_skip_pre_embed_feature_move, move_items_to_device
-from impl.transport import deliver
-from properties.impl_support import small_config
+from deferlab.impl.model import KimiK3ForConditionalGeneration, get_image_features
+from deferlab.impl.processor import Processor
+from deferlab.impl.scheduler import TransferLog, can_skip_pre_embed_feature_move, move_items_to_device
+from deferlab.impl.transport import deliver
+from deferlab.properties.impl.support import small_config
+from deferlab.reference.system.policies import PR_33921, PRE_PR
 
 
 class KimiK25ForConditionalGeneration:

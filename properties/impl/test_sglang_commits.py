@@ -29,10 +29,10 @@ from typing import Any
 
 import pytest
 
-from properties.sglang_support import run_child
-from reference.contract import DEFERRED_PREPROCESSING_KEY as DEFERRED_KEY
-from reference.navit import resize_config
-from reference.profiles import profile
+from deferlab.properties.impl.sglang_support import run_child
+from deferlab.reference.oracle.navit import resize_config
+from deferlab.reference.system.contract import DEFERRED_PREPROCESSING_KEY as DEFERRED_KEY
+from deferlab.reference.system.profiles import profile
 
 # A git repository of SGLang holding the commits below (any clone: ``git clone
 # https://github.com/sgl-project/sglang``); named by the environment, never by a path of ours.
@@ -46,11 +46,11 @@ CHILD = textwrap.dedent(
     """
     import json, sys
     import torch
-    from impl.sglang.driver import SGLangImpl
-    from properties.claimcheck import raised_inside
-    from properties.seam_sglang import SGLangSeam
-    from reference.contract import DEFERRED_PREPROCESSING_KEY as KEY
-    from reference.profiles import profile
+    from deferlab.impl.sglang.driver import SGLangImpl
+    from deferlab.properties.claimcheck import raised_inside
+    from deferlab.properties.seam_sglang import SGLangSeam
+    from deferlab.reference.system.contract import DEFERRED_PREPROCESSING_KEY as KEY
+    from deferlab.reference.system.profiles import profile
 
     def raised(fn):
         try:

@@ -20,13 +20,13 @@ import pytest
 import torch
 from PIL import Image
 
-from impl.sglang import cache, sources
-from impl.sglang.broken import BrokenGateTie
-from impl.sglang.sources import SGLangFetchError, SGLangSourceError
-from impl.sglang.standins import StandInUsedError
-from properties.sglang_support import default_spec, fake_sglang_tree, load_or_skip
-from reference.config import BackgroundConfig, PreprocessConfig
-from reference.profiles import profile
+from deferlab.impl.sglang import cache, sources
+from deferlab.impl.sglang.broken import BrokenGateTie
+from deferlab.impl.sglang.sources import SGLangFetchError, SGLangSourceError
+from deferlab.impl.sglang.standins import StandInUsedError
+from deferlab.properties.impl.sglang_support import default_spec, fake_sglang_tree, load_or_skip
+from deferlab.reference.system.config import BackgroundConfig, PreprocessConfig
+from deferlab.reference.system.profiles import profile
 
 VERSION = default_spec()
 REPO = Path(__file__).resolve().parents[2]
@@ -40,7 +40,7 @@ def _u8(c: int, h: int, w: int, seed: int = 0) -> torch.Tensor:
 
 @pytest.fixture(scope="module")
 def sgl():
-    from impl.sglang.driver import SGLangImpl
+    from deferlab.impl.sglang.driver import SGLangImpl
 
     return load_or_skip(SGLangImpl, VERSION)
 
@@ -125,7 +125,7 @@ def test_one_sglang_per_process(sgl, tmp_path):
 
 def test_an_import_failure_inside_sglang_names_the_module(tmp_path):
     root = fake_sglang_tree(tmp_path, "9.9.9", {**FEATURE_FILES, KIP_FILE: "DEFERRED_PREPROCESSING_KEY = 1 / 0\n"})
-    code = "import sys; from impl.sglang import sources; sources.load(sys.argv[1])"
+    code = "import sys; from deferlab.impl.sglang import sources; sources.load(sys.argv[1])"
     proc = subprocess.run(
         [sys.executable, "-c", code, str(root)], cwd=REPO, capture_output=True, text=True, timeout=120
     )
@@ -351,8 +351,8 @@ def test_features_and_provenance_are_found_by_running(sgl):
 
 
 def test_the_seam_accepts_it_and_a_one_line_break_is_caught(sgl):
-    from properties.seam import resolve_impl
-    from properties.seam_sglang import SGLangSeam
+    from deferlab.properties.seam import resolve_impl
+    from deferlab.properties.seam_sglang import SGLangSeam
 
     wrapped = SGLangSeam(driver=sgl)
     assert resolve_impl(wrapped) is wrapped

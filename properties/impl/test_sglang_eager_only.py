@@ -19,9 +19,9 @@ from typing import Any
 
 import pytest
 
-from impl.sglang import sources
-from impl.sglang.sources import SGLangSourceError
-from properties.sglang_support import default_spec, fake_sglang_tree, run_child
+from deferlab.impl.sglang import sources
+from deferlab.impl.sglang.sources import SGLangSourceError
+from deferlab.properties.impl.sglang_support import default_spec, fake_sglang_tree, run_child
 
 VERSION = default_spec()  # the release with the deferred path to check
 KIP = "sglang.srt.multimodal.kimi_k3_image_processing"
@@ -32,11 +32,11 @@ CHILD = textwrap.dedent(
     import json, sys
     import numpy as np, torch
     from PIL import Image
-    from impl.sglang.driver import SGLangImpl
-    from properties.seam_sglang import SGLangSeam
-    from reference.config import BackgroundConfig
-    from reference.contract import DEFERRED_PREPROCESSING_KEY
-    from reference.profiles import profile
+    from deferlab.impl.sglang.driver import SGLangImpl
+    from deferlab.properties.seam_sglang import SGLangSeam
+    from deferlab.reference.system.config import BackgroundConfig
+    from deferlab.reference.system.contract import DEFERRED_PREPROCESSING_KEY
+    from deferlab.reference.system.profiles import profile
 
     def caught(fn):
         try:

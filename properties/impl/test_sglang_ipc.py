@@ -42,7 +42,7 @@ does at request end on a rank whose item still holds the proxy):
   both: tp 2, dp 1, two slots (the late release keeps the first item
   unfinished while the second reuses its slot), rank 1 the late releaser.
 * **0.5.17**: no stream-ordered pool; the PR-era shared-memory counter pool,
-  whose single row set runs on `sim.ipc_pool.CounterPool`: **all three hold**
+  whose single row set runs on `sim.ipc.pool.CounterPool`: **all three hold**
   (derivation in `test_0_5_17_counter_pool_holds`).
 """
 
@@ -50,14 +50,14 @@ from __future__ import annotations
 
 from typing import Any
 
-from properties.sglang_support import run_child
+from deferlab.properties.impl.sglang_support import run_child
 
 BUDGET = 20  # Hypothesis examples per cell; sim.ipc's exhaustive walk (depth 7) runs behind every "holds"
 RUNNER = """
 import json, sys
-from impl.sglang.ackcounts import AckRefused
-from impl.sglang.driver import SGLangImpl
-from sim.ipc import verdicts
+from deferlab.impl.sglang.ackcounts import AckRefused
+from deferlab.impl.sglang.driver import SGLangImpl
+from deferlab.sim.ipc import verdicts
 
 src = SGLangImpl(sys.argv[1]).ack_counts("all")
 rows = verdicts(int(sys.argv[2]), policies=(src,))

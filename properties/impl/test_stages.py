@@ -9,11 +9,11 @@ from hypothesis import example, given
 from hypothesis import strategies as st
 from PIL import Image
 
-from impl.background import fill_transparent_bg
-from impl.normalize import normalization_tensors, normalize_and_patchify, patchify
-from impl.resize import resize_bicubic_if_needed, resize_sub_batch
-from impl.staging import image_dimensions, raw_channels, to_chw_uint8, to_eager_chw
-from properties.impl_support import BACKGROUNDS, chw_tensors, reference_module
+from deferlab.impl.background import fill_transparent_bg
+from deferlab.impl.normalize import normalization_tensors, normalize_and_patchify, patchify
+from deferlab.impl.resize import resize_bicubic_if_needed, resize_sub_batch
+from deferlab.impl.staging import image_dimensions, raw_channels, to_chw_uint8, to_eager_chw
+from deferlab.properties.impl.support import BACKGROUNDS, chw_tensors, reference_module
 
 # --- staging (semantics §3.1) -------------------------------------------------------------------------
 

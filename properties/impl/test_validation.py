@@ -7,12 +7,12 @@ import pytest
 import torch
 from PIL import Image
 
-import impl.processor as processor_module
-from impl.model import materialize
-from impl.policy import HARDENED, PR_33921
-from impl.processor import Processor
-from impl.validation import ACCEPTED_MODES, validate_images
-from properties.impl_support import K3
+import deferlab.impl.processor as processor_module
+from deferlab.impl.model import materialize
+from deferlab.impl.processor import Processor
+from deferlab.impl.validation import ACCEPTED_MODES, validate_images
+from deferlab.properties.impl.support import K3
+from deferlab.reference.system.policies import HARDENED, PR_33921
 
 
 def _u8(*shape: int) -> torch.Tensor:

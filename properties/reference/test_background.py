@@ -11,8 +11,8 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from hypothesis.extra import numpy as hnp
 
-from reference.background import alpha_fraction, background_values, chessboard, fill_transparent_bg
-from reference.config import BackgroundConfig
+from deferlab.reference.oracle.background import alpha_fraction, background_values, chessboard, fill_transparent_bg
+from deferlab.reference.system.config import BackgroundConfig
 
 BG_LEVELS = (255, 180, 200, 128, 0)  # white, K3 gray, default chessboard gray, "gray", black
 

@@ -7,8 +7,8 @@ import json
 import numpy as np
 import pytest
 
-from reference.config import BackgroundConfig, PreprocessConfig, ResizeConfig
-from reference.profiles import profile, profile_names, profile_source
+from deferlab.reference.system.config import BackgroundConfig, PreprocessConfig, ResizeConfig
+from deferlab.reference.system.profiles import profile, profile_names, profile_source
 
 
 def test_default_profile_is_kimi_k3():

@@ -8,9 +8,9 @@ from hypothesis import given
 from hypothesis import strategies as st
 from PIL import Image
 
-from reference.gate import ImagePayload, decide_arrays, payload, should_defer, should_defer_per_image
-from reference.navit import resize_config
-from reference.profiles import profile
+from deferlab.reference.oracle.gate import ImagePayload, decide_arrays, payload, should_defer, should_defer_per_image
+from deferlab.reference.oracle.navit import resize_config
+from deferlab.reference.system.profiles import profile
 
 K3 = profile("kimi-k3")
 L1 = profile("sglang-gate-test-l1")

@@ -1,4 +1,4 @@
-"""Our own PIL mode conversions (`reference.modes`) against Pillow 13's ``convert``, bit for bit."""
+"""Our own PIL mode conversions (`reference.oracle.modes`) against Pillow 13's ``convert``, bit for bit."""
 
 from __future__ import annotations
 
@@ -9,9 +9,9 @@ import pytest
 from hypothesis import example, given
 from PIL import Image
 
-from properties.reference_images import mode_images, p_image
-from reference import corpus
-from reference.modes import DELEGATED_MODES, GREY_MODES, OWN_MODES, to_rgb, to_rgba
+from deferlab.properties.strategies.pil import mode_images, p_image
+from deferlab.reference.oracle import corpus
+from deferlab.reference.oracle.modes import DELEGATED_MODES, GREY_MODES, OWN_MODES, to_rgb, to_rgba
 
 CORPUS = corpus.entries()
 _U8_MODES = ("LA", "La", "PA", "RGB", "RGBA", "RGBa", "RGBX", "CMYK", "YCbCr", "LAB", "HSV")

@@ -7,8 +7,8 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from reference.navit import resize_config, resize_config_arrays
-from reference.profiles import profile
+from deferlab.reference.oracle.navit import resize_config, resize_config_arrays
+from deferlab.reference.system.profiles import profile
 
 K3 = profile("kimi-k3")
 K25 = profile("kimi-k2.5")

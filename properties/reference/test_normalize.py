@@ -11,7 +11,7 @@ from hypothesis import example, given
 from hypothesis import strategies as st
 from hypothesis.extra import numpy as hnp
 
-from reference.normalize import (
+from deferlab.reference.oracle.normalize import (
     normalize_checkpoint,
     normalize_eager,
     normalize_scale_bias,

@@ -1,4 +1,4 @@
-"""BF16 rounding (`reference.numerics`) against torch's float32 -> bfloat16 cast and hand-computed edges."""
+"""BF16 rounding (`reference.oracle.numerics`) against torch's float32 -> bfloat16 cast and hand-computed edges."""
 
 from __future__ import annotations
 
@@ -9,7 +9,7 @@ from hypothesis import example, given
 from hypothesis import strategies as st
 from hypothesis.extra import numpy as hnp
 
-from reference.numerics import bf16_bits, float32_bits, to_bf16
+from deferlab.reference.oracle.numerics import bf16_bits, float32_bits, to_bf16
 
 
 def f32(bits: int) -> np.float32:

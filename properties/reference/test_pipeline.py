@@ -18,15 +18,15 @@ from hypothesis import assume, given
 from hypothesis import strategies as st
 from PIL import Image
 
-import reference
-from reference import corpus
-from reference.background import chessboard, fill_transparent_bg
-from reference.config import BackgroundConfig, PreprocessConfig
-from reference.navit import resize_config
-from reference.normalize import normalize_scale_bias, pad_bottom_right, patchify, scale_bias
-from reference.pipeline import StageTrace, preprocess, trace
-from reference.profiles import profile
-from reference.resample import classify_disagreement, tie_epsilon
+from deferlab import reference
+from deferlab.reference.oracle import corpus
+from deferlab.reference.oracle.background import chessboard, fill_transparent_bg
+from deferlab.reference.oracle.navit import resize_config
+from deferlab.reference.oracle.normalize import normalize_scale_bias, pad_bottom_right, patchify, scale_bias
+from deferlab.reference.oracle.pipeline import StageTrace, preprocess, trace
+from deferlab.reference.oracle.resample import classify_disagreement, tie_epsilon
+from deferlab.reference.system.config import BackgroundConfig, PreprocessConfig
+from deferlab.reference.system.profiles import profile
 
 CORPUS = corpus.entries()
 ROOT = Path(reference.__file__).resolve().parents[1]  # the folder holding the reference package
@@ -44,7 +44,7 @@ SMALL = PreprocessConfig(
 
 def test_reference_never_imports_torch() -> None:
     """Importing the oracle's pipeline, gate and staging pulls in no torch (a fresh interpreter)."""
-    code = "import reference.pipeline, reference.gate, reference.stage, sys; assert 'torch' not in sys.modules"
+    code = "import deferlab.reference.oracle.pipeline, deferlab.reference.oracle.gate, deferlab.reference.oracle.stage, sys; assert 'torch' not in sys.modules"
     subprocess.run([sys.executable, "-c", code], check=True, cwd=ROOT)
 
 

@@ -4,9 +4,9 @@ from __future__ import annotations
 
 import pytest
 
-from reference.placement import assign as assign_owners
-from reference.placement import owner_of
-from reference.placement import rank_rows as rank_tokens
+from deferlab.reference.oracle.placement import assign as assign_owners
+from deferlab.reference.oracle.placement import owner_of
+from deferlab.reference.oracle.placement import rank_rows as rank_tokens
 
 
 @pytest.mark.parametrize(
@@ -32,11 +32,11 @@ def test_inverse_and_tokens():
 
 
 def test_numpy_integers_are_counts_like_python_ints():
-    """The one front door's integer rule (`reference.validate.check_int`): NumPy integers are accepted, as the
+    """The one front door's integer rule (`reference.system.validate.check_int`): NumPy integers are accepted, as the
     simulator hands over counts from arrays; the assignment is the same as for Python ints."""
     import numpy as np
 
-    from reference.ipc_counts import released_total
+    from deferlab.reference.oracle.ipc_counts import released_total
 
     assert assign_owners([1000, 100, 200, 50], np.int64(2)) == [[0], [2, 1, 3]]
     assert assign_owners(list(np.array([8, 5, 3])), 2) == [[0], [1, 2]]

@@ -14,7 +14,7 @@ from hypothesis import HealthCheck, example, given, settings
 from hypothesis import strategies as st
 from hypothesis.extra import numpy as hnp
 
-from reference.resample import (
+from deferlab.reference.oracle.resample import (
     TIE_EPSILON,
     ResampleResult,
     aa_bicubic_weights,

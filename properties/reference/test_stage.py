@@ -11,9 +11,9 @@ from hypothesis import strategies as st
 from hypothesis.extra import numpy as hnp
 from PIL import Image
 
-from properties.reference_images import mode_images
-from reference import corpus
-from reference.stage import DELEGATED_MODES, has_alpha, image_size, raw_channels, to_chw_uint8
+from deferlab.properties.strategies.pil import mode_images
+from deferlab.reference.oracle import corpus
+from deferlab.reference.oracle.stage import DELEGATED_MODES, has_alpha, image_size, raw_channels, to_chw_uint8
 
 CORPUS = corpus.entries()
 

@@ -1,4 +1,4 @@
-"""``deferlab calibrate`` (reports/calibrate.py): real measurements into a profile the simulator accepts or refuses.
+"""``deferlab calibrate`` (sim/calibrate/run.py): real measurements into a profile the simulator accepts or refuses.
 
 One short run (one repeat) with the gloo rendezvous port taken by another socket: every other measurement must
 still land in the profile with its how, machine and spread; the broadcast failure is one line; the simulator then
@@ -16,10 +16,11 @@ from pathlib import Path
 
 import pytest
 
-from reference.errors import ProfileError
-from reports import calibrate, calibrate_ipc
-from sim.costmodel import load_cost_model
-from sim.profile_schema import HOST_CONSTANTS
+from deferlab.reference.system.errors import ProfileError
+from deferlab.sim.calibrate import crossproc as calibrate_ipc
+from deferlab.sim.calibrate import run as calibrate
+from deferlab.sim.costmodel import load_cost_model
+from deferlab.sim.profile_schema import HOST_CONSTANTS
 
 
 @pytest.fixture(scope="module")

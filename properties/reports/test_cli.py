@@ -7,10 +7,10 @@ from pathlib import Path
 
 import pytest
 
-from properties.reports_support import CLAIM_IDS, FAST_ARGS, write_config, write_results
-from reports import gate_source
-from reports.atomic import read_latest
-from reports.cli import main
+from deferlab.properties.reports.support import CLAIM_IDS, FAST_ARGS, write_config, write_results
+from deferlab.reports import gate_source
+from deferlab.reports.atomic import read_latest
+from deferlab.reports.cli import main
 
 TOP_KEYS = {
     "schema_version",
@@ -135,7 +135,7 @@ def test_crash_mid_write_keeps_previous_report(tmp_path: Path, monkeypatch: pyte
     def boom(report):
         raise RuntimeError("disk full while rendering")
 
-    monkeypatch.setattr("reports.runner.render_markdown", boom)
+    monkeypatch.setattr("deferlab.reports.runner.render_markdown", boom)
     with pytest.raises(RuntimeError, match="disk full"):
         _report(tmp_path, "r")
     assert {p.name: p.read_bytes() for p in (tmp_path / "r").iterdir()} == before
@@ -151,7 +151,7 @@ def test_interrupt_during_a_step_keeps_previous_report(tmp_path: Path, monkeypat
     def interrupted(*a, **k):
         raise KeyboardInterrupt
 
-    monkeypatch.setattr("reports.sweep_report.collect_sweeps", interrupted)
+    monkeypatch.setattr("deferlab.reports.sweeps.collect.collect_sweeps", interrupted)
     with pytest.raises(KeyboardInterrupt):
         _report(tmp_path, "r")
     assert (tmp_path / "r" / "report.json").read_bytes() == before
@@ -164,7 +164,7 @@ def test_failing_step_is_reported_and_the_run_goes_on(tmp_path: Path, monkeypatc
     def broken(*a, **k):
         raise ZeroDivisionError("sweeps exploded")
 
-    monkeypatch.setattr("reports.sweep_report.collect_sweeps", broken)
+    monkeypatch.setattr("deferlab.reports.sweeps.collect.collect_sweeps", broken)
     assert _report(tmp_path, "r") == 3
     steps = {s["name"]: s for s in json.loads((tmp_path / "r" / "report.json").read_text())["steps"]}
     assert steps["sweeps"]["status"] == "failed" and "sweeps exploded" in steps["sweeps"]["error"]
@@ -175,7 +175,7 @@ def test_failed_step_missing_counters_is_a_regression(tmp_path: Path, monkeypatc
     """Sweeps that fail to run cannot pass the gate silently: their counters are reported missing (exit 1)."""
     assert _report(tmp_path, "r1") == 0
     base = _baseline(tmp_path, "r1")
-    monkeypatch.setattr("reports.sweep_report.collect_sweeps", lambda *a, **k: 1 / 0)
+    monkeypatch.setattr("deferlab.reports.sweeps.collect.collect_sweeps", lambda *a, **k: 1 / 0)
     assert _report(tmp_path, "r2", baseline=str(base)) == 1
 
 
@@ -190,17 +190,17 @@ def test_claims_command_prints_the_table(tmp_path: Path, capsys: pytest.CaptureF
 
 def test_sim_subcommand_hands_all_arguments_to_the_simulator(monkeypatch: pytest.MonkeyPatch) -> None:
     """`deferlab sim ...` passes every argument, options included, to sim.cli.main and returns its status."""
-    import sim.cli
+    from deferlab.sim import cli as sim_cli
 
     seen = []
-    monkeypatch.setattr(sim.cli, "main", lambda argv: seen.append(argv) or 7)
+    monkeypatch.setattr(sim_cli, "main", lambda argv: seen.append(argv) or 7)
     assert main(["sim", "--json", "chat-tp8", "--help"]) == 7
     assert seen == [["--json", "chat-tp8", "--help"]]
 
 
 def test_default_out_is_timestamped_with_latest_pointer(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     """Without --out each run gets its own reports/out/<UTC timestamp>/ and `latest` names the newest one."""
-    monkeypatch.setattr("reports.runner.DEFAULT_OUT_PARENT", tmp_path / "out")
+    monkeypatch.setattr("deferlab.reports.runner.DEFAULT_OUT_PARENT", tmp_path / "out")
     res = write_results(tmp_path / "res")
     argv = ["report", "--config", str(write_config(tmp_path)), "--from-results", str(res), "--baseline", "none"]
     assert main([*argv, *FAST_ARGS]) == 0
@@ -213,14 +213,14 @@ def test_test_subcommand_runs_the_suite_folder_with_every_argument(monkeypatch: 
     """`deferlab test ...` runs pytest on the properties package's own folder (installed or not), args untouched."""
     import subprocess
 
-    from reports.claims import suite_path
+    from deferlab.reports.claims import suite_path
 
     seen = []
     monkeypatch.setattr(subprocess, "run", lambda cmd, check: seen.append(cmd) or subprocess.CompletedProcess(cmd, 4))
     assert main(["test", "-k", "gate", "--help"]) == 4
     [cmd] = seen
     assert cmd[1:4] == ["-m", "pytest", str(suite_path())] and cmd[-3:] == ["-k", "gate", "--help"]
-    assert (suite_path() / "conftest.py").is_file() and (suite_path() / "claims.toml").is_file()
+    assert (suite_path() / "conftest.py").is_file() and (suite_path() / "claims").is_dir()
 
 
 def test_an_sglang_source_that_cannot_load_fails_its_step_in_one_line(tmp_path: Path) -> None:

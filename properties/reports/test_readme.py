@@ -12,7 +12,7 @@ from pathlib import Path
 
 import pytest
 
-import reports
+from deferlab import reports
 
 README = Path(reports.__file__).resolve().parents[1] / "README.md"
 BLOCKS = re.findall(r"```python\n(.*?)```", README.read_text(), re.S) if README.is_file() else []

@@ -7,9 +7,10 @@ import pytest
 from hypothesis import example, given
 from hypothesis import strategies as st
 
-from reference.config import PreprocessConfig
-from reference.navit import resize_config
-from reports import gate_source, sweeps
+from deferlab.reference.oracle.navit import resize_config
+from deferlab.reference.system.config import PreprocessConfig
+from deferlab.reports import gate_source
+from deferlab.reports.sweeps import compute as sweeps
 
 # patch 1, merge 1, in_patch_limit 4: every image is shrunk to about 4 patches, so the byte rule is easy by hand.
 TINY = PreprocessConfig(patch_size=1, merge_kernel_size=1, in_patch_limit=4, patch_limit_on_one_side=100)
@@ -125,8 +126,8 @@ def test_sides_bad_arguments() -> None:
     c=st.sampled_from([1, 3, 4]),
 )
 def test_fallback_gate_equals_the_oracle(cfg: PreprocessConfig, w: list[int], h: int, c: int) -> None:
-    """The report's stand-in gate decides exactly as reference.gate.decide_arrays (so tests built on it are faithful)."""
-    gate = pytest.importorskip("reference.gate")
+    """The report's stand-in gate decides exactly as reference.oracle.gate.decide_arrays (so tests built on it are faithful)."""
+    gate = pytest.importorskip("deferlab.reference.oracle.gate")
     ws = np.array(w, dtype=np.int64)
     hs = np.full(len(w), h, dtype=np.int64)
     cs = np.full(len(w), c, dtype=np.int64)

@@ -13,8 +13,10 @@ from pathlib import Path
 
 import pytest
 
-from properties import verdicts as registry
-from reports import claims, versions, versions_report
+from deferlab.properties import verdicts as registry
+from deferlab.reports import claims
+from deferlab.reports.versions import matrix as versions
+from deferlab.reports.versions import render as versions_report
 
 
 def _run(version: str, verdicts: dict[str, str], error: str | None = None) -> dict:
@@ -109,7 +111,7 @@ def test_ran_on_says_what_the_evidence_ran_on() -> None:
 
 def test_versions_cli_refuses_bad_usage(capsys: pytest.CaptureFixture) -> None:
     """Bad versions arguments exit 2 before any download, naming what is accepted."""
-    from reports.cli import main
+    from deferlab.reports.cli import main
 
     assert main(["versions", "latest"]) == 2
     assert "VERSION must look like 0.5.23" in capsys.readouterr().err

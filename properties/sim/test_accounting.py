@@ -6,13 +6,13 @@ import numpy as np
 import pytest
 from hypothesis import example, given
 
-from impl.policy import INTERIM_418975B, PR_33921, PRE_PR, RELEASED
-from properties.sim_strategies import topologies, workloads
-from reference.profiles import profile
-from sim.accounting import account
-from sim.costmodel import load_cost_model
-from sim.topology import Topology
-from sim.workload import Workload
+from deferlab.properties.strategies.sim import topologies, workloads
+from deferlab.reference.system.policies import INTERIM_418975B, PR_33921, PRE_PR, RELEASED
+from deferlab.reference.system.profiles import profile
+from deferlab.sim.accounting import account
+from deferlab.sim.costmodel import load_cost_model
+from deferlab.sim.topology import Topology
+from deferlab.sim.workload import Workload
 
 CFG = profile("kimi-k3")
 CM = load_cost_model()

@@ -8,11 +8,11 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-import sim
-from properties.sim_strategies import cost_profile_file
-from reference.errors import ProfileError
-from sim.costmodel import load_cost_model, shipped_profiles
-from sim.profile_schema import CONSTANTS, HOST_CONSTANTS, UNITS
+from deferlab import sim
+from deferlab.properties.strategies.sim import cost_profile_file
+from deferlab.reference.system.errors import ProfileError
+from deferlab.sim.costmodel import load_cost_model, shipped_profiles
+from deferlab.sim.profile_schema import CONSTANTS, HOST_CONSTANTS, UNITS
 
 PROFILES = Path(sim.__file__).parent / "profiles"
 GPU = load_cost_model("gb300-class")

@@ -6,14 +6,14 @@ import numpy as np
 from hypothesis import given
 from hypothesis import strategies as st
 
-from impl.policy import PR_33921
-from reference.profiles import profile
-from sim.costmodel import load_cost_model
-from sim.des import EventKind, littles_law, simulate
-from sim.latency import compare_modes
-from sim.service import StageTimes
-from sim.topology import Topology
-from sim.workload import WorkloadSpec, generate
+from deferlab.reference.system.policies import PR_33921
+from deferlab.reference.system.profiles import profile
+from deferlab.sim.costmodel import load_cost_model
+from deferlab.sim.des import EventKind, littles_law, simulate
+from deferlab.sim.latency import compare_modes
+from deferlab.sim.service import StageTimes
+from deferlab.sim.topology import Topology
+from deferlab.sim.workload import WorkloadSpec, generate
 
 
 def _stages(times: np.ndarray, servers: np.ndarray | None = None) -> StageTimes:

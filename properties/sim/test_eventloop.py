@@ -9,16 +9,16 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from reference.profiles import profile
-from reference.versions import PR_33921, RELEASED
-from sim.accounting import account
-from sim.costmodel import load_cost_model
-from sim.des import simulate
-from sim.eventloop import run_loops
-from sim.latency import compare_modes, simulate_mode
-from sim.service import META_BYTES_PER_ITEM, META_BYTES_PER_REQUEST, RequestPath, StageTimes, request_path
-from sim.topology import Topology
-from sim.workload import Workload, WorkloadSpec, generate
+from deferlab.reference.system.policies import PR_33921, RELEASED
+from deferlab.reference.system.profiles import profile
+from deferlab.sim.accounting import account
+from deferlab.sim.costmodel import load_cost_model
+from deferlab.sim.des import simulate
+from deferlab.sim.eventloop import run_loops
+from deferlab.sim.latency import compare_modes, simulate_mode
+from deferlab.sim.service import META_BYTES_PER_ITEM, META_BYTES_PER_REQUEST, RequestPath, StageTimes, request_path
+from deferlab.sim.topology import Topology
+from deferlab.sim.workload import Workload, WorkloadSpec, generate
 
 CFG = profile("kimi-k3")
 CM = load_cost_model("gb300-class")

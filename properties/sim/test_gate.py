@@ -7,11 +7,11 @@ import pytest
 from hypothesis import example, given
 from hypothesis import strategies as st
 
-from properties.sim_strategies import workloads
-from reference.navit import resize_config
-from reference.profiles import profile
-from sim.gate import decide
-from sim.workload import Workload
+from deferlab.properties.strategies.sim import workloads
+from deferlab.reference.oracle.navit import resize_config
+from deferlab.reference.system.profiles import profile
+from deferlab.sim.gate import decide
+from deferlab.sim.workload import Workload
 
 CONFIGS = ["kimi-k3", "kimi-k2.5", "sglang-unit-4096", "sglang-gate-test-l1"]
 

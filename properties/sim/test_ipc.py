@@ -36,10 +36,10 @@ from __future__ import annotations
 import pytest
 from hypothesis import settings
 
-from impl.policy import INTERIM_418975B, PR_33921, RELEASED, RELEASED_0_5_19, Policy
-from sim.ipc import assumption_grid, check, explore, verdicts
-from sim.ipc_machine import AckAssumptions, PolicyCounts, machine_for
-from sim.ipc_pool import CounterPool, GenerationPool, InvalidAck
+from deferlab.reference.system.policies import INTERIM_418975B, PR_33921, RELEASED, RELEASED_0_5_19, Policy
+from deferlab.sim.ipc.claim import assumption_grid, check, explore, verdicts
+from deferlab.sim.ipc.machine import AckAssumptions, PolicyCounts, machine_for
+from deferlab.sim.ipc.pool import CounterPool, GenerationPool, InvalidAck
 
 
 def expected(policy: Policy, a: AckAssumptions, prop: str) -> tuple[str, tuple[int, int] | None]:
@@ -161,7 +161,7 @@ def test_pinned_counter_pool_precharge_frees_the_next_item_before_its_owner_read
 
 def test_pinned_pr_count_under_attention_dp_is_rejected_by_the_released_pool() -> None:
     """The shrunk valid_ack counterexample: tp 2, attention DP 2, K_p 1; the PR's K_c = tp_size = 2 is neither 1 nor K_p."""
-    from impl.ipc import released_total_count, requested_count, resolve_count
+    from deferlab.impl.ipc import released_total_count, requested_count, resolve_count
 
     k_p = released_total_count(2, 2)
     k_c = resolve_count(requested_count(PR_33921, 2, 2), k_p, clamp=False)

@@ -12,10 +12,10 @@ from dataclasses import dataclass
 
 import pytest
 
-from impl.policy import HARDENED, RELEASED
-from sim.ipc import assumption_grid, verdicts
-from sim.ipc_machine import PolicyCounts, released_words
-from sim.ipc_pool import CounterPool, GenerationPool, InvalidAck
+from deferlab.reference.system.policies import HARDENED, RELEASED
+from deferlab.sim.ipc.claim import assumption_grid, verdicts
+from deferlab.sim.ipc.machine import PolicyCounts, released_words
+from deferlab.sim.ipc.pool import CounterPool, GenerationPool, InvalidAck
 
 # -- words -----------------------------------------------------------------------------------------------------
 

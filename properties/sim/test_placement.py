@@ -1,4 +1,4 @@
-"""Owner placement strategies (sim.placement): hand cases and properties against an exhaustive oracle."""
+"""Owner placement strategies (sim.placement.strategies): hand cases and properties against an exhaustive oracle."""
 
 from __future__ import annotations
 
@@ -9,8 +9,9 @@ import pytest
 from hypothesis import example, given
 from hypothesis import strategies as st
 
-from impl.placement import assign_owners
-from sim.placement import (
+from deferlab.impl.placement import assign_owners
+from deferlab.sim.placement.compare import compare_placements
+from deferlab.sim.placement.strategies import (
     OPTIMAL_MAX_IMAGES,
     STRATEGIES,
     allgather_padding,
@@ -20,14 +21,13 @@ from sim.placement import (
     rank_loads,
     round_robin,
 )
-from sim.placement_compare import compare_placements
 
 loads = st.lists(st.integers(0, 10_000), min_size=0, max_size=6)
 ranks = st.integers(1, 4)
 
 
 def _exhaustive_best(costs: list[int], g: int) -> int:
-    """The smallest possible largest rank load, by trying every assignment (independent of sim.placement)."""
+    """The smallest possible largest rank load, by trying every assignment (independent of sim.placement.strategies)."""
     if not costs:
         return 0
     best = None

@@ -29,8 +29,8 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from sim.des import simulate
-from sim.service import StageTimes
+from deferlab.sim.des import simulate
+from deferlab.sim.service import StageTimes
 
 REPLICATIONS = 16
 T_999 = 4.073  # Student t, two-sided 99.9 %, 15 degrees of freedom

@@ -8,9 +8,9 @@ from pathlib import Path
 
 import pytest
 
-import sim
-from sim.cli import main
-from sim.scenario import ScenarioError, load_scenario
+from deferlab import sim
+from deferlab.sim.cli import main
+from deferlab.sim.scenario import ScenarioError, load_scenario
 
 SHIPPED = sim.list_scenarios()
 
@@ -97,9 +97,9 @@ def test_cli_list(capsys: pytest.CaptureFixture[str]) -> None:
 
 
 def test_scenario_error_is_the_shared_input_error() -> None:
-    """sim.scenario.ScenarioError is reference.errors.ScenarioError (one family of input errors)."""
-    from reference.errors import DeferlabInputError
-    from reference.errors import ScenarioError as Shared
+    """sim.scenario.ScenarioError is reference.system.errors.ScenarioError (one family of input errors)."""
+    from deferlab.reference.system.errors import DeferlabInputError
+    from deferlab.reference.system.errors import ScenarioError as Shared
 
     assert ScenarioError is Shared and issubclass(ScenarioError, DeferlabInputError)
 
@@ -117,7 +117,7 @@ def test_cost_profile_override_and_path(tmp_path: Path, capsys: pytest.CaptureFi
 
 def test_anchor_comparison_rows() -> None:
     """Model vs the PR's numbers (SPEC 9) per profile and topology: every anchor, finite, direction flag consistent."""
-    from sim.anchors import TOPOLOGIES, compare, compare_profiles
+    from deferlab.sim.anchors import TOPOLOGIES, compare, compare_profiles
 
     rows = compare(n_requests=200)
     assert len(rows) == 4 * len(TOPOLOGIES)

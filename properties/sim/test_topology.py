@@ -5,8 +5,8 @@ from __future__ import annotations
 from hypothesis import given
 from hypothesis import strategies as st
 
-from properties.sim_strategies import topologies
-from sim.topology import Topology
+from deferlab.properties.strategies.sim import topologies
+from deferlab.sim.topology import Topology
 
 
 @given(topo=topologies(transports=("cpu", "fabric")))

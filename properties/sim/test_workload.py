@@ -6,9 +6,9 @@ import numpy as np
 from hypothesis import given
 from hypothesis import strategies as st
 
-from reference import corpus as builtin_corpus
-from sim.corpus import has_alpha, load_corpus
-from sim.workload import FAMILIES, WorkloadSpec, corpus_available, generate
+from deferlab.reference.oracle import corpus as builtin_corpus
+from deferlab.sim.corpus import has_alpha, load_corpus
+from deferlab.sim.workload import FAMILIES, WorkloadSpec, corpus_available, generate
 
 
 @given(family=st.sampled_from([f for f in FAMILIES if f != "corpus"]), seed=st.integers(0, 2**32 - 1))

@@ -1,0 +1,183 @@
+"""deferlab's own torch model (``impl/``) behind the property seam (`properties.seam.Impl`).
+
+The model is one implementation under test among others (real SGLang is
+`properties.seam_sglang.SGLangSeam`); every method calls ``impl``, and every
+fact about a version comes from its `reference.system.policies.Policy`.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from typing import Any, ClassVar
+
+import numpy as np
+
+from deferlab.reference.system.config import BackgroundConfig, PreprocessConfig
+
+
+class DeferlabImpl:
+    """deferlab's own torch implementation (``impl/``) behind the `Impl` protocol."""
+
+    name = "deferlab"
+    # Extra `impl.processor.Processor` arguments of `process`, read only: a subclass that differs from this
+    # model by one producer option (`properties.broken.BrokenPromotion`) sets it instead of copying `process`.
+    _processor_options: ClassVar[Mapping[str, Any]] = {}
+
+    def to_chw_uint8(self, image: Any, *, promote_rgb_transparency: bool = False) -> Any:
+        from deferlab.impl.staging import to_chw_uint8
+
+        return to_chw_uint8(image, promote_rgb_transparency=promote_rgb_transparency)
+
+    def resize(self, x: np.ndarray, out_h: int, out_w: int, device: str = "cpu") -> Any:
+        import torch
+
+        from deferlab.impl.resize import resize_bicubic_if_needed
+
+        t = torch.as_tensor(x, dtype=torch.float32, device=device)[None]
+        return resize_bicubic_if_needed(t, out_h, out_w)[0]
+
+    def fill_transparent_bg(self, x: np.ndarray, background: BackgroundConfig | None, device: str = "cpu") -> Any:
+        import torch
+
+        from deferlab.impl.background import fill_transparent_bg
+
+        t = torch.as_tensor(x, dtype=torch.float32, device=device)[None]
+        return fill_transparent_bg(t, background)[0]
+
+    def normalize_and_patchify(
+        self,
+        x: np.ndarray,
+        mean: Sequence[float],
+        std: Sequence[float],
+        patch_size: int,
+        padded_h: int,
+        padded_w: int,
+        device: str = "cpu",
+    ) -> Any:
+        import torch
+
+        from deferlab.impl.normalize import normalization_tensors, normalize_and_patchify
+
+        scale, bias = normalization_tensors(mean, std, device)
+        t = torch.as_tensor(x, dtype=torch.float32, device=device)[None]
+        return normalize_and_patchify(t, scale, bias, patch_size, padded_h, padded_w)[0]
+
+    def preprocess(self, images: Sequence[Any], config: PreprocessConfig, device: str = "cpu") -> tuple[Any, Any]:
+        from deferlab.impl.pipeline import preprocess
+
+        return preprocess(images, config, device=device)
+
+    def gate_bytes(self, images: Sequence[Any], config: PreprocessConfig) -> tuple[int, int]:
+        from deferlab.impl.gate import payload_bytes
+
+        return payload_bytes(images, config)
+
+    def defer_decisions(
+        self,
+        images: Sequence[Any],
+        config: PreprocessConfig,
+        *,
+        policy: Any,
+        transport: str = "cpu",
+        cuda_available: bool = True,
+        gate_path: str | None = None,
+    ) -> list[bool]:
+        from deferlab.impl.processor import Processor
+
+        proc = Processor(
+            config, transport=transport, policy=policy, cuda_available=cuda_available, device="cpu", gate_path=gate_path
+        )
+        return list(proc.decisions(images))
+
+    def process(
+        self,
+        images: Sequence[Any],
+        config: PreprocessConfig,
+        *,
+        policy: Any,
+        transport: str = "cpu",
+        epd: bool = False,
+        device: str = "cpu",
+        gate_path: str | None = None,
+    ) -> Any:
+        from deferlab.impl.processor import Processor
+
+        proc = Processor(
+            config,
+            transport=transport,
+            policy=policy,
+            cuda_available=True,
+            device=device,
+            epd=epd,
+            gate_path=gate_path,
+            **self._processor_options,
+        )
+        return proc.process(images)
+
+    def epd_items(
+        self, images: Sequence[Any], config: PreprocessConfig, *, policy: Any, backend: str = "gpu"
+    ) -> list[Any]:
+        from deferlab.impl.pipeline import resize_configs_for
+        from deferlab.impl.producer import build_epd_items
+        from deferlab.reference.system.policies import get_policy
+
+        return build_epd_items(images, resize_configs_for(images, config), config, get_policy(policy), backend)
+
+    def deliver(self, items: Sequence[Any], num_ranks: int, *, policy: Any) -> list[list[Any]]:
+        from deferlab.impl.transport import deliver
+
+        return deliver(items, "cpu", num_ranks, policy).rank_items
+
+    def materialize(
+        self,
+        items: Sequence[Any],
+        owner_indices: Sequence[int],
+        config: PreprocessConfig,
+        *,
+        policy: Any,
+        device: str = "cpu",
+    ) -> Any:
+        from deferlab.impl.model import materialize
+
+        return materialize(items, list(owner_indices), config, device=device, policy=policy)
+
+    def vision_dp(
+        self, items: Sequence[Any], num_ranks: int, config: PreprocessConfig, *, policy: Any, device: str = "cpu"
+    ) -> Any:
+        from deferlab.impl.model import get_image_features
+
+        return get_image_features(items, num_ranks, config, device=device, policy=policy)
+
+    def gate_paths(self, policy: Any) -> list[tuple[str, bool]]:
+        from deferlab.reference.system.policies import get_policy
+
+        return list(get_policy(policy).call_sites)
+
+    def defers(self, policy: Any) -> bool:
+        from deferlab.reference.system.policies import get_policy
+
+        return get_policy(policy).defer_enabled
+
+    def has_epd(self, policy: Any) -> bool:
+        from deferlab.reference.system.policies import get_policy
+
+        return get_policy(policy).epd_deferred
+
+    def skip_pre_embed(self, policy: Any) -> bool:
+        from deferlab.impl.model import KimiK3ForConditionalGeneration
+        from deferlab.impl.scheduler import can_skip_pre_embed_feature_move
+        from deferlab.reference.system.policies import get_policy
+        from deferlab.reference.system.profiles import profile
+
+        model = KimiK3ForConditionalGeneration(profile("kimi-k3"), "cpu", policy)
+        return can_skip_pre_embed_feature_move(model.get_image_feature, get_policy(policy))
+
+    def ack_counts(self, policy: Any) -> list[Any]:
+        from deferlab.reference.system.policies import get_policy
+
+        return [get_policy(policy)]  # sim.ipc reads a policy through sim.ipc.machine.PolicyCounts
+
+    def provenance(self) -> dict[str, str]:
+        from deferlab.properties.seam import call_methods  # here, not at the top: properties.seam imports this module
+
+        return dict.fromkeys(call_methods(), "model")

@@ -1,0 +1,1 @@
+"""The driver that runs real SGLang's own code behind the seam (module map: see below)."""

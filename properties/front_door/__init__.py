@@ -1,0 +1,1 @@
+"""The front-door table: every public entry point's bad inputs and the exact error each must give."""

@@ -1,0 +1,232 @@
+"""``deferlab versions``: the claim verdicts of real SGLang releases side by side, and which model each matches.
+
+For each release, one subprocess loads that SGLang (one version per process:
+its modules cannot be unloaded) and runs the claim tests through the seam
+(``pytest <suite>/claims --sglang VERSION``), recording verdicts under the
+label ``SGLANG``. A release that cannot be loaded (no Kimi-K3 processor, the
+wheel cannot be fetched, an import fails inside SGLang) gets its one-line
+error in ``errors`` and every claim ``n/a`` would be a lie, so its column is
+left out of the verdicts and listed there instead.
+
+``policy_match`` compares each release's verdicts with what claims.toml
+expects of each of deferlab's modelled policies (the suite asserts the model
+gives exactly those): a release matching none is a finding about the model.
+A committed ``reports/versions_baseline.json`` turns a verdict change of a
+release between runs into a regression (exit 1).
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import subprocess
+import sys
+import time
+from pathlib import Path
+from typing import Any, TextIO
+
+from deferlab.properties import verdicts as claim_registry
+from deferlab.reports import claims
+from deferlab.reports.atomic import write_text_atomic
+
+MINIMUM = "0.5.17"
+LABEL = "SGLANG"
+BASELINE = Path(__file__).resolve().parents[1] / "versions_baseline.json"
+SCHEMA_VERSION = 1
+
+
+def last_line(text: str) -> str:
+    """The last non-empty line of a message (where pip and Python put the reason); "" when there is none."""
+    return (str(text).strip().splitlines() or [""])[-1]
+
+
+def one_line(text: str) -> str:
+    """`last_line`, trimmed, at most 400 characters: a release's error in the matrix."""
+    return last_line(text).strip()[:400]
+
+
+def version_key(v: str) -> tuple[int, ...]:
+    """Release order for plain ``X.Y.Z[.postN]`` versions (what SGLang publishes); anything else sorts last."""
+    m = re.fullmatch(r"(\d+)\.(\d+)\.(\d+)(?:\.post(\d+))?", v)
+    if not m:
+        return (10**6,)
+    return tuple(int(g or 0) for g in m.groups())
+
+
+def index_versions(minimum: str = MINIMUM, *, runner: Any = subprocess.run) -> list[str]:
+    """Every release of ``sglang`` on the package index from ``minimum`` on, oldest first (one pip call)."""
+    proc = runner(
+        [sys.executable, "-m", "pip", "index", "versions", "sglang", "--disable-pip-version-check"],
+        capture_output=True,
+        text=True,
+        check=False,
+        timeout=300,
+    )
+    m = re.search(r"Available versions:\s*(.+)", proc.stdout or "")
+    if proc.returncode != 0 or not m:
+        why = one_line(proc.stderr or proc.stdout or f"pip exited {proc.returncode}")
+        raise RuntimeError(f"cannot list sglang releases on the package index ({why}); name the versions instead")
+    found = [v.strip() for v in m.group(1).split(",") if v.strip()]
+    return sorted((v for v in found if version_key(v) >= version_key(minimum)), key=version_key)
+
+
+def claims_command(version: str, profile: str) -> list[str]:
+    """The claim tests of the installed or checked-out suite, on real SGLang ``version``."""
+    cmd = [sys.executable, "-m", "pytest", str(claims.suite_path() / "claims"), "-q", "-p", "no:cacheprovider"]
+    cmd += [f"--hypothesis-profile={profile}", "--sglang", version]
+    return cmd
+
+
+PREFLIGHT = (
+    "import sys\n"
+    "from deferlab.reference.system.errors import DeferlabInputError\n"
+    "try:\n"
+    "    from deferlab.impl.sglang.sources import load\n"
+    "    s = load(sys.argv[1])\n"
+    "except DeferlabInputError as e:\n"
+    "    print(str(e).splitlines()[0] if str(e) else type(e).__name__, file=sys.stderr); sys.exit(3)\n"
+    "print(s.name)\n"
+)
+
+
+def preflight(spec: str, *, timeout: float = 1200) -> str:
+    """Load SGLang ``spec`` in a fresh process; its name, or `SGLangLoadError` with SGLang's one-line reason."""
+    proc = subprocess.run(
+        [sys.executable, "-c", PREFLIGHT, spec], capture_output=True, text=True, check=False, timeout=timeout
+    )
+    if proc.returncode != 0:
+        raise SGLangLoadError(last_line(proc.stderr or "") or f"loading sglang {spec!r} exited {proc.returncode}")
+    return proc.stdout.strip().splitlines()[-1]
+
+
+class SGLangLoadError(RuntimeError):
+    """SGLang could not be loaded (the message is the driver's one line: what was tried, what is accepted)."""
+
+
+def run_version(version: str, profile: str, runs_dir: Path, log: TextIO) -> dict[str, Any]:
+    """Preflight, then the claim tests on ``version``: its verdicts, provenance, system and timing."""
+    t0 = time.perf_counter()
+    out: dict[str, Any] = {"version": version, "verdicts": {}, "error": None, "rows": [], "system": None}
+    try:
+        preflight(version)
+    except (SGLangLoadError, subprocess.TimeoutExpired) as e:
+        out["error"] = one_line(str(e))
+        out["seconds"] = round(time.perf_counter() - t0, 1)
+        return out
+    results = runs_dir / version
+    env = {**os.environ, "DEFERLAB_RESULTS_DIR": str(results.resolve())}
+    proc = subprocess.run(claims_command(version, profile), env=env, stdout=log, stderr=log, check=False)
+    try:
+        doc = claims.load_results(results)
+    except ValueError as e:
+        out["error"] = one_line(f"the claim tests recorded nothing (pytest exit {proc.returncode}): {e}")
+    else:
+        out["rows"] = [r for r in doc["claims"] if r["policy"] == LABEL]
+        out["verdicts"] = {r["id"]: r["verdict"] for r in out["rows"]}
+        out["system"] = doc.get("system")
+        if proc.returncode not in (0, 1):
+            out["error"] = f"pytest exited {proc.returncode} (verdicts read from what it recorded)"
+        elif proc.returncode == 1:
+            out["error"] = "a claim test errored (see the log); the verdicts it recorded are kept"
+    out["seconds"] = round(time.perf_counter() - t0, 1)
+    return out
+
+
+def policy_vectors(registry: dict[str, claim_registry.Claim] | None = None) -> dict[str, dict[str, str]]:
+    """What each modelled policy gives per claim (claims.toml's expectations; the suite asserts the model gives them).
+
+    ``registry``: the loaded claims.toml (default: load it).
+    """
+    table: dict[str, dict[str, str]] = {}
+    for cid, claim in (registry if registry is not None else claim_registry.load_claims()).items():
+        for pol, verdict in claim.expected.items():
+            table.setdefault(pol, {})[cid] = verdict
+    return table
+
+
+def policy_match(release: dict[str, str], vectors: dict[str, dict[str, str]]) -> dict[str, Any]:
+    """Policies whose every verdict equals the release's, and for the closest policy the claims that differ."""
+    ids = sorted(release, key=lambda c: int(c[1:]) if c[1:].isdigit() else 10**6)
+    if not ids or all(v in ("not-run",) for v in release.values()):
+        return {"matches": [], "closest": None, "differences": {}}
+    diffs = {pol: [c for c in ids if vec.get(c) != release[c]] for pol, vec in vectors.items()}
+    matches = sorted(p for p, d in diffs.items() if not d)
+    closest = min(diffs, key=lambda p: (len(diffs[p]), p))
+    return {
+        "matches": matches,
+        "closest": closest,
+        "differences": {c: {"release": release[c], closest: vectors[closest].get(c)} for c in diffs[closest]},
+    }
+
+
+def matrix(runs: list[dict[str, Any]], profile: str) -> dict[str, Any]:
+    """The ``versions.json`` document."""
+    registry = claim_registry.load_claims()
+    vectors = policy_vectors(registry)
+    ok = [r for r in runs if r["verdicts"]]
+    ids = list(registry)
+    return {
+        "schema_version": SCHEMA_VERSION,
+        "profile": profile,
+        "versions": [r["version"] for r in ok],
+        "verdicts": {cid: {r["version"]: r["verdicts"].get(cid, "not-run") for r in ok} for cid in ids},
+        "errors": {r["version"]: r["error"] for r in runs if r["error"]},
+        "policy_match": {r["version"]: policy_match(r["verdicts"], vectors) for r in ok},
+        "seconds": {r["version"]: r["seconds"] for r in runs},
+        "systems": {r["version"]: _system_summary(r.get("system")) for r in ok},
+        "counterexamples": {
+            r["version"]: {x["id"]: x.get("counterexample") for x in r["rows"] if x["verdict"] == "fails"} for r in ok
+        },
+        "evidence": {r["version"]: {x["id"]: x.get("evidence", "") for x in r["rows"]} for r in ok},
+        "provenance": {r["version"]: {x["id"]: x.get("provenance", {}) for x in r["rows"]} for r in ok},
+    }
+
+
+def _system_summary(system: dict[str, Any] | None) -> dict[str, Any]:
+    if not system:
+        return {}
+    keep = ("name", "version", "kind", "commit", "load_seconds")
+    return {**{k: system.get(k) for k in keep}, "stand_ins_by_kind": claims.stand_ins_by_kind(system)}
+
+
+# --- the baseline --------------------------------------------------------------------------------------------------
+def load_baseline(path: Path) -> dict[str, dict[str, str]]:
+    """version -> claim -> verdict; a ValueError naming the file when it is not a versions baseline."""
+    try:
+        doc = json.loads(Path(path).read_text())
+    except (OSError, json.JSONDecodeError) as e:
+        raise ValueError(f"cannot read versions baseline {str(path)!r}: {e}") from None
+    if not isinstance(doc, dict) or doc.get("schema_version") != SCHEMA_VERSION or "verdicts" not in doc:
+        raise ValueError(f"{str(path)!r} is not a versions baseline (schema_version {SCHEMA_VERSION} with 'verdicts')")
+    return doc["verdicts"]
+
+
+def compare(doc: dict[str, Any], baseline: dict[str, dict[str, str]]) -> list[dict[str, str]]:
+    """A regression per (release, claim) whose verdict changed; releases missing from either side are skipped."""
+    regs = []
+    for version in doc["versions"]:
+        old = baseline.get(version)
+        if old is None:
+            continue
+        for cid, per_version in doc["verdicts"].items():
+            new = per_version.get(version, "not-run")
+            if cid in old and old[cid] != new:
+                regs.append({"kind": "verdict", "name": f"{version}/{cid}", "baseline": old[cid], "current": new})
+    return regs
+
+
+def baseline_document(doc: dict[str, Any], previous: dict[str, dict[str, str]] | None) -> dict[str, Any]:
+    """The baseline after this run: this run's releases replace theirs, the others are kept."""
+    verdicts = dict(previous or {})
+    for version in doc["versions"]:
+        verdicts[version] = {cid: per[version] for cid, per in doc["verdicts"].items() if version in per}
+    ordered = dict(sorted(verdicts.items(), key=lambda kv: version_key(kv[0])))
+    return {"schema_version": SCHEMA_VERSION, "profile": doc["profile"], "verdicts": ordered}
+
+
+def write_baseline(path: Path, doc: dict[str, Any], previous: dict[str, dict[str, str]] | None = None) -> None:
+    """`baseline_document` written atomically; ``previous``: the baseline's verdicts if already read (else read here)."""
+    if previous is None and Path(path).is_file():
+        previous = load_baseline(path)
+    write_text_atomic(path, json.dumps(baseline_document(doc, previous), indent=1) + "\n")
