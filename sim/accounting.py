@@ -33,7 +33,7 @@ from deferlab.reference.oracle.navit import resize_config_arrays
 from deferlab.reference.system.config import PreprocessConfig
 from deferlab.reference.system.policies import Policy
 from deferlab.sim.costmodel import CostModel
-from deferlab.sim.gate import decide
+from deferlab.sim.gate import decide, default_mode
 from deferlab.sim.placement.strategies import assign, owner_cost
 from deferlab.sim.topology import Topology
 from deferlab.sim.workload import Workload
@@ -224,12 +224,12 @@ def account_images(
 ) -> ImageLedger:
     """Every image's sizes, the gate's decision and its owner cost under one topology and policy.
 
-    ``gate_mode`` defaults to the policy's (``per-image`` from 3d3194f6c on,
-    else ``pr``); ``whitelist`` to whether the policy includes the PR (only
-    ``PRE_PR`` lacks it).
+    ``gate_mode`` (`sim.gate.GATE_MODES`) defaults to the policy's default call
+    site (``artifact`` from 3d3194f6c on, else ``request``); ``whitelist`` to
+    whether the policy includes the PR (only ``PRE_PR`` lacks it).
     """
     t = topology
-    gate_mode = gate_mode or ("per-image" if policy.gate_per_image else "pr")
+    gate_mode = gate_mode or default_mode(policy)
     notes: list[str] = []
     w, h, c = workload.width, workload.height, workload.channels
     rc = resize_config_arrays(w, h, config) if len(w) else None

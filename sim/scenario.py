@@ -10,7 +10,7 @@ A bad file fails at load time with the file, the key and the accepted values
     cost_profile = "gb300-class" # sim/profiles/<name>.toml
     [topology]   # sim.topology.Topology fields
     [workload]   # sim.workload.WorkloadSpec fields
-    [accounting] # gate = pr|per-image|always|never, whitelist = bool, placement = lpt-patches|...
+    [accounting] # gate = request|artifact|always|never (sim.gate), whitelist = bool, placement = lpt-patches|...
     [latency]    # enabled, decode = "cpu"|"gpu", overlap = bool, sweep_rates = [0.5, 2.0, inf] | "auto", sweep_requests
                  # "auto": 12 offered loads around each path's capacity, plus unlimited concurrency (sim.latency.auto_rates)
 

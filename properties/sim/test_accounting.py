@@ -157,11 +157,11 @@ def test_sglang_gate_cases() -> None:
 
 
 def test_request_level_gate_decides_all_images_together() -> None:
-    """PR gate sums a request's bytes: a tiny image rides along with a huge one; per-image decides each alone."""
+    """The ``request`` call site sums a request's bytes: a tiny image rides along with a huge one; ``artifact`` decides each alone."""
     cfg = profile("sglang-unit-4096")  # in_patch_limit 4096: a 4000x4000 image shrinks to 64x64 patches
     wl = Workload.from_requests([[(4000, 4000, 3), (32, 32, 3)]])
-    pr = account(wl, Topology(tp_size=2), PR_33921, cfg, CM, gate_mode="pr")
-    per = account(wl, Topology(tp_size=2), PR_33921, cfg, CM, gate_mode="per-image")
+    pr = account(wl, Topology(tp_size=2), PR_33921, cfg, CM, gate_mode="request")
+    per = account(wl, Topology(tp_size=2), PR_33921, cfg, CM, gate_mode="artifact")
     assert pr.deferred.tolist() == [False, False]
     assert per.deferred.tolist() == [False, True]
 

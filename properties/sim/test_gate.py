@@ -31,10 +31,10 @@ def _spec4_request(images: list[tuple[int, int, int]], cfg) -> bool:
     wl=Workload.from_requests([[(7169, 7169, 3)], [(7170, 7170, 3)], [(4000, 4000, 3), (32, 32, 3)]]), name="kimi-k3"
 )
 def test_request_gate_matches_spec4(wl: Workload, name: str) -> None:
-    """``pr`` mode: every image of a request gets the request's semantics §4 decision; ``per-image`` each its own."""
+    """``request`` mode: every image of a request gets the request's semantics §4 decision; ``artifact`` each its own."""
     cfg = profile(name)
-    pr = decide(wl.width, wl.height, wl.channels, wl.offsets, cfg, "pr")
-    per = decide(wl.width, wl.height, wl.channels, wl.offsets, cfg, "per-image")
+    pr = decide(wl.width, wl.height, wl.channels, wl.offsets, cfg, "request")
+    per = decide(wl.width, wl.height, wl.channels, wl.offsets, cfg, "artifact")
     for r in range(wl.n_requests):
         a, b = wl.offsets[r], wl.offsets[r + 1]
         imgs = list(zip(wl.width[a:b].tolist(), wl.height[a:b].tolist(), wl.channels[a:b].tolist(), strict=True))
@@ -50,3 +50,29 @@ def test_always_and_never() -> None:
     with pytest.raises(ValueError, match="gate mode must be one of"):
         decide(wl.width, wl.height, wl.channels, wl.offsets, cfg, "sometimes")
     assert decide(np.zeros(0, np.int64), np.zeros(0, np.int64), np.zeros(0, np.int64), np.array([0]), cfg).size == 0
+
+
+def test_the_default_mode_is_the_policys_default_call_site() -> None:
+    """Every policy's default call site, by its name: ``artifact`` where it decides per image, else ``request``."""
+    from deferlab.reference.system.policies import POLICIES
+    from deferlab.sim.gate import GATE_MODES, default_mode
+
+    for policy in POLICIES.values():
+        name, per_image = policy.gate_path(None)
+        assert default_mode(policy) == name and per_image == (name == "artifact"), policy.name
+        assert name in GATE_MODES
+    assert {default_mode(p) for p in POLICIES.values()} == {"request", "artifact"}
+
+
+def test_the_rule_is_the_oracles(monkeypatch: pytest.MonkeyPatch) -> None:
+    """sim.gate compares through reference.oracle.gate (no copy): a strict `<` there turns a request-sum tie eager."""
+    import deferlab.sim.gate as sim_gate
+    from deferlab.reference.system.config import PreprocessConfig
+
+    tiny = PreprocessConfig(patch_size=1, merge_kernel_size=1, in_patch_limit=4, patch_limit_on_one_side=100)
+    wl = Workload.from_requests([[(4, 4, 3)], [(4, 4, 3), (4, 4, 3)]])  # raw 48 == processed 48 per image: ties
+    args = (wl.width, wl.height, wl.channels, wl.offsets, tiny)
+    assert sim_gate.decide(*args, "request").all() and sim_gate.decide(*args, "artifact").all()
+    monkeypatch.setattr(sim_gate, "defers", lambda raw, processed: raw < processed)
+    assert not sim_gate.decide(*args, "request").any()
+    assert sim_gate.GATE_SOURCE == "deferlab.reference.oracle.gate.decide_arrays"

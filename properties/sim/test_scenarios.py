@@ -104,6 +104,25 @@ def test_scenario_error_is_the_shared_input_error() -> None:
     assert ScenarioError is Shared and issubclass(ScenarioError, DeferlabInputError)
 
 
+@pytest.mark.parametrize("gate", ["pr", "per-image"])
+def test_scenario_refuses_the_old_call_site_names(gate: str) -> None:
+    """The gate is named by the policies' call sites only: the retired spellings are refused, listing the accepted."""
+    from deferlab.sim.scenario import scenario_from_dict
+
+    with pytest.raises(ScenarioError) as err:
+        scenario_from_dict({"accounting": {"gate": gate}}, source="s.toml")
+    assert str(err.value) == (
+        f"s.toml: [accounting] gate = {gate!r} is not accepted; accepted: ['request', 'artifact', 'always', 'never']"
+    )
+
+
+@pytest.mark.parametrize("gate", ["request", "artifact", "always", "never"])
+def test_scenario_accepts_every_call_site_name(gate: str) -> None:
+    from deferlab.sim.scenario import scenario_from_dict
+
+    assert scenario_from_dict({"accounting": {"gate": gate}}).gate == gate
+
+
 def test_cost_profile_override_and_path(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     """A scenario runs on either profile, named or by path; a bad --cost-profile exits 2 naming it."""
     shipped = Path(sim.__file__).parent / "profiles" / "calibrated-here.toml"

@@ -23,6 +23,15 @@ from deferlab.reference.system.validate import as_array, is_tensor_like, type_na
 FLOAT32_BYTES = 4
 
 
+def defers(raw: Any, processed: Any) -> Any:
+    """The byte rule itself (semantics §4): defer iff the raw bytes are not larger than the processed ones (ties defer).
+
+    Scalars or arrays (elementwise); every form of the gate here, and the
+    simulator's and the sweeps' request sums, compare through this one rule.
+    """
+    return raw <= processed
+
+
 class ImagePayload(NamedTuple):
     """One image's transport size both ways: raw uint8 at the source size vs FP32 padded patches."""
 
@@ -81,7 +90,7 @@ def should_defer(
     if not _gate_open(images, transport, cuda_available):
         return False
     sizes = payload(images, config)
-    return sum(s.raw_bytes for s in sizes) <= sum(s.processed_bytes for s in sizes)
+    return defers(sum(s.raw_bytes for s in sizes), sum(s.processed_bytes for s in sizes))
 
 
 def should_defer_per_image(
@@ -108,4 +117,4 @@ def decide_arrays(
     raw = c * w * h
     processed = 3 * rc.padded_width * rc.padded_height * FLOAT32_BYTES
     raw, processed = np.broadcast_arrays(raw, processed)
-    return raw.copy(), processed.copy(), raw <= processed
+    return raw.copy(), processed.copy(), defers(raw, processed)
