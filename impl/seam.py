@@ -1,8 +1,10 @@
-"""deferlab's own torch model (``impl/``) behind the property seam (`properties.seam.Impl`).
+"""deferlab's own torch model (``impl/``) behind the seam protocol (`reference.system.seam.Impl`).
 
 The model is one implementation under test among others (real SGLang is
 `properties.seam_sglang.SGLangSeam`); every method calls ``impl``, and every
-fact about a version comes from its `reference.system.policies.Policy`.
+fact about a version comes from its `reference.system.policies.Policy`. It
+knows the protocol from the description room only, never from the test
+harness (``properties.seam`` names it as ``"deferlab.impl.seam:DeferlabImpl"``).
 """
 
 from __future__ import annotations
@@ -13,6 +15,8 @@ from typing import Any, ClassVar
 import numpy as np
 
 from deferlab.reference.system.config import BackgroundConfig, PreprocessConfig
+from deferlab.reference.system.policies import get_policy
+from deferlab.reference.system.seam import call_methods
 
 
 class DeferlabImpl:
@@ -119,7 +123,6 @@ class DeferlabImpl:
     ) -> list[Any]:
         from deferlab.impl.pipeline import resize_configs_for
         from deferlab.impl.producer import build_epd_items
-        from deferlab.reference.system.policies import get_policy
 
         return build_epd_items(images, resize_configs_for(images, config), config, get_policy(policy), backend)
 
@@ -149,35 +152,24 @@ class DeferlabImpl:
         return get_image_features(items, num_ranks, config, device=device, policy=policy)
 
     def gate_paths(self, policy: Any) -> list[tuple[str, bool]]:
-        from deferlab.reference.system.policies import get_policy
-
         return list(get_policy(policy).call_sites)
 
     def defers(self, policy: Any) -> bool:
-        from deferlab.reference.system.policies import get_policy
-
         return get_policy(policy).defer_enabled
 
     def has_epd(self, policy: Any) -> bool:
-        from deferlab.reference.system.policies import get_policy
-
         return get_policy(policy).epd_deferred
 
     def skip_pre_embed(self, policy: Any) -> bool:
         from deferlab.impl.model import KimiK3ForConditionalGeneration
         from deferlab.impl.scheduler import can_skip_pre_embed_feature_move
-        from deferlab.reference.system.policies import get_policy
         from deferlab.reference.system.profiles import profile
 
         model = KimiK3ForConditionalGeneration(profile("kimi-k3"), "cpu", policy)
         return can_skip_pre_embed_feature_move(model.get_image_feature, get_policy(policy))
 
     def ack_counts(self, policy: Any) -> list[Any]:
-        from deferlab.reference.system.policies import get_policy
-
         return [get_policy(policy)]  # sim.ipc reads a policy through sim.ipc.machine.PolicyCounts
 
     def provenance(self) -> dict[str, str]:
-        from deferlab.properties.seam import call_methods  # here, not at the top: properties.seam imports this module
-
         return dict.fromkeys(call_methods(), "model")

@@ -1,9 +1,11 @@
-"""Deliberately broken implementations, each one line away from deferlab's own (``--impl properties.broken:NAME``).
+"""Deliberately broken implementations, each one line from deferlab's own (``--impl deferlab.properties.broken:NAME``).
 
 They exist to prove the properties can fail: ``claims/test_seam.py`` resolves
 each through the same resolver ``--impl`` uses and shows that property 1, 2
 or 3 finds a counterexample that the real implementation passes. Never use
-them for anything else.
+them for anything else. Each overrides one method and passes the protocol's
+arguments through (``**kwargs``), so a signature change of the protocol lands
+in `impl.seam.DeferlabImpl` alone instead of in a copy here.
 """
 
 from __future__ import annotations
@@ -11,8 +13,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any
 
-from deferlab.properties.seam import DeferlabImpl
-from deferlab.reference.system.config import PreprocessConfig
+from deferlab.impl.seam import DeferlabImpl
 
 
 class BrokenStaging(DeferlabImpl):
@@ -20,8 +21,8 @@ class BrokenStaging(DeferlabImpl):
 
     name = "broken-staging"
 
-    def to_chw_uint8(self, image: Any, *, promote_rgb_transparency: bool = False) -> Any:
-        x = super().to_chw_uint8(image, promote_rgb_transparency=promote_rgb_transparency)
+    def to_chw_uint8(self, image: Any, **kwargs: Any) -> Any:
+        x = super().to_chw_uint8(image, **kwargs)
         return x[[2, 1, 0, *range(3, x.shape[0])]]  # the bug: R and B swapped
 
 
@@ -30,16 +31,8 @@ class BrokenOwnerOrder(DeferlabImpl):
 
     name = "broken-owner-order"
 
-    def materialize(
-        self,
-        items: Sequence[Any],
-        owner_indices: Sequence[int],
-        config: PreprocessConfig,
-        *,
-        policy: Any,
-        device: str = "cpu",
-    ) -> Any:
-        return super().materialize(items, sorted(owner_indices), config, policy=policy, device=device)  # bug: sorted
+    def materialize(self, items: Sequence[Any], owner_indices: Sequence[int], *args: Any, **kwargs: Any) -> Any:
+        return super().materialize(items, sorted(owner_indices), *args, **kwargs)  # the bug: sorted
 
 
 class BrokenGateTie(DeferlabImpl):
@@ -47,19 +40,8 @@ class BrokenGateTie(DeferlabImpl):
 
     name = "broken-gate-tie"
 
-    def defer_decisions(
-        self,
-        images: Sequence[Any],
-        config: PreprocessConfig,
-        *,
-        policy: Any,
-        transport: str = "cpu",
-        cuda_available: bool = True,
-        gate_path: str | None = None,
-    ) -> list[bool]:
-        decided = super().defer_decisions(
-            images, config, policy=policy, transport=transport, cuda_available=cuda_available, gate_path=gate_path
-        )
+    def defer_decisions(self, images: Sequence[Any], config: Any, **kwargs: Any) -> list[bool]:
+        decided = super().defer_decisions(images, config, **kwargs)
         raw, processed = self.gate_bytes(images, config)
         return [d and raw != processed for d in decided]  # the bug: a tie no longer defers
 
@@ -73,5 +55,6 @@ class BrokenPromotion(DeferlabImpl):
     name = "broken-promotion"
     _processor_options = {"promote_rgb_transparency": True}  # the bug, on the producer's eager path too
 
-    def to_chw_uint8(self, image: Any, *, promote_rgb_transparency: bool = False) -> Any:
-        return super().to_chw_uint8(image, promote_rgb_transparency=True)  # the bug: keyed RGB becomes RGBA
+    def to_chw_uint8(self, image: Any, **kwargs: Any) -> Any:
+        kwargs["promote_rgb_transparency"] = True  # the bug: keyed RGB becomes RGBA
+        return super().to_chw_uint8(image, **kwargs)

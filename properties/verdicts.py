@@ -9,91 +9,48 @@ reads the merged file, ``properties/results/verdicts.json``.
 Under pytest-xdist every worker writes its own part file; the controller (or
 the only process, without xdist) merges the parts at session end and writes
 the result atomically (temp file + rename), so a reader never sees half a file.
-
-Schema (``schema_version`` 1)::
-
-    {"schema_version": 1, "generated_at": ISO-8601, "profile": str, "impl": str,
-     "claims": [{"id", "statement", "source", "policy", "verdict", "evidence", "counterexample"}],
-     "properties": [{"name", "examples", "outcome", "seconds"}]}
+The registry, the verdict vocabulary and the document's schema (`merge`) are
+the description's, `reference.system.claims`, which the CLI reads too; they
+are re-exported here for the suite (``verdicts.load_claims``, ``verdicts.Claim``).
 """
 
 from __future__ import annotations
 
 import json
 import os
-import re
 import tempfile
-import tomllib
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass, field
-from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
-HERE = Path(__file__).resolve().parent
-CLAIMS_PATH = HERE.parent / "reference" / "system" / "claims.toml"
+from deferlab.reference.system.claims import (
+    CLAIMS_PATH,
+    RESULTS_DIR,
+    SCHEMA_VERSION,
+    VERDICTS,
+    Claim,
+    default_results_dir,
+    load_claims,
+    merge,
+)
 
-
-def default_results_dir() -> Path:
-    """Where verdicts go: ``$DEFERLAB_RESULTS_DIR``; else ``properties/results`` in a source checkout; else
-    ``./deferlab-results`` (an installed package never writes into site-packages)."""
-    env = os.environ.get("DEFERLAB_RESULTS_DIR")
-    if env:
-        return Path(env)
-    if (HERE.parent / "pyproject.toml").is_file():
-        return HERE / "results"
-    return Path.cwd() / "deferlab-results"
-
-
-RESULTS_DIR = default_results_dir()
-SCHEMA_VERSION = 1
-# "n/a": the implementation has no such feature (e.g. no deferred path before the PR), so the claim cannot apply.
-VERDICTS = ("holds", "fails", "holds-with-caveat", "n/a", "not-run")
-
-
-@dataclass(frozen=True)
-class Claim:
-    """One claim of ``claims.toml``: what it says, where it comes from, what each policy should give.
-
-    ``failures`` maps each policy expected to fail to a regex the failure
-    ("ExceptionType: message") must match, so an unrelated crash can never
-    pass for the documented flaw.
-    """
-
-    id: str
-    statement: str
-    source: str
-    property: str
-    expected: dict[str, str]
-    failures: dict[str, str] = field(default_factory=dict)
-
-
-def load_claims(path: Path = CLAIMS_PATH) -> dict[str, Claim]:
-    """The claims by id, validated so a typo in the TOML fails loudly instead of recording nonsense."""
-    data = tomllib.loads(Path(path).read_text())
-    out: dict[str, Claim] = {}
-    for raw in data.get("claim", []):
-        missing = [k for k in ("id", "statement", "source", "property", "expected") if k not in raw]
-        if missing:
-            raise ValueError(f"{path}: claim {raw.get('id', '?')!r} is missing {missing}")
-        for pol, verdict in raw["expected"].items():
-            if verdict not in VERDICTS and verdict != "any":
-                raise ValueError(f"{path}: claim {raw['id']} expects {verdict!r} for {pol}; accepted: {VERDICTS}")
-        failures = dict(raw.get("failure", {}))
-        unexplained = [pol for pol, v in raw["expected"].items() if v == "fails" and pol not in failures]
-        if unexplained:
-            raise ValueError(
-                f"{path}: claim {raw['id']} expects 'fails' for {unexplained} but names no [claim.failure]"
-            )
-        for pol, pattern in failures.items():
-            try:
-                re.compile(pattern)
-            except re.error as e:
-                raise ValueError(f"{path}: claim {raw['id']} failure pattern for {pol} is not a regex: {e}") from e
-        out[raw["id"]] = Claim(
-            raw["id"], raw["statement"], raw["source"], raw["property"], dict(raw["expected"]), failures
-        )
-    return out
+__all__ = [
+    "CLAIMS_PATH",
+    "RECORDER",
+    "RESULTS_DIR",
+    "SCHEMA_VERSION",
+    "VERDICTS",
+    "Claim",
+    "Recorder",
+    "default_results_dir",
+    "describe",
+    "describe_value",
+    "load_claims",
+    "merge",
+    "merge_directory",
+    "record_claim",
+]
 
 
 def describe_value(value: Any) -> Any:
@@ -176,16 +133,8 @@ class Recorder:
 RECORDER = Recorder()
 
 
-def record_claim(
-    claim_id: str,
-    policy: str,
-    verdict: str,
-    evidence: str,
-    counterexample: Any = None,
-    provenance: dict[str, str] | None = None,
-) -> None:
-    """Record into this process's recorder (what the claim tests call)."""
-    RECORDER.record_claim(claim_id, policy, verdict, evidence, counterexample, provenance)
+# What the claim tests call: record into this process's recorder (one signature, `Recorder.record_claim`'s).
+record_claim = RECORDER.record_claim
 
 
 def _atomic_write(path: Path, payload: dict[str, Any]) -> Path:
@@ -199,64 +148,6 @@ def _atomic_write(path: Path, payload: dict[str, Any]) -> Path:
         Path(tmp).unlink(missing_ok=True)
         raise
     return path
-
-
-def merge(
-    parts: Iterable[dict[str, Any]],
-    *,
-    profile: str,
-    impl: str,
-    claims: dict[str, Claim] | None = None,
-    now: Callable[[], datetime] = lambda: datetime.now(UTC),
-    labels: Sequence[str] | None = None,
-) -> dict[str, Any]:
-    """One verdicts document from the part files; every (claim, expected policy) pair appears once.
-
-    Pairs no test recorded become ``not-run``, so a partial run says what it
-    did not check instead of leaving the reader to guess. ``labels`` replaces
-    the expected policies (a real-code run is recorded under its one label).
-    The document's ``system`` (the code that ran: version, commit, stand-ins)
-    is the first part's that has one; only a real-code run's parts carry it.
-    """
-    claims = load_claims() if claims is None else claims
-    parts = list(parts)
-    system = next((p["system"] for p in parts if p.get("system")), None)
-    recorded: dict[tuple[str, str], dict[str, Any]] = {}
-    properties: list[dict[str, Any]] = []
-    for part in parts:
-        for entry in part.get("claims", []):
-            recorded[(entry["id"], entry["policy"])] = entry
-        properties.extend(part.get("properties", []))
-    rows: list[dict[str, Any]] = []
-    if labels is None:
-        keys = {(cid, pol) for cid, c in claims.items() for pol in c.expected} | set(recorded)
-    else:
-        keys = {(cid, pol) for cid in claims for pol in labels} | set(recorded)
-    order = list(claims)
-    for cid, pol in sorted(keys, key=lambda k: (order.index(k[0]) if k[0] in order else len(order), k[1])):
-        claim = claims.get(cid)
-        entry = recorded.get((cid, pol), {"verdict": "not-run", "evidence": "no test recorded it in this run"})
-        rows.append(
-            {
-                "id": cid,
-                "statement": claim.statement if claim else "",
-                "source": claim.source if claim else "",
-                "policy": pol,
-                "verdict": entry["verdict"],
-                "evidence": entry.get("evidence", ""),
-                "counterexample": entry.get("counterexample"),
-                "provenance": entry.get("provenance", {}),
-            }
-        )
-    return {
-        "schema_version": SCHEMA_VERSION,
-        "generated_at": now().isoformat(timespec="seconds"),
-        "profile": profile,
-        "impl": impl,
-        "system": system,
-        "claims": rows,
-        "properties": sorted(properties, key=lambda p: p["name"]),
-    }
 
 
 def merge_directory(
