@@ -1,9 +1,14 @@
-"""Shared pytest setup: Hypothesis profiles, markers, device selection, the ``--impl`` seam and verdicts.
+"""deferlab's own suite: the default Hypothesis profile, device selection, the claim parametrisation and verdicts.
+
+The options (``--impl``, ``--sglang``), the markers, the profiles and the
+``impl`` fixture are the pytest plugin's (``properties/plugin.py``, installed
+as the ``pytest11`` entry point ``deferlab``), so they exist in any session;
+what is here applies only when this suite is collected.
 
 Profiles (``--hypothesis-profile NAME``): ``dev`` fast and random; ``ci``
 derandomized, no deadline, blobs printed, >= 200 examples per property;
-``thorough`` >= 5,000 examples. CI sets ``CI=true``, which makes Hypothesis
-load ``ci`` by itself; we register our own ``ci`` so the count is ours.
+``thorough`` >= 5,000 examples. Without the option the suite loads
+``$HYPOTHESIS_PROFILE``, else ``ci`` when ``CI`` is set, else ``dev``.
 
 ``--impl NAME|module:object`` picks the implementation under test (the
 session fixture ``impl``; ``properties/SEAM.md``). Every run writes
@@ -21,28 +26,10 @@ import uuid
 from pathlib import Path
 
 import pytest
-from hypothesis import HealthCheck, settings
+from hypothesis import settings
 
-from deferlab.properties import seam, seam_sglang, verdicts
-
-settings.register_profile("dev", max_examples=30, deadline=None)
-settings.register_profile(
-    "ci",
-    max_examples=200,
-    derandomize=True,
-    deadline=None,
-    print_blob=True,
-    database=None,
-    suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large],
-)
-settings.register_profile(
-    "thorough",
-    max_examples=5000,
-    deadline=None,
-    print_blob=True,
-    suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large],
-)
-settings.load_profile(os.environ.get("HYPOTHESIS_PROFILE", "ci" if os.environ.get("CI") else "dev"))
+from deferlab.properties import plugin, seam_sglang, verdicts
+from deferlab.reference.system.claims import load_claims
 
 
 def _cuda_available() -> bool:
@@ -52,15 +39,6 @@ def _cuda_available() -> bool:
         return torch.cuda.is_available()
     except Exception:  # pragma: no cover - torch missing is a setup error reported elsewhere
         return False
-
-
-MARKERS = (
-    "claim(id): a claim test of claims.toml; its `policy` is parametrized from the claim's expectations",
-    "policies(*names): a seam property run under these policies (the real-code label under --sglang)",
-    "bench: pytest-benchmark benchmarks (deselected unless -m selects them, e.g. -m bench)",
-    "cuda: needs a CUDA device (skipped without one)",
-    "slow: takes more than a few seconds",
-)
 
 
 @pytest.hookimpl(tryfirst=True)
@@ -109,23 +87,6 @@ def device(request: pytest.FixtureRequest) -> str:
 # --- The implementation seam and the verdict recorder (properties/SEAM.md) -----------------------------------------
 
 
-def pytest_addoption(parser: pytest.Parser) -> None:
-    parser.addoption(
-        "--impl",
-        action="store",
-        default=seam.DEFAULT_IMPL,
-        help=f"implementation under test: a registered name ({', '.join(seam.REGISTRY)}) or module:object",
-    )
-    parser.addoption(
-        "--sglang",
-        action="store",
-        default=None,
-        metavar="SPEC",
-        help="check real SGLang instead: 'installed', a checkout path, or a released version such as 0.5.23 "
-        "(only the tests that take the `impl` fixture run; claim verdicts are recorded under 'SGLANG')",
-    )
-
-
 def _real(config: pytest.Config) -> bool:
     return config.getoption("--sglang", None) is not None
 
@@ -142,7 +103,7 @@ def pytest_generate_tests(metafunc: pytest.Metafunc) -> None:
     if _real(metafunc.config):
         names = [seam_sglang.LABEL]
     elif claim is not None:
-        names = list(verdicts.load_claims()[claim.args[0]].expected)
+        names = list(load_claims()[claim.args[0]].expected)
     else:
         names = list(listed.args)
     metafunc.parametrize("policy", names)
@@ -157,10 +118,14 @@ _RUN_ID = pytest.StashKey[str]()
 
 
 def pytest_configure(config: pytest.Config) -> None:
-    for marker in MARKERS:
-        config.addinivalue_line("markers", marker)
-    # The oracle must never warn (an overflow or invalid operation in NumPy is a bug there, not noise).
-    config.addinivalue_line("filterwarnings", "error::RuntimeWarning:reference.*")
+    # The suite's default profile; a --hypothesis-profile given wins (Hypothesis loads it; the plugin registered it).
+    # A hook rather than import time, so a conftest loaded late (--pyargs) does not override the option.
+    plugin.register_profiles()
+    if not config.getoption("hypothesis_profile", None):
+        settings.load_profile(os.environ.get("HYPOTHESIS_PROFILE", "ci" if os.environ.get("CI") else "dev"))
+    # The oracle must never warn (an overflow or invalid operation in NumPy is a bug there, not noise). The filter's
+    # module is a regex matched from the start of the warning's module name, which carries the package prefix.
+    config.addinivalue_line("filterwarnings", r"error::RuntimeWarning:deferlab\.reference\.")
     if not hasattr(config, "workerinput"):
         config.stash[_RUN_ID] = uuid.uuid4().hex[:12]
 
@@ -168,26 +133,6 @@ def pytest_configure(config: pytest.Config) -> None:
 @pytest.hookimpl(optionalhook=True)
 def pytest_configure_node(node) -> None:  # xdist controller: tell each worker where to write its part
     node.workerinput["deferlab_run_id"] = node.config.stash[_RUN_ID]
-
-
-@pytest.fixture(scope="session")
-def impl(request: pytest.FixtureRequest) -> seam.Recording:
-    """The implementation under test (``--impl``, default deferlab's torch model; ``--sglang SPEC``: real SGLang),
-    noting which methods each test calls (their provenance goes beside any claim verdict it records)."""
-    spec = request.config.getoption("--sglang")
-    if spec is not None:
-        chosen = seam_sglang.SGLangSeam(spec)
-        verdicts.RECORDER.system = chosen.describe()
-    else:
-        chosen = seam.resolve_impl(request.config.getoption("--impl"))
-    seam.ACTIVE = seam.Recording(chosen)
-    return seam.ACTIVE
-
-
-def pytest_runtest_setup(item: pytest.Item) -> None:
-    """Each test starts with an empty record of the implementation methods it called."""
-    if seam.ACTIVE is not None:
-        seam.ACTIVE.reset()
 
 
 @pytest.hookimpl(hookwrapper=True, trylast=True)
@@ -239,7 +184,7 @@ def pytest_sessionfinish(session: pytest.Session, exitstatus: int) -> None:
             parts,
             verdicts.RESULTS_DIR / "verdicts.json",
             profile=str(profile),
-            impl=f"sglang:{real}" if real is not None else config.getoption("--impl"),
+            impl=f"sglang:{real}" if real is not None else plugin.impl_spec(config),
             labels=[seam_sglang.LABEL] if real is not None else None,
         )
         if out is not None:
