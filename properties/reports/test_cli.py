@@ -8,9 +8,10 @@ from pathlib import Path
 import pytest
 
 from deferlab.properties.reports.support import CLAIM_IDS, FAST_ARGS, write_config, write_results
-from deferlab.reports import gate_source
+from deferlab.reference.oracle import gate as oracle_gate
 from deferlab.reports.atomic import read_latest
 from deferlab.reports.cli import main
+from deferlab.reports.sweeps import compute as sweeps
 
 TOP_KEYS = {
     "schema_version",
@@ -100,10 +101,10 @@ def test_strict_gate_is_flagged_as_a_sweep_regression(tmp_path: Path, monkeypatc
     assert counters["decision_map/L4/C3"]["ties"] > 0  # the tiny config has ties to lose
 
     def strict(w, h, c, cfg):
-        raw, processed, _ = gate_source._fallback_decide_arrays(w, h, c, cfg)
+        raw, processed, _ = oracle_gate.decide_arrays(w, h, c, cfg)
         return raw, processed, raw < processed
 
-    monkeypatch.setattr(gate_source, "decide_arrays", strict)
+    monkeypatch.setattr(sweeps, "decide_arrays", strict)
     assert _report(tmp_path, "r2", baseline=str(base)) == 1
     names = {r["name"] for r in json.loads((tmp_path / "r2" / "report.json").read_text())["regressions"]}
     assert "decision_map/L4/C3:deferring" in names

@@ -7,9 +7,10 @@ import pytest
 from hypothesis import example, given
 from hypothesis import strategies as st
 
-from deferlab.reference.oracle.navit import resize_config
+from deferlab.reference.oracle import gate as oracle_gate
+from deferlab.reference.oracle.navit import resize_config, resize_config_arrays
 from deferlab.reference.system.config import PreprocessConfig
-from deferlab.reports import gate_source
+from deferlab.reports.sweeps import collect
 from deferlab.reports.sweeps import compute as sweeps
 
 # patch 1, merge 1, in_patch_limit 4: every image is shrunk to about 4 patches, so the byte rule is easy by hand.
@@ -32,10 +33,10 @@ def test_strict_gate_changes_the_deferring_counter(monkeypatch: pytest.MonkeyPat
     """A gate with `<` instead of `<=` loses exactly the 3 tie sizes of the hand case."""
 
     def strict(w, h, c, cfg):
-        raw, processed, _ = gate_source._fallback_decide_arrays(w, h, c, cfg)
+        raw, processed, _ = oracle_gate.decide_arrays(w, h, c, cfg)
         return raw, processed, raw < processed
 
-    monkeypatch.setattr(gate_source, "decide_arrays", strict)
+    monkeypatch.setattr(sweeps, "decide_arrays", strict)
     assert sweeps.scan_decisions(TINY, 3, max_side=5).counters()["deferring"] == 15
 
 
@@ -125,16 +126,23 @@ def test_sides_bad_arguments() -> None:
     h=st.integers(1, 5000),
     c=st.sampled_from([1, 3, 4]),
 )
-def test_fallback_gate_equals_the_oracle(cfg: PreprocessConfig, w: list[int], h: int, c: int) -> None:
-    """The report's stand-in gate decides exactly as reference.oracle.gate.decide_arrays (so tests built on it are faithful)."""
-    gate = pytest.importorskip("deferlab.reference.oracle.gate")
+def test_the_sweeps_decide_by_the_byte_rule(cfg: PreprocessConfig, w: list[int], h: int, c: int) -> None:
+    """The sweeps' gate is semantics §4's byte rule, recomputed here from the NaViT sizes: raw = C*W*H, processed = 3*Pw*Ph*4."""
     ws = np.array(w, dtype=np.int64)
     hs = np.full(len(w), h, dtype=np.int64)
     cs = np.full(len(w), c, dtype=np.int64)
-    for ours, theirs in zip(
-        gate_source._fallback_decide_arrays(ws, hs, cs, cfg), gate.decide_arrays(ws, hs, cs, cfg), strict=True
-    ):
-        assert np.array_equal(ours, theirs)
+    r = resize_config_arrays(ws, hs, cfg)
+    raw, processed = cs * ws * hs, 3 * 4 * r.padded_width * r.padded_height
+    for ours, expected in zip(sweeps.decide_arrays(ws, hs, cs, cfg), (raw, processed, raw <= processed), strict=True):
+        assert ours.dtype == expected.dtype and np.array_equal(ours, expected)
+
+
+def test_the_sweeps_call_the_oracle_and_name_it() -> None:
+    """No local copy of the rule: the attribute is the oracle's function, and every record names it (report.json)."""
+    assert sweeps.decide_arrays is oracle_gate.decide_arrays
+    assert sweeps.DECISION_SOURCE == "deferlab.reference.oracle.gate.decide_arrays"
+    records = collect.collect_sweeps(TINY, limits=(4,), max_side=5)
+    assert records and {r["decision_source"] for r in records} == {sweeps.DECISION_SOURCE}
 
 
 def test_token_counts_by_hand() -> None:

@@ -11,7 +11,6 @@ from __future__ import annotations
 from typing import Any
 
 from deferlab.reference.system.config import PreprocessConfig
-from deferlab.reports import gate_source
 from deferlab.reports.sweeps import compute as sweeps
 
 # Resolution of the plotted maps per profile (counters are always full resolution).
@@ -85,7 +84,6 @@ def collect_sweeps(
 ) -> list[dict[str, Any]]:
     """Every sweep record for ``config`` (in_patch_limit varied over ``limits``)."""
     say = progress or (lambda _msg: None)
-    source = gate_source.decision_source()
     records: list[dict[str, Any]] = []
     for limit in limits:
         for channels in sweeps.CHANNELS:
@@ -100,5 +98,5 @@ def collect_sweeps(
         say(f"sweep: token counts in_patch_limit={limit}")
         records.append(tokens_record(config, limit, max_side))
     for r in records:
-        r["decision_source"] = source
+        r["decision_source"] = sweeps.DECISION_SOURCE
     return records

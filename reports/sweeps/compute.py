@@ -8,6 +8,11 @@ how often a one-pixel change flips it, and what deciding per request (instead
 of per image) costs. Counters are computed at full one-pixel resolution in
 row chunks (exact and deterministic, so a changed counter is a changed
 behaviour); the 2-D maps for plotting are sampled on a coarser grid.
+
+The rule is the oracle's (``reference.oracle.gate``), called through this
+module's ``decide_arrays`` attribute so a test can swap it (``<`` for ``<=``)
+and watch the regression gate catch it; ``DECISION_SOURCE`` names it in the
+report (``decision_source``).
 """
 
 from __future__ import annotations
@@ -16,9 +21,11 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from deferlab.reference.oracle.gate import decide_arrays, defers
 from deferlab.reference.oracle.navit import resize_config_arrays
 from deferlab.reference.system.config import PreprocessConfig
-from deferlab.reports import gate_source
+
+DECISION_SOURCE = f"{decide_arrays.__module__}.{decide_arrays.__qualname__}"  # fixed at import: the oracle's rule
 
 MAX_SIDE = 4096
 SWEEP_LIMITS = (1024, 4096, 16384, 65536)  # in_patch_limit values: SGLang's tests (4096, 16384) and the profiles'
@@ -49,7 +56,7 @@ def decision_grid(
     """(raw, processed, defer) on the grid rows = heights, columns = widths."""
     w = np.asarray(widths, dtype=np.int64)[None, :]
     h = np.asarray(heights, dtype=np.int64)[:, None]
-    return gate_source.decide_arrays(w, h, channels, config)
+    return decide_arrays(w, h, channels, config)
 
 
 def byte_ratio_grid(config: PreprocessConfig, channels: int, widths: np.ndarray, heights: np.ndarray) -> np.ndarray:
@@ -169,7 +176,7 @@ def ray_flips(
         h = np.clip(np.rint(w / aspect).astype(np.int64), 1, None)
         keep = h <= max_side
         w, h = w[keep], h[keep]
-        _, _, defer = gate_source.decide_arrays(w, h, channels, config)
+        _, _, defer = decide_arrays(w, h, channels, config)
         at = np.flatnonzero(defer[1:] != defer[:-1])
         out.append(
             {
@@ -198,9 +205,9 @@ def aggregation_grid(
     """
     cw, ch, cc = companion
     one = np.ones(1, dtype=np.int64)
-    c_raw, c_proc, c_defer = (int(a[0]) for a in gate_source.decide_arrays(cw * one, ch * one, cc * one, config))
+    c_raw, c_proc, c_defer = (int(a[0]) for a in decide_arrays(cw * one, ch * one, cc * one, config))
     raw, processed, defer = decision_grid(config, channels, widths, heights)
-    request_defer = (raw + c_raw) <= (processed + c_proc)
+    request_defer = defers(raw + c_raw, processed + c_proc)
     per_image = np.where(defer, raw, processed) + (c_raw if c_defer else c_proc)
     per_request = np.where(request_defer, raw + c_raw, processed + c_proc)
     return request_defer != defer, per_request - per_image
@@ -240,10 +247,10 @@ def random_requests(
     h = np.floor(np.exp(rng.uniform(lo, hi, size=n))).astype(np.int64)
     c = np.where(rng.random(n) < 0.25, 4, 3)
     req = np.repeat(np.arange(n_requests), k)
-    raw, processed, defer = gate_source.decide_arrays(w, h, c, config)
+    raw, processed, defer = decide_arrays(w, h, c, config)
     r_raw = np.bincount(req, weights=raw, minlength=n_requests)
     r_proc = np.bincount(req, weights=processed, minlength=n_requests)
-    r_defer = r_raw <= r_proc
+    r_defer = defers(r_raw, r_proc)
     img_req_defer = r_defer[req]
     per_image = int(np.where(defer, raw, processed).sum())
     per_request = int(np.where(img_req_defer, raw, processed).sum())
