@@ -4,8 +4,8 @@ Why a patched copy of SGLang's own function and not a deferlab stand-in: the
 point is that the *same* driver, pointed at *SGLang's* code, fails a property
 when that code changes by one token. `gate_tie_break` recompiles the gate
 method from SGLang's loaded source with ``raw_bytes <= processed_bytes``
-turned into ``<`` (ties stay eager, contradicting SPEC 4), and installs it on
-``KimiK3ImageProcessor`` only while a `BrokenGateTie` method runs, so a real
+turned into ``<`` (ties stay eager, contradicting semantics §4), and installs it on
+``KimiK3ImageProcessor`` only while a `BrokenSGLangGateTie` method runs, so a real
 `SGLangImpl` in the same process keeps the shipped gate. No file is edited.
 """
 
@@ -43,15 +43,15 @@ def gate_tie_break(source: Source) -> Iterator[None]:
 
 def _within(method: Callable[..., Any]) -> Callable[..., Any]:
     @functools.wraps(method)
-    def run(self: BrokenGateTie, *args: Any, **kwargs: Any) -> Any:
+    def run(self: BrokenSGLangGateTie, *args: Any, **kwargs: Any) -> Any:
         with gate_tie_break(self.source):
             return method(self, *args, **kwargs)
 
     return run
 
 
-class BrokenGateTie(SGLangImpl):
-    """`SGLangImpl` whose gate keeps ties eager (``<`` for ``<=``): SPEC 4's tie rule must catch it."""
+class BrokenSGLangGateTie(SGLangImpl):
+    """`SGLangImpl` whose gate keeps ties eager (``<`` for ``<=``): the tie rule (semantics §4) must catch it."""
 
     def __init__(self, spec: str | Source | None = None, **kwargs: Any) -> None:
         super().__init__(spec, **kwargs)

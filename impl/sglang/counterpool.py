@@ -31,7 +31,6 @@ from typing import Any
 import torch
 
 from deferlab.impl.sglang import runtime, topology
-from deferlab.impl.sglang.counts import _tiny_item
 from deferlab.impl.sglang.sources import Source
 
 STREAM_ORDERED = "sglang/srt/multimodal/transport/memory_pool.py"  # 0.5.18+: generation words
@@ -213,7 +212,7 @@ class CounterCounts:
             self.source.patch(f"{base.__module__}.{base.__name__}.{name}", why)
         calls: list[tuple[float, str]] = []
         segment = self._segment()
-        item = _tiny_item(sb)
+        item = runtime.tiny_item(sb)
         item.feature = self._proxy(segment, self._recording(calls, host))
         item.reconstruct(0, ipc_consumer_count=requested)
         if len(calls) != 1:
@@ -254,7 +253,7 @@ class CounterCounts:
         sb = self.source.module("managers.schedule_batch")
         calls: list[tuple[float, str]] = []
         segment = self._segment()
-        item = _tiny_item(sb)
+        item = runtime.tiny_item(sb)
         if not owner:
             item.feature = self._proxy(segment, self._recording(calls))
         sb.MultimodalInputs(mm_items=[item]).release_features()

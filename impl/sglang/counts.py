@@ -1,4 +1,4 @@
-"""IPC acknowledgement counts from SGLang's own code, to feed the simulator's IPC state machine (SPEC 8).
+"""IPC acknowledgement counts from SGLang's own code, to feed the simulator's IPC state machine (semantics §8).
 
 Three numbers decide whether a GPU feature-pool slot is ever freed: the
 producer's total consumer count K_p, the count a consumer requests K_c, and
@@ -123,7 +123,7 @@ class IPCCounts:
             seen["count"] = ipc_consumer_count
             raise _Stop
 
-        item = _tiny_item(sb)
+        item = runtime.tiny_item(sb)
         ns = topology.parallel(tp_size, attn_tp_size, dp_size, enable_dp_attention)
         loader = runtime.capture_loader(self.source, [item], "cuda:0", 14, parallel=ns)
         why = "recorder: keeps the count the loader asks for, before any CUDA work"
@@ -300,7 +300,7 @@ class IPCCounts:
             f"{base.__module__}.{base.__name__}.acknowledge_consumption",
             "a recording subclass of the proxy: maps the pool on CUDA; records the count instead",
         )
-        item = _tiny_item(sb)
+        item = runtime.tiny_item(sb)
         if not owner:
             item.feature = self.proxy(transport, total, cls=recorder)
         sb.MultimodalInputs(mm_items=[item]).release_features()
@@ -324,14 +324,3 @@ def _pool_count_expression(bp: types.ModuleType) -> tuple[ast.expr, int]:
             if len(node.args) >= 4:
                 return node.args[3], node.lineno
     raise RuntimeError(f"{bp.__name__} has no MmItemMemoryPool(...) call with a consumer count")
-
-
-def _tiny_item(sb: types.ModuleType) -> Any:
-    """A one-image ``MultimodalDataItem`` of ``sb`` (schedule_batch): a 3x14x14 uint8 feature, grid (1, 1, 1)."""
-    import torch
-
-    return sb.MultimodalDataItem(
-        modality=sb.Modality.IMAGE,
-        feature=torch.zeros(3, 14, 14, dtype=torch.uint8),
-        model_specific_data={"image_grid_thw": torch.tensor([[1, 1, 1]], dtype=torch.int64)},
-    )

@@ -1,12 +1,14 @@
-"""`SGLangImpl`: the real SGLang behind deferlab's property seam (``properties/seam.py``'s ``Impl``).
+"""`SGLangImpl`: the real SGLang behind deferlab's property seam, itself an implementation of its ``Impl``.
 
 Why: the properties were written against deferlab's own torch model; pointed
 at this class they check the code SGLang ships instead. Every method calls
 SGLang's function for that step (never deferlab's ``impl/``), with the
-deviations `runtime` documents; `provenance()` lists, per function, whether
-it ran for real, patched, or is modelled and why. ``policy`` arguments are
-accepted and ignored: a release behaves as it behaves, and the verdicts then
-say which policy it matches.
+deviations `runtime` documents; the facts a claim asks (gate call sites,
+whether it defers, its whitelist, its IPC count sources) are measured by
+running that code, never read off a version number. `provenance()` says per
+seam method whether it ran for real, patched, or is modelled and why.
+``policy`` arguments are accepted and ignored: a release behaves as it
+behaves, so its verdicts are recorded under the one label `LABEL`.
 
 An eager-only release (0.5.17: a Kimi-K3 processor without the deferred
 path, `has_deferred_path` False, read off its code) runs what it has: its
@@ -16,8 +18,8 @@ hooks, the eager producer and its model's loader. What it lacks (the gate,
 the EPD producer) raises `NotImplementedError` naming the version, except
 `defer_decisions`: with no gate every image is eager, so ``[False] * n``.
 
-Use it as ``pytest --impl impl.sglang.driver:SGLangImpl`` (the version comes
-from ``DEFERLAB_SGLANG``, default ``0.5.23``), or ``SGLangImpl("0.5.20")``.
+Use it as ``pytest --sglang SPEC`` or ``--impl deferlab.impl.sglang.driver:SGLangImpl`` (the
+version comes from ``DEFERLAB_SGLANG``, default ``0.5.23``), or ``SGLangImpl("0.5.20")``.
 """
 
 from __future__ import annotations
@@ -25,29 +27,36 @@ from __future__ import annotations
 import functools
 import os
 from collections.abc import Sequence
+from functools import cached_property
 from typing import Any
 
 import numpy as np
 import torch
 from PIL import Image
 
-from deferlab.impl.sglang import capabilities, consumer, producer, runtime
+from deferlab.impl.loader.provenance import describe as _describe
+from deferlab.impl.sglang import capabilities, consumer, features, producer, provenance, runtime
+from deferlab.impl.sglang.ackcounts import SGLangAckCounts
 from deferlab.impl.sglang.counts import IPCCounts
 from deferlab.impl.sglang.sources import Source, load
 from deferlab.reference.system.config import BackgroundConfig, PreprocessConfig
 from deferlab.reference.system.errors import InputTypeError
+from deferlab.reference.system.profiles import profile
 
 DEFAULT_VERSION = "0.5.23"
+LABEL = "SGLANG"  # the one column of claim verdicts of real code: there is no policy to choose
 
 
 class SGLangImpl:
-    """SGLang's Kimi-K3 multimodal code (one loaded version) with the `Impl` methods and a few extras.
+    """SGLang's Kimi-K3 multimodal code (one loaded version): the seam's `Impl`, plus `describe` and extras.
 
     ``gate_path`` picks the producer call site: ``"artifact"`` (SGLang's default for K3 while its
     preprocess cache is on: one gate call per image) or ``"request"`` (cache off or preprocessed
     inputs: one gate call per request; at the PR, before the artifact path existed, every request).
     None (the default): the tree's own default, the artifact path where it has one (`capabilities`).
     """
+
+    real_code = True
 
     def __init__(self, spec: str | Source | None = None, *, gate_path: str | None = None) -> None:
         if gate_path is not None:
@@ -63,6 +72,10 @@ class SGLangImpl:
         self._kip = self.source.module("multimodal.kimi_k3_image_processing") if self.has_deferred_path else None
         self._k25 = self.source.module("multimodal.processors.kimi_k25")
         self._pk3 = self.source.module("multimodal.processors.kimi_k3")
+
+    def describe(self) -> dict[str, Any]:
+        """What ran: the SGLang version, where it came from (and its commit), and every stand-in import."""
+        return _describe(self.source, self.name)
 
     def _lacks(self, what: str, why: str) -> NotImplementedError:
         return NotImplementedError(f"{self.name} has no {what} ({why}); it is an eager-only Kimi-K3 release")
@@ -251,8 +264,21 @@ class SGLangImpl:
         policy: Any = None,
         device: str = "cpu",
     ) -> Any:
-        """The real loader on ``items[owner_indices]``; the tower's patch size is ``config.patch_size``."""
+        """The real loader on ``items[owner_indices]``; the tower's patch size is ``config.patch_size``.
+
+        An owner of an EPD ``"cpu"`` backend item is refused: it runs the checkpoint's HF image processor."""
+        if any(self._backend(items[i]) == "cpu" for i in owner_indices):
+            raise NotImplementedError(
+                f"{self.name}: the EPD 'cpu' backend's owner runs the checkpoint's own HF image processor, which "
+                "SGLang does not ship; that consumer is not run here (its producer's keys are still checked)"
+            )
         return consumer.materialize(self.source, items, owner_indices, device, _tower_patch(config))
+
+    def _backend(self, item: Any) -> str | None:
+        cfg = item.model_specific_data.get(self.source.deferred_key)
+        if cfg is None:
+            return None
+        return cfg.get("backend") if isinstance(cfg, dict) else getattr(cfg, "backend", None)
 
     def vision_dp(
         self,
@@ -264,6 +290,47 @@ class SGLangImpl:
         device: str = "cpu",
     ) -> Any:
         return consumer.vision_dp(self.source, items, num_ranks, device, _tower_patch(config))
+
+    # -- facts, each measured by running SGLang's code ----------------------------------------------------------
+    @cached_property
+    def _gate_paths(self) -> list[tuple[str, bool]]:
+        """Each call site the loaded code has, measured with a two-image request: one gate call per image
+        means it decides per image.
+
+        Only sites whose method exists and calls the gate (`capabilities`): the artifact path first where
+        it exists, then the request path. A version without the deferred path has no gate and one eager
+        path, named after the call site it resembles: ``[("request", False)]`` (claims that need a gate
+        record ``n/a`` through `defers`).
+        """
+        if not self.defers(None):
+            return [("request", False)]
+        two = [torch.zeros((3, 32, 32), dtype=torch.uint8), torch.zeros((3, 28, 20), dtype=torch.uint8)]
+        sites = []
+        for path in self.capabilities.paths:
+            calls = producer.gate_calls(self.source, two, profile("kimi-k3"), "cpu", True, path)
+            sites.append((path, len(calls) == 2 and all(c.n_images == 1 for c in calls)))
+        if not sites:
+            raise RuntimeError(f"{self.name}: the deferred path is present but no call site calls the gate")
+        return sites
+
+    def gate_paths(self, policy: Any) -> list[tuple[str, bool]]:
+        return list(self._gate_paths)
+
+    def defers(self, policy: Any) -> bool:
+        """Whether this version has the owner-deferred path, as read off the loaded code."""
+        return bool(self.has_deferred_path)
+
+    def has_epd(self, policy: Any) -> bool:
+        return bool(self.capabilities.epd_producer)
+
+    def skip_pre_embed(self, policy: Any) -> bool:
+        return bool(self.can_skip_pre_embed("KimiK3ForConditionalGeneration"))
+
+    def ack_counts(self, policy: Any) -> list[Any]:
+        """The real count sources, one per transport pool the version has (CUDA IPC and VMM declare K_p
+        differently; 0.5.17 has only its CUDA IPC counter pool)."""
+        every = self.ack_source("all")
+        return [every.for_transport(t) for t in every.transports]
 
     # -- extras ----------------------------------------------------------------------------------------------------
     def assign_owners(self, sizes: Sequence[int], num_ranks: int) -> list[list[int]]:
@@ -278,21 +345,21 @@ class SGLangImpl:
     def ipc_counts(self) -> IPCCounts:
         return IPCCounts(self.source)
 
-    def ack_counts(self, transport: str = "cuda_ipc") -> Any:
+    def ack_source(self, transport: str = "cuda_ipc") -> SGLangAckCounts:
         """This version's counts and ack words as the simulator's ``AckCounts`` source (``"all"``: both pools)."""
-        from deferlab.impl.sglang.ackcounts import SGLangAckCounts
-
         return SGLangAckCounts(IPCCounts(self.source), transport)
 
     def features(self) -> dict[str, Any]:
-        from deferlab.impl.sglang.features import detect
+        """What this version has, found by running it (`features.detect`)."""
+        return features.detect(self)
 
-        return detect(self)
+    @cached_property
+    def _provenance(self) -> dict[str, str]:
+        return provenance.per_method(self)
 
     def provenance(self) -> dict[str, str]:
-        from deferlab.impl.sglang.provenance import provenance
-
-        return provenance(self)
+        """Seam method -> where its answer comes from (`provenance.per_method`; per function: `provenance.of`)."""
+        return dict(self._provenance)
 
 
 def _path(path: str, what: str) -> str:

@@ -4,7 +4,7 @@
 code did: whether it defers at all, the contract form its producers write,
 where its gate is called and with how many images, whether its consumer
 accepts mixed batches, checks grids, and indexes grids globally for any
-owner subset (facts 13.25), its scheduler whitelist, its IPC counts and the
+owner subset (semantics §6.2), its scheduler whitelist, its IPC counts and the
 stand-ins its import needed. Each experiment is isolated: a failure is
 reported as its error text, never hidden. On an eager-only release (no
 deferred path, `Source.has_deferred_path`), the experiments about deferral
@@ -110,7 +110,7 @@ def _grid_check(impl: SGLangImpl) -> dict[str, Any]:
 
 
 def _owner_subsets(impl: SGLangImpl) -> dict[str, Any]:
-    """facts 13.25: materialize non-prefix owner lists; is every image given its own features?
+    """semantics §6.2: materialize non-prefix owner lists; is every image given its own features?
 
     The reference is the prefix list ``[0, 1, 2]`` split per image (local positions equal global
     indices there, so even a local-index bug cannot show in it).
@@ -270,7 +270,7 @@ def _standin_names(required: Sequence[str]) -> dict[str, list[str]]:
     """Per module the driver runs: the global names that are stand-ins (calling any of them would raise)."""
     import sys
 
-    from deferlab.impl.sglang.standins import is_standin
+    from deferlab.impl.loader.standins import is_standin
 
     out = {}
     for name in required:

@@ -25,6 +25,7 @@ _REPO = Path(__file__).resolve().parents[2]
 def probe_one(spec: str, compare: bool) -> dict[str, Any]:
     """In this process: load ``spec`` and run every probe (the child side of `run`)."""
     t0 = time.perf_counter()
+    from deferlab.impl.sglang import provenance
     from deferlab.impl.sglang.driver import SGLangImpl
     from deferlab.impl.sglang.sources import SGLangSourceError
 
@@ -42,7 +43,7 @@ def probe_one(spec: str, compare: bool) -> dict[str, Any]:
     }
     out["features"] = sgl.features()
     out["stand_ins"] = [r.as_dict() for r in sgl.source.stand_ins if r.kind != "patched"]
-    out["provenance"] = sgl.provenance()
+    out["provenance"] = provenance.of(sgl)  # per function (the seam's per-method form folds these)
     if compare:
         from deferlab.impl.sglang.compare import compare as run_compare
 

@@ -2,9 +2,10 @@
 
 Why a module of its own: the provenance lines depend on what the loaded tree
 has (its gate call sites, whether it has an EPD deferred producer, whether it
-is eager-only), all read off the code by `impl.sglang.capabilities` and
-`Source.has_deferred_path`; the seam copies them into every recorded claim
-verdict, so a reader sees which function produced it.
+is eager-only), all read off the code by `capabilities` and
+`Source.has_deferred_path`. `of` answers per function; `per_method` per seam
+method, the form copied into every recorded claim verdict. It is handed the
+driver, never imports it.
 """
 
 from __future__ import annotations
@@ -129,7 +130,37 @@ def _call_sites(impl: SGLangImpl) -> dict[str, str]:
     return out
 
 
-def provenance(impl: SGLangImpl) -> dict[str, str]:
+# Seam method -> the function provenance keys (`of`) that describe it.
+METHOD_KEYS = {
+    "to_chw_uint8": ("to_chw_uint8",),
+    "resize": ("resize",),
+    "fill_transparent_bg": ("fill_transparent_bg",),
+    "normalize_and_patchify": ("normalization_tensors", "normalize_and_patchify"),
+    "preprocess": ("preprocess",),
+    "gate_bytes": ("gate_bytes",),
+    "defer_decisions": ("gate (defer_decisions)",),
+    "process": ("process (deferred items)", "process (eager items)", "items"),
+    "epd_items": ("epd_items",),
+    "deliver": ("deliver",),
+    "materialize": ("materialize", "epd cpu backend materialization"),
+    "vision_dp": ("vision_dp owners", "vision_dp gather", "vision_dp h2d_copies"),
+    "gate_paths": ("gate (defer_decisions)",),
+    "defers": ("deferred path",),
+    "skip_pre_embed": ("can_skip_pre_embed",),
+    "ack_counts": ("ipc producer_total", "ipc consumer_requested", "ipc resolve"),
+}
+
+
+def per_method(impl: SGLangImpl) -> dict[str, str]:
+    """Seam method -> its functions' provenance lines joined (``modelled: no provenance recorded`` if none)."""
+    raw = of(impl)
+    return {
+        method: "; ".join(raw[k] for k in keys if k in raw) or "modelled: no provenance recorded"
+        for method, keys in METHOD_KEYS.items()
+    }
+
+
+def of(impl: SGLangImpl) -> dict[str, str]:
     """Function / claim -> ``real: ...`` | ``modelled: <reason>`` | ``patched: <what and why>`` | ``absent: ...``.
 
     ``gate (defer_decisions)`` and ``process (deferred items)`` come from the tree's own call sites

@@ -38,7 +38,7 @@ from deferlab.impl.sglang.sources import Source
 from deferlab.reference.system.config import PreprocessConfig
 
 IMAGE_TOKEN = "<|media_pad|>"
-IMAGE_TOKEN_ID = 99  # as in SGLang's producer test (facts 6.3); the stub tokenizer never emits it for text
+IMAGE_TOKEN_ID = 99  # as in SGLang's producer test (semantics §5.3); the stub tokenizer never emits it for text
 _SPECIAL = {"<|media_begin|>": 11, "<|media_content|>": 12, "<|media_end|>": 13, IMAGE_TOKEN: IMAGE_TOKEN_ID}
 
 
@@ -269,7 +269,7 @@ def make_processor(source: Source, config: PreprocessConfig, transport: str = "c
         wrapper = pk3.KimiK3GPUProcessorWrapper(
             hf, image_token=IMAGE_TOKEN, image_token_id=IMAGE_TOKEN_ID, config=pconf
         )
-    else:  # an older wrapper signature: keyword geometry (facts 5.2, the PR-era test fixture)
+    else:  # an older wrapper signature: keyword geometry (semantics §4.2, the PR-era test fixture)
         c = media.media_proc_cfg
         wrapper = pk3.KimiK3GPUProcessorWrapper(
             hf,
@@ -402,3 +402,12 @@ def capture_loader(
             return loader(list(indices))
 
     return load
+
+
+def tiny_item(sb: types.ModuleType) -> Any:
+    """A one-image ``MultimodalDataItem`` of ``sb`` (schedule_batch): a 3x14x14 uint8 feature, grid (1, 1, 1)."""
+    return sb.MultimodalDataItem(
+        modality=sb.Modality.IMAGE,
+        feature=torch.zeros(3, 14, 14, dtype=torch.uint8),
+        model_specific_data={"image_grid_thw": torch.tensor([[1, 1, 1]], dtype=torch.int64)},
+    )

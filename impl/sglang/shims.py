@@ -23,7 +23,7 @@ import types
 from collections.abc import Callable
 from typing import Any
 
-from deferlab.impl.sglang.standins import StandInModule
+from deferlab.impl.loader.standins import StandInModule
 
 
 class _NoDefault:

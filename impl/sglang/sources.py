@@ -1,9 +1,9 @@
-"""Which SGLang to run: the installed one, a source checkout, or a release wheel; one per process.
+"""SGLang as an engine of `impl.loader` (`ENGINE`), and ``load``: which SGLang to run, one per process.
 
-``load(spec)`` resolves the spec, checks that the tree has a Kimi-K3
-multimodal processor at all, imports the modules the driver runs (through
-`importer.SGLangImporter`, which records every stand-in) and returns a
-`Source`. Whether that processor has the owner-deferred path
+``load(spec)`` resolves the spec (`loader.sources.resolve`: installed, a
+checkout, a release wheel), checks that the tree has a Kimi-K3 multimodal
+processor at all, imports the modules the driver runs (through the loader's
+`Importer`, which records every stand-in) and returns a `Source`. Whether that processor has the owner-deferred path
 (`Source.has_deferred_path`) is read off the loaded code, never off the
 version number: 0.5.17 ships an eager-only Kimi-K3 processor, and its column
 of the version matrix must still check what it has (staging, compositing,
@@ -16,10 +16,7 @@ runs one subprocess per version).
 
 from __future__ import annotations
 
-import ast
-import importlib.util
-import re
-import subprocess
+import os
 import sys
 import time
 import types
@@ -27,17 +24,14 @@ import warnings
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from deferlab.impl.sglang import cache as _cache
-from deferlab.impl.sglang.importer import RequiredImportError, SGLangImporter
-from deferlab.impl.sglang.standins import StandIn, end_import_phase
-from deferlab.reference.system.errors import SourceError
+from deferlab.impl.loader import sources as _loader
+from deferlab.impl.loader import wheels
+from deferlab.impl.loader.engine import FETCH_FAILED, Engine, FetchError, SourceError
+from deferlab.impl.loader.importer import Importer, RequiredImportError
+from deferlab.impl.loader.standins import end_import_phase
+from deferlab.impl.sglang.shims import FUNCTIONAL
 
-ACCEPTED = (
-    "accepted: 'installed' (the sglang importable here), a path to an SGLang source checkout "
-    "(a folder holding python/sglang/, or the sglang package folder itself), or a release version "
-    "such as '0.5.23' (fetched with pip download into the deferlab cache)"
-)
-_VERSION = re.compile(r"^\d+(\.\d+){1,3}((a|b|rc)\d+)?(\.post\d+)?(\.dev\d+)?$")
+__all__ = ["FETCH_FAILED", "RequiredImportError", "SGLangFetchError", "SGLangSourceError", "Source", "load"]
 
 # Modules whose functions the driver runs on a tree with the deferred path: they must import for real.
 REQUIRED = (
@@ -75,11 +69,7 @@ class SGLangSourceError(SourceError):
     """The SGLang source asked for cannot be used (the message says what was tried and what is accepted)."""
 
 
-# The start of the message of a fetch that failed: a child process that prints the error is read by it.
-FETCH_FAILED = "could not fetch the wheel"
-
-
-class SGLangFetchError(SGLangSourceError):
+class SGLangFetchError(SGLangSourceError, FetchError):
     """A released version's wheel is not cached and ``pip download`` could not get it (offline, no index,
     timed out); a wheel that arrived but is unusable is a plain `SGLangSourceError`.
 
@@ -87,24 +77,32 @@ class SGLangFetchError(SGLangSourceError):
     may skip on it, and on no other."""
 
 
-@dataclass
-class Source:
-    """One loaded SGLang tree: where it is, which version, and every stand-in its import needed."""
+ENGINE = Engine(
+    name="sglang",
+    distribution="sglang",
+    package="sglang",
+    checkout_subdir="python",
+    required=REQUIRED,
+    display="SGLang",
+    article="an",
+    marker="srt",
+    example_version="0.5.23",
+    bare_why="package __init__.py not run (it imports the serving stack)",
+    functional=FUNCTIONAL,
+    driver_dirs=(os.path.dirname(os.path.abspath(__file__)),),
+    source_error=SGLangSourceError,
+    fetch_error=SGLangFetchError,
+)
+ACCEPTED = ENGINE.accepted
 
-    spec: str
-    kind: str  # "installed" | "checkout" | "wheel"
-    version: str
-    root: Path  # the folder holding the sglang package
-    git_rev: str | None
-    importer: SGLangImporter
-    downloaded: bool = False
-    load_seconds: float = 0.0
-    wheel: dict[str, str] = field(default_factory=dict)
-    optional_errors: dict[str, str] = field(default_factory=dict)
-    required: tuple[str, ...] = REQUIRED  # the modules imported for real as required (driver runs them)
+
+@dataclass
+class Source(_loader.Source):
+    """One loaded SGLang tree: the loader's `Source` plus what the driver read off its Kimi-K3 code."""
+
+    required: tuple[str, ...] = REQUIRED
     whitelist_module: str = "sglang.srt.managers.mm_schedule"  # where _can_skip_pre_embed_feature_move lives
     deferred_parts: dict[str, bool] = field(default_factory=dict)  # each piece of the deferred path: present?
-    absent: dict[str, types.ModuleType] = field(default_factory=dict)  # see `_absent_kip`
 
     @property
     def has_deferred_path(self) -> bool:
@@ -120,144 +118,23 @@ class Source:
         """
         return self.module(KIP).DEFERRED_PREPROCESSING_KEY
 
-    @property
-    def name(self) -> str:
-        return f"sglang-{self.version}" + (f"+g{self.git_rev[:9]}" if self.git_rev else "")
-
-    @property
-    def stand_ins(self) -> list[StandIn]:
-        """Every module that is not the real thing here (kinds in `standins.StandIn`), in the order met."""
-        return list(self.importer.records)
-
-    def module(self, name: str) -> types.ModuleType:
-        """An SGLang module, imported for real (``name`` may drop the ``sglang.srt.`` prefix)."""
-        full = name if name.startswith("sglang") else f"sglang.srt.{name}"
-        if full in self.absent:
-            return self.absent[full]
-        return self.importer.import_required(full)
-
-    def has(self, name: str) -> bool:
-        full = name if name.startswith("sglang") else f"sglang.srt.{name}"
-        return full in sys.modules and full not in self.optional_errors
-
-    def patch(self, module: str, why: str) -> None:
-        """Record that the driver replaced something real at run time (a ``patched`` stand-in record)."""
-        self.importer.record(module, "patched", why)
+    def full_name(self, name: str) -> str:
+        """``name`` may drop the ``sglang.srt.`` prefix."""
+        return name if name.startswith("sglang") else f"sglang.srt.{name}"
 
 
-_ACTIVE: Source | None = None  # the source this process loaded, if any (one SGLang per process)
-
-
-def load(spec: str = "installed", *, cache: Path | None = None, downloader: _cache.Downloader | None = None) -> Source:
+def load(spec: str = "installed", *, cache: Path | None = None, downloader: wheels.Downloader | None = None) -> Source:
     """Resolve ``spec``, import SGLang's Kimi-K3 modules from it for real, and return the `Source`."""
-    global _ACTIVE
-    if not isinstance(spec, str) or not spec.strip():
-        raise SGLangSourceError(f"sglang source {spec!r}: not a non-empty string; {ACCEPTED}")
-    spec = spec.strip()
+    spec = _loader.check_spec(ENGINE, spec)
     t0 = time.perf_counter()
-    kind, root, version, git_rev, downloaded, wheel = _resolve(spec, cache, downloader)
-    _check_processor(spec, root, version)
-    if _ACTIVE is not None:
-        if _ACTIVE.root == root:
-            return _ACTIVE
-        raise SGLangSourceError(
-            f"sglang source {spec!r}: this process already runs {_ACTIVE.name} from {_ACTIVE.root}; "
-            "one SGLang version per process (run each version in its own subprocess)"
-        )
-    loaded = sys.modules.get("sglang")
-    if loaded is not None and not str(getattr(loaded, "__file__", "") or "").startswith(str(root)):
-        raise SGLangSourceError(
-            f"sglang source {spec!r}: another sglang ({getattr(loaded, '__file__', '?')}) is already imported "
-            "in this process; one SGLang version per process"
-        )
-    source = _import(spec, kind, root, version, git_rev, downloaded, wheel)
+    found = _loader.resolve(ENGINE, spec, cache, downloader)
+    _check_processor(spec, found.root, found.version)
+    already = _loader.active(ENGINE, spec, found.root)
+    if already is not None:
+        return already
+    source = _import(spec, found)
     source.load_seconds = time.perf_counter() - t0
-    _ACTIVE = source
-    return source
-
-
-def _resolve(
-    spec: str, cache: Path | None, downloader: _cache.Downloader | None
-) -> tuple[str, Path, str, str | None, bool, dict[str, str]]:
-    if spec == "installed":
-        found = importlib.util.find_spec("sglang")
-        if found is None or not found.submodule_search_locations:
-            raise SGLangSourceError(
-                f"sglang source 'installed': no sglang package is importable by {sys.executable}; {ACCEPTED}"
-            )
-        root = Path(list(found.submodule_search_locations)[0]).resolve().parent
-        return "installed", root, _tree_version(root), None, False, {}
-    path = Path(spec).expanduser()
-    if path.exists():
-        root = _checkout_root(spec, path)
-        return "checkout", root, _tree_version(root), _git_rev(path), False, {}
-    if _VERSION.match(spec):
-        try:
-            tree, downloaded = _cache.fetch(spec, cache, downloader)
-        except _cache.FetchError as e:
-            if e.versions:
-                listed = ", ".join(e.versions[-25:])
-                raise SGLangSourceError(
-                    f"sglang source {spec!r}: the package index has no sglang=={spec} (it lists {listed}); {ACCEPTED}"
-                ) from None
-            if not e.download_failed:
-                raise SGLangSourceError(
-                    f"sglang source {spec!r}: the fetched wheel is unusable ({e}); {ACCEPTED}"
-                ) from None
-            raise SGLangFetchError(
-                f"sglang source {spec!r}: {FETCH_FAILED} with pip download ({e}); "
-                f"is the package index reachable? {ACCEPTED}"
-            ) from None
-        return "wheel", tree.resolve(), spec, None, downloaded, _cache.source_meta(tree)
-    if "/" in spec or spec.startswith((".", "~")):
-        raise SGLangSourceError(f"sglang source {spec!r}: no such path; {ACCEPTED}")
-    raise SGLangSourceError(f"sglang source {spec!r}: neither 'installed', an existing path nor a version; {ACCEPTED}")
-
-
-def _checkout_root(spec: str, path: Path) -> Path:
-    """The folder holding ``sglang/`` for a checkout (``python/sglang``), a package dir or an unzipped wheel."""
-    path = path.resolve()
-    for root in (path / "python", path.parent if path.name == "sglang" else None, path):
-        if root is not None and (root / "sglang" / "__init__.py").is_file() and (root / "sglang" / "srt").is_dir():
-            return root
-    raise SGLangSourceError(
-        f"sglang source {spec!r}: {path} is not an SGLang checkout (no python/sglang/ with __init__.py and srt/, "
-        f"and not the sglang package folder itself); {ACCEPTED}"
-    )
-
-
-def _tree_version(root: Path) -> str:
-    """The version a tree declares (``sglang/_version.py``, else ``pyproject.toml``), or ``unknown``."""
-    candidates = [root / "sglang" / "_version.py", root / "sglang" / "version.py"]
-    for path in candidates:
-        try:
-            tree = ast.parse(path.read_text())
-        except (OSError, SyntaxError):
-            continue
-        for node in ast.walk(tree):
-            if isinstance(node, ast.Assign) and isinstance(node.value, ast.Constant):
-                names = {t.id for t in node.targets if isinstance(t, ast.Name)}
-                if names & {"__version__", "version"} and isinstance(node.value.value, str):
-                    return node.value.value
-    for pyproject in (root / "pyproject.toml", root.parent / "pyproject.toml"):
-        try:
-            match = re.search(r'^version\s*=\s*"([^"]+)"', pyproject.read_text(), re.M)
-        except OSError:
-            continue
-        if match:
-            return match.group(1)
-    return "unknown"
-
-
-def _git_rev(path: Path) -> str | None:
-    try:
-        out = subprocess.run(
-            ["git", "-C", str(path.resolve()), "rev-parse", "HEAD"], capture_output=True, text=True, timeout=30
-        )
-    except (OSError, subprocess.TimeoutExpired):
-        return None
-    rev = out.stdout.strip()
-    return rev if out.returncode == 0 and re.fullmatch(r"[0-9a-f]{40}", rev) else None
+    return _loader.claim(source)
 
 
 def _check_processor(spec: str, root: Path, version: str) -> None:
@@ -270,7 +147,7 @@ def _check_processor(spec: str, root: Path, version: str) -> None:
         )
 
 
-def _deferred_parts(importer: SGLangImporter) -> dict[str, bool]:
+def _deferred_parts(importer: Importer) -> dict[str, bool]:
     """Each piece of the owner-deferred path, read off the imported modules (not the version number)."""
     kip = sys.modules.get(KIP) if importer.locate(KIP) is not None else None
     pk3 = sys.modules[PROCESSOR]
@@ -305,16 +182,8 @@ def _absent_kip(source: Source) -> types.ModuleType:
     return module
 
 
-def _import(
-    spec: str, kind: str, root: Path, version: str, git_rev: str | None, downloaded: bool, wheel: dict[str, str]
-) -> Source:
-    import numpy  # noqa: F401  - deferlab's own dependencies are imported before any finder is installed,
-    import PIL.Image  # noqa: F401  so nothing of theirs can ever be stood in for
-    import torch  # noqa: F401
-
-    if kind != "installed" and str(root) not in sys.path:
-        sys.path.insert(0, str(root))
-    importer = SGLangImporter(root)
+def _import(spec: str, found: _loader.Resolved) -> Source:
+    importer = _loader.open_tree(ENGINE, found.kind, found.root)
     # The deferred module is imported first where the tree has it (its failures are the ones to name);
     # whether the path is complete is decided from the loaded code below.
     if importer.locate(KIP) is not None:
@@ -322,29 +191,14 @@ def _import(
     else:
         whitelist = next((w for w in WHITELIST if importer.locate(w) is not None), WHITELIST[0])
         required = (*EAGER_REQUIRED, whitelist)
-    importer.required |= set(required)
-    importer.install()
-    source = Source(spec, kind, version, root, git_rev, importer, downloaded, wheel=wheel)
-    source.required, source.whitelist_module = required, whitelist
+    version, root = found.version, found.root
+    source = Source(spec, found.kind, version, root, found.git_rev, importer, found.downloaded, wheel=found.wheel)
+    source.whitelist_module = whitelist
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")  # SGLang warns about CUDA-only features at import; they are not ours
-        for name in required:
-            try:
-                importer.import_required(name)
-            except RequiredImportError as e:
-                raise SGLangSourceError(
-                    f"sglang source {spec!r} (version {version}, {root}): importing {e.module} failed inside "
-                    f"SGLang: {type(e.cause).__name__}: {e.cause}"
-                ) from e
-        for name in OPTIONAL:
-            if importer.locate(name) is None:
-                source.optional_errors[name] = "absent in this version"
-                continue
-            try:
-                importer.import_required(name)
-            except RequiredImportError as e:
-                source.optional_errors[name] = f"{type(e.cause).__name__}: {e.cause}"
-    end_import_phase()
+        _loader.import_required(source, required)
+        source.optional_errors.update(_loader.import_optional(importer, OPTIONAL))
+    end_import_phase(ENGINE.title)
     source.deferred_parts = _deferred_parts(importer)
     if not hasattr(sys.modules[PROCESSOR], "KimiK3ImageProcessor"):
         raise SGLangSourceError(

@@ -1,28 +1,23 @@
-"""Import SGLang's own modules on a CPU-only machine, standing in only for what fails, and keep the record.
+"""Import an engine's own modules on a CPU-only machine, standing in only for what fails, and keep the record.
 
-Why this shape: the functions under test (NaViT, staging, compositing, the
-owner pipeline, the gate, the producer, the model's loader, placement, the
-scheduler whitelist, the IPC counts) are pure torch/Python, but the modules
-that hold them import a GPU serving stack. Three rules keep the run honest:
+Three rules keep the run honest (the model is Sphinx autodoc's mock importer):
 
-1. **Packages are bare.** Every ``sglang`` package is registered as a module
-   with the right ``__path__`` and its ``__init__.py`` is *not* run (they pull
-   in the server). If an SGLang file imports a *name* (not a submodule) from a
-   package, that package's real ``__init__.py`` runs then, on demand, and the
-   record says who asked for what.
-2. **Real first.** Every SGLang module is imported from its own file. If its
-   body raises here (a CUDA-only call, a missing extension), the names it
-   defined before the failure stay real, the rest become stand-ins, and the
-   record keeps the error. Modules the driver *runs* are `required`: for those
-   a failure is an error, never a stand-in.
-3. **Missing modules only where SGLang imports them unguarded.** A module that
-   is not installed (``triton``, ``zmq``, ...) gets a stand-in only when the
-   importing line is an SGLang ``import`` statement outside any ``try ...
-   except ImportError``; a guarded import fails as it would on any machine
-   without it, so SGLang's own fallback runs. Imports from torch, the stdlib
-   or deferlab never get stand-ins.
+1. **Packages are bare.** Every package of the engine is registered with the
+   right ``__path__`` and its ``__init__.py`` is *not* run (it pulls in the
+   server). If an engine file imports a *name* from a package, that
+   package's real ``__init__.py`` runs then, on demand, and the record says
+   who asked for what.
+2. **Real first.** Every engine module is imported from its own file. If its
+   body raises here, the names it defined before the failure stay real, the
+   rest become stand-ins, and the record keeps the error. Modules the driver
+   *runs* are `required`: for those a failure is an error, never a stand-in.
+3. **Missing modules only where the engine imports them unguarded.** A module
+   that is not installed gets a stand-in only when the importing line is an
+   engine ``import`` statement outside any ``try ... except ImportError``; a
+   guarded import fails as on any machine without it, so the engine's own
+   fallback runs. Imports from torch, the stdlib or deferlab never get one.
 
-Stand-ins raise if SGLang *calls* them after the import phase
+Stand-ins raise if the engine *calls* them after the import phase
 (`standins.end_import_phase`), so nothing reported as real can depend on one.
 """
 
@@ -41,8 +36,9 @@ from functools import lru_cache
 from pathlib import Path
 from typing import Any
 
-from deferlab.impl.sglang.shims import FUNCTIONAL
-from deferlab.impl.sglang.standins import StandIn, StandInModule, module_body, module_getattr_for
+from deferlab.impl.loader.engine import Engine
+from deferlab.impl.loader.provenance import Records
+from deferlab.impl.loader.standins import StandInModule, module_body, module_getattr_for
 
 _IMPORT_ERRORS = {"ImportError", "ModuleNotFoundError", "Exception", "BaseException"}
 _THIS_DIR = os.path.dirname(os.path.abspath(__file__))
@@ -59,7 +55,7 @@ class RequiredImportError(ImportError):
 
 @lru_cache(maxsize=4096)
 def _import_lines(path: str) -> dict[int, bool]:
-    """Line -> guarded? for every import statement of an SGLang file (guarded: inside try/except ImportError)."""
+    """Line -> guarded? for every import statement of an engine file (guarded: inside try/except ImportError)."""
     try:
         tree = ast.parse(Path(path).read_text(encoding="utf-8", errors="replace"))
     except (OSError, SyntaxError, ValueError):
@@ -109,14 +105,16 @@ def _guarded(path: str, line: int) -> bool | None:
     return _import_lines(path).get(line)
 
 
-class SGLangImporter:
-    """The import machinery for one SGLang source tree (``root`` holds the ``sglang`` package)."""
+class Importer:
+    """The import machinery for one source tree of ``engine`` (``root`` holds its package)."""
 
-    def __init__(self, root: Path, required: Iterable[str] = ()) -> None:
+    def __init__(self, engine: Engine, root: Path, required: Iterable[str] = ()) -> None:
+        self.engine = engine
         self.root = Path(root).resolve()
-        self.pkg_dir = self.root / "sglang"
+        self.pkg_dir = self.root / engine.package
         self.required = set(required)
-        self.records: list[StandIn] = []
+        self.records = Records()
+        self._skip = {_THIS_DIR, *(os.path.abspath(d) for d in engine.driver_dirs)}
         self.live_standins: set[str] = set()  # permissive stand-ins now in sys.modules
         self._front = _FrontFinder(self)
         self._missing = _MissingFinder(self)
@@ -124,13 +122,12 @@ class SGLangImporter:
 
     # -- bookkeeping ------------------------------------------------------------------------------------------
     def record(self, module: str, kind: str, why: str) -> None:
-        if not any(r.module == module and r.kind == kind for r in self.records):
-            self.records.append(StandIn(module, kind, why))
+        self.records.add(module, kind, why)
 
     def hide_standins(self) -> None:
-        """Take stand-in modules out of ``sys.modules`` once the SGLang module that imported them is done.
+        """Take stand-in modules out of ``sys.modules`` once the engine module that imported them is done.
 
-        They stay bound where SGLang imported them; out of ``sys.modules`` no third party (torch probing
+        They stay bound where the engine imported them; out of ``sys.modules`` no third party (torch probing
         for ``triton`` when a ``@torch.compile`` decorator runs, say) can mistake one for the real package.
         """
         while self.live_standins:
@@ -140,7 +137,7 @@ class SGLangImporter:
                 del sys.modules[name]
 
     def install(self) -> None:
-        """Put the finders on ``sys.meta_path`` (the front one for ``sglang.*``, the last one for missing modules)."""
+        """Put the finders on ``sys.meta_path`` (the front one for the engine, the last one for missing modules)."""
         if self._installed:
             return
         sys.meta_path.insert(0, self._front)
@@ -169,7 +166,7 @@ class SGLangImporter:
             return False
 
     def locate(self, name: str) -> tuple[str, Path] | None:
-        """("package", dir) / ("module", file) / ("extension", file) for an ``sglang.*`` name, or None."""
+        """("package", dir) / ("module", file) / ("extension", file) for a name of the engine, or None."""
         parts = name.split(".")
         base = self.root.joinpath(*parts)
         if base.is_dir():
@@ -185,16 +182,16 @@ class SGLangImporter:
                     return ("extension", ext)
         return None
 
-    def importing_sglang_line(self) -> tuple[str, int, bool] | None:
-        """(file, line, guarded) of the SGLang ``import`` statement that is running, if that is who is importing."""
+    def importing_line(self) -> tuple[str, int, bool] | None:
+        """(file, line, guarded) of the engine ``import`` statement that is running, if that is who is importing."""
         frame = sys._getframe(2)
         while frame is not None:
             fn = frame.f_code.co_filename
-            if fn.startswith("<frozen importlib") or os.path.dirname(os.path.abspath(fn)) == _THIS_DIR:
+            if fn.startswith("<frozen importlib") or os.path.dirname(os.path.abspath(fn)) in self._skip:
                 frame = frame.f_back
                 continue
             if fn.endswith(os.path.join("importlib", "__init__.py")):
-                return None  # importlib.import_module(...): a call SGLang guards itself, never a stand-in
+                return None  # importlib.import_module(...): a call the engine guards itself, never a stand-in
             if not self.in_tree(fn):
                 return None
             guarded = _guarded(fn, frame.f_lineno)
@@ -211,13 +208,13 @@ class SGLangImporter:
 
 
 class _FrontFinder(importlib.abc.MetaPathFinder):
-    """Finds ``sglang.*`` in the chosen tree: packages bare, modules through a loader that records failures."""
+    """Finds the engine's modules in the chosen tree: packages bare, modules through a loader that records failures."""
 
-    def __init__(self, importer: SGLangImporter) -> None:
+    def __init__(self, importer: Importer) -> None:
         self.importer = importer
 
     def find_spec(self, name: str, path: Any = None, target: Any = None) -> importlib.machinery.ModuleSpec | None:
-        if name != "sglang" and not name.startswith("sglang."):
+        if not self.importer.engine.owns(name):
             return None
         found = self.importer.locate(name)
         if found is None:
@@ -240,9 +237,9 @@ class _FrontFinder(importlib.abc.MetaPathFinder):
 
 
 class _GuardedLoader(importlib.abc.Loader):
-    """Runs an SGLang module's own file; if its body raises, keeps what it defined and stands in for the rest."""
+    """Runs an engine module's own file; if its body raises, keeps what it defined and stands in for the rest."""
 
-    def __init__(self, importer: SGLangImporter, inner: importlib.abc.Loader) -> None:
+    def __init__(self, importer: Importer, inner: importlib.abc.Loader) -> None:
         self.importer = importer
         self.inner = inner
 
@@ -262,9 +259,7 @@ class _GuardedLoader(importlib.abc.Loader):
             self.importer.hide_standins()
 
 
-def _mark_failed(
-    importer: SGLangImporter, name: str, module: types.ModuleType, e: BaseException, prefix: str = ""
-) -> None:
+def _mark_failed(importer: Importer, name: str, module: types.ModuleType, e: BaseException, prefix: str = "") -> None:
     """A module body (or a package's ``__init__.py``) raised: a required module's failure is an error;
     any other keeps what it defined, stands in for the rest, and the record says why and where."""
     if name in importer.required:
@@ -274,7 +269,7 @@ def _mark_failed(
     module.__dict__["__deferlab_failed__"] = e
 
 
-def _failure_line(e: BaseException, importer: SGLangImporter) -> str:
+def _failure_line(e: BaseException, importer: Importer) -> str:
     tb = e.__traceback__
     last = None
     while tb is not None:
@@ -287,9 +282,9 @@ def _failure_line(e: BaseException, importer: SGLangImporter) -> str:
 
 
 class _BareLoader(importlib.abc.Loader):
-    """An SGLang package without its ``__init__.py``; the init runs only if a name from it is imported."""
+    """An engine package without its ``__init__.py``; the init runs only if a name from it is imported."""
 
-    def __init__(self, importer: SGLangImporter, where: Path) -> None:
+    def __init__(self, importer: Importer, where: Path) -> None:
         self.importer = importer
         self.where = where
 
@@ -300,12 +295,12 @@ class _BareLoader(importlib.abc.Loader):
         name = module.__name__
         init = self.where / "__init__.py"
         if init.is_file():
-            self.importer.record(name, "bare", "package __init__.py not run (it imports the serving stack)")
+            self.importer.record(name, "bare", self.importer.engine.bare_why)
             module.__file__ = str(init)
         module.__dict__["__getattr__"] = _lazy_init(self.importer, module, self.where)
 
 
-def _lazy_init(importer: SGLangImporter, module: types.ModuleType, where: Path) -> Any:
+def _lazy_init(importer: Importer, module: types.ModuleType, where: Path) -> Any:
     """The bare package's ``__getattr__``: a requested non-submodule name runs the real ``__init__.py`` once."""
     state = {"ran": False}
 
@@ -318,7 +313,7 @@ def _lazy_init(importer: SGLangImporter, module: types.ModuleType, where: Path) 
         if not init.is_file():
             raise AttributeError(f"module {module.__name__!r} has no attribute {attr!r}")
         state["ran"] = True
-        who = importer.importing_sglang_line()
+        who = importer.importing_line()
         asker = f" by {importer.rel(who[0])}:{who[1]}" if who else ""
         importer.record(module.__name__, "init", f"ran the real __init__.py on demand: {attr!r} was requested{asker}")
         del module.__dict__["__getattr__"]
@@ -340,16 +335,16 @@ def _lazy_init(importer: SGLangImporter, module: types.ModuleType, where: Path) 
 
 
 class _MissingFinder(importlib.abc.MetaPathFinder):
-    """Last on ``sys.meta_path``: a stand-in for a module nobody has, when an SGLang line imports it unguarded."""
+    """Last on ``sys.meta_path``: a stand-in for a module nobody has, when an engine line imports it unguarded."""
 
-    def __init__(self, importer: SGLangImporter) -> None:
+    def __init__(self, importer: Importer) -> None:
         self.importer = importer
 
     def find_spec(self, name: str, path: Any = None, target: Any = None) -> importlib.machinery.ModuleSpec | None:
-        who = self.importer.importing_sglang_line()
+        who = self.importer.importing_line()
         if who is None or who[2]:
             return None
-        build, note = FUNCTIONAL.get(name, (None, ""))
+        build, note = self.importer.engine.functional.get(name, (None, ""))
         why = f"not installed here; imported unguarded at {self.importer.rel(who[0])}:{who[1]}"
         self.importer.record(name, "missing", f"{why}; {note}" if note else why)
         return importlib.machinery.ModuleSpec(name, _StandInLoader(self.importer, build), is_package=True)
@@ -357,9 +352,9 @@ class _MissingFinder(importlib.abc.MetaPathFinder):
 
 class _StandInLoader(importlib.abc.Loader):
     """A permissive stand-in (hidden again after the importing module, `hide_standins`), or a functional
-    one from `shims.FUNCTIONAL` (its builder keeps one module per name for the process)."""
+    one from `Engine.functional` (its builder keeps one module per name for the process)."""
 
-    def __init__(self, importer: SGLangImporter, build: Callable[[str], types.ModuleType] | None) -> None:
+    def __init__(self, importer: Importer, build: Callable[[str], types.ModuleType] | None) -> None:
         self.importer = importer
         self.build = build
 

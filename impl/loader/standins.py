@@ -1,14 +1,13 @@
-"""Stand-in objects for what SGLang imports but a CPU-only deferlab environment lacks.
+"""Stand-in objects for what an engine imports but a CPU-only deferlab environment lacks.
 
-Why: SGLang's multimodal modules sit inside a serving stack (ZMQ, Triton,
-CUDA kernels, transformers, ...). To run *its* preprocessing, gate, producer
-and consumer code here, the module bodies around that code must execute, so
-every import that cannot be satisfied gets a stand-in and a record
-(`StandIn`). Stand-ins are only scaffolding for module bodies: during the
+Why: an engine's modules sit inside a serving stack (ZMQ, Triton, CUDA
+kernels, ...). To run *its* functions here, the module bodies around them
+must execute, so every import that cannot be satisfied gets a stand-in and a
+record (`provenance.StandIn`). Stand-ins are only scaffolding for module bodies: during the
 import phase a call returns another stand-in (or passes a decorated function
 through, as ``@triton.jit`` needs); once the driver declares the import phase
 over (`end_import_phase`), any *call* of a stand-in raises `StandInUsedError`
-naming it. So an SGLang function the driver reports as "real" cannot quietly
+naming it. So an engine function the driver reports as "real" cannot quietly
 compute with a stand-in: it would crash loudly instead.
 """
 
@@ -18,52 +17,29 @@ import importlib.machinery
 import types
 from collections.abc import Iterator
 from contextlib import contextmanager
-from dataclasses import dataclass
 from typing import Any
 
-_STATE = {"importing": True, "depth": 0}
+_STATE: dict = {"importing": True, "depth": 0, "who": "engine"}
 
 
 class StandInUsedError(RuntimeError):
-    """SGLang code called a stand-in after the import phase: the run is not all-real, so we stop it."""
+    """Engine code called a stand-in after the import phase: the run is not all-real, so we stop it."""
 
 
-@dataclass(frozen=True)
-class StandIn:
-    """One module SGLang wanted that is not the real thing here.
-
-    kind: "missing" (not installed; imported unguarded by an SGLang file),
-    "failed" (an SGLang module whose own body raised here: names defined before
-    the failure are real, the rest are stand-ins), "bare" (an SGLang package
-    whose ``__init__.py`` was not run), "init" (a bare package whose real
-    ``__init__.py`` was run on demand because a name from it was imported),
-    "patched" (a real attribute the driver replaced at run time, as SGLang's own
-    tests do), "absent" (a module of the deferred path an eager-only version
-    does not have; `Source.module` answers it with a stand-in holding only the
-    deferred key's name, see ``sources._absent_kip``).
-    """
-
-    module: str
-    kind: str
-    why: str
-
-    def as_dict(self) -> dict[str, str]:
-        return {"module": self.module, "kind": self.kind, "why": self.why}
-
-
-def end_import_phase() -> None:
-    """From now on, calling any stand-in raises `StandInUsedError`."""
+def end_import_phase(who: str = "engine") -> None:
+    """From now on, calling any stand-in raises `StandInUsedError` (naming ``who``'s code as the caller)."""
     _STATE["importing"] = False
+    _STATE["who"] = who
 
 
 def importing() -> bool:
-    """True while stand-ins may be called: the import phase, or any SGLang module body running later."""
+    """True while stand-ins may be called: the import phase, or any engine module body running later."""
     return _STATE["importing"] or _STATE["depth"] > 0
 
 
 @contextmanager
 def module_body() -> Iterator[None]:
-    """Around an SGLang module body imported lazily at run time: its top-level code may call stand-ins."""
+    """Around an engine module body imported lazily at run time: its top-level code may call stand-ins."""
     _STATE["depth"] += 1
     try:
         yield
@@ -75,7 +51,7 @@ def _refuse(name: str) -> None:
     if not importing():
         raise StandInUsedError(
             f"{name} is a deferlab stand-in (its module is missing or failed to import here); "
-            "SGLang code called it at run time, so this path cannot run for real on this machine"
+            f"{_STATE['who']} code called it at run time, so this path cannot run for real on this machine"
         )
 
 
@@ -98,7 +74,7 @@ class _StandInMeta(type):
 
     def __call__(cls, *args: Any, **kwargs: Any) -> Any:
         if not cls.__dict__.get("__deferlab_standin__"):
-            return super().__call__(*args, **kwargs)  # a real SGLang class that subclasses a stand-in
+            return super().__call__(*args, **kwargs)  # a real engine class that subclasses a stand-in
         _refuse(cls.__qualname__)
         # Used as a bare decorator (``@standin``): keep the decorated function or class real.
         if len(args) == 1 and not kwargs and (isinstance(args[0], (types.FunctionType, type))):

@@ -1,10 +1,10 @@
-"""Fetch an SGLang release wheel once, unzip it, and never leave half a copy behind.
+"""Fetch an engine's release wheel once, unzip it, and never leave half a copy behind.
 
 Why a wheel and not ``pip install``: the driver must read one exact release's
-files without installing its serving dependencies (or replacing whatever
-``sglang`` the environment has). ``pip download --no-deps`` fetches the wheel
-through the ordinary client; it is unzipped into a per-version folder that is
-put on ``sys.path`` of this process only.
+files without installing its serving dependencies (or replacing whatever copy
+the environment has). ``pip download --no-deps`` fetches the wheel through the
+ordinary client; it is unzipped into ``<cache>/<version>``, put on
+``sys.path`` of this process only.
 
 Atomicity: everything is built in ``<cache>/.tmp-<version>-*`` and renamed to
 ``<cache>/<version>`` only when the wheel is downloaded, verified as a zip and
@@ -29,17 +29,19 @@ import zipfile
 from collections.abc import Callable
 from pathlib import Path
 
+from deferlab.impl.loader.engine import Engine
+
 Downloader = Callable[[str, Path], Path]
 
 _STALE_TMP_S = 3600
 _FROM_VERSIONS = re.compile(r"from versions:\s*([^)]*)\)")
 
 
-class FetchError(RuntimeError):
+class DownloadError(RuntimeError):
     """pip could not provide the wheel; ``versions`` is what the index listed (None when it was unreachable).
 
     ``download_failed`` is False when a wheel arrived but is unusable (not a zip, a corrupt member, no
-    ``sglang/`` package): a finding about the wheel, where a failed download says nothing about it."""
+    package folder): a finding about the wheel, where a failed download says nothing about it."""
 
     def __init__(self, message: str, versions: list[str] | None, *, download_failed: bool = True) -> None:
         super().__init__(message)
@@ -47,21 +49,26 @@ class FetchError(RuntimeError):
         self.download_failed = download_failed
 
 
-def cache_root() -> Path:
-    """``$DEFERLAB_CACHE/sglang`` when ``DEFERLAB_CACHE`` is set, else ``~/.cache/deferlab/sglang``."""
+def cache_root(engine: Engine) -> Path:
+    """``$DEFERLAB_CACHE/<name>`` when ``DEFERLAB_CACHE`` is set, else ``~/.cache/deferlab/<name>``."""
     base = os.environ.get("DEFERLAB_CACHE")
     root = Path(base).expanduser() if base else Path.home() / ".cache" / "deferlab"
-    return root / "sglang"
+    return root / engine.name
 
 
-def cached_tree(version: str, cache: Path | None = None) -> Path | None:
+def cached_tree(engine: Engine, version: str, cache: Path | None = None) -> Path | None:
     """The complete unzipped tree of ``version`` if a previous run left one, else None."""
-    final = (cache or cache_root()) / version
-    return final if (final / "sglang").is_dir() and (final / "deferlab-source.json").is_file() else None
+    final = (cache or cache_root(engine)) / version
+    return final if (final / engine.package).is_dir() and (final / "deferlab-source.json").is_file() else None
 
 
-def pip_download(version: str, dest: Path) -> Path:
-    """``python -m pip download --no-deps sglang==VERSION`` into ``dest``; the wheel's path."""
+def pip_downloader(engine: Engine) -> Downloader:
+    """The default downloader of ``engine``: `pip_download` of its distribution."""
+    return lambda version, dest: pip_download(engine.distribution, version, dest)
+
+
+def pip_download(distribution: str, version: str, dest: Path) -> Path:
+    """``python -m pip download --no-deps DISTRIBUTION==VERSION`` into ``dest``; the wheel's path."""
     dest.mkdir(parents=True, exist_ok=True)
     cmd = [
         sys.executable,
@@ -74,13 +81,13 @@ def pip_download(version: str, dest: Path) -> Path:
         "--no-input",
         "-d",
         str(dest),
-        f"sglang=={version}",
+        f"{distribution}=={version}",
     ]
     try:
         proc = subprocess.run(cmd, capture_output=True, text=True, timeout=900, check=False)
     except subprocess.TimeoutExpired:
-        raise FetchError(f"pip download sglang=={version} timed out after 900 s", None) from None
-    wheels = sorted(dest.glob("sglang-*.whl"))
+        raise DownloadError(f"pip download {distribution}=={version} timed out after 900 s", None) from None
+    wheels = sorted(dest.glob(f"{re.sub(r'[-_.]+', '_', distribution)}-*.whl"))
     if proc.returncode == 0 and wheels:
         return wheels[0]
     text = proc.stderr + proc.stdout
@@ -89,29 +96,31 @@ def pip_download(version: str, dest: Path) -> Path:
     if match and match.group(1).strip() not in ("", "none"):
         versions = [v.strip() for v in match.group(1).split(",") if v.strip()]
     last = [ln.strip() for ln in text.splitlines() if ln.strip() and not ln.startswith("WARNING: Location")]
-    raise FetchError(last[-1] if last else f"pip exited {proc.returncode}", versions)
+    raise DownloadError(last[-1] if last else f"pip exited {proc.returncode}", versions)
 
 
-def fetch(version: str, cache: Path | None = None, downloader: Downloader | None = None) -> tuple[Path, bool]:
+def fetch(
+    engine: Engine, version: str, cache: Path | None = None, downloader: Downloader | None = None
+) -> tuple[Path, bool]:
     """(tree, downloaded_now): the unzipped wheel of ``version``, fetching it only if not cached."""
-    cache = cache or cache_root()
-    found = cached_tree(version, cache)
+    cache = cache or cache_root(engine)
+    found = cached_tree(engine, version, cache)
     if found is not None:
         return found, False
     cache.mkdir(parents=True, exist_ok=True)
     _sweep_stale(cache)
     tmp = Path(tempfile.mkdtemp(prefix=f".tmp-{version}-", dir=cache))
     try:
-        wheel = (downloader or pip_download)(version, tmp / "wheel")
+        wheel = (downloader or pip_downloader(engine))(version, tmp / "wheel")
         if not zipfile.is_zipfile(wheel):
-            raise FetchError(f"{wheel.name} is not a zip archive (truncated download?)", None, download_failed=False)
+            raise DownloadError(f"{wheel.name} is not a zip archive (truncated download?)", None, download_failed=False)
         with zipfile.ZipFile(wheel) as zf:
             bad = zf.testzip()
             if bad is not None:
-                raise FetchError(f"{wheel.name}: corrupt member {bad}", None, download_failed=False)
+                raise DownloadError(f"{wheel.name}: corrupt member {bad}", None, download_failed=False)
             zf.extractall(tmp)
-        if not (tmp / "sglang").is_dir():
-            raise FetchError(f"{wheel.name} holds no sglang/ package", None, download_failed=False)
+        if not (tmp / engine.package).is_dir():
+            raise DownloadError(f"{wheel.name} holds no {engine.package}/ package", None, download_failed=False)
         meta = {
             "version": version,
             "wheel": wheel.name,
@@ -124,7 +133,7 @@ def fetch(version: str, cache: Path | None = None, downloader: Downloader | None
         try:
             os.rename(tmp, final)
         except OSError:
-            if cached_tree(version, cache) is None:  # not a concurrent winner: a real failure
+            if cached_tree(engine, version, cache) is None:  # not a concurrent winner: a real failure
                 raise
             shutil.rmtree(tmp, ignore_errors=True)
         return final, True

@@ -1,0 +1,26 @@
+"""Run another project's code on a CPU, and record every stand-in: the engine-agnostic loader.
+
+A driver describes its engine once (`engine.Engine`) and gets a `sources.Source`
+from ``sources.load(engine, spec)`` (or composes the steps itself). Nothing here
+names an engine; the drivers (``impl/sglang``) import this package, never the
+other way round.
+
+==============  =========  ===============================================================
+module          layer      what it holds
+==============  =========  ===============================================================
+engine          describe   `Engine` (names, checkout layout, required modules, wording),
+                           `SourceError`, `FetchError`, `FETCH_FAILED`
+provenance      record     `StandIn` / `Records` (every module not the real thing),
+                           `describe` (what ran, for a report)
+standins        stand in   stand-in classes and modules; `end_import_phase`,
+                           `StandInUsedError` once a stand-in is called at run time
+wheels          fetch      ``pip download --no-deps`` into ``~/.cache/deferlab/<name>/``,
+                           atomic; `DownloadError`
+importer        import     `Importer`: bare packages, guarded module bodies, stand-ins only
+                           for unguarded imports; `RequiredImportError`
+sources         resolve    ``installed`` / a checkout / a version -> `Resolved`; `Source`;
+                           one tree per engine per process; `load`
+==============  =========  ===============================================================
+
+Imports point up this table only (``sources`` uses everything above it).
+"""

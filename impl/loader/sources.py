@@ -1,0 +1,285 @@
+"""Which copy of an engine to run: the installed one, a source checkout, or a release wheel; one per process.
+
+Why one function per engine-agnostic step: `resolve` turns a spec into a
+tree without importing anything, `claim` refuses a second, different tree
+in the same process (modules live in ``sys.modules`` under the package's
+name, so two copies cannot sit side by side), `open_tree` installs the
+importer, and `Source` is what a driver keeps. Every error is the engine's
+own `Engine.source_error` (or `Engine.fetch_error` for a download that
+failed), with the message ending in `Engine.accepted`.
+"""
+
+from __future__ import annotations
+
+import ast
+import importlib.util
+import re
+import subprocess
+import sys
+import time
+import types
+import warnings
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from deferlab.impl.loader import wheels
+from deferlab.impl.loader.engine import FETCH_FAILED, VERSION, Engine
+from deferlab.impl.loader.importer import Importer, RequiredImportError
+from deferlab.impl.loader.provenance import StandIn
+from deferlab.impl.loader.standins import end_import_phase
+
+
+@dataclass
+class Resolved:
+    """A tree found for a spec (nothing imported yet)."""
+
+    kind: str  # "installed" | "checkout" | "wheel"
+    root: Path  # the folder holding the package
+    version: str
+    git_rev: str | None = None
+    downloaded: bool = False
+    wheel: dict[str, str] = field(default_factory=dict)
+
+
+@dataclass
+class Source:
+    """One loaded tree: where it is, which version, and every stand-in its import needed."""
+
+    spec: str
+    kind: str
+    version: str
+    root: Path
+    git_rev: str | None
+    importer: Importer
+    downloaded: bool = False
+    load_seconds: float = 0.0
+    wheel: dict[str, str] = field(default_factory=dict)
+    optional_errors: dict[str, str] = field(default_factory=dict)
+    required: tuple[str, ...] = ()  # the modules imported for real as required (the driver runs them)
+    absent: dict[str, types.ModuleType] = field(default_factory=dict)  # stand-ins for modules this tree lacks
+
+    @property
+    def engine(self) -> Engine:
+        return self.importer.engine
+
+    @property
+    def name(self) -> str:
+        return f"{self.engine.name}-{self.version}" + (f"+g{self.git_rev[:9]}" if self.git_rev else "")
+
+    @property
+    def stand_ins(self) -> list[StandIn]:
+        """Every module that is not the real thing here (kinds in `provenance.StandIn`), in the order met."""
+        return list(self.importer.records)
+
+    def full_name(self, name: str) -> str:
+        """``name`` as a module of the engine (a driver may shorten names by overriding this)."""
+        return name
+
+    def module(self, name: str) -> types.ModuleType:
+        """An engine module, imported for real (or the stand-in the driver put in `absent`)."""
+        full = self.full_name(name)
+        if full in self.absent:
+            return self.absent[full]
+        return self.importer.import_required(full)
+
+    def has(self, name: str) -> bool:
+        full = self.full_name(name)
+        return full in sys.modules and full not in self.optional_errors
+
+    def patch(self, module: str, why: str) -> None:
+        """Record that the driver replaced something real at run time (a ``patched`` stand-in record)."""
+        self.importer.record(module, "patched", why)
+
+
+_ACTIVE: dict[str, Source] = {}  # engine name -> the source this process loaded
+
+
+def check_spec(engine: Engine, spec: object) -> str:
+    """``spec`` stripped, or the engine's error for anything but a non-empty string."""
+    if not isinstance(spec, str) or not spec.strip():
+        raise engine.source_error(f"{engine.name} source {spec!r}: not a non-empty string; {engine.accepted}")
+    return spec.strip()
+
+
+def resolve(
+    engine: Engine, spec: str, cache: Path | None = None, downloader: wheels.Downloader | None = None
+) -> Resolved:
+    """The tree ``spec`` names: ``installed``, an existing path (a checkout), or a release version."""
+    err, accepted = engine.source_error, engine.accepted
+    if spec == "installed":
+        found = importlib.util.find_spec(engine.package)
+        if found is None or not found.submodule_search_locations:
+            raise err(
+                f"{engine.name} source 'installed': no {engine.package} package is importable by {sys.executable}; "
+                f"{accepted}"
+            )
+        root = Path(list(found.submodule_search_locations)[0]).resolve().parent
+        return Resolved("installed", root, tree_version(engine, root))
+    path = Path(spec).expanduser()
+    if path.exists():
+        root = checkout_root(engine, spec, path)
+        return Resolved("checkout", root, tree_version(engine, root), git_rev(path))
+    if VERSION.match(spec):
+        try:
+            tree, downloaded = wheels.fetch(engine, spec, cache, downloader)
+        except wheels.DownloadError as e:
+            if e.versions:
+                listed = ", ".join(e.versions[-25:])
+                raise err(
+                    f"{engine.name} source {spec!r}: the package index has no {engine.distribution}=={spec} "
+                    f"(it lists {listed}); {accepted}"
+                ) from None
+            if not e.download_failed:
+                raise err(f"{engine.name} source {spec!r}: the fetched wheel is unusable ({e}); {accepted}") from None
+            raise engine.fetch_error(
+                f"{engine.name} source {spec!r}: {FETCH_FAILED} with pip download ({e}); "
+                f"is the package index reachable? {accepted}"
+            ) from None
+        return Resolved("wheel", tree.resolve(), spec, None, downloaded, wheels.source_meta(tree))
+    if "/" in spec or spec.startswith((".", "~")):
+        raise err(f"{engine.name} source {spec!r}: no such path; {accepted}")
+    raise err(f"{engine.name} source {spec!r}: neither 'installed', an existing path nor a version; {accepted}")
+
+
+def checkout_root(engine: Engine, spec: str, path: Path) -> Path:
+    """The folder holding the package for a checkout, a package dir or an unzipped wheel."""
+    path = path.resolve()
+    pkg = engine.package
+    inside = path / engine.checkout_subdir if engine.checkout_subdir else None
+    for root in (inside, path.parent if path.name == pkg else None, path):
+        if root is None or not (root / pkg / "__init__.py").is_file():
+            continue
+        if not engine.marker or (root / pkg / engine.marker).is_dir():
+            return root
+    marker = f" and {engine.marker}/" if engine.marker else ""
+    raise engine.source_error(
+        f"{engine.name} source {spec!r}: {path} is not {engine.article} {engine.title} checkout "
+        f"(no {engine.package_path}/ with __init__.py{marker}, and not the {pkg} package folder itself); "
+        f"{engine.accepted}"
+    )
+
+
+def tree_version(engine: Engine, root: Path) -> str:
+    """The version a tree declares (``<package>/_version.py``, else ``pyproject.toml``), or ``unknown``."""
+    for path in (root / engine.package / "_version.py", root / engine.package / "version.py"):
+        try:
+            tree = ast.parse(path.read_text())
+        except (OSError, SyntaxError):
+            continue
+        for node in ast.walk(tree):
+            if isinstance(node, ast.Assign) and isinstance(node.value, ast.Constant):
+                names = {t.id for t in node.targets if isinstance(t, ast.Name)}
+                if names & {"__version__", "version"} and isinstance(node.value.value, str):
+                    return node.value.value
+    for pyproject in (root / "pyproject.toml", root.parent / "pyproject.toml"):
+        try:
+            match = re.search(r'^version\s*=\s*"([^"]+)"', pyproject.read_text(), re.M)
+        except OSError:
+            continue
+        if match:
+            return match.group(1)
+    return "unknown"
+
+
+def git_rev(path: Path) -> str | None:
+    try:
+        out = subprocess.run(
+            ["git", "-C", str(path.resolve()), "rev-parse", "HEAD"], capture_output=True, text=True, timeout=30
+        )
+    except (OSError, subprocess.TimeoutExpired):
+        return None
+    rev = out.stdout.strip()
+    return rev if out.returncode == 0 and re.fullmatch(r"[0-9a-f]{40}", rev) else None
+
+
+def active(engine: Engine, spec: str, root: Path) -> Source | None:
+    """The source already loaded from ``root`` (None if none is); refuses a second, different tree."""
+    err = engine.source_error
+    loaded = _ACTIVE.get(engine.name)
+    if loaded is not None:
+        if loaded.root == root:
+            return loaded
+        raise err(
+            f"{engine.name} source {spec!r}: this process already runs {loaded.name} from {loaded.root}; "
+            f"one {engine.title} version per process (run each version in its own subprocess)"
+        )
+    module = sys.modules.get(engine.package)
+    if module is not None and not str(getattr(module, "__file__", "") or "").startswith(str(root)):
+        raise err(
+            f"{engine.name} source {spec!r}: another {engine.package} ({getattr(module, '__file__', '?')}) is "
+            f"already imported in this process; one {engine.title} version per process"
+        )
+    return None
+
+
+def claim(source: Source) -> Source:
+    """Make ``source`` this process's copy of its engine (see `active`)."""
+    _ACTIVE[source.engine.name] = source
+    return source
+
+
+def open_tree(engine: Engine, kind: str, root: Path) -> Importer:
+    """An `Importer` for ``root`` on ``sys.meta_path`` (and ``root`` on ``sys.path`` unless installed)."""
+    import numpy  # noqa: F401  - deferlab's own dependencies are imported before any finder is installed,
+    import PIL.Image  # noqa: F401  so nothing of theirs can ever be stood in for
+    import torch  # noqa: F401
+
+    if kind != "installed" and str(root) not in sys.path:
+        sys.path.insert(0, str(root))
+    importer = Importer(engine, root)
+    importer.install()
+    return importer
+
+
+def import_required(source: Source, names: tuple[str, ...]) -> None:
+    """Import each of ``names`` for real; the first failure is the engine's error, naming the module."""
+    engine = source.engine
+    source.importer.required |= set(names)
+    source.required = tuple(names)
+    for name in names:
+        try:
+            source.importer.import_required(name)
+        except RequiredImportError as e:
+            raise engine.source_error(
+                f"{engine.name} source {source.spec!r} (version {source.version}, {source.root}): importing "
+                f"{e.module} failed inside {engine.title}: {type(e.cause).__name__}: {e.cause}"
+            ) from e
+
+
+def load(
+    engine: Engine, spec: str = "installed", *, cache: Path | None = None, downloader: wheels.Downloader | None = None
+) -> Source:
+    """Resolve ``spec``, import ``engine.required`` for real, end the import phase, and return the `Source`.
+
+    The whole flow for an engine with no checks of its own; a driver with more to check composes the
+    steps (`resolve`, `active`, `open_tree`, `import_required`, `claim`) itself.
+    """
+    t0 = time.perf_counter()
+    spec = check_spec(engine, spec)
+    found = resolve(engine, spec, cache, downloader)
+    already = active(engine, spec, found.root)
+    if already is not None:
+        return already
+    importer = open_tree(engine, found.kind, found.root)
+    source = Source(spec, found.kind, found.version, found.root, found.git_rev, importer, found.downloaded)
+    source.wheel = found.wheel
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        import_required(source, engine.required)
+    end_import_phase(engine.title)
+    source.load_seconds = time.perf_counter() - t0
+    return claim(source)
+
+
+def import_optional(importer: Importer, names: tuple[str, ...]) -> dict[str, str]:
+    """Import each of ``names`` the tree has; module -> why, for those absent or failing."""
+    errors: dict[str, str] = {}
+    for name in names:
+        if importer.locate(name) is None:
+            errors[name] = "absent in this version"
+            continue
+        try:
+            importer.import_required(name)
+        except RequiredImportError as e:
+            errors[name] = f"{type(e.cause).__name__}: {e.cause}"
+    return errors
