@@ -2,10 +2,11 @@
 
 The property suites record one verdict per (claim, policy) into
 ``properties/results/verdicts.json`` while pytest runs (schema in
-``properties/verdicts.py``). The report needs every claim C1..C12 for at
-least `REQUIRED_POLICIES`, so a pair the results lack is shown as
-``not-run`` rather than silently dropped: a claim nobody checked must look
-different from one that holds.
+`reference.system.claims`, the one parser of ``claims.toml``, which this CLI
+shares with the suite without importing the test package). The report needs
+every claim of claims.toml for at least `REQUIRED_POLICIES`, so a pair the
+results lack is shown as ``not-run`` rather than silently dropped: a claim
+nobody checked must look different from one that holds.
 """
 
 from __future__ import annotations
@@ -15,49 +16,24 @@ import json
 import os
 import subprocess
 import sys
-import tomllib
 from pathlib import Path
 from typing import Any
 
-from deferlab.properties import verdicts as _verdicts
+from deferlab.reference.system import claims as registry
+from deferlab.reference.system.claims import load_results as load_results  # the CLI reads verdicts.json here
+from deferlab.reference.system.seam import SGLANG_LABEL
 
-CLAIMS_TOML = _verdicts.CLAIMS_PATH
-RESULTS_DIR = _verdicts.RESULTS_DIR
-RESULTS_FILE = "verdicts.json"
+CLAIMS_TOML = registry.CLAIMS_PATH
+RESULTS_DIR = registry.RESULTS_DIR
+RESULTS_FILE = registry.RESULTS_FILE
 REQUIRED_POLICIES = ("PR_33921", "RELEASED")
-VERDICTS = _verdicts.VERDICTS
-REAL_LABEL = "SGLANG"  # the one column of a real-code run (properties/seam_sglang.py)
-CLAIM_IDS = tuple(f"C{i}" for i in range(1, 13))
-SUPPORTED_RESULTS_SCHEMA = 1
+VERDICTS = registry.VERDICTS
+REAL_LABEL = SGLANG_LABEL  # the one column of a real-code run
 
 
 def load_claim_statements(path: Path = CLAIMS_TOML) -> dict[str, dict[str, str]]:
-    """id -> {statement, source} from claims.toml; ids C1..C12 always present (blank if the file lacks them)."""
-    out = {cid: {"statement": "", "source": ""} for cid in CLAIM_IDS}
-    if Path(path).is_file():
-        for raw in tomllib.loads(Path(path).read_text()).get("claim", []):
-            if "id" in raw:
-                out[raw["id"]] = {"statement": raw.get("statement", ""), "source": raw.get("source", "")}
-    return out
-
-
-def load_results(results_dir: str | Path) -> dict[str, Any]:
-    """The parsed ``verdicts.json`` in ``results_dir``; ValueError naming the file when it is missing or malformed."""
-    path = Path(results_dir) / RESULTS_FILE
-    if not path.is_file():
-        raise ValueError(f"no results file {str(path)!r}: run the property suite first (scripts/test.sh)")
-    try:
-        data = json.loads(path.read_text())
-    except json.JSONDecodeError as e:
-        raise ValueError(f"results file {str(path)!r} is not valid JSON: {e}") from None
-    if not isinstance(data, dict) or not isinstance(data.get("claims"), list):
-        raise ValueError(f"results file {str(path)!r} has no 'claims' list (schema_version 1 expected)")
-    if data.get("schema_version") != SUPPORTED_RESULTS_SCHEMA:
-        raise ValueError(
-            f"results file {str(path)!r} has schema_version {data.get('schema_version')!r}; "
-            f"this report reads {SUPPORTED_RESULTS_SCHEMA}"
-        )
-    return data
+    """id -> {statement, source} for every claim of claims.toml (its one parser, strict), in file order."""
+    return {cid: {"statement": c.statement, "source": c.source} for cid, c in registry.load_claims(path).items()}
 
 
 def claim_table(
@@ -131,7 +107,10 @@ def suite_path() -> Path:
     conftest: the xdist controller, which collects nothing, must load the
     hooks that merge the workers' verdicts.
     """
-    return Path(_verdicts.__file__).resolve().parent
+    spec = importlib.util.find_spec("deferlab.properties")  # found, not imported: the CLI never loads the tests
+    if spec is None or not spec.submodule_search_locations:
+        raise RuntimeError("the deferlab.properties package (the property suite) is not installed")
+    return Path(next(iter(spec.submodule_search_locations))).resolve()
 
 
 def pytest_command(profile: str, impl: str | None = None, sglang: str | None = None) -> list[str]:

@@ -17,7 +17,8 @@ import tempfile
 from pathlib import Path
 from typing import Any
 
-from deferlab.reference.system.errors import UsageError
+from deferlab.reference.system.errors import DeferlabInputError, UsageError
+from deferlab.reference.system.validate import check_choice
 from deferlab.reports.claims import load_claim_statements
 from deferlab.reports.runner import PROFILES, default_out_dir
 from deferlab.reports.versions import matrix as versions
@@ -42,9 +43,10 @@ def add_parser(sub: Any) -> argparse.ArgumentParser:
 def _check(args: argparse.Namespace) -> tuple[list[str] | None, Path | None, dict[str, dict[str, str]] | None]:
     """The releases asked for (None: every one on the index), the baseline's path and, unless it is about to be
     rewritten (``--update-baseline``: it may not exist yet), its verdicts, read and checked here."""
-    from deferlab.reports.cli import _check_profile  # reports.cli imports this module
-
-    _check_profile(args.profile)
+    try:  # as `deferlab report` checks it (reports.cli imports this module, so not through it)
+        check_choice("--profile", args.profile, PROFILES)
+    except DeferlabInputError as e:
+        raise UsageError(str(e)) from None
     if args.newest and args.versions:
         raise UsageError("--newest takes no VERSION arguments (it picks the newest release itself)")
     bad = [v for v in args.versions if versions.version_key(v) == (10**6,)]

@@ -3,7 +3,7 @@
 For each release, one subprocess loads that SGLang (one version per process:
 its modules cannot be unloaded) and runs the claim tests through the seam
 (``pytest <suite>/claims --sglang VERSION``), recording verdicts under the
-label ``SGLANG``. A release that cannot be loaded (no Kimi-K3 processor, the
+label `SGLANG_LABEL` (``SGLANG``). A release that cannot be loaded (no Kimi-K3 processor, the
 wheel cannot be fetched, an import fails inside SGLang) gets its one-line
 error in ``errors`` and every claim ``n/a`` would be a lie, so its column is
 left out of the verdicts and listed there instead.
@@ -26,12 +26,12 @@ import time
 from pathlib import Path
 from typing import Any, TextIO
 
-from deferlab.properties import verdicts as claim_registry
+from deferlab.reference.system import claims as claim_registry
+from deferlab.reference.system.seam import SGLANG_LABEL
 from deferlab.reports import claims
 from deferlab.reports.atomic import write_text_atomic
 
 MINIMUM = "0.5.17"
-LABEL = "SGLANG"
 BASELINE = Path(__file__).resolve().parents[1] / "versions_baseline.json"
 SCHEMA_VERSION = 1
 
@@ -122,7 +122,7 @@ def run_version(version: str, profile: str, runs_dir: Path, log: TextIO) -> dict
     except ValueError as e:
         out["error"] = one_line(f"the claim tests recorded nothing (pytest exit {proc.returncode}): {e}")
     else:
-        out["rows"] = [r for r in doc["claims"] if r["policy"] == LABEL]
+        out["rows"] = [r for r in doc["claims"] if r["policy"] == SGLANG_LABEL]
         out["verdicts"] = {r["id"]: r["verdict"] for r in out["rows"]}
         out["system"] = doc.get("system")
         if proc.returncode not in (0, 1):
