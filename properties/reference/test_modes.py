@@ -9,7 +9,7 @@ import pytest
 from hypothesis import example, given
 from PIL import Image
 
-from deferlab.properties.strategies.pil import mode_images, p_image
+from deferlab.properties.strategies.images import mode_images, p_image
 from deferlab.reference.oracle import corpus
 from deferlab.reference.oracle.modes import DELEGATED_MODES, GREY_MODES, OWN_MODES, to_rgb, to_rgba
 

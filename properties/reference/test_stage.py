@@ -11,7 +11,7 @@ from hypothesis import strategies as st
 from hypothesis.extra import numpy as hnp
 from PIL import Image
 
-from deferlab.properties.strategies.pil import mode_images
+from deferlab.properties.strategies.images import mode_images
 from deferlab.reference.oracle import corpus
 from deferlab.reference.oracle.stage import DELEGATED_MODES, has_alpha, image_size, raw_channels, to_chw_uint8
 

@@ -2,7 +2,7 @@
 
 Composable, keyword-only bounds, validated arguments, and a docstring that
 says what is generated and how it shrinks, like Hypothesis's own strategies.
-Image strategies live in `strategies_images` and are re-exported here.
+Image strategies live in `strategies.images` and are re-exported here.
 
 Pixel-level properties draw SMALL images (sides <= ~40): the structure
 (mode, transparency form, layout, which side binds) breaks things, not the
