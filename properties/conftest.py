@@ -28,8 +28,9 @@ from pathlib import Path
 import pytest
 from hypothesis import settings
 
-from deferlab.properties import plugin, seam_sglang, verdicts
+from deferlab.properties import plugin, verdicts
 from deferlab.reference.system.claims import load_claims
+from deferlab.reference.system.seam import SGLANG_LABEL
 
 
 def _cuda_available() -> bool:
@@ -101,7 +102,7 @@ def pytest_generate_tests(metafunc: pytest.Metafunc) -> None:
     if claim is None and listed is None:
         return
     if _real(metafunc.config):
-        names = [seam_sglang.LABEL]
+        names = [SGLANG_LABEL]
     elif claim is not None:
         names = list(load_claims()[claim.args[0]].expected)
     else:
@@ -185,7 +186,7 @@ def pytest_sessionfinish(session: pytest.Session, exitstatus: int) -> None:
             verdicts.RESULTS_DIR / "verdicts.json",
             profile=str(profile),
             impl=f"sglang:{real}" if real is not None else plugin.impl_spec(config),
-            labels=[seam_sglang.LABEL] if real is not None else None,
+            labels=[SGLANG_LABEL] if real is not None else None,
         )
         if out is not None:
             config._deferlab_verdicts = json.loads(out.read_text())  # for a terminal summary line

@@ -97,17 +97,10 @@ def impl_spec(config: pytest.Config) -> str:
 
 
 def real_impl(spec: str | None) -> Any:
-    """Real SGLang behind the seam."""
-    # While seam_sglang.SGLangSeam is being merged into impl.sglang.driver.SGLangImpl: whichever has `describe` and
-    # the seam's methods (the integrator will keep the driver alone).
+    """Real SGLang behind the seam (the driver is the seam implementation; SGLangSeam was merged into it)."""
     from deferlab.impl.sglang.driver import SGLangImpl
-    from deferlab.properties import seam
 
-    if all(hasattr(SGLangImpl, m) for m in ("describe", *seam.call_methods())):
-        return SGLangImpl(spec)
-    from deferlab.properties.seam_sglang import SGLangSeam
-
-    return SGLangSeam(spec)
+    return SGLangImpl(spec)
 
 
 @pytest.fixture(scope="session")
