@@ -11,7 +11,7 @@ Decisions (semantics §3.1, §4 show where each is misread upstream):
   dim is in {1, 3, 4} while ``shape[0]`` is not looks HWC and is rejected
   with a hint to permute; when both ends are in {1, 3, 4} (e.g. (3, 8, 3))
   the layout is ambiguous and CHW, the documented contract, is assumed.
-* PIL modes: accepted are those PIL converts to RGB/RGBA losslessly for
+* PIL modes (`reference.system.contract.ACCEPTED_MODES`): accepted are those PIL converts to RGB/RGBA losslessly for
   8-bit content: 1, L, P, LA, PA, RGB, RGBA, RGBX, CMYK, YCbCr. Rejected:
   ``RGBa`` / ``La`` (premultiplied alpha whose lower-case band name hides it
   from the alpha predicate, so alpha is dropped and colours stay
@@ -30,9 +30,9 @@ import torch
 from PIL import Image
 
 from deferlab.reference.system.config import PreprocessConfig
+from deferlab.reference.system.contract import ACCEPTED_MODES
 from deferlab.reference.system.errors import InputTypeError, InputValueError
 
-ACCEPTED_MODES = ("1", "L", "P", "LA", "PA", "RGB", "RGBA", "RGBX", "CMYK", "YCbCr")
 _CHANNELS = (1, 3, 4)
 
 

@@ -16,11 +16,15 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from deferlab.impl.validation import ACCEPTED_MODES
 from deferlab.properties import claimcheck, seam, verdicts
 from deferlab.properties import strategies as s
 from deferlab.reference.oracle.navit import resize_config
-from deferlab.reference.system.contract import DEFERRED_PREPROCESSING_KEY, GRID_THWS_KEY, IMAGE_GRID_THW_KEY
+from deferlab.reference.system.contract import (
+    ACCEPTED_MODES,
+    DEFERRED_PREPROCESSING_KEY,
+    GRID_THWS_KEY,
+    IMAGE_GRID_THW_KEY,
+)
 from deferlab.reference.system.profiles import profile
 
 K3 = profile("kimi-k3")  # small images always defer under it: raw bytes are far below the padded FP32 bytes

@@ -17,11 +17,11 @@ from hypothesis import HealthCheck, example, given, settings
 from hypothesis import strategies as st
 from PIL import Image
 
-from deferlab.impl.validation import ACCEPTED_MODES
 from deferlab.properties import claimcheck, seam
 from deferlab.properties import strategies as s
 from deferlab.reference.oracle.navit import resize_config
 from deferlab.reference.system.config import BackgroundConfig, PreprocessConfig
+from deferlab.reference.system.contract import ACCEPTED_MODES
 
 POLICIES = ["PR_33921", "RELEASED", "HARDENED"]
 

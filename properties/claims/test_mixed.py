@@ -16,11 +16,11 @@ import torch
 from hypothesis import HealthCheck, example, given, settings
 from hypothesis import strategies as st
 
-from deferlab.impl.validation import ACCEPTED_MODES
 from deferlab.properties import claimcheck, seam
 from deferlab.properties import strategies as s
 from deferlab.properties.claims.test_eager_deferred import bits, eager_features, patch_counts
 from deferlab.reference.system.config import PreprocessConfig
+from deferlab.reference.system.contract import ACCEPTED_MODES
 
 POLICIES = ["PR_33921", "RELEASED", "HARDENED", "INTERIM_3D3194F"]
 SMALL = PreprocessConfig(patch_size=2, merge_kernel_size=2, in_patch_limit=16, patch_limit_on_one_side=4)

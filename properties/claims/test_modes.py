@@ -15,7 +15,6 @@ from hypothesis import HealthCheck, example, given, settings
 from hypothesis import strategies as st
 from PIL import Image
 
-from deferlab.impl.validation import ACCEPTED_MODES
 from deferlab.properties import claimcheck, seam
 from deferlab.properties import strategies as s
 from deferlab.properties.claims.test_gate import keyed_palette
@@ -23,6 +22,7 @@ from deferlab.properties.strategies.images import GREY_LIKE
 from deferlab.reference.oracle.modes import to_rgb
 from deferlab.reference.oracle.stage import to_chw_uint8
 from deferlab.reference.system.config import BackgroundConfig, PreprocessConfig
+from deferlab.reference.system.contract import ACCEPTED_MODES
 
 # Patch 1, merge 1, limits far above the images: no resize, no pad, one patch per pixel, so an output row
 # is a pixel. mean 0 / std 1 keeps every level distinct in FP32 (x * f32(1/255)).

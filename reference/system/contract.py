@@ -1,9 +1,12 @@
-"""The deferred-item data contract's names (semantics §5): shared, not behaviour.
+"""The deferred-item data contract's names (semantics §5) and the accepted input modes: shared, not behaviour.
 
 Producers write and consumers read these keys; ``impl`` keeps the producer and
 consumer code apart so a property can catch a key one side reads and the other
 never wrote. What each contract version carries is data here, so the oracle
-and the implementation agree on names without sharing algorithms.
+and the implementation agree on names without sharing algorithms. The PIL
+modes the HARDENED front door accepts (`ACCEPTED_MODES`, enforced by
+``impl.validation``) are here too, so a claim test can draw from them without
+importing the implementation it judges.
 """
 
 from __future__ import annotations
@@ -27,3 +30,5 @@ CONTRACT_FIELDS: dict[str, frozenset[str]] = {
 
 BACKENDS = ("gpu", "cpu")
 TRANSPORTS = ("cpu", "cuda_ipc", "fabric")
+# PIL modes PIL converts to RGB/RGBA losslessly for 8-bit content (semantics §3.1); HARDENED rejects the others.
+ACCEPTED_MODES = ("1", "L", "P", "LA", "PA", "RGB", "RGBA", "RGBX", "CMYK", "YCbCr")
