@@ -1,11 +1,10 @@
-"""deferlab's independent oracle: pure NumPy (+ Pillow only to decode and read raw bands).
+"""deferlab's reference: two rooms, imported by their own paths (this package re-exports nothing).
 
-It must stay free of any torch dependency and never call ``Image.convert`` for a conversion it
-is meant to check. The shared types (`reference.system.config`, `reference.system.profiles`,
-`reference.system.contract`) are the only part ``impl`` may import.
+* `reference.system`: the shared description of the system under test (configs, profiles, errors and
+  front-door checks, policies, the item contract and accepted modes, the claims registry and its one
+  parser, the verdict vocabulary, the seam and IPC protocols, one label per real system). No algorithms,
+  no torch; it imports nothing of deferlab outside itself, and it is the only part ``impl`` may import.
+* `reference.oracle`: the independent oracle's algorithms, pure NumPy (+ Pillow only to decode and read
+  raw bands); it imports only the description, never torch, and never calls ``Image.convert`` for a
+  conversion it is meant to check.
 """
-
-from deferlab.reference.system.config import BackgroundConfig, PreprocessConfig, ResizeConfig
-from deferlab.reference.system.profiles import DEFAULT_PROFILE, profile, profile_names
-
-__all__ = ["BackgroundConfig", "PreprocessConfig", "ResizeConfig", "DEFAULT_PROFILE", "profile", "profile_names"]
