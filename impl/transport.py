@@ -15,7 +15,7 @@ from dataclasses import dataclass
 
 import torch
 
-from deferlab.impl.ipc import released_total_count, requested_count, resolve_count
+from deferlab.impl.ipc import released_total, requested, resolve
 from deferlab.impl.items import MultimodalItem
 from deferlab.reference.system.contract import DEFERRED_PREPROCESSING_KEY, TRANSPORTS
 from deferlab.reference.system.errors import InputValueError
@@ -57,6 +57,6 @@ def deliver(
         return Delivery([deserialize_items(data) for _ in range(num_ranks)], len(data), None)
     if any(DEFERRED_PREPROCESSING_KEY in it.model_specific_data for it in items):
         raise InputValueError(f"deferred items travel only over the 'cpu' transport, not {transport!r}")
-    total = released_total_count(num_ranks)
-    count = resolve_count(requested_count(policy, num_ranks), total, policy.ipc_clamp)
+    total = released_total(num_ranks)
+    count = resolve(requested(policy, num_ranks), total, policy.ipc_clamp)
     return Delivery([list(items) for _ in range(num_ranks)], 0, count)

@@ -161,10 +161,10 @@ def test_pinned_counter_pool_precharge_frees_the_next_item_before_its_owner_read
 
 def test_pinned_pr_count_under_attention_dp_is_rejected_by_the_released_pool() -> None:
     """The shrunk valid_ack counterexample: tp 2, attention DP 2, K_p 1; the PR's K_c = tp_size = 2 is neither 1 nor K_p."""
-    from deferlab.impl.ipc import released_total_count, requested_count, resolve_count
+    from deferlab.impl.ipc import released_total, requested, resolve
 
-    k_p = released_total_count(2, 2)
-    k_c = resolve_count(requested_count(PR_33921, 2, 2), k_p, clamp=False)
+    k_p = released_total(2, 2)
+    k_c = resolve(requested(PR_33921, 2, 2), k_p, clamp=False)
     pool = GenerationPool(1)
     pool.publish(0, k_p, {0})
     pool.read(0, 0)
@@ -172,7 +172,7 @@ def test_pinned_pr_count_under_attention_dp_is_rejected_by_the_released_pool() -
         pool.ack(0, 0, k_c)
     pool.recycle()
     assert pool.slots[0].busy  # never frees: the liveness failure that follows
-    assert resolve_count(requested_count(RELEASED_0_5_19, 2, 2), k_p, clamp=True) == k_p
+    assert resolve(requested(RELEASED_0_5_19, 2, 2), k_p, clamp=True) == k_p
 
 
 def test_the_exhaustive_walk_finds_every_failing_verdict_at_the_same_smallest_topology(

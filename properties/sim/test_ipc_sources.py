@@ -9,6 +9,7 @@ derivation in ``test_ipc.py``'s docstring predicts for that shape.
 from __future__ import annotations
 
 from dataclasses import dataclass
+from pathlib import Path
 
 import pytest
 
@@ -36,6 +37,25 @@ def test_released_words_are_the_count_rule() -> None:
                     continue
                 by_words.ack_words(0, PolicyCounts(RELEASED).acknowledge(count, total, rank, tp_size=8, attn_dp_size=1))
                 assert by_count.slots[0].acked == by_words.slots[0].acked, (total, count, rank)
+
+
+def test_the_count_source_protocol_is_written_once_in_the_description() -> None:
+    """sim's AckCounts is reference.system.ipc's (one Protocol, no copy), with the members the machine calls."""
+    from deferlab.reference.system import ipc as shared
+    from deferlab.sim.ipc import claim, machine
+
+    assert machine.AckCounts is shared.AckCounts and claim.AckCounts is shared.AckCounts
+    methods = {n for n, v in vars(shared.AckCounts).items() if callable(v) and not n.startswith("_")}
+    assert set(shared.AckCounts.__annotations__) | methods == {
+        "name",
+        "from_real_code",
+        "non_owner_release",
+        "producer_total",
+        "requested",
+        "resolve",
+        "acknowledge",
+    }
+    assert "class AckCounts" not in Path(machine.__file__).read_text()
 
 
 @dataclass
