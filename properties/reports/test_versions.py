@@ -119,3 +119,15 @@ def test_versions_cli_refuses_bad_usage(capsys: pytest.CaptureFixture) -> None:
     assert "--newest takes no VERSION" in capsys.readouterr().err
     assert main(["versions", "--profile", "fast"]) == 2
     assert "--profile must be one of" in capsys.readouterr().err
+
+
+def test_the_suite_and_the_cli_read_one_registry() -> None:
+    """The recorder's registry is reference.system.claims's, the CLI's claim ids are claims.toml's (in order), and
+    both name real SGLang's column with the one label."""
+    from deferlab.properties import verdicts
+    from deferlab.reference.system.seam import SGLANG_LABEL, label_for
+
+    assert verdicts.load_claims is registry.load_claims and verdicts.VERDICTS is registry.VERDICTS
+    assert list(claims.load_claim_statements()) == list(registry.claim_ids()) == list(verdicts.load_claims())
+    assert claims.REAL_LABEL == SGLANG_LABEL == label_for("sglang")
+    assert claims.suite_path() == Path(verdicts.__file__).resolve().parent
