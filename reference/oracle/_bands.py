@@ -1,5 +1,9 @@
 """Evaluation engine of the separable resize (private to `reference.oracle.resample` and `reference.oracle.pipeline`).
 
+It also holds the filter it evaluates (`aa_bicubic_weights`, the kernel
+`reference.oracle.resample` documents and re-exports), so the engine, the
+lower module, imports nothing of resample's: no import cycle.
+
 Each pass multiplies by the banded filter matrix one *band block* at a time:
 ``block`` consecutive outputs, whose windows cover one contiguous input
 span, form a small dense ``(outputs x span)`` matrix, so a pass is a few
@@ -28,11 +32,15 @@ get alone (bitwise batch == per image).
 
 from __future__ import annotations
 
+import math
 from collections.abc import Callable
 from functools import lru_cache
 from typing import NamedTuple
 
 import numpy as np
+
+from deferlab.reference.system.errors import InputValueError
+from deferlab.reference.system.validate import check_positive_int
 
 ROW_BLOCK = 4  # outputs per band block of the row (H) pass: (4 x span) @ (span x width) wastes little
 COL_BLOCK = 16  # outputs per band block of the column (W) pass: wider blocks amortize the strided slab
@@ -40,8 +48,76 @@ _GROUP_ROWS = 192  # output rows per group handed to the column pass and the sin
 _INPUT_BYTES = 2 << 20  # float64 bytes of input rows converted at once for the row pass
 _MAX_MNK = 4 * 65536  # OpenBLAS runs a product with M*N*K at most this on the calling thread only
 
+A = -0.5  # PIL's / torch-antialias's Keys parameter
+
 Block = tuple[int, int, int, int, np.ndarray]  # (o0, o1, i0, i1, m (o1-o0, i1-i0) float64, read-only)
 Sink = Callable[[int, int, np.ndarray], None]
+
+
+def _keys_cubic(d: np.ndarray) -> np.ndarray:
+    x = np.abs(d)
+    near = ((A + 2.0) * x - (A + 3.0)) * x * x + 1.0
+    far = ((x - 5.0) * x + 8.0) * x * A - 4.0 * A
+    return np.where(x < 1.0, near, np.where(x < 2.0, far, 0.0))
+
+
+@lru_cache(maxsize=256)
+def _weights(in_size: int, out_size: int, coordinates: str) -> tuple[np.ndarray, np.ndarray]:
+    f32, f64 = np.float32, np.float64
+    if coordinates == "float32":
+        # torch (float input): scale = float(in)/float(out); centre rounded to float32.
+        scale = f64(f32(in_size) / f32(out_size))
+    else:
+        scale = in_size / out_size
+    support = 2.0 * scale if scale >= 1.0 else 2.0  # exact in float32 too (a doubling)
+    invscale = 1.0 / scale if scale >= 1.0 else 1.0
+    taps = 2 * math.ceil(support) + 1
+    j = np.arange(taps, dtype=np.int64)
+    center = scale * (np.arange(out_size, dtype=np.float64) + 0.5)
+    if coordinates == "float32":
+        invscale = f64(f32(invscale))
+        center = center.astype(f32)
+        sup = f32(support)
+        lo = (center - sup).astype(f64)
+        hi = (center + sup).astype(f64)
+        # (j + xmin) - centre in float32, then (d + 0.5) * invscale rounded to float32.
+        xmin = np.maximum(np.trunc(lo + 0.5), 0).astype(np.int64)
+        d = (j[None, :] + xmin[:, None]).astype(f32) - center[:, None]
+        arg = ((d.astype(f64) + 0.5) * invscale).astype(f32).astype(f64)
+    else:
+        lo, hi = center - support, center + support
+        # C-style int(): truncation toward zero, then the clip to the image.
+        xmin = np.maximum(np.trunc(lo + 0.5), 0).astype(np.int64)
+        arg = (j[None, :] + xmin[:, None] - center[:, None] + 0.5) * invscale
+    xend = np.minimum(np.trunc(hi + 0.5).astype(np.int64), in_size)
+    xsize = np.clip(xend - xmin, 0, taps)
+    w = np.where(j[None, :] < xsize[:, None], _keys_cubic(arg), 0.0)
+    total = w.sum(axis=1, keepdims=True)
+    w = np.divide(w, total, out=w, where=total != 0)
+    xmin.setflags(write=False)
+    w.setflags(write=False)
+    return xmin, w
+
+
+COORDINATES = ("float32", "exact")
+
+
+def aa_bicubic_weights(in_size: int, out_size: int, *, coordinates: str = "float32") -> tuple[np.ndarray, np.ndarray]:
+    """(xmin int64 (out,), weights float64 (out, taps)) of torch's antialiased bicubic; cached, read-only.
+
+    Output pixel ``i`` is ``sum_j weights[i, j] * x[xmin[i] + j]``; unused taps
+    carry weight 0 (their index may run past the image and must be clipped).
+
+    ``coordinates="float32"`` (default) places the filter where torch does for
+    float32 input: ``scale = float32(in) / float32(out)``, the centre and each
+    tap offset rounded to float32. At 4k widths that shifts the filter by up
+    to ~1e-4 px and results by up to ~0.03 levels, far more than accumulation
+    noise, so the oracle must model it. Kernel values and the normalisation
+    stay exact (float64). ``"exact"`` is the ideal real-number filter.
+    """
+    if coordinates not in COORDINATES:
+        raise InputValueError(f"coordinates must be one of {COORDINATES}, got {coordinates!r}")
+    return _weights(check_positive_int("in_size", in_size), check_positive_int("out_size", out_size), coordinates)
 
 
 @lru_cache(maxsize=256)
@@ -53,8 +129,6 @@ def band_blocks(in_size: int, out_size: int, coordinates: str, block: int) -> tu
     (a zero weight adds nothing to a float64 sum, so leaving it out changes
     no value).
     """
-    from deferlab.reference.oracle.resample import aa_bicubic_weights  # the weights' one home (it imports this module)
-
     xmin, w = aa_bicubic_weights(in_size, out_size, coordinates=coordinates)
     taps = w.shape[1]
     nz = w != 0

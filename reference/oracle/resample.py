@@ -26,7 +26,9 @@ resizes the last axis (W) first, then H (the order its float32 error bound,
 `tie_epsilon`, follows); an axis whose size is unchanged is skipped (its
 weights would be the identity anyway).
 
-Evaluation (`reference.oracle._bands`): float64 BLAS products over dense band
+The weights (`aa_bicubic_weights`, re-exported here) are computed in
+`reference.oracle._bands`, beside the engine that is their only other user,
+so the engine does not import this module. Evaluation there: float64 BLAS products over dense band
 blocks of the filter, H pass first (exact separable passes commute; the
 float64 results agree with the W-first order and with a direct 2-D
 convolution to ~1e-13), streamed over groups of output rows so no
@@ -35,87 +37,27 @@ full-size float64 intermediate is made beyond ``exact`` itself.
 
 from __future__ import annotations
 
-import math
-from functools import lru_cache
 from typing import NamedTuple
 
 import numpy as np
 
-from deferlab.reference.oracle._bands import resize_image
+from deferlab.reference.oracle._bands import COORDINATES, aa_bicubic_weights, resize_image
 from deferlab.reference.system.errors import InputValueError
 from deferlab.reference.system.validate import check_float_image, check_positive_int
 
-A = -0.5  # PIL's / torch-antialias's Keys parameter
 _U32 = 2.0**-24  # unit roundoff of float32
 # Bound on |torch's float32 weight - ours| in units of u: a handful of float32
 # operations for the kernel value, its running sum and the normalising division.
 _WEIGHT_ROUNDINGS = 16
-
-
-def _keys_cubic(d: np.ndarray) -> np.ndarray:
-    x = np.abs(d)
-    near = ((A + 2.0) * x - (A + 3.0)) * x * x + 1.0
-    far = ((x - 5.0) * x + 8.0) * x * A - 4.0 * A
-    return np.where(x < 1.0, near, np.where(x < 2.0, far, 0.0))
-
-
-@lru_cache(maxsize=256)
-def _weights(in_size: int, out_size: int, coordinates: str) -> tuple[np.ndarray, np.ndarray]:
-    f32, f64 = np.float32, np.float64
-    if coordinates == "float32":
-        # torch (float input): scale = float(in)/float(out); centre rounded to float32.
-        scale = f64(f32(in_size) / f32(out_size))
-    else:
-        scale = in_size / out_size
-    support = 2.0 * scale if scale >= 1.0 else 2.0  # exact in float32 too (a doubling)
-    invscale = 1.0 / scale if scale >= 1.0 else 1.0
-    taps = 2 * math.ceil(support) + 1
-    j = np.arange(taps, dtype=np.int64)
-    center = scale * (np.arange(out_size, dtype=np.float64) + 0.5)
-    if coordinates == "float32":
-        invscale = f64(f32(invscale))
-        center = center.astype(f32)
-        sup = f32(support)
-        lo = (center - sup).astype(f64)
-        hi = (center + sup).astype(f64)
-        # (j + xmin) - centre in float32, then (d + 0.5) * invscale rounded to float32.
-        xmin = np.maximum(np.trunc(lo + 0.5), 0).astype(np.int64)
-        d = (j[None, :] + xmin[:, None]).astype(f32) - center[:, None]
-        arg = ((d.astype(f64) + 0.5) * invscale).astype(f32).astype(f64)
-    else:
-        lo, hi = center - support, center + support
-        # C-style int(): truncation toward zero, then the clip to the image.
-        xmin = np.maximum(np.trunc(lo + 0.5), 0).astype(np.int64)
-        arg = (j[None, :] + xmin[:, None] - center[:, None] + 0.5) * invscale
-    xend = np.minimum(np.trunc(hi + 0.5).astype(np.int64), in_size)
-    xsize = np.clip(xend - xmin, 0, taps)
-    w = np.where(j[None, :] < xsize[:, None], _keys_cubic(arg), 0.0)
-    total = w.sum(axis=1, keepdims=True)
-    w = np.divide(w, total, out=w, where=total != 0)
-    xmin.setflags(write=False)
-    w.setflags(write=False)
-    return xmin, w
-
-
-COORDINATES = ("float32", "exact")
-
-
-def aa_bicubic_weights(in_size: int, out_size: int, *, coordinates: str = "float32") -> tuple[np.ndarray, np.ndarray]:
-    """(xmin int64 (out,), weights float64 (out, taps)) of torch's antialiased bicubic; cached, read-only.
-
-    Output pixel ``i`` is ``sum_j weights[i, j] * x[xmin[i] + j]``; unused taps
-    carry weight 0 (their index may run past the image and must be clipped).
-
-    ``coordinates="float32"`` (default) places the filter where torch does for
-    float32 input: ``scale = float32(in) / float32(out)``, the centre and each
-    tap offset rounded to float32. At 4k widths that shifts the filter by up
-    to ~1e-4 px and results by up to ~0.03 levels, far more than accumulation
-    noise, so the oracle must model it. Kernel values and the normalisation
-    stay exact (float64). ``"exact"`` is the ideal real-number filter.
-    """
-    if coordinates not in COORDINATES:
-        raise InputValueError(f"coordinates must be one of {COORDINATES}, got {coordinates!r}")
-    return _weights(check_positive_int("in_size", in_size), check_positive_int("out_size", out_size), coordinates)
+__all__ = [
+    "COORDINATES",
+    "ResampleResult",
+    "aa_bicubic_weights",
+    "classify_disagreement",
+    "resize_bicubic_aa",
+    "round_rows",
+    "tie_epsilon",
+]
 
 
 class ResampleResult(NamedTuple):
