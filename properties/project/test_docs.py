@@ -8,9 +8,10 @@ names (in backticks or a code block) has a working ``--help``; every
 (``deferlab.x.y`` or ``x.y.z`` with ``x`` one of the five folders) imports,
 a ``module.attr`` form as its longest importable prefix plus attributes.
 
-And a project rule: no tracked text file cites the old forms (``SPEC 3.4``,
-``facts 5.1``) except ``docs/CITATIONS.md``, which maps them to ``semantics
-§x.y``, and the history section (§12) of ``docs/semantics.md``.
+And a project rule: no tracked text file cites the old forms (the word
+``SPEC`` or ``facts``, a space and a section number) except
+``docs/CITATIONS.md``, which maps them to ``semantics §x.y``, and the history
+section (§12) of ``docs/semantics.md``.
 
 Checks the checkout (the docs are not installed): skipped when run as the
 installed suite.
