@@ -245,13 +245,18 @@ def _baseline(args: argparse.Namespace) -> int:
     return 0
 
 
+def _calibrate(args: argparse.Namespace) -> int:
+    """``deferlab calibrate``: `sim.calibrate.run` measures and builds the profile; it is written here, atomically."""
+    return calibrate_cmd.run(args, write_text_atomic)
+
+
 COMMANDS = {
     "report": _report,
     "sweep": _sweep,
     "sim": _sim,
     "bench": _bench,
     "test": _test,
-    "calibrate": calibrate_cmd.run,
+    "calibrate": _calibrate,
     "versions": versions_cli.run,
     "claims": _claims,
     "baseline": _baseline,

@@ -17,6 +17,7 @@ from pathlib import Path
 import pytest
 
 from deferlab.reference.system.errors import ProfileError
+from deferlab.reports.cli import main
 from deferlab.sim.calibrate import crossproc as calibrate_ipc
 from deferlab.sim.calibrate import run as calibrate
 from deferlab.sim.costmodel import load_cost_model
@@ -30,13 +31,10 @@ def blocked_run(tmp_path_factory: pytest.TempPathFactory) -> tuple[int, Path, st
     with socket.socket() as taken:
         taken.bind(("127.0.0.1", 0))
         taken.listen()
-        parser = argparse.ArgumentParser()
-        calibrate.add_parser(parser.add_subparsers(dest="command"))
         port = str(taken.getsockname()[1])
-        args = parser.parse_args(["calibrate", "--out", str(out), "--repeats", "1", "--port", port])
         err = io.StringIO()
-        with contextlib.redirect_stderr(err):
-            rc = calibrate.run(args)
+        with contextlib.redirect_stderr(err):  # through the CLI, which writes the profile (atomically)
+            rc = main(["calibrate", "--out", str(out), "--repeats", "1", "--port", port])
     return rc, out, err.getvalue()
 
 
@@ -89,7 +87,39 @@ def test_no_free_port_is_reported_in_one_line(
 def test_bad_arguments_exit_2(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     parser = argparse.ArgumentParser()
     calibrate.add_parser(parser.add_subparsers(dest="command"))
-    assert calibrate.run(parser.parse_args(["calibrate", "--repeats", "0", "--out", str(tmp_path / "x.toml")])) == 2
-    assert calibrate.run(parser.parse_args(["calibrate", "--out", str(tmp_path)])) == 2
+
+    def never(path: Path, text: str) -> None:
+        raise AssertionError(f"wrote {path} on bad arguments")
+
+    assert (
+        calibrate.run(parser.parse_args(["calibrate", "--repeats", "0", "--out", str(tmp_path / "x.toml")]), never) == 2
+    )
+    assert calibrate.run(parser.parse_args(["calibrate", "--out", str(tmp_path)]), never) == 2
     assert "--repeats" in capsys.readouterr().err
     assert parser.parse_args(["calibrate"]).out == calibrate.DEFAULT_OUT
+
+
+def test_the_instrument_builds_the_text_and_the_cli_writes_it_atomically(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """sim.calibrate.run hands the profile text to its writer and writes nothing itself; `deferlab calibrate`
+    passes reports.atomic's writer (one crash-safe writer, and sim.calibrate never imports reports)."""
+    from deferlab.reports import atomic, cli
+
+    monkeypatch.setattr(calibrate, "build_profile", lambda repeats, say, port: ("x = 1\n", []))
+    parser = argparse.ArgumentParser()
+    calibrate.add_parser(parser.add_subparsers(dest="command"))
+    out = tmp_path / "p.toml"
+    written: list[tuple[Path, str]] = []
+    assert calibrate.run(parser.parse_args(["calibrate", "--out", str(out)]), lambda p, t: written.append((p, t))) == 0
+    assert written == [(out, "x = 1\n")] and not out.exists()
+    calls: list[Path] = []
+
+    def recording(path: Path, text: str) -> Path:
+        calls.append(path)
+        return atomic.write_text_atomic(path, text)
+
+    monkeypatch.setattr(cli, "write_text_atomic", recording)
+    assert cli.main(["calibrate", "--out", str(out)]) == 0
+    assert calls == [out] and out.read_text() == "x = 1\n"
+    assert "deferlab.reports" not in Path(calibrate.__file__).read_text()

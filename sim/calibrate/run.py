@@ -11,6 +11,10 @@ Default output ``$XDG_CACHE_HOME/deferlab/calibrated.toml`` (``~/.cache/...``); 
 ``sim/profiles/calibrated-here.toml`` is ``--out`` of a run on the team's testbed. If a measurement cannot run
 (the gloo group does not start, a worker dies), one line says so and the rest of the profile is still written;
 the simulator then refuses the file, naming the missing constant.
+
+This module measures and builds the profile text; the caller writes it (``run``'s ``write``: the CLI, `reports.cli`,
+passes its one atomic writer, `reports.atomic.write_text_atomic`), so the instrument does not reach up into the
+reports and there is one implementation of crash-safe writing.
 """
 
 from __future__ import annotations
@@ -30,7 +34,6 @@ from typing import Any
 
 import numpy as np
 
-from deferlab.reports.atomic import write_text_atomic
 from deferlab.sim.calibrate.core import SMALL, MiB, Recorder, Say, timed
 from deferlab.sim.calibrate.crossproc import measure_bcast, measure_socket, run_bcast  # noqa: F401 (run_bcast: re-exported)
 
@@ -249,8 +252,11 @@ def add_parser(subparsers: Any) -> argparse.ArgumentParser:
     return p
 
 
-def run(args: argparse.Namespace) -> int:
-    """Measure, write the profile atomically; 0 when complete, 1 when a measurement failed (the rest is written)."""
+def run(args: argparse.Namespace, write: Callable[[Path, str], object]) -> int:
+    """Measure, then ``write(args.out, text)``; 0 when complete, 1 when a measurement failed (the rest is written).
+
+    Bad arguments return 2 before anything runs or is written.
+    """
     if not 1 <= args.repeats <= 100:
         print(f"deferlab calibrate: --repeats must be in 1..100, got {args.repeats}", file=sys.stderr)
         return 2
@@ -259,12 +265,6 @@ def run(args: argparse.Namespace) -> int:
         return 2
     t0 = time.perf_counter()
     text, failures = build_profile(args.repeats, lambda m: print(m, file=sys.stderr, flush=True), args.port)
-    write_text_atomic(args.out, text)
+    write(args.out, text)
     print(f"calibrate: wrote {args.out} in {time.perf_counter() - t0:.0f} s", file=sys.stderr)
     return 1 if failures else 0
-
-
-if __name__ == "__main__":  # pragma: no cover
-    ap = argparse.ArgumentParser(prog="deferlab")
-    add_parser(ap.add_subparsers(dest="command", required=True))
-    sys.exit(run(ap.parse_args()))
