@@ -1,6 +1,6 @@
 """Exact byte / copy / work ledgers per image, per request and per rank (vectorized).
 
-The facts this encodes (SPEC 1, 7, facts 7.5, 9):
+The facts this encodes (semantics §1, §7, §15.2, §15.5):
 
 * CPU transport: every rank of the request's group receives a full copy of
   every item (one shm segment or pickle per node reached, one private clone
@@ -13,7 +13,7 @@ The facts this encodes (SPEC 1, 7, facts 7.5, 9):
 * Preprocessing: eager runs once per image in the producer; deferred runs on
   the owner (exactly once per image with vision DP) or on every rank without
   vision DP. Under EPD the encoder ranks preprocess: owner-only from
-  418975ba6 on, every encoder rank over all images at the PR (facts 7.6).
+  418975ba6 on, every encoder rank over all images at the PR (semantics §15.3).
 
 Routing across attention-DP groups is round-robin by request index.
 
@@ -242,7 +242,7 @@ def account_images(
     epd = t.epd_encoders > 0
     if epd:
         deferred = np.ones(len(w), bool)  # the encoder receives raw pixels and preprocesses them itself
-        notes.append("EPD: raw images travel to the encoder ranks (transport forced to cpu, facts 7.6)")
+        notes.append("EPD: raw images travel to the encoder ranks (transport forced to cpu, semantics §15.3)")
     elif t.transport != "cpu" or not policy.defer_enabled:
         deferred = np.zeros(len(w), bool)
     else:

@@ -1,4 +1,4 @@
-"""How close the latency model comes to what PR #33921 reported (SPEC 9), per profile and topology.
+"""How close the latency model comes to what PR #33921 reported (semantics §9), per profile and topology.
 
 Reported (GB300/B300 class, real weights, CPU transport): throughput at
 unlimited concurrency +248.3 %, median TTFT there -78.7 %, P90 TTFT at

@@ -87,7 +87,7 @@ def run(scenario: Scenario | str | Path, *, cost_profile: str | Path | None = No
     if topo.epd_encoders:
         result.notes.append("EPD: the gate does not apply (encoders always receive raw pixels); eager = deferred")
     elif topo.transport != "cpu":
-        result.notes.append(f"transport {topo.transport!r} never defers (SPEC 4): eager = deferred")
+        result.notes.append(f"transport {topo.transport!r} never defers (semantics §4): eager = deferred")
     if topo.transport == "cpu" and not topo.epd_encoders:
         result.notes.append(
             "CPU features travel through "

@@ -3,12 +3,12 @@
 Ranks are numbered by global TP rank 0..tp_size-1. With attention DP of size D
 the TP world is split into D groups of ``tp_size // D`` consecutive ranks
 (attention-TP groups); a request is routed to one group, every rank of that
-group receives every item under CPU transport (facts 7.5), and with vision DP
-the images are spread over the group's ranks (SPEC 7). Ranks are spread over
+group receives every item under CPU transport (semantics §15.2), and with vision DP
+the images are spread over the group's ranks (semantics §7). Ranks are spread over
 ``nodes`` evenly and in order, so a group may straddle a node boundary; the
 producer (tokenizer) sits on node 0. With EPD the vision work moves to
-``epd_encoders`` encoder ranks (their own attention-TP group, SPEC 7 / facts
-7.6), and the encoder forces CPU transport.
+``epd_encoders`` encoder ranks (their own attention-TP group, semantics §7 /
+§15.3), and the encoder forces CPU transport.
 """
 
 from __future__ import annotations
@@ -63,7 +63,7 @@ class Topology:
         if self.epd_encoders and self.transport != "cpu":
             raise ScenarioError(
                 f"topology: EPD encoders (epd_encoders={self.epd_encoders}) force mm_feature_transport to 'cpu' "
-                f"(facts 7.6), got transport={self.transport!r}"
+                f"(semantics §15.3), got transport={self.transport!r}"
             )
 
     @property

@@ -4,7 +4,7 @@ A workload is column arrays (one row per image, requests as offsets), so the
 accounting can run on 100,000 requests in NumPy. Families:
 
 * ``chat``: 1-2 small phone/screenshot images per request, 15 % RGBA PNGs;
-* ``docs``: 4 x 1536 x 1024 RGB pages per request (the PR's microbenchmark shape, SPEC 9);
+* ``docs``: 4 x 1536 x 1024 RGB pages per request (the PR's microbenchmark shape, semantics §9);
 * ``4k``: one 3840 x 2160 RGB frame;
 * ``mixed``: per request 60 % chat, 30 % docs, 10 % 4k;
 * ``fixed``: every image ``image_size`` = [width, height] RGB (one per request unless ``images_per_request``);
@@ -103,7 +103,7 @@ class Workload:
     offsets: np.ndarray  # int64 [n_requests + 1]; images of request r are offsets[r]:offsets[r+1]
     width: np.ndarray  # int64 [n_images]
     height: np.ndarray
-    channels: np.ndarray  # 3 or 4 (SPEC 3.1 has_alpha rule)
+    channels: np.ndarray  # 3 or 4 (semantics §3.1 has_alpha rule)
     encoded_bytes: np.ndarray  # int64, -1 when the image did not come from a file
     text_tokens: np.ndarray  # int64 [n_requests]
 

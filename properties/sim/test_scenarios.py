@@ -135,7 +135,7 @@ def test_cost_profile_override_and_path(tmp_path: Path, capsys: pytest.CaptureFi
 
 
 def test_anchor_comparison_rows() -> None:
-    """Model vs the PR's numbers (SPEC 9) per profile and topology: every anchor, finite, direction flag consistent."""
+    """Model vs the PR's numbers (semantics §9) per profile and topology: every anchor, finite, direction flag consistent."""
     from deferlab.sim.anchors import TOPOLOGIES, compare, compare_profiles
 
     rows = compare(n_requests=200)
