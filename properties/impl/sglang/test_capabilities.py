@@ -1,4 +1,4 @@
-"""The driver on source checkouts of SGLang ``main`` between releases: capabilities read off the code.
+"""`impl.sglang.capabilities` on source checkouts of SGLang ``main`` between releases: read off the code.
 
 Why: the PR as merged (22e003580) has a different *shape* from every release:
 the gate is called inside ``process_mm_data_async`` (no per-image artifact
@@ -29,7 +29,7 @@ from typing import Any
 
 import pytest
 
-from deferlab.properties.impl.sglang_support import run_child
+from deferlab.properties.impl.sglang.support import run_child
 from deferlab.reference.oracle.navit import resize_config
 from deferlab.reference.system.contract import DEFERRED_PREPROCESSING_KEY as DEFERRED_KEY
 from deferlab.reference.system.profiles import profile
@@ -46,9 +46,9 @@ CHILD = textwrap.dedent(
     """
     import json, sys
     import torch
+    from deferlab.impl.sglang import provenance
     from deferlab.impl.sglang.driver import SGLangImpl
     from deferlab.properties.claimcheck import raised_inside
-    from deferlab.properties.seam_sglang import SGLangSeam
     from deferlab.reference.system.contract import DEFERRED_PREPROCESSING_KEY as KEY
     from deferlab.reference.system.profiles import profile
 
@@ -61,7 +61,7 @@ CHILD = textwrap.dedent(
 
     sgl = SGLangImpl(sys.argv[1])
     root = str(sgl.source.root)
-    seam = SGLangSeam(driver=sgl)
+    seam = sgl
     caps = sgl.capabilities
     K3 = profile("kimi-k3")
     small = [torch.zeros((3, 32, 32), dtype=torch.uint8), torch.full((3, 28, 20), 7, dtype=torch.uint8)]
@@ -84,8 +84,8 @@ CHILD = textwrap.dedent(
     counts = sgl.ipc_counts()
     out["pool"] = counts.pool_kind
     out["requested_tp4_dp2"] = counts.consumer_requested(4, 2, 2, True)
-    out["non_owner_release"] = sgl.ack_counts("cuda_ipc").non_owner_release
-    out["prov_epd"] = sgl.provenance()["epd_items"]
+    out["non_owner_release"] = sgl.ack_source("cuda_ipc").non_owner_release
+    out["prov_epd"] = provenance.of(sgl)["epd_items"]
     print("JSON:" + json.dumps(out))
     """
 )
@@ -171,3 +171,13 @@ def test_the_control_commit_has_both_call_sites_and_the_dataclass(probes):
         "in_sglang": True,
     }
     assert ctl["epd_producer"] is True and ctl["pool"] == "generation" and ctl["non_owner_release"] is False
+
+
+def test_the_default_release_has_both_call_sites_artifact_first(sgl):
+    """No mirror needed: the loaded release's capabilities, read off its code, as its gate calls confirm."""
+    from deferlab.impl.sglang import capabilities
+
+    caps = capabilities.of(sgl.source)
+    assert caps is sgl.capabilities and caps.default_path == caps.paths[0] == "artifact"
+    assert dict(caps.gate_sites) == {"artifact": "prepare_artifact_batch", "request": "_process_mm_data_uncached"}
+    assert caps.method("request") == "_process_mm_data_uncached" and caps.epd_producer is True

@@ -1,15 +1,10 @@
-"""The driver on an eager-only SGLang release (0.5.17): loaded, run for real, and told apart by its code.
+"""`impl.sglang.driver.SGLangImpl`: SGLang's own code behind the seam, against semantics' numbers.
 
-Why subprocesses: a process holds one SGLang (its modules live under
-``sglang.*``), and the driver tests of ``test_sglang_driver.py`` hold the
-default release (0.5.23) in-process. So 0.5.17 runs once, in a child that
-prints every probe as JSON (`probes`), and the tests below check those
-results against values worked out by hand from semantics §3.1, §3.4, §3.5
-and §7; 0.5.23 (which keeps its deferred path) runs in a child of its own,
-so this file never depends on which SGLang the test process holds. Whether a tree has the deferred path is read off its code, never
-its version number: two tiny fake checkouts (one claiming 0.5.17 with a
-gate, one claiming 9.9.9 without) show it. The release probes skip, with
-the reason, only when the wheel is not cached and pip cannot fetch it.
+The default release (``DEFERLAB_SGLANG``, default 0.5.23) is the folder's
+``sgl`` fixture; 0.5.17 (eager-only) runs once in a child that prints every
+probe as JSON (`probes`), checked against values worked out by hand from
+semantics §3.1, §3.4, §3.5 and §7; a release with the deferred path runs in a
+child of its own too, so no test depends on which SGLang this process holds.
 """
 
 from __future__ import annotations
@@ -17,14 +12,89 @@ from __future__ import annotations
 import textwrap
 from typing import Any
 
+import numpy as np
 import pytest
+import torch
+from PIL import Image
 
-from deferlab.impl.sglang import sources
-from deferlab.impl.sglang.sources import SGLangSourceError
-from deferlab.properties.impl.sglang_support import default_spec, fake_sglang_tree, run_child
+from deferlab.properties.impl.sglang.support import K3, KIP, default_spec, run_child, u8
+from deferlab.reference.system.config import BackgroundConfig, PreprocessConfig
 
 VERSION = default_spec()  # the release with the deferred path to check
-KIP = "sglang.srt.multimodal.kimi_k3_image_processing"
+
+
+def test_staging_rules(sgl):
+    rgb = Image.new("RGB", (5, 4))
+    rgb.info["transparency"] = (0, 0, 0)
+    assert tuple(sgl.to_chw_uint8(rgb).shape) == (3, 4, 5)
+    assert tuple(sgl.to_chw_uint8(Image.new("LA", (5, 4))).shape) == (4, 4, 5)
+    assert tuple(sgl.to_chw_uint8(torch.zeros(4, 5, dtype=torch.uint8)).shape) == (3, 4, 5)
+    with pytest.raises(ValueError, match="raw uint8"):
+        sgl.to_chw_uint8(torch.zeros(3, 4, 5))
+    with pytest.raises(NotImplementedError, match="pre-PR"):
+        sgl.to_chw_uint8(rgb, promote_rgb_transparency=True)
+
+
+def test_background_and_normalization_constants(sgl):
+    x = np.zeros((4, 1, 16), np.float32)  # fully transparent: the background shows
+    out = sgl.fill_transparent_bg(x, BackgroundConfig("chessboard", square_size=8, gray_value=180))
+    assert out[:, 0, 0].tolist() == [255.0] * 3 and out[:, 0, 8].tolist() == [180.0] * 3
+    assert tuple(sgl.fill_transparent_bg(x, None).shape) == (3, 1, 16)
+    scale, bias = sgl.normalization_tensors([0.5] * 3, [0.5] * 3)
+    assert scale.flatten().tolist() == [0.007843137718737125] * 3 and bias.flatten().tolist() == [-1.0] * 3
+    y = np.arange(3 * 5 * 7, dtype=np.float32).reshape(3, 5, 7)
+    assert torch.equal(torch.as_tensor(sgl.resize(y, 5, 7)), torch.as_tensor(y))
+
+
+@pytest.mark.parametrize(
+    ("size", "grid", "tokens"),
+    [
+        ((32, 32), [1, 4, 4], 4),
+        ((640, 480), [1, 36, 46], 414),
+        ((10000, 100), [1, 6, 512], 768),
+        ((1, 1), [1, 2, 2], 1),
+    ],
+)
+def test_navit_worked_values(sgl, size, grid, tokens):
+    w, h = size
+    rc = sgl.navit_resize_config(w, h, K3)
+    assert rc["num_tokens"] == tokens
+    assert [1, (rc["new_height"] + rc["pad_height"]) // 14, (rc["new_width"] + rc["pad_width"]) // 14] == grid
+
+
+def test_preprocess_grid_and_padding_equal_the_bias(sgl):
+    pv, grids = sgl.preprocess([u8(3, 32, 32)], K3)
+    assert grids.tolist() == [[1, 4, 4]] and grids.dtype == torch.int64
+    assert pv.shape == (16, 3, 14, 14) and pv.dtype == torch.float32
+    assert torch.all(pv[15] == -1.0)  # the bottom-right patch is all padding: bias = -mean/std
+
+
+def test_a_config_other_than_the_profiles_goes_through(sgl):
+    cfg = PreprocessConfig(patch_size=2, merge_kernel_size=2, in_patch_limit=1024, patch_limit_on_one_side=64)
+    _, grids = sgl.preprocess([u8(3, 6, 8), u8(3, 9, 5)], cfg)
+    assert grids.tolist() == [[1, 4, 4], [1, 6, 4]]  # SGLang's EPD test values (semantics §3.2)
+
+
+def test_it_is_the_seam_itself_and_describes_what_ran(sgl):
+    """No forwarding layer: `SGLangImpl` satisfies the seam's `Impl`, with `real_code`, `describe` and `LABEL`."""
+    from deferlab.impl.sglang.driver import LABEL
+    from deferlab.properties.seam import Impl, resolve_impl
+
+    assert isinstance(sgl, Impl) and resolve_impl(sgl) is sgl and sgl.real_code is True and LABEL == "SGLANG"
+    described = sgl.describe()
+    assert described["name"] == sgl.name and described["version"] == sgl.source.version
+    assert described["stand_ins"] == [s.as_dict() for s in sgl.source.stand_ins]
+    assert set(sgl.provenance()) >= {"to_chw_uint8", "defer_decisions", "ack_counts", "defers"}
+    assert sgl.gate_paths(None)[0] == ("artifact", True) and sgl.defers(None) is True
+    assert sgl.skip_pre_embed(None) is True and sgl.has_epd(None) is sgl.capabilities.epd_producer
+    assert [a.name for a in sgl.ack_counts(None)] == [f"{sgl.name} ({t} pool)" for t in ("cuda_ipc", "cuda_vmm")]
+
+
+def test_an_epd_cpu_backend_owner_is_refused_not_faked(sgl):
+    items = sgl.epd_items([u8(3, 32, 32)], K3, backend="cpu")
+    with pytest.raises(NotImplementedError, match="EPD 'cpu' backend's owner runs the checkpoint's own HF"):
+        sgl.materialize(items, [0], K3)
+
 
 # The child: load the release named in argv[1], run every probe, print one JSON object (`run_child`).
 CHILD = textwrap.dedent(
@@ -32,8 +102,8 @@ CHILD = textwrap.dedent(
     import json, sys
     import numpy as np, torch
     from PIL import Image
+    from deferlab.impl.sglang import provenance
     from deferlab.impl.sglang.driver import SGLangImpl
-    from deferlab.properties.seam_sglang import SGLangSeam
     from deferlab.reference.system.config import BackgroundConfig
     from deferlab.reference.system.contract import DEFERRED_PREPROCESSING_KEY
     from deferlab.reference.system.profiles import profile
@@ -107,7 +177,7 @@ CHILD = textwrap.dedent(
     }
     vdp = sgl.vision_dp(produced.items, 2, K3)
     out["vision_dp"] = [vdp.owners, [r.log.images_preprocessed for r in vdp.ranks]]
-    seam = SGLangSeam(driver=sgl)
+    seam = sgl
     out["seam"] = [seam.defers(None), seam.gate_paths(None), seam.provenance()["defers"]]
     kip = sgl.source.module("{kip}")
     out["source"] = {
@@ -120,7 +190,7 @@ CHILD = textwrap.dedent(
     feats = sgl.features()
     out["features"] = {k: feats[k] for k in ("has_deferred_feature", "gate_call_sites", "pre_pr_eager_staging",
                                              "scheduler_whitelist", "contract_form", "grid_check")}
-    out["provenance"] = sgl.provenance()
+    out["provenance"] = provenance.of(sgl)
     print("JSON:" + json.dumps(out, default=str))
     """
 ).replace("{kip}", KIP)
@@ -132,9 +202,6 @@ def probes() -> dict[str, Any]:
     return run_child(CHILD, "0.5.17", spec="0.5.17", timeout=180)
 
 
-# -- loading: what the code has, not what the version says --------------------------------------------------------
-
-
 def test_0_5_17_loads_as_eager_only(probes):
     assert probes["name"] == "sglang-0.5.17" and probes["has_deferred_path"] is False
     assert probes["source"]["has_kip"] is False and probes["source"]["absent_records"] == [KIP]
@@ -143,57 +210,6 @@ def test_0_5_17_loads_as_eager_only(probes):
     assert probes["source"]["whitelist_module"] == "sglang.srt.managers.mm_utils"  # no mm_schedule before 0.5.18
     prov = probes["provenance"]["deferred path"]
     assert prov.startswith("real: read off the loaded code") and "absent" in prov and "present" not in prov
-
-
-# A tiny checkout's files: the modules the driver requires (empty); each test adds its Kimi-K3 processor or not.
-REQUIRED_FILES = {
-    f"srt/{rel}": ""
-    for rel in (
-        "multimodal/processors/kimi_k25.py",
-        "managers/schedule_batch.py",
-        "managers/mm_utils.py",
-        "multimodal/mm_utils.py",
-        "models/kimi_k3.py",
-    )
-}
-PROCESSOR_FILE = "srt/multimodal/processors/kimi_k3.py"
-
-
-def test_a_tree_without_a_kimi_k3_processor_is_refused_in_one_line(tmp_path):
-    root = fake_sglang_tree(tmp_path, "0.5.16", REQUIRED_FILES)
-    with pytest.raises(SGLangSourceError) as info:
-        sources.load(str(root))  # refused from the files: nothing is imported, so it can run in-process
-    message = str(info.value)
-    assert "\n" not in message
-    assert "version 0.5.16" in message and "has no Kimi-K3 multimodal processor" in message
-    assert message.endswith("accepted: 0.5.17 and later (or a checkout that has that processor)")
-
-
-LOAD = (
-    "import json, sys\n"
-    "from impl.sglang import sources\n"
-    "try:\n"
-    "    s = sources.load(sys.argv[1])\n"
-    "    print('JSON:' + json.dumps({'deferred': s.has_deferred_path, 'whitelist': s.whitelist_module}))\n"
-    "except sources.SGLangSourceError as e:\n"
-    "    print('JSON:' + json.dumps({'error': str(e)}))\n"
-)
-
-
-def test_the_deferred_path_is_read_off_the_code_not_the_version(tmp_path):
-    eager = fake_sglang_tree(
-        tmp_path / "a", "9.9.9", {**REQUIRED_FILES, PROCESSOR_FILE: "class KimiK3ImageProcessor:\n    pass\n"}
-    )
-    gate = "class KimiK3ImageProcessor:\n    def _should_defer_gpu_preprocessing(self, images):\n        return True\n"
-    half = fake_sglang_tree(tmp_path / "b", "0.5.17", {**REQUIRED_FILES, PROCESSOR_FILE: gate})
-    got = [run_child(LOAD, str(root), timeout=180) for root in (eager, half)]
-    assert got[0] == {"deferred": False, "whitelist": "sglang.srt.managers.mm_utils"}  # "9.9.9", yet eager-only
-    error = got[1]["error"]  # "0.5.17", yet it has a gate: an incomplete deferred path, refused
-    assert "\n" not in error and "an incomplete Kimi-K3 CPU-transport deferred preprocessing" in error
-    assert f"{KIP}.DEFERRED_PREPROCESSING_KEY is absent" in error and "_should_defer_gpu_preprocessing" not in error
-
-
-# -- what runs for real on 0.5.17, against hand-worked values -------------------------------------------------------
 
 
 def test_eager_staging_keeps_keyed_rgb_rgb(probes):
@@ -267,14 +283,11 @@ def test_the_seam_says_n_a_for_deferral(probes):
     assert prov.startswith("real: read off the loaded code")
 
 
-# -- a release with the deferred path keeps it ----------------------------------------------------------------------
-
 DEFERRED = (
     "import json, sys\n"
-    "from impl.sglang.driver import SGLangImpl\n"
-    "from properties.seam_sglang import SGLangSeam\n"
+    "from deferlab.impl.sglang.driver import SGLangImpl\n"
     "sgl = SGLangImpl(sys.argv[1])\n"
-    "seam = SGLangSeam(driver=sgl)\n"
+    "seam = sgl\n"
     "print('JSON:' + json.dumps({'deferred': sgl.has_deferred_path, 'parts': sgl.source.deferred_parts,\n"
     "    'absent': list(sgl.source.absent), 'defers': seam.defers(None), 'paths': seam.gate_paths(None),\n"
     "    'promotes': sgl.eager_promotes_rgb_key(), 'whitelist': sgl.source.whitelist_module}))\n"

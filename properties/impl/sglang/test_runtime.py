@@ -1,0 +1,37 @@
+"""`impl.sglang.runtime`: how SGLang's functions are called on a CPU (patches recorded and undone, locals read)."""
+
+from __future__ import annotations
+
+import torch
+
+from deferlab.impl.sglang import runtime, topology
+
+
+def test_a_patch_is_recorded_and_undone(sgl):
+    sb = sgl.source.module("managers.schedule_batch")
+    real = sb.MultimodalDataItem
+    with runtime.patched(sgl.source, sb, "MultimodalDataItem", "stub", "a test swaps it"):
+        assert sb.MultimodalDataItem == "stub"
+    assert sb.MultimodalDataItem is real
+    rec = [r for r in sgl.source.stand_ins if r.module == f"{sb.__name__}.MultimodalDataItem"]
+    assert rec and rec[0].kind == "patched" and rec[0].why == "a test swaps it"
+
+
+def test_the_topology_is_answered_only_inside_the_block(sgl):
+    mod = sgl.source.module("managers.schedule_batch")
+    state = topology.parallel(4, dp_size=2, enable_dp_attention=True)
+    with runtime.answer_topology(sgl.source, mod, ["get_parallel"], state, "test topology"):
+        assert mod.get_parallel() is state and mod.get_parallel().attn_tp_size == 2
+    assert mod.get_parallel is not None and getattr(mod, "get_parallel", None) is not state
+
+
+def test_capture_locals_and_the_tiny_item(sgl):
+    def f(x):
+        y = x * 2
+        return y + 1
+
+    assert runtime.capture_locals(f, ["y"], 3) == (7, {"y": 6})
+    item = runtime.tiny_item(sgl.source.module("managers.schedule_batch"))
+    assert item.feature.shape == (3, 14, 14) and item.feature.dtype == torch.uint8
+    assert item.model_specific_data["image_grid_thw"].tolist() == [[1, 1, 1]]
+    assert type(item).__module__ == "sglang.srt.managers.schedule_batch"
