@@ -27,23 +27,32 @@ def _umask() -> int:
     return mask
 
 
-def write_bytes_atomic(path: str | Path, data: bytes) -> Path:
-    """Write ``data`` to ``path`` through a temp file in the same directory, then rename."""
-    target = Path(path)
-    target.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(prefix=f".{target.name}.", suffix=".tmp", dir=target.parent)
+def _replace_from_temp(target: Path, tmp: str, fill: Callable[[], None]) -> Path:
+    """Run ``fill`` (it writes ``tmp``), then rename ``tmp`` over ``target``; on any failure ``tmp`` is removed."""
     try:
-        os.fchmod(fd, 0o666 & ~_umask())  # mkstemp makes 0600; a report is for everyone to read
-        with os.fdopen(fd, "wb") as fh:
-            fh.write(data)
-            fh.flush()
-            os.fsync(fh.fileno())
+        fill()
         os.replace(tmp, target)
     except BaseException:
         with contextlib.suppress(FileNotFoundError):
             os.unlink(tmp)
         raise
     return target
+
+
+def write_bytes_atomic(path: str | Path, data: bytes) -> Path:
+    """Write ``data`` to ``path`` through a temp file in the same directory, then rename."""
+    target = Path(path)
+    target.parent.mkdir(parents=True, exist_ok=True)
+    fd, tmp = tempfile.mkstemp(prefix=f".{target.name}.", suffix=".tmp", dir=target.parent)
+
+    def fill() -> None:
+        os.fchmod(fd, 0o666 & ~_umask())  # mkstemp makes 0600; a report is for everyone to read
+        with os.fdopen(fd, "wb") as fh:
+            fh.write(data)
+            fh.flush()
+            os.fsync(fh.fileno())
+
+    return _replace_from_temp(target, tmp, fill)
 
 
 def write_text_atomic(path: str | Path, text: str) -> Path:
@@ -61,15 +70,12 @@ def write_with_atomic(path: str | Path, writer: Callable[[Path], None]) -> Path:
     target.parent.mkdir(parents=True, exist_ok=True)
     fd, tmp = tempfile.mkstemp(prefix=f".{target.stem}.", suffix=f".tmp{target.suffix}", dir=target.parent)
     os.close(fd)
-    try:
+
+    def fill() -> None:
         writer(Path(tmp))
         os.chmod(tmp, 0o666 & ~_umask())
-        os.replace(tmp, target)
-    except BaseException:
-        with contextlib.suppress(FileNotFoundError):
-            os.unlink(tmp)
-        raise
-    return target
+
+    return _replace_from_temp(target, tmp, fill)
 
 
 @contextlib.contextmanager

@@ -26,6 +26,7 @@ every request's owners up front cost a fifth of a 100k-request run.
 from __future__ import annotations
 
 from dataclasses import dataclass, fields
+from typing import Any
 
 import numpy as np
 
@@ -274,12 +275,14 @@ def account(
     config: PreprocessConfig,
     cost_model: CostModel,
     *,
-    gate_mode: str | None = None,
-    whitelist: bool | None = None,
     strategy: str = "lpt-patches",
+    **gate: Any,
 ) -> Ledger:
-    """Every request's bytes, copies and work under one topology and policy (`account_images`, then `place`)."""
-    images = account_images(workload, topology, policy, config, cost_model, gate_mode=gate_mode, whitelist=whitelist)
+    """Every request's bytes, copies and work under one topology and policy (`account_images`, then `place`).
+
+    ``gate``: `account_images`'s keywords (``gate_mode``, ``whitelist``).
+    """
+    images = account_images(workload, topology, policy, config, cost_model, **gate)
     return place(images, workload, cost_model, strategy)
 
 

@@ -175,19 +175,15 @@ def load_sweep(
     policy: Policy,
     config: PreprocessConfig,
     cm: CostModel,
-    *,
-    strategy: str = "lpt-patches",
-    decode_on_gpu: bool = False,
-    overlap: bool = True,
+    **kw: Any,
 ) -> list[dict]:
-    """``compare_modes`` at each Poisson rate and at unlimited concurrency (rate ``inf``).
+    """``compare_modes`` (``kw``: its keywords) at each Poisson rate and at unlimited concurrency (rate ``inf``).
 
     ``rates="auto"``: `auto_rates` around each path's capacity, plus ``inf``, extended
     until both paths are past saturation. Every row carries each path's
     unlimited-concurrency throughput (``capacity_rps``) and the highest load it
     carries (``saturation_rps``, see `saturation`), so a plot can mark both.
     """
-    kw = {"strategy": strategy, "decode_on_gpu": decode_on_gpu, "overlap": overlap}
     closed = compare_modes(generate(replace(spec, arrival="closed")), topology, policy, config, cm, **kw)
     caps = _throughputs(closed)  # `capacity`, from the run the ``inf`` row reports as well (it is deterministic)
     auto = rates == "auto"

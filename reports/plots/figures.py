@@ -37,6 +37,18 @@ def _extent(side: np.ndarray) -> list[float]:
     return [float(side[0]), float(side[-1]), float(side[0]), float(side[-1])]
 
 
+def _size_axes(ax: Any) -> None:
+    ax.set_xlabel("width (px)")
+    ax.set_ylabel("height (px)")
+
+
+def _panel_per_limit(limits: tuple[int, ...], max_side: int, step: int) -> tuple[np.ndarray, plt.Figure, list]:
+    """The sampled sides, and one square panel per in_patch_limit as (axes, limit) pairs."""
+    side = sweeps.sides(max_side, step)
+    fig, axes = plt.subplots(1, len(limits), figsize=(4.6 * len(limits), 4.6), squeeze=False, layout="constrained")
+    return side, fig, list(zip(axes[0], limits, strict=True))
+
+
 def decision_maps(
     config: PreprocessConfig,
     step: int,
@@ -68,8 +80,7 @@ def decision_maps(
             ax.set_title(
                 f"in_patch_limit={limit}, {channels} ch\n{100 * defer.mean():.1f}% of sizes defer", fontsize=10
             )
-            ax.set_xlabel("width (px)")
-            ax.set_ylabel("height (px)")
+            _size_axes(ax)
     handles = [
         Patch(color="#5cb85c", label="deferred (raw uint8 shipped)"),
         Patch(color="#d9534f", label="eager (FP32 patches shipped)"),
@@ -88,9 +99,8 @@ def byte_ratio_maps(
     max_side: int = sweeps.MAX_SIDE,
 ) -> Path:
     """log2(processed / raw) bytes for RGB images per in_patch_limit: > 0 is where raw pixels are smaller."""
-    side = sweeps.sides(max_side, step)
-    fig, axes = plt.subplots(1, len(limits), figsize=(4.6 * len(limits), 4.6), squeeze=False, layout="constrained")
-    for ax, limit in zip(axes[0], limits, strict=True):
+    side, fig, panels = _panel_per_limit(limits, max_side, step)
+    for ax, limit in panels:
         ratio = np.log2(sweeps.byte_ratio_grid(sweeps.with_limit(config, limit), 3, side, side))
         bound = max(abs(ratio.min()), abs(ratio.max()), 1e-6)
         im = ax.imshow(
@@ -104,8 +114,7 @@ def byte_ratio_maps(
         if ratio.min() < 0 < ratio.max():
             ax.contour(side, side, ratio, levels=[0.0], colors="k", linewidths=1.0)
         ax.set_title(f"in_patch_limit={limit}")
-        ax.set_xlabel("width (px)")
-        ax.set_ylabel("height (px)")
+        _size_axes(ax)
         fig.colorbar(im, ax=ax, label="log2(processed / raw bytes)", shrink=0.8)
     fig.legend(
         handles=[Line2D([], [], color="k", label="raw == processed (gate boundary)")], loc="outside lower center"
@@ -122,14 +131,12 @@ def token_maps(
     max_side: int = sweeps.MAX_SIDE,
 ) -> Path:
     """Vision tokens per image size for each in_patch_limit."""
-    side = sweeps.sides(max_side, step)
-    fig, axes = plt.subplots(1, len(limits), figsize=(4.6 * len(limits), 4.6), squeeze=False, layout="constrained")
-    for ax, limit in zip(axes[0], limits, strict=True):
+    side, fig, panels = _panel_per_limit(limits, max_side, step)
+    for ax, limit in panels:
         tokens = sweeps.token_grid(sweeps.with_limit(config, limit), side, side)
         im = ax.imshow(tokens, origin="lower", extent=_extent(side), cmap="viridis", interpolation="nearest")
         ax.set_title(f"in_patch_limit={limit}\nmax {int(tokens.max())} tokens on this grid", fontsize=10)
-        ax.set_xlabel("width (px)")
-        ax.set_ylabel("height (px)")
+        _size_axes(ax)
         fig.colorbar(im, ax=ax, label="tokens", shrink=0.8)
     fig.suptitle(f"Vision tokens per image ({config.name})")
     return _save(fig, path)
