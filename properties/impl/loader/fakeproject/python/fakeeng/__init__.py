@@ -1,0 +1,1 @@
+raise RuntimeError("the package init must never run")

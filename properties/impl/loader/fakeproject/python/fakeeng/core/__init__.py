@@ -1,0 +1,1 @@
+"""The fake engine's core package (its init is not run either)."""
