@@ -20,7 +20,7 @@ Acknowledgements are *words*: the count source says which ack words a
 writes a different word than the released rule (or refuses) is checked as
 it is, not as the rule says it should be. The pool's ``late_acks`` rule says
 what a write for a lease the slot no longer holds does (`sim.ipc.pool`).
-`_steps`, `_clone` and `_key` expose the same steps to `sim.ipc.explore`,
+`_steps`, `_clone` and `_key` expose the same steps to `sim.ipc.claim.explore`,
 the exhaustive walk that backs every "holds".
 """
 
