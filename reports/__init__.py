@@ -2,9 +2,10 @@
 
 Modules: `cli` (argument parsing, exit codes), `runner` (the report's steps,
 written atomically), `steps` (failure-tolerant step runner), `claims`
-(verdicts file, property-suite subprocess), `sweeps` / `sweep_report` (gate
-boundary sweeps and their regression counters), `gate_source` (which gate the
-sweeps call), `simulation` (sim scenarios, IPC verdicts), `benchmarks`,
-`regressions` (baseline comparison), `plots` / `plots_sim` (figures), `render`
+(verdicts file, property-suite subprocess), `sweeps` (the gate's boundary
+sweeps: `compute`, and their report records and regression counters:
+`collect`), `simulation` (sim scenarios, IPC verdicts), `benchmarks`,
+`regressions` (baseline comparison), `plots` (figures: `figures`, `sim`),
+`versions` (the release matrix: `matrix`, `cli`, `render`), `render`
 (report.md), `atomic` (crash-safe writes), `environment`. Schemas: SCHEMA.md.
 """

@@ -16,7 +16,7 @@ from pathlib import Path
 from typing import Any, TextIO
 
 from deferlab.reference.system.config import PreprocessConfig
-from deferlab.reports import benchmarks, claims, environment, gate_source, simulation
+from deferlab.reports import benchmarks, claims, environment, simulation
 from deferlab.reports.atomic import staged_directory, update_latest, write_text_atomic
 from deferlab.reports.plots import figures as plots
 from deferlab.reports.plots import sim as plots_sim
@@ -210,7 +210,7 @@ def collect(opts: ReportOptions, runner: StepRunner, stage: Path) -> dict[str, A
             "source": opts.config_source,
             "media_proc_cfg": opts.config.to_media_proc_cfg(),
         },
-        "decision_source": gate_source.decision_source(),
+        "decision_source": sweeps_mod.DECISION_SOURCE,
         "sweep_grid": {"max_side": opts.max_side, "limits": list(opts.limits)},
         "results_from": str(opts.from_results) if opts.from_results else None,
         "claims": table,
