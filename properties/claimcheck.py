@@ -22,8 +22,17 @@ from hypothesis import strategies as st
 from hypothesis.errors import NoSuchExample, Unsatisfiable
 
 from deferlab.properties import seam, verdicts
+from deferlab.reference.system.contract import ACCEPTED_MODES
+from deferlab.reference.system.policies import POLICIES
 
 CLAIMS = verdicts.load_claims()
+
+
+def request_modes(policy: str) -> tuple[str, ...] | None:
+    """The PIL modes a claim's requests draw from under ``policy``: a policy that validates at the front door
+    (HARDENED) rejects all but `ACCEPTED_MODES` up front, so only those test the claim; None: any mode."""
+    known = POLICIES.get(policy)  # None for a real-code label, which validates nothing of deferlab's
+    return ACCEPTED_MODES if known is not None and known.validate_inputs else None
 
 
 @dataclass(frozen=True)

@@ -20,7 +20,6 @@ from deferlab.properties import claimcheck, seam, verdicts
 from deferlab.properties import strategies as s
 from deferlab.reference.oracle.navit import resize_config
 from deferlab.reference.system.contract import (
-    ACCEPTED_MODES,
     DEFERRED_PREPROCESSING_KEY,
     GRID_THWS_KEY,
     IMAGE_GRID_THW_KEY,
@@ -68,7 +67,7 @@ def check_contract(impl: seam.Impl, policy: str, images: list[Any]) -> None:
 
 
 def contract_requests(policy: str) -> st.SearchStrategy[list[Any]]:
-    modes = ACCEPTED_MODES if policy == "HARDENED" else None
+    modes = claimcheck.request_modes(policy)
     return s.requests(min_images=1, max_images=3, max_side=6, modes=modes)
 
 

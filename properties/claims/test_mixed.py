@@ -95,7 +95,7 @@ def test_pr_rejects_mixed_selection_clearly(impl, req):
 @pytest.mark.claim("C7")
 def test_claim_c7_mixed_batches(impl, policy):
     """C7: mixed deferred/eager batches are handled and give the all-eager output."""
-    modes = ACCEPTED_MODES if policy == "HARDENED" else None  # HARDENED rejects the other modes up front
+    modes = claimcheck.request_modes(policy)
     verdict = claimcheck.verify_claim(
         "C7",
         policy,

@@ -24,7 +24,6 @@ from deferlab.properties import strategies as s
 from deferlab.properties.claims.test_eager_deferred import bits, deferred_items, eager_features
 from deferlab.properties.claims.test_mixed import SMALL
 from deferlab.reference.oracle.placement import assign as oracle_assign
-from deferlab.reference.system.contract import ACCEPTED_MODES
 from deferlab.reference.system.profiles import profile
 
 POLICIES = ["PR_33921", "RELEASED", "HARDENED"]
@@ -84,7 +83,7 @@ def check_once_on_owner(impl: seam.Impl, policy: str, images: list[Any], ranks: 
 @pytest.mark.claim("C5")
 def test_claim_c5_once_on_owner(impl, policy):
     """C5: preprocessing and H2D happen once per image, on its owner only, and features are exact."""
-    modes = ACCEPTED_MODES if policy == "HARDENED" else None
+    modes = claimcheck.request_modes(policy)
     verdict = claimcheck.verify_claim(
         "C5",
         policy,
