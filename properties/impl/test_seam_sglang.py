@@ -18,7 +18,7 @@ from deferlab.impl.sglang.broken import BrokenSGLangGateTie
 from deferlab.impl.sglang.driver import SGLangImpl
 from deferlab.properties import claimcheck
 from deferlab.properties.claims.test_gate import check_gate_matches_bytes, gate_requests
-from deferlab.properties.impl.sglang_support import default_spec, load_or_skip
+from deferlab.properties.impl.sglang.support import default_spec, load_or_skip
 from deferlab.reference.system.seam import SGLANG_LABEL
 
 
