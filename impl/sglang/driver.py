@@ -42,9 +42,10 @@ from deferlab.impl.sglang.sources import Source, load
 from deferlab.reference.system.config import BackgroundConfig, PreprocessConfig
 from deferlab.reference.system.errors import InputTypeError
 from deferlab.reference.system.profiles import profile
+from deferlab.reference.system.seam import SGLANG_LABEL
 
 DEFAULT_VERSION = "0.5.23"
-LABEL = "SGLANG"  # the one column of claim verdicts of real code: there is no policy to choose
+LABEL = SGLANG_LABEL  # the one column of claim verdicts of real code: there is no policy to choose
 
 
 class SGLangImpl:
