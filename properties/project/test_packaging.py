@@ -47,14 +47,17 @@ def _setuptools() -> dict:
 
 
 def package_dirs(root: Path) -> set[str]:
-    """``deferlab.``-prefixed dotted names of every folder with an ``__init__.py`` under the five folders."""
+    """``deferlab.``-prefixed dotted names of every package under the five folders: a folder with an
+    ``__init__.py`` whose every parent up to the top folder is one too (a tree below a plain folder, such as a
+    fake project the loader tests read, is data, not a deferlab package)."""
     found = set()
     for top in TOPS:
         for init in (root / top).rglob("__init__.py"):
             rel = init.parent.relative_to(root)
             if any(part.startswith(".") or part == "__pycache__" for part in rel.parts):
                 continue
-            found.add("deferlab." + ".".join(rel.parts))
+            if all((root.joinpath(*rel.parts[:n]) / "__init__.py").is_file() for n in range(1, len(rel.parts))):
+                found.add("deferlab." + ".".join(rel.parts))
     return found
 
 
@@ -64,13 +67,11 @@ def _folder(package: str) -> str:
 
 def shipped(root: Path, package_data: dict[str, list[str]], files: list[str]) -> set[str]:
     """The files (paths relative to ``root``) some package-data pattern covers."""
-    covered = set()
+    globbed = set()  # as setuptools globs: relative to the package folder, ``*`` never crosses a ``/``
     for package, patterns in package_data.items():
-        base = _folder(package) + "/"
-        for path in files:
-            if path.startswith(base) and any(fnmatch.fnmatchcase(path[len(base) :], p) for p in patterns):
-                covered.add(path)
-    return covered
+        for pattern in patterns:
+            globbed.update(p.relative_to(root).as_posix() for p in (root / _folder(package)).glob(pattern))
+    return globbed & set(files)
 
 
 def _tracked(root: Path) -> list[str]:
@@ -90,10 +91,12 @@ def test_packages_list_is_every_package_dir() -> None:
 
 @needs_checkout
 def test_package_data_ships_what_code_reads() -> None:
-    """Every tracked non-.py file under the five folders is package data (or deliberately not shipped), and
+    """Every tracked data file (not a package's module) under the five folders is package data (or deliberately not shipped), and
     the files code reads at run time (claims, corpus, scenarios, cost profiles, baselines) are among them."""
     data = _setuptools().get("package-data", {})
-    files = [p for p in _tracked(ROOT) if not p.endswith(".py")]
+    packages = {_folder(p) for p in _setuptools()["packages"]}
+    # Data: every file but a package's own modules (a .py file in a data tree is data too).
+    files = [p for p in _tracked(ROOT) if not (p.endswith(".py") and p.rpartition("/")[0] in packages)]
     covered = shipped(ROOT, data, files)
     for pattern in READ_AT_RUN_TIME:
         matching = [p for p in files if fnmatch.fnmatchcase(p, pattern)]
@@ -109,8 +112,13 @@ def test_package_data_check_can_fail(tmp_path: Path) -> None:
     (tmp_path / "sim" / "__init__.py").write_text("")
     (tmp_path / "sim" / "ipc" / "__init__.py").write_text("")
     (tmp_path / "sim" / "__pycache__").mkdir()
+    (tmp_path / "sim" / "fake" / "python" / "eng").mkdir(parents=True)
+    (tmp_path / "sim" / "fake" / "python" / "eng" / "__init__.py").write_text("")  # data: below a plain folder
     assert package_dirs(tmp_path) == {"deferlab.sim", "deferlab.sim.ipc"}
-    files = ["sim/scenarios/a.toml", "sim/profiles/b.toml", "reference/system/claims.toml"]
+    files = ["sim/scenarios/a.toml", "sim/scenarios/deeper/c.toml", "sim/profiles/b.toml", "reference/claims.toml"]
+    for path in files:
+        (tmp_path / path).parent.mkdir(parents=True, exist_ok=True)
+        (tmp_path / path).write_text("")
     covered = shipped(tmp_path, {"deferlab.sim": ["scenarios/*.toml"]}, files)
     assert covered == {"sim/scenarios/a.toml"}
 
