@@ -1,7 +1,7 @@
 """deferlab's own torch model (``impl/``) behind the seam protocol (`reference.system.seam.Impl`).
 
 The model is one implementation under test among others (real SGLang is
-`properties.seam_sglang.SGLangSeam`); every method calls ``impl``, and every
+`impl.sglang.driver.SGLangImpl`); every method calls ``impl``, and every
 fact about a version comes from its `reference.system.policies.Policy`. It
 knows the protocol from the description room only, never from the test
 harness (``properties.seam`` names it as ``"deferlab.impl.seam:DeferlabImpl"``).

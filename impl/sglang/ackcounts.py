@@ -7,7 +7,7 @@ SGLang's own code through `impl.sglang.counts.IPCCounts` (nothing is read off
 a version number); `sources` names the function behind each answer, and
 `provenance` says what could not run and why.
 
-The protocol it meets (``sim.ipc.machine.AckCounts``, not imported here):
+The protocol it meets (``reference.system.ipc.AckCounts``, the description's):
 ``name``, ``from_real_code``, ``producer_total(tp_size, attn_dp_size)``,
 ``requested(tp_size, attn_dp_size)``, ``resolve(requested, total, clamp)``,
 ``acknowledge(count, total, rank, *, tp_size, attn_dp_size) -> set[int]``

@@ -40,10 +40,10 @@ WORKLOADS = {
 def sglang():
     """Real SGLang (``DEFERLAB_SGLANG``, default 0.5.23) through the seam adapter; skipped only when its wheel
     cannot be fetched (any other load failure fails the benchmark)."""
-    from deferlab.properties.impl.sglang_support import default_spec, load_or_skip
-    from deferlab.properties.seam_sglang import SGLangSeam
+    from deferlab.properties.impl.sglang.support import default_spec, load_or_skip
+    from deferlab.impl.sglang.driver import SGLangImpl
 
-    return load_or_skip(SGLangSeam, default_spec())
+    return load_or_skip(SGLangImpl, default_spec())
 
 
 @pytest.mark.parametrize("name", list(WORKLOADS))

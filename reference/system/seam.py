@@ -150,7 +150,7 @@ class Impl(Protocol):
         """Whether the scheduler skips its pre-embed feature move for the Kimi-K3 model (the whitelist)."""
 
     def ack_counts(self, policy: Any) -> list[Any]:
-        """IPC acknowledgement count sources for the simulator's state machine (`sim.ipc.machine.AckCounts`)."""
+        """IPC acknowledgement count sources for the simulator's state machine (`reference.system.ipc.AckCounts`)."""
 
     def provenance(self) -> dict[str, str]:
         """Per method: ``"model"`` (deferlab's model), ``"real"`` (the system's own code) or ``"modelled: why"``."""
