@@ -72,7 +72,7 @@ class Recording:
         self.called.clear()
 
 
-ACTIVE: Recording | None = None  # the session's implementation, set by conftest's ``impl`` fixture
+ACTIVE: Recording | None = None  # the session's implementation, set by the plugin's ``impl`` fixture
 
 
 def evidence() -> dict[str, str]:
