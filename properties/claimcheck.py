@@ -219,3 +219,27 @@ def assert_expected(claim_id: str, policy: str, verdict: str) -> None:
         return
     want = expected_verdict(claim_id, policy)
     assert verdict == want, f"{claim_id} under {policy}: recorded {verdict!r}, claims.toml expects {want!r}"
+
+
+def verify_deferred_claim(
+    claim_id: str,
+    impl: Any,
+    policy: str,
+    requests: Callable[..., st.SearchStrategy[Any]],
+    check: Callable[[Any], None],
+    **options: Any,
+) -> None:
+    """A claim about the deferred path: searched over ``requests(modes=...)`` of the modes ``policy`` sends,
+    ``n/a`` where ``impl`` defers nothing under it, and the verdict asserted against claims.toml.
+
+    ``options`` go to `verify_claim` (``pinned``, ``evidence``, ...).
+    """
+    verdict = verify_claim(
+        claim_id,
+        policy,
+        requests(modes=request_modes(policy)),
+        check,
+        applicable=impl.defers(policy),
+        **options,
+    )
+    assert_expected(claim_id, policy, verdict)

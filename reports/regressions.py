@@ -10,11 +10,11 @@ only flags real changes.
 
 from __future__ import annotations
 
-import json
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
+from deferlab.reference.system.claims import read_json_file
 from deferlab.reports.benchmarks import DEFAULT_TOLERANCE, ratio_direction, ratio_limit, ratio_tolerance
 
 BASELINE_SCHEMA_VERSION = 1
@@ -52,12 +52,8 @@ def make_baseline(report: dict[str, Any], previous: dict[str, Any] | None = None
 def load_baseline(path: str | Path) -> dict[str, Any]:
     """Read and check a baseline file; ValueError naming the file and the problem."""
     p = Path(path)
-    if not p.is_file():
-        raise ValueError(f"baseline {str(p)!r} does not exist (make one with `deferlab baseline --from REPORT_JSON`)")
-    try:
-        data = json.loads(p.read_text())
-    except json.JSONDecodeError as e:
-        raise ValueError(f"baseline {str(p)!r} is not valid JSON: {e}") from None
+    missing = f"baseline {str(p)!r} does not exist (make one with `deferlab baseline --from REPORT_JSON`)"
+    data = read_json_file(p, "baseline", missing)
     if not isinstance(data, dict) or data.get("schema_version") != BASELINE_SCHEMA_VERSION:
         raise ValueError(f"baseline {str(p)!r} must be an object with schema_version {BASELINE_SCHEMA_VERSION}")
     for key in ("claims", "sweeps", "benchmarks"):

@@ -106,13 +106,11 @@ def test_eager_equals_deferred_for_any_partition(impl, device, policy, req):
 @pytest.mark.claim("C4")
 def test_claim_c4_deferred_equals_eager(impl, policy):
     """C4: deferred output is BF16-identical to eager on the same device, for any owner partition."""
-    modes = claimcheck.request_modes(policy)
-    verdict = claimcheck.verify_claim(
+    claimcheck.verify_deferred_claim(
         "C4",
+        impl,
         policy,
-        partitioned_requests(modes=modes),
+        partitioned_requests,
         lambda req: check_eager_equals_deferred(impl, policy, *req, device="cpu"),
         evidence="checked on cpu;",
-        applicable=impl.defers(policy),
     )
-    claimcheck.assert_expected("C4", policy, verdict)

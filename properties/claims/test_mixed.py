@@ -95,13 +95,6 @@ def test_pr_rejects_mixed_selection_clearly(impl, req):
 @pytest.mark.claim("C7")
 def test_claim_c7_mixed_batches(impl, policy):
     """C7: mixed deferred/eager batches are handled and give the all-eager output."""
-    modes = claimcheck.request_modes(policy)
-    verdict = claimcheck.verify_claim(
-        "C7",
-        policy,
-        mixed_requests(modes=modes),
-        lambda req: check_mixed_equals_eager(impl, policy, *req),
-        pinned=_pinned(),
-        applicable=impl.defers(policy),
+    claimcheck.verify_deferred_claim(
+        "C7", impl, policy, mixed_requests, lambda req: check_mixed_equals_eager(impl, policy, *req), pinned=_pinned()
     )
-    claimcheck.assert_expected("C7", policy, verdict)

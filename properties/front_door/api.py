@@ -22,15 +22,10 @@ from PIL import Image
 
 from deferlab.impl.sglang.sources import SGLangSourceError
 from deferlab.reference.system.errors import ConfigError, CorpusError, InputTypeError, InputValueError
+from deferlab.reference.system.profiles import profile_media_proc_cfg
 
-K3_DICT = {
-    "patch_size": 14,
-    "merge_kernel_size": 2,
-    "in_patch_limit": 65536,
-    "patch_limit_on_one_side": 512,
-    "image_mean": [0.5, 0.5, 0.5],
-    "image_std": [0.5, 0.5, 0.5],
-}
+# SGLang's gate-test config with the Kimi mean/std: the shipped profile, so the rows and the profile cannot drift.
+K3_DICT = profile_media_proc_cfg("sglang-gate-test")
 
 
 @dataclass(frozen=True)

@@ -163,6 +163,30 @@ def _raw_profile(tmp: Path, text: str) -> Any:
     return load_cost_model(p)
 
 
+# (id, the body of [constants.memcpy_bytes_per_s], what the message must match)
+_PUBLISHED = 'unit = "GB/s"\nsource = "published"\nhow = "x"'
+MEMCPY_TABLES = [
+    (
+        "profile unknown unit",
+        'value = 1.0\nunit = "furlongs/fortnight"',
+        r"'memcpy_bytes_per_s': unit 'furlongs/fortnight' is not known; accepted: \['bytes/s'",
+    ),
+    ("profile wrong unit", 'value = 1.0\nunit = "ms"', r"unit 'ms' is not known"),
+    (
+        "profile source",
+        'value = 1.0\nunit = "GB/s"\nsource = "vibes"\nhow = "x"',
+        r"'memcpy_bytes_per_s': source = 'vibes' is not accepted",
+    ),
+    (
+        "profile measured lacks",
+        'value = 1.0\nunit = "GB/s"\nsource = "measured"\nhow = "x"',
+        r"'memcpy_bytes_per_s' \(measured\) lacks \['machine', 'spread', 'repeats'\]",
+    ),
+    ("profile zero rate", f"value = 0.0\n{_PUBLISHED}", r"'memcpy_bytes_per_s' is a rate and must be > 0"),
+    ("profile value str", f'value = "fast"\n{_PUBLISHED}', r"'memcpy_bytes_per_s': value must be a finite number"),
+    ("profile extra key", f"value = 1.0\n{_PUBLISHED}\ncolour = 1", r"unknown key\(s\) \['colour'\]"),
+    ("profile from missing", 'from = "no-such-profile"', r"no-such-profile.*does not exist; shipped profiles"),
+]
 PROFILE_ROWS = [
     Bad(
         "profile missing constant",
@@ -170,53 +194,9 @@ PROFILE_ROWS = [
         ProfileError,
         r"constant 'memcpy_bytes_per_s' is missing",
     ),
-    Bad(
-        "profile unknown unit",
-        lambda t: _cost_profile(t, _memcpy('value = 1.0\nunit = "furlongs/fortnight"')),
-        ProfileError,
-        r"'memcpy_bytes_per_s': unit 'furlongs/fortnight' is not known; accepted: \['bytes/s'",
-    ),
-    Bad(
-        "profile wrong unit",
-        lambda t: _cost_profile(t, _memcpy('value = 1.0\nunit = "ms"')),
-        ProfileError,
-        r"unit 'ms' is not known",
-    ),
-    Bad(
-        "profile source",
-        lambda t: _cost_profile(t, _memcpy('value = 1.0\nunit = "GB/s"\nsource = "vibes"\nhow = "x"')),
-        ProfileError,
-        r"'memcpy_bytes_per_s': source = 'vibes' is not accepted",
-    ),
-    Bad(
-        "profile measured lacks",
-        lambda t: _cost_profile(t, _memcpy('value = 1.0\nunit = "GB/s"\nsource = "measured"\nhow = "x"')),
-        ProfileError,
-        r"'memcpy_bytes_per_s' \(measured\) lacks \['machine', 'spread', 'repeats'\]",
-    ),
-    Bad(
-        "profile zero rate",
-        lambda t: _cost_profile(t, _memcpy('value = 0.0\nunit = "GB/s"\nsource = "published"\nhow = "x"')),
-        ProfileError,
-        r"'memcpy_bytes_per_s' is a rate and must be > 0",
-    ),
-    Bad(
-        "profile value str",
-        lambda t: _cost_profile(t, _memcpy('value = "fast"\nunit = "GB/s"\nsource = "published"\nhow = "x"')),
-        ProfileError,
-        r"'memcpy_bytes_per_s': value must be a finite number",
-    ),
-    Bad(
-        "profile extra key",
-        lambda t: _cost_profile(t, _memcpy('value = 1.0\nunit = "GB/s"\nsource = "published"\nhow = "x"\ncolour = 1')),
-        ProfileError,
-        r"unknown key\(s\) \['colour'\]",
-    ),
-    Bad(
-        "profile from missing",
-        lambda t: _cost_profile(t, _memcpy('from = "no-such-profile"')),
-        ProfileError,
-        r"no-such-profile.*does not exist; shipped profiles",
+    *(
+        Bad(name, lambda t, table=table: _cost_profile(t, _memcpy(table)), ProfileError, match)
+        for name, table, match in MEMCPY_TABLES
     ),
     Bad(
         "profile unknown constant",

@@ -156,15 +156,21 @@ def merge(
     }
 
 
+def read_json_file(path: Path, what: str, missing: str) -> Any:
+    """The parsed JSON in ``path``; ValueError ``missing`` when it is no file, or naming ``what`` and the parse error."""
+    if not path.is_file():
+        raise ValueError(missing)
+    try:
+        return json.loads(path.read_text())
+    except json.JSONDecodeError as e:
+        raise ValueError(f"{what} {str(path)!r} is not valid JSON: {e}") from None
+
+
 def load_results(results_dir: str | Path) -> dict[str, Any]:
     """The parsed ``verdicts.json`` in ``results_dir``; ValueError naming the file when it is missing or malformed."""
     path = Path(results_dir) / RESULTS_FILE
-    if not path.is_file():
-        raise ValueError(f"no results file {str(path)!r}: run the property suite first (scripts/test.sh)")
-    try:
-        data = json.loads(path.read_text())
-    except json.JSONDecodeError as e:
-        raise ValueError(f"results file {str(path)!r} is not valid JSON: {e}") from None
+    missing = f"no results file {str(path)!r}: run the property suite first (scripts/test.sh)"
+    data = read_json_file(path, "results file", missing)
     if not isinstance(data, dict) or not isinstance(data.get("claims"), list):
         raise ValueError(f"results file {str(path)!r} has no 'claims' list (schema_version 1 expected)")
     if data.get("schema_version") != SCHEMA_VERSION:

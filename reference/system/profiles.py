@@ -24,48 +24,41 @@ _K3_BG = {
     "chessboard_gray_value": 180,
 }
 
+# Kimi-K3's geometry: SGLang's gate tests use it bare, and the other profiles state what they change.
+_K3_GEOMETRY = {"patch_size": 14, "merge_kernel_size": 2, "in_patch_limit": 65536, "patch_limit_on_one_side": 512}
+
+_K3 = {
+    **_K3_GEOMETRY,
+    "fixed_output_tokens": None,
+    "image_mean": [0.5] * 3,
+    "image_std": [0.5] * 3,
+    "transparent_bg_config": _K3_BG,
+}
+
 # name -> (media_proc_cfg, source)
 PROFILES: dict[str, tuple[dict[str, Any], str]] = {
     "kimi-k3": (
-        {
-            "patch_size": 14,
-            "merge_kernel_size": 2,
-            "in_patch_limit": 65536,
-            "patch_limit_on_one_side": 512,
-            "fixed_output_tokens": None,
-            "image_mean": [0.5] * 3,
-            "image_std": [0.5] * 3,
-            "transparent_bg_config": _K3_BG,
-        },
+        _K3,
         "Kimi-K3 preprocessor_config.json, third-party copies (semantics §2); fill stage after_resize",
     ),
     "kimi-k2.5": (
-        {
-            "patch_size": 14,
-            "merge_kernel_size": 2,
-            "in_patch_limit": 16384,
-            "patch_limit_on_one_side": 512,
-            "fixed_output_tokens": None,
-            "image_mean": [0.5] * 3,
-            "image_std": [0.5] * 3,
-            "transparent_bg_config": None,
-        },
+        {**_K3, "in_patch_limit": 16384, "transparent_bg_config": None},
         "Kimi-K2.5 preprocessor_config.json, third-party copies (semantics §2); no background config",
     ),
     "sglang-gate-test": (
-        {"patch_size": 14, "merge_kernel_size": 2, "in_patch_limit": 65536, "patch_limit_on_one_side": 512},
+        _K3_GEOMETRY,
         "SGLang test_kimi_k3_defers_only_when_raw_transport_is_smaller, case 1 (semantics §4.2)",
     ),
     "sglang-gate-test-l1": (
-        {"patch_size": 14, "merge_kernel_size": 2, "in_patch_limit": 1, "patch_limit_on_one_side": 512},
+        {**_K3_GEOMETRY, "in_patch_limit": 1},
         "SGLang test_kimi_k3_defers_only_when_raw_transport_is_smaller, case 2: in_patch_limit 1 (semantics §4.2)",
     ),
     "sglang-unit-4096": (
-        {"patch_size": 14, "merge_kernel_size": 2, "in_patch_limit": 4096, "patch_limit_on_one_side": 64},
+        {**_K3_GEOMETRY, "in_patch_limit": 4096, "patch_limit_on_one_side": 64},
         "SGLang unit tests: in_patch_limit 4096, one-side limit 64 (semantics §2)",
     ),
     "sglang-k25-fixture": (
-        {"patch_size": 14, "merge_kernel_size": 2, "in_patch_limit": 16384, "patch_limit_on_one_side": 256},
+        {**_K3_GEOMETRY, "in_patch_limit": 16384, "patch_limit_on_one_side": 256},
         "SGLang K2.5 test fixture: in_patch_limit 16384, one-side limit 256 (semantics §2.2)",
     ),
     "sglang-epd-test": (
@@ -74,10 +67,7 @@ PROFILES: dict[str, tuple[dict[str, Any], str]] = {
     ),
     "clip-stats": (
         {
-            "patch_size": 14,
-            "merge_kernel_size": 2,
-            "in_patch_limit": 65536,
-            "patch_limit_on_one_side": 512,
+            **_K3_GEOMETRY,
             "image_mean": [0.48145466, 0.4578275, 0.40821073],
             "image_std": [0.26862954, 0.26130258, 0.27577711],
             "transparent_bg_config": _K3_BG,
@@ -96,13 +86,18 @@ def profile_names() -> list[str]:
 _SGLANG_TEST_NORMALIZATION = {"image_mean": [0.5] * 3, "image_std": [0.5] * 3}
 
 
-def profile(name: str = DEFAULT_PROFILE) -> PreprocessConfig:
-    """The named profile as a validated `PreprocessConfig`."""
+def profile_media_proc_cfg(name: str = DEFAULT_PROFILE) -> dict[str, Any]:
+    """The named profile's checkpoint-style dict as `profile` reads it (mean/std filled in where it sets none)."""
     try:
         cfg, _source = PROFILES[name]
     except KeyError:
         raise InputValueError(f"unknown profile {name!r}; known profiles: {', '.join(PROFILES)}") from None
-    return PreprocessConfig.from_media_proc_cfg({**_SGLANG_TEST_NORMALIZATION, **cfg}, name=name)
+    return {**_SGLANG_TEST_NORMALIZATION, **cfg}
+
+
+def profile(name: str = DEFAULT_PROFILE) -> PreprocessConfig:
+    """The named profile as a validated `PreprocessConfig`."""
+    return PreprocessConfig.from_media_proc_cfg(profile_media_proc_cfg(name), name=name)
 
 
 def profile_source(name: str) -> str:

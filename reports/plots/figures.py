@@ -7,6 +7,7 @@ an interrupted run never leaves a truncated PNG behind.
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -42,22 +43,38 @@ def _size_axes(ax: Any) -> None:
     ax.set_ylabel("height (px)")
 
 
-def _panel_per_limit(limits: tuple[int, ...], max_side: int, step: int) -> tuple[np.ndarray, plt.Figure, list]:
-    """The sampled sides, and one square panel per in_patch_limit as (axes, limit) pairs."""
-    side = sweeps.sides(max_side, step)
+def _panel_per_limit(limits: tuple[int, ...]) -> tuple[plt.Figure, list]:
+    """One square panel per in_patch_limit, as (axes, limit) pairs."""
     fig, axes = plt.subplots(1, len(limits), figsize=(4.6 * len(limits), 4.6), squeeze=False, layout="constrained")
-    return side, fig, list(zip(axes[0], limits, strict=True))
+    return fig, list(zip(axes[0], limits, strict=True))
 
 
-def decision_maps(
-    config: PreprocessConfig,
-    step: int,
-    path: Path,
-    limits: tuple[int, ...] = sweeps.SWEEP_LIMITS,
-    max_side: int = sweeps.MAX_SIDE,
-) -> Path:
+_SweepDrawing = Callable[[PreprocessConfig, int, np.ndarray, tuple[int, ...]], plt.Figure]
+
+
+def _sweep_figure(draw: _SweepDrawing) -> Callable[..., Path]:
+    """A figure over the swept image sizes: ``draw(config, step, side, limits)`` returns it, this saves it to ``path``.
+
+    The one signature of the sweep maps, ``(config, step, path, limits, max_side) -> path``.
+    """
+
+    def figure(
+        config: PreprocessConfig,
+        step: int,
+        path: Path,
+        limits: tuple[int, ...] = sweeps.SWEEP_LIMITS,
+        max_side: int = sweeps.MAX_SIDE,
+    ) -> Path:
+        return _save(draw(config, step, sweeps.sides(max_side, step), limits), path)
+
+    figure.__name__ = figure.__qualname__ = draw.__name__
+    figure.__doc__ = draw.__doc__
+    return figure
+
+
+@_sweep_figure
+def decision_maps(config: PreprocessConfig, step: int, side: np.ndarray, limits: tuple[int, ...]) -> plt.Figure:
     """Defer / eager over width x height per in_patch_limit (columns) and channel count (rows), raw == processed curve."""
-    side = sweeps.sides(max_side, step)
     fig, axes = plt.subplots(2, len(limits), figsize=(4.2 * len(limits), 9), squeeze=False, layout="constrained")
     for j, limit in enumerate(limits):
         cfg = sweeps.with_limit(config, limit)
@@ -88,18 +105,13 @@ def decision_maps(
     ]
     fig.legend(handles=handles, loc="outside lower center", ncol=3)
     fig.suptitle(f"Deferral decision per image size ({config.name}; map sampled every {step} px)")
-    return _save(fig, path)
+    return fig
 
 
-def byte_ratio_maps(
-    config: PreprocessConfig,
-    step: int,
-    path: Path,
-    limits: tuple[int, ...] = sweeps.SWEEP_LIMITS,
-    max_side: int = sweeps.MAX_SIDE,
-) -> Path:
+@_sweep_figure
+def byte_ratio_maps(config: PreprocessConfig, step: int, side: np.ndarray, limits: tuple[int, ...]) -> plt.Figure:
     """log2(processed / raw) bytes for RGB images per in_patch_limit: > 0 is where raw pixels are smaller."""
-    side, fig, panels = _panel_per_limit(limits, max_side, step)
+    fig, panels = _panel_per_limit(limits)
     for ax, limit in panels:
         ratio = np.log2(sweeps.byte_ratio_grid(sweeps.with_limit(config, limit), 3, side, side))
         bound = max(abs(ratio.min()), abs(ratio.max()), 1e-6)
@@ -120,18 +132,13 @@ def byte_ratio_maps(
         handles=[Line2D([], [], color="k", label="raw == processed (gate boundary)")], loc="outside lower center"
     )
     fig.suptitle(f"FP32 patch bytes / raw uint8 bytes, RGB ({config.name})")
-    return _save(fig, path)
+    return fig
 
 
-def token_maps(
-    config: PreprocessConfig,
-    step: int,
-    path: Path,
-    limits: tuple[int, ...] = sweeps.SWEEP_LIMITS,
-    max_side: int = sweeps.MAX_SIDE,
-) -> Path:
+@_sweep_figure
+def token_maps(config: PreprocessConfig, step: int, side: np.ndarray, limits: tuple[int, ...]) -> plt.Figure:
     """Vision tokens per image size for each in_patch_limit."""
-    side, fig, panels = _panel_per_limit(limits, max_side, step)
+    fig, panels = _panel_per_limit(limits)
     for ax, limit in panels:
         tokens = sweeps.token_grid(sweeps.with_limit(config, limit), side, side)
         im = ax.imshow(tokens, origin="lower", extent=_extent(side), cmap="viridis", interpolation="nearest")
@@ -139,7 +146,7 @@ def token_maps(
         _size_axes(ax)
         fig.colorbar(im, ax=ax, label="tokens", shrink=0.8)
     fig.suptitle(f"Vision tokens per image ({config.name})")
-    return _save(fig, path)
+    return fig
 
 
 def flip_density(records: list[dict[str, Any]], path: Path) -> Path:
