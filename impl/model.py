@@ -76,23 +76,26 @@ def _check_indices(owner_indices: Sequence[int], n: int) -> list[int]:
     return out
 
 
-def _materialize_pr(
-    selected: list[MultimodalItem],
-    configs: list,
-    device: torch.device,
-    policy: Policy,
-    dtype: torch.dtype,
-    patch_size: int,
-    log: TransferLog,
-) -> torch.Tensor:
+@dataclass(frozen=True)
+class _Owner:
+    """What the owner's loader runs with, whichever batch rule its policy has (`materialize` resolves them)."""
+
+    device: torch.device
+    policy: Policy
+    dtype: torch.dtype
+    patch_size: int
+    log: TransferLog
+
+
+def _materialize_pr(selected: list[MultimodalItem], configs: list, owner: _Owner) -> torch.Tensor:
     """PR #33921: all deferred or a ValueError; one pipeline run with the first item's mean/std/background."""
     if not all(c is not None for c in configs):
         raise ValueError("Kimi-K3 cannot mix deferred and preprocessed image features")
-    views = [read_deferred(c, policy, patch_size) for c in configs]
-    if policy.consumer_reads_backend and len({v.backend for v in views}) > 1:
+    views = [read_deferred(c, owner.policy, owner.patch_size) for c in configs]
+    if owner.policy.consumer_reads_backend and len({v.backend for v in views}) > 1:
         raise ValueError("Kimi-K3 cannot mix deferred preprocessing backends")
-    pv, _ = _run_deferred([it.feature for it in selected], views, views[0], device, patch_size, log)
-    return pv.to(dtype)
+    pv, _ = _run_deferred([it.feature for it in selected], views, views[0], owner.device, owner.patch_size, owner.log)
+    return pv.to(owner.dtype)
 
 
 def _materialize_mixed(
@@ -100,13 +103,10 @@ def _materialize_mixed(
     configs: list,
     owner_indices: list[int],
     grids_host: torch.Tensor,
-    device: torch.device,
-    policy: Policy,
-    dtype: torch.dtype,
-    patch_size: int,
-    log: TransferLog,
+    owner: _Owner,
 ) -> torch.Tensor:
     """3d3194f6c+: eager items pass through, deferred ones run per backend group with a grid check."""
+    device, policy, dtype, patch_size, log = owner.device, owner.policy, owner.dtype, owner.patch_size, owner.log
     parts: list[torch.Tensor | None] = [None] * len(selected)
     views = {k: read_deferred(c, policy, patch_size) for k, c in enumerate(configs) if c is not None}
     by_backend: dict[str, list[int]] = {}
@@ -158,9 +158,10 @@ def materialize(
         return (
             torch.cat(feats, dim=0) if feats else torch.empty((0, 3, patch_size, patch_size), dtype=dtype, device=dev)
         )
+    owner = _Owner(dev, policy, dtype, patch_size, log)
     if policy.mixed_batches == "raise":
-        return _materialize_pr(selected, configs, dev, policy, dtype, patch_size, log)
-    return _materialize_mixed(selected, configs, indices, grids_host, dev, policy, dtype, patch_size, log)
+        return _materialize_pr(selected, configs, owner)
+    return _materialize_mixed(selected, configs, indices, grids_host, owner)
 
 
 def _tower_patch_size(config: PreprocessConfig) -> int:

@@ -12,11 +12,9 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from typing import Any, ClassVar
 
-import numpy as np
-
-from deferlab.reference.system.config import BackgroundConfig, PreprocessConfig
+from deferlab.reference.system.config import BackgroundConfig
 from deferlab.reference.system.policies import get_policy
-from deferlab.reference.system.seam import call_methods
+from deferlab.reference.system.seam import Array, Config, Floats, Images, Items, call_methods
 
 
 class DeferlabImpl:
@@ -32,7 +30,7 @@ class DeferlabImpl:
 
         return to_chw_uint8(image, promote_rgb_transparency=promote_rgb_transparency)
 
-    def resize(self, x: np.ndarray, out_h: int, out_w: int, device: str = "cpu") -> Any:
+    def resize(self, x: Array, out_h: int, out_w: int, device: str = "cpu") -> Any:
         import torch
 
         from deferlab.impl.resize import resize_bicubic_if_needed
@@ -40,7 +38,7 @@ class DeferlabImpl:
         t = torch.as_tensor(x, dtype=torch.float32, device=device)[None]
         return resize_bicubic_if_needed(t, out_h, out_w)[0]
 
-    def fill_transparent_bg(self, x: np.ndarray, background: BackgroundConfig | None, device: str = "cpu") -> Any:
+    def fill_transparent_bg(self, x: Array, background: BackgroundConfig | None, device: str = "cpu") -> Any:
         import torch
 
         from deferlab.impl.background import fill_transparent_bg
@@ -49,14 +47,7 @@ class DeferlabImpl:
         return fill_transparent_bg(t, background)[0]
 
     def normalize_and_patchify(
-        self,
-        x: np.ndarray,
-        mean: Sequence[float],
-        std: Sequence[float],
-        patch_size: int,
-        padded_h: int,
-        padded_w: int,
-        device: str = "cpu",
+        self, x: Array, mean: Floats, std: Floats, patch_size: int, padded_h: int, padded_w: int, device: str = "cpu"
     ) -> Any:
         import torch
 
@@ -66,20 +57,20 @@ class DeferlabImpl:
         t = torch.as_tensor(x, dtype=torch.float32, device=device)[None]
         return normalize_and_patchify(t, scale, bias, patch_size, padded_h, padded_w)[0]
 
-    def preprocess(self, images: Sequence[Any], config: PreprocessConfig, device: str = "cpu") -> tuple[Any, Any]:
+    def preprocess(self, images: Images, config: Config, device: str = "cpu") -> tuple[Any, Any]:
         from deferlab.impl.pipeline import preprocess
 
         return preprocess(images, config, device=device)
 
-    def gate_bytes(self, images: Sequence[Any], config: PreprocessConfig) -> tuple[int, int]:
+    def gate_bytes(self, images: Images, config: Config) -> tuple[int, int]:
         from deferlab.impl.gate import payload_bytes
 
         return payload_bytes(images, config)
 
     def defer_decisions(
         self,
-        images: Sequence[Any],
-        config: PreprocessConfig,
+        images: Images,
+        config: Config,
         *,
         policy: Any,
         transport: str = "cpu",
@@ -95,8 +86,8 @@ class DeferlabImpl:
 
     def process(
         self,
-        images: Sequence[Any],
-        config: PreprocessConfig,
+        images: Images,
+        config: Config,
         *,
         policy: Any,
         transport: str = "cpu",
@@ -118,35 +109,25 @@ class DeferlabImpl:
         )
         return proc.process(images)
 
-    def epd_items(
-        self, images: Sequence[Any], config: PreprocessConfig, *, policy: Any, backend: str = "gpu"
-    ) -> list[Any]:
+    def epd_items(self, images: Images, config: Config, *, policy: Any, backend: str = "gpu") -> list[Any]:
         from deferlab.impl.pipeline import resize_configs_for
         from deferlab.impl.producer import build_epd_items
 
         return build_epd_items(images, resize_configs_for(images, config), config, get_policy(policy), backend)
 
-    def deliver(self, items: Sequence[Any], num_ranks: int, *, policy: Any) -> list[list[Any]]:
+    def deliver(self, items: Items, num_ranks: int, *, policy: Any) -> list[list[Any]]:
         from deferlab.impl.transport import deliver
 
         return deliver(items, "cpu", num_ranks, policy).rank_items
 
     def materialize(
-        self,
-        items: Sequence[Any],
-        owner_indices: Sequence[int],
-        config: PreprocessConfig,
-        *,
-        policy: Any,
-        device: str = "cpu",
+        self, items: Items, owner_indices: Sequence[int], config: Config, *, policy: Any, device: str = "cpu"
     ) -> Any:
         from deferlab.impl.model import materialize
 
         return materialize(items, list(owner_indices), config, device=device, policy=policy)
 
-    def vision_dp(
-        self, items: Sequence[Any], num_ranks: int, config: PreprocessConfig, *, policy: Any, device: str = "cpu"
-    ) -> Any:
+    def vision_dp(self, items: Items, num_ranks: int, config: Config, *, policy: Any, device: str = "cpu") -> Any:
         from deferlab.impl.model import get_image_features
 
         return get_image_features(items, num_ranks, config, device=device, policy=policy)

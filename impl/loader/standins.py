@@ -55,22 +55,18 @@ def _refuse(name: str) -> None:
         )
 
 
+def _itself(obj: Any, other: Any) -> Any:
+    """``obj[k]``, ``obj | x`` and ``x | obj`` of a stand-in class or instance: ``obj`` itself."""
+    return obj
+
+
 class _StandInMeta(type):
     """Metaclass of stand-in classes: attribute access, subscription and ``|`` give more stand-ins."""
 
     def __getattr__(cls, attr: str) -> Any:
-        if attr.startswith("__") and attr.endswith("__"):
-            raise AttributeError(attr)
-        return standin_class(f"{cls.__qualname__}.{attr}")
+        return _attribute(f"{cls.__qualname__}.", attr)
 
-    def __getitem__(cls, key: Any) -> Any:
-        return cls
-
-    def __or__(cls, other: Any) -> Any:
-        return cls
-
-    def __ror__(cls, other: Any) -> Any:
-        return cls
+    __getitem__ = __or__ = __ror__ = _itself
 
     def __call__(cls, *args: Any, **kwargs: Any) -> Any:
         if not cls.__dict__.get("__deferlab_standin__"):
@@ -92,9 +88,7 @@ class _StandInBase(metaclass=_StandInMeta):
         pass
 
     def __getattr__(self, attr: str) -> Any:
-        if attr.startswith("__") and attr.endswith("__"):
-            raise AttributeError(attr)
-        return standin_class(f"{type(self).__qualname__}().{attr}")
+        return _attribute(f"{type(self).__qualname__}().", attr)
 
     def __call__(self, *args: Any, **kwargs: Any) -> Any:
         _refuse(f"{type(self).__qualname__}()")
@@ -113,14 +107,14 @@ class _StandInBase(metaclass=_StandInMeta):
     def __mro_entries__(self, bases: tuple[Any, ...]) -> tuple[type, ...]:
         return (type(self),)
 
-    def __getitem__(self, key: Any) -> Any:
-        return self
+    __getitem__ = __or__ = __ror__ = _itself
 
-    def __or__(self, other: Any) -> Any:
-        return self
 
-    def __ror__(self, other: Any) -> Any:
-        return self
+def _attribute(prefix: str, attr: str) -> Any:
+    """A stand-in class ``prefix + attr`` for an attribute a module body reads; dunders stay missing."""
+    if attr.startswith("__") and attr.endswith("__"):
+        raise AttributeError(attr)
+    return standin_class(prefix + attr)
 
 
 def standin_class(qualname: str) -> type:

@@ -42,7 +42,7 @@ from deferlab.impl.sglang.sources import Source, load
 from deferlab.reference.system.config import BackgroundConfig, PreprocessConfig
 from deferlab.reference.system.errors import InputTypeError
 from deferlab.reference.system.profiles import profile
-from deferlab.reference.system.seam import SGLANG_LABEL
+from deferlab.reference.system.seam import SGLANG_LABEL, Array, Config, Floats, Images, Items
 
 DEFAULT_VERSION = "0.5.23"
 LABEL = SGLANG_LABEL  # the one column of claim verdicts of real code: there is no policy to choose
@@ -111,11 +111,11 @@ class SGLangImpl:
             staged = runtime.eager_stager(self.source, "cpu")(probe)
         return int(staged.shape[0]) == 4
 
-    def resize(self, x: np.ndarray, out_h: int, out_w: int, device: str = "cpu") -> Any:
+    def resize(self, x: Array, out_h: int, out_w: int, device: str = "cpu") -> Any:
         t = torch.as_tensor(np.asarray(x), dtype=torch.float32, device=device)[None]
         return self._k25._resize_bicubic_if_needed(t, out_h, out_w)[0]
 
-    def fill_transparent_bg(self, x: np.ndarray, background: BackgroundConfig | None, device: str = "cpu") -> Any:
+    def fill_transparent_bg(self, x: Array, background: BackgroundConfig | None, device: str = "cpu") -> Any:
         """``fill_transparent_bg``, or an eager-only release's ``_fill_transparent_bg`` (same signature)."""
         t = torch.as_tensor(np.asarray(x), dtype=torch.float32, device=device)[None]
         fill = self._kip.fill_transparent_bg if self.has_deferred_path else self._pk3._fill_transparent_bg
@@ -129,14 +129,7 @@ class SGLangImpl:
         return self._kip.normalization_tensors(list(mean), list(std), device)
 
     def normalize_and_patchify(
-        self,
-        x: np.ndarray,
-        mean: Sequence[float],
-        std: Sequence[float],
-        patch_size: int,
-        padded_h: int,
-        padded_w: int,
-        device: str = "cpu",
+        self, x: Array, mean: Floats, std: Floats, patch_size: int, padded_h: int, padded_w: int, device: str = "cpu"
     ) -> Any:
         scale, bias = self.normalization_tensors(mean, std, device)
         t = torch.as_tensor(np.asarray(x), dtype=torch.float32, device=device)[None]
@@ -154,7 +147,7 @@ class SGLangImpl:
             config.fixed_output_tokens,
         )
 
-    def preprocess(self, images: Sequence[Any], config: PreprocessConfig, device: str = "cpu") -> tuple[Any, Any]:
+    def preprocess(self, images: Images, config: Config, device: str = "cpu") -> tuple[Any, Any]:
         """SGLang's owner pipeline ``_gpu_preprocess_images`` with the hooks the consumer passes.
 
         ``to_chw`` is ``to_chw_uint8(image, device=device)`` and ``post_resize`` is ``fill_transparent_bg``
@@ -176,7 +169,7 @@ class SGLangImpl:
         )
 
     # -- tokenizer side ---------------------------------------------------------------------------------------------
-    def gate_bytes(self, images: Sequence[Any], config: PreprocessConfig) -> tuple[int, int]:
+    def gate_bytes(self, images: Images, config: Config) -> tuple[int, int]:
         """(raw, processed) bytes read off the real gate's locals when it returns (it does not return them)."""
         if not self.has_deferred_path:
             raise self._lacks("deferral gate", "KimiK3ImageProcessor has no _should_defer_gpu_preprocessing")
@@ -195,8 +188,8 @@ class SGLangImpl:
 
     def defer_decisions(
         self,
-        images: Sequence[Any],
-        config: PreprocessConfig,
+        images: Images,
+        config: Config,
         *,
         policy: Any = None,
         transport: str = "cpu",
@@ -220,8 +213,8 @@ class SGLangImpl:
 
     def process(
         self,
-        images: Sequence[Any],
-        config: PreprocessConfig,
+        images: Images,
+        config: Config,
         *,
         policy: Any = None,
         transport: str = "cpu",
@@ -245,25 +238,17 @@ class SGLangImpl:
             return producer.Produced(list(out.mm_items), [True] * len(out.mm_items), [], out)
         return producer.produce(self.source, images, config, transport, device, gate_path or self.gate_path)
 
-    def epd_items(
-        self, images: Sequence[Any], config: PreprocessConfig, *, policy: Any = None, backend: str = "gpu"
-    ) -> list[Any]:
+    def epd_items(self, images: Images, config: Config, *, policy: Any = None, backend: str = "gpu") -> list[Any]:
         if not self.has_deferred_path:
             raise self._lacks("EPD producer", "kimi_k3_image_processing.prepare_kimi_k3_encoder_inputs is absent")
         return list(producer.epd_produce(self.source, images, config, backend).mm_items)
 
     # -- scheduler side ---------------------------------------------------------------------------------------------
-    def deliver(self, items: Sequence[Any], num_ranks: int, *, policy: Any = None) -> list[list[Any]]:
+    def deliver(self, items: Items, num_ranks: int, *, policy: Any = None) -> list[list[Any]]:
         return consumer.deliver(items, num_ranks)
 
     def materialize(
-        self,
-        items: Sequence[Any],
-        owner_indices: Sequence[int],
-        config: PreprocessConfig,
-        *,
-        policy: Any = None,
-        device: str = "cpu",
+        self, items: Items, owner_indices: Sequence[int], config: Config, *, policy: Any = None, device: str = "cpu"
     ) -> Any:
         """The real loader on ``items[owner_indices]``; the tower's patch size is ``config.patch_size``.
 
@@ -282,13 +267,7 @@ class SGLangImpl:
         return cfg.get("backend") if isinstance(cfg, dict) else getattr(cfg, "backend", None)
 
     def vision_dp(
-        self,
-        items: Sequence[Any],
-        num_ranks: int,
-        config: PreprocessConfig,
-        *,
-        policy: Any = None,
-        device: str = "cpu",
+        self, items: Items, num_ranks: int, config: Config, *, policy: Any = None, device: str = "cpu"
     ) -> Any:
         return consumer.vision_dp(self.source, items, num_ranks, device, _tower_patch(config))
 

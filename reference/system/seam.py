@@ -24,6 +24,15 @@ from deferlab.reference.system.config import BackgroundConfig, PreprocessConfig
 SGLANG_LABEL = "SGLANG"
 LABELS = {"sglang": SGLANG_LABEL}
 
+# Short names for the parameter types the protocol's methods share (the implementations import them, so a
+# signature is written as briefly in each): the images of a request, the items a producer made, the checkpoint's
+# preprocessing config, a float32 (C, H, W) array, the per-channel mean or std.
+Images = Sequence[Any]
+Items = Sequence[Any]
+Config = PreprocessConfig
+Array = np.ndarray
+Floats = Sequence[float]
+
 # The pipeline steps and system roles a test calls, and the facts about a version a claim asks.
 METHODS = (
     "to_chw_uint8",
@@ -59,34 +68,27 @@ class Impl(Protocol):
     def to_chw_uint8(self, image: Any, *, promote_rgb_transparency: bool = False) -> Any:
         """Stage a PIL image or uint8 tensor to uint8 (C, H, W); ValueError/TypeError on bad input."""
 
-    def resize(self, x: np.ndarray, out_h: int, out_w: int, device: str = "cpu") -> Any:
+    def resize(self, x: Array, out_h: int, out_w: int, device: str = "cpu") -> Any:
         """Float32 (C, H, W) integer levels to (C, out_h, out_w): aa bicubic, round half even, clamp."""
 
-    def fill_transparent_bg(self, x: np.ndarray, background: BackgroundConfig | None, device: str = "cpu") -> Any:
+    def fill_transparent_bg(self, x: Array, background: BackgroundConfig | None, device: str = "cpu") -> Any:
         """Float32 (C, H, W) after resize to (3, H, W): composite 4 channels, pass 3 through."""
 
     def normalize_and_patchify(
-        self,
-        x: np.ndarray,
-        mean: Sequence[float],
-        std: Sequence[float],
-        patch_size: int,
-        padded_h: int,
-        padded_w: int,
-        device: str = "cpu",
+        self, x: Array, mean: Floats, std: Floats, patch_size: int, padded_h: int, padded_w: int, device: str = "cpu"
     ) -> Any:
         """Float32 (3, H, W) to (gh*gw, 3, p, p): zero pad bottom/right, x*scale+bias, patchify."""
 
-    def preprocess(self, images: Sequence[Any], config: PreprocessConfig, device: str = "cpu") -> tuple[Any, Any]:
+    def preprocess(self, images: Images, config: Config, device: str = "cpu") -> tuple[Any, Any]:
         """The eager pipeline: (pixel_values float32 (N, 3, p, p), grid_thws int64 (n, 3))."""
 
-    def gate_bytes(self, images: Sequence[Any], config: PreprocessConfig) -> tuple[int, int]:
+    def gate_bytes(self, images: Images, config: Config) -> tuple[int, int]:
         """(raw bytes, processed bytes) the gate counts for ``images``, summed."""
 
     def defer_decisions(
         self,
-        images: Sequence[Any],
-        config: PreprocessConfig,
+        images: Images,
+        config: Config,
         *,
         policy: Any,
         transport: str = "cpu",
@@ -98,8 +100,8 @@ class Impl(Protocol):
 
     def process(
         self,
-        images: Sequence[Any],
-        config: PreprocessConfig,
+        images: Images,
+        config: Config,
         *,
         policy: Any,
         transport: str = "cpu",
@@ -109,31 +111,21 @@ class Impl(Protocol):
     ) -> Any:
         """The producer, preprocessing eager items on ``device`` (non-EPD, or the EPD start path with ``epd=True``): an object with ``.items`` (feature, model_specific_data) and ``.deferred``."""
 
-    def epd_items(
-        self, images: Sequence[Any], config: PreprocessConfig, *, policy: Any, backend: str = "gpu"
-    ) -> list[Any]:
+    def epd_items(self, images: Images, config: Config, *, policy: Any, backend: str = "gpu") -> list[Any]:
         """The EPD producer's deferred items (backend "gpu": staged uint8; "cpu": the raw input)."""
 
-    def deliver(self, items: Sequence[Any], num_ranks: int, *, policy: Any) -> list[list[Any]]:
+    def deliver(self, items: Items, num_ranks: int, *, policy: Any) -> list[list[Any]]:
         """CPU transport: one deserialized copy of the items per rank."""
 
     def materialize(
-        self,
-        items: Sequence[Any],
-        owner_indices: Sequence[int],
-        config: PreprocessConfig,
-        *,
-        policy: Any,
-        device: str = "cpu",
+        self, items: Items, owner_indices: Sequence[int], config: Config, *, policy: Any, device: str = "cpu"
     ) -> Any:
         """The owner's loader: BF16 features of ``items[owner_indices]`` in that order.
 
         ``config`` is the checkpoint's (the model's vision tower takes its patch size from it).
         """
 
-    def vision_dp(
-        self, items: Sequence[Any], num_ranks: int, config: PreprocessConfig, *, policy: Any, device: str = "cpu"
-    ) -> Any:
+    def vision_dp(self, items: Items, num_ranks: int, config: Config, *, policy: Any, device: str = "cpu") -> Any:
         """Every rank of the group: ``.per_image`` (request order), ``.owners``, ``.ranks[r].log`` counters."""
 
     # -- facts about the system under test (what a claim needs beyond calling it) ------------------------------
