@@ -97,7 +97,7 @@ def impl_spec(config: pytest.Config) -> str:
 
 
 def real_impl(spec: str | None) -> Any:
-    """Real SGLang behind the seam (the driver is the seam implementation; SGLangSeam was merged into it)."""
+    """Real SGLang behind the seam: the driver is the seam implementation itself."""
     from deferlab.impl.sglang.driver import SGLangImpl
 
     return SGLangImpl(spec)

@@ -106,9 +106,17 @@ def named(text: str) -> list[Named]:
 
 @functools.cache
 def _ignored(root: Path, token: str) -> bool:
-    """A path git ignores (an output location such as ``reports/out/``): named before any run creates it."""
-    run = subprocess.run(["git", "check-ignore", "-q", "--no-index", token], cwd=root, capture_output=True, timeout=60)
-    return run.returncode == 0
+    """A path git ignores (an output location such as ``reports/out/``): named before any run creates it.
+
+    Asked as a file and as a folder: a pattern ending in ``/`` matches a path that does not exist yet (a clean
+    clone) only when it is asked with the slash."""
+    for name in (token, token.rstrip("/") + "/"):
+        run = subprocess.run(
+            ["git", "check-ignore", "-q", "--no-index", name], cwd=root, capture_output=True, timeout=60
+        )
+        if run.returncode == 0:
+            return True
+    return False
 
 
 def _path_exists(token: str, root: Path, here: Path) -> bool | None:
