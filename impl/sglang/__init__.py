@@ -8,6 +8,7 @@ sources       load        `ENGINE` (SGLang as an `impl.loader` engine), the Kimi
                           names, `Source`, ``load``, `SGLangSourceError`, `SGLangFetchError`
 capabilities  inspection  which call sites / producers the loaded tree has (read off code)
 topology      run         the parallel topology SGLang's code asks for
+tokenizer     run         the stub tokenizer, the placeholder prompt, the media config
 runtime       run         how SGLang's functions are called on a CPU (patches, stubs)
 producer      run         the tokenizer side: gate call sites, producers
 consumer      run         the scheduler side: delivery, owners, the model's loader

@@ -25,7 +25,7 @@ from typing import Any
 
 import torch
 
-from deferlab.impl.sglang import capabilities, runtime, topology
+from deferlab.impl.sglang import capabilities, runtime, tokenizer, topology
 from deferlab.impl.sglang.sources import Source
 from deferlab.reference.system.config import PreprocessConfig
 
@@ -124,7 +124,7 @@ async def _request(proc: Any, method: str, images: Sequence[Any]) -> Any:
     ``process_mm_data_async`` itself (the PR: it calls the gate directly). Both take (image data, prompt,
     request); the request object is a namespace with no video or audio and no content hashes."""
     request = topology.Answers("request_obj", {"video_data": None, "audio_data": None, "mm_content_hashes": None})
-    return await getattr(proc, method)(list(images), runtime.prompt_ids(len(images)), request)
+    return await getattr(proc, method)(list(images), tokenizer.prompt_ids(len(images)), request)
 
 
 def produce(
@@ -153,7 +153,7 @@ def produce(
             wrapper = proc._processor
             wrapper.prepare_image_features = lambda imgs: runtime.eager_image_features(source, wrapper, imgs, device)
             artifacts = proc.prepare_artifact_batch(artifact_entries(source, proc, images), processor=wrapper)
-            output = proc.compose_request(runtime.prompt_ids(len(images)), artifacts)
+            output = proc.compose_request(tokenizer.prompt_ids(len(images)), artifacts)
         else:
             _mock_loading(proc, source, images)
             _eager_call(source, proc._processor, device)
@@ -175,7 +175,7 @@ def epd_produce(source: Source, images: Sequence[Any], config: PreprocessConfig,
     if not capabilities.of(source).epd_producer:
         return deferred_items(source, images, config).output
     kip = source.module("multimodal.kimi_k3_image_processing")
-    processor = types.SimpleNamespace(media_proc_cfg=runtime.media_proc_cfg(config))
+    processor = types.SimpleNamespace(media_proc_cfg=tokenizer.media_proc_cfg(config))
     return kip.prepare_kimi_k3_encoder_inputs(list(images), processor, use_gpu_preprocessing=backend == "gpu")
 
 
@@ -188,7 +188,7 @@ def deferred_items(source: Source, images: Sequence[Any], config: PreprocessConf
     """
     proc = runtime.make_processor(source, config, "cpu")
     bp = source.module("multimodal.processors.base_processor")
-    ids = runtime.prompt_ids(len(images))
+    ids = tokenizer.prompt_ids(len(images))
     base = bp.BaseMultiModalProcessorOutput(input_text=ids, input_ids=ids, images=list(images))
     output = proc._build_deferred_output(base)
     return Produced(list(output.mm_items), [True] * len(output.mm_items), [], output)
@@ -215,7 +215,7 @@ def eager_only_produce(
         )
     _eager_call(source, proc._processor, device)
     _mock_loading(proc, source, images)
-    output = asyncio.run(proc.process_mm_data_async(list(images), runtime.prompt_ids(len(images)), None))
+    output = asyncio.run(proc.process_mm_data_async(list(images), tokenizer.prompt_ids(len(images)), None))
     items = list(output.mm_items)
     return Produced(items, [False] * len(items), [], output)
 
@@ -262,9 +262,9 @@ def own_processor(source: Source, config: PreprocessConfig, transport: str = "cp
     Its I/O and CPU executors are shut down unused: images arrive decoded.
     """
     pk3 = source.module("multimodal.processors.kimi_k3")
-    media = types.SimpleNamespace(media_proc_cfg=runtime.media_proc_cfg(config))
-    hf = types.SimpleNamespace(tokenizer=runtime.StubTokenizer(), image_processor=None, media_processor=media)
-    hf_config = types.SimpleNamespace(media_placeholder_token_id=runtime.IMAGE_TOKEN_ID)
+    media = types.SimpleNamespace(media_proc_cfg=tokenizer.media_proc_cfg(config))
+    hf = types.SimpleNamespace(tokenizer=tokenizer.StubTokenizer(), image_processor=None, media_processor=media)
+    hf_config = types.SimpleNamespace(media_placeholder_token_id=tokenizer.IMAGE_TOKEN_ID)
     server_args = types.SimpleNamespace(
         mm_feature_transport=transport,
         disable_fast_image_processor=False,

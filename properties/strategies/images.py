@@ -23,31 +23,8 @@ from PIL import Image
 from deferlab.reference.oracle.modes import DELEGATED_MODES, OWN_MODES
 
 # Every mode Image.new / frombytes accepts in Pillow 13 (the I;16 variants share one band).
-ALL_MODES = (
-    "1",
-    "L",
-    "LA",
-    "La",
-    "P",
-    "PA",
-    "RGB",
-    "RGBA",
-    "RGBa",
-    "RGBX",
-    "CMYK",
-    "YCbCr",
-    "LAB",
-    "HSV",
-    "I",
-    "I;16",
-    "I;16L",
-    "I;16B",
-    "I;16N",
-    "F",
-)
+ALL_MODES = tuple("1 L LA La P PA RGB RGBA RGBa RGBX CMYK YCbCr LAB HSV I I;16 I;16L I;16B I;16N F".split())
 GREY_LIKE = ("1", "L", "I", "I;16", "I;16L", "I;16B", "I;16N")
-# Where `transparency` means nothing to Pillow's convert (a stray key).
-STRAY_KEY_MODES = ("LA", "La", "PA", "RGBA", "RGBa", "RGBX", "CMYK", "YCbCr", "LAB", "HSV", "F")
 LAYOUTS = ("CHW", "HWC", "HW")
 
 
