@@ -125,6 +125,18 @@ def _check_max_side(value: int, flag: str) -> int:
     return _usage(check_int, flag, value, minimum=2, maximum=8192)
 
 
+def _load_sglang_or_refuse(spec: str) -> None:
+    """Load SGLang ``spec`` once, in a fresh process, before any step runs: a source that cannot be resolved
+    or loaded (unknown version, not a checkout, no Kimi-K3 path, offline, an import failing inside SGLang) is
+    bad usage, refused in the driver's one line (what was tried, what is accepted) with nothing written."""
+    from deferlab.reports.versions.matrix import SGLangLoadError, preflight
+
+    try:
+        preflight(spec)
+    except SGLangLoadError as e:
+        raise UsageError(f"--sglang: {e}") from None
+
+
 def _report(args: argparse.Namespace) -> int:
     profile = _check_profile(args.profile)
     unknown = [s for s in args.skip if s not in STEPS]
@@ -149,6 +161,8 @@ def _report(args: argparse.Namespace) -> int:
         raise UsageError(f"--out: {str(args.out)!r} exists and is not a directory")
     max_side = _check_max_side(args.sweep_max_side, "--sweep-max-side")
     limits = tuple(_usage(check_positive_int, "--sweep-limits", v) for v in (args.sweep_limits or SWEEP_LIMITS))
+    if args.sglang is not None and args.from_results is None:
+        _load_sglang_or_refuse(args.sglang)
     opts = ReportOptions(
         profile=profile,
         config=config,
@@ -158,6 +172,7 @@ def _report(args: argparse.Namespace) -> int:
         from_results=args.from_results,
         impl=args.impl,
         sglang=args.sglang,
+        sglang_loaded=args.sglang is not None and args.from_results is None,
         skip=set(args.skip),
         bench_args=list(args.bench_arg),
         max_side=max_side,

@@ -51,6 +51,7 @@ class ReportOptions:
     limits: tuple[int, ...] = sweeps_mod.SWEEP_LIMITS  # in_patch_limit values swept
     results_dir: Path = claims.RESULTS_DIR  # where a suite run by the report records its verdicts
     sglang: str | None = None  # check real SGLang (installed, a checkout path, a version) instead of the model
+    sglang_loaded: bool = False  # the CLI already loaded ``sglang`` once (`preflight`): the step need not again
 
 
 def default_out_dir(now: datetime | None = None, prefix: str = "") -> Path:
@@ -66,7 +67,8 @@ def _properties_step(opts: ReportOptions, log: TextIO) -> dict[str, Any]:
         from deferlab.reports.versions.matrix import SGLangLoadError, preflight
 
         try:  # the driver's one line (unknown version, not a checkout, no Kimi-K3, offline, an import failing)
-            preflight(opts.sglang)
+            if not opts.sglang_loaded:
+                preflight(opts.sglang)
         except SGLangLoadError as e:
             raise StepFailed(f"sglang {opts.sglang!r}: {e}") from None
         results_dir = opts.results_dir / "sglang"

@@ -272,6 +272,16 @@ CLI_ROWS = [
     BadCli("claims from-results", lambda t: ["claims", "--from-results", str(t / "nowhere")], r"--from-results"),
     BadCli("unknown command", lambda t: ["frobnicate"], r"invalid choice: 'frobnicate'"),
     BadCli("report sglang and impl", lambda t: ["report", "--sglang", "0.5.23", "--impl", "x"], r"not allowed with"),
+    BadCli(
+        "report sglang not a checkout",
+        lambda t: ["report", "--sglang", str(t), "--out", str(t / "r")],
+        r"--sglang: sglang source '.*': .* is not an SGLang checkout .*; accepted: 'installed'",
+    ),
+    BadCli(
+        "report sglang not a version",
+        lambda t: ["report", "--sglang", "latest", "--out", str(t / "r")],
+        r"--sglang: sglang source 'latest': neither 'installed', an existing path nor a version; accepted:",
+    ),
     BadCli("versions not a version", lambda t: ["versions", "latest"], r"VERSION must look like 0\.5\.23"),
     BadCli("versions newest and list", lambda t: ["versions", "--newest", "0.5.23"], r"--newest takes no VERSION"),
     BadCli("versions profile", lambda t: ["versions", "--profile", "fast"], r"--profile must be one of"),

@@ -224,12 +224,35 @@ def test_test_subcommand_runs_the_suite_folder_with_every_argument(monkeypatch: 
     assert (suite_path() / "conftest.py").is_file() and (suite_path() / "claims").is_dir()
 
 
-def test_an_sglang_source_that_cannot_load_fails_its_step_in_one_line(tmp_path: Path) -> None:
-    """``report --sglang`` with a path that is no checkout: the report is written, the properties step failed
-    with the driver's one line (what was tried, what is accepted), the claims not-run, exit 3."""
+def test_an_sglang_source_that_cannot_load_is_refused_before_any_step(tmp_path: Path, capsys) -> None:
+    """``report --sglang`` with a path that is no checkout: exit 2 in the driver's one line (what was tried,
+    what is accepted) before any step runs, and nothing is written (no report folder, no verdicts)."""
     res = tmp_path / "res"
     argv = ["report", "--config", str(write_config(tmp_path)), "--sglang", str(tmp_path), "--out", str(tmp_path / "r")]
-    assert main([*argv, *FAST_ARGS]) == 3
+    assert main([*argv, *FAST_ARGS]) == 2
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 1 and err[0].startswith("deferlab: error: --sglang: sglang source "), err
+    assert "is not an SGLang checkout" in err[0] and "accepted: 'installed'" in err[0]
+    assert not (tmp_path / "r").exists() and not res.exists()
+
+
+def test_a_source_that_fails_to_load_inside_the_run_fails_its_step_in_one_line(tmp_path: Path) -> None:
+    """The run itself (the CLI's load check not taken, as a caller of `run_report` may do): the report is
+    written, the properties step failed with the driver's one line, the claims not-run, exit 3."""
+    from deferlab.reference.system.profiles import profile
+    from deferlab.reports.runner import ReportOptions, run_report
+
+    opts = ReportOptions(
+        profile="ci",
+        config=profile("kimi-k3"),
+        config_source="test",
+        out=tmp_path / "r",
+        baseline=None,
+        sglang=str(tmp_path),
+        skip={"ipc", "sweeps", "sim", "bench", "plots"},
+        results_dir=tmp_path / "res",
+    )
+    assert run_report(opts) == 3
     report = json.loads((tmp_path / "r" / "report.json").read_text())
     step = {s["name"]: s for s in report["steps"]}["properties"]
     assert step["status"] == "failed" and "is not an SGLang checkout" in step["error"] and "\n" not in step["error"]
@@ -237,4 +260,3 @@ def test_an_sglang_source_that_cannot_load_fails_its_step_in_one_line(tmp_path: 
         "not-run"
     }
     assert "could not be loaded" in (tmp_path / "r" / "report.md").read_text()
-    assert not res.exists()
