@@ -19,6 +19,7 @@ import sys
 import time
 import types
 import warnings
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -247,28 +248,44 @@ def import_required(source: Source, names: tuple[str, ...]) -> None:
 
 
 def load(
-    engine: Engine, spec: str = "installed", *, cache: Path | None = None, downloader: wheels.Downloader | None = None
+    engine: Engine,
+    spec: str = "installed",
+    *,
+    cache: Path | None = None,
+    downloader: wheels.Downloader | None = None,
+    check: Callable[[str, Resolved], None] | None = None,
+    build: Callable[[str, Resolved, Importer], Source] | None = None,
 ) -> Source:
-    """Resolve ``spec``, import ``engine.required`` for real, end the import phase, and return the `Source`.
+    """Resolve ``spec``, import the engine's code for real, end the import phase, and return the `Source`.
 
-    The whole flow for an engine with no checks of its own; a driver with more to check composes the
-    steps (`resolve`, `active`, `open_tree`, `import_required`, `claim`) itself.
+    The one flow every driver takes: ``check(spec, found)`` refuses a resolved tree before anything is
+    imported (a driver's own file checks); ``build(spec, found, importer)`` makes and imports the `Source`
+    (default: `Engine.required` imported for real, then the import phase ended). A tree already loaded
+    in this process is returned as it is.
     """
     t0 = time.perf_counter()
     spec = check_spec(engine, spec)
     found = resolve(engine, spec, cache, downloader)
+    if check is not None:
+        check(spec, found)
     already = active(engine, spec, found.root)
     if already is not None:
         return already
     importer = open_tree(engine, found.kind, found.root)
+    source = (build or _build)(spec, found, importer)
+    source.load_seconds = time.perf_counter() - t0
+    return claim(source)
+
+
+def _build(spec: str, found: Resolved, importer: Importer) -> Source:
+    """The default `load` build: a `Source` whose `Engine.required` modules are imported for real."""
     source = Source(spec, found.kind, found.version, found.root, found.git_rev, importer, found.downloaded)
     source.wheel = found.wheel
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
-        import_required(source, engine.required)
-    end_import_phase(engine.title)
-    source.load_seconds = time.perf_counter() - t0
-    return claim(source)
+        import_required(source, importer.engine.required)
+    end_import_phase(importer.engine.title)
+    return source
 
 
 def import_optional(importer: Importer, names: tuple[str, ...]) -> dict[str, str]:

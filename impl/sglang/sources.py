@@ -18,7 +18,6 @@ from __future__ import annotations
 
 import os
 import sys
-import time
 import types
 import warnings
 from dataclasses import dataclass, field
@@ -125,16 +124,14 @@ class Source(_loader.Source):
 
 def load(spec: str = "installed", *, cache: Path | None = None, downloader: wheels.Downloader | None = None) -> Source:
     """Resolve ``spec``, import SGLang's Kimi-K3 modules from it for real, and return the `Source`."""
-    spec = _loader.check_spec(ENGINE, spec)
-    t0 = time.perf_counter()
-    found = _loader.resolve(ENGINE, spec, cache, downloader)
-    _check_processor(spec, found.root, found.version)
-    already = _loader.active(ENGINE, spec, found.root)
-    if already is not None:
-        return already
-    source = _import(spec, found)
-    source.load_seconds = time.perf_counter() - t0
-    return _loader.claim(source)
+    return _loader.load(
+        ENGINE,
+        spec,
+        cache=cache,
+        downloader=downloader,
+        check=lambda spec, found: _check_processor(spec, found.root, found.version),
+        build=_import,
+    )
 
 
 def _check_processor(spec: str, root: Path, version: str) -> None:
@@ -182,8 +179,9 @@ def _absent_kip(source: Source) -> types.ModuleType:
     return module
 
 
-def _import(spec: str, found: _loader.Resolved) -> Source:
-    importer = _loader.open_tree(ENGINE, found.kind, found.root)
+def _import(spec: str, found: _loader.Resolved, importer: Importer) -> Source:
+    """`load`'s build for SGLang: the modules its version has, imported for real, then the deferred path's
+    pieces read off the loaded code (whole or absent, never partial)."""
     # The deferred module is imported first where the tree has it (its failures are the ones to name);
     # whether the path is complete is decided from the loaded code below.
     if importer.locate(KIP) is not None:
