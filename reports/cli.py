@@ -161,7 +161,8 @@ def _report(args: argparse.Namespace) -> int:
         raise UsageError(f"--out: {str(args.out)!r} exists and is not a directory")
     max_side = _check_max_side(args.sweep_max_side, "--sweep-max-side")
     limits = tuple(_usage(check_positive_int, "--sweep-limits", v) for v in (args.sweep_limits or SWEEP_LIMITS))
-    if args.sglang is not None and args.from_results is None:
+    sglang_loaded = args.sglang is not None and args.from_results is None  # a report from results runs no SGLang
+    if sglang_loaded:
         _load_sglang_or_refuse(args.sglang)
     opts = ReportOptions(
         profile=profile,
@@ -172,7 +173,7 @@ def _report(args: argparse.Namespace) -> int:
         from_results=args.from_results,
         impl=args.impl,
         sglang=args.sglang,
-        sglang_loaded=args.sglang is not None and args.from_results is None,
+        sglang_loaded=sglang_loaded,
         skip=set(args.skip),
         bench_args=list(args.bench_arg),
         max_side=max_side,
