@@ -55,6 +55,9 @@ class Engine:
     driver_dirs: tuple[str, ...] = ()
     source_error: type[SourceError] = SourceError
     fetch_error: type[FetchError] = FetchError
+    # Which members of a release wheel to unpack (None: all). A wheel of compiled kernels the driver never runs
+    # (vLLM's is 336 MB, mostly CUDA libraries) unpacks in seconds when only its Python sources are taken.
+    wheel_members: Callable[[str], bool] | None = None
 
     @property
     def title(self) -> str:

@@ -118,7 +118,8 @@ def fetch(
             bad = zf.testzip()
             if bad is not None:
                 raise DownloadError(f"{wheel.name}: corrupt member {bad}", None, download_failed=False)
-            zf.extractall(tmp)
+            keep = engine.wheel_members
+            zf.extractall(tmp, members=None if keep is None else [m for m in zf.namelist() if keep(m)])
         if not (tmp / engine.package).is_dir():
             raise DownloadError(f"{wheel.name} holds no {engine.package}/ package", None, download_failed=False)
         meta = {
