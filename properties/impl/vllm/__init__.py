@@ -1,0 +1,1 @@
+"""Tests of the vLLM driver (impl/vllm) on a cached release wheel."""
