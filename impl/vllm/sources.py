@@ -38,6 +38,7 @@ REQUIRED = (IMAGE, PARSE, PREPROCESS)
 # What a tree must contain to be loaded at all (read before importing anything).
 _PATH_FILE = "vllm/models/kimi_k3/common/mm_preprocess.py"
 FIRST_WITH_PATH = "0.27.0"  # found by scanning the released wheels (semantics §16.1)
+DEFAULT_VERSION = "0.33.0"  # the newest release when this driver was written
 
 
 class VLLMSourceError(SourceError):

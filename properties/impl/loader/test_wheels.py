@@ -62,3 +62,21 @@ def test_a_wheel_without_the_package_is_unusable_and_the_cache_is_per_engine(tmp
     assert info.value.download_failed is False and list(tmp_path.iterdir()) == []
     monkeypatch.setenv("DEFERLAB_CACHE", str(tmp_path / "c"))
     assert wheels.cache_root(FAKE) == tmp_path / "c" / "fakeeng"
+
+
+def test_an_engine_can_unpack_only_some_members_of_its_wheel(tmp_path):
+    """`Engine.wheel_members` keeps what the predicate accepts (vLLM: its Python sources, not its CUDA libraries)."""
+    import dataclasses
+
+    def with_library(version, dest):
+        wheel = _tiny_wheel(version, dest)
+        with zipfile.ZipFile(wheel, "a") as zf:
+            zf.writestr("fakeeng/_C.abi3.so", b"\x7fELF")
+        return wheel
+
+    engine = dataclasses.replace(FAKE, wheel_members=lambda name: name.endswith(".py"))
+    tree, _ = wheels.fetch(engine, "1.0.0", tmp_path, with_library)
+    assert (tree / "fakeeng" / "__init__.py").is_file()
+    assert not (tree / "fakeeng" / "_C.abi3.so").exists()
+    full, _ = wheels.fetch(FAKE, "1.0.0", tmp_path / "all", with_library)
+    assert (full / "fakeeng" / "_C.abi3.so").is_file()  # without a predicate, everything
