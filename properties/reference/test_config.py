@@ -8,6 +8,7 @@ import numpy as np
 import pytest
 
 from deferlab.reference.system.config import BackgroundConfig, PreprocessConfig, ResizeConfig
+from deferlab.reference.system.errors import InputValueError
 from deferlab.reference.system.profiles import profile, profile_names, profile_source
 
 
@@ -55,3 +56,21 @@ def test_lenient_and_checkpoint_extras():
     assert PreprocessConfig.from_media_proc_cfg({**cfg, "in_patch_limt": 5}, strict=False) == profile("kimi-k3")
     extras = {"transparent_bg_fill_stage": "after_resize", "in_patch_limit_each_frame": 4096, "sample_fps": 2.0}
     assert PreprocessConfig.from_media_proc_cfg({**cfg, **extras}) == profile("kimi-k3")
+
+
+def test_fill_stage_is_a_real_key():
+    """transparent_bg_fill_stage is read into fill_stage, validated, written back; K3's profiles say after_resize."""
+    assert profile("kimi-k3").fill_stage == "after_resize" == profile("clip-stats").fill_stage
+    assert profile("kimi-k2.5").fill_stage is None and profile("sglang-gate-test").fill_stage is None
+    cfg = profile("kimi-k3").to_media_proc_cfg()
+    assert cfg["transparent_bg_fill_stage"] == "after_resize"
+    before = PreprocessConfig.from_media_proc_cfg({**cfg, "transparent_bg_fill_stage": "before_resize"})
+    assert before.fill_stage == "before_resize" and before != profile("kimi-k3")
+    assert PreprocessConfig.from_media_proc_cfg(before.to_media_proc_cfg()) == before
+    unstated = {k: v for k, v in cfg.items() if k != "transparent_bg_fill_stage"}
+    assert PreprocessConfig.from_media_proc_cfg(unstated).fill_stage is None
+    for bad in ("after", "AFTER_RESIZE", 1):
+        with pytest.raises(InputValueError, match=r"fill_stage \(transparent_bg_fill_stage\) must be one of "):
+            PreprocessConfig(fill_stage=bad)
+        with pytest.raises(InputValueError, match=rf"'after_resize', 'before_resize'; got {bad!r}"):
+            PreprocessConfig.from_media_proc_cfg({**cfg, "transparent_bg_fill_stage": bad})

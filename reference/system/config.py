@@ -29,6 +29,8 @@ from deferlab.reference.system.validate import (
 )
 
 BACKGROUND_PATTERNS = ("chessboard", "white", "black", "gray")
+# ``transparent_bg_fill_stage``: where the checkpoint's processor composites (semantics §2.1, §11.1).
+FILL_STAGES = ("after_resize", "before_resize")
 
 # Pillow raises DecompressionBombError above twice MAX_IMAGE_PIXELS (89,478,485);
 # we refuse images above that same count unless a config says otherwise.
@@ -43,6 +45,7 @@ _MEDIA_KEYS = (
     "image_mean",
     "image_std",
     "transparent_bg_config",
+    "transparent_bg_fill_stage",
 )
 
 
@@ -57,7 +60,6 @@ REQUIRED_MEDIA_KEYS = (
 # Keys published Kimi checkpoints carry that image preprocessing here does not read (semantics §2.2).
 IGNORED_MEDIA_KEYS = frozenset(
     {
-        "transparent_bg_fill_stage",
         "in_patch_limit_each_frame",
         "in_patch_limit_video",
         "sample_fps",
@@ -178,7 +180,10 @@ class PreprocessConfig:
     """A checkpoint's image preprocessing configuration (semantics §2), validated.
 
     ``max_pixels`` is deferlab's own front-door cap (like Pillow's
-    ``MAX_IMAGE_PIXELS``); ``None`` disables it.
+    ``MAX_IMAGE_PIXELS``); ``None`` disables it. ``fill_stage`` is the
+    checkpoint's ``transparent_bg_fill_stage``: SGLang never reads it
+    (semantics §3.4), the checkpoint's processor does (§11.1); ``None`` means
+    the config does not state it.
     """
 
     patch_size: int = 14
@@ -189,6 +194,7 @@ class PreprocessConfig:
     image_mean: tuple[float, float, float] = (0.5, 0.5, 0.5)
     image_std: tuple[float, float, float] = (0.5, 0.5, 0.5)
     background: BackgroundConfig | None = None
+    fill_stage: str | None = None
     max_pixels: int | None = DEFAULT_MAX_PIXELS
     name: str = field(default="custom", compare=False)
 
@@ -204,6 +210,8 @@ class PreprocessConfig:
                 object.__setattr__(self, "background", BackgroundConfig.from_dict(self.background))
             else:
                 raise InputTypeError(f"background must be a BackgroundConfig, a dict or None, got {self.background!r}")
+        if self.fill_stage is not None:
+            check_choice("fill_stage (transparent_bg_fill_stage)", self.fill_stage, FILL_STAGES)
 
     @property
     def factor(self) -> int:
@@ -227,8 +235,8 @@ class PreprocessConfig:
         The geometry and normalization keys are required: a file that lacks
         them (or misspells one) must not silently become Kimi-K3. Keys a real
         checkpoint carries that this pipeline does not use (video settings,
-        the fill stage) are accepted; any other key is an error unless
-        ``strict=False``.
+        ``config_type``) are accepted; any other key is an error unless
+        ``strict=False``. The fill stage is read into ``fill_stage``.
         """
         check_mapping("media_proc_cfg", cfg)
         missing = [k for k in REQUIRED_MEDIA_KEYS if k not in cfg]
@@ -254,6 +262,7 @@ class PreprocessConfig:
         kwargs["background"] = None if bg is None else BackgroundConfig.from_dict(bg)
         if "max_pixels" in cfg:
             kwargs["max_pixels"] = cfg["max_pixels"]
+        kwargs["fill_stage"] = cfg.get("transparent_bg_fill_stage")
         return cls(name=name, **kwargs)
 
     @classmethod
@@ -292,5 +301,6 @@ class PreprocessConfig:
             "image_mean": list(self.image_mean),
             "image_std": list(self.image_std),
             "transparent_bg_config": self.transparent_bg_config,
+            "transparent_bg_fill_stage": self.fill_stage,
             "max_pixels": self.max_pixels,
         }

@@ -27,6 +27,8 @@ _K3_BG = {
 # Kimi-K3's geometry: SGLang's gate tests use it bare, and the other profiles state what they change.
 _K3_GEOMETRY = {"patch_size": 14, "merge_kernel_size": 2, "in_patch_limit": 65536, "patch_limit_on_one_side": 512}
 
+# Shared by kimi-k3 and kimi-k2.5, so the fill stage is set per profile: K3's after_resize; K2.5 has no
+# background config and states none.
 _K3 = {
     **_K3_GEOMETRY,
     "fixed_output_tokens": None,
@@ -38,7 +40,7 @@ _K3 = {
 # name -> (media_proc_cfg, source)
 PROFILES: dict[str, tuple[dict[str, Any], str]] = {
     "kimi-k3": (
-        _K3,
+        {**_K3, "transparent_bg_fill_stage": "after_resize"},
         "Kimi-K3 preprocessor_config.json, third-party copies (semantics §2); fill stage after_resize",
     ),
     "kimi-k2.5": (
@@ -71,6 +73,7 @@ PROFILES: dict[str, tuple[dict[str, Any], str]] = {
             "image_mean": [0.48145466, 0.4578275, 0.40821073],
             "image_std": [0.26862954, 0.26130258, 0.27577711],
             "transparent_bg_config": _K3_BG,
+            "transparent_bg_fill_stage": "after_resize",
         },
         "Kimi-K3 geometry with OpenAI CLIP mean/std: a checkpoint could ship these (normalization claim C3)",
     ),
