@@ -8,7 +8,7 @@ semantics §13.4), and are deliberately not re-implemented. Everything else
 (the composite, padding, normalization, layout) is NumPy.
 
 Per image: the §3.2 resize config on the original size, then, with fill stage
-``after_resize`` (Kimi-K3's, and what ``fill_stage=None`` means here),
+``after_resize`` (Kimi-K3's),
 ``image.resize((new_w, new_h), BICUBIC)`` in the image's native mode (Pillow
 resizes ``1`` and ``P`` NEAREST, ``LA``/``RGBA`` premultiplied, keeps
 ``info``, returns a copy at the same size) followed by the composite; with
@@ -48,10 +48,11 @@ more than ``max_pixels`` pixels is refused before any pixel work; where
 Pillow refuses, an `InputValueError` says so, rather than an answer the
 checkpoint would never give.
 
-``fill_stage=None`` is read as Kimi-K3's ``after_resize`` (the value its
-published config carries), not as the processor dataclass's own default,
-``before_resize`` (semantics §2.1): a config that omits the key is taken to
-be K3's. `fill_stage` says which stage a config gets.
+``fill_stage=None`` is read as the processor dataclass's own default,
+``before_resize`` (semantics §2.1): a config that omits the key gets what the
+processor itself does without it (Kimi-K3's published config states
+``after_resize``, and so does its profile). `fill_stage` says which stage a
+config gets.
 """
 
 from __future__ import annotations
@@ -80,8 +81,8 @@ __all__ = [
     "resize_config",
 ]
 
-# What ``fill_stage=None`` means here: Kimi-K3's stage (semantics §2.2), not the processor dataclass's default.
-DEFAULT_FILL_STAGE = "after_resize"
+# What ``fill_stage=None`` means here: the processor dataclass's default (semantics §2.1).
+DEFAULT_FILL_STAGE = "before_resize"  # the checkpoint processor dataclass's default (semantics §2.1)
 _ACCEPTED = "a PIL.Image.Image, or a uint8 NumPy array (H, W, C) with C in {1, 3, 4}"
 _PILLOW_REFUSALS = (ValueError, TypeError, OverflowError, OSError)
 _T = TypeVar("_T")
@@ -96,7 +97,8 @@ def _check_config(cfg: Any) -> PreprocessConfig:
 
 
 def fill_stage(cfg: PreprocessConfig) -> str:
-    """The stage the checkpoint composites at for ``cfg``: its ``fill_stage``, or Kimi-K3's when unstated."""
+    """The stage the checkpoint composites at for ``cfg``: its ``fill_stage``, or the processor's own default
+    (``before_resize``) when the config does not say: a config without the key gets what the processor does."""
     return _check_config(cfg).fill_stage or DEFAULT_FILL_STAGE
 
 
