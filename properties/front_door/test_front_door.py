@@ -24,9 +24,10 @@ import pytest
 from deferlab.properties.front_door.api import API_ROWS, Bad
 from deferlab.properties.front_door.arrays import ORACLE_ROWS
 from deferlab.properties.front_door.files import CLI_ROWS, FILE_ROWS, BadCli
+from deferlab.properties.front_door.served import SERVED_ROWS
 from deferlab.reference.system.errors import DeferlabInputError
 
-PYTHON_ROWS = API_ROWS + ORACLE_ROWS + FILE_ROWS
+PYTHON_ROWS = API_ROWS + ORACLE_ROWS + FILE_ROWS + SERVED_ROWS
 
 
 @pytest.mark.parametrize("row", PYTHON_ROWS, ids=[r.id for r in PYTHON_ROWS])
