@@ -7,6 +7,12 @@ importing the test package. So the registry is parsed in one place, strictly
 (a typo in the TOML fails loudly instead of recording nonsense), and the
 claim ids always come from the file, never from a hard-coded list.
 
+Real engines: a claim may carry ``[claim.engines]``, one verdict per released
+range of an engine (``"vllm 0.32.0-0.33.0" = "fails"``, ends inclusive, or one
+version ``"vllm 0.33.0"``), derived from the semantics like ``expected``; a
+range expected to fail names how in ``[claim.failure]`` under the same key.
+`expected_for_engine` answers for a loaded release.
+
 Schema of ``verdicts.json`` (``schema_version`` 1)::
 
     {"schema_version": 1, "generated_at": ISO-8601, "profile": str, "impl": str, "system": dict | None,
@@ -26,11 +32,16 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
+from deferlab.reference.system.seam import LABELS
+
 CLAIMS_PATH = Path(__file__).resolve().with_name("claims.toml")
 # "n/a": the implementation has no such feature (e.g. no deferred path before the PR), so the claim cannot apply.
 VERDICTS = ("holds", "fails", "holds-with-caveat", "n/a", "not-run")
 SCHEMA_VERSION = 1  # of verdicts.json
 RESULTS_FILE = "verdicts.json"
+ENGINES = tuple(LABELS)  # the real systems an ``[claim.engines]`` key may name
+_ENGINE_KEY = re.compile(r"^([a-z]+) (\d+(?:\.\d+)*)(?:-(\d+(?:\.\d+)*))?$")
+_RELEASE = re.compile(r"^\d+(?:\.\d+)*$")
 _ROOT = Path(__file__).resolve().parents[2]  # the checkout, or the installed ``deferlab`` package folder
 
 
@@ -63,6 +74,60 @@ class Claim:
     property: str
     expected: dict[str, str]
     failures: dict[str, str] = field(default_factory=dict)
+    engines: tuple[EngineRange, ...] = ()
+
+
+@dataclass(frozen=True)
+class EngineRange:
+    """One ``[claim.engines]`` row: the releases ``low``..``high`` (inclusive) of ``engine`` and their verdict."""
+
+    key: str
+    engine: str
+    low: tuple[int, ...]
+    high: tuple[int, ...]
+    verdict: str
+
+    def covers(self, engine: str, version: str) -> bool:
+        """Whether ``version`` of ``engine`` is in this range (a version that is not a plain release never is)."""
+        release = parse_release(version)
+        return engine == self.engine and release is not None and self.low <= release <= self.high
+
+
+def parse_release(version: str) -> tuple[int, ...] | None:
+    """``"0.5.23"`` -> (0, 5, 23); None for anything but dotted integers (a checkout, a dev or post build)."""
+    return tuple(int(x) for x in version.split(".")) if _RELEASE.match(version) else None
+
+
+def parse_engine_key(key: str) -> tuple[str, tuple[int, ...], tuple[int, ...]]:
+    """``"vllm 0.27.0-0.31.0"`` -> ("vllm", low, high); ValueError saying what is accepted."""
+    m = _ENGINE_KEY.match(key)
+    accepted = f"'ENGINE VERSION' or 'ENGINE LOW-HIGH' with ENGINE one of {ENGINES} and dotted-integer versions"
+    if m is None or m.group(1) not in ENGINES:
+        raise ValueError(f"engine key {key!r}: accepted {accepted}")
+    low = tuple(int(x) for x in m.group(2).split("."))
+    high = tuple(int(x) for x in (m.group(3) or m.group(2)).split("."))
+    if low > high:
+        raise ValueError(f"engine key {key!r}: the range is empty ({m.group(2)} is after {m.group(3)})")
+    return m.group(1), low, high
+
+
+def _engine_ranges(path: Path, cid: str, table: dict[str, Any], failures: dict[str, str]) -> tuple[EngineRange, ...]:
+    """The validated ``[claim.engines]`` rows of claim ``cid``: known engines, non-empty and disjoint ranges."""
+    rows: list[EngineRange] = []
+    for key, verdict in table.items():
+        try:
+            engine, low, high = parse_engine_key(key)
+        except ValueError as e:
+            raise ValueError(f"{path}: claim {cid} [claim.engines]: {e}") from None
+        if verdict not in VERDICTS:
+            raise ValueError(f"{path}: claim {cid} expects {verdict!r} for {key!r}; accepted: {VERDICTS}")
+        if verdict == "fails" and key not in failures:
+            raise ValueError(f"{path}: claim {cid} expects 'fails' for {key!r} but names no [claim.failure]")
+        for other in rows:
+            if other.engine == engine and low <= other.high and other.low <= high:
+                raise ValueError(f"{path}: claim {cid} [claim.engines]: {key!r} overlaps {other.key!r}")
+        rows.append(EngineRange(key, engine, low, high, verdict))
+    return tuple(rows)
 
 
 def load_claims(path: Path = CLAIMS_PATH) -> dict[str, Claim]:
@@ -87,10 +152,29 @@ def load_claims(path: Path = CLAIMS_PATH) -> dict[str, Claim]:
                 re.compile(pattern)
             except re.error as e:
                 raise ValueError(f"{path}: claim {raw['id']} failure pattern for {pol} is not a regex: {e}") from e
+        engines = _engine_ranges(path, raw["id"], dict(raw.get("engines", {})), failures)
+        stray = [k for k in failures if k not in raw["expected"] and k not in {e.key for e in engines}]
+        if stray:
+            raise ValueError(f"{path}: claim {raw['id']} [claim.failure] names {stray}: no such policy or engine key")
         out[raw["id"]] = Claim(
-            raw["id"], raw["statement"], raw["source"], raw["property"], dict(raw["expected"]), failures
+            raw["id"], raw["statement"], raw["source"], raw["property"], dict(raw["expected"]), failures, engines
         )
     return out
+
+
+def engine_range(claim: Claim, engine: str, version: str) -> EngineRange | None:
+    """The ``[claim.engines]`` row covering ``version`` of ``engine``, if any (rows are disjoint)."""
+    return next((r for r in claim.engines if r.covers(engine, version)), None)
+
+
+def expected_for_engine(claim_id: str, engine: str, version: str, claims: dict[str, Claim] | None = None) -> str | None:
+    """What claims.toml expects of release ``version`` of real ``engine`` for ``claim_id``; None when no row covers
+    it (the verdict is then a finding, not checked). KeyError for an unknown claim or engine."""
+    claims = load_claims() if claims is None else claims
+    if engine not in ENGINES:
+        raise KeyError(f"unknown engine {engine!r}; known: {', '.join(ENGINES)}")
+    row = engine_range(claims[claim_id], engine, version)
+    return row.verdict if row is not None else None
 
 
 def claim_ids(path: Path = CLAIMS_PATH) -> tuple[str, ...]:

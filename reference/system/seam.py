@@ -22,7 +22,7 @@ from deferlab.reference.system.config import BackgroundConfig, PreprocessConfig
 # The one label per real system: its claim verdicts are recorded under it (there is no policy to choose; the
 # version is what it is).
 SGLANG_LABEL = "SGLANG"
-LABELS = {"sglang": SGLANG_LABEL}
+LABELS = {"sglang": SGLANG_LABEL, "vllm": "VLLM"}
 
 # Short names for the parameter types the protocol's methods share (the implementations import them, so a
 # signature is written as briefly in each): the images of a request, the items a producer made, the checkpoint's
