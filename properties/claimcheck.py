@@ -22,6 +22,7 @@ from hypothesis import strategies as st
 from hypothesis.errors import NoSuchExample, Unsatisfiable
 
 from deferlab.properties import seam, verdicts
+from deferlab.reference.system.claims import EngineRange, engine_range
 from deferlab.reference.system.contract import ACCEPTED_MODES
 from deferlab.reference.system.policies import POLICIES
 
@@ -157,6 +158,34 @@ def find_counterexample(
     return Counterexample(value, failure_of(check, value, expect) or "flaky: passed when replayed")
 
 
+def active_release() -> tuple[str, str] | None:
+    """(engine, version) of the real code under test (`seam.ACTIVE`), None for a model or an unknown source."""
+    source = getattr(seam.ACTIVE, "source", None) if seam.is_real_code(seam.ACTIVE) else None
+    engine = getattr(getattr(source, "engine", None), "name", None)
+    if source is None or engine is None or getattr(source, "git_rev", None):  # a checkout is no release
+        return None
+    return str(engine), str(source.version)
+
+
+def engine_expectation(claim_id: str) -> EngineRange | None:
+    """The ``[claim.engines]`` row of ``claim_id`` covering the loaded release, if one does."""
+    release = active_release()
+    if release is None or claim_id not in CLAIMS:
+        return None
+    return engine_range(CLAIMS[claim_id], *release)
+
+
+def claim_expect(claim_id: str, policy: str) -> Expect:
+    """How a failure of ``claim_id`` must read to be recorded: the policy's ``[claim.failure]``; for real code,
+    the covering engine row's when it names one, else `real_code_expect`."""
+    if seam.is_real_code(seam.ACTIVE):  # False outside a session (ACTIVE None)
+        row = engine_expectation(claim_id)
+        if row is not None and row.key in CLAIMS[claim_id].failures:
+            return CLAIMS[claim_id].failures[row.key]
+        return real_code_expect(claim_id, str(getattr(seam.ACTIVE.source, "root", "")) or None)
+    return CLAIMS[claim_id].failures.get(policy) if claim_id in CLAIMS else None
+
+
 def expected_verdict(claim_id: str, policy: str) -> str:
     """What ``claims.toml`` says ``policy`` should give for ``claim_id``."""
     claim = CLAIMS[claim_id]
@@ -176,6 +205,8 @@ def verify_claim(
     evidence: str = "",
     max_examples: int | None = None,
     applicable: bool = True,
+    not_applicable: str = "this version has no deferred path: the claim cannot apply",
+    provenance: dict[str, str] | None = None,
 ) -> str:
     """Search for a counterexample to ``claim_id`` under ``policy``, record the verdict, return it.
 
@@ -184,18 +215,15 @@ def verify_claim(
     evidence. Where ``claims.toml`` documents how the claim fails under
     ``policy`` (``[claim.failure]``), every failure found, searched or pinned,
     must match it; any other raises `UnexpectedFailure` (an error of the test,
-    nothing is recorded).
+    nothing is recorded). ``applicable`` False records ``n/a`` with the
+    reason ``not_applicable``. ``provenance`` (what ran, per step) is recorded
+    beside `seam.evidence` (the seam methods the test called).
     """
     if not applicable:
-        verdicts.record_claim(
-            claim_id, policy, "n/a", "this version has no deferred path: the claim cannot apply", None, seam.evidence()
-        )
+        verdicts.record_claim(claim_id, policy, "n/a", not_applicable, None, {**seam.evidence(), **(provenance or {})})
         return "n/a"
     pinned = list(pinned)
-    if seam.is_real_code(seam.ACTIVE):  # False outside a session (ACTIVE None)
-        expect: Expect = real_code_expect(claim_id, str(getattr(seam.ACTIVE.source, "root", "")) or None)
-    else:
-        expect = CLAIMS[claim_id].failures.get(policy) if claim_id in CLAIMS else None
+    expect = claim_expect(claim_id, policy)
     found = find_counterexample(strategy, check, pinned=pinned, max_examples=max_examples, expect=expect)
     if found is not None:
         others = [(v, failure_of(check, v, expect)) for v in pinned if v is not found.value]
@@ -208,14 +236,22 @@ def verify_claim(
         budget = settings.default.max_examples if max_examples is None else max_examples
         text = (note or f"no counterexample in {budget} generated examples") + (f"; {evidence}" if evidence else "")
         ce = None
-    verdicts.record_claim(claim_id, policy, verdict, text, ce, seam.evidence())
+    verdicts.record_claim(claim_id, policy, verdict, text, ce, {**seam.evidence(), **(provenance or {})})
     return verdict
 
 
 def assert_expected(claim_id: str, policy: str, verdict: str) -> None:
-    """The verdict equals claims.toml's expectation; a real-code verdict is a finding (recorded, not asserted:
-    ``deferlab versions`` gates it against its own baseline)."""
+    """The verdict equals claims.toml's expectation. A real-code verdict is a finding (recorded, not asserted:
+    ``deferlab versions`` gates it against its own baseline), unless the claim's ``[claim.engines]`` has a row
+    for the loaded release: then it must equal that row."""
     if seam.is_real_code(seam.ACTIVE):  # False outside a session (ACTIVE None)
+        row = engine_expectation(claim_id)
+        if row is not None:
+            system = "-".join(active_release() or ())
+            assert verdict == row.verdict, (
+                f"{claim_id} on {system}: recorded {verdict!r}, claims.toml [claim.engines] {row.key!r} expects "
+                f"{row.verdict!r}"
+            )
         return
     want = expected_verdict(claim_id, policy)
     assert verdict == want, f"{claim_id} under {policy}: recorded {verdict!r}, claims.toml expects {want!r}"
