@@ -1,7 +1,7 @@
 """deferlab's own suite: the default Hypothesis profile, device selection, the claim parametrisation and verdicts.
 
-The options (``--impl``, ``--sglang``), the markers, the profiles and the
-``impl`` fixture are the pytest plugin's (``properties/plugin.py``, installed
+The options (``--impl``, ``--sglang``, ``--vllm``), the markers, the profiles
+and the ``impl`` and ``served_paths`` fixtures are the pytest plugin's (``properties/plugin.py``, installed
 as the ``pytest11`` entry point ``deferlab``), so they exist in any session;
 what is here applies only when this suite is collected.
 
@@ -30,7 +30,7 @@ from hypothesis import settings
 
 from deferlab.properties import plugin, verdicts
 from deferlab.reference.system.claims import load_claims
-from deferlab.reference.system.seam import SGLANG_LABEL
+from deferlab.reference.system.seam import SGLANG_LABEL, label_for
 
 
 def _cuda_available() -> bool:
@@ -52,7 +52,20 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
         if off:
             config.hook.pytest_deselected(items=off)
             items[:] = [item for item in items if item.get_closest_marker("claim") is not None]
+    if config.getoption("--vllm", None) is not None:
+        skip = pytest.mark.skip(reason=VLLM_SKIP)
+        for item in items:
+            if "served_paths" not in getattr(item, "fixturenames", ()):
+                item.add_marker(skip)
     _mark_and_skip(config, items)
+
+
+# Why the other claim tests do not run on vLLM: C1-C12 are about SGLang's PR #33921 (its gate, deferred items,
+# owners, transports) and ask the seam's `impl`; vLLM has no such path, only what it serves (C13-C15).
+VLLM_SKIP = (
+    "--vllm: this claim is about SGLang's PR #33921 (its deferred path, through the seam's `impl`); vLLM is "
+    "checked only on what it serves the vision tower (C13-C15, the `served_paths` claims)"
+)
 
 
 def _mark_and_skip(config: pytest.Config, items: list[pytest.Item]) -> None:
@@ -89,12 +102,17 @@ def device(request: pytest.FixtureRequest) -> str:
 
 
 def _real(config: pytest.Config) -> bool:
-    return config.getoption("--sglang", None) is not None
+    return config.getoption("--sglang", None) is not None or config.getoption("--vllm", None) is not None
+
+
+def _label(config: pytest.Config) -> str:
+    """The real-code label of the session (``SGLANG`` or ``VLLM``)."""
+    return label_for("vllm") if config.getoption("--vllm", None) is not None else SGLANG_LABEL
 
 
 def pytest_generate_tests(metafunc: pytest.Metafunc) -> None:
     """``policy`` of a ``claim``-marked test: each policy claims.toml has an expectation for, or the real-code
-    label under ``--sglang``; of a ``policies``-marked test: the listed ones (the label under ``--sglang``)."""
+    label under ``--sglang`` / ``--vllm``; of a ``policies``-marked test: the listed ones (the label then)."""
     if "policy" not in metafunc.fixturenames:
         return
     claim = metafunc.definition.get_closest_marker("claim")
@@ -102,7 +120,7 @@ def pytest_generate_tests(metafunc: pytest.Metafunc) -> None:
     if claim is None and listed is None:
         return
     if _real(metafunc.config):
-        names = [SGLANG_LABEL]
+        names = [_label(metafunc.config)]
     elif claim is not None:
         names = list(load_claims()[claim.args[0]].expected)
     else:
@@ -180,13 +198,14 @@ def pytest_sessionfinish(session: pytest.Session, exitstatus: int) -> None:
     verdicts.RECORDER.write_part(parts, worker or "controller")
     if worker is None:  # the controller, or the only process without xdist: merge after every worker wrote
         profile = config.getoption("hypothesis_profile", None) or settings.get_current_profile_name()
-        real = config.getoption("--sglang")
+        engine = "vllm" if config.getoption("--vllm") is not None else "sglang"
+        real = config.getoption(f"--{engine}")
         out = verdicts.merge_directory(
             parts,
             verdicts.RESULTS_DIR / "verdicts.json",
             profile=str(profile),
-            impl=f"sglang:{real}" if real is not None else plugin.impl_spec(config),
-            labels=[SGLANG_LABEL] if real is not None else None,
+            impl=f"{engine}:{real}" if real is not None else plugin.impl_spec(config),
+            labels=[_label(config)] if real is not None else None,
         )
         if out is not None:
             config._deferlab_verdicts = json.loads(out.read_text())  # for a terminal summary line

@@ -1,5 +1,6 @@
-"""deferlab's pytest plugin (entry point ``pytest11: deferlab``): the ``--impl`` and ``--sglang`` options, the
-markers, the Hypothesis profiles and the ``impl`` fixture, in every pytest session once deferlab is installed.
+"""deferlab's pytest plugin (entry point ``pytest11: deferlab``): the ``--impl``, ``--sglang`` and ``--vllm``
+options, the markers, the Hypothesis profiles and the ``impl`` and ``served_paths`` fixtures, in every pytest
+session once deferlab is installed.
 
 So a user's own repository can run its tests against the implementation the
 command line names::
@@ -7,9 +8,14 @@ command line names::
     def test_mine(impl):  # deferlab's torch model, or --impl NAME|module:object, or --sglang SPEC
         ...
 
+``served_paths`` (with a ``policy`` parameter) is every path the system under
+test serves the vision tower with (`reference.system.served.ServedPath`):
+deferlab's model under that policy, SGLang's paths with ``--sglang``, vLLM's
+one path with ``--vllm`` (loaded once per session; semantics §16).
+
 Inert in a session that uses none of it (as Hypothesis's plugin is): loading
-it imports nothing beyond pytest; the ``impl`` fixture imports the seam (and
-torch) only when a test asks for it; the profiles ``dev``, ``ci`` and
+it imports nothing beyond pytest; the ``impl`` and ``served_paths`` fixtures
+import the seam (and torch) only when a test asks for them; the profiles ``dev``, ``ci`` and
 ``thorough`` are registered only when ``--hypothesis-profile`` is given (and
 then loaded by Hypothesis itself, not here). It writes no file, deselects and
 skips nothing and adds no warning filter. What is deferlab's own suite's (the
@@ -79,10 +85,20 @@ def pytest_addoption(parser: pytest.Parser) -> None:
         "as 0.5.23 (in deferlab's suite only the claim tests run; their verdicts are recorded under the real-code "
         "label)",
     )
+    parser.addoption(
+        "--vllm",
+        action="store",
+        default=None,
+        metavar="SPEC",
+        help="the `served_paths` fixture is real vLLM's Kimi-K3 image path: 'installed' or a released version such "
+        "as 0.33.0 (in deferlab's suite only the served-vs-trained claim tests run, recorded under the label VLLM)",
+    )
 
 
 @pytest.hookimpl(tryfirst=True)  # before Hypothesis's own pytest_configure loads the profile it names
 def pytest_configure(config: pytest.Config) -> None:
+    if config.getoption("--sglang", None) is not None and config.getoption("--vllm", None) is not None:
+        raise pytest.UsageError("--sglang and --vllm name two systems under test; give one of them")
     for marker in MARKERS:
         config.addinivalue_line("markers", marker)
     if config.getoption("hypothesis_profile", None):
@@ -109,6 +125,8 @@ def impl(request: pytest.FixtureRequest) -> Any:
     a `seam.Recording` noting which methods each test calls (their provenance goes beside any claim verdict)."""
     from deferlab.properties import seam, verdicts
 
+    if request.config.getoption("--vllm") is not None:
+        pytest.skip("--vllm: vLLM has no seam implementation, only its served path (the `served_paths` fixture)")
     spec = request.config.getoption("--sglang")
     if spec is not None:
         chosen = real_impl(spec)
@@ -117,6 +135,30 @@ def impl(request: pytest.FixtureRequest) -> Any:
         chosen = seam.resolve_impl(impl_spec(request.config))
     seam.ACTIVE = seam.Recording(chosen)
     return seam.ACTIVE
+
+
+@pytest.fixture(scope="session")
+def served_session(request: pytest.FixtureRequest) -> Any:
+    """The session's `properties.served.Session`: the engine named on the command line is loaded once here;
+    under ``--vllm`` its path is also the session's real-code implementation (`seam.ACTIVE`), as ``impl`` is
+    SGLang's under ``--sglang``, so verdicts record under its label with the system it ran."""
+    from deferlab.properties import seam, served, verdicts
+
+    spec = request.config.getoption("--vllm")
+    if spec is not None:
+        path = served.vllm_path(spec)
+        verdicts.RECORDER.system = path.describe()
+        seam.ACTIVE = seam.Recording(path)
+        return served.Session("vllm", [path])
+    if request.config.getoption("--sglang") is not None:
+        return served.sglang_session(request.getfixturevalue("impl"))
+    return served.Session()  # deferlab's model, per policy
+
+
+@pytest.fixture
+def served_paths(served_session: Any, policy: str) -> list[Any]:
+    """Every `ServedPath` of the system under test, for ``policy`` (the model's) or the engine's one label."""
+    return served_session.paths(policy)
 
 
 def pytest_runtest_setup(item: pytest.Item) -> None:

@@ -1,0 +1,296 @@
+"""The served paths of a session, and how C13-C15 read them against the checkpoint (semantics §16).
+
+Why one harness: the three claims compare every path a system serves with
+(`reference.system.served.ServedPath`) against the checkpoint's own processor
+(`reference.oracle.checkpoint`), and they must read levels and ulps off the
+served values in the one way §16.5 states. Which paths: without an engine
+option, deferlab's model under each policy (its eager path, and its deferred
+path where the policy defers); ``--sglang SPEC``: SGLang's eager (and
+deferred) paths of the loaded release; ``--vllm SPEC``: vLLM's one path.
+
+Each ``*_problem`` function checks one path and returns None or what is wrong
+(no prefix); `problems` runs one over every path and raises one
+AssertionError naming each failing path, so a system fails when any path does.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, replace
+from functools import lru_cache
+from types import SimpleNamespace
+from typing import Any
+
+import numpy as np
+from PIL import Image
+
+from deferlab.reference.oracle import checkpoint, skew
+from deferlab.reference.oracle.normalize import patchify
+from deferlab.reference.oracle.numerics import bf16_bits, float32_bits
+from deferlab.reference.system.config import PreprocessConfig
+from deferlab.reference.system.profiles import DEFAULT_PROFILE, profile
+from deferlab.reference.system.served import ServedPath
+
+# C14's allowance (b), in float32 ulps at the channel's largest |normalized value| (np.spacing of it). Semantics
+# §14.1 measures every scale/bias form against the checkpoint's normalization at most 1.2e-7 apart for Kimi's
+# 0.5/0.5 and 2.4e-7 for CLIP's mean/std: exactly one such ulp (2**-23 at 1.0, 2**-22 at CLIP's 2.15). Twice that
+# is allowed. Not the ulp distance of the value itself: near 0 (level 127 at 0.5/0.5, -0.0039) the same 1.2e-7 is
+# 126-128 ulps, cancellation in ``x - mean``, not an error of the served arithmetic (semantics §16.6).
+ALLOWANCE_ULPS = 2
+
+
+def session_config() -> PreprocessConfig:
+    """The config the served claims run under: the default profile (Kimi-K3), as the checkpoint ships it."""
+    return profile(DEFAULT_PROFILE)
+
+
+def own_code(path: ServedPath) -> bool:
+    """Whether the path's processor is the system's own (vLLM 0.27-0.31 serve the checkpoint's remote code)."""
+    return bool(getattr(path, "serves_own_processor", True))
+
+
+class Session:
+    """The served paths of one pytest session: ``engine`` None (the model per policy), "sglang" or "vllm"."""
+
+    def __init__(self, engine: str | None = None, engine_paths: Sequence[ServedPath] = ()) -> None:
+        self.engine = engine
+        self._engine_paths = list(engine_paths)
+        self._model: dict[str, list[ServedPath]] = {}
+
+    def paths(self, policy: str) -> list[ServedPath]:
+        """Every path of the session's system (``policy`` picks the model's; an engine has one label)."""
+        if self.engine is not None:
+            return list(self._engine_paths)
+        if policy not in self._model:
+            from deferlab.impl.served import model_paths
+
+            paths = [p for p in model_paths(policy) if p.path == "eager" or p.impl.defers(policy)]
+            for p in paths:
+                p.impl = _OneDecisionPerImage(p.impl)
+            self._model[policy] = paths
+        return list(self._model[policy])
+
+
+class _OneDecisionPerImage:
+    """The model's seam impl with ``process(...).deferred`` always one bool per image.
+
+    Why: ``impl.served.SeamPath.serve`` iterates ``.deferred``, which a per-request gate (PR_33921, 418975ba6)
+    answers with one bool (properties/SEAM.md allows both forms); until SeamPath reads both, this spreads it.
+    """
+
+    def __init__(self, impl: Any) -> None:
+        self._impl = impl
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self._impl, name)
+
+    def process(self, images: Sequence[Any], config: PreprocessConfig, **options: Any) -> Any:
+        out = self._impl.process(images, config, **options)
+        if isinstance(out.deferred, bool):
+            return SimpleNamespace(items=out.items, deferred=[out.deferred] * len(images))
+        return out
+
+
+def sglang_session(impl: Any) -> Session:
+    """SGLang's paths over the session's ``impl`` (the seam `Recording` of `SGLangImpl`, so calls are traced)."""
+    from deferlab.impl.sglang.served import paths
+
+    return Session("sglang", paths(impl))
+
+
+def vllm_path(spec: str) -> Any:
+    """vLLM's one path for ``spec``, handed the checkpoint oracle for the releases that serve its remote code."""
+    from deferlab.impl.vllm.driver import VLLMPath
+
+    return VLLMPath(spec, checkpoint=checkpoint)
+
+
+def provenance(paths: Sequence[ServedPath]) -> dict[str, str]:
+    """What ran behind each path, per step (recorded beside the verdict)."""
+    return {f"{p.name}: {step}": what for p in paths for step, what in sorted(p.provenance().items())}
+
+
+def describe_error(e: BaseException) -> str:
+    lines = str(e).strip().splitlines()
+    return f"{type(e).__name__}: {(lines[0] if lines else '')[:200]}"
+
+
+def problems(paths: Sequence[ServedPath], problem: Callable[[ServedPath], str | None], prefix: str) -> None:
+    """Run ``problem`` on every path; one AssertionError ``prefix: path: what; path: what`` if any path fails."""
+    found = [p for p in (problem(path) for path in paths) if p]
+    if found:
+        raise AssertionError(f"{prefix}: " + "; ".join(found))
+
+
+# --- C13: geometry ------------------------------------------------------------------------------------------------
+
+
+def geometry_problem(path: ServedPath, width: int, height: int, cfg: PreprocessConfig) -> str | None:
+    """The path's resize target, pads, implied grid and prompt tokens against the checkpoint's (§3.2, §11.1)."""
+    rc = checkpoint.resize_config(width, height, cfg)
+    want = (rc.new_width, rc.new_height, rc.pad_width, rc.pad_height)
+    got = tuple(int(v) for v in path.geometry(width, height, cfg))
+    tokens, want_tokens = int(path.num_tokens(width, height, cfg)), checkpoint.num_tokens(width, height, cfg)
+    p = cfg.patch_size
+    padded = (got[1] + got[3], got[0] + got[2])
+    grid = (1, padded[0] // p, padded[1] // p) if not (padded[0] % p or padded[1] % p) else None
+    wrong = []
+    if got != want:
+        wrong.append(f"geometry (new_w, new_h, pad_w, pad_h) {got} != checkpoint's {want}")
+    if grid != tuple(rc.grid_thw):
+        wrong.append(f"implied grid {grid} != checkpoint's {tuple(rc.grid_thw)}")
+    if tokens != want_tokens:
+        wrong.append(f"{tokens} prompt tokens != checkpoint's {want_tokens}")
+    return f"{path.name}: " + ", ".join(wrong) if wrong else None
+
+
+# --- Levels and ulps off served values (§16.5) ----------------------------------------------------------------------
+
+
+def table_config(cfg: PreprocessConfig) -> PreprocessConfig:
+    """``cfg`` with one 16x16 patch and limits that keep a 16x16 image unresized: the levels image is served as is."""
+    return replace(
+        cfg, patch_size=16, merge_kernel_size=1, in_patch_limit=1, patch_limit_on_one_side=1, fixed_output_tokens=None
+    )
+
+
+@lru_cache(maxsize=256)
+def level_table(path: ServedPath, cfg: PreprocessConfig) -> np.ndarray:
+    """(3, 256) float32: what ``path`` serves for each level of each channel (the levels image, served as is)."""
+    image = Image.fromarray(skew.level_probe(), "RGB")
+    values, grids = path.serve([image], table_config(cfg))
+    if values.shape != (1, 3, 16, 16) or np.asarray(grids).tolist() != [[1, 1, 1]]:
+        raise RuntimeError(f"{path.name}: the 16x16 levels image came back {values.shape}, grid {grids}, not 1 patch")
+    table = np.ascontiguousarray(skew.table_from_probe(values[0]))
+    if not (np.diff(table.astype(np.float64), axis=1) > 0).all():
+        raise RuntimeError(f"{path.name}: its normalization is not increasing in the level, levels cannot be recovered")
+    return table
+
+
+def recover_levels(values: np.ndarray, table: np.ndarray) -> np.ndarray:
+    """uint8 like ``values`` (N, 3, p, p): `skew.recover_levels` (nearest level of that channel's ``table``) in
+    the patch layout."""
+    return skew.recover_levels(values.transpose(1, 0, 2, 3), table).transpose(1, 0, 2, 3)
+
+
+def allowance(table: np.ndarray) -> np.ndarray:
+    """(3,) float64: the C14 allowance (b) per channel, `ALLOWANCE_ULPS` ulps at the channel's largest value."""
+    return ALLOWANCE_ULPS * np.spacing(np.abs(table).max(axis=1).astype(np.float32)).astype(np.float64)
+
+
+def level_patches(image: Any, cfg: PreprocessConfig) -> np.ndarray:
+    """uint8 (N, 3, p, p): the checkpoint's levels (`checkpoint.levels`) in the served patch layout."""
+    hwc = checkpoint.levels(image, cfg)
+    return patchify(np.ascontiguousarray(hwc.transpose(2, 0, 1), dtype=np.float32), cfg.patch_size).astype(np.uint8)
+
+
+@dataclass(frozen=True)
+class Trained:
+    """The checkpoint's answer for one image: pixel values, grids, levels (patch layout), normalization table."""
+
+    values: np.ndarray
+    grids: np.ndarray
+    levels: np.ndarray
+    table: np.ndarray
+
+    @classmethod
+    def of(cls, image: Any, cfg: PreprocessConfig) -> Trained:
+        values, grids = checkpoint.preprocess([image], cfg)
+        return cls(values, grids, level_patches(image, cfg), checkpoint.normalization_table(cfg))
+
+
+@dataclass(frozen=True)
+class PixelReport:
+    """How one path's values compare with the checkpoint's, element by element (§16.2's rule)."""
+
+    total: int
+    differing: int
+    unexplained: int
+    max_levels: int
+    max_ulps: int
+    first: str
+
+    def __str__(self) -> str:
+        return (
+            f"{self.unexplained} of {self.total} values unexplained ({self.differing} differ; up to "
+            f"{self.max_levels} levels off and {self.max_ulps} ulps; first {self.first})"
+        )
+
+
+def compare(values: np.ndarray, served_table: np.ndarray, trained: Trained) -> PixelReport:
+    """Recover the served levels through ``served_table``; an element is explained when bitwise equal to the
+    checkpoint's, or at most 1 level off with its value within `allowance` of the checkpoint's normalization of
+    the served level (semantics §16.2 (a), (b))."""
+    levels = recover_levels(values, served_table)
+    off = np.abs(levels.astype(np.int16) - trained.levels.astype(np.int16))
+    channel = np.arange(3).reshape(1, 3, 1, 1)
+    reference = trained.table[channel, levels]  # the checkpoint's normalization of each served level
+    err = np.abs(values.astype(np.float64) - reference.astype(np.float64))
+    differ = float32_bits(values) != float32_bits(trained.values)
+    bad = differ & ~((off <= 1) & (err <= allowance(trained.table).reshape(1, 3, 1, 1)))
+    ulps = skew.ulp_distance(values, reference)
+    first = "none"
+    if bad.any():
+        n, c, y, x = (int(i) for i in np.argwhere(bad)[0])
+        first = f"patch {n} channel {c} ({y}, {x}): level {levels[n, c, y, x]} served, {trained.levels[n, c, y, x]}"
+        first += " trained"
+    return PixelReport(
+        int(values.size), int(differ.sum()), int(bad.sum()), int(off.max(initial=0)), int(ulps.max(initial=0)), first
+    )
+
+
+def pixel_problem(path: ServedPath, image: Any, cfg: PreprocessConfig, trained: Trained) -> str | None:
+    """C14 on one path: it serves the image, with the checkpoint's grid, every differing value explained."""
+    try:
+        values, grids = path.serve([image], cfg)
+    except Exception as e:  # a refusal or crash: the checkpoint serves this input, so it is a difference
+        return f"{path.name} cannot serve it ({describe_error(e)})"
+    if np.asarray(grids).tolist() != trained.grids.tolist() or values.shape != trained.values.shape:
+        return f"{path.name}: grid {np.asarray(grids).tolist()} {values.shape} != checkpoint's {trained.grids.tolist()}"
+    report = compare(values, level_table(path, cfg), trained)
+    return f"{path.name}: {report}" if report.unexplained else None
+
+
+# --- C15: normalization -------------------------------------------------------------------------------------------
+
+
+def normalization_problem(path: ServedPath, cfg: PreprocessConfig) -> str | None:
+    """C15 on one path: its 256 x 3 values bitwise the checkpoint's (§11.3), in FP32 and after the BF16 cast."""
+    served, trained = level_table(path, cfg), checkpoint.normalization_table(cfg)
+    fp32 = (float32_bits(served) != float32_bits(trained)).any(axis=0)
+    bf16 = (bf16_bits(served) != bf16_bits(trained)).any(axis=0)
+    if not (fp32.any() or bf16.any()):
+        return None
+    ulps = int(skew.ulp_distance(served, trained).max())
+    first = int(np.flatnonzero(fp32)[0]) if fp32.any() else int(np.flatnonzero(bf16)[0])
+    return (
+        f"{path.name}: {int(fp32.sum())} of 256 levels differ from the checkpoint in FP32 (up to {ulps} ulps, "
+        f"first level {first}), {int(bf16.sum())} of 256 after BF16"
+    )
+
+
+def stats_prefix(cfg: PreprocessConfig) -> str:
+    def fmt(v: Sequence[float]) -> str:
+        return "(" + ", ".join(f"{x:.9g}" for x in v) + ")"
+
+    return f"[mean {fmt(cfg.image_mean)} std {fmt(cfg.image_std)}] 256 levels x 3 channels"
+
+
+class CheckpointPath:
+    """The checkpoint oracle as a `ServedPath`: what the claims' checks must accept (they can tell the truth)."""
+
+    label, path, system, dtype, real_code = "CHECKPOINT", "trained", "checkpoint-oracle", "float32", False
+    name = "checkpoint-oracle (trained)"
+
+    def serve(self, images: Sequence[Any], cfg: PreprocessConfig) -> tuple[np.ndarray, np.ndarray]:
+        return checkpoint.preprocess(images, cfg)
+
+    def num_tokens(self, width: int, height: int, cfg: PreprocessConfig) -> int:
+        return checkpoint.num_tokens(width, height, cfg)
+
+    def geometry(self, width: int, height: int, cfg: PreprocessConfig) -> tuple[int, int, int, int]:
+        rc = checkpoint.resize_config(width, height, cfg)
+        return rc.new_width, rc.new_height, rc.pad_width, rc.pad_height
+
+    def provenance(self) -> dict[str, str]:
+        return {"serve": "deferlab.reference.oracle.checkpoint.preprocess"}
