@@ -23,14 +23,19 @@ _FAILURE = re.compile(r"\b([A-Z][A-Za-z0-9_]*(?:Error|Exception|Failure|Exit|Int
 # What follows the found failure in a recorded evidence: the other pinned inputs' failures (" also ...").
 _ALSO = " also "
 _ADDRESS = re.compile(r"0x[0-9a-fA-F]+")
-# Numbers (ints, floats, exponents, signs) and sizes such as 8192x8192, but not digits inside names (float32, C3).
-_NUMBER = re.compile(r"(?<![A-Za-z_\d.])[-+]?\d+(?:\.\d+)?(?:[eE][-+]?\d+)?(?:x\d+)*(?![A-Za-z_])")
+# A git commit, as in a checkout's name (sglang-0.5.21+g1a2b3c4): 7-40 hex digits, at least one a-f and one 0-9.
+_COMMIT = re.compile(r"(?<![0-9a-f])(?=[0-9a-f]*\d)(?=[0-9a-f]*[a-f])[0-9a-f]{7,40}(?![0-9a-z])")
+# Numbers (ints, floats, exponents, signs), versions such as 0.5.21 and sizes such as 8192x8192, but not digits
+# inside names (float32, C3, kimi_k3).
+_NUMBER = re.compile(r"(?<![A-Za-z_\d.])[-+]?\d+(?:\.\d+)*(?:[eE][-+]?\d+)?(?:x\d+)*(?![A-Za-z_])")
 SHORT = 160  # characters of a Markdown entry's one-line summary
 
 
 def normalize(text: str) -> str:
-    """``text`` with memory addresses, numbers and sizes replaced (``0x…``, ``#``) and whitespace collapsed."""
+    """``text`` with memory addresses, commits, numbers, versions and sizes replaced (``0x…``, ``<commit>``, ``#``)
+    and whitespace collapsed: what differs between two runs that met the same flaw."""
     out = _ADDRESS.sub("0x…", str(text))
+    out = _COMMIT.sub("<commit>", out)
     out = _NUMBER.sub("#", out)
     return " ".join(out.split())
 
