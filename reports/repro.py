@@ -53,9 +53,10 @@ RUNNER = (
     f"    print({LOAD_FAILED!r} + ((str(e).splitlines() or [''])[0] or type(e).__name__), file=sys.stderr)\n"
     "    sys.exit(99)\n"
     "import pytest\n"
-    "here = os.path.dirname(os.path.abspath(sys.argv[2]))\n"
-    "sys.exit(pytest.main([sys.argv[2], '-q', '-p', 'no:cacheprovider', '--noconftest', '-c', os.devnull,\n"
-    "                      '--rootdir', here, '--import-mode=importlib', '-W', 'ignore::DeprecationWarning']))\n"
+    "files = sys.argv[3:]\n"
+    "opts = ['-q', '-p', 'no:cacheprovider', '--noconftest', '-c', os.devnull, '--import-mode=importlib',\n"
+    "        '--rootdir', os.path.commonpath([os.path.dirname(f) for f in files]), '-W', 'ignore::DeprecationWarning']\n"
+    "sys.exit(pytest.main(files + opts + (['--junitxml', sys.argv[2]] if sys.argv[2] else [])))\n"
 )
 
 
@@ -148,10 +149,13 @@ def read_header(path: Path) -> dict[str, str]:
     return {"claim": m.group(1), "system": m.group(2), "spec": spec}
 
 
-def run_file(path: Path, spec: str, *, timeout: float = 600) -> subprocess.CompletedProcess:
-    """The child process: load ``spec``, then pytest on ``path`` (no plugins autoloaded, no conftest, no ini)."""
+def run_files(
+    paths: list[Path], spec: str, *, junitxml: Path | None = None, timeout: float = 600
+) -> subprocess.CompletedProcess:
+    """The child process: load ``spec``, then pytest on ``paths`` (no plugins autoloaded, no conftest, no ini);
+    ``junitxml``: also pytest's per-test results there. Exit 99 with `LOAD_FAILED` on stderr: ``spec`` failed."""
     env = {**os.environ, "PYTEST_DISABLE_PLUGIN_AUTOLOAD": "1"}
-    cmd = [sys.executable, "-c", RUNNER, spec, str(path.resolve())]
+    cmd = [sys.executable, "-c", RUNNER, spec, str(junitxml or ""), *(str(p.resolve()) for p in paths)]
     return subprocess.run(cmd, capture_output=True, text=True, env=env, timeout=timeout, check=False)
 
 
@@ -163,7 +167,7 @@ def run(args: argparse.Namespace, log: TextIO | None = None) -> int:
     if not spec:
         raise UsageError(f"--sglang: {str(args.file)!r} names no Spec in its header; give --sglang SPEC")
     print(f"[deferlab] repro: claim {info['claim']} ({info['system']}'s counterexample) on sglang {spec}", file=log)
-    proc = run_file(args.file, spec)
+    proc = run_files([args.file], spec)
     failed = next((x for x in proc.stderr.splitlines() if x.startswith(LOAD_FAILED)), None)
     if proc.returncode == 99 and failed is not None:
         raise UsageError(f"--sglang: {failed[len(LOAD_FAILED) :]}")

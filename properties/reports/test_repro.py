@@ -1,0 +1,181 @@
+"""``reports.repro``: reproducers written from recorded counterexamples, their header, and that they reproduce.
+
+The rows are what ``deferlab versions 0.5.18 0.5.23`` recorded (evidence and
+minimal counterexample, as in verdicts.json). Fast tests check the files
+(standalone, compilable, headed); the slow ones run them through ``deferlab
+repro``'s child on the cached releases: each fails on the release it came from
+with the recorded failure, and 0.5.18's owner-grid reproducer passes on 0.5.19,
+the release that fixed it.
+"""
+
+from __future__ import annotations
+
+import argparse
+import ast
+import io
+import time
+import xml.etree.ElementTree as ET
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from deferlab.properties.impl.sglang.support import skip_if_unfetched
+from deferlab.reference.system.errors import UsageError
+from deferlab.reports import repro
+
+CACHE = Path.home() / ".cache" / "deferlab" / "sglang"
+BG = "BackgroundConfig(pattern='white', square_size=16, white_value=255, gray_value=200, square_on_top_left=True)"
+K3 = (
+    "PreprocessConfig(patch_size=14, merge_kernel_size=2, in_patch_limit=65536, patch_limit_on_one_side=512, "
+    "fixed_output_tokens=None, image_mean=(0.5, 0.5, 0.5), image_std=(0.5, 0.5, 0.5), background=None, "
+    "fill_stage='after_resize', max_pixels=178956970, name='kimi-k3')"
+)
+C4_CE = [
+    "PreprocessConfig(patch_size=1, merge_kernel_size=1, in_patch_limit=1, patch_limit_on_one_side=2, "
+    "fixed_output_tokens=None, image_mean=(0.5, 0.5, 0.5), image_std=(0.5, 0.5, 0.5), background=None, "
+    "fill_stage=None, max_pixels=178956970, name='drawn-pixel')",
+    [
+        "PIL.Image(mode='1', size=(1, 1), info={}, data=bytes.fromhex('00'))",
+        "PIL.Image(mode='1', size=(1, 4), info={}, data=bytes.fromhex('00000000'))",
+    ],
+    [[1, 0]],
+]
+# claim -> (evidence as recorded, counterexample as recorded, what the reproducer's failure must say)
+RECORDED: dict[str, tuple[str, Any, str]] = {
+    "C3": (
+        "0.5/0.5: FP32 differs; after BF16 over drawn mean/std: differs for ((0.0, 0.0, 1.0), (1.0, 1.0, 1.0)): "
+        "AssertionError: 1 of 256 levels differ after BF16. AssertionError: 205 of 256 levels differ in FP32 "
+        "(mean (0.5, 0.5, 0.5), std (0.5, 0.5, 0.5))",
+        [[0.5, 0.5, 0.5], [0.5, 0.5, 0.5]],
+        "AssertionError: 205 of 256 levels differ in FP32 (mean (0.5, 0.5, 0.5), std (0.5, 0.5, 0.5))",
+    ),
+    "C10": (
+        "AssertionError: at call site 'request': in the request [False, False], alone [False, True]",
+        [K3, [[3, 8192, 8192], [3, 32, 32]]],
+        "AssertionError: in the request [False, False], alone [False, True]",
+    ),
+    "C11": (
+        "IndexError: tuple index out of range also ArrayImage(torch (9, 2, 3) torch.uint8, layout=HWC, w=2, h=9, "
+        "c=3): AssertionError: materialized (4, 3, 2, 2), the true 2x9 image needs 12 patches",
+        "ArrayImage(torch (4, 5) torch.uint8, layout=HW, w=5, h=4, c=1)",
+        "IndexError: tuple index out of range",
+    ),
+    "C12": (
+        "AssertionError: RGBa: a fully transparent pixel is not background also [...]",
+        ["PIL.Image(mode='RGBa', size=(1, 1), info={}, data=bytes.fromhex('0a141e00'))", BG],
+        "AssertionError: RGBa: transparent pixels became [[10.0, 20.0, 30.0]]",
+    ),
+    "C4": (
+        "checked on cpu; ValueError: Kimi-K3 deferred GPU preprocessing produced wrong grids",
+        C4_CE,
+        "ValueError: Kimi-K3 deferred GPU preprocessing produced wrong grids",
+    ),
+}
+
+
+def _row(cid: str) -> dict[str, Any]:
+    evidence, ce, _ = RECORDED[cid]
+    return {"id": cid, "statement": f"claim {cid}", "verdict": "fails", "evidence": evidence, "counterexample": ce}
+
+
+def _write(tmp: Path, version: str, cids: list[str]) -> tuple[list[Path], list[str]]:
+    system = {"name": f"sglang-{version}", "kind": "wheel", "version": version, "commit": None}
+    return repro.write_reproducers([_row(c) for c in cids], system, version, tmp, source=f"a test of {version}")
+
+
+def test_a_reproducer_is_a_headed_standalone_pytest_file(tmp_path: Path) -> None:
+    """One file per failing claim with a template, named <claim>-<system>.py: the header names claim, system,
+    counterexample source and deferlab's version; the code parses, imports SGLang by path and nothing of deferlab."""
+    written, missing = _write(tmp_path, "0.5.23", ["C3", "C10", "C11", "C12", "C4"])
+    assert [p.name for p in written] == [f"{c}-sglang-0.5.23.py" for c in ("C3", "C10", "C11", "C12", "C4")]
+    assert missing == []
+    for path in written:
+        text = path.read_text()
+        info = repro.read_header(path)
+        assert info == {"claim": path.name.split("-")[0], "system": "sglang-0.5.23", "spec": "0.5.23"}
+        assert "# Counterexample: deferlab's minimal counterexample, from a test of 0.5.23" in text
+        assert "# Written by: deferlab " in text
+        tree = ast.parse(text)
+        imported = {n.module or "" for n in ast.walk(tree) if isinstance(n, ast.ImportFrom)}
+        imported |= {a.name for n in ast.walk(tree) if isinstance(n, ast.Import) for a in n.names}
+        assert any(m.startswith("sglang.srt.") for m in imported) and not any("deferlab" in m for m in imported)
+        tests = [n.name for n in tree.body if isinstance(n, ast.FunctionDef) and n.name.startswith("test_")]
+        assert len(tests) == 1 and tests[0].startswith(f"test_{info['claim'].lower()}_")
+
+
+def test_a_failure_no_template_fits_gets_no_file_and_a_line_saying_so(tmp_path: Path) -> None:
+    """C9 has no template; a C12 failure other than the transparent-pixel one does not fit C12's template."""
+    rows = [
+        {"id": "C9", "verdict": "fails", "evidence": "fails for 2 of 6 cells", "counterexample": {"topology": 1}},
+        {**_row("C12"), "evidence": "AssertionError: unclear staging error for mode La: ValueError: no"},
+        {**_row("C3"), "verdict": "holds"},
+    ]
+    written, missing = repro.write_reproducers(rows, {"name": "sglang-0.5.23"}, "0.5.23", tmp_path, source="t")
+    assert written == [] and not (tmp_path / "repro").exists()
+    assert missing == [
+        "C9 on sglang-0.5.23: no reproducer template fits this failure (fails for 2 of 6 cells)",
+        "C12 on sglang-0.5.23: no reproducer template fits this failure "
+        "(AssertionError: unclear staging error for mode La: ValueError: no)",
+    ]
+
+
+def test_repro_refuses_a_file_that_is_not_a_reproducer(tmp_path: Path) -> None:
+    """Any other Python file, a reproducer of another format, no file: one line, before anything loads."""
+    other = tmp_path / "test_mine.py"
+    other.write_text("# deferlab reproducer (format 2): claim C3 on sglang-0.5.23\n")
+    for path, match in ((other, "is not a deferlab reproducer"), (tmp_path / "no.py", "does not exist")):
+        with pytest.raises(UsageError, match=match) as info:
+            repro.run(argparse.Namespace(file=path, sglang="0.5.23"), io.StringIO())
+        assert "\n" not in str(info.value) and "accepted: a repro/" in str(info.value)
+
+
+def _cached(*versions: str) -> None:
+    missing = [v for v in versions if not (CACHE / v / "sglang").is_dir()]
+    if missing:
+        pytest.skip(f"sglang {', '.join(missing)} not in {CACHE}")
+
+
+def _outcomes(paths: list[Path], spec: str, tmp: Path) -> dict[str, str]:
+    """claim -> "passed" or the failure's message, from one `repro.run_files` child on ``spec``."""
+    xml = tmp / f"{spec}.xml"
+    proc = repro.run_files(paths, spec, junitxml=xml)
+    skip_if_unfetched(spec, proc.stderr)
+    assert proc.returncode in (0, 1) and xml.is_file(), proc.stdout[-3000:] + proc.stderr[-3000:]
+    out = {}
+    for case in ET.parse(xml).getroot().iter("testcase"):
+        assert case.find("error") is None, case.find("error").get("message")
+        failure = case.find("failure")
+        out[case.get("name").split("_")[1].upper()] = "passed" if failure is None else failure.get("message", "")
+    return out
+
+
+@pytest.mark.slow
+def test_each_reproducer_fails_on_the_release_it_came_from(tmp_path: Path) -> None:
+    """0.5.23's C3, C10, C11, C12 and 0.5.18's C4 fail there, each with the failure deferlab recorded."""
+    _cached("0.5.18", "0.5.23")
+    written, _ = _write(tmp_path, "0.5.23", ["C3", "C10", "C11", "C12"])
+    got = _outcomes(written, "0.5.23", tmp_path)
+    assert sorted(got) == ["C10", "C11", "C12", "C3"]
+    for cid, message in got.items():
+        assert RECORDED[cid][2] in message, (cid, message)
+    old, _ = _write(tmp_path / "old", "0.5.18", ["C4"])
+    assert RECORDED["C4"][2] in _outcomes(old, "0.5.18", tmp_path)["C4"]
+
+
+@pytest.mark.slow
+def test_the_owner_grid_reproducer_of_0_5_18_passes_on_0_5_19(tmp_path: Path) -> None:
+    """0.5.19 fixed the owner's grid check: the reproducer written from 0.5.18's failure passes there, through
+    `deferlab repro` itself (exit 0)."""
+    _cached("0.5.18")
+    (path,), _ = _write(tmp_path, "0.5.18", ["C4"])
+    log = io.StringIO()
+    t0 = time.perf_counter()
+    try:
+        rc = repro.run(argparse.Namespace(file=path, sglang="0.5.19"), log)
+    except UsageError as e:
+        skip_if_unfetched("0.5.19", str(e))
+        raise
+    assert rc == 0, log.getvalue()[-3000:]
+    assert "passes: the claim holds there" in log.getvalue()
+    print(f"deferlab repro on 0.5.19: {time.perf_counter() - t0:.1f} s")
