@@ -16,7 +16,10 @@ change, e.g. to ``n/a`` or ``not-run``), ``unchanged``. Exit status: 1 when a
 claim is newly failing; 0 otherwise, including a claim failing differently
 (it was broken before; the new signature is shown, not gated, as a searched
 counterexample's wording is not a contract); 2 bad usage; 3 a side could not
-run its claims (the comparison is still written, with the reason).
+run its claims, or a claim test errored (the comparison is still written,
+with the reason). The output folder (`compare_render`, written whole or not at
+all): compare.md, compare.json, compare.png, compare.xml (JUnit, HEAD's
+claims), logs/ and repro/ (a reproducer per failing claim, `reports.repro`).
 """
 
 from __future__ import annotations
