@@ -20,6 +20,7 @@ from hypothesis import strategies as st
 from deferlab.properties import claimcheck, served
 from deferlab.properties import strategies as s
 from deferlab.properties.strategies import served as ss
+from deferlab.reference.system.config import PreprocessConfig
 from deferlab.reference.system.profiles import profile
 
 # Semantics §3.2's worked Kimi-K3 sizes, then its other configs' (K2.5 at 4000x3000; F = 64 at 1024x1024).
@@ -37,7 +38,7 @@ NOT_OWN = (
 
 
 @cache
-def geometry_configs() -> dict[str, object]:
+def geometry_configs() -> dict[str, PreprocessConfig]:
     """The configs C13 draws from: the session's, Kimi-K2.5's, and the session's with 64 fixed output tokens."""
     base = served.session_config()
     return {"session": base, "kimi-k2.5": profile("kimi-k2.5"), "F=64": replace(base, fixed_output_tokens=64)}
@@ -165,7 +166,7 @@ def test_claim_c14_served_pixels_equal_checkpoint(served_paths, policy):
     claimcheck.assert_expected("C14", policy, verdict)
 
 
-def stats_config(stats: tuple) -> object:
+def stats_config(stats: tuple) -> PreprocessConfig:
     mean, std = stats
     return replace(served.session_config(), image_mean=mean, image_std=std)
 
