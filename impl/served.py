@@ -53,7 +53,8 @@ class SeamPath:
             pv, grids = self.impl.preprocess(list(images), cfg)
             return to_numpy(pv).astype(np.float32, copy=False), to_numpy(grids).astype(np.int64, copy=False)
         out = self.impl.process(list(images), cfg, policy=self.policy, transport="cuda_ipc")
-        if any(out.deferred):
+        deferred = out.deferred if isinstance(out.deferred, list) else [out.deferred]  # a per-request gate: one bool
+        if any(deferred):
             raise RuntimeError(f"{self.name}: the producer deferred an image under CUDA IPC")
         feats = [to_numpy(it.feature).astype(np.float32, copy=False) for it in out.items]
         grids = [to_numpy(it.model_specific_data["image_grid_thw"]).reshape(-1, 3) for it in out.items]

@@ -18,7 +18,6 @@ from __future__ import annotations
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, replace
 from functools import lru_cache
-from types import SimpleNamespace
 from typing import Any
 
 import numpy as np
@@ -64,31 +63,8 @@ class Session:
         if policy not in self._model:
             from deferlab.impl.served import model_paths
 
-            paths = [p for p in model_paths(policy) if p.path == "eager" or p.impl.defers(policy)]
-            for p in paths:
-                p.impl = _OneDecisionPerImage(p.impl)
-            self._model[policy] = paths
+            self._model[policy] = [p for p in model_paths(policy) if p.path == "eager" or p.impl.defers(policy)]
         return list(self._model[policy])
-
-
-class _OneDecisionPerImage:
-    """The model's seam impl with ``process(...).deferred`` always one bool per image.
-
-    Why: ``impl.served.SeamPath.serve`` iterates ``.deferred``, which a per-request gate (PR_33921, 418975ba6)
-    answers with one bool (properties/SEAM.md allows both forms); until SeamPath reads both, this spreads it.
-    """
-
-    def __init__(self, impl: Any) -> None:
-        self._impl = impl
-
-    def __getattr__(self, name: str) -> Any:
-        return getattr(self._impl, name)
-
-    def process(self, images: Sequence[Any], config: PreprocessConfig, **options: Any) -> Any:
-        out = self._impl.process(images, config, **options)
-        if isinstance(out.deferred, bool):
-            return SimpleNamespace(items=out.items, deferred=[out.deferred] * len(images))
-        return out
 
 
 def sglang_session(impl: Any) -> Session:

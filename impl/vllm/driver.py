@@ -5,7 +5,7 @@ What runs, all vLLM's own code from the loaded tree (`sources.load`):
 images go through: EXIF orientation, then ``convert_image_mode(..., "RGB")``),
 then the Kimi-K3 HF-style processor ``KimiK3Processor`` around the image
 processor class the Kimi-K3 processing info serves with (read off the code:
-``KimiK25FusedVisionProcessor`` from 0.27.0 to 0.33.0), built with
+``KimiK25FusedVisionProcessor`` in 0.32.0 and 0.33.0), built with
 ``from_dict`` from the checkpoint's ``media_proc_cfg`` as vLLM's processor
 cache builds it. The prompt's image tokens are that processor's
 ``get_resize_config(...)["num_tokens"]``, the number ``media_tokens_calculator``
