@@ -34,7 +34,7 @@ from typing import Any, TextIO
 
 from deferlab.reference.system.errors import UsageError
 from deferlab.reports.atomic import write_text_atomic
-from deferlab.reports.grouping import failure_text
+from deferlab.reports.grouping import failure_text, short
 from deferlab.reports.repro_templates import render
 
 FORMAT = 1
@@ -117,7 +117,7 @@ def write_reproducers(
         failure = failure_text(str(row.get("evidence", "")))
         made = render(str(row["id"]), row.get("counterexample"), failure)
         if made is None:
-            missing.append(f"{row['id']} on {name}: no reproducer template fits this failure ({failure[:120]})")
+            missing.append(f"{row['id']} on {name}: no reproducer template fits this failure ({short(failure, 120)})")
             continue
         code, what = made
         text = header(row, system, spec, source, what) + f'"""Reproducer of claim {row["id"]}: {what}."""\n\n' + code

@@ -105,7 +105,7 @@ def test_a_newly_failing_claim_exits_1_with_heads_counterexample_in_every_output
     doc = json.loads((out / "compare.json").read_text())
     made = doc["reproducers"]  # C3's failure fits its template; C4's fixture failure is not the owner-grid one
     assert made["written"] == ["repro/C3-sglang-0.5.21.py", "repro/C3-sglang-0.5.22.py"]
-    why = f"no reproducer template fits this failure ({FAILS[9:][:120]})"
+    why = f"no reproducer template fits this failure ({FAILS[9:]})"  # under 120 characters: not cut
     assert made["missing"] == [f"C9 on sglang-0.5.21: {why}", f"C4 on sglang-0.5.22: {why}"]  # C9 has no template
     assert f"no reproducer: {made['missing'][1]}" in log
     assert doc["changes"]["newly failing"] == ["C4"] and doc["changes"]["newly holding"] == ["C9"]

@@ -113,6 +113,10 @@ def test_a_failure_no_template_fits_gets_no_file_and_a_line_saying_so(tmp_path: 
     ]
     written, missing = repro.write_reproducers(rows, {"name": "sglang-0.5.23"}, "0.5.23", tmp_path, source="t")
     assert written == [] and not (tmp_path / "repro").exists()
+    long = {**_row("C3"), "id": "C13", "evidence": "AssertionError: " + "x" * 300}
+    assert repro.write_reproducers([long], {}, "0.5.23", tmp_path, source="t")[1] == [
+        f"C13 on 0.5.23: no reproducer template fits this failure (AssertionError: {'x' * 103}…)"
+    ]  # cut, and marked as cut: the full failure is in the report beside this line
     assert missing == [
         "C9 on sglang-0.5.23: no reproducer template fits this failure (fails for 2 of 6 cells)",
         "C12 on sglang-0.5.23: no reproducer template fits this failure "
