@@ -320,6 +320,9 @@ def run(args: argparse.Namespace, log: TextIO | None = None, *, runner: Any = ru
     base, head = check_args(args)
     sides = {"BASE": base, "HEAD": head}
     names = preflight_both([base, head], say, loader=loader or matrix.preflight)
+    for side in (base, head):  # an extracted revision is no git checkout: name its commit as the loader would
+        if side.revision and "+g" not in names[side.role]:
+            names[side.role] += f"+g{side.revision[:9]}"
     out = args.out or default_out_dir(prefix="compare-")
     work = Path(tempfile.mkdtemp(prefix="deferlab-compare-"))
     try:

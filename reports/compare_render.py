@@ -258,13 +258,14 @@ def reproducers(stage: Path, doc: dict[str, Any], results: dict[str, dict[str, A
     from deferlab.reports import repro
 
     made: dict[str, list[str]] = {"written": [], "missing": []}
+    same = _label(doc["base"]) == _label(doc["head"])  # e.g. two checkouts of one version: keep both sides' files
     for role in ("BASE", "HEAD"):
         side = doc[role.lower()]
         source = f"deferlab compare {doc['base']['spec']} {doc['head']['spec']} ({role}, profile {doc['profile']})"
-        rows = doc["rows"][role]
-        written, missing = repro.write_reproducers(
-            rows, results[role].get("system"), side["run_spec"], stage, source=source
-        )
+        system = results[role].get("system") or {}
+        name = _label(side) + (f"-{role.lower()}" if same else "")
+        system = {**system, "name": name, "commit": side.get("revision") or system.get("commit")}
+        written, missing = repro.write_reproducers(doc["rows"][role], system, side["run_spec"], stage, source=source)
         made["written"] += [p.relative_to(stage).as_posix() for p in written]
         made["missing"] += missing
     return made

@@ -243,6 +243,22 @@ def test_a_revision_is_extracted_aside_and_the_checkout_is_left_alone(tmp_path: 
     assert head.kind == "checkout" and head.identity != side.identity  # the working tree is another source
 
 
+def test_two_revisions_of_one_release_are_named_by_commit(tmp_path: Path, monkeypatch) -> None:
+    """PATH@REV sides loading as the same release are told apart by their commit (sglang-0.5.17+g<sha>), in the
+    outputs and in the reproducers' names, so neither side's files replace the other's."""
+    monkeypatch.setenv("DEFERLAB_CACHE", str(tmp_path / "cache"))  # <cache>/checkouts beside the wheels
+    repo = _repo(tmp_path, [{"python/sglang/__init__.py": "", "README": "a"}, {"README": "b"}])
+    sha = {rev: _git(repo, "rev-parse", rev)[:9] for rev in ("HEAD~1", "HEAD")}
+    sides = {f"{repo}@HEAD~1": _rows(BASE), f"{repo}@HEAD": _rows(BASE)}
+    args = _args(tmp_path, base=f"{repo}@HEAD~1", head=f"{repo}@HEAD")
+    rc = compare.run(args, io.StringIO(), runner=_runner(sides), loader=lambda spec: "sglang-0.5.17")
+    doc = json.loads((tmp_path / "out" / "compare.json").read_text())
+    assert rc == 0 and doc["base"]["kind"] == "revision" and (tmp_path / "cache" / "checkouts").is_dir()
+    names = [f"sglang-0.5.17+g{sha['HEAD~1']}", f"sglang-0.5.17+g{sha['HEAD']}"]
+    assert [doc["base"]["name"], doc["head"]["name"]] == names
+    assert doc["reproducers"]["written"] == [f"repro/C3-{n}.py" for n in names]  # C3 on each side: two files
+
+
 def _main(argv: list[str]) -> int:
     """`reports.cli.main`'s contract for the two subcommands (UsageError -> one line, exit 2)."""
     import sys
