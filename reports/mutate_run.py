@@ -1,0 +1,400 @@
+"""Running the claims on a tree: the probed reference run, one mutant's run, and what its outcome is.
+
+Why subprocesses: a process holds one SGLang (its modules cannot be unloaded),
+and a mutant may hang or crash; each run is ``pytest <claim tests> --sglang
+TREE`` in its own process group with a timeout, so a hang is killed and
+recorded as ``timeout`` and a crash is an outcome, never a lost campaign. The
+reference runs each claim test alone on a tree whose functions carry probes
+(`mutate_select.instrument`), so selection knows which functions each claim
+entered. A mutant is *killed* when a
+selected claim's verdict or failure signature (`reports.grouping.failure_signature`)
+differs from the reference's, or a claim test that passed there fails; *killed
+at load* when nothing recorded a verdict and the mutant tree no longer loads
+(`reports.versions.matrix.preflight`); otherwise *survived*. A harness failure
+of our own is ``error`` (retried by ``--resume``).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import os
+import queue
+import re
+import shutil
+import signal
+import subprocess
+import tempfile
+import threading
+import time
+from collections.abc import Callable, Iterable, Sequence
+from concurrent.futures import ThreadPoolExecutor, as_completed
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from deferlab.reference.system.seam import SGLANG_LABEL
+from deferlab.reports import claims as claims_io
+from deferlab.reports import mutate_engine as engine
+from deferlab.reports import mutate_select as select
+from deferlab.reports.grouping import failure_signature
+from deferlab.reports.versions.matrix import SGLangLoadError, claims_command, one_line, preflight
+
+OUTCOMES = ("killed", "killed at load", "timeout", "survived", "error")
+_SUMMARY = re.compile(r"^(FAILED|ERROR) (\S+?)(?: - (.*))?$")
+_LIVE: set[subprocess.Popen] = set()
+_LIVE_LOCK = threading.Lock()
+STOP = threading.Event()  # set on Ctrl-C: no new claims process starts, and a killed one is not an outcome
+
+
+class Interrupted(Exception):
+    """The campaign is stopping: this run was cut short by us, so it says nothing about the mutant."""
+
+
+@dataclass
+class Runner:
+    """How to run claim tests on a tree: the real suite on SGLang (tests swap in a fake engine's script)."""
+
+    profile: str = "ci"
+    package: str = "sglang"
+
+    def modules(self) -> list[str]:
+        """The engine modules whose functions get probes in the reference run (the driver's)."""
+        return select.driver_modules()
+
+    def suite_nodes(self, nodes: Sequence[str]) -> list[str]:
+        """Node ids as paths under the installed or checked-out suite (``.../claims/test_x.py::test[...]``)."""
+        base = claims_io.suite_path() / "claims"
+        return [str(base / n.rsplit("claims/", 1)[-1]) for n in nodes]
+
+    def command(self, tree: Path, nodes: Sequence[str] | None, *, plugin: bool = False) -> list[str]:
+        """`reports.versions.matrix.claims_command` on ``tree`` with the suite path replaced by ``nodes``
+        (None: collect only), and with ``plugin`` the probes' and first-kill plugin (`mutate_select`)."""
+        cmd = claims_command(str(tree), self.profile)
+        where = cmd.index(str(claims_io.suite_path() / "claims"))
+        cmd[where : where + 1] = self.suite_nodes(nodes) if nodes is not None else [cmd[where], "--collect-only"]
+        return cmd + ["-rfE", *(["-p", "deferlab.reports.mutate_select"] if plugin else [])]
+
+    def load_check(self, tree: Path, timeout: float) -> None:
+        """Raise `SGLangLoadError` when ``tree`` does not load (the mutant broke an import)."""
+        preflight(str(tree), timeout=timeout)
+
+
+@dataclass
+class Run:
+    """What one pytest process recorded: per claim its verdict and failure signature, per test its outcome."""
+
+    claims: dict[str, dict[str, str]] = field(default_factory=dict)  # id -> verdict, signature, evidence
+    rows: list[dict[str, Any]] = field(default_factory=list)
+    tests: dict[str, str] = field(default_factory=dict)  # node id -> passed | failed | skipped
+    messages: dict[str, str] = field(default_factory=dict)  # node id -> pytest's one-line reason
+    durations: dict[str, float] = field(default_factory=dict)  # node id -> seconds inside the test
+    rc: int | None = None
+    timed_out: bool = False
+    seconds: float = 0.0
+    recorded: bool = False
+    wrote: bool = False  # whether the process wrote a results file at all (a killed one does not)
+    hits: list[int] = field(default_factory=list)  # probe ids the process entered (the reference only)
+    tail: str = ""
+
+
+def kill_all() -> None:
+    """End every claims process this module started (Ctrl-C on a campaign), by process group."""
+    with _LIVE_LOCK:
+        for p in list(_LIVE):
+            with contextlib.suppress(ProcessLookupError, PermissionError):
+                os.killpg(p.pid, signal.SIGKILL)
+
+
+def run_claims(
+    runner: Runner, tree: Path, nodes: Sequence[str] | None, scratch: Path, timeout: float, *, trace: bool = False,
+    stop_on: Path | None = None,
+) -> Run:  # fmt: skip
+    """The claim tests ``nodes`` on ``tree`` in a fresh process (its own group, killed at ``timeout``); ``trace``:
+    record the probes it hits; ``stop_on``: a reference file, to stop at the first claim that differs from it."""
+    results = scratch / "results"
+    shutil.rmtree(results, ignore_errors=True)
+    scratch.mkdir(parents=True, exist_ok=True)
+    env = {**os.environ, "DEFERLAB_RESULTS_DIR": str(results), "PYTHONDONTWRITEBYTECODE": "1"}
+    if trace:
+        env[select.PROBES_ENV] = str(scratch / "probes.json")
+        (scratch / "probes.json").unlink(missing_ok=True)
+    if stop_on is not None:
+        env[select.STOP_ENV] = str(stop_on)
+    out = Run()
+    t0 = time.perf_counter()
+    if STOP.is_set():
+        raise Interrupted()
+    with open(scratch / "pytest.log", "w") as log:
+        proc = subprocess.Popen(
+            runner.command(tree, nodes, plugin=trace or stop_on is not None), stdout=log, stderr=subprocess.STDOUT, env=env, cwd=scratch,
+            start_new_session=True,
+        )  # fmt: skip
+        with _LIVE_LOCK:
+            _LIVE.add(proc)
+        try:
+            out.rc = proc.wait(timeout=timeout)
+        except subprocess.TimeoutExpired:
+            out.timed_out = True
+            with contextlib.suppress(ProcessLookupError):
+                os.killpg(proc.pid, signal.SIGKILL)
+            proc.wait()
+        finally:
+            with _LIVE_LOCK:
+                _LIVE.discard(proc)
+    if STOP.is_set():
+        raise Interrupted()
+    out.seconds = round(time.perf_counter() - t0, 2)
+    text = (scratch / "pytest.log").read_text(errors="replace")
+    out.tail = "\n".join(text.strip().splitlines()[-15:])
+    for line in text.splitlines():
+        m = _SUMMARY.match(line.strip())
+        if m:
+            out.messages[m.group(2)] = (m.group(3) or m.group(1)).strip()[:400]
+    try:
+        doc = claims_io.load_results(results)
+    except ValueError:
+        doc = None
+    if doc is not None:
+        out.wrote = True
+        out.rows = [r for r in doc["claims"] if r["policy"] == SGLANG_LABEL]
+        for r in out.rows:
+            signature = (
+                failure_signature(r.get("evidence", "")) if r["verdict"] in ("fails", "holds-with-caveat") else ""
+            )
+            out.claims[r["id"]] = {"verdict": r["verdict"], "signature": signature, "evidence": r.get("evidence", "")}
+        out.tests = {p["name"]: p["outcome"] for p in doc.get("properties", [])}
+        out.durations = {p["name"]: float(p.get("seconds") or 0) for p in doc.get("properties", [])}
+        out.recorded = any(c["verdict"] != "not-run" for c in out.claims.values())
+    if trace and (scratch / "probes.json").is_file():
+        out.hits = json.loads((scratch / "probes.json").read_text())
+    return out
+
+
+def collect(runner: Runner, tree: Path, scratch: Path, timeout: float) -> list[str]:
+    """The claim tests' node ids on ``tree`` (pytest --collect-only), each paired with a claim by its name."""
+    scratch.mkdir(parents=True, exist_ok=True)
+    env = {**os.environ, "PYTHONDONTWRITEBYTECODE": "1", "DEFERLAB_RESULTS_DIR": str(scratch / "collect")}
+    proc = subprocess.run(
+        runner.command(tree, None), capture_output=True, text=True, env=env, cwd=scratch, timeout=timeout, check=False
+    )
+    nodes = [ln.strip() for ln in proc.stdout.splitlines() if "::" in ln and select.claim_of_node(ln.strip())]
+    if not nodes:
+        why = one_line(proc.stdout + proc.stderr) or f"pytest exited {proc.returncode}"
+        raise RuntimeError(f"collecting the claim tests on {tree} found none ({why})")
+    return nodes
+
+
+@dataclass
+class Verdict:
+    """A mutant's outcome and why: the claims that saw it, with what each saw."""
+
+    outcome: str
+    killed_by: list[str] = field(default_factory=list)
+    reasons: dict[str, str] = field(default_factory=dict)
+
+
+def judge(
+    reference: dict[str, Any], run: Run, claims: Sequence[str], nodes: dict[str, list[str]],
+    load_check: Callable[[], str | None],
+) -> Verdict:  # fmt: skip
+    """Compare ``run`` with the reference's claims and tests (only ``claims``, the ones that ran).
+
+    ``load_check()``: None when the mutant tree still loads, else its one-line error (asked only when no
+    selected claim recorded a verdict)."""
+    if run.timed_out:
+        return Verdict("timeout", reasons={"(run)": f"no end within the timeout ({run.seconds} s)"})
+    v = Verdict("survived")
+    if not run.wrote:
+        error = load_check()
+        if error is not None:
+            return Verdict("killed at load", reasons={"(load)": error})
+        return Verdict("killed", reasons={"(run)": f"the claims process died (exit {run.rc}): {one_line(run.tail)}"})
+    for cid in claims:
+        ref = reference["claims"].get(cid)
+        got = run.claims.get(cid, {"verdict": "not-run", "signature": ""})
+        if ref is None or (run.tests and not any(n in run.tests for n in nodes.get(cid, []))):
+            continue  # no reference, or its test never started (--first-kill stopped at an earlier kill)
+        if got["verdict"] != ref["verdict"]:
+            v.reasons[cid] = f"verdict {ref['verdict']} -> {got['verdict']}"
+        elif got["signature"] != ref["signature"]:
+            v.reasons[cid] = f"failure signature {ref['signature'][:160]!r} -> {got['signature'][:160]!r}"
+        for node in nodes.get(cid, []):
+            if reference["tests"].get(node) == "passed" and run.tests.get(node, "failed") != "passed":
+                why = run.messages.get(node) or next((m for n, m in run.messages.items() if n in node), "")
+                v.reasons.setdefault(cid, f"its test {run.tests.get(node, 'did not finish')}: {why}".strip())
+    if not run.recorded:
+        error = load_check()
+        if error is not None:
+            return Verdict("killed at load", reasons={"(load)": error})
+        if not v.reasons:
+            v.reasons["(run)"] = f"no claim recorded a verdict (pytest exit {run.rc}): {one_line(run.tail)}"
+    if v.reasons:
+        v.outcome = "killed"
+        v.killed_by = sorted((c for c in v.reasons if not c.startswith("(")), key=select.claim_order)
+    return v
+
+
+def load_error(runner: Runner, tree: Path, timeout: float) -> str | None:
+    """`Runner.load_check` as a value: None when ``tree`` loads, else the loader's one line."""
+    try:
+        runner.load_check(tree, timeout)
+    except SGLangLoadError as e:
+        return one_line(str(e))
+    except subprocess.TimeoutExpired:
+        return f"loading did not finish within {timeout} s"
+    return None
+
+
+# --- worker slots: a private tree copy and a scratch folder each -----------------------------------------------------
+@dataclass
+class Slot:
+    tree: engine.WorkTree
+    scratch: Path
+    probed: bool = False  # whether its tree carries the reference's probes
+
+    def rebuild(self) -> None:
+        """A fresh copy of the tree in place of this one (after a mutant could not be taken out)."""
+        source, parent, package = self.tree.source, self.tree.path.parent, self.tree.package
+        self.tree.remove()
+        self.tree = engine.WorkTree.make(source, parent, package)
+        self.probed = False
+
+
+class Pool:
+    """``jobs`` worker threads, each holding a slot (its tree made once, on first use), running tasks."""
+
+    def __init__(self, source: Path, work: Path, jobs: int, package: str) -> None:
+        self.source, self.work, self.jobs, self.package = source, work, jobs, package
+        self.slots: queue.Queue[Slot | None] = queue.Queue()
+        self.made: list[Slot] = []
+        for _ in range(jobs):
+            self.slots.put(None)
+
+    def _task(self, fn: Callable[[Slot, Any], Any], item: Any) -> Any:
+        slot = self.slots.get()
+        if slot is None:
+            tree = engine.WorkTree.make(self.source, self.work, self.package)
+            slot = Slot(tree, Path(tempfile.mkdtemp(prefix="scratch-", dir=self.work)))
+            self.made.append(slot)
+        try:
+            return fn(slot, item)
+        finally:
+            self.slots.put(slot)
+
+    def map(self, fn: Callable[[Slot, Any], Any], items: Iterable[Any], done: Callable[[Any, Any], None]) -> None:
+        """``done(item, result)`` in the calling thread as each finishes; Ctrl-C kills every claims process."""
+        with ThreadPoolExecutor(max_workers=self.jobs) as ex:
+            futures = {ex.submit(self._task, fn, it): it for it in items}
+            try:
+                for f in as_completed(futures):
+                    done(futures[f], f.result())
+            except BaseException:
+                STOP.set()
+                ex.shutdown(wait=False, cancel_futures=True)
+                kill_all()
+                raise
+
+
+def reference(
+    pool: Pool, runner: Runner, claims: list[str] | None, timeout: float, say: Callable,
+    probes: dict[str, tuple[str, dict[int, str]]],
+) -> dict:  # fmt: skip
+    """Each claim test alone on an unmutated copy carrying ``probes`` (file -> instrumented text, id -> function):
+    verdicts, signatures, test outcomes, the functions each claim entered, seconds. The probes are taken out
+    of every worker tree afterwards."""
+    nodes: list[str] = []
+    pool.map(lambda slot, _: nodes.extend(collect(runner, slot.tree.path, slot.scratch, timeout)), [0], lambda *a: None)
+    nodes = [n for n in nodes if claims is None or select.claim_of_node(n) in claims]
+    doc: dict[str, Any] = {"claims": {}, "rows": [], "tests": {}, "called": {}, "seconds": {}, "durations": {}}
+    doc["errors"] = []
+    doc.update(nodes=nodes, instrumented=sorted(probes))
+    key = {n: k for _, ids in probes.values() for n, k in ids.items()}
+
+    def one(slot: Slot, node: str) -> Run:
+        if not slot.probed:
+            for file, (text, _) in probes.items():
+                slot.tree.apply(file, text)
+            slot.probed = True
+        return run_claims(runner, slot.tree.path, [node], slot.scratch, timeout, trace=True)
+
+    def done(node: str, run: Run) -> None:
+        cid = select.claim_of_node(node) or node
+        got = run.claims.get(cid)
+        doc["seconds"][node] = run.seconds
+        doc["durations"][node] = run.durations.get(node, run.seconds)
+        doc["tests"].update(run.tests)
+        doc["called"].setdefault(cid, set()).update(key[h] for h in run.hits if h in key)
+        if got is None or got["verdict"] == "not-run" or run.timed_out:
+            why = "timed out" if run.timed_out else one_line(run.tail)
+            doc["errors"].append(f"{node}: recorded no verdict ({why})")
+        else:
+            doc["claims"][cid] = got
+            doc["rows"] += [r for r in run.rows if r["id"] == cid]
+        say(f"reference {cid}: {got['verdict'] if got else 'nothing recorded'} in {run.seconds} s")
+
+    try:
+        pool.map(one, nodes, done)
+    finally:
+        for slot in pool.made:
+            for file in probes if slot.probed else ():
+                slot.tree.restore(file)
+            slot.probed = False
+    if not doc["claims"]:
+        raise RuntimeError("the reference run recorded no verdict: " + "; ".join(doc["errors"])[:600])
+    doc["called"] = {c: sorted(v) for c, v in doc["called"].items()}
+    return doc
+
+
+def cost_model(ref: dict) -> Callable[..., float]:
+    """Seconds a run of ``nodes`` should take: one process start (the reference's largest) plus their tests."""
+    overhead = max((ref["seconds"][n] - ref["durations"].get(n, 0) for n in ref["seconds"]), default=30.0)
+
+    def cost(nodes: list[str], overhead_only: bool = False) -> float:
+        return overhead if overhead_only else overhead + sum(ref["durations"].get(n, 30.0) for n in nodes)
+
+    return cost
+
+
+# --- the per-mutant results file (append as each finishes; a resumed campaign skips what it holds) -------------------
+class ResultsFile:
+    """``mutants.jsonl``: one JSON object per finished mutant, appended and fsynced under a lock; a torn last
+    line (a kill mid-write) is ignored on reading."""
+
+    def __init__(self, path: Path) -> None:
+        self.path = Path(path)
+        self._lock = threading.Lock()
+
+    def read(self) -> dict[str, dict[str, Any]]:
+        out: dict[str, dict[str, Any]] = {}
+        if not self.path.is_file():
+            return out
+        for line in self.path.read_text().splitlines():
+            try:
+                rec = json.loads(line)
+            except json.JSONDecodeError:
+                continue
+            if isinstance(rec, dict) and "id" in rec:
+                out[rec["id"]] = rec
+        return out
+
+    def append(self, record: dict[str, Any]) -> None:
+        data = (json.dumps(record, sort_keys=True) + "\n").encode()
+        with self._lock:
+            self.path.parent.mkdir(parents=True, exist_ok=True)
+            with open(self.path, "ab") as fh:
+                if fh.tell() and not self._ends_with_newline():
+                    fh.write(b"\n")  # the torn line of an interrupted write stays alone on its line
+                fh.write(data)
+                fh.flush()
+                os.fsync(fh.fileno())
+
+    def _ends_with_newline(self) -> bool:
+        with open(self.path, "rb") as fh:
+            fh.seek(-1, os.SEEK_END)
+            return fh.read(1) == b"\n"
+
+
+def pending(ids: Iterable[str], done: dict[str, dict[str, Any]]) -> list[str]:
+    """The mutants still to run: not in the results file, or recorded as a harness ``error`` (retried)."""
+    return [i for i in ids if i not in done or done[i].get("outcome") == "error"]
