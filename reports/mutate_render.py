@@ -1,0 +1,323 @@
+"""A mutation campaign's results: the document (mutate.json), its Markdown (mutate.md), the figure (mutate.png),
+the person-judged equivalent survivors, and the CI baseline that turns a newly surviving mutant into a regression.
+
+Why kept apart from running: the numbers must be recomputable from the per-mutant
+results file alone (a resumed or interrupted campaign renders the same way),
+and equivalence is never decided here: a survivor is equivalent only when
+``reports/mutate_equivalent.toml`` says so, with a person's reason.
+"""
+
+from __future__ import annotations
+
+import json
+import tomllib
+from collections import Counter
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import Any
+
+from deferlab.reports.atomic import write_text_atomic, write_with_atomic
+from deferlab.reports.grouping import fenced
+from deferlab.reports.mutate_select import claim_order
+
+SCHEMA_VERSION = 1
+HERE = Path(__file__).resolve().parent
+EQUIVALENT = HERE / "mutate_equivalent.toml"
+BASELINE = HERE / "mutate_baseline.json"
+DETECTED = ("killed", "killed at load")
+COLOURS = {
+    "killed": "#4caf50",
+    "killed at load": "#81c784",
+    "timeout": "#ffb300",
+    "survived": "#e53935",
+    "equivalent": "#9e9e9e",
+    "error": "#5c6bc0",
+}
+
+
+# --- the equivalent survivors (a person's judgement, committed) ------------------------------------------------------
+def load_equivalent(path: Path | None = None) -> dict[str, dict[str, str]]:
+    """id -> {reason, version?} from ``path`` (default `EQUIVALENT`): each ``[[equivalent]]`` entry needs an ``id``
+    and a non-empty ``reason``."""
+    path = path or EQUIVALENT
+    if not Path(path).is_file():
+        return {}
+    try:
+        data = tomllib.loads(Path(path).read_text(encoding="utf-8"))
+    except tomllib.TOMLDecodeError as e:
+        raise ValueError(f"equivalent-mutants file {str(path)!r} is not valid TOML: {e}") from None
+    out: dict[str, dict[str, str]] = {}
+    for i, entry in enumerate(data.get("equivalent", [])):
+        stray = set(entry) - {"id", "reason", "version"}
+        if stray or not str(entry.get("id", "")).strip() or not str(entry.get("reason", "")).strip():
+            raise ValueError(
+                f"{path}: [[equivalent]] entry {i + 1} needs a non-empty 'id' and 'reason' (and may give 'version')"
+                + (f"; unknown key(s) {sorted(stray)}" if stray else "")
+            )
+        out[str(entry["id"])] = {k: str(v) for k, v in entry.items() if k != "id"}
+    return out
+
+
+def equivalent_for(entries: dict[str, dict[str, str]], version: str) -> dict[str, str]:
+    """id -> reason for the entries that apply to SGLang ``version`` (an entry without a version applies to all)."""
+    return {i: e["reason"] for i, e in entries.items() if e.get("version") in (None, version)}
+
+
+# --- the baseline (CI's fixed sample) --------------------------------------------------------------------------------
+def load_baseline(path: Path) -> dict[str, Any]:
+    """The baseline document; ValueError naming the file when it is not a mutate baseline."""
+    try:
+        doc = json.loads(Path(path).read_text())
+    except (OSError, json.JSONDecodeError) as e:
+        raise ValueError(f"cannot read mutate baseline {str(path)!r}: {e}") from None
+    if (
+        not isinstance(doc, dict)
+        or doc.get("schema_version") != SCHEMA_VERSION
+        or not isinstance(doc.get("outcomes"), dict)
+    ):
+        raise ValueError(f"{str(path)!r} is not a mutate baseline (schema_version {SCHEMA_VERSION} with 'outcomes')")
+    return doc
+
+
+def compare(doc: dict[str, Any], baseline: dict[str, Any]) -> tuple[list[dict[str, str]], list[str]]:
+    """Regressions (a mutant the baseline saw detected that now survives) and improvements (a baseline survivor
+    now detected); mutants the baseline does not hold are not compared."""
+    old = baseline["outcomes"]
+    regs, better = [], []
+    for m in doc["mutants"]:
+        before, now = old.get(m["id"]), _shown(m)
+        if before is None:
+            continue
+        if now == "survived" and before != "survived":
+            regs.append({"id": m["id"], "baseline": before, "current": now})
+        elif before == "survived" and now in DETECTED:
+            better.append(m["id"])
+    return regs, better
+
+
+def baseline_document(doc: dict[str, Any]) -> dict[str, Any]:
+    keep = ("spec", "profile", "seed", "sample", "targets", "claims")
+    return {
+        "schema_version": SCHEMA_VERSION,
+        "version": doc["system"].get("version"),
+        **{k: doc[k] for k in keep},
+        "outcomes": {m["id"]: _shown(m) for m in doc["mutants"]},
+    }
+
+
+def write_baseline(path: Path, doc: dict[str, Any]) -> None:
+    write_text_atomic(path, json.dumps(baseline_document(doc), indent=1, sort_keys=True) + "\n")
+
+
+# --- the document ---------------------------------------------------------------------------------------------------
+def _shown(m: dict[str, Any]) -> str:
+    return "equivalent" if m.get("equivalent") else m["outcome"]
+
+
+def document(plan: dict[str, Any], records: list[dict[str, Any]], equivalent: dict[str, str]) -> dict[str, Any]:
+    """mutate.json from the campaign plan, the per-mutant records and the equivalent survivors' reasons."""
+    mutants = []
+    for rec in sorted(records, key=lambda r: r["id"]):
+        m = dict(rec)
+        m["equivalent"] = equivalent.get(m["id"]) if m["outcome"] == "survived" else None
+        mutants.append(m)
+    counts = Counter(_shown(m) for m in mutants)
+    judged = len(mutants) - counts["equivalent"] - counts["error"]
+    detected = sum(counts[o] for o in DETECTED)
+    per_claim = Counter(c for m in mutants for c in m.get("killed_by", []))
+    matrix: dict[str, dict[str, Any]] = {}
+    for m in mutants:
+        row = matrix.setdefault(
+            f"{m['file']}:{m['function']}:{m['line']}",
+            {
+                "where": f"{m['file']}:{m['function']}:{m['line']}",
+                "mutants": 0,
+                **dict.fromkeys(COLOURS, 0),
+                "claims": {},
+            },
+        )
+        row["mutants"] += 1
+        row[_shown(m)] += 1
+        for c in m.get("killed_by", []):
+            row["claims"][c] = row["claims"].get(c, 0) + 1
+    return {
+        **plan,
+        "schema_version": SCHEMA_VERSION,
+        "generated_at": datetime.now(UTC).isoformat(timespec="seconds"),
+        "mutants": mutants,
+        "counts": {o: counts[o] for o in COLOURS},
+        "kill_rate": round(detected / judged, 4) if judged else None,
+        "kill_rate_definition": "(killed + killed at load) / (mutants - equivalent - error); a timeout is not a kill",
+        "per_claim": {c: per_claim[c] for c in sorted(per_claim, key=claim_order)},
+        "matrix": sorted(matrix.values(), key=lambda r: (r["where"].rsplit(":", 1)[0], int(r["where"].rsplit(":", 1)[1]))),
+        "survivors": [m["id"] for m in mutants if _shown(m) == "survived"],
+        "equivalent_but_detected": sorted(i for i in equivalent if any(m["id"] == i and m["outcome"] != "survived" for m in mutants)),
+        "selection": selection_saving(mutants, plan.get("reference", {})),
+    }  # fmt: skip
+
+
+def selection_saving(mutants: list[dict[str, Any]], reference: dict[str, Any]) -> dict[str, Any]:
+    """Mutant-seconds with provenance selection vs every claim: measured where a mutant ran both ways, and
+    estimated for the whole campaign from the reference's one-claim-per-process seconds."""
+    both = [m for m in mutants if m.get("all_claims")]
+    out: dict[str, Any] = {"measured_mutants": len(both)}
+    if both:
+        sel = sum(m["seconds"] for m in both)
+        full = sum(m["all_claims"]["seconds"] for m in both)
+        out.update(
+            selected_seconds=round(sel, 1),
+            all_claims_seconds=round(full, 1),
+            saving=round(1 - sel / full, 3) if full else None,
+            same_outcome=sum(m["all_claims"]["outcome"] == m["outcome"] for m in both),
+            missed_by_selection=[m["id"] for m in both if m["all_claims"]["outcome"] in DETECTED and m["outcome"] not in DETECTED],
+        )  # fmt: skip
+    run = [m for m in mutants if m["outcome"] != "error"]
+    out["campaign_selected_seconds"] = round(sum(m["seconds"] for m in run), 1)
+    out["mean_claims_per_mutant"] = (
+        round(sum(len(m.get("claims_run") or []) for m in run) / len(run), 2) if run else None
+    )
+    return out
+
+
+# --- Markdown --------------------------------------------------------------------------------------------------------
+def markdown(doc: dict[str, Any], regressions: list[dict[str, str]], improvements: list[str]) -> str:
+    c, sel = doc["counts"], doc["selection"]
+    ref = doc.get("reference", {})
+    rate = "n/a" if doc["kill_rate"] is None else f"{100 * doc['kill_rate']:.1f} %"
+    out = [f"# Mutation campaign: {doc['system'].get('name')} (profile `{doc['profile']}`, seed {doc['seed']})", ""]
+    out += [
+        f"{len(doc['mutants'])} mutants sampled from a population of {doc['population']} "
+        f"(cosmic-ray's {doc['operators']} argument-free core operators in {len(doc['targets'])} targets; "
+        f"{doc.get('incompetent', 0)} drawn mutants did not compile and were skipped).",
+        "",
+        f"**Kill rate {rate}**: killed {c['killed']}, killed at load {c['killed at load']}, timeout {c['timeout']}, "
+        f"survived {c['survived']}, equivalent {c['equivalent']}, error {c['error']} ({doc['kill_rate_definition']}).",
+        "",
+        f"Time: {doc['timing']['wall_seconds']:.0f} s wall on {doc['jobs']} worker(s), reference run "
+        f"{doc['timing']['reference_seconds']:.0f} s, {sel['campaign_selected_seconds']:.0f} mutant-seconds; "
+        f"{sel['mean_claims_per_mutant']} claims per mutant on average (of {len(ref.get('verdicts', {}))}).",
+        "",
+        "![kill matrix](mutate.png)",
+        "",
+    ]
+    if doc.get("first_kill"):
+        out += ["Run with `--first-kill`: each mutant stopped at the first claim that saw it (quickest first), so the "
+                "kills per claim count that first claim only.", ""]  # fmt: skip
+    if sel.get("measured_mutants"):
+        out += [
+            f"Selection saving, measured on {sel['measured_mutants']} mutants run both ways: "
+            f"{sel['selected_seconds']} s with selection vs {sel['all_claims_seconds']} s with every claim "
+            f"(saving {100 * (sel['saving'] or 0):.0f} %); same outcome on {sel['same_outcome']}"
+            + (f"; missed by selection: {', '.join(sel['missed_by_selection'])}" if sel["missed_by_selection"] else "")
+            + ".",
+            "",
+        ]
+    out += ["## Regressions against the baseline", ""]
+    out += [f"- `{r['id']}`: {r['baseline']} -> {r['current']}" for r in regressions] or ["None."]
+    if improvements:
+        out += [
+            "",
+            "Baseline survivors now detected (run with --update-baseline): "
+            + ", ".join(f"`{i}`" for i in improvements),
+        ]
+    out += [
+        "",
+        "## Kills per claim",
+        "",
+        "| claim | reference verdict | mutants it ran on | kills |",
+        "|---|---|---|---|",
+    ]
+    ran = Counter(cl for m in doc["mutants"] for cl in (m.get("claims_run") or ref.get("verdicts", {})))
+    for cid in sorted(ref.get("verdicts", {}), key=claim_order):
+        out.append(f"| {cid} | {ref['verdicts'][cid]} | {ran[cid]} | {doc['per_claim'].get(cid, 0)} |")
+    out += ["", "## Kill matrix (file:function:line)", ""]
+    out += [
+        "| where | mutants | killed | at load | timeout | survived | equivalent | killed by |",
+        "|---|---|---|---|---|---|---|---|",
+    ]
+    for row in doc["matrix"]:
+        by = ", ".join(f"{k} {n}" for k, n in sorted(row["claims"].items(), key=lambda kv: claim_order(kv[0])))
+        out.append(
+            f"| `{row['where']}` | {row['mutants']} | {row['killed']} | {row['killed at load']} | {row['timeout']} "
+            f"| {row['survived']} | {row['equivalent']} | {by or '–'} |"
+        )
+    out += ["", "## Survivors", ""]
+    for m in [m for m in doc["mutants"] if _shown(m) == "survived"]:
+        out += _mutant_block(m, ref)
+    if not doc["survivors"]:
+        out.append("None.")
+    out += ["", "## Equivalent survivors (reasons from reports/mutate_equivalent.toml)", ""]
+    out += [f"- `{m['id']}`: {m['equivalent']}" for m in doc["mutants"] if m.get("equivalent")] or ["None."]
+    if doc["equivalent_but_detected"]:
+        out += [
+            "",
+            "Listed as equivalent but detected here (the entry is wrong): " + ", ".join(doc["equivalent_but_detected"]),
+        ]
+    other = [m for m in doc["mutants"] if m["outcome"] in ("timeout", "error")]
+    if other:
+        out += ["", "## Timeouts and harness errors", ""]
+        out += [f"- `{m['id']}` {m['outcome']}: {'; '.join(m.get('reasons', {}).values())}" for m in other]
+    out += ["", "## Targets", "", "| target | lines | mutants in the population |", "|---|---|---|"]
+    out += [f"| `{t['target']}` | {t['start']}-{t['end']} | {t['population']} |" for t in doc["targets"]]
+    return "\n".join(out) + "\n"  # fmt: skip
+
+
+def _mutant_block(m: dict[str, Any], ref: dict[str, Any]) -> list[str]:
+    """One survivor: where, which claims ran on it and their reference verdicts, and its diff."""
+    ran = m.get("claims_run") or sorted(ref.get("verdicts", {}), key=claim_order)
+    seen = ", ".join(f"{c} ({ref.get('verdicts', {}).get(c, '?')})" for c in ran)
+    failing = [c for c in ran if ref.get("verdicts", {}).get(c) == "fails"]
+    lines = [f"### `{m['id']}`", "", f"In `{m['function']}`; claims run (reference verdict): {seen}."]
+    if failing:
+        lines.append(
+            f"Of these, {', '.join(failing)} already fail on the unmutated code: a failing claim that stops at its "
+            "first counterexample cannot show a second way of failing."
+        )
+    return [*lines, "", *fenced(m.get("diff", "")).copy(), ""]
+
+
+# --- the figure ------------------------------------------------------------------------------------------------------
+def figure(doc: dict[str, Any], path: Path) -> Path | None:
+    """Outcomes per target function (stacked bars) beside kills per claim; None when no mutant ran."""
+    if not doc["mutants"]:
+        return None
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    per_fn: dict[str, Counter] = {}
+    for m in doc["mutants"]:
+        per_fn.setdefault(f"{Path(m['file']).stem}:{m['function']}", Counter())[_shown(m)] += 1
+    names = sorted(per_fn)
+    fig, (ax, bx) = plt.subplots(1, 2, figsize=(13, 1.6 + 0.32 * max(len(names), 8)), width_ratios=[2.2, 1])
+    left = [0] * len(names)
+    for outcome, colour in COLOURS.items():
+        vals = [per_fn[n][outcome] for n in names]
+        ax.barh(range(len(names)), vals, left=left, color=colour, label=outcome, edgecolor="white")
+        left = [a + b for a, b in zip(left, vals, strict=True)]
+    ax.set_yticks(range(len(names)), [n if len(n) < 60 else "…" + n[-58:] for n in names], fontsize=7)
+    ax.invert_yaxis()
+    ax.set_xlabel("mutants")
+    ax.legend(fontsize=7, loc="lower right")
+    ax.set_title("Outcome per mutated function", fontsize=10)
+    ids = sorted(doc["reference"].get("verdicts", {}), key=claim_order)
+    bx.barh(range(len(ids)), [doc["per_claim"].get(c, 0) for c in ids], color="#4caf50")
+    bx.set_yticks(range(len(ids)), [f"{c} ({doc['reference']['verdicts'][c]})" for c in ids], fontsize=8)
+    bx.invert_yaxis()
+    bx.set_xlabel("mutants killed")
+    bx.set_title("Kills per claim (reference verdict)", fontsize=10)
+    rate = "n/a" if doc["kill_rate"] is None else f"{100 * doc['kill_rate']:.1f} %"
+    fig.suptitle(f"{doc['system'].get('name')}: {len(doc['mutants'])} mutants, kill rate {rate}", fontsize=11)
+    fig.tight_layout()
+    write_with_atomic(path, lambda p: fig.savefig(p, dpi=110, bbox_inches="tight"))
+    plt.close(fig)
+    return path
+
+
+def write(out: Path, doc: dict[str, Any], regressions: list[dict[str, str]], improvements: list[str]) -> None:
+    """mutate.json, mutate.png and mutate.md into ``out``, each atomically (the results file stays beside them)."""
+    body = {**doc, "regressions": regressions, "improvements": improvements}
+    write_text_atomic(out / "mutate.json", json.dumps(body, indent=1) + "\n")
+    figure(doc, out / "mutate.png")
+    write_text_atomic(out / "mutate.md", markdown(doc, regressions, improvements))
