@@ -1,0 +1,382 @@
+"""``deferlab mutate --sglang SPEC``: how tight is the claims' net? Mutate the engine's own code and count what
+the claims notice (mutate.md / mutate.json / mutate.png).
+
+Steps: every argument is checked first (targets exist, a campaign has mutants,
+the baseline and the equivalents file read, SPEC loads); then the reference:
+each claim test once on an unmutated copy of the tree, alone, its functions
+carrying probes (cached under ``~/.cache/deferlab/mutate`` by tree, suite and
+profile), whose recorded provenance names the default targets and whose probes
+pick each mutant's claims; then a fixed-seed sample of cosmic-ray mutants, each in a worker's
+private copy of the tree, the results appended to ``mutants.jsonl`` as each
+finishes (``--resume`` continues an interrupted campaign). A bigger campaign
+than one box runs as ``--target`` slices on several machines (cosmic-ray's
+own HTTP workers distribute its test command the same way). Exit status: 0;
+1 a mutant the baseline saw detected now survives; 2 bad usage.
+"""
+
+from __future__ import annotations
+
+import argparse
+import hashlib
+import json
+import os
+import random
+import shutil
+import sys
+import tempfile
+import time
+from collections.abc import Callable
+from dataclasses import asdict, dataclass
+from pathlib import Path
+from typing import Any
+
+from deferlab.reference.system import claims as claim_registry
+from deferlab.reference.system.errors import DeferlabInputError, UsageError
+from deferlab.reports import mutate_engine as engine
+from deferlab.reports import mutate_render as render
+from deferlab.reports import mutate_run as mrun
+from deferlab.reports import mutate_select as select
+from deferlab.reports.atomic import write_text_atomic
+from deferlab.reports.runner import PROFILES, default_out_dir
+
+PLAN, REFERENCE, RESULTS = "campaign.json", "reference.json", "mutants.jsonl"
+RESUME_KEYS = ("spec", "profile", "seed", "sample", "targets_asked", "claims")
+
+
+def add_parser(sub: Any) -> argparse.ArgumentParser:
+    p = sub.add_parser("mutate", help="mutation campaign on the engine's own code: what the claims notice")
+    p.add_argument("--sglang", metavar="SPEC", required=True, help="'installed', a checkout path, or a version")
+    p.add_argument("--target", action="append", default=[], metavar="FILE[:FUNCTION]", help="mutate this (repeat)")
+    p.add_argument("--sample", type=int, default=100, help="mutants drawn with the seed (default 100)")
+    p.add_argument("--seed", type=int, default=0, help="the sample's seed (default 0)")
+    p.add_argument("--claims", default=None, metavar="C1,C3", help="only these claims (reference and mutants)")
+    p.add_argument("--out", type=Path, help="campaign directory (default reports/out/mutate-<UTC timestamp>)")
+    p.add_argument("--baseline", default=None, metavar="FILE", help="a newly surviving mutant is a regression")
+    p.add_argument(
+        "--update-baseline", action="store_true", help=f"write outcomes to FILE (default {render.BASELINE.name})"
+    )
+    p.add_argument("--timeout", type=float, default=None, help="seconds per mutant (default 5x its claims' reference)")
+    p.add_argument("--resume", action="store_true", help="continue the campaign in --out where it stopped")
+    p.add_argument("--jobs", type=int, default=min(2, os.cpu_count() or 1), help="workers (default min(2, CPUs))")
+    p.add_argument("--profile", default="ci", help=f"hypothesis profile: {', '.join(PROFILES)} (default ci)")
+    p.add_argument(
+        "--first-kill",
+        action="store_true",
+        help="stop a mutant's run at the first claim that sees it (faster; kills per claim then count the first)",
+    )
+    p.add_argument("--compare-selection", type=int, default=0, metavar="K", help="run K mutants with every claim too")
+    return p
+
+
+@dataclass
+class Front:
+    """What the front door read and checked, before any long work."""
+
+    root: Path
+    version: str
+    targets: list[engine.Target]
+    claims: list[str] | None
+    baseline: dict[str, Any] | None
+    baseline_path: Path | None
+    equivalent: dict[str, dict[str, str]]
+    out: Path
+
+
+def _check(args: argparse.Namespace, package: str) -> Front:
+    """Every argument, refused in one line (exit 2) before anything runs."""
+    try:
+        import cosmic_ray.plugins  # noqa: F401  - the operators
+    except ImportError:
+        raise UsageError("deferlab mutate needs cosmic-ray's operators: pip install 'deferlab[mutate]'") from None
+    for flag, value, least in (("--sample", args.sample, 1), ("--jobs", args.jobs, 1), ("--compare-selection", args.compare_selection, 0)):  # fmt: skip
+        if value < least:
+            raise UsageError(f"{flag} must be an int >= {least}, got {value}")
+    if args.timeout is not None and not args.timeout > 0:
+        raise UsageError(f"--timeout must be a number of seconds > 0, got {args.timeout}")
+    if args.profile not in PROFILES:
+        raise UsageError(f"--profile must be one of {', '.join(map(repr, PROFILES))}; got {args.profile!r}")
+    claims = None
+    if args.claims is not None:
+        known = claim_registry.claim_ids()
+        claims = [c.strip().upper() for c in args.claims.split(",") if c.strip()]
+        bad = [c for c in claims if c not in known] or ([] if claims else ["(none)"])
+        if bad:
+            raise UsageError(f"--claims: unknown claim(s) {', '.join(bad)}; claims.toml has {', '.join(known)}")
+    out = args.out or default_out_dir(prefix="mutate-")
+    if out.exists() and not out.is_dir():
+        raise UsageError(f"--out: {str(out)!r} exists and is not a directory")
+    if args.resume and not (out / PLAN).is_file():
+        raise UsageError(f"--resume: {str(out)!r} holds no campaign ({PLAN}); give the --out of an interrupted one")
+    if not args.resume and (out / PLAN).is_file():
+        raise UsageError(
+            f"--out: {str(out)!r} already holds a campaign; add --resume to continue it, or pick a new --out"
+        )
+    baseline_path = Path(args.baseline) if args.baseline else (render.BASELINE if args.update_baseline else None)
+    baseline = None
+    if baseline_path is not None and not args.update_baseline:
+        try:
+            baseline = render.load_baseline(baseline_path)
+        except ValueError as e:
+            raise UsageError(f"--baseline: {e}") from None
+    try:
+        equivalent = render.load_equivalent()
+    except ValueError as e:
+        raise UsageError(str(e)) from None
+    from deferlab.impl.loader.sources import resolve
+    from deferlab.impl.sglang.sources import ENGINE
+
+    try:
+        found = resolve(ENGINE, args.sglang.strip())
+    except DeferlabInputError as e:
+        raise UsageError(f"--sglang: {str(e).splitlines()[0]}") from None
+    targets = [engine.parse_target(found.root, t, package) for t in args.target]
+    for t in targets:
+        if not engine.mutants_in(found.root, t):
+            raise UsageError(f"--target {t.label}: cosmic-ray's operators find no mutant in it; nothing to run")
+    return Front(found.root, found.version, targets, claims, baseline, baseline_path, equivalent, out)
+
+
+# --- the reference ---------------------------------------------------------------------------------------------------
+# What the claim tests' outcome depends on, of deferlab's own code (its other tests and the CLI do not count).
+SUITE = ("impl", "reference", "properties/claims", "properties/strategies", "properties/*.py")
+
+
+def _fingerprint(root: Path, package: str, profile: str, claims: list[str] | None, runner: mrun.Runner, files: list[str]) -> str:  # fmt: skip
+    """The reference's cache key: the tree's files (path, size, mtime), the suite's code (`SUITE`), profile,
+    claims, and the files probed beyond the driver's modules."""
+    h = hashlib.sha256(json.dumps([str(root), profile, claims, type(runner).__name__, sorted(set(files))]).encode())
+    here = Path(__file__).resolve().parents[1]
+    paths = [p for pattern in SUITE for p in sorted(here.glob(pattern))]
+    for base in [root / package, *paths]:
+        walk = os.walk(base) if base.is_dir() else [(str(base.parent), [], [base.name])]
+        for dirpath, dirnames, names in walk:
+            dirnames[:] = sorted(d for d in dirnames if d != "__pycache__")
+            for name in sorted(n for n in names if n.endswith((".py", ".toml"))):
+                st = (Path(dirpath) / name).stat()
+                h.update(f"{dirpath}/{name}:{st.st_size}:{st.st_mtime_ns}".encode())
+    return h.hexdigest()[:24]
+
+
+def _reach(ref: dict, index: select.CodeIndex) -> dict[str, select.Reach]:
+    """Per claim: the functions its recorded provenance names, and those its test entered (the probes)."""
+    named = select.named_functions(ref["rows"], index)
+    out = {}
+    for cid in ref["claims"]:
+        names, unresolved = named.get(cid, (set(), []))
+        out[cid] = select.Reach(cid, names, set(ref["called"].get(cid, [])) or None, unresolved)
+    return out
+
+
+def _targets_reached(targets: list[engine.Target], reach: dict[str, select.Reach], probed: list[str]) -> None:
+    """A target in a probed file that no claim test entered in the reference would measure nothing: refused."""
+    if any(not r.can_say for r in reach.values()):
+        return
+    called = set().union(*(r.called or set() for r in reach.values()))
+    for t in (t for t in targets if t.file in probed):
+        hit = f"{t.file}:{t.function}" in called if t.function else any(k.startswith(t.file + ":") for k in called)
+        if not hit:
+            raise UsageError(
+                f"--target {t.label}: no claim test entered it in the reference run; nothing would be measured"
+            )
+
+
+# --- one mutant ------------------------------------------------------------------------------------------------------
+def _mutant_task(ctx: dict, slot: mrun.Slot, m: engine.Mutant) -> dict[str, Any]:
+    """Apply, run the selected claims (and every claim when measuring selection), judge, restore."""
+    rec: dict[str, Any] = {**asdict(m), "id": m.id, "node": list(m.node)}
+    ref, runner = ctx["reference"], ctx["runner"]
+    key = f"{m.file}:{m.function}" if m.function else None
+    chosen = select.claims_for(key, ctx["reach"])
+    every = sorted(ref["claims"], key=select.claim_order)
+    claims = chosen or every
+    nodes_of = select.nodes_by_claim(ref["nodes"])
+    try:
+        code = ctx["sources"].mutated(m)
+        rec["diff"] = engine.diff(ctx["sources"].text(m.file), code or "", m.file)
+        slot.tree.apply(m.file, code)
+        try:
+            for label, wanted in (("", claims), ("all_claims", every if ctx["compare"](m) else None)):
+                if wanted is None:
+                    continue
+                nodes = sorted((n for c in wanted for n in nodes_of.get(c, [])), key=ctx["cost"])  # quick ones first
+                run = mrun.run_claims(
+                    runner, slot.tree.path, nodes, slot.scratch, ctx["timeout"](nodes), stop_on=ctx["stop_on"]
+                )
+                v = mrun.judge(ref, run, wanted, nodes_of, lambda: mrun.load_error(runner, slot.tree.path, 600))
+                part = {"outcome": v.outcome, "killed_by": v.killed_by, "reasons": v.reasons, "seconds": run.seconds}
+                if label:
+                    rec[label] = part
+                else:
+                    rec.update(part)
+        finally:
+            slot.tree.restore(m.file)
+        rec["claims_run"] = chosen  # None: every claim (provenance could not say)
+    except mrun.Interrupted:
+        raise
+    except Exception as e:  # a harness failure of ours: recorded, retried by --resume
+        if slot.tree.swapped:  # a tree that could not be restored is made again, never reused mutated
+            slot.rebuild()
+        rec.update(outcome="error", killed_by=[], reasons={"(harness)": f"{type(e).__name__}: {e}"[:400]}, seconds=0)
+    return rec
+
+
+def run(args: argparse.Namespace, log: Any = None, runner: mrun.Runner | None = None) -> int:
+    """The campaign; returns the exit status (see the module docstring)."""
+    log = log or sys.stderr
+    say = lambda msg: print(f"[deferlab] mutate: {msg}", file=log, flush=True)  # noqa: E731
+    runner = runner or mrun.Runner(profile=args.profile)
+    front = _check(args, runner.package)
+    mrun.STOP.clear()
+    say(f"loading {args.sglang} ({front.root})")
+    err = mrun.load_error(runner, args.sglang, 1200)
+    if err is not None:
+        raise UsageError(f"--sglang: {err}")
+    t0 = time.perf_counter()
+    work = Path(tempfile.mkdtemp(prefix="deferlab-mutate-"))
+    pool = mrun.Pool(front.root, work, args.jobs, runner.package)
+    try:
+        return _campaign(args, front, runner, pool, say, t0)
+    except KeyboardInterrupt:  # during the reference run (the campaign's own loop says more)
+        again = f"--resume --out {front.out}" if (front.out / PLAN).is_file() else "the same arguments"
+        say(f"interrupted before the campaign finished; run again with {again}")
+        return 130
+    finally:
+        for slot in pool.made:
+            slot.tree.remove()
+        shutil.rmtree(work, ignore_errors=True)
+
+
+def _campaign(
+    args: argparse.Namespace, front: Front, runner: mrun.Runner, pool: mrun.Pool, say: Callable, t0: float
+) -> int:
+    from deferlab.impl.loader.wheels import cache_root
+    from deferlab.impl.sglang.sources import ENGINE
+
+    front.out.mkdir(parents=True, exist_ok=True)
+    index = select.CodeIndex.build(front.root, runner.modules())
+    cached = (
+        cache_root(ENGINE).parent
+        / "mutate"
+        / f"reference-{_fingerprint(front.root, runner.package, args.profile, front.claims, runner, [t.file for t in front.targets])}.json"
+    )
+    if (front.out / REFERENCE).is_file():
+        ref = json.loads((front.out / REFERENCE).read_text())
+    elif cached.is_file():
+        ref = json.loads(cached.read_text())
+        say(f"reference run read from the cache ({cached})")
+    else:
+        say("reference run: each claim test alone on an unmutated copy whose functions carry probes")
+        t = time.perf_counter()
+        probes = select.probes(front.root, [*index.files.values(), *(t.file for t in front.targets)])
+        ref = mrun.reference(pool, runner, front.claims, args.timeout or 3600, say, probes)
+        ref["wall_seconds"] = round(time.perf_counter() - t, 1)
+        write_text_atomic(cached, json.dumps(ref) + "\n")
+    write_text_atomic(front.out / REFERENCE, json.dumps(ref) + "\n")
+    reach = _reach(ref, index)
+    plan = _plan(args, front, ref, reach, index, say)
+    results = mrun.ResultsFile(front.out / RESULTS)
+    todo = {i: engine.Mutant(**{**d, "node": tuple(d["node"])}) for i, d in plan.pop("mutant_specs").items()}
+    left = mrun.pending(todo, results.read())
+    say(f"{len(todo)} mutants, {len(todo) - len(left)} already done, {len(left)} to run on {args.jobs} worker(s)")
+    nodes_of = select.nodes_by_claim(ref["nodes"])
+    cost = mrun.cost_model(ref)
+    guess = sum(
+        cost([n for c in (select.claims_for(f"{m.file}:{m.function}" if m.function else None, reach) or ref["claims"]) for n in nodes_of.get(c, [])])
+        for m in (todo[i] for i in left)
+    )  # fmt: skip
+    say(
+        f"expected about {guess / 60:.0f} mutant-minutes, {guess / 60 / args.jobs:.0f} min of wall time (reference timings)"
+    )
+    first = set(random.Random(args.seed).sample(sorted(todo), min(args.compare_selection, len(todo))))
+    ctx = {
+        "reference": ref, "runner": runner, "reach": reach, "sources": engine.Sources(front.root),
+        "compare": lambda m: m.id in first, "cost": lambda n: ref["durations"].get(n, 30.0),
+        "stop_on": pool.work / "stop.json" if args.first_kill else None,
+        "timeout": lambda nodes: args.timeout or 60 + 2 * cost(nodes, overhead_only=True) + 4 * cost(nodes),
+    }  # fmt: skip
+    if args.first_kill:
+        write_text_atomic(pool.work / "stop.json", json.dumps({"claims": ref["claims"], "tests": ref["tests"]}))
+    finished = [0]
+
+    def done(_: str, rec: dict[str, Any]) -> None:
+        results.append(rec)
+        finished[0] += 1
+        el = time.perf_counter() - t0
+        eta = el / finished[0] * (len(left) - finished[0])
+        by = f" by {', '.join(rec['killed_by'])}" if rec.get("killed_by") else ""
+        say(
+            f"{finished[0]}/{len(left)} {rec['outcome']}{by}: {rec['id']} ({rec['seconds']} s); {el / 60:.1f} min, ~{eta / 60:.0f} min left"
+        )
+
+    try:
+        pool.map(lambda slot, i: _mutant_task(ctx, slot, todo[i]), left, done)
+    except KeyboardInterrupt:
+        say(f"interrupted: {finished[0]} of {len(left)} finished; continue with --resume --out {front.out}")
+        return 130
+    eq = render.equivalent_for(front.equivalent, front.version)
+    plan["timing"] = {
+        "wall_seconds": round(time.perf_counter() - t0, 1),
+        "reference_seconds": ref.get("wall_seconds", 0),
+    }
+    doc = render.document(plan, list(results.read().values()), eq)
+    regs, better = render.compare(doc, front.baseline) if front.baseline else ([], [])
+    render.write(front.out, doc, regs, better)
+    if args.update_baseline and front.baseline_path is not None:
+        render.write_baseline(front.baseline_path, doc)
+        say(f"baseline written to {front.baseline_path}")
+    c = doc["counts"]
+    say(
+        f"kill rate {doc['kill_rate']}: "
+        + ", ".join(f"{k} {n}" for k, n in c.items())
+        + f"; written to {front.out.resolve()}"
+    )
+    for r in regs:
+        say(f"REGRESSION {r['id']}: {r['baseline']} -> survived")
+    return 1 if regs and not args.update_baseline else 0
+
+
+def _plan(
+    args: argparse.Namespace, front: Front, ref: dict, reach: dict, index: select.CodeIndex, say: Callable
+) -> dict[str, Any]:
+    """The campaign's plan (targets, population, the sample), written once and reread by --resume."""
+    asked = [t.label for t in front.targets]
+    if (front.out / PLAN).is_file():
+        plan = json.loads((front.out / PLAN).read_text())
+        mine = {"spec": args.sglang, "profile": args.profile, "seed": args.seed, "sample": args.sample, "targets_asked": asked, "claims": front.claims}  # fmt: skip
+        diff = [k for k in RESUME_KEYS if plan.get(k) != mine[k]]
+        if diff:
+            raise UsageError(f"--resume: {front.out} was started with other {', '.join(diff)}; give the same arguments")
+        return plan
+    targets = front.targets
+    if targets:
+        _targets_reached(targets, reach, ref.get("instrumented", []))
+    else:
+        named = sorted(set().union(*(r.named for r in reach.values())))
+        targets = [engine.function_target(index.funcs[k]) for k in named]
+        if not targets:
+            raise UsageError(
+                "no claim's recorded provenance names an engine function: no default targets; give --target"
+            )
+    pool_ = engine.population(front.root, targets)
+    if not pool_:
+        raise UsageError("the targets hold no mutant of cosmic-ray's operators: a campaign with no mutants")
+    chosen, dropped = engine.sample(pool_, args.sample, args.seed, engine.Sources(front.root))
+    if front.baseline is not None and not {m.id for m in chosen} & set(front.baseline["outcomes"]):
+        raise UsageError(
+            f"--baseline {front.baseline_path}: it shares no mutant with this campaign (other seed, sample or targets)"
+        )
+    say(f"{len(chosen)} of {len(pool_)} mutants drawn (seed {args.seed}) from {len(targets)} target(s)")
+    plan = {
+        "spec": args.sglang, "profile": args.profile, "seed": args.seed, "sample": args.sample, "claims": front.claims,
+        "targets_asked": asked, "jobs": args.jobs, "first_kill": args.first_kill, "population": len(pool_), "incompetent": dropped,
+        "operators": len(engine.operator_names()),
+        "system": {"root": str(front.root), "version": front.version, "name": f"sglang-{front.version}"},
+        "targets": [{"target": t.label, "start": t.start, "end": t.end, "population": sum(m.file == t.file and t.start <= m.line <= t.end for m in pool_)} for t in targets],
+        "reference": {"verdicts": {c: v["verdict"] for c, v in ref["claims"].items()}, "seconds": ref["seconds"], "errors": ref["errors"],
+                      "called": {c: sorted(r.called or []) for c, r in reach.items()},
+                      "named": {c: sorted(r.named) for c, r in reach.items()},
+                      "unresolved": {c: r.unresolved for c, r in reach.items() if r.unresolved}},
+        "mutant_specs": {m.id: {k: v for k, v in asdict(m).items()} for m in chosen},
+    }  # fmt: skip
+    write_text_atomic(front.out / PLAN, json.dumps(plan, indent=1) + "\n")
+    return json.loads(json.dumps(plan))
