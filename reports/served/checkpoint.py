@@ -1,0 +1,39 @@
+"""``--checkpoint DIR``: a downloaded model snapshot's own ``preprocessor_config.json`` as the run's config.
+
+Why a folder, not a file: that is what a user has after downloading a
+checkpoint, and vLLM builds its processor from the very same file's
+``media_proc_cfg`` (handed to it as read, unknown keys included), while
+deferlab's checks read the validated `PreprocessConfig` (fill stage
+``transparent_bg_fill_stage`` included). Every refusal is one line naming
+the folder, what is wrong and what is accepted, before any step runs.
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+from deferlab.reference.system.config import PreprocessConfig
+from deferlab.reference.system.errors import ConfigError
+
+FILE = "preprocessor_config.json"
+ACCEPTED = f"accepted: a model snapshot folder holding {FILE} (flat, or with a 'media_proc_cfg' object)"
+
+
+def read_checkpoint(directory: str | Path) -> tuple[PreprocessConfig, dict[str, Any]]:
+    """(the validated config, the raw ``media_proc_cfg`` dict) of the snapshot in ``directory``."""
+    d = Path(directory)
+    if not d.is_dir():
+        what = "does not exist" if not d.exists() else "is not a folder"
+        raise ConfigError(f"checkpoint {str(d)!r} {what}; {ACCEPTED}")
+    f = d / FILE
+    if not f.is_file():
+        raise ConfigError(f"checkpoint {str(d)!r} holds no {FILE}; {ACCEPTED}")
+    try:
+        data = json.loads(f.read_text())
+    except (OSError, UnicodeDecodeError, json.JSONDecodeError) as e:
+        raise ConfigError(f"{str(f)!r} is not valid JSON ({type(e).__name__}: {e}); {ACCEPTED}") from None
+    config = PreprocessConfig.from_json(f)  # its own one-line errors: missing or misspelled keys, bad values
+    raw = data.get("media_proc_cfg") if isinstance(data.get("media_proc_cfg"), dict) else data
+    return config.with_(name=f"checkpoint {d.name}"), dict(raw)
