@@ -1,7 +1,10 @@
-"""``deferlab versions [VERSION ...]``: run the claims on each SGLang release and write the matrix.
+"""``deferlab versions [VERSION ...] [--vllm [VERSION ...]]``: run the claims on each engine release, write the matrix.
 
-Default: every release from 0.5.17 to the newest on the package index (one
-``pip index`` call). ``--newest`` takes only the newest (what CI runs). Each
+SGLang: the releases named, else every release from 0.5.17 to the newest on
+the package index (one ``pip index`` call). ``--vllm`` adds vLLM's releases
+(from 0.27.0, the first with a Kimi-K3 image path): those named, else every
+one on the index; naming only vLLM releases runs only those. ``--newest``
+takes only the newest release of each engine of the run (what CI runs). Each
 release runs in its own process, with progress on stderr. Exit status: 0
 clean; 1 a verdict changed against the versions baseline; 2 bad usage; 3 a
 release could not be loaded or a claim test errored (the matrix is still
@@ -26,9 +29,19 @@ from deferlab.reports.versions import render as versions_report
 
 
 def add_parser(sub: Any) -> argparse.ArgumentParser:
-    p = sub.add_parser("versions", help="claim verdicts of real SGLang releases side by side (versions.md/json/png)")
-    p.add_argument("versions", nargs="*", metavar="VERSION", help=f"releases (default: {versions.MINIMUM} .. newest)")
-    p.add_argument("--newest", action="store_true", help="only the newest release on the index (CI's run)")
+    p = sub.add_parser("versions", help="claim verdicts of real engine releases side by side (versions.md/json/png)")
+    p.add_argument(
+        "versions", nargs="*", metavar="VERSION", help=f"SGLang releases (default: {versions.MINIMUM} .. newest)"
+    )
+    p.add_argument(
+        "--vllm",
+        nargs="*",
+        default=None,
+        metavar="VERSION",
+        help=f"also vLLM releases (none named: {versions.VLLM_MINIMUM} .. newest on the index; named and no SGLang "
+        "VERSION: only these)",
+    )
+    p.add_argument("--newest", action="store_true", help="only the newest release of each engine (CI's run)")
     p.add_argument("--out", type=Path, help="output directory (default reports/out/versions-<UTC timestamp>)")
     p.add_argument("--profile", default="ci", help=f"hypothesis profile of the claim searches: {', '.join(PROFILES)}")
     p.add_argument(
@@ -40,18 +53,32 @@ def add_parser(sub: Any) -> argparse.ArgumentParser:
     return p
 
 
-def _check(args: argparse.Namespace) -> tuple[list[str] | None, Path | None, dict[str, dict[str, str]] | None]:
-    """The releases asked for (None: every one on the index), the baseline's path and, unless it is about to be
-    rewritten (``--update-baseline``: it may not exist yet), its verdicts, read and checked here."""
+Wanted = dict[str, list[str] | None]  # engine -> the releases named (None: every one on the index)
+
+
+def _check(args: argparse.Namespace) -> tuple[Wanted, Path | None, dict[str, dict[str, str]] | None]:
+    """The releases asked for per engine, the baseline's path and, unless it is about to be rewritten
+    (``--update-baseline``: it may not exist yet), its verdicts, read and checked here."""
     try:  # as `deferlab report` checks it (reports.cli imports this module, so not through it)
         check_choice("--profile", args.profile, PROFILES)
     except DeferlabInputError as e:
         raise UsageError(str(e)) from None
-    if args.newest and args.versions:
+    vllm = getattr(args, "vllm", None)
+    if args.newest and (args.versions or vllm):
         raise UsageError("--newest takes no VERSION arguments (it picks the newest release itself)")
-    bad = [v for v in args.versions if versions.version_key(v) == (10**6,)]
+    bad = [v for v in [*args.versions, *(vllm or [])] if versions.version_key(v) == (10**6,)]
     if bad:
         raise UsageError(f"VERSION must look like 0.5.23 (X.Y.Z or X.Y.Z.postN); got {', '.join(map(repr, bad))}")
+    old = [v for v in vllm or [] if versions.version_key(v) < versions.version_key(versions.VLLM_MINIMUM)]
+    if old:
+        raise UsageError(
+            f"--vllm: {', '.join(map(repr, old))} has no Kimi-K3 image path; accepted: {versions.VLLM_MINIMUM} and later"
+        )
+    wanted: Wanted = {}
+    if args.versions or not vllm:  # named SGLang releases, or SGLang's default unless only vLLM ones are named
+        wanted["sglang"] = list(args.versions) or None
+    if vllm is not None:
+        wanted["vllm"] = list(vllm) or None
     verdicts = None
     if args.baseline is not None and args.baseline.lower() == "none":
         baseline = None
@@ -66,7 +93,7 @@ def _check(args: argparse.Namespace) -> tuple[list[str] | None, Path | None, dic
                 raise UsageError(f"--baseline: {e}") from None
     if args.out is not None and args.out.exists() and not args.out.is_dir():
         raise UsageError(f"--out: {str(args.out)!r} exists and is not a directory")
-    return (list(args.versions) or None), baseline, verdicts
+    return wanted, baseline, verdicts
 
 
 def run(args: argparse.Namespace, log: Any = None) -> int:
@@ -74,26 +101,29 @@ def run(args: argparse.Namespace, log: Any = None) -> int:
     log = log or sys.stderr
     wanted, baseline, verdicts = _check(args)
     say = lambda msg: print(f"[deferlab] versions: {msg}", file=log, flush=True)  # noqa: E731
-    if wanted is None:
-        try:
-            found = versions.index_versions()
-        except RuntimeError as e:
-            raise UsageError(str(e)) from None
-        wanted = found[-1:] if args.newest else found
-    wanted = sorted(dict.fromkeys(wanted), key=versions.version_key)
-    say(f"{len(wanted)} release(s): {', '.join(wanted)} (profile {args.profile})")
+    todo: list[tuple[str, str]] = []
+    for engine, named in wanted.items():
+        if named is None:
+            try:
+                found = versions.index_versions(engine=engine)
+            except RuntimeError as e:
+                raise UsageError(str(e)) from None
+            named = found[-1:] if args.newest else found
+        todo += [(engine, v) for v in sorted(dict.fromkeys(named), key=versions.version_key)]
+    labels = [versions.column(e, v) for e, v in todo]
+    say(f"{len(todo)} release(s): {', '.join(labels)} (profile {args.profile})")
     out = args.out or default_out_dir(prefix="versions-")
     runs_dir = Path(tempfile.mkdtemp(prefix="deferlab-versions-"))
     runs = []
     try:
-        for i, version in enumerate(wanted, 1):
-            say(f"{version} ({i}/{len(wanted)}): loading and running the claims")
-            r = versions.run_version(version, args.profile, runs_dir, log)
+        for i, ((engine, version), label) in enumerate(zip(todo, labels, strict=True), 1):
+            say(f"{label} ({i}/{len(todo)}): loading and running the claims")
+            r = versions.run_version(version, args.profile, runs_dir, log, engine=engine)
             counts: dict[str, int] = {}
             for v in r["verdicts"].values():
                 counts[v] = counts.get(v, 0) + 1
             summary = ", ".join(f"{k} {n}" for k, n in sorted(counts.items())) or "no verdicts"
-            say(f"{version}: {summary} in {r['seconds']} s" + (f"; {r['error']}" if r["error"] else ""))
+            say(f"{label}: {summary} in {r['seconds']} s" + (f"; {r['error']}" if r["error"] else ""))
             runs.append(r)
         doc = versions.matrix(runs, args.profile)
         if verdicts is None and baseline is not None and baseline.is_file():

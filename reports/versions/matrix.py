@@ -1,9 +1,15 @@
-"""``deferlab versions``: the claim verdicts of real SGLang releases side by side, and which model each matches.
+"""``deferlab versions``: the claim verdicts of real engine releases side by side, and which model each matches.
+
+Engines: SGLang (columns named by the bare version, ``0.5.23``) and vLLM
+(``vllm-0.33.0``; ``pytest <suite>/claims/test_served.py --vllm VERSION``,
+the served-vs-trained claims C13-C15; its other claims are about SGLang's
+PR and are ``n/a``). A vLLM column is matched against claims.toml's
+``[claim.engines]`` expectations for that release instead of a policy.
 
 For each release, one subprocess loads that SGLang (one version per process:
 its modules cannot be unloaded) and runs the claim tests through the seam
 (``pytest <suite>/claims --sglang VERSION``), recording verdicts under the
-label `SGLANG_LABEL` (``SGLANG``). A release that cannot be loaded (no Kimi-K3 processor, the
+label ``SGLANG`` (``VLLM`` for vLLM). A release that cannot be loaded (no Kimi-K3 processor, the
 wheel cannot be fetched, an import fails inside SGLang) gets its one-line
 error in ``errors`` and every claim ``n/a`` would be a lie, so its column is
 left out of the verdicts and listed there instead.
@@ -27,11 +33,15 @@ from pathlib import Path
 from typing import Any, TextIO
 
 from deferlab.reference.system import claims as claim_registry
-from deferlab.reference.system.seam import SGLANG_LABEL
+from deferlab.reference.system.seam import label_for
 from deferlab.reports import claims
 from deferlab.reports.atomic import write_text_atomic
 
 MINIMUM = "0.5.17"
+VLLM_MINIMUM = "0.27.0"  # the first vLLM release with a Kimi-K3 image path (semantics §16.1)
+VLLM_PREFIX = "vllm-"
+ENGINE_MINIMUM = {"sglang": MINIMUM, "vllm": VLLM_MINIMUM}
+SERVED_CLAIMS = "claims/test_served.py"
 BASELINE = Path(__file__).resolve().parents[1] / "versions_baseline.json"
 SCHEMA_VERSION = 1
 
@@ -54,10 +64,28 @@ def version_key(v: str) -> tuple[int, ...]:
     return tuple(int(g or 0) for g in m.groups())
 
 
-def index_versions(minimum: str = MINIMUM, *, runner: Any = subprocess.run) -> list[str]:
-    """Every release of ``sglang`` on the package index from ``minimum`` on, oldest first (one pip call)."""
+def column(engine: str, version: str) -> str:
+    """The matrix's column (and baseline key) of a release: ``0.5.23`` for SGLang, ``vllm-0.33.0`` for vLLM."""
+    return version if engine == "sglang" else f"{VLLM_PREFIX}{version}"
+
+
+def split_column(name: str) -> tuple[str, str]:
+    """(engine, version) of a column name (`column`'s inverse)."""
+    return ("vllm", name[len(VLLM_PREFIX) :]) if name.startswith(VLLM_PREFIX) else ("sglang", name)
+
+
+def column_key(name: str) -> tuple[int, tuple[int, ...]]:
+    """Column order: SGLang's releases, then vLLM's, each oldest first."""
+    engine, version = split_column(name)
+    return (0 if engine == "sglang" else 1, version_key(version))
+
+
+def index_versions(minimum: str | None = None, *, runner: Any = subprocess.run, engine: str = "sglang") -> list[str]:
+    """Every release of ``engine`` on the package index from ``minimum`` (default: the first one checked) on,
+    oldest first (one pip call)."""
+    minimum = minimum or ENGINE_MINIMUM[engine]
     proc = runner(
-        [sys.executable, "-m", "pip", "index", "versions", "sglang", "--disable-pip-version-check"],
+        [sys.executable, "-m", "pip", "index", "versions", engine, "--disable-pip-version-check"],
         capture_output=True,
         text=True,
         check=False,
@@ -66,7 +94,7 @@ def index_versions(minimum: str = MINIMUM, *, runner: Any = subprocess.run) -> l
     m = re.search(r"Available versions:\s*(.+)", proc.stdout or "")
     if proc.returncode != 0 or not m:
         why = one_line(proc.stderr or proc.stdout or f"pip exited {proc.returncode}")
-        raise RuntimeError(f"cannot list sglang releases on the package index ({why}); name the versions instead")
+        raise RuntimeError(f"cannot list {engine} releases on the package index ({why}); name the versions instead")
     found = [v.strip() for v in m.group(1).split(",") if v.strip()]
     return sorted((v for v in found if version_key(v) >= version_key(minimum)), key=version_key)
 
@@ -78,11 +106,17 @@ def claims_command(version: str, profile: str) -> list[str]:
     return cmd
 
 
+def vllm_claims_command(version: str, profile: str) -> list[str]:
+    """The served-vs-trained claim tests (C13-C15) on real vLLM ``version`` (one engine per pytest session)."""
+    cmd = [sys.executable, "-m", "pytest", str(claims.suite_path() / SERVED_CLAIMS), "-q", "-p", "no:cacheprovider"]
+    return [*cmd, f"--hypothesis-profile={profile}", "--vllm", version]
+
+
 PREFLIGHT = (
-    "import sys\n"
+    "import importlib, sys\n"
     "from deferlab.reference.system.errors import DeferlabInputError\n"
     "try:\n"
-    "    from deferlab.impl.sglang.sources import load\n"
+    "    load = importlib.import_module(f'deferlab.impl.{sys.argv[2]}.sources').load\n"
     "    s = load(sys.argv[1])\n"
     "except DeferlabInputError as e:\n"
     "    print(str(e).splitlines()[0] if str(e) else type(e).__name__, file=sys.stderr); sys.exit(3)\n"
@@ -90,39 +124,45 @@ PREFLIGHT = (
 )
 
 
-def preflight(spec: str, *, timeout: float = 1200) -> str:
-    """Load SGLang ``spec`` in a fresh process; its name, or `SGLangLoadError` with SGLang's one-line reason."""
+def preflight(spec: str, *, timeout: float = 1200, engine: str = "sglang") -> str:
+    """Load ``engine`` ``spec`` in a fresh process; its name, or `SGLangLoadError` with the driver's one-line
+    reason."""
     proc = subprocess.run(
-        [sys.executable, "-c", PREFLIGHT, spec], capture_output=True, text=True, check=False, timeout=timeout
+        [sys.executable, "-c", PREFLIGHT, spec, engine], capture_output=True, text=True, check=False, timeout=timeout
     )
     if proc.returncode != 0:
-        raise SGLangLoadError(last_line(proc.stderr or "") or f"loading sglang {spec!r} exited {proc.returncode}")
+        raise SGLangLoadError(last_line(proc.stderr or "") or f"loading {engine} {spec!r} exited {proc.returncode}")
     return proc.stdout.strip().splitlines()[-1]
 
 
 class SGLangLoadError(RuntimeError):
-    """SGLang could not be loaded (the message is the driver's one line: what was tried, what is accepted)."""
+    """An engine could not be loaded (the message is the driver's one line: what was tried, what is accepted)."""
 
 
-def run_version(version: str, profile: str, runs_dir: Path, log: TextIO) -> dict[str, Any]:
-    """Preflight, then the claim tests on ``version``: its verdicts, provenance, system and timing."""
+def run_version(version: str, profile: str, runs_dir: Path, log: TextIO, engine: str = "sglang") -> dict[str, Any]:
+    """Preflight, then the claim tests on ``engine`` ``version``: its verdicts, provenance, system and timing
+    (``version`` in the result is the release's `column`)."""
     t0 = time.perf_counter()
-    out: dict[str, Any] = {"version": version, "verdicts": {}, "error": None, "rows": [], "system": None}
+    name = column(engine, version)
+    out: dict[str, Any] = {"version": name, "engine": engine, "verdicts": {}, "error": None, "rows": [], "system": None}
     try:
-        preflight(version)
+        preflight(version, engine=engine)
     except (SGLangLoadError, subprocess.TimeoutExpired) as e:
         out["error"] = one_line(str(e))
         out["seconds"] = round(time.perf_counter() - t0, 1)
         return out
-    results = runs_dir / version
+    results = runs_dir / name
     env = {**os.environ, "DEFERLAB_RESULTS_DIR": str(results.resolve())}
-    proc = subprocess.run(claims_command(version, profile), env=env, stdout=log, stderr=log, check=False)
+    command = claims_command(version, profile) if engine == "sglang" else vllm_claims_command(version, profile)
+    proc = subprocess.run(command, env=env, stdout=log, stderr=log, check=False)
+    label = label_for(engine)
     try:
         doc = claims.load_results(results)
     except ValueError as e:
         out["error"] = one_line(f"the claim tests recorded nothing (pytest exit {proc.returncode}): {e}")
     else:
-        out["rows"] = [r for r in doc["claims"] if r["policy"] == SGLANG_LABEL]
+        applies = None if engine == "sglang" else set(engine_claims(claim_registry.load_claims(), engine))
+        out["rows"] = [r for r in doc["claims"] if r["policy"] == label and (applies is None or r["id"] in applies)]
         out["verdicts"] = {r["id"]: r["verdict"] for r in out["rows"]}
         out["system"] = doc.get("system")
         if proc.returncode not in (0, 1):
@@ -160,19 +200,54 @@ def policy_match(release: dict[str, str], vectors: dict[str, dict[str, str]]) ->
     }
 
 
+ENGINE_MATCH = "claims.toml"  # the "policy" a vLLM release is matched against: its [claim.engines] rows
+
+
+def engine_claims(registry: dict[str, claim_registry.Claim], engine: str) -> list[str]:
+    """The claims claims.toml states expectations for on ``engine``'s releases (``[claim.engines]``)."""
+    return [c for c, claim in registry.items() if any(r.engine == engine for r in getattr(claim, "engines", ()))]
+
+
+def engine_match(
+    release: dict[str, str], engine: str, version: str, registry: dict[str, claim_registry.Claim]
+) -> dict[str, Any]:
+    """A non-SGLang release against claims.toml's expectations for it: `policy_match`'s form, the one candidate
+    being `ENGINE_MATCH` (claims with no row covering the release are findings, not compared)."""
+    expected = {c: claim_registry.expected_for_engine(c, engine, version, registry) for c in release}
+    diffs = {c: {"release": v, ENGINE_MATCH: expected[c]} for c, v in release.items() if expected[c] not in (None, v)}
+    return {"matches": [] if diffs else [ENGINE_MATCH], "closest": ENGINE_MATCH, "differences": diffs}
+
+
+def _verdicts_of(run: dict[str, Any], ids: list[str], applies: list[str]) -> dict[str, str]:
+    """A run's verdict per claim: recorded, else ``not-run``; for vLLM, ``n/a`` for the claims about SGLang."""
+    if run.get("engine", "sglang") == "sglang":
+        return {c: run["verdicts"].get(c, "not-run") for c in ids}
+    return {c: run["verdicts"].get(c, "not-run") if c in applies else "n/a" for c in ids}
+
+
 def matrix(runs: list[dict[str, Any]], profile: str) -> dict[str, Any]:
-    """The ``versions.json`` document."""
+    """The ``versions.json`` document (columns in `column_key` order: SGLang's, then vLLM's)."""
     registry = claim_registry.load_claims()
     vectors = policy_vectors(registry)
+    runs = sorted(runs, key=lambda r: column_key(r["version"]))
     ok = [r for r in runs if r["verdicts"]]
     ids = list(registry)
+    applies = engine_claims(registry, "vllm")
+    per_run = {r["version"]: _verdicts_of(r, ids, applies) for r in ok}
+
+    def match(r: dict[str, Any]) -> dict[str, Any]:
+        engine, version = split_column(r["version"])
+        if engine == "sglang":
+            return policy_match(r["verdicts"], vectors)
+        return engine_match({c: per_run[r["version"]][c] for c in applies}, engine, version, registry)
+
     return {
         "schema_version": SCHEMA_VERSION,
         "profile": profile,
         "versions": [r["version"] for r in ok],
-        "verdicts": {cid: {r["version"]: r["verdicts"].get(cid, "not-run") for r in ok} for cid in ids},
+        "verdicts": {cid: {v: per_run[v][cid] for v in per_run} for cid in ids},
         "errors": {r["version"]: r["error"] for r in runs if r["error"]},
-        "policy_match": {r["version"]: policy_match(r["verdicts"], vectors) for r in ok},
+        "policy_match": {r["version"]: match(r) for r in ok},
         "seconds": {r["version"]: r["seconds"] for r in runs},
         "systems": {r["version"]: _system_summary(r.get("system")) for r in ok},
         "counterexamples": {
@@ -221,7 +296,7 @@ def baseline_document(doc: dict[str, Any], previous: dict[str, dict[str, str]] |
     verdicts = dict(previous or {})
     for version in doc["versions"]:
         verdicts[version] = {cid: per[version] for cid, per in doc["verdicts"].items() if version in per}
-    ordered = dict(sorted(verdicts.items(), key=lambda kv: version_key(kv[0])))
+    ordered = dict(sorted(verdicts.items(), key=lambda kv: column_key(kv[0])))
     return {"schema_version": SCHEMA_VERSION, "profile": doc["profile"], "verdicts": ordered}
 
 

@@ -14,6 +14,7 @@ from typing import Any
 
 from deferlab.reports.atomic import staged_directory, write_text_atomic, write_with_atomic
 from deferlab.reports.render import VERDICT_CELL
+from deferlab.reports.versions.matrix import VLLM_PREFIX
 
 COLOURS = {
     "holds": "#4caf50",
@@ -42,6 +43,10 @@ def grid_png(doc: dict[str, Any], path: Path) -> Path | None:
             ax.add_patch(Rectangle((col, row), 1, 1, facecolor=COLOURS.get(verdict, "#ffffff"), edgecolor="#616161"))
             short = {"holds-with-caveat": "caveat", "not-run": "–"}.get(verdict, verdict)
             ax.text(col + 0.5, row + 0.5, short, ha="center", va="center", fontsize=8)
+    engines = [v.startswith(VLLM_PREFIX) for v in versions]
+    for col in range(1, len(versions)):
+        if engines[col] != engines[col - 1]:  # SGLang's releases | vLLM's
+            ax.axvline(col, color="black", linewidth=2.5)
     ax.set_xlim(0, len(versions))
     ax.set_ylim(len(ids), 0)
     matches = ["\n".join(doc["policy_match"][v]["matches"]) or "none" for v in versions]
@@ -52,9 +57,10 @@ def grid_png(doc: dict[str, Any], path: Path) -> Path | None:
     )
     ax.set_yticks([r + 0.5 for r in range(len(ids))], ids, fontsize=9)
     ax.tick_params(length=0)
-    ax.set_title(
-        "Claim verdicts of real SGLang releases (≈ the modelled policies giving the same verdicts)", fontsize=10
-    )
+    title = "Claim verdicts of real engine releases: SGLang (≈ the modelled policies giving the same verdicts)"
+    if any(engines):
+        title += ",\nvLLM (≈ claims.toml when its [claim.engines] expectations hold; C1-C12 are SGLang's PR: n/a)"
+    ax.set_title(title, fontsize=10)
     ax.legend(
         handles=[Patch(facecolor=c, edgecolor="#616161", label=v) for v, c in COLOURS.items()],
         loc="upper left",
@@ -72,7 +78,7 @@ def grid_png(doc: dict[str, Any], path: Path) -> Path | None:
 def markdown(doc: dict[str, Any], statements: dict[str, dict[str, str]], regressions: list[dict[str, str]]) -> str:
     """versions.md: the matrix, which policy each release matches, errors, then the failing claims' evidence."""
     versions = doc["versions"]
-    out = [f"# Claim verdicts across SGLang releases (profile `{doc['profile']}`)", ""]
+    out = [f"# Claim verdicts across engine releases: SGLang, vLLM (profile `{doc['profile']}`)", ""]
     if versions:
         out += ["![claims x releases](versions.png)", ""]
         out += ["| claim | statement | " + " | ".join(versions) + " |", "|---|---|" + "---|" * len(versions)]
@@ -80,7 +86,7 @@ def markdown(doc: dict[str, Any], statements: dict[str, dict[str, str]], regress
             cells = [VERDICT_CELL.get(per.get(v, "not-run"), per.get(v)) for v in versions]
             stmt = statements.get(cid, {}).get("statement", "").replace("|", "\\|")
             out.append(f"| {cid} | {stmt[:110]} | " + " | ".join(cells) + " |")
-        out += ["", "## Which modelled policy each release matches", ""]
+        out += ["", "## Which modelled policy (SGLang) or claims.toml expectation (vLLM) each release matches", ""]
         out += [
             "| release | matches | closest | claims that differ from the closest | seconds |",
             "|---|---|---|---|---|",
