@@ -38,10 +38,11 @@ class _Parser(argparse.ArgumentParser):
         raise UsageError(message)
 
 
-def _add_config_args(p: argparse.ArgumentParser) -> None:
+def _add_config_args(p: argparse.ArgumentParser) -> Any:
     g = p.add_mutually_exclusive_group()
     g.add_argument("--config", metavar="FILE", help="preprocessor_config.json (flat or under media_proc_cfg)")
     g.add_argument("--preset", metavar="NAME", help=f"named profile: {', '.join(profile_names())} (default kimi-k3)")
+    return g
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -50,7 +51,12 @@ def build_parser() -> argparse.ArgumentParser:
 
     rep = sub.add_parser("report", help="run everything and write report.md / report.json / PNGs")
     rep.add_argument("--profile", default="dev", help=f"hypothesis profile and sweep resolution: {', '.join(PROFILES)}")
-    _add_config_args(rep)
+    _add_config_args(rep).add_argument(
+        "--checkpoint",
+        metavar="DIR",
+        help="a downloaded model snapshot folder: its preprocessor_config.json (fill stage included) is the config "
+        "of the sweeps and the skew table, and vLLM's processor is built from its media_proc_cfg as read",
+    )
     impl_group = rep.add_mutually_exclusive_group()
     impl_group.add_argument("--impl", help="implementation under test, passed to pytest as --impl")
     impl_group.add_argument(
@@ -58,6 +64,13 @@ def build_parser() -> argparse.ArgumentParser:
         metavar="SPEC",
         help="check real SGLang: 'installed', a checkout path, or a released version such as 0.5.23 "
         "(fetched into ~/.cache/deferlab; never installed); the claims run on its own code",
+    )
+    rep.add_argument(
+        "--vllm",
+        metavar="SPEC",
+        help="also check real vLLM's Kimi-K3 image path: 'installed', a checkout path, or a release such as 0.33.0 "
+        "(0.27.0 and later; fetched into ~/.cache/deferlab, never installed): the served claims C13-C15 and the "
+        "skew table run on its own code",
     )
     rep.add_argument("--out", type=Path, help="report directory (default reports/out/<UTC timestamp>)")
     rep.add_argument("--baseline", help=f"baseline JSON, or 'none' (default {DEFAULT_BASELINE.name} when present)")
@@ -98,7 +111,10 @@ def build_parser() -> argparse.ArgumentParser:
 
 
 def resolve_config(args: argparse.Namespace) -> tuple[PreprocessConfig, str]:
-    """--config FILE or --preset NAME (default kimi-k3), as a validated config and where it came from."""
+    """--config FILE, --checkpoint DIR or --preset NAME (default kimi-k3), as a validated config and where it came
+    from."""
+    if getattr(args, "checkpoint", None):
+        return _checkpoint(args.checkpoint)[0], f"checkpoint {args.checkpoint}"
     try:
         if getattr(args, "config", None):
             return PreprocessConfig.from_json(args.config), f"file {args.config}"
@@ -137,17 +153,49 @@ def _load_sglang_or_refuse(spec: str) -> None:
         raise UsageError(f"--sglang: {e}") from None
 
 
+def _checkpoint(directory: str) -> tuple[PreprocessConfig, dict[str, Any]]:
+    """--checkpoint DIR read (`reports.served.checkpoint`), its refusal as bad usage."""
+    from deferlab.reports.served.checkpoint import read_checkpoint
+
+    try:
+        return read_checkpoint(directory)
+    except DeferlabInputError as e:
+        raise UsageError(f"--checkpoint: {e}") from None
+
+
+def _load_vllm_or_refuse(spec: str) -> None:
+    """Load vLLM ``spec`` in this process, before any step runs (the served and sweep steps then reuse it): an
+    unknown version, a release without the Kimi-K3 path (< 0.27.0), a folder that is not a vLLM checkout, or
+    offline is bad usage, refused in the driver's one line with nothing written."""
+    from deferlab.impl.vllm.sources import VLLMSourceError, load
+    from deferlab.reports.versions.matrix import VLLM_MINIMUM, version_key
+
+    if version_key(spec) < version_key(VLLM_MINIMUM):  # a release before the path: refused without fetching it
+        raise UsageError(
+            f"--vllm: vllm source {spec!r}: no Kimi-K3 image path; accepted: {VLLM_MINIMUM} and later "
+            "('installed', a checkout path, or a release such as 0.33.0)"
+        )
+    try:
+        load(spec)
+    except VLLMSourceError as e:
+        raise UsageError(f"--vllm: {(str(e).strip().splitlines() or [type(e).__name__])[0]}") from None
+
+
 def _report(args: argparse.Namespace) -> int:
     profile = _check_profile(args.profile)
     unknown = [s for s in args.skip if s not in STEPS]
     if unknown:
         raise UsageError(f"--skip: unknown step(s) {', '.join(unknown)}; accepted: {', '.join(STEPS)}")
+    if args.vllm is not None and args.impl is not None:
+        raise UsageError("--vllm: not allowed with --impl (with --vllm the claims run on vLLM's code, not the seam's)")
     config, source = resolve_config(args)
+    raw_cfg = _checkpoint(args.checkpoint)[1] if args.checkpoint else None
     if args.from_results is not None and not (args.from_results / claims.RESULTS_FILE).is_file():
         raise UsageError(f"--from-results: {str(args.from_results / claims.RESULTS_FILE)!r} does not exist")
     if args.baseline is None:
         # The committed baseline pins deferlab's model; real SGLang is gated by `deferlab versions` instead.
-        baseline = DEFAULT_BASELINE if DEFAULT_BASELINE.is_file() and args.sglang is None else None
+        engine = args.sglang is not None or args.vllm is not None
+        baseline = DEFAULT_BASELINE if DEFAULT_BASELINE.is_file() and not engine else None
     elif args.baseline.lower() == "none":
         baseline = None
     else:
@@ -164,6 +212,8 @@ def _report(args: argparse.Namespace) -> int:
     sglang_loaded = args.sglang is not None and args.from_results is None  # a report from results runs no SGLang
     if sglang_loaded:
         _load_sglang_or_refuse(args.sglang)
+    if args.vllm is not None:  # the served and sweep steps run vLLM's code even from results
+        _load_vllm_or_refuse(args.vllm)
     opts = ReportOptions(
         profile=profile,
         config=config,
@@ -174,6 +224,8 @@ def _report(args: argparse.Namespace) -> int:
         impl=args.impl,
         sglang=args.sglang,
         sglang_loaded=sglang_loaded,
+        vllm=args.vllm,
+        media_proc_cfg=raw_cfg,
         skip=set(args.skip),
         bench_args=list(args.bench_arg),
         max_side=max_side,

@@ -9,6 +9,7 @@ from __future__ import annotations
 from typing import Any
 
 from deferlab.reports.claims import stand_ins_by_kind
+from deferlab.reports.served.render import geometry_section, served_section
 
 VERDICT_CELL = {
     "holds": "holds",
@@ -167,22 +168,42 @@ def _properties(props: list[dict[str, Any]]) -> list[str]:
     return lines
 
 
-def _system(system: dict[str, Any] | None, impl: str | None) -> list[str]:
-    """Which code the claims ran on: real SGLang (version, where from, commit, stand-ins) or the model."""
-    if not system:
-        if impl and impl.startswith("sglang:"):
-            return [f"**System under test: SGLang `{impl[7:]}`, which could not be loaded** (see Steps).", ""]
-        return []
+ENGINE_TITLES = {"sglang": "SGLang", "vllm": "vLLM"}
+
+
+def _one_system(system: dict[str, Any], title: str) -> str:
+    if "processor" in system:  # vLLM's describe(): which image processor its Kimi-K3 path serves with
+        served = system["processor"] or "the checkpoint's own remote-code processor (modelled by the oracle)"
+        return (
+            f"**System under test: real {title} `{system.get('system')}`**, serving Kimi-K3 images with "
+            f"`{served}` after its input parser. Its claim verdicts below are findings about that code."
+        )
     kinds = stand_ins_by_kind(system)
     where = {"wheel": "released wheel", "checkout": "source checkout", "installed": "installed package"}
     commit = f", commit `{system['commit']}`" if system.get("commit") else ""
-    return [
-        f"**System under test: real SGLang `{system.get('version')}`** ({where.get(system.get('kind'), system.get('kind'))}"
-        f" `{_esc(system.get('spec'))}`{commit}). Claim verdicts below are findings about that code, not checks of "
-        "deferlab's model; imports SGLang needs but this machine lacks were stood in for "
-        f"({', '.join(f'{k}: {n}' for k, n in sorted(kinds.items())) or 'none'}; each listed in report.json).",
-        "",
-    ]
+    return (
+        f"**System under test: real {title} `{system.get('version') or system.get('system')}`** "
+        f"({where.get(system.get('kind'), system.get('kind') or 'loaded')} `{_esc(system.get('spec', ''))}`{commit}). "
+        f"Its claim verdicts below are findings about that code, not checks of deferlab's model; imports {title} "
+        "needs but this machine lacks were stood in for "
+        f"({', '.join(f'{k}: {n}' for k, n in sorted(kinds.items())) or 'none'}; each listed in report.json)."
+    )
+
+
+def _system(system: dict[str, Any] | None, impl: str | None, systems: dict[str, Any] | None = None) -> list[str]:
+    """Which code the claims ran on: real SGLang and/or vLLM (version, where from, commit, stand-ins) or the model."""
+    engines = dict(p.split(":", 1) for p in (impl or "").split("+") if p.split(":", 1)[0] in ENGINE_TITLES)
+    found = dict(systems or {})
+    if not found and system and engines:
+        found = {next(iter(engines)): system}
+    out = []
+    for engine, spec in engines.items():
+        title = ENGINE_TITLES[engine]
+        if found.get(engine):
+            out += [_one_system(found[engine], title), ""]
+        else:
+            out += [f"**System under test: {title} `{spec}`, which could not be loaded** (see Steps).", ""]
+    return out
 
 
 def _ran_on(claims: list[dict[str, Any]]) -> list[str]:
@@ -195,6 +216,18 @@ def _ran_on(claims: list[dict[str, Any]]) -> list[str]:
     return [*lines, ""]
 
 
+def _config_scope(config: dict[str, Any]) -> list[str]:
+    """What a config given on the command line reaches (the claim tests draw their own configs)."""
+    if str(config.get("source", "")).startswith("preset kimi-k3"):
+        return []
+    return [
+        f"Config `{config.get('name')}` ({_esc(config.get('source'))}) drives the sweeps, C13's exhaustive geometry "
+        "and the skew table; the claim tests run under the suite's own configs (the kimi-k3 profile and what each "
+        "test draws: the suite takes no config file).",
+        "",
+    ]
+
+
 def render_markdown(report: dict[str, Any]) -> str:
     """The whole report.md."""
     failed = [s for s in report["steps"] if s["status"] == "failed"]
@@ -204,7 +237,8 @@ def render_markdown(report: dict[str, Any]) -> str:
         f"Profile `{report['profile']}`, config `{report['config']['name']}`, implementation `{report.get('impl')}`, "
         f"{len(report.get('regressions', []))} regression(s), {len(failed)} failed step(s).",
         "",
-        *_system(report.get("system"), report.get("impl")),
+        *_system(report.get("system"), report.get("impl"), report.get("systems")),
+        *_config_scope(report["config"]),
         "## Claim verdicts",
         "",
         *verdict_table(report["claims"]),
@@ -220,6 +254,8 @@ def render_markdown(report: dict[str, Any]) -> str:
     for fig in report.get("figures", []):
         out += [f"### {fig['title']}", "", fig["caption"], "", f"![{fig['title']}]({fig['file']})", ""]
     out += ["## Details", "", "### Failing claims and counterexamples", "", *_claim_details(report["claims"]), ""]
+    out += ["### Served vs trained (skew table)", "", *served_section(report.get("served")), ""]
+    out += ["### C13 exhaustive: every size's geometry against the oracle", "", *geometry_section(report["sweeps"]), ""]
     out += ["### Sweeps", "", f"Decisions from `{report.get('decision_source')}`.", "", *_sweeps(report["sweeps"]), ""]
     out += ["### Simulator", "", *_sim(report["sim"]), "", "### Benchmarks", "", *_benchmarks(report["benchmarks"]), ""]
     out += [

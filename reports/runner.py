@@ -1,7 +1,8 @@
 """`deferlab report`: run every step, write report.json / report.md / PNGs atomically, compare with the baseline.
 
 Order: property suite (or its results file), claim table, IPC verdicts (C9),
-sweeps, simulator, benchmarks, figures, regression check. The report is built
+sweeps (with C13's exhaustive geometry over the run's served paths), served vs
+trained (the skew table), simulator, benchmarks, figures, regression check. The report is built
 in a hidden staging directory and renamed into place only when complete; the
 ``latest`` pointer next to it is updated last.
 """
@@ -19,16 +20,19 @@ from deferlab.reference.system.config import PreprocessConfig
 from deferlab.reports import benchmarks, claims, environment, simulation
 from deferlab.reports.atomic import staged_directory, update_latest, write_text_atomic
 from deferlab.reports.plots import figures as plots
+from deferlab.reports.plots import served as plots_served
 from deferlab.reports.plots import sim as plots_sim
 from deferlab.reports.regressions import compare, load_baseline
 from deferlab.reports.render import render_markdown
+from deferlab.reports.served import report as served_report
+from deferlab.reports.served.paths import RunPaths
 from deferlab.reports.steps import StepFailed, StepRunner
 from deferlab.reports.sweeps import collect as sweep_report
 from deferlab.reports.sweeps import compute as sweeps_mod
 
 SCHEMA_VERSION = 1
 PROFILES = ("dev", "ci", "thorough")
-STEPS = ("properties", "ipc", "sweeps", "sim", "bench", "plots")
+STEPS = ("properties", "ipc", "sweeps", "served", "sim", "bench", "plots")
 _HERE = Path(__file__).resolve().parent
 # A source checkout keeps reports in reports/out; an installed package never writes into site-packages.
 DEFAULT_OUT_PARENT = _HERE / "out" if (_HERE.parent / "pyproject.toml").is_file() else Path.cwd() / "deferlab-reports"
@@ -52,6 +56,9 @@ class ReportOptions:
     results_dir: Path = claims.RESULTS_DIR  # where a suite run by the report records its verdicts
     sglang: str | None = None  # check real SGLang (installed, a checkout path, a version) instead of the model
     sglang_loaded: bool = False  # the CLI already loaded ``sglang`` once (`preflight`): the step need not again
+    vllm: str | None = None  # also check real vLLM's served path (installed, a checkout path, a version)
+    media_proc_cfg: dict[str, Any] | None = None  # --checkpoint: the snapshot's raw media_proc_cfg, for vLLM
+    paths: RunPaths | None = None  # the run's served paths (built from the above when None)
 
 
 def default_out_dir(now: datetime | None = None, prefix: str = "") -> Path:
@@ -62,6 +69,25 @@ def default_out_dir(now: datetime | None = None, prefix: str = "") -> Path:
 def _properties_step(opts: ReportOptions, log: TextIO) -> dict[str, Any]:
     if opts.from_results is not None:
         return claims.load_results(opts.from_results)
+    if opts.vllm is None:
+        return _suite_step(opts, log)
+    first, errors = None, []  # vLLM alone: no model suite to run (its claims are about SGLang's PR)
+    if opts.sglang is not None:
+        try:
+            first = _suite_step(opts, log)
+        except StepFailed as e:
+            first, errors = e.value, [str(e)]
+    try:
+        vllm = served_report.vllm_claims(opts.profile, opts.vllm, opts.results_dir / "vllm", log)
+    except StepFailed as e:
+        vllm, errors = e.value or {}, [*errors, str(e)]
+    merged = served_report.merge_results(first, vllm)
+    if errors:
+        raise StepFailed("; ".join(errors), merged)
+    return merged
+
+
+def _suite_step(opts: ReportOptions, log: TextIO) -> dict[str, Any]:
     results_dir = opts.results_dir
     if opts.sglang is not None:
         from deferlab.reports.versions.matrix import SGLangLoadError, preflight
@@ -182,7 +208,7 @@ def collect(opts: ReportOptions, runner: StepRunner, stage: Path) -> dict[str, A
     else:
         results = runner.run("properties", _properties_step, opts, log)
         runner.run("claims", lambda: None)  # the table below never fails; recorded so regressions know it ran
-    table = claims.claim_table(results, statements, real_code=opts.sglang is not None)
+    table = served_report.claim_table(results, statements, sglang=opts.sglang is not None, vllm=opts.vllm is not None)
     ipc = runner.run("ipc", simulation.ipc_verdicts, opts.profile)
     if ipc:
         table = claims.merge_rows(table, claims.ipc_claim_rows(ipc, statements.get("C9", {})))
@@ -197,15 +223,31 @@ def collect(opts: ReportOptions, runner: StepRunner, stage: Path) -> dict[str, A
         )
         or []
     )
+    paths = opts.paths or RunPaths(sglang=opts.sglang, vllm=opts.vllm, media_proc_cfg=opts.media_proc_cfg)
+    say = runner.say
+    if not {"sweeps", "served"} <= opts.skip:  # load the engines once, timed apart from the steps that use them
+        runner.run("paths", paths.get)
+    sweeps += (
+        runner.run(
+            "sweeps:geometry", served_report.geometry_step, opts.config, paths, opts.max_side, say, group="sweeps"
+        )
+        or []
+    )
+    served, columns = runner.run("served", served_report.served_step, opts.config, paths, runner.say) or (None, [])
     sim = runner.run("sim", simulation.run_scenarios, runner.say) or []
     bench = runner.run("bench", _bench_step, stage, opts.bench_args, log) or []
     figures = _plot_steps(opts, runner, stage, sweeps, sim)
+    if columns:
+        figures += runner.run("plot:served", plots_served.served_figures, served, columns, stage, group="plots") or []
+    else:
+        runner.skipped("plot:served", "no data: the served step was skipped or failed")
     return {
         "schema_version": SCHEMA_VERSION,
         "generated_at": datetime.now(UTC).isoformat(timespec="seconds"),
         "profile": opts.profile,
-        "impl": f"sglang:{opts.sglang}" if opts.sglang else (opts.impl or "deferlab"),
+        "impl": _impl_name(opts),
         "system": (results or {}).get("system"),
+        "systems": (results or {}).get("systems"),
         "environment": environment.environment(),
         "config": {
             "name": opts.config.name,
@@ -218,6 +260,7 @@ def collect(opts: ReportOptions, runner: StepRunner, stage: Path) -> dict[str, A
         "claims": table,
         "properties": list((results or {}).get("properties", [])),
         "sweeps": sweeps,
+        "served": served,
         "sim": sim,
         "ipc": ipc or [],
         "benchmarks": bench,
@@ -227,6 +270,12 @@ def collect(opts: ReportOptions, runner: StepRunner, stage: Path) -> dict[str, A
         "baseline": None,
         "steps": [],
     }
+
+
+def _impl_name(opts: ReportOptions) -> str:
+    """``deferlab`` (or ``--impl``), ``sglang:SPEC``, ``vllm:SPEC``, or both engines joined by ``+``."""
+    engines = [f"{e}:{s}" for e, s in (("sglang", opts.sglang), ("vllm", opts.vllm)) if s]
+    return "+".join(engines) or opts.impl or "deferlab"
 
 
 EXIT_OK, EXIT_REGRESSION, EXIT_USAGE, EXIT_STEP_FAILED = 0, 1, 2, 3

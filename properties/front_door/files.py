@@ -227,6 +227,13 @@ class BadCli:
     match: str
 
 
+def _snapshot(tmp: Path, text: str) -> str:
+    """A model snapshot folder whose preprocessor_config.json holds ``text``."""
+    (tmp / "snap").mkdir()
+    (tmp / "snap" / "preprocessor_config.json").write_text(text)
+    return str(tmp / "snap")
+
+
 def _write(tmp: Path, name: str, text: str) -> str:
     p = tmp / name
     p.write_text(text)
@@ -282,6 +289,42 @@ CLI_ROWS = [
         lambda t: ["report", "--sglang", "latest", "--out", str(t / "r")],
         r"--sglang: sglang source 'latest': neither 'installed', an existing path nor a version; accepted:",
     ),
+    BadCli(
+        "report vllm and impl", lambda t: ["report", "--vllm", "0.33.0", "--impl", "x"], r"--vllm: not allowed with"
+    ),
+    BadCli(
+        "report vllm not a version", lambda t: ["report", "--vllm", "latest"], r"--vllm: vllm source 'latest': neither"
+    ),
+    BadCli(
+        "report vllm before kimi-k3",
+        lambda t: ["report", "--vllm", "0.26.0", "--out", str(t / "r")],
+        r"--vllm: vllm source '0\.26\.0': no Kimi-K3 image path; accepted: 0\.27\.0 and later",
+    ),
+    BadCli(
+        "report vllm unknown version",  # the index says so (or, offline, that it cannot be fetched): one line
+        lambda t: ["report", "--vllm", "0.99.0", "--out", str(t / "r")],
+        r"--vllm: vllm source '0\.99\.0': .*accepted: 'installed'",
+    ),
+    BadCli(
+        "report vllm not a checkout",
+        lambda t: ["report", "--vllm", str(t), "--out", str(t / "r")],
+        r"--vllm: vllm source '.*': .* is not a vLLM checkout .*; accepted: 'installed'",
+    ),
+    BadCli(
+        "report checkpoint missing", lambda t: ["report", "--checkpoint", str(t / "m")], r"--checkpoint: .* does not"
+    ),
+    BadCli("report checkpoint no file", lambda t: ["report", "--checkpoint", str(t)], r"holds no preprocessor_config"),
+    BadCli(
+        "report checkpoint json",
+        lambda t: ["report", "--checkpoint", _snapshot(t, "{x")],
+        r"--checkpoint: .*preprocessor_config\.json' is not valid JSON",
+    ),
+    BadCli(
+        "report checkpoint key",
+        lambda t: ["report", "--checkpoint", _snapshot(t, json.dumps({**K3_DICT, "merge_kernal_size": 2}))],
+        r"--checkpoint: .*unknown key\(s\) \['merge_kernal_size'\]",
+    ),
+    BadCli("versions vllm before kimi-k3", lambda t: ["versions", "--vllm", "0.22.1"], r"accepted: 0\.27\.0 and later"),
     BadCli("versions not a version", lambda t: ["versions", "latest"], r"VERSION must look like 0\.5\.23"),
     BadCli("versions newest and list", lambda t: ["versions", "--newest", "0.5.23"], r"--newest takes no VERSION"),
     BadCli("versions profile", lambda t: ["versions", "--profile", "fast"], r"--profile must be one of"),

@@ -15,7 +15,7 @@ from PIL import Image
 
 from deferlab.impl.vllm.sources import VLLMSourceError
 from deferlab.properties.front_door.api import Bad
-from deferlab.reference.system.errors import InputTypeError, InputValueError
+from deferlab.reference.system.errors import ConfigError, InputTypeError, InputValueError
 
 
 def _k3() -> Any:
@@ -84,4 +84,27 @@ SERVED_ROWS = [
         r"has no Kimi-K3 image path .*accepted: vLLM 0\.27\.0 and later",
     ),
     Bad("vllm no such path", lambda t: _vllm(str(t / "nowhere")), VLLMSourceError, r"no such path; accepted"),
+    Bad(
+        "checkpoint dir missing", lambda t: _snapshot(t / "m"), ConfigError, r"'.*m' does not exist; accepted: a model"
+    ),
+    Bad("checkpoint dir is a file", lambda t: _snapshot(_file(t)), ConfigError, r"is not a folder; accepted: a model"),
+    Bad("checkpoint dir empty", lambda t: _snapshot(t), ConfigError, r"holds no preprocessor_config\.json; accepted"),
+    Bad("checkpoint dir bad json", lambda t: _snapshot(_dir(t, "[1,")), ConfigError, r"is not valid JSON .*; accepted"),
+    Bad("checkpoint dir bad value", lambda t: _snapshot(_dir(t, '{"patch_size": 0}')), InputValueError, r"patch_size"),
 ]
+
+
+def _snapshot(directory: Path) -> Any:
+    from deferlab.reports.served.checkpoint import read_checkpoint
+
+    return read_checkpoint(directory)
+
+
+def _file(tmp: Path) -> Path:
+    (tmp / "f").write_text("")
+    return tmp / "f"
+
+
+def _dir(tmp: Path, text: str) -> Path:
+    (tmp / "preprocessor_config.json").write_text(text)
+    return tmp

@@ -18,7 +18,7 @@ TINY_MEDIA_CFG = {
     "image_mean": [0.5, 0.5, 0.5],
     "image_std": [0.5, 0.5, 0.5],
 }
-FAST_ARGS = ["--sweep-max-side", "12", "--sweep-limits", "4", "9", "--skip", "ipc", "sim", "bench", "plots"]
+FAST_ARGS = ["--sweep-max-side", "12", "--sweep-limits", "4", "9", "--skip", "ipc", "served", "sim", "bench", "plots"]
 
 
 def write_config(directory: Path) -> Path:

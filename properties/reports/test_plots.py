@@ -16,7 +16,7 @@ def test_report_figures_are_pngs_referenced_inline(tmp_path: Path) -> None:
     """With plots on, each listed figure is a non-trivial PNG and report.md embeds it."""
     argv = ["report", "--config", str(write_config(tmp_path)), "--from-results", str(write_results(tmp_path / "res"))]
     argv += ["--out", str(tmp_path / "r"), "--baseline", "none", "--sweep-max-side", "16", "--sweep-limits", "4"]
-    assert main([*argv, "--skip", "ipc", "sim", "bench"]) == 0
+    assert main([*argv, "--skip", "ipc", "served", "sim", "bench"]) == 0
     report = json.loads((tmp_path / "r" / "report.json").read_text())
     names = [f["name"] for f in report["figures"]]
     assert names == ["decision_maps", "byte_ratio", "tokens", "flip_density", "aggregation"]
