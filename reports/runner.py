@@ -247,7 +247,7 @@ def collect(opts: ReportOptions, runner: StepRunner, stage: Path) -> dict[str, A
         "profile": opts.profile,
         "impl": _impl_name(opts),
         "system": (results or {}).get("system"),
-        "systems": (results or {}).get("systems"),
+        "systems": _systems(results, paths, opts),
         "environment": environment.environment(),
         "config": {
             "name": opts.config.name,
@@ -270,6 +270,15 @@ def collect(opts: ReportOptions, runner: StepRunner, stage: Path) -> dict[str, A
         "baseline": None,
         "steps": [],
     }
+
+
+def _systems(results: dict[str, Any] | None, paths: RunPaths, opts: ReportOptions) -> dict[str, Any] | None:
+    """engine -> the system that ran: the claim run's, else what the served paths loaded (a report from results)."""
+    found = dict(paths.systems())
+    if opts.sglang and (results or {}).get("system") and not (results or {}).get("systems"):
+        found["sglang"] = results["system"]
+    found.update({k: v for k, v in ((results or {}).get("systems") or {}).items() if v})
+    return found or None
 
 
 def _impl_name(opts: ReportOptions) -> str:

@@ -86,6 +86,15 @@ class RunPaths:
                 self._paths += self._load("vllm", lambda s: [vllm_path(s, self.media_proc_cfg)], self.vllm)
         return list(self._paths)
 
+    def systems(self) -> dict[str, Any]:
+        """engine -> what its loaded paths describe (``describe()``), for the engines loaded so far."""
+        out: dict[str, Any] = {}
+        for p in self._paths or []:
+            owner = p if hasattr(p, "describe") else getattr(p, "impl", None)
+            if p.real_code and hasattr(owner, "describe"):
+                out.setdefault("vllm" if p.label == "VLLM" else "sglang", owner.describe())
+        return out
+
     def _load(self, engine: str, make: Any, spec: str) -> list[Any]:
         try:
             return make(spec)
