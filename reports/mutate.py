@@ -167,6 +167,16 @@ def _reach(ref: dict, index: select.CodeIndex) -> dict[str, select.Reach]:
     return out
 
 
+def _cost_model(ref: dict) -> Callable[..., float]:
+    """Seconds a run of ``nodes`` should take: one process start (the reference's largest) plus their tests."""
+    overhead = max((ref["seconds"][n] - ref["durations"].get(n, 0) for n in ref["seconds"]), default=30.0)
+
+    def cost(nodes: list[str], overhead_only: bool = False) -> float:
+        return overhead if overhead_only else overhead + sum(ref["durations"].get(n, 30.0) for n in nodes)
+
+    return cost
+
+
 def _targets_reached(targets: list[engine.Target], reach: dict[str, select.Reach], probed: list[str]) -> None:
     """A target in a probed file that no claim test entered in the reference would measure nothing: refused."""
     if any(not r.can_say for r in reach.values()):
@@ -279,7 +289,7 @@ def _campaign(
     left = mrun.pending(todo, results.read())
     say(f"{len(todo)} mutants, {len(todo) - len(left)} already done, {len(left)} to run on {args.jobs} worker(s)")
     nodes_of = select.nodes_by_claim(ref["nodes"])
-    cost = mrun.cost_model(ref)
+    cost = _cost_model(ref)
     guess = sum(
         cost([n for c in (select.claims_for(f"{m.file}:{m.function}" if m.function else None, reach) or ref["claims"]) for n in nodes_of.get(c, [])])
         for m in (todo[i] for i in left)

@@ -222,7 +222,9 @@ def judge(
         for node in nodes.get(cid, []):
             if reference["tests"].get(node) == "passed" and run.tests.get(node, "failed") != "passed":
                 why = run.messages.get(node) or next((m for n, m in run.messages.items() if n in node), "")
-                v.reasons.setdefault(cid, f"its test {run.tests.get(node, 'did not finish')}: {why}".strip())
+                failed = f"its test {run.tests.get(node, 'did not finish')}: {why}".strip()
+                if got["verdict"] == "not-run" or cid not in v.reasons:  # the crash says more than "not-run"
+                    v.reasons[cid] = failed
     if not run.recorded:
         error = load_check()
         if error is not None:
@@ -344,16 +346,6 @@ def reference(
         raise RuntimeError("the reference run recorded no verdict: " + "; ".join(doc["errors"])[:600])
     doc["called"] = {c: sorted(v) for c, v in doc["called"].items()}
     return doc
-
-
-def cost_model(ref: dict) -> Callable[..., float]:
-    """Seconds a run of ``nodes`` should take: one process start (the reference's largest) plus their tests."""
-    overhead = max((ref["seconds"][n] - ref["durations"].get(n, 0) for n in ref["seconds"]), default=30.0)
-
-    def cost(nodes: list[str], overhead_only: bool = False) -> float:
-        return overhead if overhead_only else overhead + sum(ref["durations"].get(n, 30.0) for n in nodes)
-
-    return cost
 
 
 # --- the per-mutant results file (append as each finishes; a resumed campaign skips what it holds) -------------------
