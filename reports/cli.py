@@ -22,7 +22,7 @@ from deferlab.reference.system.errors import DeferlabInputError, UsageError
 from deferlab.reference.system.profiles import profile as load_profile
 from deferlab.reference.system.profiles import profile_names
 from deferlab.reference.system.validate import check_choice, check_int, check_positive_int
-from deferlab.reports import benchmarks, claims, render
+from deferlab.reports import benchmarks, claims, compare, render, repro
 from deferlab.reports.atomic import write_text_atomic
 from deferlab.reports.regressions import DEFAULT_BASELINE, load_baseline, make_baseline
 from deferlab.reports.runner import PROFILES, STEPS, ReportOptions, default_out_dir, run_report
@@ -103,6 +103,8 @@ def build_parser() -> argparse.ArgumentParser:
 
     calibrate_cmd.add_parser(sub)
     versions_cli.add_parser(sub)
+    compare.add_parser(sub)
+    repro.add_parser(sub)
 
     bl = sub.add_parser("baseline", help="write a baseline from a report.json")
     bl.add_argument("--from", dest="source", type=Path, required=True, metavar="REPORT_JSON")
@@ -326,6 +328,8 @@ COMMANDS = {
     "test": _test,
     "calibrate": _calibrate,
     "versions": versions_cli.run,
+    "compare": compare.run,
+    "repro": repro.run,
     "claims": _claims,
     "baseline": _baseline,
 }

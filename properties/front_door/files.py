@@ -337,8 +337,7 @@ CLI_ROWS = [
 
 
 # --- deferlab compare and deferlab repro (reports.compare, reports.repro) ------------------------------------------
-# Rows of their own list: run through reports.cli.main once both subcommands are wired there (then CLI_ROWS takes
-# them); until then properties/reports/test_compare.py runs them through the subcommands' own parsers.
+# compare and repro: their own list, run through reports.cli.main with the rest (test_front_door.CLI_ROWS).
 def _git_checkout(tmp: Path) -> str:
     """A one-commit git repository in ``tmp/repo`` (its path)."""
     import subprocess
