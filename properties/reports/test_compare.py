@@ -20,7 +20,7 @@ import pytest
 
 from deferlab.properties.impl.sglang.support import skip_if_unfetched
 from deferlab.reference.system.errors import UsageError
-from deferlab.reports import compare, compare_render, repro
+from deferlab.reports import compare, compare_render
 from deferlab.reports.versions.matrix import SGLangLoadError
 
 CACHE = Path.home() / ".cache" / "deferlab" / "sglang"
@@ -256,22 +256,6 @@ def test_two_revisions_of_one_release_are_named_by_commit(tmp_path: Path, monkey
     names = [f"sglang-0.5.17+g{sha['HEAD~1']}", f"sglang-0.5.17+g{sha['HEAD']}"]
     assert [doc["base"]["name"], doc["head"]["name"]] == names
     assert doc["reproducers"]["written"] == [f"repro/C3-{n}.py" for n in names]  # C3 on each side: two files
-
-
-def _main(argv: list[str]) -> int:
-    """`reports.cli.main`'s contract for the two subcommands (UsageError -> one line, exit 2)."""
-    import sys
-
-    parser = argparse.ArgumentParser(prog="deferlab")
-    sub = parser.add_subparsers(dest="command", required=True)
-    compare.add_parser(sub)
-    repro.add_parser(sub)
-    try:
-        args = parser.parse_args(argv)
-        return {"compare": compare.run, "repro": repro.run}[args.command](args)
-    except UsageError as e:
-        print(f"deferlab: error: {e}", file=sys.stderr)
-        return 2
 
 
 def _cached(*versions: str) -> None:
