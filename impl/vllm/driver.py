@@ -145,20 +145,20 @@ class VLLMPath:
         if cls is None:
             remote = "modelled: the checkpoint's own remote-code processor (not in the wheel), by the checkpoint oracle"
             return {
-                "parse": f"{PARSE}.MultiModalDataParser._parse_image_data",
+                "parse": f"real: {PARSE}.MultiModalDataParser._parse_image_data",
                 "serve": remote,
                 "num_tokens": remote,
                 "geometry": remote,
                 "config": "the checkpoint's media_proc_cfg",
             }
         return {
-            "parse": f"{PARSE}.MultiModalDataParser._parse_image_data",
-            "serve": f"{K3_PROCESSOR}.KimiK3Processor.__call__ -> {cls.__module__}.{cls.__qualname__}.preprocess",
-            "num_tokens": f"{cls.__module__}.{cls.__qualname__}.get_resize_config",
-            "geometry": f"{cls.__module__}.{cls.__qualname__}.get_resize_config",
-            "config": "the checkpoint's media_proc_cfg"
+            "parse": f"real: {PARSE}.MultiModalDataParser._parse_image_data",
+            "serve": f"real: {K3_PROCESSOR}.KimiK3Processor.__call__ -> {cls.__module__}.{cls.__qualname__}.preprocess",
+            "num_tokens": f"real: {cls.__module__}.{cls.__qualname__}.get_resize_config",
+            "geometry": f"real: {cls.__module__}.{cls.__qualname__}.get_resize_config",
+            "config": "real: the checkpoint's media_proc_cfg"
             if self._raw_cfg is not None
-            else "the profile's media_proc_cfg plus video keys the image path never reads (VIDEO_DEFAULTS)",
+            else "real: the profile's media_proc_cfg plus video keys the image path never reads (VIDEO_DEFAULTS)",
         }
 
 

@@ -71,11 +71,14 @@ def _samples() -> dict[str, list[images.Sample]]:
 
 
 def test_generated_images_are_seeded_and_of_their_class() -> None:
-    """The same pixels every run, sides in 8..40, and each PIL image classified as the row it was drawn for."""
+    """The same pixels every run, sides in 8..40 (then the RESIZED sizes), and each PIL image classified as the row
+    it was drawn for."""
     for cls in images.CLASSES:
         a, b = images.generated(cls, 2), images.generated(cls, 2)
+        assert [x.size for x in a[2:]] == list(images.RESIZED)
         for x, y in zip(a, b, strict=True):
-            assert x.origin == y.origin and all(images.MIN_SIDE <= s <= images.MAX_SIDE for s in x.size)
+            small = all(images.MIN_SIDE <= s <= images.MAX_SIDE for s in x.size)
+            assert x.origin == y.origin and (small or x.size in images.RESIZED), x.size
             if cls == images.ARRAY_CLASS:
                 assert isinstance(x.image, np.ndarray) and np.array_equal(x.image, y.image)
             else:
@@ -127,7 +130,7 @@ def test_skew_figures_and_markdown(tmp_path: Path) -> None:
         data = (tmp_path / f["file"]).read_bytes()
         assert data.startswith(PNG_MAGIC) and len(data) > 5000
     md = "\n".join(served_section({**skew.table_dict(cols, _samples()), "config": "kimi-k3"}))
-    assert "| RGB | 2 | 0 lv, 100.0% bitwise, 0 ulps | 3 lv," in md
+    assert "| RGB | 4 | 0 lv, 100.0% bitwise, 0 ulps | 3 lv," in md
     assert "refused: ValueError: Unsupported data type P" in md
 
 

@@ -21,6 +21,9 @@ from deferlab.reference.system.served import IMAGE_CLASSES
 ARRAY_CLASS = "uint8 array HWC"  # the extra row: a request's image given as a NumPy array instead of a PIL image
 MIN_SIDE, MAX_SIDE = 8, 40
 PER_CLASS = 3  # generated images per class (the corpus adds its own)
+# Two long thin images per class that Kimi-K3's geometry does resize (a side over 512 patches of 14 px = 7168):
+# small images and the corpus never are, so without these the table would never see the resize arithmetic.
+RESIZED = ((7400, 9), (9, 7400))
 SEED = 16  # semantics §16
 
 
@@ -105,12 +108,15 @@ def _stray_key(im: Image.Image) -> Image.Image:
 
 
 def generated(cls: str, count: int = PER_CLASS) -> list[Sample]:
-    """``count`` images of class ``cls``, sides drawn in MIN_SIDE..MAX_SIDE (seeded by the class's row)."""
+    """``count`` images of class ``cls``, sides drawn in MIN_SIDE..MAX_SIDE (seeded by the class's row), then the
+    `RESIZED` ones."""
     rng = np.random.default_rng([SEED, CLASSES.index(cls)])
     out = []
     for i in range(count):
         w, h = (int(v) for v in rng.integers(MIN_SIDE, MAX_SIDE + 1, 2))
         out.append(Sample(cls, f"generated #{i} {w}x{h}", MAKERS[cls](rng, w, h)))
+    for w, h in RESIZED:
+        out.append(Sample(cls, f"generated {w}x{h} (resized)", MAKERS[cls](rng, w, h)))
     return out
 
 

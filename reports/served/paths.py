@@ -9,44 +9,18 @@ line (the step that needed it fails, the report is still written).
 
 from __future__ import annotations
 
-from collections.abc import Sequence
 from dataclasses import dataclass, field
-from types import SimpleNamespace
 from typing import Any
 
-from deferlab.reference.system.config import PreprocessConfig
 from deferlab.reference.system.policies import DEFAULT_POLICY
 from deferlab.reports.served.skew import one_line
-
-
-class _OneDecisionPerImage:
-    """The model's seam impl with ``process(...).deferred`` one bool per image.
-
-    Why: ``impl.served.SeamPath.serve`` iterates ``.deferred``, which the model's per-request gate answers with
-    one bool (properties/SEAM.md allows both forms); the same spread the served claims' harness applies.
-    """
-
-    def __init__(self, impl: Any) -> None:
-        self._impl = impl
-
-    def __getattr__(self, name: str) -> Any:
-        return getattr(self._impl, name)
-
-    def process(self, images: Sequence[Any], config: PreprocessConfig, **options: Any) -> Any:
-        out = self._impl.process(images, config, **options)
-        if isinstance(out.deferred, bool):
-            return SimpleNamespace(items=out.items, deferred=[out.deferred] * len(images))
-        return out
 
 
 def model_paths(policy: str = DEFAULT_POLICY.name) -> list[Any]:
     """deferlab's model under ``policy``: its eager path, and its deferred one where the policy defers."""
     from deferlab.impl.served import model_paths as seam_paths
 
-    paths = [p for p in seam_paths(policy) if p.path == "eager" or p.impl.defers(policy)]
-    for p in paths:
-        p.impl = _OneDecisionPerImage(p.impl)
-    return paths
+    return [p for p in seam_paths(policy) if p.path == "eager" or p.impl.defers(policy)]
 
 
 def sglang_paths(spec: str) -> list[Any]:
