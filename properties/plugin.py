@@ -26,10 +26,13 @@ only when that suite is collected.
 
 from __future__ import annotations
 
+import os
 import sys
 from typing import Any
 
 import pytest
+
+from deferlab.reference.system.served import CHECKPOINT_ENV
 
 MARKERS = (
     "claim(id): a claim test of claims.toml; its `policy` is parametrized from the claim's expectations",
@@ -93,12 +96,23 @@ def pytest_addoption(parser: pytest.Parser) -> None:
         help="the `served_paths` fixture is real vLLM's Kimi-K3 image path: 'installed' or a released version such "
         "as 0.33.0 (in deferlab's suite only the served-vs-trained claim tests run, recorded under the label VLLM)",
     )
+    parser.addoption(
+        "--checkpoint",
+        action="store",
+        default=None,
+        metavar="DIR",
+        help="a downloaded model snapshot: its preprocessor_config.json (fill stage included) is the config the "
+        "served-vs-trained claims run under (also read from DEFERLAB_CHECKPOINT; default the kimi-k3 profile)",
+    )
 
 
 @pytest.hookimpl(tryfirst=True)  # before Hypothesis's own pytest_configure loads the profile it names
 def pytest_configure(config: pytest.Config) -> None:
     if config.getoption("--sglang", None) is not None and config.getoption("--vllm", None) is not None:
         raise pytest.UsageError("--sglang and --vllm name two systems under test; give one of them")
+    checkpoint = config.getoption("--checkpoint", None)
+    if checkpoint is not None:  # one place the served claims read it, in this process and its children
+        os.environ[CHECKPOINT_ENV] = str(checkpoint)
     for marker in MARKERS:
         config.addinivalue_line("markers", marker)
     if config.getoption("hypothesis_profile", None):

@@ -15,9 +15,10 @@ AssertionError naming each failing path, so a system fails when any path does.
 
 from __future__ import annotations
 
+import os
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, replace
-from functools import lru_cache
+from functools import cache, lru_cache
 from typing import Any
 
 import numpy as np
@@ -28,7 +29,7 @@ from deferlab.reference.oracle.normalize import patchify
 from deferlab.reference.oracle.numerics import bf16_bits, float32_bits
 from deferlab.reference.system.config import PreprocessConfig
 from deferlab.reference.system.profiles import DEFAULT_PROFILE, profile
-from deferlab.reference.system.served import ServedPath
+from deferlab.reference.system.served import CHECKPOINT_ENV, ServedPath
 
 # C14's allowance (b), in float32 ulps at the channel's largest |normalized value| (np.spacing of it). Semantics
 # §14.1 measures every scale/bias form against the checkpoint's normalization at most 1.2e-7 apart for Kimi's
@@ -39,8 +40,19 @@ ALLOWANCE_ULPS = 2
 
 
 def session_config() -> PreprocessConfig:
-    """The config the served claims run under: the default profile (Kimi-K3), as the checkpoint ships it."""
-    return profile(DEFAULT_PROFILE)
+    """The config the served claims run under: a snapshot's own (``--checkpoint DIR`` / ``DEFERLAB_CHECKPOINT``),
+    else the default profile (Kimi-K3), as the checkpoint ships it."""
+    snapshot = checkpoint_snapshot()
+    return profile(DEFAULT_PROFILE) if snapshot is None else snapshot[0]
+
+
+@cache
+def checkpoint_snapshot() -> tuple[PreprocessConfig, dict[str, Any]] | None:
+    """(config, raw media_proc_cfg) of the snapshot named by ``DEFERLAB_CHECKPOINT``, or None when unset."""
+    from deferlab.reports.served.checkpoint import read_checkpoint
+
+    folder = os.environ.get(CHECKPOINT_ENV)
+    return None if not folder else read_checkpoint(folder)
 
 
 def own_code(path: ServedPath) -> bool:
@@ -78,7 +90,8 @@ def vllm_path(spec: str) -> Any:
     """vLLM's one path for ``spec``, handed the checkpoint oracle for the releases that serve its remote code."""
     from deferlab.impl.vllm.driver import VLLMPath
 
-    return VLLMPath(spec, checkpoint=checkpoint)
+    snapshot = checkpoint_snapshot()
+    return VLLMPath(spec, checkpoint=checkpoint, media_proc_cfg=None if snapshot is None else snapshot[1])
 
 
 def provenance(paths: Sequence[ServedPath]) -> dict[str, str]:

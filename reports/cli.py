@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
 import sys
 from collections.abc import Sequence
 from pathlib import Path
@@ -21,6 +22,7 @@ from deferlab.reference.system.config import PreprocessConfig
 from deferlab.reference.system.errors import DeferlabInputError, UsageError
 from deferlab.reference.system.profiles import profile as load_profile
 from deferlab.reference.system.profiles import profile_names
+from deferlab.reference.system.served import CHECKPOINT_ENV
 from deferlab.reference.system.validate import check_choice, check_int, check_positive_int
 from deferlab.reports import benchmarks, claims, compare, render, repro
 from deferlab.reports.atomic import write_text_atomic
@@ -192,6 +194,8 @@ def _report(args: argparse.Namespace) -> int:
         raise UsageError("--vllm: not allowed with --impl (with --vllm the claims run on vLLM's code, not the seam's)")
     config, source = resolve_config(args)
     raw_cfg = _checkpoint(args.checkpoint)[1] if args.checkpoint else None
+    if args.checkpoint:  # the claim runs are child processes: the served claims read the snapshot from here
+        os.environ[CHECKPOINT_ENV] = str(Path(args.checkpoint).resolve())
     if args.from_results is not None and not (args.from_results / claims.RESULTS_FILE).is_file():
         raise UsageError(f"--from-results: {str(args.from_results / claims.RESULTS_FILE)!r} does not exist")
     if args.baseline is None:

@@ -218,12 +218,18 @@ def _ran_on(claims: list[dict[str, Any]]) -> list[str]:
 
 def _config_scope(config: dict[str, Any]) -> list[str]:
     """What a config given on the command line reaches (the claim tests draw their own configs)."""
-    if str(config.get("source", "")).startswith("preset kimi-k3"):
+    source = str(config.get("source", ""))
+    if source.startswith("preset kimi-k3"):
         return []
+    claims = (
+        "and the served-vs-trained claims C13-C15 (the other claim tests draw their own configs)"
+        if source.startswith("checkpoint")
+        else "; the claim tests run under the suite's own configs (the kimi-k3 profile and what each test draws: "
+        "only --checkpoint hands the suite a config)"
+    )
     return [
-        f"Config `{config.get('name')}` ({_esc(config.get('source'))}) drives the sweeps, C13's exhaustive geometry "
-        "and the skew table; the claim tests run under the suite's own configs (the kimi-k3 profile and what each "
-        "test draws: the suite takes no config file).",
+        f"Config `{config.get('name')}` ({_esc(config.get('source'))}) drives the sweeps, C13's exhaustive geometry, "
+        f"the skew table {claims}.",
         "",
     ]
 

@@ -16,6 +16,10 @@ import numpy as np
 
 from deferlab.reference.system.config import PreprocessConfig
 
+# The variable naming a model snapshot folder whose preprocessor_config.json the served claims run under (the
+# report's --checkpoint sets it for its child pytest runs; pytest's --checkpoint sets it in the session).
+CHECKPOINT_ENV = "DEFERLAB_CHECKPOINT"
+
 # The image classes of the skew table, in its row order (semantics §16.3): each is one way a PIL image can
 # carry (or not carry) colour and transparency that an engine may treat differently from the checkpoint.
 IMAGE_CLASSES = (
