@@ -177,6 +177,14 @@ def _cost_model(ref: dict) -> Callable[..., float]:
     return cost
 
 
+def _add_wall(out: Path, seconds: float) -> float:
+    """The campaign's wall time over every session (a resumed one adds its own), kept in ``timing.json``."""
+    path = out / "timing.json"
+    total = (json.loads(path.read_text()).get("wall_seconds", 0.0) if path.is_file() else 0.0) + seconds
+    write_text_atomic(path, json.dumps({"wall_seconds": round(total, 1)}) + "\n")
+    return round(total, 1)
+
+
 def _targets_reached(targets: list[engine.Target], reach: dict[str, select.Reach], probed: list[str]) -> None:
     """A target in a probed file that no claim test entered in the reference would measure nothing: refused."""
     if any(not r.can_say for r in reach.values()):
@@ -321,13 +329,12 @@ def _campaign(
     try:
         pool.map(lambda slot, i: _mutant_task(ctx, slot, todo[i]), left, done)
     except KeyboardInterrupt:
+        _add_wall(front.out, time.perf_counter() - t0)
         say(f"interrupted: {finished[0]} of {len(left)} finished; continue with --resume --out {front.out}")
         return 130
     eq = render.equivalent_for(front.equivalent, front.version)
-    plan["timing"] = {
-        "wall_seconds": round(time.perf_counter() - t0, 1),
-        "reference_seconds": ref.get("wall_seconds", 0),
-    }
+    wall = _add_wall(front.out, time.perf_counter() - t0)
+    plan["timing"] = {"wall_seconds": wall, "reference_seconds": ref.get("wall_seconds", 0)}
     doc = render.document(plan, list(results.read().values()), eq)
     regs, better = render.compare(doc, front.baseline) if front.baseline else ([], [])
     render.write(front.out, doc, regs, better)
