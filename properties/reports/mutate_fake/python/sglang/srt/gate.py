@@ -1,0 +1,27 @@
+"""A fake engine module: a gate, a patch count, a countdown and an import-time check."""
+
+
+def should_defer(raw, processed):
+    return raw <= processed
+
+
+def patches(width, height, patch):
+    return ((width + patch - 1) // patch) * ((height + patch - 1) // patch)
+
+
+def countdown(n):
+    while n > 0:
+        n = n - 1
+    return n
+
+
+def _self_check():
+    if not 1 < 2:
+        raise ImportError("the fake engine refuses to load")
+
+
+def never_called(x):
+    return x * 2
+
+
+_self_check()
