@@ -6,10 +6,11 @@
 #                                     # there: C12, C13, C15), gated on reports/mutate_baseline.json; report in
 #                                     # reports/out/mutate-ci; about 3.5 minutes on 2 cores
 #   bash scripts/mutate.sh --full     # the default campaign, a local step: 100 mutants (seed 0) of every engine
-#                                     # function the claims' recorded provenance names, all claims, 10 mutants
-#                                     # also run with every claim to measure what selection saves; report in
-#                                     # reports/out/mutate-full (interrupted? run it again: it resumes);
-#                                     # add --first-kill to stop each mutant at the first claim that sees it
+#                                     # function the claims' recorded provenance names, the claims that entered
+#                                     # each, stopped at the first that sees it (--first-kill), 10 mutants also
+#                                     # run with every claim to measure what selection saves; report in
+#                                     # reports/out/mutate-full (interrupted? run it again: it resumes; delete
+#                                     # the folder for a fresh one); about 1 hour on 2 shared cores
 #
 # A campaign bigger than one box runs as --target slices, one per machine, each with its own --out.
 # Exit 0: no mutant the baseline saw killed survives now; 1: one does (a claim went blind: mutate.md names it and
@@ -23,7 +24,7 @@ if [[ "${1:-}" == "--full" ]]; then
     resume=()
     [[ -f "$out/campaign.json" ]] && resume=(--resume)
     exec python -m deferlab.reports.cli mutate --sglang 0.5.23 --sample 100 --seed 0 --compare-selection 10 \
-        --out "$out" "${resume[@]}" "$@"
+        --first-kill --out "$out" "${resume[@]}" "$@"
 fi
 out=reports/out/mutate-ci
 rm -rf "$out"  # the last CI sample's report (a fresh campaign each time; the reference run is cached)
