@@ -25,6 +25,7 @@ from deferlab.reference.system.profiles import profile_names
 from deferlab.reference.system.served import CHECKPOINT_ENV
 from deferlab.reference.system.validate import check_choice, check_int, check_positive_int
 from deferlab.reports import benchmarks, claims, compare, render, repro
+from deferlab.reports import mutate as mutate_cli
 from deferlab.reports.atomic import write_text_atomic
 from deferlab.reports.regressions import DEFAULT_BASELINE, load_baseline, make_baseline
 from deferlab.reports.runner import PROFILES, STEPS, ReportOptions, default_out_dir, run_report
@@ -107,6 +108,7 @@ def build_parser() -> argparse.ArgumentParser:
     versions_cli.add_parser(sub)
     compare.add_parser(sub)
     repro.add_parser(sub)
+    mutate_cli.add_parser(sub)
 
     bl = sub.add_parser("baseline", help="write a baseline from a report.json")
     bl.add_argument("--from", dest="source", type=Path, required=True, metavar="REPORT_JSON")
@@ -334,6 +336,7 @@ COMMANDS = {
     "versions": versions_cli.run,
     "compare": compare.run,
     "repro": repro.run,
+    "mutate": mutate_cli.run,
     "claims": _claims,
     "baseline": _baseline,
 }

@@ -25,11 +25,12 @@ from deferlab.properties.front_door.api import API_ROWS, Bad
 from deferlab.properties.front_door.arrays import ORACLE_ROWS
 from deferlab.properties.front_door.files import CLI_ROWS as BASE_CLI_ROWS
 from deferlab.properties.front_door.files import COMPARE_CLI_ROWS, FILE_ROWS, BadCli
+from deferlab.properties.front_door.mutate import MUTATE_ROWS
 from deferlab.properties.front_door.served import SERVED_ROWS
 from deferlab.reference.system.errors import DeferlabInputError
 
 PYTHON_ROWS = API_ROWS + ORACLE_ROWS + FILE_ROWS + SERVED_ROWS
-CLI_ROWS = BASE_CLI_ROWS + COMPARE_CLI_ROWS
+CLI_ROWS = BASE_CLI_ROWS + COMPARE_CLI_ROWS + MUTATE_ROWS
 
 
 @pytest.mark.parametrize("row", PYTHON_ROWS, ids=[r.id for r in PYTHON_ROWS])
