@@ -32,7 +32,8 @@ from typing import Any
 
 import pytest
 
-from deferlab.reference.system.served import CHECKPOINT_ENV
+# reference.system.served.CHECKPOINT_ENV, not imported: the plugin stays light (test_checkpoint_config checks it)
+CHECKPOINT_ENV = "DEFERLAB_CHECKPOINT"
 
 MARKERS = (
     "claim(id): a claim test of claims.toml; its `policy` is parametrized from the claim's expectations",

@@ -27,3 +27,9 @@ def test_the_served_claims_run_under_a_snapshots_config(tmp_path, monkeypatch):
 
 def test_pytest_offers_the_option(pytestconfig):
     assert pytestconfig.getoption("--checkpoint", default="absent") != "absent"
+
+
+def test_the_plugin_names_the_same_variable():
+    from deferlab.properties import plugin
+
+    assert plugin.CHECKPOINT_ENV == CHECKPOINT_ENV

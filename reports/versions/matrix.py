@@ -57,8 +57,9 @@ def one_line(text: str) -> str:
 
 
 def version_key(v: str) -> tuple[int, ...]:
-    """Release order for plain ``X.Y.Z[.postN]`` versions (what SGLang publishes); anything else sorts last."""
-    m = re.fullmatch(r"(\d+)\.(\d+)\.(\d+)(?:\.post(\d+))?", v)
+    """Release order for plain ``X.Y.Z[.W][.postN]`` versions (vLLM published 0.9.0.1 and 0.10.1.1); anything
+    else sorts last."""
+    m = re.fullmatch(r"(\d+)\.(\d+)\.(\d+)(?:\.(\d+))?(?:\.post(\d+))?", v)
     if not m:
         return (10**6,)
     return tuple(int(g or 0) for g in m.groups())
