@@ -102,6 +102,38 @@ def check_spec(engine: Engine, spec: object) -> str:
     return spec.strip()
 
 
+def _release_parts(version: str) -> tuple[int, ...]:
+    """The numeric components of a release (``0.5.6.post1`` -> (0, 5, 6, 1)); letters end a component."""
+    return tuple(int(m) for m in re.findall(r"\d+", version))
+
+
+def nearest_release(spec: str, versions: list[str]) -> str | None:
+    """The listed release nearest ``spec``: the most leading components shared, then the smallest gap in the
+    first component that differs, then the newer. Why not edit distance: ``0.5.24`` should name ``0.5.23``, not
+    ``0.5.4``, and ``9.9.9`` the newest release rather than the oldest."""
+    want = _release_parts(spec)
+
+    def key(item: tuple[int, str]) -> tuple[int, int, int]:
+        order, version = item
+        have = _release_parts(version)
+        shared = 0
+        while shared < min(len(want), len(have)) and want[shared] == have[shared]:
+            shared += 1
+        if shared == len(want):  # every component asked for matches (0.5.6 -> 0.5.6.post2): no gap
+            return (-shared, 0, -order)
+        b = have[shared] if shared < len(have) else 0
+        return (-shared, abs(want[shared] - b), -order)
+
+    return min(enumerate(versions), key=key)[1] if versions else None
+
+
+def known_releases(spec: str, versions: list[str], newest: int = 3) -> str:
+    """What to say of a release the index does not have: the nearest one and the newest few (the index lists
+    oldest first, and a long list of old releases is not what a user asking for a missing one needs)."""
+    nearest = nearest_release(spec, versions)
+    return f"nearest: {nearest}; newest: {', '.join(versions[-newest:])}; {len(versions)} listed"
+
+
 def resolve(
     engine: Engine, spec: str, cache: Path | None = None, downloader: wheels.Downloader | None = None
 ) -> Resolved:
@@ -125,10 +157,9 @@ def resolve(
             tree, downloaded = wheels.fetch(engine, spec, cache, downloader)
         except wheels.DownloadError as e:
             if e.versions:
-                listed = ", ".join(e.versions[-25:])
                 raise err(
                     f"{engine.name} source {spec!r}: the package index has no {engine.distribution}=={spec} "
-                    f"(it lists {listed}); {accepted}"
+                    f"({known_releases(spec, e.versions)}); {accepted}"
                 ) from None
             if not e.download_failed:
                 raise err(f"{engine.name} source {spec!r}: the fetched wheel is unusable ({e}); {accepted}") from None

@@ -63,7 +63,12 @@ def test_every_refusal_names_the_spec_and_ends_with_what_is_accepted(tmp_path):
             re.escape("is not a FakeEng checkout (no python/fakeeng/ with __init__.py and core/,"),
         ),
         ("9.9", offline, FetchError, re.escape("could not fetch the wheel with pip download (Network is unreachable)")),
-        ("9.9", listed, SourceError, r"the package index has no fakeeng==9.9 \(it lists 1.0, 1.1\)"),
+        (
+            "9.9",
+            listed,
+            SourceError,
+            r"the package index has no fakeeng==9.9 \(nearest: 1.1; newest: 1.0, 1.1; 2 listed\)",
+        ),
     ]
     for spec, downloader, error, match in cases:
         with pytest.raises(error, match=match) as info:
@@ -72,6 +77,30 @@ def test_every_refusal_names_the_spec_and_ends_with_what_is_accepted(tmp_path):
         assert (error is FetchError) == isinstance(info.value, FetchError)
     with pytest.raises(SourceError, match="not a non-empty string"):
         sources.check_spec(FAKE, "  ")
+
+
+@pytest.mark.parametrize(
+    ("spec", "nearest"),
+    [
+        ("9.9.9", "0.5.23"),  # nothing shared: the newest, not the oldest
+        ("0.5.24", "0.5.23"),
+        ("0.5.2", "0.5.2"),
+        ("0.5.9.9", "0.5.9"),
+        ("0.5.11", "0.5.12"),  # as far from 0.5.10 and 0.5.10.post1: the newer
+        ("0.4.0", "0.4.9"),
+        ("0.5.6", "0.5.6.post2"),
+    ],
+)
+def test_nearest_release_prefers_shared_components_then_the_smallest_gap_then_the_newer(spec, nearest):
+    listed = ["0.4.9", "0.5.2", "0.5.6.post1", "0.5.6.post2", "0.5.9", "0.5.10", "0.5.10.post1", "0.5.12", "0.5.23"]
+    assert sources.nearest_release(spec, listed) == nearest
+
+
+def test_an_unlisted_release_names_the_nearest_and_the_newest_not_the_whole_list():
+    listed = [f"0.5.{n}" for n in range(40)]
+    text = sources.known_releases("0.5.99", listed)
+    assert text == "nearest: 0.5.39; newest: 0.5.37, 0.5.38, 0.5.39; 40 listed"
+    assert sources.nearest_release("1.0", []) is None
 
 
 def test_load_imports_the_required_modules_and_keeps_one_tree_per_process(tmp_path):
