@@ -1,7 +1,8 @@
-"""``deferlab compare BASE HEAD``: what a change does to the claims, as a verdict diff of two SGLang sources.
+"""``deferlab compare BASE HEAD``: what a change does to the claims, as a verdict diff of two engine sources.
 
-Each side is a SPEC as ``--sglang`` takes it (a release, ``installed``, a
-checkout) or ``PATH@REV``: the checkout PATH at git revision REV, extracted
+Both sides are one engine (``--engine``: SGLang by default, or vLLM, whose
+claims are the served-vs-trained C13-C15). Each side is a SPEC as ``--sglang``
+/ ``--vllm`` takes it (a release, ``installed``, a checkout) or ``PATH@REV``: the checkout PATH at git revision REV, extracted
 by deferlab (``git archive``) into ``<cache>/checkouts/<sha>`` without
 touching the user's working tree or repository. Both sides are loaded first
 (`matrix.preflight`, at once), so a side that cannot be resolved or loaded is
@@ -46,16 +47,29 @@ from deferlab.reports.runner import PROFILES, default_out_dir
 from deferlab.reports.versions import matrix
 
 FORMATS = ("md", "json", "junit")
+ENGINES = ("sglang", "vllm")
+_EXAMPLE = {"sglang": ("0.5.23", "an SGLang"), "vllm": ("0.33.0", "a vLLM")}
 ACCEPTED = (
     "accepted: a release such as 0.5.23, 'installed', an SGLang checkout path, "
     "or PATH@REV (that git checkout at a commit, branch or tag)"
 )
+
+
+def accepted(engine: str = "sglang") -> str:
+    """What a SPEC of ``engine`` may be, for the one-line refusals."""
+    release, which = _EXAMPLE.get(engine, _EXAMPLE["sglang"])
+    return (
+        f"accepted: a release such as {release}, 'installed', {which} checkout path, "
+        "or PATH@REV (that git checkout at a commit, branch or tag)"
+    )
+
+
 RUN_SIDE = (
     "import json, sys\n"
     "from pathlib import Path\n"
     "from deferlab.reports.versions.matrix import run_version\n"
     "with open(sys.argv[3], 'a') as log:\n"
-    "    out = run_version(sys.argv[1], sys.argv[2], Path('runs'), log)\n"
+    "    out = run_version(sys.argv[1], sys.argv[2], Path('runs'), log, engine=sys.argv[4])\n"
     "print('RESULT:' + json.dumps(out))\n"
 )
 
@@ -71,13 +85,19 @@ class Side:
     identity: tuple[str, ...]
     revision: str | None = None  # PATH@REV: the commit REV names
     repo: str | None = None  # PATH@REV: the checkout's top level
+    engine: str = "sglang"
 
 
 def add_parser(sub: Any) -> argparse.ArgumentParser:
-    p = sub.add_parser("compare", help="claim verdicts of two SGLang sources, diffed (compare.md/json/png)")
-    p.add_argument("base", metavar="BASE", help="SPEC as --sglang takes it (release, checkout, installed) or PATH@REV")
+    p = sub.add_parser("compare", help="claim verdicts of two engine sources, diffed (compare.md/json/png)")
+    p.add_argument(
+        "base", metavar="BASE", help="SPEC as --sglang / --vllm takes it (release, checkout, installed) or PATH@REV"
+    )
     p.add_argument("head", metavar="HEAD", help="the changed side, same forms as BASE")
     p.add_argument("--out", type=Path, help="output directory (default reports/out/compare-<UTC timestamp>)")
+    p.add_argument(
+        "--engine", default="sglang", help=f"the engine both sides are: {', '.join(ENGINES)} (default sglang)"
+    )
     p.add_argument("--profile", default="ci", help=f"hypothesis profile of the claim searches: {', '.join(PROFILES)}")
     p.add_argument("--format", default="md", help=f"what goes to stdout: {', '.join(FORMATS)} (default md)")
     p.add_argument("--junit", type=Path, metavar="FILE", help="also write a JUnit XML of HEAD's claims to FILE")
@@ -100,37 +120,45 @@ def _git(args: list[str], cwd: Path) -> subprocess.CompletedProcess:
         return subprocess.CompletedProcess(args, 1, "", f"git could not run: {e}")
 
 
-def resolve_side(role: str, spec: str, *, cache: Path | None = None) -> Side:
+def resolve_side(role: str, spec: str, *, cache: Path | None = None, engine: str = "sglang") -> Side:
     """The `Side` ``spec`` names, read without importing anything (loading is `matrix.preflight`'s job);
     ``PATH@REV`` is extracted here. UsageError (one line) for a revision that cannot be had."""
     spec = str(spec).strip()
     if not spec:
-        raise UsageError(f"{role}: an empty SPEC; {ACCEPTED}")
+        raise UsageError(f"{role}: an empty SPEC; {accepted(engine)}")
     if spec == "installed":
-        return Side(role, spec, "installed", spec, ("installed",))
+        return Side(role, spec, "installed", spec, ("installed",), engine=engine)
     path = Path(spec).expanduser()
     if path.exists():
-        return Side(role, spec, "checkout", str(path.resolve()), ("tree", _tree_key(path)))
+        return Side(role, spec, "checkout", str(path.resolve()), ("tree", _tree_key(path, engine)), engine=engine)
     if "@" in spec:
         left, rev = spec.rsplit("@", 1)
         where = Path(left).expanduser()
         if where.exists() or "/" in left or left.startswith((".", "~")):
-            return _revision_side(role, spec, where, rev, cache)
-    return Side(role, spec, "release", spec, ("release", spec))
+            return _revision_side(role, spec, where, rev, cache, engine)
+    return Side(role, spec, "release", spec, ("release", spec), engine=engine)
 
 
-def _tree_key(path: Path) -> str:
-    """The folder holding ``sglang/`` for a checkout (so PATH and PATH/python are one tree); else PATH itself."""
+def _engine(engine: str) -> Any:
+    """The loader's `Engine` description of ``engine`` (its package, where it sits in a checkout)."""
+    import importlib
+
+    return importlib.import_module(f"deferlab.impl.{engine}.sources").ENGINE
+
+
+def _tree_key(path: Path, engine: str = "sglang") -> str:
+    """The folder holding the package (``sglang/``, ``vllm/``) for a checkout (so PATH and PATH/python are one
+    tree); else PATH itself."""
     from deferlab.impl.loader.sources import checkout_root
-    from deferlab.impl.sglang.sources import ENGINE
 
     try:
-        return str(checkout_root(ENGINE, str(path), path))
+        return str(checkout_root(_engine(engine), str(path), path))
     except DeferlabInputError:
         return str(path.resolve())  # not a checkout: preflight refuses it in the driver's words
 
 
-def _revision_side(role: str, spec: str, where: Path, rev: str, cache: Path | None) -> Side:
+def _revision_side(role: str, spec: str, where: Path, rev: str, cache: Path | None, engine: str = "sglang") -> Side:
+    ACCEPTED = accepted(engine)  # noqa: N806 - the module constant's wording, for this engine
     if not where.exists():
         raise UsageError(f"{role}: {spec!r}: no such path {str(where)!r}; {ACCEPTED}")
     if not rev.strip():
@@ -148,16 +176,18 @@ def _revision_side(role: str, spec: str, where: Path, rev: str, cache: Path | No
             f"(git rev-parse --verify found no commit); accepted: a commit, branch or tag of that checkout"
         )
     rel = where.resolve().relative_to(repo).as_posix()
-    tree = extract_revision(repo, sha, rel, cache or checkouts_root())
-    return Side(role, spec, "revision", str(tree), ("revision", sha, rel), sha, str(repo))
+    subdir = _engine(engine).checkout_subdir or ""
+    tree = extract_revision(repo, sha, rel, cache or checkouts_root(), subdir=subdir)
+    return Side(role, spec, "revision", str(tree), ("revision", sha, rel), sha, str(repo), engine)
 
 
-def extract_revision(repo: Path, sha: str, rel: str, cache: Path) -> Path:
-    """``<cache>/<sha>/<sub>``: the tree of ``sub`` at ``sha`` (``rel/python`` where the commit has it, SGLang's
-    package folder, else ``rel``), from ``git archive``; extracted aside and renamed in, so it is whole or absent."""
+def extract_revision(repo: Path, sha: str, rel: str, cache: Path, *, subdir: str = "python") -> Path:
+    """``<cache>/<sha>/<sub>``: the tree of ``sub`` at ``sha`` (``rel/<subdir>`` where the commit has it: SGLang's
+    ``python`` package folder; else ``rel``), from ``git archive``; extracted aside and renamed in, so it is
+    whole or absent."""
     sub = rel if rel not in ("", ".") else ""
-    python = f"{sub}/python" if sub else "python"
-    if _git(["cat-file", "-t", f"{sha}:{python}"], repo).stdout.strip() == "tree":
+    python = (f"{sub}/{subdir}" if sub else subdir) if subdir else ""
+    if python and _git(["cat-file", "-t", f"{sha}:{python}"], repo).stdout.strip() == "tree":
         sub = python
     final = cache / sha / sub if sub else cache / sha / "tree"
     if final.is_dir():
@@ -188,17 +218,19 @@ def extract_revision(repo: Path, sha: str, rel: str, cache: Path) -> Path:
 
 def check_args(args: argparse.Namespace, *, cache: Path | None = None) -> tuple[Side, Side]:
     """Every argument checked (UsageError, one line) and both sides resolved, before anything is loaded."""
+    engine = getattr(args, "engine", "sglang")
     try:
         check_choice("--profile", args.profile, PROFILES)
         check_choice("--format", args.format, FORMATS)
+        check_choice("--engine", engine, ENGINES)
     except DeferlabInputError as e:
         raise UsageError(str(e)) from None
     if args.out is not None and args.out.exists() and not args.out.is_dir():
         raise UsageError(f"--out: {str(args.out)!r} exists and is not a directory")
     if args.junit is not None and args.junit.is_dir():
         raise UsageError(f"--junit: {str(args.junit)!r} is a directory; accepted: a file path for the XML")
-    base = resolve_side("BASE", args.base, cache=cache)
-    head = resolve_side("HEAD", args.head, cache=cache)
+    base = resolve_side("BASE", args.base, cache=cache, engine=engine)
+    head = resolve_side("HEAD", args.head, cache=cache, engine=engine)
     if base.identity == head.identity:
         raise UsageError(
             f"BASE and HEAD are the same source ({args.base!r} and {args.head!r} resolve to {base.run_spec!r}); "
@@ -211,7 +243,7 @@ def preflight_both(sides: list[Side], say: Any, *, loader: Any = matrix.prefligh
     """Load both sides at once (a fresh process each); their names, or UsageError naming the side."""
     say("loading " + " and ".join(f"{s.role} {s.spec}" for s in sides) + " (an uncached release downloads once)")
     with concurrent.futures.ThreadPoolExecutor(max_workers=len(sides)) as pool:
-        futures = {s.role: pool.submit(loader, s.run_spec) for s in sides}
+        futures = {s.role: pool.submit(loader, s.run_spec, engine=s.engine) for s in sides}
     names = {}
     for s in sides:
         try:
@@ -236,7 +268,7 @@ def run_side(side: Side, profile: str, work: Path, log_path: Path) -> dict[str, 
         spec = "tree"
     t0 = time.perf_counter()
     proc = subprocess.run(
-        [sys.executable, "-c", RUN_SIDE, spec, profile, str(log_path.resolve())],
+        [sys.executable, "-c", RUN_SIDE, spec, profile, str(log_path.resolve()), side.engine],
         cwd=work,
         capture_output=True,
         text=True,

@@ -177,8 +177,9 @@ def markdown(doc: dict[str, Any], statements: dict[str, dict[str, str]] | None =
         out += grouping.markdown_groups(groups, stmts) if groups else ["None."]
     made = doc.get("reproducers") or {}
     if made.get("written") or made.get("missing"):
-        out += ["", "## Reproducers: standalone pytest files calling SGLang's own functions", ""]
-        out += [f"- [`{p}`]({p}): `deferlab repro {p}` (or pytest where SGLang is installed)" for p in made["written"]]
+        title = {"sglang": "SGLang", "vllm": "vLLM"}.get(str(doc["head"].get("engine", "sglang")), "the engine")
+        out += ["", f"## Reproducers: standalone pytest files calling {title}'s own functions", ""]
+        out += [f"- [`{p}`]({p}): `deferlab repro {p}` (or pytest where {title} is installed)" for p in made["written"]]
         out += [f"- no reproducer: {m}" for m in made["missing"]]
     if doc["errors"]:
         out += ["", "## Sides that could not run their claims, or errored", ""]

@@ -23,8 +23,9 @@ import pytest
 
 from deferlab.properties.front_door.api import API_ROWS, Bad
 from deferlab.properties.front_door.arrays import ORACLE_ROWS
+from deferlab.properties.front_door.compare import COMPARE_CLI_ROWS
 from deferlab.properties.front_door.files import CLI_ROWS as BASE_CLI_ROWS
-from deferlab.properties.front_door.files import COMPARE_CLI_ROWS, FILE_ROWS, BadCli
+from deferlab.properties.front_door.files import FILE_ROWS, BadCli
 from deferlab.properties.front_door.mutate import MUTATE_ROWS
 from deferlab.properties.front_door.served import SERVED_ROWS
 from deferlab.reference.system.errors import DeferlabInputError

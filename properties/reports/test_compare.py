@@ -60,7 +60,9 @@ def _args(tmp: Path, base: str = "0.5.21", head: str = "0.5.22", **kw: Any) -> a
 
 def _run(tmp: Path, sides: dict[str, Any], *, error: str | None = None, **kw: Any) -> tuple[int, str]:
     log = io.StringIO()
-    rc = compare.run(_args(tmp, **kw), log, runner=_runner(sides, error), loader=lambda spec: f"sglang-{spec}")
+    rc = compare.run(
+        _args(tmp, **kw), log, runner=_runner(sides, error), loader=lambda spec, engine="sglang": f"{engine}-{spec}"
+    )
     return rc, log.getvalue()
 
 
@@ -148,7 +150,7 @@ def test_stdout_formats_junit_file_and_the_ci_job_summary(tmp_path: Path, monkey
     monkeypatch.setenv("GITHUB_STEP_SUMMARY", str(summary))
     args = _args(tmp_path)
     args.format, args.junit = "json", tmp_path / "ci" / "claims.xml"
-    loader = lambda spec: f"sglang-{spec}"  # noqa: E731
+    loader = lambda spec, engine="sglang": f"{engine}-{spec}"  # noqa: E731
     rc = compare.run(args, io.StringIO(), runner=_runner({"0.5.21": _rows(BASE), "0.5.22": _rows(BASE)}), loader=loader)
     assert rc == 0 and json.loads(capsys.readouterr().out)["changes"]["unchanged"]
     assert ET.parse(args.junit).getroot().get("failures") == "2"  # C3 and C9 fail on HEAD
@@ -165,7 +167,7 @@ def test_an_interrupted_compare_leaves_no_partial_output(tmp_path: Path) -> None
 
     log = io.StringIO()
     with pytest.raises(KeyboardInterrupt):
-        compare.run(_args(tmp_path), log, runner=interrupted, loader=lambda s: s)
+        compare.run(_args(tmp_path), log, runner=interrupted, loader=lambda s, **kw: s)
     assert list(tmp_path.iterdir()) == []
     sides = {"0.5.21": _rows(BASE), "0.5.22": _rows(BASE)}
 
@@ -177,7 +179,7 @@ def test_an_interrupted_compare_leaves_no_partial_output(tmp_path: Path) -> None
     mp.setattr(compare_render, "png", broken_png)
     try:
         with pytest.raises(OSError, match="disk full"):
-            compare.run(_args(tmp_path), log, runner=_runner(sides), loader=lambda s: s)
+            compare.run(_args(tmp_path), log, runner=_runner(sides), loader=lambda s, **kw: s)
     finally:
         mp.undo()
     assert list(tmp_path.iterdir()) == []
@@ -186,7 +188,7 @@ def test_an_interrupted_compare_leaves_no_partial_output(tmp_path: Path) -> None
 def test_both_sides_are_loaded_before_anything_runs_and_a_failure_names_the_side(tmp_path: Path) -> None:
     """HEAD cannot be loaded: UsageError naming HEAD and the driver's line; the claims never ran."""
 
-    def loader(spec: str) -> str:
+    def loader(spec: str, engine: str = "sglang") -> str:
         if spec == "0.5.22":
             raise SGLangLoadError("sglang source '0.5.22': could not fetch the wheel; accepted: ...")
         return f"sglang-{spec}"
@@ -250,12 +252,54 @@ def test_two_revisions_of_one_release_are_named_by_commit(tmp_path: Path, monkey
     sha = {rev: _git(repo, "rev-parse", rev)[:9] for rev in ("HEAD~1", "HEAD")}
     sides = {f"{repo}@HEAD~1": _rows(BASE), f"{repo}@HEAD": _rows(BASE)}
     args = _args(tmp_path, base=f"{repo}@HEAD~1", head=f"{repo}@HEAD")
-    rc = compare.run(args, io.StringIO(), runner=_runner(sides), loader=lambda spec: "sglang-0.5.17")
+    rc = compare.run(args, io.StringIO(), runner=_runner(sides), loader=lambda spec, engine="sglang": "sglang-0.5.17")
     doc = json.loads((tmp_path / "out" / "compare.json").read_text())
     assert rc == 0 and doc["base"]["kind"] == "revision" and (tmp_path / "cache" / "checkouts").is_dir()
     names = [f"sglang-0.5.17+g{sha['HEAD~1']}", f"sglang-0.5.17+g{sha['HEAD']}"]
     assert [doc["base"]["name"], doc["head"]["name"]] == names
     assert doc["reproducers"]["written"] == [f"repro/C3-{n}.py" for n in names]  # C3 on each side: two files
+
+
+def test_engine_vllm_loads_and_runs_both_sides_as_vllm(tmp_path: Path) -> None:
+    """--engine vllm: both sides are preflighted and run as vLLM (the loader and the side runner are told)."""
+    seen: dict[str, list[str]] = {"loaded": [], "ran": []}
+
+    def loader(spec: str, engine: str = "sglang") -> str:
+        seen["loaded"].append(f"{engine}:{spec}")
+        return f"{engine}-{spec}"
+
+    inner = _runner(
+        {"0.32.0": _rows({"C13": "holds", "C15": "fails"}), "0.33.0": _rows({"C13": "fails", "C15": "fails"})}
+    )
+
+    def runner(side: compare.Side, *a: Any) -> dict[str, Any]:
+        seen["ran"].append(f"{side.engine}:{side.spec}")
+        return inner(side, *a)
+
+    args = _args(tmp_path, base="0.32.0", head="0.33.0", engine="vllm")
+    rc = compare.run(args, io.StringIO(), runner=runner, loader=loader)
+    assert rc == 1 and sorted(seen["loaded"]) == ["vllm:0.32.0", "vllm:0.33.0"]
+    assert sorted(seen["ran"]) == ["vllm:0.32.0", "vllm:0.33.0"]
+    doc = json.loads((tmp_path / "out" / "compare.json").read_text())
+    assert doc["changes"]["newly failing"] == ["C13"]
+
+
+def test_an_unknown_engine_is_refused_before_anything_loads(tmp_path: Path) -> None:
+    def never(*a: Any, **k: Any) -> Any:
+        raise AssertionError("loaded although --engine was bad")
+
+    with pytest.raises(UsageError, match=r"^--engine must be one of 'sglang', 'vllm'; got 'tensorrt'"):
+        compare.run(_args(tmp_path, engine="tensorrt"), io.StringIO(), runner=never, loader=never)
+
+
+def test_a_vllm_revision_extracts_the_package_folder_at_the_top(tmp_path: Path) -> None:
+    """vLLM's package sits at the checkout's top (no python/ folder): PATH@REV extracts the whole tree."""
+    repo = _repo(tmp_path, [{"vllm/__init__.py": "", "vllm/version.py": "__version__ = '0.33.0'\n"}])
+    cache = tmp_path / "checkouts"
+    side = compare.resolve_side("HEAD", f"{repo}@HEAD", cache=cache, engine="vllm")
+    sha = _git(repo, "rev-parse", "HEAD")
+    assert side.engine == "vllm" and side.run_spec == str(cache / sha / "tree")
+    assert (cache / sha / "tree" / "vllm" / "version.py").is_file()
 
 
 def _cached(*versions: str) -> None:
