@@ -9,7 +9,8 @@ shrunk inputs group together, and a failure whose type or wording changed
 does not. Text is never cut without the full text beside it: the Markdown
 helpers give a short line and the whole evidence and counterexample in a
 collapsible ``<details>`` block; the groups keep every member's full text for
-the JSON.
+the JSON. The signature itself is the shared description's
+(`reference.system.signatures`, re-exported here), which the claim tests use too.
 """
 
 from __future__ import annotations
@@ -18,49 +19,21 @@ import re
 from collections.abc import Callable, Iterable
 from typing import Any
 
-# "Type: message" as `properties.claimcheck` records a failure (an exception class name, a colon, a space).
-_FAILURE = re.compile(r"\b([A-Z][A-Za-z0-9_]*(?:Error|Exception|Failure|Exit|Interrupt))\b: ")
-# What follows the found failure in a recorded evidence: the other pinned inputs' failures (" also ...").
-_ALSO = " also "
-_ADDRESS = re.compile(r"0x[0-9a-fA-F]+")
-# A git commit, as in a checkout's name (sglang-0.5.21+g1a2b3c4): 7-40 hex digits, at least one a-f and one 0-9.
-_COMMIT = re.compile(r"(?<![0-9a-f])(?=[0-9a-f]*\d)(?=[0-9a-f]*[a-f])[0-9a-f]{7,40}(?![0-9a-z])")
-# Numbers (ints, floats, exponents, signs), versions such as 0.5.21 and sizes such as 8192x8192, but not digits
-# inside names (float32, C3, kimi_k3).
-_NUMBER = re.compile(r"(?<![A-Za-z_\d.])[-+]?\d+(?:\.\d+)*(?:[eE][-+]?\d+)?(?:x\d+)*(?![A-Za-z_])")
+from deferlab.reference.system.signatures import failure_signature, failure_text, normalize
+
+__all__ = [
+    "details",
+    "failure_entries",
+    "failure_signature",
+    "failure_text",
+    "fenced",
+    "group_failures",
+    "markdown_groups",
+    "normalize",
+    "short",
+]
+
 SHORT = 160  # characters of a Markdown entry's one-line summary
-
-
-def normalize(text: str) -> str:
-    """``text`` with memory addresses, commits, numbers, versions and sizes replaced (``0x…``, ``<commit>``, ``#``)
-    and whitespace collapsed: what differs between two runs that met the same flaw."""
-    out = _ADDRESS.sub("0x…", str(text))
-    out = _COMMIT.sub("<commit>", out)
-    out = _NUMBER.sub("#", out)
-    return " ".join(out.split())
-
-
-def failure_text(evidence: str) -> str:
-    """The found failure's "Type: message" in a recorded evidence; the whole evidence when it names no exception.
-
-    A failing verdict's evidence is the claim's own text, the found failure and the other pinned inputs'
-    failures (`properties.claimcheck.verify_claim`: "<evidence> <Type: message> also <input>: ..."). So: an
-    exception that opens a sentence (not one quoted after a colon, which is a message's own cause or the claim
-    text's example), the last such before the first " also " that follows one, up to that " also ".
-    """
-    text = str(evidence or "")
-    opens = [m for m in _FAILURE.finditer(text) if not text[: m.start()].endswith(": ")]
-    if not opens:
-        return text.split(_ALSO, 1)[0].strip()
-    cut = text.find(_ALSO, opens[0].start())
-    head = text if cut < 0 else text[:cut]
-    start = [m.start() for m in opens if m.start() < len(head)][-1]
-    return head[start:].strip()
-
-
-def failure_signature(evidence: str) -> str:
-    """The failure's exception type + message, normalized (`normalize`): equal for the same flaw."""
-    return normalize(failure_text(evidence))
 
 
 def failure_entries(rows: Iterable[dict[str, Any]], where: Callable[[dict[str, Any]], str]) -> list[dict[str, Any]]:
@@ -131,7 +104,8 @@ def details(summary: str, sections: Iterable[tuple[str, Any]]) -> list[str]:
 
 def markdown_groups(groups: Iterable[dict[str, Any]], statements: dict[str, dict[str, str]] | None = None) -> list[str]:
     """Markdown for grouped failures: per group one bullet (claim, where it applies, the failure in short) and
-    the full evidence and counterexample of every distinct member in a ``<details>`` block."""
+    the claim's statement and the full evidence and counterexample of every distinct member in a ``<details>``
+    block (the bullet's cuts each have their full text there)."""
     lines: list[str] = []
     for g in groups:
         stmt = (statements or {}).get(g["claim"], {}).get("statement", "")
@@ -141,7 +115,7 @@ def markdown_groups(groups: Iterable[dict[str, Any]], statements: dict[str, dict
         texts: dict[tuple[str, str], list[str]] = {}
         for m in g["members"]:
             texts.setdefault((m["evidence"], _text(m.get("counterexample"))), []).append(m["where"])
-        sections: list[tuple[str, Any]] = []
+        sections: list[tuple[str, Any]] = [("statement", stmt)]  # the bullet shortens it: in full here
         for (evidence, counterexample), wheres in texts.items():
             label = f" ({', '.join(wheres)})" if len(texts) > 1 else ""
             sections += [(f"evidence{label}", evidence), (f"counterexample{label}", counterexample)]

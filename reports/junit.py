@@ -4,9 +4,11 @@ Why JUnit: it is what CI systems (GitHub Actions reporters, GitLab, Jenkins)
 read as per-test results without knowing deferlab. A failing claim is a
 ``<failure>`` whose message is the failure and whose text carries the
 evidence and the minimal counterexample; ``n/a`` (the system has no such
-feature) is ``<skipped>``; ``not-run`` is an ``<error>``, because a claim nobody
-checked must not look like one that holds; ``holds-with-caveat`` passes with
-the caveat in ``<system-out>``.
+feature) is ``<skipped>``; ``not-run`` is an ``<error>`` by default, because a
+claim nobody checked must not look like one that holds (``deferlab report`` and
+``deferlab versions`` ask ``not_run="skipped"``: a matrix cell no test reached
+is then a skip saying so, never a pass); ``holds-with-caveat`` passes with the
+caveat in ``<system-out>``.
 """
 
 from __future__ import annotations
@@ -24,12 +26,22 @@ def _system(row: dict[str, Any], system: str | None) -> str:
     return str(row.get("system") or system or row.get("policy") or "unknown")
 
 
+NOT_RUN = ("error", "skipped")  # what a not-run verdict becomes
+
+
 def junit_tree(
-    rows: Iterable[dict[str, Any]], *, system: str | None = None, suite: str = "deferlab claims"
+    rows: Iterable[dict[str, Any]],
+    *,
+    system: str | None = None,
+    suite: str = "deferlab claims",
+    not_run: str = "error",
 ) -> ET.Element:
     """The ``<testsuites>`` element: ``rows`` are verdicts.json's claim rows; a row's ``system`` key, else
     ``system``, else its ``policy`` names the system (a testcase's classname); a row's ``note`` (say, what
-    changed against a baseline) is prefixed to its message."""
+    changed against a baseline) is prefixed to its message; ``not_run`` (`NOT_RUN`) is the element a
+    ``not-run`` verdict gets."""
+    if not_run not in NOT_RUN:
+        raise ValueError(f"not_run must be one of {NOT_RUN}, got {not_run!r}")
     rows = list(rows)
     cases = []
     counts = {"tests": 0, "failures": 0, "errors": 0, "skipped": 0}
@@ -57,6 +69,9 @@ def junit_tree(
         elif verdict == "n/a":
             counts["skipped"] += 1
             ET.SubElement(case, "skipped", {"message": note + (evidence or "n/a: the claim cannot apply")})
+        elif verdict == "not-run" and not_run == "skipped":
+            counts["skipped"] += 1
+            ET.SubElement(case, "skipped", {"message": note + "not run: no test reached it (never read it as holds)"})
         elif verdict == "not-run":
             counts["errors"] += 1
             ET.SubElement(case, "error", {"message": note + (evidence or "not run"), "type": "ClaimNotRun"})
@@ -70,15 +85,22 @@ def junit_tree(
     return root
 
 
-def junit_xml(rows: Iterable[dict[str, Any]], *, system: str | None = None, suite: str = "deferlab claims") -> bytes:
+def junit_xml(
+    rows: Iterable[dict[str, Any]], *, system: str | None = None, suite: str = "deferlab claims", not_run: str = "error"
+) -> bytes:
     """`junit_tree` serialized (UTF-8, with the XML declaration)."""
-    root = junit_tree(rows, system=system, suite=suite)
+    root = junit_tree(rows, system=system, suite=suite, not_run=not_run)
     ET.indent(root)
     return ET.tostring(root, encoding="utf-8", xml_declaration=True) + b"\n"
 
 
 def write_junit(
-    rows: Iterable[dict[str, Any]], path: str | Path, *, system: str | None = None, suite: str = "deferlab claims"
+    rows: Iterable[dict[str, Any]],
+    path: str | Path,
+    *,
+    system: str | None = None,
+    suite: str = "deferlab claims",
+    not_run: str = "error",
 ) -> Path:
     """`junit_xml` of ``rows`` written atomically to ``path``."""
-    return write_bytes_atomic(path, junit_xml(rows, system=system, suite=suite))
+    return write_bytes_atomic(path, junit_xml(rows, system=system, suite=suite, not_run=not_run))
