@@ -11,19 +11,20 @@ from __future__ import annotations
 
 import json
 import sys
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any, TextIO
 
 from deferlab.reference.system.config import PreprocessConfig
-from deferlab.reports import benchmarks, claims, environment, simulation
+from deferlab.reports import benchmarks, claims, environment, junit, simulation, summary
 from deferlab.reports.atomic import staged_directory, update_latest, write_text_atomic
 from deferlab.reports.plots import figures as plots
 from deferlab.reports.plots import served as plots_served
 from deferlab.reports.plots import sim as plots_sim
 from deferlab.reports.regressions import compare, load_baseline
-from deferlab.reports.render import render_markdown
+from deferlab.reports.render import failure_groups, junit_rows, render_markdown, step_summary
 from deferlab.reports.served import report as served_report
 from deferlab.reports.served.paths import RunPaths
 from deferlab.reports.steps import StepFailed, StepRunner
@@ -59,6 +60,7 @@ class ReportOptions:
     vllm: str | None = None  # also check real vLLM's served path (installed, a checkout path, a version)
     media_proc_cfg: dict[str, Any] | None = None  # --checkpoint: the snapshot's raw media_proc_cfg, for vLLM
     paths: RunPaths | None = None  # the run's served paths (built from the above when None)
+    junit: Path | None = None  # --junit FILE: one testcase per (claim, column), written after the report
 
 
 def default_out_dir(now: datetime | None = None, prefix: str = "") -> Path:
@@ -318,6 +320,7 @@ def run_report(opts: ReportOptions, log: TextIO | None = None) -> int:
     update_latest(opts.out)
     failed = [s["name"] for s in report["steps"] if s["status"] == "failed"]
     runner.say(f"report written to {Path(opts.out).resolve()} (report.md, report.json)")
+    write_ci_outputs(report, opts.junit, runner.say)
     if failed:
         runner.say(f"failed steps: {', '.join(failed)}")
     for r in report["regressions"]:
@@ -325,7 +328,19 @@ def run_report(opts: ReportOptions, log: TextIO | None = None) -> int:
     return exit_status(report)
 
 
+def write_ci_outputs(report: dict[str, Any], junit_file: Path | None, say: Callable[[str], None]) -> None:
+    """After the report is in place: the JUnit XML to ``junit_file`` (atomically; not-run cells are skips) and,
+    under GitHub Actions, the summary and verdict table appended to ``$GITHUB_STEP_SUMMARY``."""
+    if junit_file is not None:
+        junit.write_junit(junit_rows(report), junit_file, suite="deferlab report", not_run="skipped")
+        say(f"JUnit XML written to {junit_file}")
+    if summary.append_step_summary(step_summary(report)) is not None:
+        say("summary appended to $GITHUB_STEP_SUMMARY")
+
+
 def write_report(report: dict[str, Any], directory: Path) -> None:
-    """report.json and report.md into ``directory``, each atomically."""
+    """report.json and report.md into ``directory``, each atomically; report.json keeps the grouped failures
+    report.md shows (``failure_groups``), so a reader of the JSON meets each distinct failure once too."""
+    report["failure_groups"] = failure_groups(report["claims"])
     write_text_atomic(directory / "report.json", json.dumps(report, indent=1, default=str) + "\n")
     write_text_atomic(directory / "report.md", render_markdown(report))
