@@ -84,6 +84,9 @@ def build_parser() -> argparse.ArgumentParser:
     rep.add_argument("--bench-arg", action="append", default=[], help="extra pytest argument for the bench step")
     rep.add_argument("--sweep-max-side", type=int, default=4096, help="sweep sizes 1..N per side (default 4096)")
     rep.add_argument("--sweep-limits", type=int, nargs="+", metavar="L", help="in_patch_limit values to sweep")
+    rep.add_argument(
+        "--junit", type=Path, metavar="FILE", help="also write a JUnit XML, one testcase per (claim, column), to FILE"
+    )
 
     sw = sub.add_parser("sweep", help="boundary sweeps alone: counters on stdout, PNGs with --out")
     _add_config_args(sw)
@@ -215,6 +218,8 @@ def _report(args: argparse.Namespace) -> int:
             raise UsageError(f"--baseline: {e}") from None
     if args.out is not None and args.out.exists() and not args.out.is_dir():
         raise UsageError(f"--out: {str(args.out)!r} exists and is not a directory")
+    if args.junit is not None and args.junit.is_dir():
+        raise UsageError(f"--junit: {str(args.junit)!r} is a directory; accepted: a file path for the XML")
     max_side = _check_max_side(args.sweep_max_side, "--sweep-max-side")
     limits = tuple(_usage(check_positive_int, "--sweep-limits", v) for v in (args.sweep_limits or SWEEP_LIMITS))
     sglang_loaded = args.sglang is not None and args.from_results is None  # a report from results runs no SGLang
@@ -238,6 +243,7 @@ def _report(args: argparse.Namespace) -> int:
         bench_args=list(args.bench_arg),
         max_side=max_side,
         limits=limits,
+        junit=args.junit,
     )
     return run_report(opts)
 
