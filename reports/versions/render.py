@@ -1,18 +1,23 @@
-"""Writing ``deferlab versions``'s output: versions.md, versions.json and the claims x releases grid (PNG).
+"""Writing ``deferlab versions``'s output: versions.md, versions.json, versions.xml (JUnit) and the claims x
+releases grid (PNG).
 
 Kept apart from `reports.versions.matrix` (running and comparing) so each module
 stays one job. Everything is built in a staging directory and renamed into
 place whole (`reports.atomic`), so an interrupted run leaves the previous
-matrix readable.
+matrix readable. versions.md opens with a one-screen summary (releases run,
+failing claims by how many releases they fail on, what changed against the
+baseline) and gives each distinct failure once, with every release it applies
+to and its full text in a ``<details>`` block (`reports.grouping`).
 """
 
 from __future__ import annotations
 
 import json
 from pathlib import Path
-from typing import Any
+from typing import Any, TextIO
 
-from deferlab.reports.atomic import staged_directory, write_text_atomic, write_with_atomic
+from deferlab.reports import grouping, junit, summary
+from deferlab.reports.atomic import staged_directory, write_bytes_atomic, write_text_atomic, write_with_atomic
 from deferlab.reports.render import VERDICT_CELL
 from deferlab.reports.versions.matrix import VLLM_PREFIX
 
@@ -75,18 +80,107 @@ def grid_png(doc: dict[str, Any], path: Path) -> Path | None:
     return path
 
 
-def markdown(doc: dict[str, Any], statements: dict[str, dict[str, str]], regressions: list[dict[str, str]]) -> str:
-    """versions.md: the matrix, which policy each release matches, errors, then the failing claims' evidence."""
+FILES = {"md": "versions.md", "json": "versions.json", "junit": "versions.xml"}
+FORMATS = tuple(FILES)  # what ``deferlab versions --format`` can put on stdout
+SUMMARY_REGRESSIONS = 5  # regressions named in the summary (all are under their own section)
+STATEMENT_CELL = 110  # characters of a statement in the verdict table
+
+
+def claim_rows(doc: dict[str, Any], statements: dict[str, dict[str, str]]) -> list[dict[str, Any]]:
+    """One row per (claim, release column) that ran: verdict, evidence, counterexample, the column as ``system``."""
+    rows = []
+    for cid, per in doc["verdicts"].items():
+        for v in doc["versions"]:
+            verdict = per.get(v, "not-run")
+            rows.append(
+                {
+                    "id": cid,
+                    "statement": statements.get(cid, {}).get("statement", ""),
+                    "policy": v,
+                    "system": v,
+                    "verdict": verdict,
+                    "evidence": doc.get("evidence", {}).get(v, {}).get(cid, ""),
+                    "counterexample": doc.get("counterexamples", {}).get(v, {}).get(cid),
+                }
+            )
+    return rows
+
+
+def failure_groups(doc: dict[str, Any], statements: dict[str, dict[str, str]] | None = None) -> list[dict[str, Any]]:
+    """versions.json's ``failure_groups``: the failing (claim, release) cells grouped by (claim, failure signature),
+    each listing every release column it applies to, with every member's full text (`reports.grouping`)."""
+    rows = claim_rows(doc, statements or {})
+    return grouping.group_failures(grouping.failure_entries(rows, lambda r: str(r["system"])))
+
+
+def _regression_line(regressions: list[dict[str, str]], baseline: str | None) -> str:
+    if baseline is None:
+        return "no baseline compared"
+    if not regressions:
+        return f"nothing changed against the baseline `{baseline}`"
+    first = "; ".join(f"`{r['name']}` {r['baseline']} -> {r['current']}" for r in regressions[:SUMMARY_REGRESSIONS])
+    more = f"; {len(regressions) - SUMMARY_REGRESSIONS} more" if len(regressions) > SUMMARY_REGRESSIONS else ""
+    return f"**{len(regressions)} regression(s)** against `{baseline}` (exit 1): {first}{more}"
+
+
+def summary_markdown(
+    doc: dict[str, Any],
+    statements: dict[str, dict[str, str]],
+    regressions: list[dict[str, str]],
+    baseline: str | None = None,
+    groups: list[dict[str, Any]] | None = None,
+) -> list[str]:
+    """The one-screen part: the title, the releases run, each failing claim with how many releases it fails on,
+    what changed against the baseline, then the verdict table (what the CI job summary shows)."""
     versions = doc["versions"]
-    out = [f"# Claim verdicts across engine releases: SGLang, vLLM (profile `{doc['profile']}`)", ""]
+    groups = failure_groups(doc, statements) if groups is None else groups
+    out = [f"# Claim verdicts across engine releases: SGLang, vLLM (profile `{doc['profile']}`)", "", "## Summary", ""]
+    errors = f"; **{len(doc['errors'])} could not be checked or errored** ({', '.join(doc['errors'])})"
+    out.append(f"- Releases run ({len(versions)}): {', '.join(versions) or 'none'}" + (errors if doc["errors"] else ""))
+    failing = {cid: [v for v in versions if per.get(v) == "fails"] for cid, per in doc["verdicts"].items()}
+    failing = {cid: vs for cid, vs in failing.items() if vs}
+    if failing:
+        out.append(
+            f"- **{len(failing)} failing claim(s)**, by the releases they fail on (one entry each under *Failing claims*):"
+        )
+    else:
+        out.append("- No claim fails on any release.")
+    for cid, vs in sorted(failing.items(), key=lambda kv: -len(kv[1])):
+        first = next((g for g in groups if g["claim"] == cid), None)
+        stmt = statements.get(cid, {}).get("statement", "")
+        brief = f" ({grouping.short(stmt, 70)})" if stmt else ""
+        failure = ": `" + grouping.short(first["failure"], 100).replace("`", "'") + "`" if first else ""
+        out.append(f"  - **{cid}**{brief} fails on {len(vs)} of {len(versions)}: {', '.join(vs)}{failure}")
+    out += [f"- Against the baseline: {_regression_line(regressions, baseline)}.", ""]
     if versions:
-        out += ["![claims x releases](versions.png)", ""]
         out += ["| claim | statement | " + " | ".join(versions) + " |", "|---|---|" + "---|" * len(versions)]
+        cut = []
         for cid, per in doc["verdicts"].items():
             cells = [VERDICT_CELL.get(per.get(v, "not-run"), per.get(v)) for v in versions]
-            stmt = statements.get(cid, {}).get("statement", "").replace("|", "\\|")
-            out.append(f"| {cid} | {stmt[:110]} | " + " | ".join(cells) + " |")
-        out += ["", "## Which modelled policy (SGLang) or claims.toml expectation (vLLM) each release matches", ""]
+            stmt = statements.get(cid, {}).get("statement", "")
+            cell = grouping.short(stmt, STATEMENT_CELL).replace("|", "\\|")
+            out.append(f"| {cid} | {cell} | " + " | ".join(cells) + " |")
+            if len(" ".join(stmt.split())) > STATEMENT_CELL:
+                cut.append((cid, stmt))
+        if cut:
+            out += ["", *grouping.details("statements cut above, in full", cut)]
+    return out
+
+
+def markdown(
+    doc: dict[str, Any],
+    statements: dict[str, dict[str, str]],
+    regressions: list[dict[str, str]],
+    baseline: str | None = None,
+) -> str:
+    """versions.md: the summary and matrix, which policy each release matches, errors, regressions, then one entry
+    per distinct failure (claim, signature) listing every release it applies to, its full text in ``<details>``."""
+    versions = doc["versions"]
+    groups = failure_groups(doc, statements)
+    out = summary_markdown(doc, statements, regressions, baseline, groups)
+    if versions:
+        out += ["", "![claims x releases](versions.png)", ""]
+        out += ["## Which modelled policy (SGLang) or claims.toml expectation (vLLM) each release matches", ""]
         out += [
             "| release | matches | closest | claims that differ from the closest | seconds |",
             "|---|---|---|---|---|",
@@ -104,13 +198,8 @@ def markdown(doc: dict[str, Any], statements: dict[str, dict[str, str]], regress
         out += [f"- **{v}**: {e}" for v, e in doc["errors"].items()]
     out += ["", "## Regressions against the versions baseline", ""]
     out += [f"- {r['name']}: {r['baseline']} -> {r['current']}" for r in regressions] or ["None."]
-    out += ["", "## Failing claims: the real code's minimal counterexamples", ""]
-    for v in versions:
-        for cid, ce in doc["counterexamples"].get(v, {}).items():
-            ev = doc["evidence"][v].get(cid, "").replace("\n", " ")
-            out.append(f"- **{v} {cid}**: {ev[:400]}")
-            if ce:
-                out.append(f"  - counterexample: `{str(ce)[:400]}`")
+    out += ["", "## Failing claims: the real code's minimal counterexamples, one entry per distinct failure", ""]
+    out += grouping.markdown_groups(groups, statements) if groups else ["None."]
     out += ["", "## What ran", ""]
     for v in versions:
         sysinfo = doc["systems"].get(v, {})
@@ -119,9 +208,51 @@ def markdown(doc: dict[str, Any], statements: dict[str, dict[str, str]], regress
     return "\n".join(out) + "\n"
 
 
-def write(out: Path, doc: dict[str, Any], statements: dict[str, dict[str, str]], regressions: list) -> None:
-    """versions.json, versions.md and versions.png into ``out``, atomically as a whole."""
+def junit_rows(
+    doc: dict[str, Any], statements: dict[str, dict[str, str]], regressions: list[dict[str, str]]
+) -> list[dict[str, Any]]:
+    """`claim_rows` for JUnit, a regressed cell noting what the baseline had."""
+    regressed = {r["name"]: r for r in regressions}
+    out = []
+    for r in claim_rows(doc, statements):
+        reg = regressed.get(f"{r['system']}/{r['id']}")
+        out.append({**r, "note": f"regression (baseline {reg['baseline']})" if reg else ""})
+    return out
+
+
+def step_summary(
+    doc: dict[str, Any], statements: dict[str, dict[str, str]], regressions: list[dict[str, str]], baseline: str | None
+) -> str:
+    """What ``$GITHUB_STEP_SUMMARY`` gets: `summary_markdown` (the summary and the verdict table)."""
+    return "\n".join(summary_markdown(doc, statements, regressions, baseline)) + "\n"
+
+
+def write(
+    out: Path,
+    doc: dict[str, Any],
+    statements: dict[str, dict[str, str]],
+    regressions: list,
+    *,
+    baseline: str | None = None,
+    junit_file: Path | None = None,
+    log: TextIO | None = None,
+) -> None:
+    """versions.json, versions.md, versions.xml (JUnit) and versions.png into ``out``, atomically as a whole; then
+    ``junit_file`` and, under GitHub Actions, the summary appended to ``$GITHUB_STEP_SUMMARY``. ``baseline``: the
+    versions baseline compared against (None: none was)."""
+    full = {**doc, "failure_groups": failure_groups(doc, statements), "baseline": baseline, "regressions": regressions}
+    xml = junit.junit_xml(junit_rows(doc, statements, regressions), suite="deferlab versions", not_run="skipped")
     with staged_directory(out) as stage:
-        write_text_atomic(stage / "versions.json", json.dumps({**doc, "regressions": regressions}, indent=1) + "\n")
+        write_text_atomic(stage / "versions.json", json.dumps(full, indent=1) + "\n")
+        write_bytes_atomic(stage / "versions.xml", xml)
         grid_png(doc, stage / "versions.png")
-        write_text_atomic(stage / "versions.md", markdown(doc, statements, regressions))
+        write_text_atomic(stage / "versions.md", markdown(doc, statements, regressions, baseline))
+    if junit_file is not None:
+        write_bytes_atomic(junit_file, xml)
+    if summary.append_step_summary(step_summary(doc, statements, regressions, baseline)) is not None and log:
+        print("[deferlab] versions: summary appended to $GITHUB_STEP_SUMMARY", file=log, flush=True)
+
+
+def stdout_text(out: Path, fmt: str) -> str:
+    """The written file ``fmt`` names (`FILES`), for stdout."""
+    return (Path(out) / FILES[fmt]).read_text()
