@@ -23,6 +23,7 @@ import pytest
 
 from deferlab.properties.front_door.api import API_ROWS, Bad
 from deferlab.properties.front_door.arrays import ORACLE_ROWS
+from deferlab.properties.front_door.ci_output import CI_OUTPUT_ROWS
 from deferlab.properties.front_door.compare import COMPARE_CLI_ROWS
 from deferlab.properties.front_door.files import CLI_ROWS as BASE_CLI_ROWS
 from deferlab.properties.front_door.files import FILE_ROWS, BadCli
@@ -31,7 +32,7 @@ from deferlab.properties.front_door.served import SERVED_ROWS
 from deferlab.reference.system.errors import DeferlabInputError
 
 PYTHON_ROWS = API_ROWS + ORACLE_ROWS + FILE_ROWS + SERVED_ROWS
-CLI_ROWS = BASE_CLI_ROWS + COMPARE_CLI_ROWS + MUTATE_ROWS
+CLI_ROWS = BASE_CLI_ROWS + COMPARE_CLI_ROWS + MUTATE_ROWS + CI_OUTPUT_ROWS
 
 
 @pytest.mark.parametrize("row", PYTHON_ROWS, ids=[r.id for r in PYTHON_ROWS])

@@ -8,7 +8,10 @@ takes only the newest release of each engine of the run (what CI runs). Each
 release runs in its own process, with progress on stderr. Exit status: 0
 clean; 1 a verdict changed against the versions baseline; 2 bad usage; 3 a
 release could not be loaded or a claim test errored (the matrix is still
-written, with the reason).
+written, with the reason). ``--format md|json|junit`` prints versions.md,
+versions.json or the JUnit XML (versions.xml) to stdout once written;
+``--junit FILE`` writes the XML there too; under GitHub Actions the summary
+and verdict table are appended to ``$GITHUB_STEP_SUMMARY``.
 """
 
 from __future__ import annotations
@@ -50,6 +53,18 @@ def add_parser(sub: Any) -> argparse.ArgumentParser:
         help=f"versions baseline JSON, or 'none' (default {versions.BASELINE.name} when present)",
     )
     p.add_argument("--update-baseline", action="store_true", help="write this run's verdicts into the baseline")
+    p.add_argument(
+        "--format",
+        default=None,
+        help=f"also print one output to stdout: {', '.join(versions_report.FORMATS)} (versions.md, versions.json, "
+        "the JUnit XML); default: nothing on stdout",
+    )
+    p.add_argument(
+        "--junit",
+        type=Path,
+        metavar="FILE",
+        help="also write the JUnit XML (one testcase per claim and release) to FILE",
+    )
     return p
 
 
@@ -61,8 +76,13 @@ def _check(args: argparse.Namespace) -> tuple[Wanted, Path | None, dict[str, dic
     (``--update-baseline``: it may not exist yet), its verdicts, read and checked here."""
     try:  # as `deferlab report` checks it (reports.cli imports this module, so not through it)
         check_choice("--profile", args.profile, PROFILES)
+        if getattr(args, "format", None) is not None:
+            check_choice("--format", args.format, versions_report.FORMATS)
     except DeferlabInputError as e:
         raise UsageError(str(e)) from None
+    junit_file = getattr(args, "junit", None)
+    if junit_file is not None and Path(junit_file).is_dir():
+        raise UsageError(f"--junit: {str(junit_file)!r} is a directory; accepted: a file path for the XML")
     vllm = getattr(args, "vllm", None)
     if args.newest and (args.versions or vllm):
         raise UsageError("--newest takes no VERSION arguments (it picks the newest release itself)")
@@ -129,16 +149,26 @@ def run(args: argparse.Namespace, log: Any = None) -> int:
         if verdicts is None and baseline is not None and baseline.is_file():
             verdicts = versions.load_baseline(baseline)  # --update-baseline: not read up front
         regs = versions.compare(doc, verdicts) if verdicts is not None else []
-        versions_report.write(out, doc, load_claim_statements(), regs)
+        versions_report.write(
+            out,
+            doc,
+            load_claim_statements(),
+            regs,
+            baseline=str(baseline) if verdicts is not None else None,
+            junit_file=getattr(args, "junit", None),
+            log=log,
+        )
         if args.update_baseline:
             target = baseline or versions.BASELINE
             versions.write_baseline(target, doc, verdicts if target == baseline else None)
             say(f"baseline written to {target}")
     finally:
         shutil.rmtree(runs_dir, ignore_errors=True)
-    say(f"matrix written to {out.resolve()} (versions.md, versions.json, versions.png)")
+    say(f"matrix written to {out.resolve()} (versions.md, versions.json, versions.xml, versions.png)")
     for r in regs:
         say(f"REGRESSION {r['name']}: {r['baseline']} -> {r['current']}")
+    if getattr(args, "format", None) is not None:
+        print(versions_report.stdout_text(out, args.format), end="")
     if regs and not args.update_baseline:
         return 1
     return 3 if doc["errors"] else 0
