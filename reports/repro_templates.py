@@ -51,6 +51,38 @@ def test_${cid}_scale_bias_equals_the_eager_formula_in_fp32():
     assert differ == 0, f"{differ} of 256 levels differ in FP32 (mean {MEAN}, std {STD})"
 '''
 
+C15 = '''
+import numpy as np
+import torch
+
+from sglang.srt.multimodal.kimi_k3_image_processing import normalization_tensors
+from sglang.srt.multimodal.processors.kimi_k25 import normalize_and_patchify
+
+MEAN = $mean
+STD = $std
+
+
+def _checkpoint(levels):
+    """What the checkpoint's own image processor feeds the vision tower for uint8 ``levels`` (3, H, W): x / 255
+    in float64 stored as float32, then x -= mean and x *= 1 / std with float64 mean and 1 / std arrays, each
+    result stored back into the float32 x."""
+    x = (levels.astype(np.float64) / 255.0).astype(np.float32)
+    x = (x - np.asarray(MEAN, dtype=np.float64).reshape(3, 1, 1)).astype(np.float32)
+    return (x * (1.0 / np.asarray(STD, dtype=np.float64)).reshape(3, 1, 1)).astype(np.float32)
+
+
+def test_${cid}_the_served_values_are_the_checkpoints_in_fp32():
+    """SGLang's normalization (normalization_tensors, normalize_and_patchify) must give the float32 values the
+    model was trained on, bit for bit, at every uint8 level of every channel."""
+    levels = np.tile(np.arange(256, dtype=np.uint8), (3, 1)).reshape(3, 16, 16)  # every uint8 level
+    scale, bias = normalization_tensors(list(MEAN), list(STD), "cpu")
+    pixels = torch.from_numpy(levels.astype(np.float32)).unsqueeze(0)
+    served = normalize_and_patchify(pixels, scale, bias, 16, 16, 16)[0][0].numpy()  # one 16x16 patch: (3, 16, 16)
+    trained = _checkpoint(levels)
+    differ = int((served.view(np.int32) != trained.view(np.int32)).any(axis=0).sum())
+    assert differ == 0, f"{differ} of 256 levels differ from the checkpoint in FP32 (mean {MEAN}, std {STD})"
+'''
+
 C10 = (
     """
 import types
@@ -246,6 +278,18 @@ def fit_c3(ce: Any, failure: str) -> dict[str, Any] | None:
     return {"mean": repr(mean), "std": repr(std)}
 
 
+def fit_c15(ce: Any, failure: str) -> dict[str, Any] | None:
+    """C15's counterexample is the (mean, std) pair whose levels differ; only the FP32 difference is reproduced
+    (a difference after the BF16 cast reads the same in this test, which compares FP32)."""
+    stats = _literal(ce)
+    if "levels differ from the checkpoint in FP32" not in failure or not (
+        isinstance(stats, list | tuple) and len(stats) == 2
+    ):
+        return None
+    mean, std = (tuple(float(v) for v in part) for part in stats)
+    return {"mean": repr(mean), "std": repr(std)}
+
+
 def fit_c10(ce: Any, failure: str) -> dict[str, Any] | None:
     if "call site 'request'" not in failure or not isinstance(ce, list) or len(ce) != 2:
         return None
@@ -315,6 +359,7 @@ TEMPLATES: dict[str, Template_] = {
     "C10": Template_(C10, fit_c10, "the request path decides for all of a request's images at once"),
     "C11": Template_(C11, fit_c11, "the gate admits a raw array it cannot measure"),
     "C12": Template_(C12, fit_c12, "a fully transparent pixel does not end on the background"),
+    "C15": Template_(C15, fit_c15, "the served normalization differs from the checkpoint's float32 values"),
     **{
         cid: Template_(OWNER_GRID, fit_owner_grid, "an owner whose images are not 0..k-1 fails its grid check")
         for cid in ("C4", "C5", "C6", "C7")

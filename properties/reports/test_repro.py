@@ -66,6 +66,15 @@ RECORDED: dict[str, tuple[str, Any, str]] = {
         ["PIL.Image(mode='RGBa', size=(1, 1), info={}, data=bytes.fromhex('0a141e00'))", BG],
         "AssertionError: RGBa: transparent pixels became [[10.0, 20.0, 30.0]]",
     ),
+    "C15": (
+        "0.5/0.5: sglang-0.5.23 (eager): 205 of 256 levels differ from the checkpoint in FP32 (up to 126 ulps, "
+        "first level 33), 0 of 256 after BF16. AssertionError: [mean (0.5, 0.5, 0.5) std (0.5, 0.5, 0.5)] 256 "
+        "levels x 3 channels: sglang-0.5.23 (eager): 205 of 256 levels differ from the checkpoint in FP32 (up to "
+        "126 ulps, first level 33), 0 of 256 after BF16",
+        [[0.5, 0.5, 0.5], [0.5, 0.5, 0.5]],
+        "AssertionError: 205 of 256 levels differ from the checkpoint in FP32 (mean (0.5, 0.5, 0.5), std (0.5, 0.5, "
+        "0.5))",
+    ),
     "C4": (
         "checked on cpu; ValueError: Kimi-K3 deferred GPU preprocessing produced wrong grids",
         C4_CE,
@@ -87,8 +96,8 @@ def _write(tmp: Path, version: str, cids: list[str]) -> tuple[list[Path], list[s
 def test_a_reproducer_is_a_headed_standalone_pytest_file(tmp_path: Path) -> None:
     """One file per failing claim with a template, named <claim>-<system>.py: the header names claim, system,
     counterexample source and deferlab's version; the code parses, imports SGLang by path and nothing of deferlab."""
-    written, missing = _write(tmp_path, "0.5.23", ["C3", "C10", "C11", "C12", "C4"])
-    assert [p.name for p in written] == [f"{c}-sglang-0.5.23.py" for c in ("C3", "C10", "C11", "C12", "C4")]
+    written, missing = _write(tmp_path, "0.5.23", ["C3", "C10", "C11", "C12", "C15", "C4"])
+    assert [p.name for p in written] == [f"{c}-sglang-0.5.23.py" for c in ("C3", "C10", "C11", "C12", "C15", "C4")]
     assert missing == []
     for path in written:
         text = path.read_text()
@@ -156,11 +165,11 @@ def _outcomes(paths: list[Path], spec: str, tmp: Path) -> dict[str, str]:
 
 @pytest.mark.slow
 def test_each_reproducer_fails_on_the_release_it_came_from(tmp_path: Path) -> None:
-    """0.5.23's C3, C10, C11, C12 and 0.5.18's C4 fail there, each with the failure deferlab recorded."""
+    """0.5.23's C3, C10, C11, C12, C15 and 0.5.18's C4 fail there, each with the failure deferlab recorded."""
     _cached("0.5.18", "0.5.23")
-    written, _ = _write(tmp_path, "0.5.23", ["C3", "C10", "C11", "C12"])
+    written, _ = _write(tmp_path, "0.5.23", ["C3", "C10", "C11", "C12", "C15"])
     got = _outcomes(written, "0.5.23", tmp_path)
-    assert sorted(got) == ["C10", "C11", "C12", "C3"]
+    assert sorted(got) == ["C10", "C11", "C12", "C15", "C3"]
     for cid, message in got.items():
         assert RECORDED[cid][2] in message, (cid, message)
     old, _ = _write(tmp_path / "old", "0.5.18", ["C4"])
