@@ -10,7 +10,12 @@ pick each mutant's claims; then a fixed-seed sample of cosmic-ray mutants, each 
 private copy of the tree, the results appended to ``mutants.jsonl`` as each
 finishes (``--resume`` continues an interrupted campaign). A bigger campaign
 than one box runs as ``--target`` slices on several machines (cosmic-ray's
-own HTTP workers distribute its test command the same way). Exit status: 0;
+own HTTP workers distribute its test command the same way); ``--mutants
+ID,...`` (or ``@FILE``, one id a line) runs exactly those mutants, as
+``mutate.json`` names them (to re-run a campaign's survivors). What runs on a
+mutant is every unit the suite runs on real code whose test entered its
+function: claim tests by claim, ``real_code`` properties by test
+(``P:<test>``; `mutate_select`), and kills are counted per unit. Exit status: 0;
 1 a mutant the baseline saw detected now survives; 2 bad usage.
 """
 
@@ -21,6 +26,7 @@ import hashlib
 import json
 import os
 import random
+import re
 import shutil
 import sys
 import tempfile
@@ -40,7 +46,11 @@ from deferlab.reports.atomic import write_text_atomic
 from deferlab.reports.runner import PROFILES, default_out_dir
 
 PLAN, REFERENCE, RESULTS = "campaign.json", "reference.json", "mutants.jsonl"
-RESUME_KEYS = ("spec", "profile", "seed", "sample", "targets_asked", "claims")
+RESUME_KEYS = ("spec", "profile", "seed", "sample", "targets_asked", "claims", "mutants_asked")
+REFERENCE_FORMAT = 2  # units (claims and properties); a cached reference of another format is not reused
+_ID = re.compile(
+    r"^(?P<file>[^:]+\.py):(?P<line>\d+):(?P<col>\d+):(?P<op>[A-Za-z_]\w*):(?P<index>\d+)(?::(?P<nth>\d+))?$"
+)
 
 
 def add_parser(sub: Any) -> argparse.ArgumentParser:
@@ -49,7 +59,18 @@ def add_parser(sub: Any) -> argparse.ArgumentParser:
     p.add_argument("--target", action="append", default=[], metavar="FILE[:FUNCTION]", help="mutate this (repeat)")
     p.add_argument("--sample", type=int, default=100, help="mutants drawn with the seed (default 100)")
     p.add_argument("--seed", type=int, default=0, help="the sample's seed (default 0)")
-    p.add_argument("--claims", default=None, metavar="C1,C3", help="only these claims (reference and mutants)")
+    p.add_argument(
+        "--claims",
+        default=None,
+        metavar="C1,C3",
+        help="only these units (claims, or P:<test> properties; reference and mutants); default every one",
+    )
+    p.add_argument(
+        "--mutants",
+        default=None,
+        metavar="ID,...|@FILE",
+        help="run exactly these mutants (ids as mutate.json gives them; @FILE: one a line), not a sample",
+    )
     p.add_argument("--out", type=Path, help="campaign directory (default reports/out/mutate-<UTC timestamp>)")
     p.add_argument("--baseline", default=None, metavar="FILE", help="a newly surviving mutant is a regression")
     p.add_argument(
@@ -76,6 +97,7 @@ class Front:
     version: str
     targets: list[engine.Target]
     claims: list[str] | None
+    mutants: list[engine.Mutant] | None
     baseline: dict[str, Any] | None
     baseline_path: Path | None
     equivalent: dict[str, dict[str, str]]
@@ -98,10 +120,14 @@ def _check(args: argparse.Namespace, package: str) -> Front:
     claims = None
     if args.claims is not None:
         known = claim_registry.claim_ids()
-        claims = [c.strip().upper() for c in args.claims.split(",") if c.strip()]
-        bad = [c for c in claims if c not in known] or ([] if claims else ["(none)"])
+        claims = [c.strip() if select.is_property(c.strip()) else c.strip().upper() for c in args.claims.split(",") if c.strip()]  # fmt: skip
+        bad = [c for c in claims if c not in known and not (select.is_property(c) and len(c) > 2)]
+        bad = bad or ([] if claims else ["(none)"])
         if bad:
-            raise UsageError(f"--claims: unknown claim(s) {', '.join(bad)}; claims.toml has {', '.join(known)}")
+            raise UsageError(
+                f"--claims: unknown claim(s) {', '.join(bad)}; claims.toml has {', '.join(known)} "
+                "(a property is P:<test function>)"
+            )
     out = args.out or default_out_dir(prefix="mutate-")
     if out.exists() and not out.is_dir():
         raise UsageError(f"--out: {str(out)!r} exists and is not a directory")
@@ -133,7 +159,49 @@ def _check(args: argparse.Namespace, package: str) -> Front:
     for t in targets:
         if not engine.mutants_in(found.root, t):
             raise UsageError(f"--target {t.label}: cosmic-ray's operators find no mutant in it; nothing to run")
-    return Front(found.root, found.version, targets, claims, baseline, baseline_path, equivalent, out)
+    mutants = None if args.mutants is None else _asked_mutants(found.root, args.mutants, targets, package)
+    return Front(found.root, found.version, targets, claims, mutants, baseline, baseline_path, equivalent, out)
+
+
+def mutant_ids(text: str) -> list[str]:
+    """``--mutants``: ``ID,ID,...`` or ``@FILE`` (one id a line, ``#`` comments); UsageError in one line."""
+    if text.startswith("@"):
+        path = Path(text[1:])
+        try:
+            body = path.read_text(encoding="utf-8")
+        except OSError as e:
+            raise UsageError(f"--mutants: cannot read {str(path)!r}: {e.strerror or e}") from None
+        ids = [ln.split("#", 1)[0].strip() for ln in body.splitlines()]
+    else:
+        ids = [i.strip() for i in text.split(",")]
+    ids = list(dict.fromkeys(i for i in ids if i))
+    if not ids:
+        raise UsageError(f"--mutants: {text!r} names no mutant")
+    bad = [i for i in ids if not _ID.match(i)]
+    if bad:
+        raise UsageError(f"--mutants: {bad[0]!r} is not a mutant id (FILE.py:LINE:COL:OPERATOR:INDEX[:NTH], as mutate.json gives them)")  # fmt: skip
+    return ids
+
+
+def _asked_mutants(root: Path, text: str, targets: list[engine.Target], package: str) -> list[engine.Mutant]:
+    """The mutants ``--mutants`` names, each found in the population of its function (or of ``--target``)."""
+    ids = mutant_ids(text)
+    where = list(targets)
+    for i in ids:
+        m = _ID.match(i)
+        assert m is not None
+        file = engine.normalize_file(root, m["file"], package)
+        funcs = engine.functions(file, (root / file).read_text(encoding="utf-8"))
+        holder = engine.innermost(funcs, int(m["line"]))
+        where.append(engine.function_target(holder) if holder else engine.parse_target(root, file, package))
+    by_id = {m.id: m for m in engine.population(root, list(dict.fromkeys(where)))}
+    missing = [i for i in ids if i not in by_id]
+    if missing:
+        raise UsageError(
+            f"--mutants: {missing[0]!r} is not one of cosmic-ray's mutants of that line in this tree"
+            + (f" (and {len(missing) - 1} more)" if len(missing) > 1 else "")
+        )
+    return [by_id[i] for i in ids]
 
 
 # --- the reference ---------------------------------------------------------------------------------------------------
@@ -144,7 +212,7 @@ SUITE = ("impl", "reference", "properties/claims", "properties/strategies", "pro
 def _fingerprint(root: Path, package: str, profile: str, claims: list[str] | None, runner: mrun.Runner, files: list[str]) -> str:  # fmt: skip
     """The reference's cache key: the tree's files (path, size, mtime), the suite's code (`SUITE`), profile,
     claims, and the files probed beyond the driver's modules."""
-    h = hashlib.sha256(json.dumps([str(root), profile, claims, type(runner).__name__, sorted(set(files))]).encode())
+    h = hashlib.sha256(json.dumps([REFERENCE_FORMAT, str(root), profile, claims, type(runner).__name__, sorted(set(files))]).encode())  # fmt: skip
     here = Path(__file__).resolve().parents[1]
     paths = [p for pattern in SUITE for p in sorted(here.glob(pattern))]
     for base in [root / package, *paths]:
@@ -158,10 +226,11 @@ def _fingerprint(root: Path, package: str, profile: str, claims: list[str] | Non
 
 
 def _reach(ref: dict, index: select.CodeIndex) -> dict[str, select.Reach]:
-    """Per claim: the functions its recorded provenance names, and those its test entered (the probes)."""
+    """Per unit: the functions its recorded provenance names (a property's: none), and those its test entered
+    (the probes)."""
     named = select.named_functions(ref["rows"], index)
     out = {}
-    for cid in ref["claims"]:
+    for cid in mrun.units_of(ref):
         names, unresolved = named.get(cid, (set(), []))
         out[cid] = select.Reach(cid, names, set(ref["called"].get(cid, [])) or None, unresolved)
     return out
@@ -200,14 +269,14 @@ def _targets_reached(targets: list[engine.Target], reach: dict[str, select.Reach
 
 # --- one mutant ------------------------------------------------------------------------------------------------------
 def _mutant_task(ctx: dict, slot: mrun.Slot, m: engine.Mutant) -> dict[str, Any]:
-    """Apply, run the selected claims (and every claim when measuring selection), judge, restore."""
+    """Apply, run the selected units (and every unit when measuring selection), judge, restore."""
     rec: dict[str, Any] = {**asdict(m), "id": m.id, "node": list(m.node)}
     ref, runner = ctx["reference"], ctx["runner"]
     key = f"{m.file}:{m.function}" if m.function else None
     chosen = select.claims_for(key, ctx["reach"])
-    every = sorted(ref["claims"], key=select.claim_order)
+    every = mrun.units_of(ref)
     claims = chosen or every
-    nodes_of = select.nodes_by_claim(ref["nodes"])
+    nodes_of = select.nodes_by_unit(ref["nodes"])
     try:
         code = ctx["sources"].mutated(m)
         rec["diff"] = engine.diff(ctx["sources"].text(m.file), code or "", m.file)
@@ -228,7 +297,7 @@ def _mutant_task(ctx: dict, slot: mrun.Slot, m: engine.Mutant) -> dict[str, Any]
                     rec.update(part)
         finally:
             slot.tree.restore(m.file)
-        rec["claims_run"] = chosen  # None: every claim (provenance could not say)
+        rec["claims_run"] = chosen  # the units run (claims, P: properties); None: every one (probes could not say)
     except mrun.Interrupted:
         raise
     except Exception as e:  # a harness failure of ours: recorded, retried by --resume
@@ -296,10 +365,10 @@ def _campaign(
     todo = {i: engine.Mutant(**{**d, "node": tuple(d["node"])}) for i, d in plan.pop("mutant_specs").items()}
     left = mrun.pending(todo, results.read())
     say(f"{len(todo)} mutants, {len(todo) - len(left)} already done, {len(left)} to run on {args.jobs} worker(s)")
-    nodes_of = select.nodes_by_claim(ref["nodes"])
+    nodes_of = select.nodes_by_unit(ref["nodes"])
     cost = _cost_model(ref)
     guess = sum(
-        cost([n for c in (select.claims_for(f"{m.file}:{m.function}" if m.function else None, reach) or ref["claims"]) for n in nodes_of.get(c, [])])
+        cost([n for c in (select.claims_for(f"{m.file}:{m.function}" if m.function else None, reach) or mrun.units_of(ref)) for n in nodes_of.get(c, [])])
         for m in (todo[i] for i in left)
     )  # fmt: skip
     say(
@@ -359,13 +428,15 @@ def _plan(
     asked = [t.label for t in front.targets]
     if (front.out / PLAN).is_file():
         plan = json.loads((front.out / PLAN).read_text())
-        mine = {"spec": args.sglang, "profile": args.profile, "seed": args.seed, "sample": args.sample, "targets_asked": asked, "claims": front.claims}  # fmt: skip
+        mine = {"spec": args.sglang, "profile": args.profile, "seed": args.seed, "sample": args.sample, "targets_asked": asked, "claims": front.claims, "mutants_asked": _asked_ids(front)}  # fmt: skip
         diff = [k for k in RESUME_KEYS if plan.get(k) != mine[k]]
         if diff:
             raise UsageError(f"--resume: {front.out} was started with other {', '.join(diff)}; give the same arguments")
         return plan
     targets = front.targets
-    if targets:
+    if front.mutants is not None:  # exactly these: their functions are the targets
+        targets = list(dict.fromkeys([*targets, *(_holder(front.root, m) for m in front.mutants)]))
+    elif targets:
         _targets_reached(targets, reach, ref.get("instrumented", []))
     else:
         named = sorted(set().union(*(r.named for r in reach.values())))
@@ -377,19 +448,25 @@ def _plan(
     pool_ = engine.population(front.root, targets)
     if not pool_:
         raise UsageError("the targets hold no mutant of cosmic-ray's operators: a campaign with no mutants")
-    chosen, dropped = engine.sample(pool_, args.sample, args.seed, engine.Sources(front.root))
+    if front.mutants is not None:
+        chosen, dropped = sorted(front.mutants, key=lambda m: (m.file, m.line, m.col, m.operator, m.index, m.nth)), 0
+        say(f"{len(chosen)} mutants asked for by --mutants (no sample drawn)")
+    else:
+        chosen, dropped = engine.sample(pool_, args.sample, args.seed, engine.Sources(front.root))
+        say(f"{len(chosen)} of {len(pool_)} mutants drawn (seed {args.seed}) from {len(targets)} target(s)")
     if front.baseline is not None and not {m.id for m in chosen} & set(front.baseline["outcomes"]):
         raise UsageError(
             f"--baseline {front.baseline_path}: it shares no mutant with this campaign (other seed, sample or targets)"
         )
-    say(f"{len(chosen)} of {len(pool_)} mutants drawn (seed {args.seed}) from {len(targets)} target(s)")
     plan = {
         "spec": args.sglang, "profile": args.profile, "seed": args.seed, "sample": args.sample, "claims": front.claims,
+        "mutants_asked": _asked_ids(front),
         "targets_asked": asked, "jobs": args.jobs, "first_kill": args.first_kill, "population": len(pool_), "incompetent": dropped,
         "operators": len(engine.operator_names()),
         "system": {"root": str(front.root), "version": front.version, "name": f"sglang-{front.version}"},
         "targets": [{"target": t.label, "start": t.start, "end": t.end, "population": sum(m.file == t.file and t.start <= m.line <= t.end for m in pool_)} for t in targets],
         "reference": {"verdicts": {c: v["verdict"] for c, v in ref["claims"].items()}, "seconds": ref["seconds"], "errors": ref["errors"],
+                      "properties": {u: o for u, o in ref.get("properties", {}).items() if o == "passed"},
                       "called": {c: sorted(r.called or []) for c, r in reach.items()},
                       "named": {c: sorted(r.named) for c, r in reach.items()},
                       "unresolved": {c: r.unresolved for c, r in reach.items() if r.unresolved}},
@@ -397,3 +474,15 @@ def _plan(
     }  # fmt: skip
     write_text_atomic(front.out / PLAN, json.dumps(plan, indent=1) + "\n")
     return json.loads(json.dumps(plan))
+
+
+def _asked_ids(front: Front) -> list[str] | None:
+    return None if front.mutants is None else [m.id for m in front.mutants]
+
+
+def _holder(root: Path, m: engine.Mutant) -> engine.Target:
+    """The target a ``--mutants`` mutant is drawn from: its innermost function, or its file at module level."""
+    if m.function is None:
+        return engine.parse_target(root, m.file)
+    funcs = engine.functions(m.file, (root / m.file).read_text(encoding="utf-8"))
+    return engine.function_target(next(f for f in funcs if f.qualname == m.function))

@@ -18,7 +18,7 @@ from typing import Any
 
 from deferlab.reports.atomic import write_text_atomic, write_with_atomic
 from deferlab.reports.grouping import fenced
-from deferlab.reports.mutate_select import claim_order
+from deferlab.reports.mutate_select import claim_order, is_property
 
 SCHEMA_VERSION = 1
 HERE = Path(__file__).resolve().parent
@@ -124,7 +124,7 @@ def document(plan: dict[str, Any], records: list[dict[str, Any]], equivalent: di
     counts = Counter(_shown(m) for m in mutants)
     judged = len(mutants) - counts["equivalent"] - counts["error"]
     detected = sum(counts[o] for o in DETECTED)
-    per_claim = Counter(c for m in mutants for c in m.get("killed_by", []))
+    per_unit = Counter(c for m in mutants for c in m.get("killed_by", []))
     matrix: dict[str, dict[str, Any]] = {}
     for m in mutants:
         row = matrix.setdefault(
@@ -148,7 +148,8 @@ def document(plan: dict[str, Any], records: list[dict[str, Any]], equivalent: di
         "counts": {o: counts[o] for o in COLOURS},
         "kill_rate": round(detected / judged, 4) if judged else None,
         "kill_rate_definition": "(killed + killed at load) / (mutants - equivalent - error); a timeout is not a kill",
-        "per_claim": {c: per_claim[c] for c in sorted(per_claim, key=claim_order)},
+        "per_unit": {c: per_unit[c] for c in sorted(per_unit, key=claim_order)},
+        "per_claim": {c: per_unit[c] for c in sorted(per_unit, key=claim_order) if not is_property(c)},
         "matrix": sorted(matrix.values(), key=lambda r: (r["where"].rsplit(":", 1)[0], int(r["where"].rsplit(":", 1)[1]))),
         "survivors": [m["id"] for m in mutants if _shown(m) == "survived"],
         "equivalent_but_detected": sorted(i for i in equivalent if any(m["id"] == i and m["outcome"] != "survived" for m in mutants)),
@@ -195,7 +196,8 @@ def markdown(doc: dict[str, Any], regressions: list[dict[str, str]], improvement
         "",
         f"Time: {doc['timing']['wall_seconds']:.0f} s wall on {doc['jobs']} worker(s), reference run "
         f"{doc['timing']['reference_seconds']:.0f} s, {sel['campaign_selected_seconds']:.0f} mutant-seconds; "
-        f"{sel['mean_claims_per_mutant']} claims per mutant on average (of {len(ref.get('verdicts', {}))}).",
+        f"{sel['mean_claims_per_mutant']} units per mutant on average (of {len(units(ref))}: "
+        f"{len(ref.get('verdicts', {}))} claims, {len(ref.get('properties', {}))} properties).",
         "",
         "![kill matrix](mutate.png)",
         "",
@@ -222,14 +224,19 @@ def markdown(doc: dict[str, Any], regressions: list[dict[str, str]], improvement
         ]
     out += [
         "",
-        "## Kills per claim",
+        "## Kills per unit (claims and properties)",
         "",
-        "| claim | reference verdict | mutants it ran on | kills |",
+        "A claim unit is its claim test (a kill: its verdict or failure signature changed, or its test broke); a "
+        "property unit `P:<test>` is a `real_code` property with no verdict (a kill: a test of it that passed on "
+        "the unmutated code failed or errored).",
+        "",
+        "| unit | reference | mutants it ran on | kills |",
         "|---|---|---|---|",
     ]
-    ran = Counter(cl for m in doc["mutants"] for cl in (m.get("claims_run") or ref.get("verdicts", {})))
-    for cid in sorted(ref.get("verdicts", {}), key=claim_order):
-        out.append(f"| {cid} | {ref['verdicts'][cid]} | {ran[cid]} | {doc['per_claim'].get(cid, 0)} |")
+    ran = Counter(cl for m in doc["mutants"] for cl in (m.get("claims_run") or units(ref)))
+    per_unit = doc.get("per_unit", doc["per_claim"])
+    for cid in units(ref):
+        out.append(f"| {cid} | {_reference_of(ref, cid)} | {ran[cid]} | {per_unit.get(cid, 0)} |")
     out += ["", "## Kill matrix (file:function:line)", ""]
     out += [
         "| where | mutants | killed | at load | timeout | survived | equivalent | killed by |",
@@ -264,16 +271,28 @@ def markdown(doc: dict[str, Any], regressions: list[dict[str, str]], improvement
 
 def _mutant_block(m: dict[str, Any], ref: dict[str, Any]) -> list[str]:
     """One survivor: where, which claims ran on it and their reference verdicts, and its diff."""
-    ran = m.get("claims_run") or sorted(ref.get("verdicts", {}), key=claim_order)
-    seen = ", ".join(f"{c} ({ref.get('verdicts', {}).get(c, '?')})" for c in ran)
+    ran = m.get("claims_run") or units(ref)
+    seen = ", ".join(f"{c} ({_reference_of(ref, c)})" for c in ran)
     failing = [c for c in ran if ref.get("verdicts", {}).get(c) == "fails"]
-    lines = [f"### `{m['id']}`", "", f"In `{m['function']}`; claims run (reference verdict): {seen}."]
+    lines = [f"### `{m['id']}`", "", f"In `{m['function']}`; units run (reference): {seen}."]
     if failing:
         lines.append(
             f"Of these, {', '.join(failing)} already fail on the unmutated code: a failing claim that stops at its "
             "first counterexample cannot show a second way of failing."
         )
     return [*lines, "", *fenced(m.get("diff", "")).copy(), ""]
+
+
+def units(ref: dict[str, Any]) -> list[str]:
+    """A plan's reference units in claim order: its claims (with a verdict), then its passing properties."""
+    return sorted([*ref.get("verdicts", {}), *ref.get("properties", {})], key=claim_order)
+
+
+def _reference_of(ref: dict[str, Any], unit: str) -> str:
+    """A unit's reference: a claim's verdict, or a property's test outcome."""
+    if is_property(unit):
+        return f"property {ref.get('properties', {}).get(unit, '?')}"
+    return str(ref.get("verdicts", {}).get(unit, "?"))
 
 
 # --- the figure ------------------------------------------------------------------------------------------------------
@@ -301,12 +320,14 @@ def figure(doc: dict[str, Any], path: Path) -> Path | None:
     ax.set_xlabel("mutants")
     ax.legend(fontsize=7, loc="lower right")
     ax.set_title("Outcome per mutated function", fontsize=10)
-    ids = sorted(doc["reference"].get("verdicts", {}), key=claim_order)
-    bx.barh(range(len(ids)), [doc["per_claim"].get(c, 0) for c in ids], color="#4caf50")
-    bx.set_yticks(range(len(ids)), [f"{c} ({doc['reference']['verdicts'][c]})" for c in ids], fontsize=8)
+    ids = units(doc["reference"])
+    per_unit = doc.get("per_unit", doc["per_claim"])
+    bx.barh(range(len(ids)), [per_unit.get(c, 0) for c in ids], color="#4caf50")
+    labels = [f"{c if len(c) < 34 else c[:32] + '…'} ({_reference_of(doc['reference'], c)})" for c in ids]
+    bx.set_yticks(range(len(ids)), labels, fontsize=8 if len(ids) <= 20 else 6)
     bx.invert_yaxis()
     bx.set_xlabel("mutants killed")
-    bx.set_title("Kills per claim (reference verdict)", fontsize=10)
+    bx.set_title("Kills per unit (reference)", fontsize=10)
     rate = "n/a" if doc["kill_rate"] is None else f"{100 * doc['kill_rate']:.1f} %"
     fig.suptitle(f"{doc['system'].get('name')}: {len(doc['mutants'])} mutants, kill rate {rate}", fontsize=11)
     fig.tight_layout()

@@ -6,10 +6,14 @@ TREE`` in its own process group with a timeout, so a hang is killed and
 recorded as ``timeout`` and a crash is an outcome, never a lost campaign. The
 reference runs each claim test alone on a tree whose functions carry probes
 (`mutate_select.instrument`), so selection knows which functions each claim
-entered. A mutant is *killed* when a
-selected claim's verdict or failure signature (`reports.grouping.failure_signature`)
-differs from the reference's, or a claim test that passed there fails; *killed
-at load* when nothing recorded a verdict and the mutant tree no longer loads
+entered. The units run are every test the suite collects on real code: claim
+tests (keyed by claim) and ``real_code`` properties (keyed ``P:<test>``,
+`mutate_select.unit_of_node`). A mutant is *killed* when a
+selected claim's verdict or failure signature (its recorded signature set where
+the row carries one, else `reports.grouping.failure_signature` of its evidence:
+`mutate_select.signature_of`) differs from the reference's, or a selected test
+(claim or property) that passed there fails or errors; *killed at load* when
+nothing recorded a verdict or a passing test and the mutant tree no longer loads
 (`reports.versions.matrix.preflight`); otherwise *survived*. A harness failure
 of our own is ``error`` (retried by ``--resume``).
 """
@@ -37,7 +41,6 @@ from deferlab.reference.system.seam import SGLANG_LABEL
 from deferlab.reports import claims as claims_io
 from deferlab.reports import mutate_engine as engine
 from deferlab.reports import mutate_select as select
-from deferlab.reports.grouping import failure_signature
 from deferlab.reports.versions.matrix import SGLangLoadError, claims_command, one_line, preflight
 
 OUTCOMES = ("killed", "killed at load", "timeout", "survived", "error")
@@ -159,27 +162,27 @@ def run_claims(
         out.wrote = True
         out.rows = [r for r in doc["claims"] if r["policy"] == SGLANG_LABEL]
         for r in out.rows:
-            signature = (
-                failure_signature(r.get("evidence", "")) if r["verdict"] in ("fails", "holds-with-caveat") else ""
-            )
-            out.claims[r["id"]] = {"verdict": r["verdict"], "signature": signature, "evidence": r.get("evidence", "")}
+            out.claims[r["id"]] = {"verdict": r["verdict"], "signature": select.signature_of(r), "evidence": r.get("evidence", "")}  # fmt: skip
         out.tests = {p["name"]: p["outcome"] for p in doc.get("properties", [])}
         out.durations = {p["name"]: float(p.get("seconds") or 0) for p in doc.get("properties", [])}
-        out.recorded = any(c["verdict"] != "not-run" for c in out.claims.values())
+        out.recorded = any(c["verdict"] != "not-run" for c in out.claims.values()) or any(
+            o == "passed" and not select.claim_of_node(n) for n, o in out.tests.items()
+        )  # a verdict, or a property test that passed (property units record no verdict)
     if trace and (scratch / "probes.json").is_file():
         out.hits = json.loads((scratch / "probes.json").read_text())
     return out
 
 
 def collect(runner: Runner, tree: Path, scratch: Path, timeout: float) -> list[str]:
-    """The claim tests' node ids on ``tree`` (pytest --collect-only), each paired with a claim by its name."""
+    """The node ids of every test the suite runs on ``tree`` (pytest --collect-only): claim tests and
+    ``real_code`` properties (`mutate_select.unit_of_node` keys each)."""
     scratch.mkdir(parents=True, exist_ok=True)
     env = {**os.environ, "PYTHONDONTWRITEBYTECODE": "1", "DEFERLAB_RESULTS_DIR": str(scratch / "collect")}
     proc = subprocess.run(
         runner.command(tree, None), capture_output=True, text=True, env=env, cwd=scratch, timeout=timeout, check=False
     )
-    nodes = [ln.strip() for ln in proc.stdout.splitlines() if "::" in ln and select.claim_of_node(ln.strip())]
-    if not nodes:
+    nodes = [ln.strip() for ln in proc.stdout.splitlines() if "::" in ln and not ln.startswith((" ", "<"))]
+    if not any(select.claim_of_node(n) for n in nodes):
         why = one_line(proc.stdout + proc.stderr) or f"pytest exited {proc.returncode}"
         raise RuntimeError(f"collecting the claim tests on {tree} found none ({why})")
     return nodes
@@ -187,7 +190,7 @@ def collect(runner: Runner, tree: Path, scratch: Path, timeout: float) -> list[s
 
 @dataclass
 class Verdict:
-    """A mutant's outcome and why: the claims that saw it, with what each saw."""
+    """A mutant's outcome and why: the units (claims, properties) that saw it, with what each saw."""
 
     outcome: str
     killed_by: list[str] = field(default_factory=list)
@@ -198,10 +201,13 @@ def judge(
     reference: dict[str, Any], run: Run, claims: Sequence[str], nodes: dict[str, list[str]],
     load_check: Callable[[], str | None],
 ) -> Verdict:  # fmt: skip
-    """Compare ``run`` with the reference's claims and tests (only ``claims``, the ones that ran).
+    """Compare ``run`` with the reference's claims and tests (only the units ``claims``, the ones that ran:
+    claim ids and ``P:`` property units; ``nodes``: unit -> its node ids).
 
+    A claim unit sees the mutant when its verdict or signature changed, or one of its tests that passed in the
+    reference did not pass; a property unit when one of its tests that passed there did not pass.
     ``load_check()``: None when the mutant tree still loads, else its one-line error (asked only when no
-    selected claim recorded a verdict)."""
+    selected unit recorded anything)."""
     if run.timed_out:
         return Verdict("timeout", reasons={"(run)": f"no end within the timeout ({run.seconds} s)"})
     v = Verdict("survived")
@@ -213,8 +219,16 @@ def judge(
     for cid in claims:
         ref = reference["claims"].get(cid)
         got = run.claims.get(cid, {"verdict": "not-run", "signature": ""})
-        if ref is None or (run.tests and not any(n in run.tests for n in nodes.get(cid, []))):
-            continue  # no reference, or its test never started (--first-kill stopped at an earlier kill)
+        if run.tests and not any(n in run.tests for n in nodes.get(cid, [])):
+            continue  # its test never started (--first-kill stopped at an earlier kill)
+        if select.is_property(cid):
+            broke = [n for n in nodes.get(cid, []) if reference["tests"].get(n) == "passed" and run.tests.get(n, "failed") != "passed"]  # fmt: skip
+            if broke:
+                why = run.messages.get(broke[0]) or next((m for n, m in run.messages.items() if n in broke[0]), "")
+                v.reasons[cid] = f"its test {run.tests.get(broke[0], 'did not finish')}: {why}".strip()
+            continue
+        if ref is None:
+            continue  # no reference verdict to compare with
         if got["verdict"] != ref["verdict"]:
             v.reasons[cid] = f"verdict {ref['verdict']} -> {got['verdict']}"
         elif got["signature"] != ref["signature"]:
@@ -302,41 +316,50 @@ def reference(
     pool: Pool, runner: Runner, claims: list[str] | None, timeout: float, say: Callable,
     probes: dict[str, tuple[str, dict[int, str]]],
 ) -> dict:  # fmt: skip
-    """Each claim test alone on an unmutated copy carrying ``probes`` (file -> instrumented text, id -> function):
-    verdicts, signatures, test outcomes, the functions each claim entered, seconds. The probes are taken out
-    of every worker tree afterwards."""
+    """Each unit's tests alone (a claim test; a property's nodes together) on an unmutated copy carrying ``probes``
+    (file -> instrumented text, id -> function): verdicts, signatures, test outcomes, the functions each unit
+    entered, seconds. ``claims``: only these units (claim ids, ``P:`` names); None: every one collected. A
+    property none of whose tests passed here can see no mutant and is dropped. The probes are taken out of
+    every worker tree afterwards."""
     nodes: list[str] = []
     pool.map(lambda slot, _: nodes.extend(collect(runner, slot.tree.path, slot.scratch, timeout)), [0], lambda *a: None)
-    nodes = [n for n in nodes if claims is None or select.claim_of_node(n) in claims]
+    nodes = [n for n in nodes if claims is None or select.unit_of_node(n) in claims]
+    units = select.nodes_by_unit(nodes)
     doc: dict[str, Any] = {"claims": {}, "rows": [], "tests": {}, "called": {}, "seconds": {}, "durations": {}}
     doc["errors"] = []
-    doc.update(nodes=nodes, instrumented=sorted(probes))
+    doc.update(nodes=nodes, instrumented=sorted(probes), properties={})
     key = {n: k for _, ids in probes.values() for n, k in ids.items()}
 
-    def one(slot: Slot, node: str) -> Run:
+    def one(slot: Slot, unit: str) -> Run:
         if not slot.probed:
             for file, (text, _) in probes.items():
                 slot.tree.apply(file, text)
             slot.probed = True
-        return run_claims(runner, slot.tree.path, [node], slot.scratch, timeout, trace=True)
+        return run_claims(runner, slot.tree.path, units[unit], slot.scratch, timeout, trace=True)
 
-    def done(node: str, run: Run) -> None:
-        cid = select.claim_of_node(node) or node
-        got = run.claims.get(cid)
-        doc["seconds"][node] = run.seconds
-        doc["durations"][node] = run.durations.get(node, run.seconds)
+    def done(unit: str, run: Run) -> None:
+        share = run.seconds / max(1, len(units[unit]))  # one process for the unit's nodes: its start shared
+        for node in units[unit]:
+            doc["seconds"][node] = round(share, 2)
+            doc["durations"][node] = run.durations.get(node, share)
         doc["tests"].update(run.tests)
-        doc["called"].setdefault(cid, set()).update(key[h] for h in run.hits if h in key)
+        doc["called"].setdefault(unit, set()).update(key[h] for h in run.hits if h in key)
+        if select.is_property(unit):
+            outcomes = [run.tests.get(n, "did not finish") for n in units[unit]]
+            doc["properties"][unit] = "passed" if "passed" in outcomes else (outcomes[0] if outcomes else "not-run")
+            say(f"reference {unit}: {', '.join(outcomes)} in {run.seconds} s")
+            return
+        got = run.claims.get(unit)
         if got is None or got["verdict"] == "not-run" or run.timed_out:
             why = "timed out" if run.timed_out else one_line(run.tail)
-            doc["errors"].append(f"{node}: recorded no verdict ({why})")
+            doc["errors"].append(f"{unit}: recorded no verdict ({why})")
         else:
-            doc["claims"][cid] = got
-            doc["rows"] += [r for r in run.rows if r["id"] == cid]
-        say(f"reference {cid}: {got['verdict'] if got else 'nothing recorded'} in {run.seconds} s")
+            doc["claims"][unit] = got
+            doc["rows"] += [r for r in run.rows if r["id"] == unit]
+        say(f"reference {unit}: {got['verdict'] if got else 'nothing recorded'} in {run.seconds} s")
 
     try:
-        pool.map(one, nodes, done)
+        pool.map(one, list(units), done)
     finally:
         for slot in pool.made:
             for file in probes if slot.probed else ():
@@ -344,8 +367,18 @@ def reference(
             slot.probed = False
     if not doc["claims"]:
         raise RuntimeError("the reference run recorded no verdict: " + "; ".join(doc["errors"])[:600])
-    doc["called"] = {c: sorted(v) for c, v in doc["called"].items()}
+    dead = [u for u, o in doc["properties"].items() if o != "passed"]
+    if dead:
+        doc["errors"].append(f"properties that passed no test here (no mutant can break them; not run): {', '.join(dead)}")  # fmt: skip
+    doc["nodes"] = [n for n in nodes if select.unit_of_node(n) not in dead]
+    doc["called"] = {c: sorted(v) for c, v in doc["called"].items() if c not in dead}
     return doc
+
+
+def units_of(reference: dict[str, Any]) -> list[str]:
+    """The reference's units in claim order: its claims with a verdict, then its passing properties."""
+    props = [u for u, o in reference.get("properties", {}).items() if o == "passed"]
+    return sorted([*reference["claims"], *props], key=select.claim_order)
 
 
 # --- the per-mutant results file (append as each finishes; a resumed campaign skips what it holds) -------------------

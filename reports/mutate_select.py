@@ -15,6 +15,13 @@ functions that claim entered (a pytest plugin: ``-p deferlab.reports.mutate_sele
 with ``DEFERLAB_MUTATE_PROBES`` set). A mutant then runs the claims that
 entered its function; one at module level, in a function no claim entered, or
 beside a claim with no probe record, runs every claim: provenance cannot say.
+
+The unit of selection is every test the suite runs on real code, not only the
+claim tests: a claim test is keyed by its claim (``C12``), any other property
+(one marked ``real_code``) by its test function (``P:test_compositing_equals_the_oracle``,
+its parametrized nodes together; `unit_of_node`). A property unit records no
+verdict; it names no function in provenance, so it adds no default target,
+but its probes select it like a claim's.
 """
 
 from __future__ import annotations
@@ -160,8 +167,8 @@ def named_functions(rows: Iterable[Mapping], index: CodeIndex) -> dict[str, tupl
 
 
 def claims_for(function_key: str | None, reach: Mapping[str, Reach]) -> list[str] | None:
-    """The claims whose test entered ``function_key``, plus those with no trace; None (every claim) for a
-    mutant outside any function or in one no trace holds."""
+    """The units (claims and properties) whose test entered ``function_key``, plus those with no trace; None
+    (every unit) for a mutant outside any function or in one no trace holds."""
     if function_key is None:
         return None
     hit = [c for c, r in reach.items() if r.called is not None and function_key in r.called]
@@ -171,7 +178,8 @@ def claims_for(function_key: str | None, reach: Mapping[str, Reach]) -> list[str
 
 
 def claim_order(cid: str) -> tuple[int, str]:
-    return (int(cid[1:]) if cid[1:].isdigit() else 10**6, cid)
+    """Claims in number order (C2 before C10), then property units by name."""
+    return (int(cid[1:]) if cid[:1] == "C" and cid[1:].isdigit() else 10**6, cid)
 
 
 def claim_of_node(node: str) -> str | None:
@@ -180,14 +188,64 @@ def claim_of_node(node: str) -> str | None:
     return m.group(1).upper() if m else None
 
 
-def nodes_by_claim(test_names: Iterable[str]) -> dict[str, list[str]]:
-    """claim -> the node ids of its tests, from a run's recorded properties (their names are node ids)."""
+PROPERTY = "P:"  # a property unit's prefix: P:<test function>
+
+
+def unit_of_node(node: str) -> str:
+    """A node's unit of selection: its claim for a claim test, else ``P:<test function>`` (parameters and
+    module dropped: ``.../test_stages.py::test_compositing_equals_the_oracle[cpu]`` is
+    ``P:test_compositing_equals_the_oracle``)."""
+    cid = claim_of_node(node)
+    if cid is not None:
+        return cid
+    return PROPERTY + node.rsplit("::", 1)[-1].split("[", 1)[0]
+
+
+def is_property(unit: str) -> bool:
+    return unit.startswith(PROPERTY)
+
+
+def nodes_by_unit(test_names: Iterable[str]) -> dict[str, list[str]]:
+    """unit -> its node ids (claims and properties), in the order given."""
     out: dict[str, list[str]] = {}
     for name in test_names:
-        cid = claim_of_node(name)
-        if cid is not None:
-            out.setdefault(cid, []).append(name)
+        out.setdefault(unit_of_node(name), []).append(name)
     return out
+
+
+def nodes_by_claim(test_names: Iterable[str]) -> dict[str, list[str]]:
+    """claim -> the node ids of its tests (claim tests only; `nodes_by_unit` keeps the properties too)."""
+    return {u: n for u, n in nodes_by_unit(test_names).items() if not is_property(u)}
+
+
+def signature_of(row: Mapping[str, Any]) -> str:
+    """What identifies how a recorded claim row fails: "" unless it fails (or holds with a caveat); its recorded
+    signature set where the row carries one (``row["signatures"]``, read by ``signature_set`` of
+    ``reference.system.signatures`` where this tree has it), sorted and joined, else
+    `reports.grouping.failure_signature` of its evidence, as before rows carried sets."""
+    if row.get("verdict") not in ("fails", "holds-with-caveat"):
+        return ""
+    sigs = row.get("signatures")
+    if isinstance(sigs, list) and sigs:
+        helper = _signature_set()
+        found = helper(row) if helper is not None else None
+        if not found:
+            found = {str(s.get("signature", "")) for s in sigs if isinstance(s, Mapping)}
+        return " | ".join(sorted(str(x) for x in found))
+    from deferlab.reports.grouping import failure_signature
+
+    return failure_signature(row.get("evidence", ""))
+
+
+def _signature_set() -> Any:
+    """The shared ``signature_set`` (``reference.system.signatures``, or the suite's ``verdicts`` re-export where a
+    session loaded it); None where neither exists."""
+    try:
+        from deferlab.reference.system import signatures
+
+        return getattr(signatures, "signature_set", None)
+    except ImportError:
+        return getattr(sys.modules.get("deferlab.properties.verdicts"), "signature_set", None)
 
 
 # --- the call probes (what the reference run's claim tests entered) -----------------------------------------------
@@ -279,8 +337,6 @@ def _first_change(nodeid: str, failed: bool) -> str | None:
     """The first claim whose verdict or failure signature differs from the reference since the last test, or the
     test itself if it failed where the reference's passed. The suite's recorder is read where the session loaded it
     (``sys.modules``, not imported: the CLI never imports the test package)."""
-    from deferlab.reports.grouping import failure_signature
-
     if "claims" not in _STOP:
         _STOP.update(json.loads(Path(os.environ[STOP_ENV]).read_text()), seen=0)
     verdicts = sys.modules.get("deferlab.properties.verdicts")
@@ -288,11 +344,7 @@ def _first_change(nodeid: str, failed: bool) -> str | None:
     new, _STOP["seen"] = recorded[_STOP["seen"] :], len(recorded)
     for entry in new:
         ref = _STOP["claims"].get(entry.get("id"))
-        signature = (
-            failure_signature(entry.get("evidence", ""))
-            if entry.get("verdict") in ("fails", "holds-with-caveat")
-            else ""
-        )
+        signature = signature_of(entry)
         if ref is not None and (entry.get("verdict"), signature) != (ref["verdict"], ref["signature"]):
             return str(entry["id"])
     return nodeid if failed and _STOP["tests"].get(nodeid) == "passed" else None

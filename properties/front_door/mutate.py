@@ -51,6 +51,21 @@ MUTATE_ROWS = [
         r"--baseline: .*mb\.json' is not a mutate baseline",
     ),
     BadCli(
+        "mutate mutants not an id",
+        lambda t: _mutate(t, "--mutants", "sglang/srt/gate.py:5"),
+        r"--mutants: 'sglang/srt/gate.py:5' is not a mutant id \(FILE.py:LINE:COL:OPERATOR:INDEX\[:NTH\]",
+    ),
+    BadCli(
+        "mutate mutants unknown",
+        lambda t: _mutate(t, "--mutants", "sglang/srt/gate.py:5:15:ReplaceComparisonOperator_LtE_Gt:7"),
+        r"--mutants: '.*LtE_Gt:7' is not one of cosmic-ray's mutants of that line in this tree",
+    ),
+    BadCli(
+        "mutate mutants file",
+        lambda t: _mutate(t, "--mutants", f"@{t / 'none.txt'}"),
+        r"--mutants: cannot read '.*none\.txt'",
+    ),
+    BadCli(
         "mutate not a checkout",
         lambda t: ["mutate", "--sglang", str(t), "--out", str(t / "out")],
         r"--sglang: sglang source .* is not an SGLang checkout",

@@ -160,7 +160,7 @@ def test_provenance_names_the_functions_and_the_probes_select(fake_campaign: tup
         f"{GATE}:{f}" for f in ("countdown", "patches", "should_defer")
     ]
     by_fn = {m["function"]: m["claims_run"] for m in doc["mutants"]}
-    assert by_fn == {"should_defer": ["C1"], "patches": ["C2", "C3"], "countdown": ["C4"]}
+    assert by_fn == {"should_defer": ["C1"], "patches": ["C2", "C3"], "countdown": ["C4"]}  # no property enters them
     assert all(len(r) <= 2 for r in runner.runs)  # no mutant ran every claim
     assert doc["reference"]["called"]["C1"] == [f"{GATE}:_self_check", f"{GATE}:should_defer"]
 
@@ -213,6 +213,76 @@ def test_judge_compares_verdicts_signatures_and_tests() -> None:
     died = mutate_run.Run(rc=-9)
     assert list(mutate_run.judge(ref, died, ["C2"], nodes, lambda: None).reasons) == ["(run)"]
     assert mutate_run.judge(ref, mutate_run.Run(timed_out=True), ["C2"], nodes, lambda: None).outcome == "timeout"
+
+
+def test_a_property_is_a_unit_selected_by_its_probes_and_its_failure_kills(tmp_path: Path) -> None:
+    """A function only a property (no claim, no verdict) enters is a valid target; its mutants run that property
+    unit alone, and a test of it that passed on the unmutated code failing kills them, counted per unit."""
+    rc, doc, runner = _campaign(tmp_path, "--target", f"{GATE}:scale", "--sample", "50")
+    assert rc == 0 and doc["mutants"]
+    assert {tuple(m["claims_run"]) for m in doc["mutants"]} == {("P:test_scale_is_affine",)}
+    mutant_runs = runner.runs[-len(doc["mutants"]) :]  # after the reference's (one per unit)
+    assert all(len(r) == 2 and all("test_scale_is_affine" in n for n in r) for r in mutant_runs)  # cpu + cuda
+    killed = [m for m in doc["mutants"] if m["outcome"] == "killed"]
+    assert killed and all(m["killed_by"] == ["P:test_scale_is_affine"] for m in killed)
+    assert killed[0]["reasons"]["P:test_scale_is_affine"].startswith("its test failed: AssertionError: scale(2, 3)")
+    assert doc["per_unit"]["P:test_scale_is_affine"] == len(killed) and doc["per_claim"] == {}
+    # the property that fails on the unmutated code can see nothing: the reference drops it
+    assert doc["reference"]["properties"] == {"P:test_scale_is_affine": "passed"}
+    assert any("P:test_patches_never_hold" in e for e in doc["reference"]["errors"])
+    md = (tmp_path / "out" / "mutate.md").read_text()
+    assert "## Kills per unit (claims and properties)" in md
+    assert f"| P:test_scale_is_affine | property passed | {len(doc['mutants'])} | {len(killed)} |" in md
+
+
+def test_mutants_runs_exactly_the_ids_asked(tmp_path: Path) -> None:
+    """``--mutants`` (ids or @FILE) runs those mutants and no sample; their functions are the targets; a resume
+    with other ids is refused."""
+    ids = [f"{GATE}:5:15:ReplaceComparisonOperator_LtE_Lt:0", f"{GATE}:28:13:ReplaceBinaryOperator_Mul_Add:0"]
+    listed = tmp_path / "ids.txt"
+    listed.write_text(f"# two survivors\n{ids[0]}\n{ids[1]}  # the scale\n")
+    rc, doc, runner = _campaign(tmp_path, "--mutants", f"@{listed}")
+    assert rc == 0 and sorted(m["id"] for m in doc["mutants"]) == sorted(ids) and doc["mutants_asked"] == ids
+    assert len(runner.runs) == 6 + 2  # the reference's five units and the failing property, then the two mutants
+    out = {m["id"]: m for m in doc["mutants"]}
+    assert out[ids[0]]["outcome"] == "survived" and out[ids[0]]["claims_run"] == ["C1"]
+    assert out[ids[1]]["killed_by"] == ["P:test_scale_is_affine"]
+    assert sorted(t["target"] for t in doc["targets"]) == [f"{GATE}:scale", f"{GATE}:should_defer"]
+    with pytest.raises(UsageError, match="started with other mutants_asked"):
+        _campaign(tmp_path, "--mutants", ids[0], "--resume")
+
+
+def test_signature_of_reads_a_rows_signature_set_or_its_evidence() -> None:
+    ev = "AssertionError: 3 bytes at (1, 2)"
+    plain = {"verdict": "fails", "evidence": ev}
+    assert select.signature_of(plain) == select.signature_of({**plain, "signatures": []})
+    assert select.signature_of({"verdict": "holds", "evidence": ev}) == ""
+    a = {"verdict": "fails", "evidence": ev, "signatures": [{"signature": "B: x"}, {"signature": "A: y"}]}
+    b = {**a, "evidence": "AssertionError: something else", "signatures": list(reversed(a["signatures"]))}
+    assert select.signature_of(a) == select.signature_of(b) == "A: y | B: x"  # a set: order and evidence aside
+    assert select.signature_of({**a, "signatures": [{"signature": "A: y"}]}) != select.signature_of(a)
+
+
+def test_judge_kills_on_a_property_that_broke_and_on_a_changed_signature_set() -> None:
+    ref = {
+        "claims": {"C2": {"verdict": "fails", "signature": "A: y | B: x"}},
+        "tests": {"n::test_claim_c2_x": "passed", "n::test_p[cpu]": "passed", "n::test_p[cuda]": "skipped"},
+    }
+    nodes = {"C2": ["n::test_claim_c2_x"], "P:test_p": ["n::test_p[cpu]", "n::test_p[cuda]"]}
+    units = ["C2", "P:test_p"]
+
+    def run(sig: str, cpu: str, cuda: str = "skipped") -> mutate_run.Run:
+        tests = {"n::test_claim_c2_x": "passed", "n::test_p[cpu]": cpu, "n::test_p[cuda]": cuda}
+        claims = {"C2": {"verdict": "fails", "signature": sig}}
+        return mutate_run.Run(claims=claims, tests=tests, recorded=True, wrote=True, messages={"n::test_p[cpu]": "E"})
+
+    assert mutate_run.judge(ref, run("A: y | B: x", "passed", "failed"), units, nodes, lambda: None).outcome == "survived"  # fmt: skip
+    broke = mutate_run.judge(ref, run("A: y | B: x", "failed"), units, nodes, lambda: None)
+    assert broke.killed_by == ["P:test_p"] and broke.reasons["P:test_p"] == "its test failed: E"
+    sig = mutate_run.judge(ref, run("A: y", "passed"), units, nodes, lambda: None)
+    assert sig.killed_by == ["C2"] and sig.reasons["C2"].startswith("failure signature")
+    only_p = mutate_run.Run(tests={"n::test_p[cpu]": "passed"}, wrote=True, recorded=True)
+    assert mutate_run.judge(ref, only_p, ["P:test_p"], nodes, lambda: None).outcome == "survived"
 
 
 class DyingRunner(FakeRunner):

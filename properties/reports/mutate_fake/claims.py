@@ -12,6 +12,13 @@ NODES = {
     "C3": "fake/claims/test_fake.py::test_claim_c3_patches[SGLANG]",
     "C4": "fake/claims/test_fake.py::test_claim_c4_countdown[SGLANG]",
 }
+# properties (no claim, no verdict): units P:test_scale_is_affine (two nodes, one skipped as CUDA-less runs skip
+# theirs) and P:test_patches_never_hold (fails on the unmutated code: the reference drops it)
+PROPERTIES = {
+    "fake/claims/test_fake.py::test_scale_is_affine[cpu]": "scale",
+    "fake/claims/test_fake.py::test_scale_is_affine[cuda]": "skip",
+    "fake/claims/test_fake.py::test_patches_never_hold": "never",
+}
 
 
 def load(tree):
@@ -43,6 +50,19 @@ def c4(g):
 
 
 CLAIMS = {"C1": c1, "C2": c2, "C3": c3, "C4": c4}
+
+
+def prop(kind, g):
+    """A property's outcome: passed, failed (AssertionError) or skipped."""
+    if kind == "skip":
+        return "skipped"
+    if kind == "never":
+        assert g.patches(1, 1, 1) == 2, "a 1x1 image has one patch"
+    else:
+        assert g.scale(2, 3) == 7 and g.scale(0, 5) == 1, f"scale(2, 3) = {g.scale(2, 3)}"
+    return "passed"
+
+
 PROVENANCE = {
     "C1": {"defer_decisions": "real: sglang.srt.gate.should_defer"},
     "C2": {"patches": "real: sglang.srt.gate.patches"},
@@ -64,7 +84,7 @@ def main(argv):
         print("sglang-9.9.9")
         return 0
     if "--collect-only" in argv:
-        print("\n".join(NODES.values()))
+        print("\n".join([*NODES.values(), *PROPERTIES]))
         return 0
     if os.environ.get("DEFERLAB_MUTATE_PROBES"):  # the reference run: record which functions ran
         from deferlab.reports.mutate_select import install_probe
@@ -76,8 +96,9 @@ def main(argv):
         g = load(tree)
     except Exception as e:
         g, rc = None, 1
-        props = [{"name": NODES[c], "examples": None, "outcome": "failed", "seconds": 0.0} for c in wanted]
-        print(f"ERROR {NODES[wanted[0]]} - {type(e).__name__}: {e}")
+        asked = [NODES[c] for c in wanted] + [n for n in PROPERTIES if n in argv]
+        props = [{"name": n, "examples": None, "outcome": "failed", "seconds": 0.0} for n in asked]
+        print(f"ERROR {asked[0]} - {type(e).__name__}: {e}")
     for cid in wanted if g is not None else []:
         try:
             verdict, evidence = CLAIMS[cid](g)
@@ -99,6 +120,13 @@ def main(argv):
                 }
             )
         props.append({"name": NODES[cid], "examples": None, "outcome": outcome, "seconds": 0.0})
+    for node in [n for n in PROPERTIES if n in argv] if g is not None else []:
+        try:
+            outcome = prop(PROPERTIES[node], g)
+        except Exception as e:
+            outcome, rc = "failed", 1
+            print(f"FAILED {node} - {type(e).__name__}: {e}")
+        props.append({"name": node, "examples": None, "outcome": outcome, "seconds": 0.0})
     if os.environ.get("DEFERLAB_MUTATE_PROBES"):
         from deferlab.reports.mutate_select import write_hits
 

@@ -1,4 +1,4 @@
-"""A fake engine module: a gate, a patch count, a countdown and an import-time check."""
+"""A fake engine module: a gate, a patch count, a countdown, an import-time check, a scale only a property calls."""
 
 
 def should_defer(raw, processed):
@@ -22,6 +22,10 @@ def _self_check():
 
 def never_called(x):
     return x * 2
+
+
+def scale(x, k):
+    return x * k + 1
 
 
 _self_check()
