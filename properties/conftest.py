@@ -222,3 +222,10 @@ def pytest_terminal_summary(terminalreporter, exitstatus: int, config: pytest.Co
     terminalreporter.write_line(
         f"deferlab verdicts ({time.strftime('%H:%M:%S')}): {summary} -> {verdicts.RESULTS_DIR}/verdicts.json"
     )
+
+
+@pytest.fixture(autouse=True)
+def _no_ci_job_summary(monkeypatch: pytest.MonkeyPatch) -> None:
+    """No test appends to the CI job's real summary: the suite runs ``report``, ``versions`` and ``compare``,
+    which append to ``$GITHUB_STEP_SUMMARY`` when it is set; a test that checks that sets its own file."""
+    monkeypatch.delenv("GITHUB_STEP_SUMMARY", raising=False)

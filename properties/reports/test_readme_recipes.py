@@ -50,6 +50,8 @@ def test_the_compare_output_shown_is_the_summary_of_the_recorded_json() -> None:
     doc = json.loads((ROOT / where).read_text())
     assert shown == "\n".join(compare_render.summary_markdown(doc))
     assert doc["exit_status"] == 0 and doc["changes"]["newly holding"] == ["C9"]  # what the prose says of it
+    # the "in full" file the README links: today's rendering of the same JSON (regenerate it when that changes)
+    assert (ROOT / where).with_name("compare.md").read_text() == compare_render.markdown(doc)
 
 
 def test_the_reproducer_shown_is_the_recorded_file_and_what_repro_writes_from_that_json(tmp_path: Path) -> None:
