@@ -30,4 +30,9 @@ CI_OUTPUT_ROWS = [
         lambda t: ["report", "--junit", str(t), "--out", str(t / "r")],
         r"--junit: '.*' is a directory; accepted: a file path for the XML",
     ),
+    BadCli(
+        "versions release before the Kimi-K3 path",
+        lambda t: ["versions", "0.5.23", "0.5.2", "--out", str(t / "v")],
+        r"'0\.5\.2': no Kimi-K3 multimodal processor before SGLang 0\.5\.17; accepted: 0\.5\.17 and later",
+    ),
 ]

@@ -5,7 +5,10 @@ the package index (one ``pip index`` call). ``--vllm`` adds vLLM's releases
 (from 0.27.0, the first with a Kimi-K3 image path): those named, else every
 one on the index; naming only vLLM releases runs only those. ``--newest``
 takes only the newest release of each engine of the run (what CI runs). Each
-release runs in its own process, with progress on stderr. Exit status: 0
+release runs in its own process, with progress on stderr. A named release
+before the first with a Kimi-K3 path, or neither cached nor on the index, is
+refused before any release runs (exit 2, naming the nearest release and the
+newest ones). Exit status: 0
 clean; 1 a verdict changed against the versions baseline; 2 bad usage; 3 a
 release could not be loaded or a claim test errored (the matrix is still
 written, with the reason). ``--format md|json|junit`` prints versions.md,
@@ -17,6 +20,7 @@ and verdict table are appended to ``$GITHUB_STEP_SUMMARY``.
 from __future__ import annotations
 
 import argparse
+import importlib
 import shutil
 import sys
 import tempfile
@@ -94,6 +98,12 @@ def _check(args: argparse.Namespace) -> tuple[Wanted, Path | None, dict[str, dic
         raise UsageError(
             f"--vllm: {', '.join(map(repr, old))} has no Kimi-K3 image path; accepted: {versions.VLLM_MINIMUM} and later"
         )
+    minimum = [v for v in args.versions if versions.version_key(v) < versions.version_key(versions.MINIMUM)]
+    if minimum:
+        raise UsageError(
+            f"{', '.join(map(repr, minimum))}: no Kimi-K3 multimodal processor before SGLang {versions.MINIMUM}; "
+            f"accepted: {versions.MINIMUM} and later"
+        )
     wanted: Wanted = {}
     if args.versions or not vllm:  # named SGLang releases, or SGLang's default unless only vLLM ones are named
         wanted["sglang"] = list(args.versions) or None
@@ -116,10 +126,40 @@ def _check(args: argparse.Namespace) -> tuple[Wanted, Path | None, dict[str, dic
     return wanted, baseline, verdicts
 
 
+def refuse_unlisted(wanted: Wanted, *, index: Any = versions.index_versions, cache: Path | None = None) -> None:
+    """UsageError (one line) for a named release that is neither cached nor on the package index, naming the
+    nearest release and the newest ones, before any release runs. Why here and not per release: a typo in the
+    last of seven releases would otherwise cost the six runs before it and end in exit 3. An unreachable index
+    refuses nothing (each release then says why it could not be fetched, as it would anyway)."""
+    from deferlab.impl.loader.sources import known_releases
+    from deferlab.impl.loader.wheels import cached_tree
+
+    for engine, named in wanted.items():
+        if not named:
+            continue
+        description = importlib.import_module(f"deferlab.impl.{engine}.sources").ENGINE
+        missing = [v for v in named if cached_tree(description, v, cache) is None]
+        if not missing:
+            continue
+        try:
+            listed = index(minimum="0.0.0", engine=engine)
+        except RuntimeError:
+            return
+        unknown = [v for v in missing if v not in listed]
+        if unknown:
+            flag = "--vllm " if engine == "vllm" else ""
+            raise UsageError(
+                f"{flag}{unknown[0]!r}: the package index has no {engine}=={unknown[0]} "
+                f"({known_releases(unknown[0], listed)}); accepted: {engine} releases "
+                f"{versions.ENGINE_MINIMUM[engine]} and later on the index"
+            )
+
+
 def run(args: argparse.Namespace, log: Any = None) -> int:
     """Run the matrix; returns the exit status (see the module docstring)."""
     log = log or sys.stderr
     wanted, baseline, verdicts = _check(args)
+    refuse_unlisted(wanted)
     say = lambda msg: print(f"[deferlab] versions: {msg}", file=log, flush=True)  # noqa: E731
     todo: list[tuple[str, str]] = []
     for engine, named in wanted.items():
