@@ -291,7 +291,9 @@ def fit_c15(ce: Any, failure: str) -> dict[str, Any] | None:
 
 
 def fit_c10(ce: Any, failure: str) -> dict[str, Any] | None:
-    if "call site 'request'" not in failure or not isinstance(ce, list) or len(ce) != 2:
+    if "call site 'request'" not in failure or not isinstance(ce, list) or len(ce) not in (2, 3):
+        return None
+    if len(ce) == 3 and ce[2] != "request":  # a counterexample that names its call site: only the request path's
         return None
     geometry, shapes = _ints(str(ce[0]), GEOMETRY), ce[1]
     if geometry is None or not all(isinstance(s, list | tuple) and len(s) == 3 for s in shapes):

@@ -113,6 +113,16 @@ def test_a_reproducer_is_a_headed_standalone_pytest_file(tmp_path: Path) -> None
         assert len(tests) == 1 and tests[0].startswith(f"test_{info['claim'].lower()}_")
 
 
+def test_c10_fits_a_counterexample_that_names_its_call_site(tmp_path: Path) -> None:
+    """C10's counterexample may carry the call site it was found at (config, shapes, site): the request path's
+    fits the template, the per-image path's does not (the template calls the gate once per request)."""
+    evidence, (config, shapes), _ = RECORDED["C10"]
+    for site, fits in (("request", True), ("per_image", False)):
+        row = {**_row("C10"), "counterexample": [config, shapes, site]}
+        written, _ = repro.write_reproducers([row], {"name": "sglang-0.5.23"}, "0.5.23", tmp_path / site, source="t")
+        assert bool(written) is fits
+
+
 def test_a_failure_no_template_fits_gets_no_file_and_a_line_saying_so(tmp_path: Path) -> None:
     """C9 has no template; a C12 failure other than the transparent-pixel one does not fit C12's template."""
     rows = [
