@@ -74,6 +74,11 @@ RUN_SIDE = (
 )
 
 
+# Each side's torch runs one thread: the two sides already fill two cores, and torch's default of a thread per
+# core in each would oversubscribe them (the claim tests' tensors are small, so a side loses nothing by it).
+SIDE_THREADS = {"OMP_NUM_THREADS": "1", "MKL_NUM_THREADS": "1"}
+
+
 @dataclass(frozen=True)
 class Side:
     """One side of a comparison: the SPEC as given, what ``--sglang`` gets, and what makes it that code."""
@@ -270,6 +275,7 @@ def run_side(side: Side, profile: str, work: Path, log_path: Path) -> dict[str, 
     proc = subprocess.run(
         [sys.executable, "-c", RUN_SIDE, spec, profile, str(log_path.resolve()), side.engine],
         cwd=work,
+        env={**os.environ, **SIDE_THREADS},
         capture_output=True,
         text=True,
         check=False,
