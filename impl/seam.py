@@ -132,6 +132,16 @@ class DeferlabImpl:
 
         return get_image_features(items, num_ranks, config, device=device, policy=policy)
 
+    def vision_dp_embeddings(
+        self, features: Any, grids: Any, num_ranks: int, tower: Any, *, rope_type: str = "rope_2d",
+        pool_temporal_dimension: bool = True, whole: bool = False, device: str = "cpu",
+    ) -> list[Any]:  # fmt: skip
+        """Each rank's embeddings from the vision-DP runner run whole with ``tower`` (`impl.vision_dp`; the
+        model's tower call does not depend on ``rope_type``, ``whole`` or the temporal pooling)."""
+        from deferlab.impl.vision_dp import run_sharded
+
+        return run_sharded(features, grids, num_ranks, tower)
+
     def gate_paths(self, policy: Any) -> list[tuple[str, bool]]:
         return list(get_policy(policy).call_sites)
 

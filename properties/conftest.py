@@ -45,13 +45,16 @@ def _cuda_available() -> bool:
 @pytest.hookimpl(tryfirst=True)
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
     if _real(config):
-        # Real code: the claim tests, whose verdicts are findings. The other tests check deferlab itself, or
-        # one modelled policy (e.g. the PR's "cannot mix" error), or are properties whose failure on real code
-        # would be a finding without a verdict to record it under.
-        off = [item for item in items if item.get_closest_marker("claim") is None]
+        # Real code: the claim tests, whose verdicts are findings, and the properties marked `real_code` (no
+        # verdict: they hold on every release, so a failure is the run's; they are what a mutation campaign's
+        # property units are). The other tests check deferlab itself, or one modelled policy (e.g. the PR's
+        # "cannot mix" error), or are properties whose failure on real code would be a finding without a
+        # verdict to record it under.
+        keep = [item for item in items if item.get_closest_marker("claim") or item.get_closest_marker("real_code")]
+        off = [item for item in items if item not in keep]
         if off:
             config.hook.pytest_deselected(items=off)
-            items[:] = [item for item in items if item.get_closest_marker("claim") is not None]
+            items[:] = keep
     if config.getoption("--vllm", None) is not None:
         skip = pytest.mark.skip(reason=VLLM_SKIP)
         for item in items:

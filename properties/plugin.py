@@ -38,6 +38,8 @@ CHECKPOINT_ENV = "DEFERLAB_CHECKPOINT"
 MARKERS = (
     "claim(id): a claim test of claims.toml; its `policy` is parametrized from the claim's expectations",
     "policies(*names): a seam property run under these policies (the real-code label under --sglang)",
+    "real_code: a property with no claim that also runs on real code (--sglang): it holds on every release "
+    "(skipping where a release lacks the path), so its failure fails the run; a mutation campaign's P: unit",
     "bench: pytest-benchmark benchmarks (deselected in deferlab's suite unless -m selects them, e.g. -m bench)",
     "cuda: needs a CUDA device (skipped in deferlab's suite without one)",
     "slow: takes more than a few seconds",

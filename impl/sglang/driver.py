@@ -35,7 +35,7 @@ import torch
 from PIL import Image
 
 from deferlab.impl.loader.provenance import describe as _describe
-from deferlab.impl.sglang import capabilities, consumer, features, producer, provenance, runtime
+from deferlab.impl.sglang import capabilities, consumer, features, producer, provenance, runtime, vision_dp
 from deferlab.impl.sglang.ackcounts import SGLangAckCounts
 from deferlab.impl.sglang.counts import IPCCounts
 from deferlab.impl.sglang.sources import Source, load
@@ -270,6 +270,17 @@ class SGLangImpl:
         self, items: Items, num_ranks: int, config: Config, *, policy: Any = None, device: str = "cpu"
     ) -> Any:
         return consumer.vision_dp(self.source, items, num_ranks, device, _tower_patch(config))
+
+    def vision_dp_embeddings(
+        self, features: Any, grids: Any, num_ranks: int, tower: Any, *, rope_type: str = "rope_2d",
+        pool_temporal_dimension: bool = True, whole: bool = False, device: str = "cpu",
+    ) -> list[Any]:  # fmt: skip
+        """Each rank's return of SGLang's ``run_dp_sharded_mrope_vision_model`` run whole with ``tower``
+        (`impl.sglang.vision_dp`: one thread per rank, the group's collectives through a barrier)."""
+        return vision_dp.run_sharded(
+            self.source, features, grids, num_ranks, tower, rope_type=rope_type,
+            pool_temporal_dimension=pool_temporal_dimension, whole=whole, device=device,
+        )  # fmt: skip
 
     # -- facts, each measured by running SGLang's code ----------------------------------------------------------
     @cached_property

@@ -42,6 +42,11 @@ _REAL = {
         "(captured from the DP runner call, as SGLang's tests capture it); the tower is a stub (device, patch size, dtype)"
     ),
     "vision_dp owners": "real: run_dp_sharded_mrope_vision_model up to its loader call, per rank (get_parallel patched)",
+    "vision_dp_embeddings": (
+        "real: sglang.srt.multimodal.mm_utils.run_dp_sharded_mrope_vision_model to its return, on every rank (one "
+        "thread each, get_parallel answered per thread); the tower is the caller's stand-in and the attention-TP "
+        "group's all_gather / broadcast a thread barrier (impl.sglang.vision_dp)"
+    ),
     "assign_owners": "real: sglang.srt.multimodal.mm_utils.get_dp_encoder_lb_assignment",
     "local_item_indices": "real: sglang.srt.multimodal.encoder_preprocessing.EncoderPreprocessOutput.local_item_indices",
     "ipc producer_total": "real: see IPCCounts.sources (get_mm_feature_consumer_count / MmItemMemoryPool argument / get_vmm_feature_consumer_count)",
