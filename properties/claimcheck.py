@@ -1,10 +1,15 @@
 """Turning a property into a recorded claim verdict (the technique of ``claims.toml``).
 
 Why: a claim about the *system* can be false while our suite must stay green
-and say so. A claim test calls `verify_claim`: it first replays the pinned
+and say so. A claim test calls `verify_claim`: it replays the pinned
 counterexamples (known failures stay found, cheaply and deterministically),
-then searches with ``hypothesis.find`` under the active profile's example
-budget, shrinks, records the verdict and the minimal counterexample through
+then always searches with Hypothesis within the active profile's example
+budget, collecting every distinct failure signature it meets
+(`collect_failures`: a failing claim that fails a new way is a visible
+change, not hidden behind its first pinned example; the search ends early
+only once it stops meeting new signatures); it keeps one minimal
+counterexample (the first pinned that fails, else the search's shrunk one),
+records the verdict, that counterexample and the signature set through
 `verdicts`, and returns the verdict. The test then asserts it equals
 `expected_verdict` (from ``claims.toml``, derived from the semantics, not from
 running the code), so a behaviour change flips the test visibly.
@@ -22,6 +27,7 @@ from hypothesis import strategies as st
 from hypothesis.errors import NoSuchExample, Unsatisfiable
 
 from deferlab.properties import seam, verdicts
+from deferlab.reference.system import signatures
 from deferlab.reference.system.claims import EngineRange, engine_range
 from deferlab.reference.system.contract import ACCEPTED_MODES
 from deferlab.reference.system.policies import POLICIES
@@ -70,24 +76,60 @@ def _explained(expect: Expect, e: BaseException) -> bool:
     return re.search(expect, f"{type(e).__name__}: {e}", re.DOTALL) is not None
 
 
-def failure_of(check: Callable[[Any], None], value: Any, expect: Expect = None) -> str | None:
-    """None if ``check(value)`` passes, else the failure as "Type: message".
+@dataclass(frozen=True)
+class Failure:
+    """One failing input of a claim search: the input, its failure ("Type: message", first line, as recorded),
+    the part of the claim's statement it belongs to (``partition``, "" when the claim names none), its signature
+    (`reference.system.signatures.signature`) and whether it reads as ``claims.toml`` documents (``documented``:
+    False only for a real-code failure outside the ``[claim.engines]`` row's pattern, see `claim_fallback`)."""
 
-    Without ``expect`` any exception counts (a crash is a violation too). With
-    ``expect`` (a regex searched in "Type: full message", or a predicate on the
-    exception), an exception it does not explain raises `UnexpectedFailure`
-    instead of being returned.
+    value: Any
+    error: str
+    partition: str = ""
+    signature: str = ""
+    documented: bool = True
+
+
+Partition = Callable[[Any], str]
+
+
+def _first_line(e: BaseException) -> str:
+    text = str(e).strip().splitlines()
+    return f"{type(e).__name__}: {text[0] if text else ''}"
+
+
+def attempt(
+    check: Callable[[Any], None],
+    value: Any,
+    expect: Expect = None,
+    fallback: Expect = None,
+    partition: Partition | None = None,
+) -> Failure | None:
+    """None if ``check(value)`` passes, else its `Failure`.
+
+    Without ``expect`` any exception counts (a crash is a violation too). With ``expect`` (a regex searched in
+    "Type: full message", or a predicate on the exception), an exception it does not explain is still a
+    failure, marked not ``documented``, when ``fallback`` explains it; else it raises `UnexpectedFailure`.
     """
     try:
         check(value)
     except UnexpectedFailure:
         raise
     except Exception as e:
-        if not _explained(expect, e):
+        documented = _explained(expect, e)
+        if not documented and not (fallback is not None and _explained(fallback, e)):
             shown = expect if isinstance(expect, str) else getattr(expect, "__doc__", "the real-code rule")
             raise UnexpectedFailure(f"failure not explained by /{shown}/: {type(e).__name__}: {e}") from e
-        return _describe_error(e)
+        part = str(partition(value)) if partition is not None else ""
+        return Failure(value, _describe_error(e), part, signatures.signature(_first_line(e), part), documented)
     return None
+
+
+def failure_of(check: Callable[[Any], None], value: Any, expect: Expect = None, fallback: Expect = None) -> str | None:
+    """None if ``check(value)`` passes, else the failure as "Type: message" (`attempt`'s rules: an exception
+    neither ``expect`` nor ``fallback`` explains raises `UnexpectedFailure` instead of being returned)."""
+    found = attempt(check, value, expect, fallback)
+    return None if found is None else found.error
 
 
 def real_code_expect(claim_id: str, root: str | None) -> Callable[[BaseException], bool]:
@@ -122,6 +164,21 @@ def raised_inside(e: BaseException, root: str | None) -> bool:
     return bool(root and last and last.startswith(root))
 
 
+def _search_settings(budget: int, *phases: Phase) -> settings:
+    return settings(
+        settings.default,
+        max_examples=budget,
+        database=None,
+        deadline=None,
+        phases=list(phases),
+        suppress_health_check=list(HealthCheck),
+    )
+
+
+def _budget(max_examples: int | None) -> int:
+    return settings.default.max_examples if max_examples is None else max_examples
+
+
 def find_counterexample(
     strategy: st.SearchStrategy[Any],
     check: Callable[[Any], None],
@@ -142,20 +199,133 @@ def find_counterexample(
         err = failure_of(check, value, expect)
         if err is not None:
             return Counterexample(value, err)
-    budget = settings.default.max_examples if max_examples is None else max_examples
-    search = settings(
-        settings.default,
-        max_examples=budget,
-        database=None,
-        deadline=None,
-        phases=[Phase.generate, Phase.target, Phase.shrink],
-        suppress_health_check=list(HealthCheck),
-    )
+    found = _shrunk(strategy, check, _budget(max_examples), expect, None)
+    return None if found is None else Counterexample(found.value, found.error)
+
+
+def _shrunk(
+    strategy: st.SearchStrategy[Any],
+    check: Callable[[Any], None],
+    budget: int,
+    expect: Expect,
+    fallback: Expect,
+    partition: Partition | None = None,
+) -> Failure | None:
+    """The minimal input that fails ``check`` any way (Hypothesis's search and shrink), or None."""
+    search = _search_settings(budget, Phase.generate, Phase.target, Phase.shrink)
     try:
-        value = find(strategy, lambda v: failure_of(check, v, expect) is not None, settings=search)
+        value = find(strategy, lambda v: attempt(check, v, expect, fallback) is not None, settings=search)
     except (NoSuchExample, Unsatisfiable):
         return None
-    return Counterexample(value, failure_of(check, value, expect) or "flaky: passed when replayed")
+    found = attempt(check, value, expect, fallback, partition)
+    return found or Failure(value, "flaky: passed when replayed", signature="flaky: passed when replayed")
+
+
+@dataclass(frozen=True)
+class Failures:
+    """What a claim search found: ``primary``, the one minimal counterexample (the first pinned input that
+    fails, else the search's shrunk one; None: nothing failed); ``pinned``, the pinned inputs that fail, in
+    order; ``by_signature``, one representative per distinct signature (the smallest input by its description's
+    length), the primary's included."""
+
+    primary: Failure | None
+    pinned: tuple[Failure, ...]
+    by_signature: dict[str, Failure]
+
+    def undocumented(self) -> tuple[str, ...]:
+        """The signatures that do not read as ``claims.toml`` documents (sorted)."""
+        return tuple(sorted(sig for sig, f in self.by_signature.items() if not f.documented))
+
+    def records(self) -> list[dict[str, Any]]:
+        """The verdict row's ``signatures``: one entry per signature, sorted by (partition, signature)."""
+        out = []
+        for f in sorted(self.by_signature.values(), key=lambda f: (f.partition, f.signature)):
+            entry = {
+                "signature": f.signature,
+                "partition": f.partition,
+                "counterexample": verdicts.describe_value(f.value),
+                "error": f.error,
+            }
+            if not f.documented:
+                entry["documented"] = False
+            out.append(entry)
+        return out
+
+
+def patience(budget: int) -> int:
+    """Examples in a row without a new signature after which a failing claim's search stops (`collect_failures`)."""
+    return max(10, budget // 4)
+
+
+def _size(value: Any) -> tuple[int, str]:
+    """How small an input reads: its description's length, then the description (ties break the same way)."""
+    text = str(verdicts.describe_value(value))
+    return len(text), text
+
+
+def collect_failures(
+    strategy: st.SearchStrategy[Any],
+    check: Callable[[Any], None],
+    *,
+    pinned: Iterable[Any] = (),
+    max_examples: int | None = None,
+    expect: Expect = None,
+    fallback: Expect = None,
+    partition: Partition | None = None,
+) -> Failures:
+    """Every distinct failure signature of ``check``: the pinned inputs, then a Hypothesis search of
+    ``strategy`` within the budget (the profile's ``max_examples``, or the given one), pinned failures or not,
+    not stopping at the first failure; then, when no pinned input failed and the search did, the shrunk minimal
+    input (`find_counterexample`'s) as the primary.
+
+    The search's cost is bounded by saturation: once something failed, it stops after `patience` examples in a
+    row met no new signature (a quarter of the budget: 50 of the ci profile's 200), so a claim that fails one
+    way on every input (C4, C7 on a version whose materialization raises) does not pay its whole budget, and one
+    still meeting new ways goes on to the budget. A claim that holds runs the whole budget, as before.
+    ``partition`` names the part of the claim's statement an input belongs to (its image class, call site,
+    ...): it is part of the signature, so one message failing in a new class is a new signature. ``expect``
+    and ``fallback`` are `attempt`'s. Deterministic under a derandomized profile (``ci``): the examples, hence
+    the set and the stopping point, are the same on every run of the same code.
+    """
+    found: dict[str, Failure] = {}
+
+    def visit(value: Any) -> Failure | None:
+        failure = attempt(check, value, expect, fallback, partition)
+        if failure is not None:
+            kept = found.get(failure.signature)
+            if kept is None or _size(value) < _size(kept.value):
+                found[failure.signature] = failure
+        return failure
+
+    failing = tuple(f for f in (visit(v) for v in pinned) if f is not None)
+    budget = _budget(max_examples)
+    quiet, wait = [0], patience(budget)
+
+    def saturated(value: Any) -> bool:
+        """Visit ``value``; True (ending the search) once ``wait`` examples in a row after a failure met no
+        new signature."""
+        if found and quiet[0] >= wait:
+            return True
+        before = len(found)
+        visit(value)
+        quiet[0] = 0 if len(found) > before else quiet[0] + 1
+        return False
+
+    if budget > 0:
+        try:
+            # The phases of `find_counterexample`'s search but the shrink: a claim that holds meets the same
+            # examples as it did when the search stopped at the first failure.
+            find(strategy, saturated, settings=_search_settings(budget, Phase.generate, Phase.target))
+        except (NoSuchExample, Unsatisfiable):
+            pass  # the whole budget ran
+    primary = failing[0] if failing else None
+    if primary is None and found:
+        primary = _shrunk(strategy, check, budget, expect, fallback, partition)
+        if primary is not None:
+            kept = found.get(primary.signature)
+            if kept is None or _size(primary.value) <= _size(kept.value):
+                found[primary.signature] = primary
+    return Failures(primary, failing, found)
 
 
 def active_release() -> tuple[str, str] | None:
@@ -186,6 +356,33 @@ def claim_expect(claim_id: str, policy: str) -> Expect:
     return CLAIMS[claim_id].failures.get(policy) if claim_id in CLAIMS else None
 
 
+def claim_fallback(claim_id: str) -> Expect:
+    """For real code whose ``[claim.engines]`` row names how it fails: what else is still the system failing
+    the claim (`real_code_expect`: its own AssertionError, an exception raised in the system's own code, a
+    failure documented for another policy), recorded as a failure that does not read as documented, so the
+    verdict file has the verdict and `assert_expected` then fails the test naming it. None otherwise: for the
+    model an undocumented failure is our bug (`UnexpectedFailure`), and for real code without such a row
+    `claim_expect` already accepts all of it."""
+    if not seam.is_real_code(seam.ACTIVE):
+        return None
+    row = engine_expectation(claim_id)
+    if row is None or row.key not in CLAIMS[claim_id].failures:
+        return None
+    return real_code_expect(claim_id, str(getattr(seam.ACTIVE.source, "root", "")) or None)
+
+
+class Verdict(str):
+    """A recorded verdict (the string), carrying the signatures that did not read as ``claims.toml`` documents
+    (``undocumented``), for `assert_expected`."""
+
+    undocumented: tuple[str, ...] = ()
+
+    def __new__(cls, verdict: str, undocumented: Iterable[str] = ()) -> Verdict:
+        made = super().__new__(cls, verdict)
+        made.undocumented = tuple(undocumented)
+        return made
+
+
 def expected_verdict(claim_id: str, policy: str) -> str:
     """What ``claims.toml`` says ``policy`` should give for ``claim_id``."""
     claim = CLAIMS[claim_id]
@@ -207,43 +404,59 @@ def verify_claim(
     applicable: bool = True,
     not_applicable: str = "this version has no deferred path: the claim cannot apply",
     provenance: dict[str, str] | None = None,
-) -> str:
-    """Search for a counterexample to ``claim_id`` under ``policy``, record the verdict, return it.
+    partition: Partition | None = None,
+) -> Verdict:
+    """Search for counterexamples to ``claim_id`` under ``policy``, record the verdict, return it.
 
-    ``caveat`` runs only when no counterexample is found; a non-empty string
-    it returns makes the verdict ``holds-with-caveat`` with that text as
-    evidence. Where ``claims.toml`` documents how the claim fails under
-    ``policy`` (``[claim.failure]``), every failure found, searched or pinned,
-    must match it; any other raises `UnexpectedFailure` (an error of the test,
-    nothing is recorded). ``applicable`` False records ``n/a`` with the
-    reason ``not_applicable``. ``provenance`` (what ran, per step) is recorded
-    beside `seam.evidence` (the seam methods the test called).
+    The pinned inputs are replayed, then the search always runs, within the budget (`collect_failures`): the
+    row records the minimal counterexample and every distinct failure signature found (``signatures``, one
+    representative each); ``partition`` names the part of the statement an input belongs to (image class,
+    call site, ...), so a known message in a new part is a new signature. ``caveat`` runs only when nothing
+    fails; a non-empty string it returns makes the verdict ``holds-with-caveat`` with that text as evidence.
+    Where ``claims.toml`` documents how the claim fails under ``policy`` (``[claim.failure]``), every failure
+    found, searched or pinned, must match it; any other raises `UnexpectedFailure` (an error of the test,
+    nothing is recorded), except on real code (`claim_fallback`): a failure of the system itself outside its
+    ``[claim.engines]`` row's pattern is recorded as ``fails`` with its signature, and `assert_expected` then
+    fails the test naming it. ``applicable`` False records ``n/a`` with the reason ``not_applicable``.
+    ``provenance`` (what ran, per step) is recorded beside `seam.evidence` (the seam methods the test called).
     """
     if not applicable:
         verdicts.record_claim(claim_id, policy, "n/a", not_applicable, None, {**seam.evidence(), **(provenance or {})})
-        return "n/a"
-    pinned = list(pinned)
+        return Verdict("n/a")
     expect = claim_expect(claim_id, policy)
-    found = find_counterexample(strategy, check, pinned=pinned, max_examples=max_examples, expect=expect)
-    if found is not None:
-        others = [(v, failure_of(check, v, expect)) for v in pinned if v is not found.value]
-        more = "; ".join(f"also {verdicts.describe_value(v)}: {e}" for v, e in others if e)
-        text = " ".join(t for t in (evidence, found.error, more) if t)
-        verdict, ce = "fails", verdicts.describe_value(found.value)
+    found = collect_failures(
+        strategy,
+        check,
+        pinned=list(pinned),
+        max_examples=max_examples,
+        expect=expect,
+        fallback=claim_fallback(claim_id),
+        partition=partition,
+    )
+    primary = found.primary
+    if primary is not None:
+        more = "; ".join(
+            f"also {verdicts.describe_value(f.value)}: {f.error}" for f in found.pinned if f is not primary
+        )
+        text = " ".join(t for t in (evidence, primary.error, more) if t)
+        verdict, ce = "fails", verdicts.describe_value(primary.value)
     else:
         note = caveat() if caveat is not None else None
         verdict = "holds-with-caveat" if note else "holds"
-        budget = settings.default.max_examples if max_examples is None else max_examples
+        budget = _budget(max_examples)
         text = (note or f"no counterexample in {budget} generated examples") + (f"; {evidence}" if evidence else "")
         ce = None
-    verdicts.record_claim(claim_id, policy, verdict, text, ce, {**seam.evidence(), **(provenance or {})})
-    return verdict
+    verdicts.record_claim(
+        claim_id, policy, verdict, text, ce, {**seam.evidence(), **(provenance or {})}, signatures=found.records()
+    )
+    return Verdict(verdict, found.undocumented())
 
 
 def assert_expected(claim_id: str, policy: str, verdict: str) -> None:
     """The verdict equals claims.toml's expectation. A real-code verdict is a finding (recorded, not asserted:
     ``deferlab versions`` gates it against its own baseline), unless the claim's ``[claim.engines]`` has a row
-    for the loaded release: then it must equal that row."""
+    for the loaded release: then it must equal that row, and fail only as the row documents (a `Verdict` whose
+    ``undocumented`` signatures are not empty fails the test here, after `verify_claim` recorded it)."""
     if seam.is_real_code(seam.ACTIVE):  # False outside a session (ACTIVE None)
         row = engine_expectation(claim_id)
         if row is not None:
@@ -251,6 +464,10 @@ def assert_expected(claim_id: str, policy: str, verdict: str) -> None:
             assert verdict == row.verdict, (
                 f"{claim_id} on {system}: recorded {verdict!r}, claims.toml [claim.engines] {row.key!r} expects "
                 f"{row.verdict!r}"
+            )
+            undocumented = getattr(verdict, "undocumented", ())
+            assert not undocumented, (
+                f"{claim_id} on {system} {verdict}, but not as claims.toml documents: " + "; ".join(undocumented)
             )
         return
     want = expected_verdict(claim_id, policy)
@@ -268,7 +485,7 @@ def verify_deferred_claim(
     """A claim about the deferred path: searched over ``requests(modes=...)`` of the modes ``policy`` sends,
     ``n/a`` where ``impl`` defers nothing under it, and the verdict asserted against claims.toml.
 
-    ``options`` go to `verify_claim` (``pinned``, ``evidence``, ...).
+    ``options`` go to `verify_claim` (``pinned``, ``evidence``, ``partition``, ...).
     """
     verdict = verify_claim(
         claim_id,

@@ -4,7 +4,10 @@ Why a recorder: a claim of the PR can be *false about the system* while the
 suite is green. The claim tests find the counterexample with Hypothesis,
 record ``fails`` plus the shrunk input here, and then assert the verdict the
 semantics predict (``claims.toml``'s ``expected`` table). ``deferlab report``
-reads the merged file, ``properties/results/verdicts.json``.
+reads the merged file, ``properties/results/verdicts.json``. A claim's row also
+carries the set of distinct failure signatures its search found (``signatures``,
+see `claimcheck.collect_failures`); `signature_set` reads it (a row written
+before rows carried one: its evidence's `failure_signature`).
 
 Under pytest-xdist every worker writes its own part file; the controller (or
 the only process, without xdist) merges the parts at session end and writes
@@ -34,6 +37,7 @@ from deferlab.reference.system.claims import (
     load_claims,
     merge,
 )
+from deferlab.reference.system.signatures import failure_signature, signature_set
 
 __all__ = [
     "CLAIMS_PATH",
@@ -46,10 +50,12 @@ __all__ = [
     "default_results_dir",
     "describe",
     "describe_value",
+    "failure_signature",
     "load_claims",
     "merge",
     "merge_directory",
     "record_claim",
+    "signature_set",
 ]
 
 
@@ -102,11 +108,16 @@ class Recorder:
         evidence: str,
         counterexample: Any = None,
         provenance: dict[str, str] | None = None,
+        signatures: Sequence[dict[str, Any]] | None = None,
     ) -> None:
         """Record one verdict; the last record of a (claim, policy) pair wins at merge time.
 
         ``provenance`` maps each implementation method the claim's test called
         to what ran behind it (``"model"``, ``"real: ..."``, ``"modelled: why"``).
+        ``signatures``: every distinct failure signature the claim's search found,
+        ``{signature, partition, counterexample, error}`` each (`claimcheck.Failures.records`),
+        written sorted by (partition, signature); None (a test that records no search) writes none,
+        and `signature_set` then reads the row's evidence.
         """
         if verdict not in VERDICTS:
             raise ValueError(f"verdict must be one of {VERDICTS}, got {verdict!r}")
@@ -118,6 +129,7 @@ class Recorder:
                 "evidence": evidence,
                 "counterexample": describe_value(counterexample),
                 "provenance": dict(provenance or {}),
+                **({"signatures": _sorted_signatures(signatures)} if signatures is not None else {}),
             }
         )
 
@@ -128,6 +140,11 @@ class Recorder:
         directory.mkdir(parents=True, exist_ok=True)
         payload = {"claims": self.claims, "properties": self.properties, "system": self.system}
         return _atomic_write(directory / f"{name}.json", payload)
+
+
+def _sorted_signatures(entries: Sequence[dict[str, Any]]) -> list[dict[str, Any]]:
+    rows = [{**e, "counterexample": describe_value(e.get("counterexample"))} for e in entries]
+    return sorted(rows, key=lambda e: (str(e.get("partition", "")), str(e["signature"])))
 
 
 RECORDER = Recorder()

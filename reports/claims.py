@@ -68,6 +68,7 @@ def claim_table(
                     "counterexample": row.get("counterexample"),
                     "provenance": row.get("provenance") or {},
                     "ran_on": ran_on(row.get("provenance") or {}),
+                    **({"signatures": row["signatures"]} if isinstance(row.get("signatures"), list) else {}),
                 }
             )
     return table

@@ -161,6 +161,19 @@ def alpha_inputs() -> st.SearchStrategy[tuple[Image.Image, BackgroundConfig]]:
     return st.tuples(s.pil_images(max_side=6), s.backgrounds(allow_none=False))
 
 
+def alpha_kind(req: tuple[Image.Image, BackgroundConfig]) -> str:
+    """C12's partition: the mode and where its alpha lives (a band, a transparency key of which type, none)."""
+    image = req[0]
+    key = image.info.get("transparency")
+    if image.mode in ("LA", "La", "PA", "RGBA", "RGBa"):
+        where = "alpha band"
+    elif key is not None:
+        where = f"key ({type(key).__name__})"
+    else:
+        where = "no alpha"
+    return f"{image.mode}, {where}"
+
+
 @pytest.mark.claim("C12")
 def test_claim_c12_alpha_semantics(impl, policy):
     """C12: every PIL mode keeps its true alpha through staging and compositing, or is rejected clearly."""
@@ -174,7 +187,12 @@ def test_claim_c12_alpha_semantics(impl, policy):
         ),  # a tuple key on a P image: Pillow raises naming no input; HARDENED rejects it first
     ]
     verdict = claimcheck.verify_claim(
-        "C12", policy, alpha_inputs(), lambda req: check_alpha_semantics(impl, policy, *req), pinned=pinned
+        "C12",
+        policy,
+        alpha_inputs(),
+        lambda req: check_alpha_semantics(impl, policy, *req),
+        pinned=pinned,
+        partition=alpha_kind,
     )
     claimcheck.assert_expected("C12", policy, verdict)
 

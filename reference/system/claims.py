@@ -227,6 +227,7 @@ def merge(
                 "evidence": entry.get("evidence", ""),
                 "counterexample": entry.get("counterexample"),
                 "provenance": entry.get("provenance", {}),
+                **({"signatures": entry["signatures"]} if "signatures" in entry else {}),
             }
         )
     return {
