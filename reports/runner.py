@@ -247,6 +247,7 @@ def collect(opts: ReportOptions, runner: StepRunner, stage: Path) -> dict[str, A
         "schema_version": SCHEMA_VERSION,
         "generated_at": datetime.now(UTC).isoformat(timespec="seconds"),
         "profile": opts.profile,
+        "claims_profile": (results or {}).get("profile"),  # the profile the claim searches ran under
         "impl": _impl_name(opts),
         "system": (results or {}).get("system"),
         "systems": _systems(results, paths, opts),

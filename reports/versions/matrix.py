@@ -18,7 +18,10 @@ left out of the verdicts and listed there instead.
 expects of each of deferlab's modelled policies (the suite asserts the model
 gives exactly those): a release matching none is a finding about the model.
 A committed ``reports/versions_baseline.json`` turns a verdict change of a
-release between runs into a regression (exit 1).
+release between runs into a regression (exit 1), and so does a failing claim
+that fails in a new way (a failure signature absent from the baseline's set for
+that release, `reference.system.signatures`), when both runs searched under the
+derandomized ``ci`` profile (`reports.regressions.signatures_gated`).
 """
 
 from __future__ import annotations
@@ -34,8 +37,10 @@ from typing import Any, TextIO
 
 from deferlab.reference.system import claims as claim_registry
 from deferlab.reference.system.seam import label_for
+from deferlab.reference.system.signatures import signature_set
 from deferlab.reports import claims
 from deferlab.reports.atomic import write_text_atomic
+from deferlab.reports.regressions import signature_changes, signatures_gated
 
 MINIMUM = "0.5.17"
 VLLM_MINIMUM = "0.27.0"  # the first vLLM release with a Kimi-K3 image path (semantics §16.1)
@@ -254,6 +259,9 @@ def matrix(runs: list[dict[str, Any]], profile: str) -> dict[str, Any]:
         "counterexamples": {
             r["version"]: {x["id"]: x.get("counterexample") for x in r["rows"] if x["verdict"] == "fails"} for r in ok
         },
+        "signatures": {
+            r["version"]: {x["id"]: sorted(signature_set(x)) for x in r["rows"] if x["verdict"] == "fails"} for r in ok
+        },
         "evidence": {r["version"]: {x["id"]: x.get("evidence", "") for x in r["rows"]} for r in ok},
         "provenance": {r["version"]: {x["id"]: x.get("provenance", {}) for x in r["rows"]} for r in ok},
     }
@@ -266,21 +274,51 @@ def _system_summary(system: dict[str, Any] | None) -> dict[str, Any]:
     return {**{k: system.get(k) for k in keep}, "stand_ins_by_kind": claims.stand_ins_by_kind(system)}
 
 
-# --- the baseline --------------------------------------------------------------------------------------------------
-def load_baseline(path: Path) -> dict[str, dict[str, str]]:
-    """version -> claim -> verdict; a ValueError naming the file when it is not a versions baseline."""
+# --- the baseline ---------------------------------------------------------------------------------------------------
+class Baseline(dict):
+    """A versions baseline as `load_baseline` reads it: version -> claim -> verdict (the mapping itself), and
+    ``signatures`` (version -> failing claim -> sorted signatures; releases of an older baseline have none) and
+    the ``profile`` its searches ran under."""
+
+    def __init__(
+        self,
+        verdicts: dict[str, dict[str, str]],
+        signatures: dict[str, dict[str, list[str]]] | None = None,
+        profile: str | None = None,
+    ) -> None:
+        super().__init__(verdicts)
+        self.signatures = dict(signatures or {})
+        self.profile = profile
+
+
+def load_baseline(path: Path) -> Baseline:
+    """version -> claim -> verdict, with its signature sets (`Baseline`); a ValueError naming the file when it is
+    not a versions baseline. A baseline written before it carried signatures loads with none (verdicts only)."""
     try:
         doc = json.loads(Path(path).read_text())
     except (OSError, json.JSONDecodeError) as e:
         raise ValueError(f"cannot read versions baseline {str(path)!r}: {e}") from None
     if not isinstance(doc, dict) or doc.get("schema_version") != SCHEMA_VERSION or "verdicts" not in doc:
         raise ValueError(f"{str(path)!r} is not a versions baseline (schema_version {SCHEMA_VERSION} with 'verdicts')")
-    return doc["verdicts"]
+    signatures = doc.get("signatures", {})
+    if not isinstance(signatures, dict):
+        raise ValueError(f"versions baseline {str(path)!r}: 'signatures' must be an object")
+    return Baseline(doc["verdicts"], signatures, doc.get("profile"))
 
 
 def compare(doc: dict[str, Any], baseline: dict[str, dict[str, str]]) -> list[dict[str, str]]:
-    """A regression per (release, claim) whose verdict changed; releases missing from either side are skipped."""
-    regs = []
+    """A regression per (release, claim) whose verdict changed; releases missing from either side are skipped.
+
+    For a claim failing in both, each signature of this run absent from the baseline's set for that release
+    is a regression too (``kind`` "signature") when both searched under one derandomized profile
+    (`signatures_gated`); a vanished signature, or a new one under a random profile, is no regression: it is
+    listed in ``doc["signature_notes"]`` (set here, written to versions.json). A baseline without signatures
+    (a plain mapping, or one written before them) compares verdicts only.
+    """
+    regs: list[dict[str, str]] = []
+    notes: list[str] = []
+    pinned = getattr(baseline, "signatures", {}) or {}
+    gated = signatures_gated(doc.get("profile"), getattr(baseline, "profile", None))
     for version in doc["versions"]:
         old = baseline.get(version)
         if old is None:
@@ -289,16 +327,45 @@ def compare(doc: dict[str, Any], baseline: dict[str, dict[str, str]]) -> list[di
             new = per_version.get(version, "not-run")
             if cid in old and old[cid] != new:
                 regs.append({"kind": "verdict", "name": f"{version}/{cid}", "baseline": old[cid], "current": new})
+            before = pinned.get(version, {}).get(cid)
+            if before is None or new != "fails" or old.get(cid) != "fails":
+                continue
+            now = set(doc.get("signatures", {}).get(version, {}).get(cid, []))
+            found, more = signature_changes(f"{cid} on {version}", now, set(before), gated=gated)
+            regs += [
+                {
+                    "kind": "signature",
+                    "name": f"{version}/{cid}",
+                    "baseline": "fails",
+                    "current": f"fails in a new way: {r['current']}",
+                }
+                for r in found
+            ]
+            notes += more
+    doc["signature_notes"] = notes
     return regs
 
 
 def baseline_document(doc: dict[str, Any], previous: dict[str, dict[str, str]] | None) -> dict[str, Any]:
-    """The baseline after this run: this run's releases replace theirs, the others are kept."""
+    """The baseline after this run: this run's releases replace theirs (verdicts and signature sets), the others
+    are kept as they were (an older baseline's releases keep verdict-only rows)."""
     verdicts = dict(previous or {})
+    signatures = dict(getattr(previous, "signatures", {}) or {})
     for version in doc["versions"]:
         verdicts[version] = {cid: per[version] for cid, per in doc["verdicts"].items() if version in per}
+        if version in doc.get("signatures", {}):
+            signatures[version] = dict(sorted(doc["signatures"][version].items(), key=lambda kv: _claim_order(kv[0])))
+        else:
+            signatures.pop(version, None)
     ordered = dict(sorted(verdicts.items(), key=lambda kv: column_key(kv[0])))
-    return {"schema_version": SCHEMA_VERSION, "profile": doc["profile"], "verdicts": ordered}
+    out: dict[str, Any] = {"schema_version": SCHEMA_VERSION, "profile": doc["profile"], "verdicts": ordered}
+    if signatures:
+        out["signatures"] = dict(sorted(signatures.items(), key=lambda kv: column_key(kv[0])))
+    return out
+
+
+def _claim_order(cid: str) -> tuple[int, str]:
+    return (int(cid[1:]) if cid[1:].isdigit() else 10**6, cid)
 
 
 def write_baseline(path: Path, doc: dict[str, Any], previous: dict[str, dict[str, str]] | None = None) -> None:
