@@ -224,7 +224,7 @@ def judge(
         if select.is_property(cid):
             broke = [n for n in nodes.get(cid, []) if reference["tests"].get(n) == "passed" and run.tests.get(n, "failed") != "passed"]  # fmt: skip
             if broke:
-                why = run.messages.get(broke[0]) or next((m for n, m in run.messages.items() if n in broke[0]), "")
+                why = message_for(run, broke[0])
                 v.reasons[cid] = f"its test {run.tests.get(broke[0], 'did not finish')}: {why}".strip()
             continue
         if ref is None:
@@ -235,7 +235,7 @@ def judge(
             v.reasons[cid] = f"failure signature {ref['signature'][:160]!r} -> {got['signature'][:160]!r}"
         for node in nodes.get(cid, []):
             if reference["tests"].get(node) == "passed" and run.tests.get(node, "failed") != "passed":
-                why = run.messages.get(node) or next((m for n, m in run.messages.items() if n in node), "")
+                why = message_for(run, node)
                 failed = f"its test {run.tests.get(node, 'did not finish')}: {why}".strip()
                 if got["verdict"] == "not-run" or cid not in v.reasons:  # the crash says more than "not-run"
                     v.reasons[cid] = failed
@@ -249,6 +249,15 @@ def judge(
         v.outcome = "killed"
         v.killed_by = sorted((c for c in v.reasons if not c.startswith("(")), key=select.claim_order)
     return v
+
+
+def message_for(run: Run, node: str) -> str:
+    """pytest's one-line reason for ``node`` from the run's summary, whose node ids may be printed relative to
+    another directory (the claims process runs in its scratch folder): matched on the file's name and the rest."""
+    if node in run.messages:
+        return run.messages[node]
+    tail = node.rsplit("/", 1)[-1]
+    return next((m for n, m in run.messages.items() if n in node or n.rsplit("/", 1)[-1] == tail), "")
 
 
 def load_error(runner: Runner, tree: Path, timeout: float) -> str | None:

@@ -168,6 +168,7 @@ def check_sharded_equals_alone(impl: Any, case: dict[str, Any]) -> None:
 @example(case=_case([[2, 1, 1], [1, 2, 2], [1, 1, 1]], ranks=2, rope="rope_3d", merge=1, whole=True))
 @example(case=_case([[1, 2, 2], [1, 4, 2], [2, 2, 4]], ranks=4, rope="rope_3d"))
 @example(case=_case([[1, 2, 2], [1, 4, 2]], ranks=1, rope="rope_3d"))
+@example(case=_case([[1, 1, 1], [1, 2, 2]], ranks=2, rope="rope_3d", merge=1))  # a rank whose one image is one patch
 @example(case=_case([[1, 2, 2], [1, 4, 2]], ranks=1, rope="rope_2d_packed"))
 @example(case=_case([[1, 2, 2], [1, 4, 2]], ranks=2, config_string=True))
 def test_sharded_vision_dp_equals_each_image_alone(impl, case):
