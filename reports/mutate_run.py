@@ -118,7 +118,8 @@ def run_claims(
     results = scratch / "results"
     shutil.rmtree(results, ignore_errors=True)
     scratch.mkdir(parents=True, exist_ok=True)
-    env = {**os.environ, "DEFERLAB_RESULTS_DIR": str(results), "PYTHONDONTWRITEBYTECODE": "1"}
+    # COLUMNS: pytest drops a failure's message from its one-line summary when the line is wider than the terminal
+    env = {**os.environ, "DEFERLAB_RESULTS_DIR": str(results), "PYTHONDONTWRITEBYTECODE": "1", "COLUMNS": "1000"}
     if trace:
         env[select.PROBES_ENV] = str(scratch / "probes.json")
         (scratch / "probes.json").unlink(missing_ok=True)
