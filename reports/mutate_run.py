@@ -37,6 +37,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from deferlab.reference.system.errors import UsageError
 from deferlab.reference.system.seam import SGLANG_LABEL
 from deferlab.reports import claims as claims_io
 from deferlab.reports import mutate_engine as engine
@@ -333,8 +334,13 @@ def reference(
     every worker tree afterwards."""
     nodes: list[str] = []
     pool.map(lambda slot, _: nodes.extend(collect(runner, slot.tree.path, slot.scratch, timeout)), [0], lambda *a: None)
+    every = list(nodes)
     nodes = [n for n in nodes if claims is None or select.unit_of_node(n) in claims]
     units = select.nodes_by_unit(nodes)
+    unknown = [c for c in claims or [] if select.is_property(c) and c not in units]
+    if unknown:
+        known = ", ".join(u for u in select.nodes_by_unit(every) if select.is_property(u)) or "none"
+        raise UsageError(f"--claims: no property {', '.join(unknown)} runs on real code (the suite's: {known})")
     doc: dict[str, Any] = {"claims": {}, "rows": [], "tests": {}, "called": {}, "seconds": {}, "durations": {}}
     doc["errors"] = []
     doc.update(nodes=nodes, instrumented=sorted(probes), properties={})

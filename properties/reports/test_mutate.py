@@ -232,6 +232,10 @@ def test_a_property_is_a_unit_selected_by_its_probes_and_its_failure_kills(tmp_p
     assert any("P:test_patches_never_hold" in e for e in doc["reference"]["errors"])
     md = (tmp_path / "out" / "mutate.md").read_text()
     assert "## Kills per unit (claims and properties)" in md
+    with pytest.raises(
+        UsageError, match=r"--claims: no property P:test_nope runs on real code \(the suite's: P:test_scale"
+    ):
+        _campaign(tmp_path / "b", "--target", f"{GATE}:scale", "--claims", "C1,P:test_nope")
     assert f"| P:test_scale_is_affine | property passed | {len(doc['mutants'])} | {len(killed)} |" in md
 
 
