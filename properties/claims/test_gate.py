@@ -214,6 +214,13 @@ def keyed_palette(key: object) -> Image.Image:
     return image
 
 
+def keyed_grey(key: object) -> Image.Image:
+    """A 1x1 L image with ``transparency=key`` (a tuple of other than 3 values is a form Pillow's convert refuses)."""
+    image = Image.new("L", (1, 1))
+    image.info["transparency"] = key
+    return image
+
+
 def admitted_inputs() -> st.SearchStrategy[Any]:
     """Raw arrays in every layout and PIL images in every mode and transparency form (small)."""
     return s.uint8_arrays(max_side=8) | s.pil_images(max_side=8)
@@ -263,10 +270,14 @@ def test_claim_c11_admitted_inputs_materialize(impl, policy):
     pinned = [
         s.ArrayImage(torch.zeros((4, 5), dtype=torch.uint8), "HW", 5, 4, 1),  # 2-D: IndexError in the gate
         s.ArrayImage(torch.zeros((9, 2, 3), dtype=torch.uint8), "HWC", 2, 9, 3),  # HWC read as CHW
+        # HWC with 4 channels read as a 2-channel CHW image: the owner's 3-channel normalization crashes
+        s.ArrayImage(torch.zeros((2, 2, 4), dtype=torch.uint8), "HWC", 2, 2, 4),
         Image.new("La", (2, 2)),  # no converter: PIL error on the producer
         keyed_palette(
             (0, 0, 0)
         ),  # a tuple key on a P image: Pillow refuses it (HARDENED once admitted it; now rejects)
+        keyed_grey((1,)),  # a 1-tuple key on an L image: Pillow's convert raises a TypeError naming no input
+        keyed_grey(b"\x00"),  # a bytes key on an L image: the same TypeError, worded differently
     ]
     verdict = claimcheck.verify_claim(
         "C11",

@@ -82,7 +82,7 @@ def named(text: str) -> list[Named]:
     found: list[Named] = []
     for number, line, fenced in _lines(text):
         scripts = [script.removeprefix("./") for script in _SCRIPT.findall(line)]
-        code = line.split(" #")[0] if fenced else line  # a shell comment in a code block is prose
+        code = ("" if line.lstrip().startswith("#") else line.split(" #")[0]) if fenced else line  # a comment is prose
         spans = [code] if fenced else _SPAN.findall(line)
         for span in spans:
             for sub in _SUBCOMMAND.findall(span):
