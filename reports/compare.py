@@ -27,6 +27,7 @@ from __future__ import annotations
 
 import argparse
 import concurrent.futures
+import functools
 import json
 import os
 import re
@@ -69,7 +70,9 @@ RUN_SIDE = (
     "from pathlib import Path\n"
     "from deferlab.reports.versions.matrix import run_version\n"
     "with open(sys.argv[3], 'a') as log:\n"
-    "    out = run_version(sys.argv[1], sys.argv[2], Path('runs'), log, engine=sys.argv[4])\n"
+    "    ids = [c for c in sys.argv[5].split(',') if c]\n"
+    "    out = run_version(sys.argv[1], sys.argv[2], Path('runs'), log, engine=sys.argv[4], claim_ids=ids or None,\n"
+    "                      preflighted=True)  # compare loaded both sides before any claim ran\n"
     "print('RESULT:' + json.dumps(out))\n"
 )
 
@@ -104,6 +107,11 @@ def add_parser(sub: Any) -> argparse.ArgumentParser:
         "--engine", default="sglang", help=f"the engine both sides are: {', '.join(ENGINES)} (default sglang)"
     )
     p.add_argument("--profile", default="ci", help=f"hypothesis profile of the claim searches: {', '.join(PROFILES)}")
+    p.add_argument(
+        "--claims",
+        metavar="IDS",
+        help="only these claims, comma-separated (e.g. C4,C9; default every claim of the engine)",
+    )
     p.add_argument("--format", default="md", help=f"what goes to stdout: {', '.join(FORMATS)} (default md)")
     p.add_argument("--junit", type=Path, metavar="FILE", help="also write a JUnit XML of HEAD's claims to FILE")
     return p
@@ -234,6 +242,7 @@ def check_args(args: argparse.Namespace, *, cache: Path | None = None) -> tuple[
         raise UsageError(f"--out: {str(args.out)!r} exists and is not a directory")
     if args.junit is not None and args.junit.is_dir():
         raise UsageError(f"--junit: {str(args.junit)!r} is a directory; accepted: a file path for the XML")
+    selected_claims(args)
     base = resolve_side("BASE", args.base, cache=cache, engine=engine)
     head = resolve_side("HEAD", args.head, cache=cache, engine=engine)
     if base.identity == head.identity:
@@ -242,6 +251,24 @@ def check_args(args: argparse.Namespace, *, cache: Path | None = None) -> tuple[
             "accepted: two different releases, checkouts or revisions"
         )
     return base, head
+
+
+def selected_claims(args: argparse.Namespace) -> tuple[str, ...]:
+    """``--claims`` as claim ids in registry order (() for every claim); UsageError naming an unknown one."""
+    text = getattr(args, "claims", None)
+    if text is None:
+        return ()
+    from deferlab.reference.system.claims import load_claims
+
+    known = list(load_claims())
+    asked = [c.strip().upper() for c in str(text).split(",") if c.strip()]
+    unknown = [c for c in asked if c not in known]
+    if not asked or unknown:
+        raise UsageError(
+            f"--claims: {', '.join(map(repr, unknown)) or repr(text)} is no claim; accepted: comma-separated ids "
+            f"among {', '.join(known)}"
+        )
+    return tuple(c for c in known if c in asked)
 
 
 def preflight_both(sides: list[Side], say: Any, *, loader: Any = matrix.preflight) -> dict[str, str]:
@@ -259,7 +286,7 @@ def preflight_both(sides: list[Side], say: Any, *, loader: Any = matrix.prefligh
 
 
 # --- running the claims ---------------------------------------------------------------------------------------------
-def run_side(side: Side, profile: str, work: Path, log_path: Path) -> dict[str, Any]:
+def run_side(side: Side, profile: str, work: Path, log_path: Path, claim_ids: tuple[str, ...] = ()) -> dict[str, Any]:
     """`matrix.run_version` on one side, in a child process whose working folder is ``work``.
 
     Why the child: ``run_version`` names its results folder after the spec (``runs_dir / spec``), which for a
@@ -273,7 +300,7 @@ def run_side(side: Side, profile: str, work: Path, log_path: Path) -> dict[str, 
         spec = "tree"
     t0 = time.perf_counter()
     proc = subprocess.run(
-        [sys.executable, "-c", RUN_SIDE, spec, profile, str(log_path.resolve()), side.engine],
+        [sys.executable, "-c", RUN_SIDE, spec, profile, str(log_path.resolve()), side.engine, ",".join(claim_ids)],
         cwd=work,
         env={**os.environ, **SIDE_THREADS},
         capture_output=True,
@@ -356,6 +383,9 @@ def run(args: argparse.Namespace, log: TextIO | None = None, *, runner: Any = ru
     log = log or sys.stderr
     say = lambda msg: print(f"[deferlab] compare: {msg}", file=log, flush=True)  # noqa: E731
     base, head = check_args(args)
+    only = selected_claims(args)
+    if only:
+        runner = functools.partial(runner, claim_ids=only)
     sides = {"BASE": base, "HEAD": head}
     names = preflight_both([base, head], say, loader=loader or matrix.preflight)
     for side in (base, head):  # an extracted revision is no git checkout: name its commit as the loader would
@@ -365,7 +395,10 @@ def run(args: argparse.Namespace, log: TextIO | None = None, *, runner: Any = ru
     work = Path(tempfile.mkdtemp(prefix="deferlab-compare-"))
     try:
         results = run_sides([base, head], args.profile, work, say, runner=runner)
-        doc = compare_render.document(sides, names, results, args.profile, load_claim_statements())
+        statements = load_claim_statements()
+        if only:  # the claims asked for, not the rest as "not run"
+            statements = {c: statements[c] for c in only if c in statements}
+        doc = compare_render.document(sides, names, results, args.profile, statements)
         made = compare_render.write(out, doc, results, junit_file=args.junit, log=log)
     finally:
         shutil.rmtree(work, ignore_errors=True)

@@ -16,6 +16,7 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any, TextIO
 
+from deferlab.reference.system.signatures import signature_set
 from deferlab.reports import grouping, junit, summary
 from deferlab.reports.atomic import staged_directory, write_text_atomic, write_with_atomic
 from deferlab.reports.render import VERDICT_CELL
@@ -35,10 +36,16 @@ SECTIONS = (
 
 
 # --- the diff: compare.json -------------------------------------------------------------------------------------------------------
-def change_of(base: str, head: str, base_sig: str | None, head_sig: str | None) -> str:
-    """One of `CHANGES` for a claim's verdicts on BASE and HEAD (and their failure signatures)."""
+def change_of(base: str, head: str, base_sig: Any, head_sig: Any) -> str:
+    """One of `CHANGES` for a claim's verdicts on BASE and HEAD and their failure signatures: a string each, or
+    each row's set of distinct signatures (`signature_set`), where HEAD fails differently when it has a
+    signature BASE lacks (a way of failing that went away alone is no new failure)."""
     if base == head:
-        return "failing differently" if head == "fails" and base_sig != head_sig else "unchanged"
+        if head != "fails":
+            return "unchanged"
+        if isinstance(head_sig, frozenset | set) and isinstance(base_sig, frozenset | set):
+            return "failing differently" if set(head_sig) - set(base_sig) else "unchanged"
+        return "failing differently" if base_sig != head_sig else "unchanged"
     if head == "fails" and base in HELD:
         return "newly failing"
     if base == "fails" and head in HELD:
@@ -59,15 +66,17 @@ def diff(
         bv, hv = br.get("verdict", "not-run"), hr.get("verdict", "not-run")
         bs = grouping.failure_signature(br.get("evidence", "")) if bv == "fails" else None
         hs = grouping.failure_signature(hr.get("evidence", "")) if hv == "fails" else None
+        b_set, h_set = signature_set(br), signature_set(hr)
         out.append(
             {
                 "id": cid,
                 "statement": statements.get(cid, {}).get("statement", "") or hr.get("statement", ""),
                 "base": bv,
                 "head": hv,
-                "change": change_of(bv, hv, bs, hs),
+                "change": change_of(bv, hv, b_set, h_set),
                 "base_signature": bs,
                 "head_signature": hs,
+                "new_signatures": sorted(h_set - b_set) if hv == "fails" else [],
                 "head_counterexample": hr.get("counterexample") if hv == "fails" else None,
             }
         )
@@ -175,6 +184,11 @@ def markdown(doc: dict[str, Any], statements: dict[str, dict[str, str]] | None =
         groups = doc["failures"].get(key, [])
         out += ["", f"## {title}", ""]
         out += grouping.markdown_groups(groups, stmts) if groups else ["None."]
+        if key == "failing differently":  # the ways of failing HEAD has and BASE had not, each in full
+            for c in doc["claims"]:
+                if c["change"] == key and c.get("new_signatures"):
+                    out += ["", f"New on HEAD for **{c['id']}**:", ""]
+                    out += [f"- `{sig.replace('`', chr(39))}`" for sig in c["new_signatures"]]
     made = doc.get("reproducers") or {}
     if made.get("written") or made.get("missing"):
         title = {"sglang": "SGLang", "vllm": "vLLM"}.get(str(doc["head"].get("engine", "sglang")), "the engine")

@@ -22,6 +22,7 @@ from deferlab.properties.impl.sglang.support import skip_if_unfetched
 from deferlab.reference.system.errors import UsageError
 from deferlab.reports import compare, compare_render
 from deferlab.reports.versions.matrix import SGLangLoadError
+from deferlab.reports.versions.matrix import only_claims as matrix_only
 
 CACHE = Path.home() / ".cache" / "deferlab" / "sglang"
 FAILS = "checked. AssertionError: 205 of 256 levels differ in FP32 (mean (0.5, 0.5, 0.5), std (0.5, 0.5, 0.5))"
@@ -55,6 +56,7 @@ def _runner(sides: dict[str, list[dict[str, Any]] | None], error: str | None = N
 
 
 def _args(tmp: Path, base: str = "0.5.21", head: str = "0.5.22", **kw: Any) -> argparse.Namespace:
+    kw = {"claims": None, **kw}
     return argparse.Namespace(base=base, head=head, out=tmp / "out", profile="ci", format="md", junit=None, **kw)
 
 
@@ -302,6 +304,34 @@ def test_a_vllm_revision_extracts_the_package_folder_at_the_top(tmp_path: Path) 
     assert (cache / sha / "tree" / "vllm" / "version.py").is_file()
 
 
+def test_a_new_signature_in_a_failing_claim_is_failing_differently_and_a_vanished_one_is_not() -> None:
+    """Rows carrying signature sets: HEAD with a signature BASE lacks fails differently (listed); HEAD losing one
+    of BASE's signatures alone is unchanged."""
+
+    def row(sigs: list[str]) -> dict[str, Any]:
+        return {"id": "C12", "verdict": "fails", "evidence": FAILS, "signatures": [{"signature": x} for x in sigs]}
+
+    (got,) = compare_render.diff([row(["[RGBa] a"])], [row(["[RGBa] a", "[LA] b"])], {"C12": {"statement": "s"}})
+    assert got["change"] == "failing differently" and got["new_signatures"] == ["[LA] b"]
+    (got,) = compare_render.diff([row(["[RGBa] a", "[LA] b"])], [row(["[RGBa] a"])], {"C12": {"statement": "s"}})
+    assert got["change"] == "unchanged" and got["new_signatures"] == []
+
+
+def test_claims_narrows_both_sides_and_the_table_and_an_unknown_id_is_refused(tmp_path: Path) -> None:
+    seen: list[tuple[str, ...]] = []
+
+    def runner(side: compare.Side, profile: str, work: Path, log: Path, claim_ids: tuple[str, ...] = ()) -> Any:
+        seen.append(claim_ids)
+        return _runner({"0.5.21": _rows({"C4": "holds"}), "0.5.22": _rows({"C4": "fails"})})(side, profile, work, log)
+
+    rc = compare.run(_args(tmp_path, claims="c4"), io.StringIO(), runner=runner, loader=lambda s, **k: f"sglang-{s}")
+    doc = json.loads((tmp_path / "out" / "compare.json").read_text())
+    assert rc == 1 and seen == [("C4",), ("C4",)] and [c["id"] for c in doc["claims"]] == ["C4"]
+    with pytest.raises(UsageError, match=r"^--claims: 'C99' is no claim; accepted: comma-separated ids among C1, "):
+        compare.check_args(_args(tmp_path, claims="C4,C99"))
+    assert matrix_only(["pytest"], ("C4", "C12")) == ["pytest", "-k", "test_claim_c4_ or test_claim_c12_"]
+
+
 def _cached(*versions: str) -> None:
     missing = [v for v in versions if not (CACHE / v / "sglang").is_dir()]
     if missing:
@@ -325,12 +355,14 @@ def test_compare_of_two_real_releases(tmp_path: Path) -> None:
     """0.5.17 (eager only) -> 0.5.18 (the deferred path, its owner-grid flaw): C4 arrives broken, exit 1."""
     _cached("0.5.17", "0.5.18")
     log = io.StringIO()
-    rc = compare.run(_args(tmp_path, base="0.5.17", head="0.5.18"), log)
+    args = _args(tmp_path, base="0.5.17", head="0.5.18", claims="C1,C4")  # two claims, few examples: fast
+    args.profile = "dev"
+    rc = compare.run(args, log)
     skip_if_unfetched("0.5.18", log.getvalue())
     doc = json.loads((tmp_path / "out" / "compare.json").read_text())
     assert rc == 1, log.getvalue()[-3000:]
-    assert {"C4", "C5", "C6", "C7"} <= set(doc["changes"]["newly failing"])
+    assert doc["changes"]["newly failing"] == ["C4"] and [c["id"] for c in doc["claims"]] == ["C1", "C4"]
     assert doc["base"]["name"] == "sglang-0.5.17" and doc["head"]["name"] == "sglang-0.5.18"
     grids = [g for g in doc["failures"]["newly failing"] if "wrong grids" in g["signature"]]
-    assert {g["claim"] for g in grids} == {"C4", "C5", "C6", "C7"}
+    assert {g["claim"] for g in grids} == {"C4"}
     assert re.search(r"\d+ s: BASE \d+ claim tests done, HEAD \d+ claim tests done", log.getvalue())

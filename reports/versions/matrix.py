@@ -32,6 +32,7 @@ import re
 import subprocess
 import sys
 import time
+from collections.abc import Sequence
 from pathlib import Path
 from typing import Any, TextIO
 
@@ -145,14 +146,31 @@ class SGLangLoadError(RuntimeError):
     """An engine could not be loaded (the message is the driver's one line: what was tried, what is accepted)."""
 
 
-def run_version(version: str, profile: str, runs_dir: Path, log: TextIO, engine: str = "sglang") -> dict[str, Any]:
-    """Preflight, then the claim tests on ``engine`` ``version``: its verdicts, provenance, system and timing
-    (``version`` in the result is the release's `column`)."""
+def only_claims(command: list[str], claim_ids: Sequence[str] | None) -> list[str]:
+    """``command`` running only the tests of ``claim_ids`` (``-k test_claim_c4_ or ...``); all when None."""
+    if not claim_ids:
+        return command
+    return [*command, "-k", " or ".join(f"test_claim_{c.lower()}_" for c in claim_ids)]
+
+
+def run_version(
+    version: str,
+    profile: str,
+    runs_dir: Path,
+    log: TextIO,
+    engine: str = "sglang",
+    claim_ids: Sequence[str] | None = None,
+    preflighted: bool = False,
+) -> dict[str, Any]:
+    """Preflight (unless the caller just did: ``preflighted``), then the claim tests on ``engine`` ``version``
+    (only those of ``claim_ids`` when given): its verdicts, provenance, system and timing (``version`` in the
+    result is the release's `column`)."""
     t0 = time.perf_counter()
     name = column(engine, version)
     out: dict[str, Any] = {"version": name, "engine": engine, "verdicts": {}, "error": None, "rows": [], "system": None}
     try:
-        preflight(version, engine=engine)
+        if not preflighted:
+            preflight(version, engine=engine)
     except (SGLangLoadError, subprocess.TimeoutExpired) as e:
         out["error"] = one_line(str(e))
         out["seconds"] = round(time.perf_counter() - t0, 1)
@@ -160,6 +178,7 @@ def run_version(version: str, profile: str, runs_dir: Path, log: TextIO, engine:
     results = runs_dir / name
     env = {**os.environ, "DEFERLAB_RESULTS_DIR": str(results.resolve())}
     command = claims_command(version, profile) if engine == "sglang" else vllm_claims_command(version, profile)
+    command = only_claims(command, claim_ids)
     proc = subprocess.run(command, env=env, stdout=log, stderr=log, check=False)
     label = label_for(engine)
     try:
@@ -168,6 +187,8 @@ def run_version(version: str, profile: str, runs_dir: Path, log: TextIO, engine:
         out["error"] = one_line(f"the claim tests recorded nothing (pytest exit {proc.returncode}): {e}")
     else:
         applies = None if engine == "sglang" else set(engine_claims(claim_registry.load_claims(), engine))
+        if claim_ids:  # the session records every claim (not-run for those -k left out): keep the ones asked
+            applies = set(claim_ids) if applies is None else applies & set(claim_ids)
         out["rows"] = [r for r in doc["claims"] if r["policy"] == label and (applies is None or r["id"] in applies)]
         out["verdicts"] = {r["id"]: r["verdict"] for r in out["rows"]}
         out["system"] = doc.get("system")
