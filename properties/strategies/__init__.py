@@ -12,8 +12,12 @@ biased to where behaviour changes.
 
 from __future__ import annotations
 
+import hashlib
+import json
+import os
 from collections.abc import Sequence
 from functools import lru_cache
+from pathlib import Path
 from typing import Any
 
 import numpy as np
@@ -86,14 +90,42 @@ def byte_boundary_heights(width: int, channels: int, config: PreprocessConfig, m
     return tuple(sorted(out))
 
 
+def _tie_cache(config: PreprocessConfig, channels: int, max_side: int) -> Path:
+    """Where `byte_tie_sizes` keeps a scan: keyed by the config, the channels, the side and the oracle's own
+    source (a changed NaViT rule is a new key, never a stale answer)."""
+    oracle = Path(resize_config_arrays.__code__.co_filename).read_bytes()
+    key = hashlib.sha256(repr((config, channels, max_side)).encode() + oracle).hexdigest()[:24]
+    base = Path(os.environ.get("DEFERLAB_CACHE") or Path.home() / ".cache" / "deferlab")
+    return base / "strategies" / f"byte-ties-{key}.json"
+
+
 @lru_cache(maxsize=8)
 def byte_tie_sizes(config: PreprocessConfig, channels: int, max_side: int = 8192) -> tuple[tuple[int, int], ...]:
     """Every (width, height) <= max_side with raw bytes == processed bytes exactly (where ties defer).
 
-    A full scan with the reference NaViT decision (about a second for 8192 x
-    8192); only worth it for the shipped profiles, so `image_sizes` uses it
-    for those alone.
+    A full scan with the reference NaViT decision (67M sizes: about 13 s on one
+    core, paid by every process that draws sizes: each xdist worker, each
+    release's claim run); only worth it for the shipped profiles, so
+    `image_sizes` uses it for those alone. The result is kept on disk
+    (`_tie_cache`) and written atomically, so only the first process scans.
     """
+    cache = _tie_cache(config, channels, max_side)
+    try:
+        return tuple((int(w), int(h)) for w, h in json.loads(cache.read_text()))
+    except (OSError, ValueError, TypeError):
+        pass
+    found = _scan_byte_ties(config, channels, max_side)
+    try:
+        cache.parent.mkdir(parents=True, exist_ok=True)
+        part = cache.with_name(f".{cache.name}.{os.getpid()}.part")
+        part.write_text(json.dumps(found))
+        os.replace(part, cache)
+    except OSError:
+        pass  # a read-only cache: scan again next time
+    return found
+
+
+def _scan_byte_ties(config: PreprocessConfig, channels: int, max_side: int) -> tuple[tuple[int, int], ...]:
     ws = np.arange(1, max_side + 1, dtype=np.int64)[:, None]
     found: list[tuple[int, int]] = []
     for h0 in range(1, max_side + 1, 1024):
