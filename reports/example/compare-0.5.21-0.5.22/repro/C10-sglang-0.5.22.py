@@ -4,14 +4,15 @@
 # System: sglang-0.5.22 (wheel 0.5.22, commit -)
 # Spec: 0.5.22
 # Flaw: the request path decides for all of a request's images at once
-# Recorded failure: AssertionError: at call site 'request': in the request [False, False], alone [False, True]
+# Recorded failure: AssertionError: at call site 'request': in the request [False, False], alone [False, True] (an
+#   image that alone defers is kept eager)
 # Counterexample: deferlab's minimal counterexample, from deferlab compare 0.5.21 0.5.22 (HEAD, profile ci):
 #   ["PreprocessConfig(patch_size=14, merge_kernel_size=2, in_patch_limit=65536, patch_limit_on_one_side=512,
 #   fixed_output_tokens=None, image_mean=(0.5, 0.5, 0.5), image_std=(0.5, 0.5, 0.5),
 #   background=BackgroundConfig(pattern='chessboard', square_size=8, white_value=255, gray_value=180,
 #   square_on_top_left=True), fill_stage='after_resize', max_pixels=178956970, name='kimi-k3')", [[3, 8192, 8192],
-#   [3, 32, 32]]]
-# Written by: deferlab 0.1.0 (commit 9ca40adf5d90)
+#   [3, 32, 32]], 'request']
+# Written by: deferlab 0.1.0 (commit dfdb2a6013b1)
 # Run: pytest THIS_FILE where that engine is installed, or deferlab repro THIS_FILE --sglang SPEC (deferlab's
 #   loader: no SGLang dependencies needed). It fails while the flaw is there and passes once it is fixed.
 """Reproducer of claim C10: the request path decides for all of a request's images at once."""
