@@ -50,10 +50,6 @@ from deferlab.reports.versions import matrix
 FORMATS = ("md", "json", "junit")
 ENGINES = ("sglang", "vllm")
 _EXAMPLE = {"sglang": ("0.5.23", "an SGLang"), "vllm": ("0.33.0", "a vLLM")}
-ACCEPTED = (
-    "accepted: a release such as 0.5.23, 'installed', an SGLang checkout path, "
-    "or PATH@REV (that git checkout at a commit, branch or tag)"
-)
 
 
 def accepted(engine: str = "sglang") -> str:
@@ -171,15 +167,15 @@ def _tree_key(path: Path, engine: str = "sglang") -> str:
 
 
 def _revision_side(role: str, spec: str, where: Path, rev: str, cache: Path | None, engine: str = "sglang") -> Side:
-    ACCEPTED = accepted(engine)  # noqa: N806 - the module constant's wording, for this engine
+    ok = accepted(engine)
     if not where.exists():
-        raise UsageError(f"{role}: {spec!r}: no such path {str(where)!r}; {ACCEPTED}")
+        raise UsageError(f"{role}: {spec!r}: no such path {str(where)!r}; {ok}")
     if not rev.strip():
-        raise UsageError(f"{role}: {spec!r}: no revision after '@'; {ACCEPTED}")
+        raise UsageError(f"{role}: {spec!r}: no revision after '@'; {ok}")
     top = _git(["rev-parse", "--show-toplevel"], where if where.is_dir() else where.parent)
     if top.returncode != 0:
         why = matrix.last_line(top.stderr) or f"git exited {top.returncode}"
-        raise UsageError(f"{role}: {spec!r}: {str(where)!r} is not a git checkout ({why}); {ACCEPTED}")
+        raise UsageError(f"{role}: {spec!r}: {str(where)!r} is not a git checkout ({why}); {ok}")
     repo = Path(top.stdout.strip()).resolve()
     found = _git(["rev-parse", "--verify", "--quiet", f"{rev}^{{commit}}"], repo)
     sha = found.stdout.strip()
