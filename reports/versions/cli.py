@@ -144,7 +144,7 @@ def refuse_unlisted(wanted: Wanted, *, index: Any = versions.index_versions, cac
         try:
             listed = index(minimum="0.0.0", engine=engine)
         except RuntimeError:
-            return
+            continue  # this engine's index is unreachable: its releases say why themselves
         unknown = [v for v in missing if v not in listed]
         if unknown:
             flag = "--vllm " if engine == "vllm" else ""
