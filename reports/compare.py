@@ -116,10 +116,9 @@ def add_parser(sub: Any) -> argparse.ArgumentParser:
 # --- the sides ------------------------------------------------------------------------------------------------------
 def checkouts_root() -> Path:
     """Where ``PATH@REV`` trees go: ``checkouts/`` beside the wheel cache (``DEFERLAB_CACHE`` moves both)."""
-    from deferlab.impl.loader.wheels import cache_root
-    from deferlab.impl.sglang.sources import ENGINE
+    from deferlab.impl.loader.wheels import deferlab_cache
 
-    return cache_root(ENGINE).parent / "checkouts"
+    return deferlab_cache() / "checkouts"
 
 
 def _git(args: list[str], cwd: Path) -> subprocess.CompletedProcess:

@@ -336,13 +336,12 @@ def run(args: argparse.Namespace, log: Any = None, runner: mrun.Runner | None = 
 def _campaign(
     args: argparse.Namespace, front: Front, runner: mrun.Runner, pool: mrun.Pool, say: Callable, t0: float
 ) -> int:
-    from deferlab.impl.loader.wheels import cache_root
-    from deferlab.impl.sglang.sources import ENGINE
+    from deferlab.impl.loader.wheels import deferlab_cache
 
     front.out.mkdir(parents=True, exist_ok=True)
     index = select.CodeIndex.build(front.root, runner.modules())
     cached = (
-        cache_root(ENGINE).parent
+        deferlab_cache()
         / "mutate"
         / f"reference-{_fingerprint(front.root, runner.package, args.profile, front.claims, runner, [t.file for t in front.targets])}.json"
     )

@@ -49,11 +49,16 @@ class DownloadError(RuntimeError):
         self.download_failed = download_failed
 
 
+def deferlab_cache() -> Path:
+    """deferlab's cache folder: ``$DEFERLAB_CACHE`` when set, else ``~/.cache/deferlab`` (wheels, checkouts,
+    mutation references and strategy scans each keep a folder under it)."""
+    base = os.environ.get("DEFERLAB_CACHE")
+    return Path(base).expanduser() if base else Path.home() / ".cache" / "deferlab"
+
+
 def cache_root(engine: Engine) -> Path:
     """``$DEFERLAB_CACHE/<name>`` when ``DEFERLAB_CACHE`` is set, else ``~/.cache/deferlab/<name>``."""
-    base = os.environ.get("DEFERLAB_CACHE")
-    root = Path(base).expanduser() if base else Path.home() / ".cache" / "deferlab"
-    return root / engine.name
+    return deferlab_cache() / engine.name
 
 
 def cached_tree(engine: Engine, version: str, cache: Path | None = None) -> Path | None:

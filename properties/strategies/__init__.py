@@ -23,6 +23,7 @@ from typing import Any
 import numpy as np
 from hypothesis import strategies as st
 
+from deferlab.impl.loader.wheels import deferlab_cache
 from deferlab.properties.strategies.images import (
     ALL_MODES,
     LAYOUTS,
@@ -95,8 +96,7 @@ def _tie_cache(config: PreprocessConfig, channels: int, max_side: int) -> Path:
     source (a changed NaViT rule is a new key, never a stale answer)."""
     oracle = Path(resize_config_arrays.__code__.co_filename).read_bytes()
     key = hashlib.sha256(repr((config, channels, max_side)).encode() + oracle).hexdigest()[:24]
-    base = Path(os.environ.get("DEFERLAB_CACHE") or Path.home() / ".cache" / "deferlab")
-    return base / "strategies" / f"byte-ties-{key}.json"
+    return deferlab_cache() / "strategies" / f"byte-ties-{key}.json"
 
 
 @lru_cache(maxsize=8)
