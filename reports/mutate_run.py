@@ -44,9 +44,11 @@ from deferlab.reports import mutate_engine as engine
 from deferlab.reports import mutate_select as select
 from deferlab.reports.versions.matrix import SGLangLoadError, claims_command, one_line, preflight
 
+WARM_ENV = "DEFERLAB_MUTATE_WARM"
 OUTCOMES = ("killed", "killed at load", "timeout", "survived", "error")
 _SUMMARY = re.compile(r"^(FAILED|ERROR) (\S+?)(?: - (.*))?$")
 _LIVE: set[subprocess.Popen] = set()
+_WARM: set[Any] = set()  # warm servers with a run in flight (Ctrl-C kills their children)
 _LIVE_LOCK = threading.Lock()
 STOP = threading.Event()  # set on Ctrl-C: no new claims process starts, and a killed one is not an outcome
 
@@ -61,6 +63,11 @@ class Runner:
 
     profile: str = "ci"
     package: str = "sglang"
+    # Runs fork a warm interpreter (`reports.warm`) unless DEFERLAB_MUTATE_WARM=0; a failed warm run goes cold.
+    warm: bool = field(default_factory=lambda: os.environ.get(WARM_ENV, "1").strip() != "0")
+    engine: str = "sglang"  # deferlab.impl.<engine>.sources loads the tree in a warm server
+    servers: dict[str, Any] = field(default_factory=dict, repr=False)  # scratch folder -> its slot's server
+    warm_runs: list[str] = field(default_factory=list, repr=False)  # "warm" / "cold: why" per run, in order
 
     def modules(self) -> list[str]:
         """The engine modules whose functions get probes in the reference run (the driver's)."""
@@ -108,6 +115,8 @@ def kill_all() -> None:
         for p in list(_LIVE):
             with contextlib.suppress(ProcessLookupError, PermissionError):
                 os.killpg(p.pid, signal.SIGKILL)
+        for server in list(_WARM):
+            server.kill_child()
 
 
 def run_claims(
@@ -130,11 +139,55 @@ def run_claims(
     t0 = time.perf_counter()
     if STOP.is_set():
         raise Interrupted()
+    cmd = runner.command(tree, nodes, plugin=trace or stop_on is not None)
+    done = _run_warm(runner, tree, cmd, env, scratch, timeout) if runner.warm else None
+    if done is not None:
+        out.rc, out.timed_out = done.rc, done.timed_out
+    else:
+        _run_cold(cmd, env, scratch, timeout, out)
+    if STOP.is_set():
+        raise Interrupted()
+    out.seconds = round(time.perf_counter() - t0, 2)
+    _read_run(out, scratch, results)
+    if trace and (scratch / "probes.json").is_file():
+        out.hits = json.loads((scratch / "probes.json").read_text())
+    return out
+
+
+def _run_warm(runner: Runner, tree: Path, cmd: list[str], env: dict[str, str], scratch: Path, timeout: float) -> Any:
+    """``cmd`` (``python -m pytest ...``) forked from this slot's warm server; None: run it cold (no server, the
+    server died, or the child's load record differed from the server's: `reports.warm`)."""
+    from deferlab.reports import warm
+
+    if cmd[1:3] != ["-m", "pytest"]:
+        return None
+    key = str(scratch)
+    try:
+        server = runner.servers.get(key)
+        if server is None:
+            server = runner.servers[key] = warm.WarmServer(runner.engine, str(tree), log=scratch / "warm.log")
+        with _LIVE_LOCK:
+            _WARM.add(server)
+        try:
+            (scratch / "pytest.log").write_text("")
+            got = server.run(cmd[3:], env=env, cwd=scratch, log=scratch / "pytest.log", timeout=timeout, spec=str(tree))
+        finally:
+            with _LIVE_LOCK:
+                _WARM.discard(server)
+    except warm.WarmUnavailable as e:
+        runner.servers.pop(key, None)
+        runner.warm_runs.append(f"cold: {e}")
+        return None
+    if got.rc == warm.DIFFERS:
+        runner.warm_runs.append("cold: the load record differed from the warm server's")
+        return None
+    runner.warm_runs.append("warm")
+    return got
+
+
+def _run_cold(cmd: list[str], env: dict[str, str], scratch: Path, timeout: float, out: Run) -> None:
     with open(scratch / "pytest.log", "w") as log:
-        proc = subprocess.Popen(
-            runner.command(tree, nodes, plugin=trace or stop_on is not None), stdout=log, stderr=subprocess.STDOUT, env=env, cwd=scratch,
-            start_new_session=True,
-        )  # fmt: skip
+        proc = subprocess.Popen(cmd, stdout=log, stderr=subprocess.STDOUT, env=env, cwd=scratch, start_new_session=True)
         with _LIVE_LOCK:
             _LIVE.add(proc)
         try:
@@ -147,9 +200,10 @@ def run_claims(
         finally:
             with _LIVE_LOCK:
                 _LIVE.discard(proc)
-    if STOP.is_set():
-        raise Interrupted()
-    out.seconds = round(time.perf_counter() - t0, 2)
+
+
+def _read_run(out: Run, scratch: Path, results: Path) -> None:
+    """What the finished (or killed) run left: pytest's summary lines and the results file."""
     text = (scratch / "pytest.log").read_text(errors="replace")
     out.tail = "\n".join(text.strip().splitlines()[-15:])
     for line in text.splitlines():
@@ -170,9 +224,6 @@ def run_claims(
         out.recorded = any(c["verdict"] != "not-run" for c in out.claims.values()) or any(
             o == "passed" and not select.claim_of_node(n) for n, o in out.tests.items()
         )  # a verdict, or a property test that passed (property units record no verdict)
-    if trace and (scratch / "probes.json").is_file():
-        out.hits = json.loads((scratch / "probes.json").read_text())
-    return out
 
 
 def collect(runner: Runner, tree: Path, scratch: Path, timeout: float) -> list[str]:

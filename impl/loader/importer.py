@@ -36,6 +36,7 @@ from functools import lru_cache
 from pathlib import Path
 from typing import Any
 
+from deferlab.impl.loader import bytecode
 from deferlab.impl.loader.engine import Engine
 from deferlab.impl.loader.provenance import Records
 from deferlab.impl.loader.standins import StandInModule, module_body, module_getattr_for
@@ -55,10 +56,19 @@ class RequiredImportError(ImportError):
 
 @lru_cache(maxsize=4096)
 def _import_lines(path: str) -> dict[int, bool]:
-    """Line -> guarded? for every import statement of an engine file (guarded: inside try/except ImportError)."""
+    """Line -> guarded? for every import statement of an engine file (guarded: inside try/except ImportError);
+    kept on disk by the file's bytes (`bytecode.lines_for`)."""
     try:
-        tree = ast.parse(Path(path).read_text(encoding="utf-8", errors="replace"))
-    except (OSError, SyntaxError, ValueError):
+        data = Path(path).read_bytes()
+    except OSError:
+        return {}
+    return bytecode.lines_for(data, lambda: _scan_import_lines(data))
+
+
+def _scan_import_lines(data: bytes) -> dict[int, bool]:
+    try:
+        tree = ast.parse(data.decode("utf-8", errors="replace"))
+    except (SyntaxError, ValueError):
         return {}
     lines: dict[int, bool] = {}
 
@@ -230,10 +240,19 @@ class _FrontFinder(importlib.abc.MetaPathFinder):
             return spec
         inner: importlib.abc.Loader
         if kind == "module":
-            inner = importlib.machinery.SourceFileLoader(name, str(where))
+            inner = _CachedSourceLoader(name, str(where))
         else:
             inner = importlib.machinery.ExtensionFileLoader(name, str(where))
         return importlib.util.spec_from_file_location(name, str(where), loader=_GuardedLoader(self.importer, inner))
+
+
+class _CachedSourceLoader(importlib.machinery.SourceFileLoader):
+    """An engine file's code from `bytecode` (keyed by its exact bytes) instead of compiling it on every load."""
+
+    def get_code(self, fullname: str) -> types.CodeType:
+        path = self.get_filename(fullname)
+        data = self.get_data(path)
+        return bytecode.code_for(path, data, lambda: self.source_to_code(data, path))
 
 
 class _GuardedLoader(importlib.abc.Loader):
