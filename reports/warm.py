@@ -27,10 +27,12 @@ from __future__ import annotations
 
 import atexit
 import contextlib
+import hashlib
 import json
 import os
 import select
 import signal
+import socket
 import subprocess
 import sys
 import threading
@@ -238,15 +240,7 @@ def serve(engine: str, spec: str) -> None:
         request = json.loads(line)
         pid = os.fork()
         if pid == 0:
-            code = 1
-            try:
-                code = _child(request, engine, baseline)
-            except BaseException:  # noqa: BLE001 - the child's failure is its exit status, never the server's
-                import traceback
-
-                traceback.print_exc()
-            finally:
-                os._exit(code)
+            _child_exit(request, engine, baseline)
         out.write((json.dumps({"pid": pid}) + "\n").encode())
         out.flush()
         _, status = os.waitpid(pid, 0)
@@ -255,5 +249,160 @@ def serve(engine: str, spec: str) -> None:
         out.flush()
 
 
+# --- the daemon: one warm server per (engine, spec) shared by later commands (``deferlab repro``) ----------------------
+IDLE_ENV = "DEFERLAB_WARM_IDLE"  # seconds a daemon waits for its next run before it ends (default 600)
+
+
+def socket_path(engine: str, spec: str) -> Path:
+    """Where the daemon for ``engine`` ``spec`` listens: a private folder under ``/tmp`` (a Unix socket's path
+    must stay short), named by the interpreter, the deferlab cache and the spec."""
+    from deferlab.impl.loader.wheels import deferlab_cache
+
+    key = "\0".join(
+        [sys.executable, str(deferlab_cache()), engine, os.path.abspath(spec) if os.path.exists(spec) else spec]
+    )
+    digest = hashlib.blake2b(key.encode(), digest_size=10).hexdigest()
+    folder = Path(os.environ.get("XDG_RUNTIME_DIR") or "/tmp") / f"deferlab-warm-{os.getuid()}"
+    folder.mkdir(mode=0o700, parents=True, exist_ok=True)
+    return folder / f"{engine}-{digest}.sock"
+
+
+def _connect(path: Path) -> socket.socket | None:
+    sock = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+    try:
+        sock.connect(str(path))
+    except OSError:
+        sock.close()
+        return None
+    return sock
+
+
+def _start_daemon(engine: str, spec: str, path: Path, timeout: float) -> socket.socket | None:
+    """Start a detached daemon and wait until it answers (None: it ended first, e.g. ``spec`` does not load)."""
+    with contextlib.suppress(FileNotFoundError):
+        path.unlink()  # a daemon that died left its socket behind
+    with open(path.with_suffix(".log"), "ab") as err:
+        proc = subprocess.Popen(
+            [sys.executable, "-m", "deferlab.reports.warm", "--socket", str(path), engine, spec],
+            stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=err, start_new_session=True,
+            env={**os.environ, "PYTHONDONTWRITEBYTECODE": "1"},
+        )  # fmt: skip
+    end = time.monotonic() + timeout
+    while time.monotonic() < end:
+        sock = _connect(path) if path.exists() else None
+        if sock is not None:
+            return sock
+        if proc.poll() is not None:
+            return None
+        time.sleep(0.05)
+    return None
+
+
+def run_served(
+    engine: str, spec: str, argv: list[str], *, env: dict[str, str], cwd: Path, log: Path, timeout: float = 600
+) -> Result | None:
+    """``pytest argv`` forked from the daemon for ``engine`` ``spec`` (started, detached, if none answers);
+    None when no daemon can serve it (``spec`` does not load, a load record that differs): run it cold."""
+    t0 = time.perf_counter()
+    Path(log).write_bytes(b"")
+    path = socket_path(engine, spec)
+    sock = _connect(path) or _start_daemon(engine, spec, path, timeout)
+    if sock is None:
+        return None
+    request = {"argv": argv, "env": env, "cwd": str(cwd), "log": str(log), "spec": spec}
+    started: dict[str, Any] = {}
+    with sock, sock.makefile("rwb") as fh:
+        try:
+            fh.write((json.dumps(request) + "\n").encode())
+            fh.flush()
+            started = json.loads(fh.readline() or b"{}")
+            sock.settimeout(timeout)
+            done = json.loads(fh.readline() or b"{}")
+        except TimeoutError:
+            with contextlib.suppress(ProcessLookupError, PermissionError, KeyError, ValueError):
+                os.killpg(int(started["pid"]), signal.SIGKILL)
+            return Result(None, True, round(time.perf_counter() - t0, 2))
+        except (OSError, ValueError):
+            return None
+    if "rc" not in done or done["rc"] == DIFFERS:
+        return None
+    return Result(int(done["rc"]), False, round(time.perf_counter() - t0, 2))
+
+
+def stop_daemon(engine: str, spec: str) -> bool:
+    """Ask the daemon for ``engine`` ``spec`` to end now; whether one was there."""
+    sock = _connect(socket_path(engine, spec))
+    if sock is None:
+        return False
+    with sock:
+        sock.sendall(b'{"stop": true}\n')
+        with contextlib.suppress(OSError):
+            sock.recv(16)
+    return True
+
+
+def serve_socket(path: Path, engine: str, spec: str) -> None:
+    """`serve` over a Unix socket, one run at a time, until ``DEFERLAB_WARM_IDLE`` seconds pass without one."""
+    idle = float(os.environ.get(IDLE_ENV, "600"))
+    path_before = list(sys.path)
+    source = _load(engine, spec)  # a spec that does not load ends the daemon here: the client runs cold
+    baseline, package = _records(source), source.engine.package
+    del source
+    _forget(package, path_before)
+    import _pytest.config  # noqa: F401
+    import hypothesis  # noqa: F401
+    import pytest  # noqa: F401
+
+    server = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+    tmp = path.with_name(f".{path.name}.{os.getpid()}")
+    server.bind(str(tmp))
+    os.replace(tmp, path)  # the socket appears only once the daemon can serve
+    inode = os.stat(path).st_ino
+    server.listen(8)
+    server.settimeout(idle)
+    try:
+        while True:
+            try:
+                conn, _ = server.accept()
+            except TimeoutError:
+                return
+            with conn, conn.makefile("rwb") as fh:
+                line = fh.readline()
+                if not line:
+                    continue
+                request = json.loads(line)
+                if request.get("stop"):
+                    return
+                pid = os.fork()
+                if pid == 0:
+                    server.close()
+                    _child_exit(request, engine, baseline)
+                fh.write((json.dumps({"pid": pid}) + "\n").encode())
+                fh.flush()
+                _, status = os.waitpid(pid, 0)
+                with contextlib.suppress(OSError):
+                    fh.write((json.dumps({"rc": os.waitstatus_to_exitcode(status)}) + "\n").encode())
+                    fh.flush()
+    finally:
+        with contextlib.suppress(FileNotFoundError):
+            if os.stat(path).st_ino == inode:  # not a newer daemon's socket
+                path.unlink()
+
+
+def _child_exit(request: dict[str, Any], engine: str, baseline: list[dict[str, str]]) -> None:
+    code = 1
+    try:
+        code = _child(request, engine, baseline)
+    except BaseException:  # noqa: BLE001 - the child's failure is its exit status, never the server's
+        import traceback
+
+        traceback.print_exc()
+    finally:
+        os._exit(code)
+
+
 if __name__ == "__main__":
-    serve(sys.argv[1], sys.argv[2])
+    if sys.argv[1] == "--socket":
+        serve_socket(Path(sys.argv[2]), sys.argv[3], sys.argv[4])
+    else:
+        serve(sys.argv[1], sys.argv[2])

@@ -13,6 +13,7 @@ from __future__ import annotations
 import os
 import shutil
 import signal
+import time
 from pathlib import Path
 
 import pytest
@@ -99,6 +100,47 @@ def test_a_tree_that_cannot_load_never_becomes_ready(tmp_path: Path, monkeypatch
     monkeypatch.setenv("DEFERLAB_CACHE", str(tmp_path / "cache"))
     with pytest.raises(warm.WarmUnavailable, match="did not start"):
         warm.WarmServer("sglang", str(tmp_path / "nowhere"), log=tmp_path / "server.log")
+
+
+def test_the_daemon_serves_later_commands_until_stopped_or_idle(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """`run_served` starts a detached daemon on first use; a later call (another command) reuses it and still
+    sees an edit; `stop_daemon` ends it; an idle one ends by itself; a spec that cannot load gives None."""
+    monkeypatch.setenv("DEFERLAB_CACHE", str(tmp_path / "cache"))
+    monkeypatch.setenv(warm.IDLE_ENV, "60")
+    root = _tree(tmp_path)
+    test = tmp_path / "t" / "test_it.py"
+    test.parent.mkdir()
+    test.write_text(TEST)
+    argv = [str(test), "-q", "-p", "no:cacheprovider", "--noconftest", "-c", os.devnull, "--rootdir", str(test.parent)]
+    log = tmp_path / "log.txt"
+
+    def served() -> warm.Result | None:
+        return warm.run_served("sglang", str(root), argv, env=_env(tmp_path), cwd=tmp_path, log=log, timeout=120)
+
+    path = warm.socket_path("sglang", str(root))
+    try:
+        first = served()
+        assert first is not None and first.rc == 0, log.read_text()
+        assert path.exists()
+        model = root / "python" / "sglang" / MODEL
+        model.write_text("VALUE = 3\n")
+        second = served()
+        assert second is not None and second.rc == 1 and "assert 3 == 1" in log.read_text()
+    finally:
+        assert warm.stop_daemon("sglang", str(root))
+    for _ in range(100):
+        if not path.exists():
+            break
+        time.sleep(0.05)
+    assert not path.exists() and not warm.stop_daemon("sglang", str(root))
+    monkeypatch.setenv(warm.IDLE_ENV, "0.5")
+    model.write_text("VALUE = 1\n")
+    assert served().rc == 0  # type: ignore[union-attr]
+    time.sleep(3)
+    assert not path.exists()
+    assert warm.run_served("sglang", str(tmp_path / "nowhere"), argv, env=_env(tmp_path), cwd=tmp_path, log=log) is None
 
 
 @pytest.mark.slow
