@@ -68,6 +68,7 @@ class Runner:
     engine: str = "sglang"  # deferlab.impl.<engine>.sources loads the tree in a warm server
     servers: dict[str, Any] = field(default_factory=dict, repr=False)  # scratch folder -> its slot's server
     warm_runs: list[str] = field(default_factory=list, repr=False)  # "warm" / "cold: why" per run, in order
+    warm_source: Path | None = None  # the unmutated tree plain runs' servers load (set by `reference`)
 
     def modules(self) -> list[str]:
         """The engine modules whose functions get probes in the reference run (the driver's)."""
@@ -140,7 +141,7 @@ def run_claims(
     if STOP.is_set():
         raise Interrupted()
     cmd = runner.command(tree, nodes, plugin=trace or stop_on is not None)
-    done = _run_warm(runner, tree, cmd, env, scratch, timeout) if runner.warm else None
+    done = _run_warm(runner, tree, cmd, env, scratch, timeout, trace) if runner.warm else None
     if done is not None:
         out.rc, out.timed_out = done.rc, done.timed_out
     else:
@@ -154,18 +155,25 @@ def run_claims(
     return out
 
 
-def _run_warm(runner: Runner, tree: Path, cmd: list[str], env: dict[str, str], scratch: Path, timeout: float) -> Any:
+def _run_warm(
+    runner: Runner, tree: Path, cmd: list[str], env: dict[str, str], scratch: Path, timeout: float, trace: bool
+) -> Any:
     """``cmd`` (``python -m pytest ...``) forked from this slot's warm server; None: run it cold (no server, the
-    server died, or the child's load record differed from the server's: `reports.warm`)."""
+    server died, or the child's load record differed from the server's: `reports.warm`).
+
+    The server's load is the record a run's load must match: for probed runs (the reference) the probed tree
+    itself, for the rest the campaign's unmutated source (`Runner.warm_source`), so a mutant that changes what
+    loads (a failed body, a new stand-in) runs cold, where the answer is the truth."""
     from deferlab.reports import warm
 
     if cmd[1:3] != ["-m", "pytest"]:
         return None
-    key = str(scratch)
+    key = f"{scratch}|{'probed' if trace else 'plain'}"
     try:
         server = runner.servers.get(key)
         if server is None:
-            server = runner.servers[key] = warm.WarmServer(runner.engine, str(tree), log=scratch / "warm.log")
+            spec = str(tree if trace or runner.warm_source is None else runner.warm_source)
+            server = runner.servers[key] = warm.WarmServer(runner.engine, spec, log=scratch / "warm.log")
         with _LIVE_LOCK:
             _WARM.add(server)
         try:
@@ -392,6 +400,7 @@ def reference(
     if unknown:
         known = ", ".join(u for u in select.nodes_by_unit(every) if select.is_property(u)) or "none"
         raise UsageError(f"--claims: no property {', '.join(unknown)} runs on real code (the suite's: {known})")
+    runner.warm_source = pool.source
     doc: dict[str, Any] = {"claims": {}, "rows": [], "tests": {}, "called": {}, "seconds": {}, "durations": {}}
     doc["errors"] = []
     doc.update(nodes=nodes, instrumented=sorted(probes), properties={})
@@ -432,6 +441,8 @@ def reference(
             for file in probes if slot.probed else ():
                 slot.tree.restore(file)
             slot.probed = False
+        for key in [k for k in runner.servers if k.endswith("|probed")]:
+            runner.servers.pop(key).close()  # the probes are gone: no later run matches that load
     if not doc["claims"]:
         raise RuntimeError("the reference run recorded no verdict: " + "; ".join(doc["errors"])[:600])
     dead = [u for u, o in doc["properties"].items() if o != "passed"]
