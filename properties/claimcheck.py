@@ -399,7 +399,7 @@ def verify_claim(
     *,
     pinned: Iterable[Any] = (),
     caveat: Callable[[], str | None] | None = None,
-    evidence: str = "",
+    evidence: str | Callable[[], str] = "",
     max_examples: int | None = None,
     applicable: bool = True,
     not_applicable: str = "this version has no deferred path: the claim cannot apply",
@@ -419,6 +419,8 @@ def verify_claim(
     ``[claim.engines]`` row's pattern is recorded as ``fails`` with its signature, and `assert_expected` then
     fails the test naming it. ``applicable`` False records ``n/a`` with the reason ``not_applicable``.
     ``provenance`` (what ran, per step) is recorded beside `seam.evidence` (the seam methods the test called).
+    ``evidence`` may be a function (it runs the system, e.g. a level table): it runs after the search, and on
+    real code a crash of the system inside it is written into the evidence instead of erroring the test.
     """
     if not applicable:
         verdicts.record_claim(claim_id, policy, "n/a", not_applicable, None, {**seam.evidence(), **(provenance or {})})
@@ -433,6 +435,7 @@ def verify_claim(
         fallback=claim_fallback(claim_id),
         partition=partition,
     )
+    evidence = _evidence_text(evidence)
     primary = found.primary
     if primary is not None:
         more = "; ".join(
@@ -450,6 +453,20 @@ def verify_claim(
         claim_id, policy, verdict, text, ce, {**seam.evidence(), **(provenance or {})}, signatures=found.records()
     )
     return Verdict(verdict, found.undocumented())
+
+
+def _evidence_text(evidence: str | Callable[[], str]) -> str:
+    """``evidence`` itself, or what its function returns; on real code a crash inside it is the system's,
+    recorded as text (the verdict comes from the search, which has already run)."""
+    if not callable(evidence):
+        return evidence
+    try:
+        return evidence()
+    except Exception as e:  # noqa: BLE001 - a crash of the system under test is evidence, not a test error
+        root = str(getattr(getattr(seam.ACTIVE, "source", None), "root", "")) or None
+        if not seam.is_real_code(seam.ACTIVE) or not raised_inside(e, root):
+            raise  # the model's, or our harness's: a bug of ours
+        return f"(the evidence could not be computed: the system raised {type(e).__name__}: {str(e)[:300]})"
 
 
 def assert_expected(claim_id: str, policy: str, verdict: str) -> None:

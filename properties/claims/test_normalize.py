@@ -124,6 +124,6 @@ def test_claim_c3_scale_bias_equals_eager(impl, policy):
         s.normalization_stats() | st.just(K3_STATS),
         lambda stats: check_exact(impl, stats),
         pinned=[K3_STATS],
-        evidence=c3_evidence(impl) + ".",
+        evidence=lambda: c3_evidence(impl) + ".",
     )
     claimcheck.assert_expected("C3", policy, verdict)

@@ -162,7 +162,7 @@ def test_claim_c14_served_pixels_equal_checkpoint(served_paths, policy):
         ss.served_cases(),
         lambda case: check_pixels(served_paths, case),
         pinned=PINNED_C14,
-        evidence=class_table(served_paths, policy) + ".",
+        evidence=lambda: class_table(served_paths, policy) + ".",
         provenance=served.provenance(served_paths),
         partition=row,
     )
@@ -210,7 +210,7 @@ def test_claim_c15_served_normalization_equals_checkpoint(served_paths, policy):
         s.normalization_stats(),
         lambda stats: check_normalization(own, stats),
         pinned=[K3_STATS, CLIP_STATS],
-        evidence=stats_table(own) + "." if own else "",
+        evidence=(lambda: stats_table(own) + ".") if own else "",
         applicable=bool(own),
         not_applicable=why,
         provenance=served.provenance(served_paths),

@@ -243,6 +243,29 @@ def test_an_exception_in_our_harness_still_raises(monkeypatch: pytest.MonkeyPatc
     assert rows == []
 
 
+def test_a_crash_of_the_system_while_building_evidence_is_written_into_it(
+    monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+) -> None:
+    """An evidence table runs the system (C15's level table): its crash is the system's, kept as text beside the
+    verdict the search found; the same crash in our own harness still raises."""
+    _as_sglang(monkeypatch, tmp_path)
+    rows = _records(monkeypatch)
+    serve = _system_function(tmp_path)
+    verdict = claimcheck.verify_claim(
+        "C14", "SGLANG", st.integers(0, 3), lambda v: None, max_examples=5, evidence=lambda: serve(7)
+    )
+    assert verdict == "holds"
+    assert (
+        "the evidence could not be computed: the system raised RuntimeError: shape mismatch at 7" in rows[0]["evidence"]
+    )
+
+    def ours() -> str:
+        raise KeyError("table lost")
+
+    with pytest.raises(KeyError):
+        claimcheck.verify_claim("C14", "SGLANG", st.integers(0, 3), lambda v: None, max_examples=5, evidence=ours)
+
+
 def test_signatures_normalize_printed_values_not_names() -> None:
     got = signatures.signature("AssertionError: at call site 'request': in the request [True, False], alone [1, 2]")
     assert got == "AssertionError: at call site 'request': in the request #, alone #"
