@@ -1,4 +1,4 @@
-"""The reproducer templates: per claim, a standalone pytest test that calls SGLang's own functions by import path.
+"""The reproducer templates: per claim and engine, a standalone pytest test calling the engine's own functions.
 
 Why templates and not generated code: a reproducer goes to an upstream
 maintainer, so it must be short, read as a test they would write, and import
@@ -6,16 +6,19 @@ nothing of deferlab. Each template is plain text with ``$placeholders``
 (`string.Template`), filled from the claim's recorded minimal counterexample
 by its ``fit`` function; ``fit`` returns None when the counterexample or the
 recorded failure is not the one the template reproduces (then no file is
-written, and the caller says so). Nothing here is SGLang's code: a template
-only *calls* it, the way SGLang's own unit tests build its objects
-(``object.__new__`` and the few attributes a method reads).
+written, and the caller says so). Nothing here is an engine's code: a
+template only *calls* it, the way the engine's own unit tests build its
+objects (``object.__new__`` and the few attributes a method reads). SGLang's
+C9 template is `reports.repro_ipc`'s; the served-vs-trained ones (C13, C14,
+vLLM's C15) are `reports.repro_served`'s; `templates` gives an engine's set.
 """
 
 from __future__ import annotations
 
 import ast
+import functools
 import re
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from string import Template
 from typing import Any
@@ -239,10 +242,11 @@ def test_${cid}_an_owner_materializes_any_subset_of_the_images(monkeypatch):
 
 @dataclass(frozen=True)
 class Template_:
-    """A claim's template: ``fit(counterexample, failure)`` gives the placeholders (None: does not apply)."""
+    """A claim's template: ``fit(counterexample, failure, row)`` gives the placeholders (None: does not apply);
+    ``row`` is the whole verdict row (its provenance says, e.g., which image processor vLLM served with)."""
 
     text: str
-    fit: Callable[[Any, str], dict[str, Any] | None]
+    fit: Callable[..., dict[str, Any] | None]
     what: str  # the flaw it reproduces, for the header
 
 
@@ -270,7 +274,7 @@ K3_GEOMETRY = {"patch_size": 14, "merge_kernel_size": 2, "in_patch_limit": 16384
                "fixed_output_tokens": None}  # fmt: skip
 
 
-def fit_c3(ce: Any, failure: str) -> dict[str, Any] | None:
+def fit_c3(ce: Any, failure: str, row: Mapping[str, Any] | None = None) -> dict[str, Any] | None:
     stats = _literal(ce)
     if "levels differ in FP32" not in failure or not (isinstance(stats, list | tuple) and len(stats) == 2):
         return None
@@ -278,7 +282,7 @@ def fit_c3(ce: Any, failure: str) -> dict[str, Any] | None:
     return {"mean": repr(mean), "std": repr(std)}
 
 
-def fit_c15(ce: Any, failure: str) -> dict[str, Any] | None:
+def fit_c15(ce: Any, failure: str, row: Mapping[str, Any] | None = None) -> dict[str, Any] | None:
     """C15's counterexample is the (mean, std) pair whose levels differ; only the FP32 difference is reproduced
     (a difference after the BF16 cast reads the same in this test, which compares FP32)."""
     stats = _literal(ce)
@@ -290,7 +294,7 @@ def fit_c15(ce: Any, failure: str) -> dict[str, Any] | None:
     return {"mean": repr(mean), "std": repr(std)}
 
 
-def fit_c10(ce: Any, failure: str) -> dict[str, Any] | None:
+def fit_c10(ce: Any, failure: str, row: Mapping[str, Any] | None = None) -> dict[str, Any] | None:
     if "call site 'request'" not in failure or not isinstance(ce, list) or len(ce) not in (2, 3):
         return None
     if len(ce) == 3 and ce[2] != "request":  # a counterexample that names its call site: only the request path's
@@ -301,7 +305,7 @@ def fit_c10(ce: Any, failure: str) -> dict[str, Any] | None:
     return {"geometry": repr(geometry), "shapes": repr([tuple(int(v) for v in s) for s in shapes])}
 
 
-def fit_c11(ce: Any, failure: str) -> dict[str, Any] | None:
+def fit_c11(ce: Any, failure: str, row: Mapping[str, Any] | None = None) -> dict[str, Any] | None:
     m = re.fullmatch(r"ArrayImage\(torch \(([\d, ]+)\) torch\.uint8, layout=(\w+), w=(\d+), h=(\d+), c=\d+\)", str(ce))
     if m is None or not failure.startswith(("IndexError", "RuntimeError", "AssertionError")):
         return None
@@ -316,7 +320,7 @@ _PIL = re.compile(
 )
 
 
-def fit_c12(ce: Any, failure: str) -> dict[str, Any] | None:
+def fit_c12(ce: Any, failure: str, row: Mapping[str, Any] | None = None) -> dict[str, Any] | None:
     if "fully transparent pixel is not background" not in failure or not isinstance(ce, list) or len(ce) != 2:
         return None
     m = _PIL.fullmatch(str(ce[0]))
@@ -342,7 +346,7 @@ def _sizes(text: str) -> list[tuple[int, int]]:
     return [(int(m[1]), int(m[2])) if m[1] else (int(m[4]), int(m[3])) for m in found]
 
 
-def fit_owner_grid(ce: Any, failure: str) -> dict[str, Any] | None:
+def fit_owner_grid(ce: Any, failure: str, row: Mapping[str, Any] | None = None) -> dict[str, Any] | None:
     if "produced wrong grids" not in failure:
         return None
     text = str(ce)
@@ -367,12 +371,42 @@ TEMPLATES: dict[str, Template_] = {
         for cid in ("C4", "C5", "C6", "C7")
     },
 }
+ENGINES = ("sglang", "vllm")
 
 
-def render(cid: str, counterexample: Any, failure: str) -> tuple[str, str] | None:
-    """(the test's code, what it reproduces) for claim ``cid``, or None when no template fits."""
-    template = TEMPLATES.get(cid)
-    values = template.fit(counterexample, failure) if template else None
+@functools.cache
+def templates(engine: str) -> dict[str, Template_]:
+    """Claim -> template for ``engine`` (SGLang's: `TEMPLATES` plus C9, C13, C14; vLLM's: C13, C14, C15)."""
+    from deferlab.reports import repro_ipc, repro_served
+
+    served = "the served pixels of an image are more than one level off the checkpoint processor's"
+    geometry = "the served resize target, padding or prompt tokens differ from the checkpoint's"
+    if engine == "sglang":
+        return {
+            **TEMPLATES,
+            "C9": Template_(
+                repro_ipc.C9,
+                repro_ipc.fit_c9,
+                "a CUDA IPC feature-pool slot never frees once every rank is done (acknowledgement counts)",
+            ),
+            "C13": Template_(repro_served.C13, repro_served.fit_c13, geometry),
+            "C14": Template_(repro_served.C14, repro_served.fit_c14, served),
+        }
+    if engine == "vllm":
+        return {
+            "C13": Template_(repro_served.C13, functools.partial(repro_served.fit_c13, engine="vllm"), geometry),
+            "C14": Template_(repro_served.C14, functools.partial(repro_served.fit_c14, engine="vllm"), served),
+            "C15": Template_(repro_served.VLLM_C15, repro_served.fit_vllm_c15, TEMPLATES["C15"].what),
+        }
+    raise ValueError(f"engine must be one of {ENGINES}, got {engine!r}")
+
+
+def render(
+    cid: str, counterexample: Any, failure: str, *, engine: str = "sglang", row: Mapping[str, Any] | None = None
+) -> tuple[str, str] | None:
+    """(the test's code, what it reproduces) for claim ``cid`` on ``engine``, or None when no template fits."""
+    template = templates(engine).get(cid)
+    values = template.fit(counterexample, failure, row or {}) if template else None
     if template is None or values is None:
         return None
     return Template(template.text).substitute(values, cid=cid.lower()).lstrip("\n"), template.what
