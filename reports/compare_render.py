@@ -280,7 +280,10 @@ def reproducers(stage: Path, doc: dict[str, Any], results: dict[str, dict[str, A
         system = results[role].get("system") or {}
         name = _label(side) + (f"-{role.lower()}" if same else "")
         system = {**system, "name": name, "commit": side.get("revision") or system.get("commit")}
-        written, missing = repro.write_reproducers(doc["rows"][role], system, side["run_spec"], stage, source=source)
+        engine = side.get("engine") or "sglang"
+        written, missing = repro.write_reproducers(
+            doc["rows"][role], system, side["run_spec"], stage, source=source, engine=engine
+        )
         made["written"] += [p.relative_to(stage).as_posix() for p in written]
         made["missing"] += missing
     return made

@@ -4,25 +4,28 @@ Why: a counterexample in a report is a repr string; an upstream maintainer
 needs a test they can run. Each reproducer is a short standalone pytest file
 (a template of `reports.repro_templates` filled from the minimal
 counterexample) that calls the engine's own functions by import path
-(``sglang.srt...``), so it runs wherever that engine is installed; it asserts
-the claim, so it fails on the code as it is and passes once the flaw is
-fixed. A header comment names the claim, the system, where the counterexample
-came from and deferlab's version; ``deferlab repro`` reads that header to
-refuse any other file.
+(``sglang.srt...``, ``vllm...``), so it runs wherever that engine is
+installed; it asserts the claim, so it fails on the code as it is and passes
+once the flaw is fixed. A header comment names the claim, the system, where
+the counterexample came from, deferlab's version and how to run it (its
+``Run:`` line names the engine's option); ``deferlab repro`` reads that header
+to refuse any other file, and a reproducer of one engine run on the other.
 
-``deferlab repro FILE --sglang SPEC`` runs one on a machine without the
-engine's dependencies: a child process loads SPEC with deferlab's loader
-(`impl.sglang.sources.load`, which installs SGLang's modules under their real
+``deferlab repro FILE --sglang SPEC`` (``--vllm SPEC`` for a vLLM reproducer)
+runs one on a machine without the engine's dependencies: a child process
+loads SPEC with deferlab's loader (`impl.sglang.sources.load` or
+`impl.vllm.sources.load`, which install the engine's modules under their real
 names), then runs pytest on the file in that process. Exit status: 0 the
 reproducer passes (the claim holds on SPEC), 1 it fails (the flaw is there),
-2 bad usage (not a reproducer, a SPEC that cannot be loaded), 3 pytest could
-not run it.
+2 bad usage (not a reproducer, the other engine's option, a SPEC that cannot
+be loaded), 3 pytest could not run it.
 """
 
 from __future__ import annotations
 
 import argparse
 import importlib.metadata
+import itertools
 import os
 import re
 import subprocess
@@ -43,20 +46,23 @@ ACCEPTED = (
     "accepted: a repro/<claim>-<system>.py file written by deferlab (its first line is '# deferlab reproducer ...')"
 )
 LOAD_FAILED = "deferlab-repro: cannot load: "
+ENGINES = ("sglang", "vllm")
+TITLE = {"sglang": "SGLang", "vllm": "vLLM"}
+A_TITLE = {"sglang": "an SGLang", "vllm": "a vLLM"}
+RUN_LINE = re.compile(r"# Run: pytest THIS_FILE .* deferlab repro THIS_FILE --(\w+) SPEC")
 RUNNER = (
-    "import os, sys\n"
+    "import importlib, os, sys\n"
     "from deferlab.reference.system.errors import DeferlabInputError\n"
     "try:\n"
-    "    from deferlab.impl.sglang.sources import load\n"
-    "    load(sys.argv[1])\n"
+    "    importlib.import_module(f'deferlab.impl.{sys.argv[2]}.sources').load(sys.argv[1])\n"
     "except DeferlabInputError as e:\n"
     f"    print({LOAD_FAILED!r} + ((str(e).splitlines() or [''])[0] or type(e).__name__), file=sys.stderr)\n"
     "    sys.exit(99)\n"
     "import pytest\n"
-    "files = sys.argv[3:]\n"
+    "files = sys.argv[4:]\n"
     "opts = ['-q', '-p', 'no:cacheprovider', '--noconftest', '-c', os.devnull, '--import-mode=importlib',\n"
     "        '--rootdir', os.path.commonpath([os.path.dirname(f) for f in files]), '-W', 'ignore::DeprecationWarning']\n"
-    "sys.exit(pytest.main(files + opts + (['--junitxml', sys.argv[2]] if sys.argv[2] else [])))\n"
+    "sys.exit(pytest.main(files + opts + (['--junitxml', sys.argv[3]] if sys.argv[3] else [])))\n"
 )
 
 
@@ -82,8 +88,11 @@ def _comment(label: str, text: Any) -> list[str]:
     return [f"# {x}" for x in lines or [label]]
 
 
-def header(row: dict[str, Any], system: dict[str, Any], spec: str, source: str, what: str) -> str:
-    """The comment block `FIRST_LINE` opens: claim, system, the counterexample's source, deferlab's version."""
+def header(
+    row: dict[str, Any], system: dict[str, Any], spec: str, source: str, what: str, engine: str = "sglang"
+) -> str:
+    """The comment block `FIRST_LINE` opens: claim, system, the counterexample's source, deferlab's version, and
+    how to run it (its ``--<engine> SPEC`` option is what `read_header` reads the engine from)."""
     name = system.get("name") or spec
     lines = [f"# deferlab reproducer (format {FORMAT}): claim {row['id']} on {name}"]
     lines += _comment("Claim", f"{row['id']}: {row.get('statement', '')}")
@@ -97,39 +106,50 @@ def header(row: dict[str, Any], system: dict[str, Any], spec: str, source: str, 
     )
     lines += _comment("Written by", f"deferlab {deferlab_version()}")
     lines += [
-        "# Run: pytest THIS_FILE where that engine is installed, or deferlab repro THIS_FILE --sglang SPEC (deferlab's",
-        "#   loader: no SGLang dependencies needed). It fails while the flaw is there and passes once it is fixed.",
+        f"# Run: pytest THIS_FILE where that engine is installed, or deferlab repro THIS_FILE --{engine} SPEC (deferlab's",
+        f"#   loader: no {TITLE[engine]} dependencies needed). It fails while the flaw is there and passes once it is fixed.",
     ]
     return "\n".join(lines) + "\n"
 
 
 def write_reproducers(
-    rows: Iterable[dict[str, Any]], system: dict[str, Any] | None, spec: str, out: Path, *, source: str
+    rows: Iterable[dict[str, Any]],
+    system: dict[str, Any] | None,
+    spec: str,
+    out: Path,
+    *,
+    source: str,
+    engine: str | None = None,
 ) -> tuple[list[Path], list[str]]:
-    """``out/repro/<claim>-<system>.py`` for each failing row a template fits; (files written, one line per
-    failing claim that got none, saying why)."""
+    """``out/repro/<claim>-<system>.py`` for each failing row a template of ``engine`` fits (default: the
+    system's ``engine``, else SGLang); (files written, one line per failing claim that got none, saying why)."""
     system = system or {}
+    engine = engine or system.get("engine") or "sglang"
+    if engine not in ENGINES:
+        raise ValueError(f"engine must be one of {ENGINES}, got {engine!r}")
     name = safe_name(system.get("name") or spec)
     written, missing = [], []
     for row in rows:
         if row.get("verdict") != "fails":
             continue
         failure = failure_text(str(row.get("evidence", "")))
-        made = render(str(row["id"]), row.get("counterexample"), failure)
+        made = render(str(row["id"]), row.get("counterexample"), failure, engine=engine, row=row)
         if made is None:
             missing.append(f"{row['id']} on {name}: no reproducer template fits this failure ({short(failure, 120)})")
             continue
         code, what = made
-        text = header(row, system, spec, source, what) + f'"""Reproducer of claim {row["id"]}: {what}."""\n\n' + code
+        text = header(row, system, spec, source, what, engine)
+        text += f'"""Reproducer of claim {row["id"]}: {what}."""\n\n' + code
         written.append(write_text_atomic(out / "repro" / f"{row['id']}-{name}.py", text))
     return written, missing
 
 
 # --- deferlab repro FILE --------------------------------------------------------------------------------------------
 def add_parser(sub: Any) -> argparse.ArgumentParser:
-    p = sub.add_parser("repro", help="run one of deferlab's reproducers on an SGLang through deferlab's loader")
+    p = sub.add_parser("repro", help="run one of deferlab's reproducers on its engine through deferlab's loader")
     p.add_argument("file", type=Path, metavar="FILE", help="a repro/<claim>-<system>.py written by deferlab")
-    p.add_argument("--sglang", metavar="SPEC", help="the SGLang to run it on (default: the Spec its header names)")
+    p.add_argument("--sglang", metavar="SPEC", help="the SGLang to run an SGLang reproducer on (default: its Spec)")
+    p.add_argument("--vllm", metavar="SPEC", help="the vLLM to run a vLLM reproducer on (default: its Spec)")
     return p
 
 
@@ -145,17 +165,30 @@ def read_header(path: Path) -> dict[str, str]:
     if m is None:
         first = lines[0][:60] if lines else ""
         raise UsageError(f"FILE: {str(path)!r} is not a deferlab reproducer (first line {first!r}); {ACCEPTED}")
-    spec = next((x[len("# Spec: ") :].strip() for x in lines[:20] if x.startswith("# Spec: ")), "")
-    return {"claim": m.group(1), "system": m.group(2), "spec": spec}
+    head = list(itertools.takewhile(lambda x: x.startswith("#"), lines))
+    spec = next((x[len("# Spec: ") :].strip() for x in head if x.startswith("# Spec: ")), "")
+    run_line = next((r for r in map(RUN_LINE.match, head) if r is not None), None)
+    engine = run_line.group(1) if run_line is not None else "sglang"  # a file without one: SGLang's (the first)
+    if engine not in ENGINES:
+        raise UsageError(f"FILE: {str(path)!r} names engine {engine!r} in its Run line; accepted: {', '.join(ENGINES)}")
+    return {"claim": m.group(1), "system": m.group(2), "spec": spec, "engine": engine}
 
 
 def run_files(
-    paths: list[Path], spec: str, *, junitxml: Path | None = None, timeout: float = 600
+    paths: list[Path],
+    spec: str,
+    *,
+    engine: str = "sglang",
+    junitxml: Path | None = None,
+    timeout: float = 600,
 ) -> subprocess.CompletedProcess:
-    """The child process: load ``spec``, then pytest on ``paths`` (no plugins autoloaded, no conftest, no ini);
-    ``junitxml``: also pytest's per-test results there. Exit 99 with `LOAD_FAILED` on stderr: ``spec`` failed."""
+    """The child process: load ``spec`` of ``engine``, then pytest on ``paths`` (no plugins autoloaded, no
+    conftest, no ini); ``junitxml``: also pytest's per-test results there. Exit 99 with `LOAD_FAILED` on stderr:
+    ``spec`` failed to load."""
+    if engine not in ENGINES:
+        raise ValueError(f"engine must be one of {ENGINES}, got {engine!r}")
     env = {**os.environ, "PYTEST_DISABLE_PLUGIN_AUTOLOAD": "1"}
-    cmd = [sys.executable, "-c", RUNNER, spec, str(junitxml or ""), *(str(p.resolve()) for p in paths)]
+    cmd = [sys.executable, "-c", RUNNER, spec, engine, str(junitxml or ""), *(str(p.resolve()) for p in paths)]
     return subprocess.run(cmd, capture_output=True, text=True, env=env, timeout=timeout, check=False)
 
 
@@ -163,14 +196,22 @@ def run(args: argparse.Namespace, log: TextIO | None = None) -> int:
     """Run the reproducer; returns the exit status (see the module docstring)."""
     log = log or sys.stderr
     info = read_header(args.file)
-    spec = (args.sglang or info["spec"]).strip()
+    engine = info["engine"]
+    given = {e: getattr(args, e, None) for e in ENGINES if getattr(args, e, None) is not None}
+    for other in given:
+        if other != engine:
+            raise UsageError(
+                f"--{other}: {str(args.file)!r} is {A_TITLE[engine]} reproducer (claim "
+                f"{info['claim']} on {info['system']}); accepted for it: --{engine} SPEC, or no option (its Spec)"
+            )
+    spec = (given.get(engine) or info["spec"]).strip()
     if not spec:
-        raise UsageError(f"--sglang: {str(args.file)!r} names no Spec in its header; give --sglang SPEC")
-    print(f"[deferlab] repro: claim {info['claim']} ({info['system']}'s counterexample) on sglang {spec}", file=log)
-    proc = run_files([args.file], spec)
+        raise UsageError(f"--{engine}: {str(args.file)!r} names no Spec in its header; give --{engine} SPEC")
+    print(f"[deferlab] repro: claim {info['claim']} ({info['system']}'s counterexample) on {engine} {spec}", file=log)
+    proc = run_files([args.file], spec, engine=engine)
     failed = next((x for x in proc.stderr.splitlines() if x.startswith(LOAD_FAILED)), None)
     if proc.returncode == 99 and failed is not None:
-        raise UsageError(f"--sglang: {failed[len(LOAD_FAILED) :]}")
+        raise UsageError(f"--{engine}: {failed[len(LOAD_FAILED) :]}")
     sys.stdout.write(proc.stdout)
     if proc.stderr.strip():
         log.write(proc.stderr)

@@ -1,7 +1,8 @@
 """Front-door rows of ``deferlab compare`` and ``deferlab repro`` (reports.compare, reports.repro).
 
 Run through ``reports.cli.main`` with the rest of the CLI rows (test_front_door.CLI_ROWS): each one-line
-refusal names what was given and what is accepted, and nothing is loaded or written before it.
+refusal names what was given and what is accepted, and nothing is loaded or written before it. A reproducer
+runs on the engine its header names: the other engine's option is refused.
 """
 
 from __future__ import annotations
@@ -25,6 +26,16 @@ def _git_checkout(tmp: Path) -> str:
 
 def _reproducer(tmp: Path) -> str:
     return _write(tmp, "C3-sglang-0.5.23.py", "# deferlab reproducer (format 1): claim C3 on sglang-0.5.23\n")
+
+
+def _vllm_reproducer(tmp: Path) -> str:
+    """A vLLM reproducer's header: its Run line names ``--vllm``, which `reports.repro.read_header` reads."""
+    return _write(
+        tmp,
+        "C14-vllm-0.33.0.py",
+        "# deferlab reproducer (format 1): claim C14 on vllm-0.33.0\n# Spec: 0.33.0\n"
+        "# Run: pytest THIS_FILE where that engine is installed, or deferlab repro THIS_FILE --vllm SPEC (deferlab's\n",
+    )
 
 
 COMPARE_CLI_ROWS = [
@@ -76,5 +87,22 @@ COMPARE_CLI_ROWS = [
         "repro not a version",
         lambda t: ["repro", _reproducer(t), "--sglang", "latest"],
         r"--sglang: sglang source 'latest': neither 'installed', an existing path nor a version; accepted:",
+    ),
+    BadCli(
+        "repro vllm reproducer on sglang",
+        lambda t: ["repro", _vllm_reproducer(t), "--sglang", "0.5.23"],
+        r"--sglang: '.*C14-vllm-0\.33\.0\.py' is a vLLM reproducer \(claim C14 on vllm-0\.33\.0\); accepted for it: "
+        r"--vllm SPEC",
+    ),
+    BadCli(
+        "repro sglang reproducer on vllm",
+        lambda t: ["repro", _reproducer(t), "--vllm", "0.33.0"],
+        r"--vllm: '.*C3-sglang-0\.5\.23\.py' is an SGLang reproducer \(claim C3 on sglang-0\.5\.23\); accepted for "
+        r"it: --sglang SPEC",
+    ),
+    BadCli(
+        "repro vllm not a version",
+        lambda t: ["repro", _vllm_reproducer(t), "--vllm", "latest"],
+        r"--vllm: vllm source 'latest': neither 'installed', an existing path nor a version; accepted:",
     ),
 ]

@@ -3,9 +3,11 @@
 The rows are what ``deferlab versions 0.5.18 0.5.23`` recorded (evidence and
 minimal counterexample, as in verdicts.json). Fast tests check the files
 (standalone, compilable, headed); the slow ones run them through ``deferlab
-repro``'s child on the cached releases: each fails on the release it came from
-with the recorded failure, and 0.5.18's owner-grid reproducer passes on 0.5.19,
-the release that fixed it.
+repro``'s child on the cached releases, one child per release: each fails on
+the release it came from with the recorded failure; 0.5.18's owner-grid
+reproducer passes on 0.5.19 and 0.5.19's C9 reproducer on 0.5.22, the releases
+that fixed them; a C13 reproducer passes on 0.5.23, where C13 holds. vLLM's
+are in ``test_repro_vllm.py``.
 """
 
 from __future__ import annotations
@@ -41,6 +43,26 @@ C4_CE = [
     ],
     [[1, 0]],
 ]
+C9_CE = {
+    "topology": {"tp_size": 2, "attn_dp_size": 1, "slots": 2, "K_p": 2},
+    "sequence": [
+        "topology tp_size=2 attn_dp_size=1 slots=2 K_p=2",
+        "publish item 0 to group 0 (owner rank 0) -> slot 0",
+        "owner rank 0 reads item 0, acks 2",
+        "publish item 1 to group 0 (owner rank 1) -> slot 0",
+        "owner rank 1 reads item 1, acks 2",
+        "non-owner rank 1 releases item 0 (ack 1)",
+        "non-owner rank 0 releases item 1 (ack 1)",
+        "drain: all reads and releases done, recycler runs",
+    ],
+    "message": "slot(s) [0] never free after every consumer finished",
+}
+C9_EVIDENCE = (
+    "fails for 2 of 6 (assumptions, property) cells, e.g. liveness under generation pool, K_p = the producer's own "
+    "count (cuda_ipc pool), clamp K_c to K_p: as the code does, non-owners release: True, late acks: overwrite; "
+    "safety under generation pool, K_p = the producer's own count (cuda_vmm pool), clamp K_c to K_p: as the code "
+    "does, non-owners release: True, late acks: count"
+)
 # claim -> (evidence as recorded, counterexample as recorded, what the reproducer's failure must say)
 RECORDED: dict[str, tuple[str, Any, str]] = {
     "C3": (
@@ -80,6 +102,25 @@ RECORDED: dict[str, tuple[str, Any, str]] = {
         C4_CE,
         "ValueError: Kimi-K3 deferred GPU preprocessing produced wrong grids",
     ),
+    "C9": (C9_EVIDENCE, C9_CE, "AssertionError: slot(s) [0] never free after every consumer finished"),
+    "C14": (
+        "exemplars per class (...): sglang-0.5.23 (eager): differs for RGBA partly transparent, LA. AssertionError: "
+        "[RGB] 6x2 geometry (2, 1, 1, 2): sglang-0.5.23 (eager): 1 of 24 values unexplained (9 differ; up to 4 "
+        "levels off and 126 ulps; first patch 0 channel 1 (0, 1): level 194 served, 190 trained); sglang-0.5.23 "
+        "(deferred): 1 of 24 values unexplained (9 differ; up to 4 levels off and 126 ulps; first patch  also "
+        "ServedCase.make('uint8 array', 1, 1, seed=0, few=False, geometry=None) = numpy.ndarray(...)",
+        "ServedCase.make('RGB', 6, 2, seed=60, few=False, geometry=(2, 1, 1, 2)) = PIL.Image(mode='RGB', "
+        "size=(6, 2), info={}, data=bytes.fromhex('2c536406f80ef4fdf2ddf78c3af7e5fd0d648351f3ad93056b9171c7609a1992"
+        "5486bc35'))",
+        "AssertionError: 1 of 24 values more than 1 level off the checkpoint's (up to 4 levels; first patch 0 "
+        "channel 1 (0, 1): level 194 served, 190 trained)",
+    ),
+    # C13 holds on every release: a size of its pinned worked examples, as a counterexample would be recorded
+    "C13": (
+        "AssertionError: [7400x9 session]: sglang-0.5.23 (eager): geometry (new_w, new_h, pad_w, pad_h) ...",
+        [7400, 9, "session"],
+        "passed",
+    ),
 }
 
 
@@ -96,13 +137,19 @@ def _write(tmp: Path, version: str, cids: list[str]) -> tuple[list[Path], list[s
 def test_a_reproducer_is_a_headed_standalone_pytest_file(tmp_path: Path) -> None:
     """One file per failing claim with a template, named <claim>-<system>.py: the header names claim, system,
     counterexample source and deferlab's version; the code parses, imports SGLang by path and nothing of deferlab."""
-    written, missing = _write(tmp_path, "0.5.23", ["C3", "C10", "C11", "C12", "C15", "C4"])
-    assert [p.name for p in written] == [f"{c}-sglang-0.5.23.py" for c in ("C3", "C10", "C11", "C12", "C15", "C4")]
+    claims = ["C3", "C10", "C11", "C12", "C15", "C4", "C9", "C13", "C14"]
+    written, missing = _write(tmp_path, "0.5.23", claims)
+    assert [p.name for p in written] == [f"{c}-sglang-0.5.23.py" for c in claims]
     assert missing == []
     for path in written:
         text = path.read_text()
         info = repro.read_header(path)
-        assert info == {"claim": path.name.split("-")[0], "system": "sglang-0.5.23", "spec": "0.5.23"}
+        assert info == {
+            "claim": path.name.split("-")[0],
+            "system": "sglang-0.5.23",
+            "spec": "0.5.23",
+            "engine": "sglang",
+        }
         assert "# Counterexample: deferlab's minimal counterexample, from a test of 0.5.23" in text
         assert "# Written by: deferlab " in text
         tree = ast.parse(text)
@@ -123,8 +170,26 @@ def test_c10_fits_a_counterexample_that_names_its_call_site(tmp_path: Path) -> N
         assert bool(written) is fits
 
 
+def test_c9_fits_only_the_cuda_ipc_pools_run_with_attention_dp_off(tmp_path: Path) -> None:
+    """C9's template replays the CUDA IPC pool's recorded run: a VMM cell's, an attention-DP topology's and a run
+    with a refused acknowledgement get no file (the report keeps their counterexample)."""
+    vmm = "fails for 1 of 6 (assumptions, property) cells, e.g. safety under generation pool, K_p = the " + (
+        "producer's own count (cuda_vmm pool), clamp K_c to K_p: as the code does, non-owners release: True"
+    )
+    dp = {**C9_CE, "topology": {**C9_CE["topology"], "attn_dp_size": 2}}
+    refused = {**C9_CE, "sequence": [*C9_CE["sequence"][:2], "owner rank 0 reads item 0, ack 3 rejected: no"]}
+    for evidence, ce in ((vmm, C9_CE), (C9_EVIDENCE, dp), (C9_EVIDENCE, refused)):
+        row = {**_row("C9"), "evidence": evidence, "counterexample": ce}
+        assert repro.write_reproducers([row], {"name": "sglang-0.5.21"}, "0.5.21", tmp_path, source="t")[0] == []
+    (path,), _ = _write(tmp_path, "0.5.21", ["C9"])
+    steps = ast.literal_eval(path.read_text().split("STEPS = ", 1)[1].split("\n]\n", 1)[0] + "\n]")
+    assert steps == [("publish", 0, 0), ("read", 0, 0), ("publish", 1, 1), ("read", 1, 1), ("release", 0, 1),
+                     ("release", 1, 0), ("drain",)]  # fmt: skip
+
+
 def test_a_failure_no_template_fits_gets_no_file_and_a_line_saying_so(tmp_path: Path) -> None:
-    """C9 has no template; a C12 failure other than the transparent-pixel one does not fit C12's template."""
+    """A C9 counterexample that is no state-machine run, and a C12 failure other than the transparent-pixel one,
+    fit no template."""
     rows = [
         {"id": "C9", "verdict": "fails", "evidence": "fails for 2 of 6 cells", "counterexample": {"topology": 1}},
         {**_row("C12"), "evidence": "AssertionError: unclear staging error for mode La: ValueError: no"},
@@ -159,46 +224,61 @@ def _cached(*versions: str) -> None:
         pytest.skip(f"sglang {', '.join(missing)} not in {CACHE}")
 
 
-def _outcomes(paths: list[Path], spec: str, tmp: Path) -> dict[str, str]:
-    """claim -> "passed" or the failure's message, from one `repro.run_files` child on ``spec``."""
-    xml = tmp / f"{spec}.xml"
-    proc = repro.run_files(paths, spec, junitxml=xml)
+def outcomes(paths: list[Path], spec: str, tmp: Path, engine: str = "sglang") -> dict[str, str]:
+    """file name -> "passed" or the failure's message, from one `repro.run_files` child on ``spec``."""
+    xml = tmp / f"{engine}-{spec}.xml"
+    proc = repro.run_files(paths, spec, engine=engine, junitxml=xml)
     skip_if_unfetched(spec, proc.stderr)
     assert proc.returncode in (0, 1) and xml.is_file(), proc.stdout[-3000:] + proc.stderr[-3000:]
     out = {}
     for case in ET.parse(xml).getroot().iter("testcase"):
         assert case.find("error") is None, case.find("error").get("message")
         failure = case.find("failure")
-        out[case.get("name").split("_")[1].upper()] = "passed" if failure is None else failure.get("message", "")
+        (path,) = [p for p in paths if case.get("classname").endswith(p.stem)]
+        out[path.name] = "passed" if failure is None else failure.get("message", "")
+    assert sorted(out) == sorted(p.name for p in paths), (out, proc.stdout[-3000:])
     return out
 
 
 @pytest.mark.slow
 def test_each_reproducer_fails_on_the_release_it_came_from(tmp_path: Path) -> None:
-    """0.5.23's C3, C10, C11, C12, C15 and 0.5.18's C4 fail there, each with the failure deferlab recorded."""
+    """0.5.23's C3, C10, C11, C12, C14, C15 and 0.5.18's C4 fail there, each with the failure deferlab recorded;
+    a C13 reproducer passes on 0.5.23, where C13 holds."""
     _cached("0.5.18", "0.5.23")
-    written, _ = _write(tmp_path, "0.5.23", ["C3", "C10", "C11", "C12", "C15"])
-    got = _outcomes(written, "0.5.23", tmp_path)
-    assert sorted(got) == ["C10", "C11", "C12", "C15", "C3"]
-    for cid, message in got.items():
-        assert RECORDED[cid][2] in message, (cid, message)
+    claims = ["C3", "C10", "C11", "C12", "C13", "C14", "C15"]
+    written, _ = _write(tmp_path, "0.5.23", claims)
+    got = outcomes(written, "0.5.23", tmp_path)
+    for cid in claims:
+        assert RECORDED[cid][2] in got[f"{cid}-sglang-0.5.23.py"], (cid, got)
     old, _ = _write(tmp_path / "old", "0.5.18", ["C4"])
-    assert RECORDED["C4"][2] in _outcomes(old, "0.5.18", tmp_path)["C4"]
+    assert RECORDED["C4"][2] in outcomes(old, "0.5.18", tmp_path)["C4-sglang-0.5.18.py"]
 
 
 @pytest.mark.slow
-def test_the_owner_grid_reproducer_of_0_5_18_passes_on_0_5_19(tmp_path: Path) -> None:
-    """0.5.19 fixed the owner's grid check: the reproducer written from 0.5.18's failure passes there, through
+def test_0_5_19_passes_0_5_18s_owner_grid_reproducer_and_fails_its_own_c9(tmp_path: Path) -> None:
+    """0.5.19 fixed the owner's grid check (the reproducer written from 0.5.18's failure passes there) and
+    brought C9's flaw (its own C9 reproducer fails with the recorded message); one child."""
+    _cached("0.5.18", "0.5.19")
+    (owner,), _ = _write(tmp_path / "old", "0.5.18", ["C4"])
+    (ipc,), _ = _write(tmp_path, "0.5.19", ["C9"])
+    got = outcomes([owner, ipc], "0.5.19", tmp_path)
+    assert got[owner.name] == "passed", got
+    assert RECORDED["C9"][2] in got[ipc.name], got
+
+
+@pytest.mark.slow
+def test_the_c9_reproducer_of_0_5_19_passes_on_0_5_22(tmp_path: Path) -> None:
+    """0.5.22 made each rank acknowledge only its own word: 0.5.19's C9 reproducer passes there, through
     `deferlab repro` itself (exit 0)."""
-    _cached("0.5.18")
-    (path,), _ = _write(tmp_path, "0.5.18", ["C4"])
+    _cached("0.5.22")
+    (path,), _ = _write(tmp_path, "0.5.19", ["C9"])
     log = io.StringIO()
     t0 = time.perf_counter()
     try:
-        rc = repro.run(argparse.Namespace(file=path, sglang="0.5.19"), log)
+        rc = repro.run(argparse.Namespace(file=path, sglang="0.5.22", vllm=None), log)
     except UsageError as e:
-        skip_if_unfetched("0.5.19", str(e))
+        skip_if_unfetched("0.5.22", str(e))
         raise
     assert rc == 0, log.getvalue()[-3000:]
-    assert "passes: the claim holds there" in log.getvalue()
-    print(f"deferlab repro on 0.5.19: {time.perf_counter() - t0:.1f} s")
+    assert "on sglang 0.5.22" in log.getvalue() and "passes: the claim holds there" in log.getvalue()
+    print(f"deferlab repro on 0.5.22: {time.perf_counter() - t0:.1f} s")
