@@ -23,6 +23,7 @@ import difflib
 import os
 import pickle
 import random
+import re
 import shutil
 import tempfile
 import warnings
@@ -32,6 +33,10 @@ from pathlib import Path
 from typing import Any
 
 from deferlab.reference.system.errors import UsageError
+
+MUTANT_ID = re.compile(
+    r"^(?P<file>[^:]+\.py):(?P<line>\d+):(?P<col>\d+):(?P<op>[A-Za-z_]\w*):(?P<index>\d+)(?::(?P<nth>\d+))?$"
+)
 
 
 @dataclass(frozen=True)
@@ -355,3 +360,53 @@ class WorkTree:
 
     def remove(self) -> None:
         shutil.rmtree(self.path, ignore_errors=True)
+
+
+# --- the mutants --mutants names ------------------------------------------------------------------------------
+def mutant_ids(text: str) -> list[str]:
+    """``--mutants``: ``ID,ID,...`` or ``@FILE`` (one id a line, ``#`` comments); UsageError in one line."""
+    if text.startswith("@"):
+        path = Path(text[1:])
+        try:
+            body = path.read_text(encoding="utf-8")
+        except OSError as e:
+            raise UsageError(f"--mutants: cannot read {str(path)!r}: {e.strerror or e}") from None
+        ids = [ln.split("#", 1)[0].strip() for ln in body.splitlines()]
+    else:
+        ids = [i.strip() for i in text.split(",")]
+    ids = list(dict.fromkeys(i for i in ids if i))
+    if not ids:
+        raise UsageError(f"--mutants: {text!r} names no mutant")
+    bad = [i for i in ids if not MUTANT_ID.match(i)]
+    if bad:
+        raise UsageError(f"--mutants: {bad[0]!r} is not a mutant id (FILE.py:LINE:COL:OPERATOR:INDEX[:NTH], as mutate.json gives them)")  # fmt: skip
+    return ids
+
+
+def asked_mutants(root: Path, text: str, targets: list[Target], package: str) -> list[Mutant]:
+    """The mutants ``--mutants`` names, each found in the population of its function (or of ``--target``)."""
+    ids = mutant_ids(text)
+    where = list(targets)
+    for i in ids:
+        m = MUTANT_ID.match(i)
+        assert m is not None
+        file = normalize_file(root, m["file"], package)
+        funcs = functions(file, (root / file).read_text(encoding="utf-8"))
+        inner = innermost(funcs, int(m["line"]))
+        where.append(function_target(inner) if inner else parse_target(root, file, package))
+    by_id = {m.id: m for m in population(root, list(dict.fromkeys(where)))}
+    missing = [i for i in ids if i not in by_id]
+    if missing:
+        raise UsageError(
+            f"--mutants: {missing[0]!r} is not one of cosmic-ray's mutants of that line in this tree"
+            + (f" (and {len(missing) - 1} more)" if len(missing) > 1 else "")
+        )
+    return [by_id[i] for i in ids]
+
+
+def holder(root: Path, m: Mutant, package: str = "sglang") -> Target:
+    """The target a ``--mutants`` mutant is drawn from: its innermost function, or its file at module level."""
+    if m.function is None:
+        return parse_target(root, m.file, package)
+    funcs = functions(m.file, (root / m.file).read_text(encoding="utf-8"))
+    return function_target(next(f for f in funcs if f.qualname == m.function))

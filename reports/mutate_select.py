@@ -61,10 +61,11 @@ class CodeIndex:
     files: dict[str, str] = field(default_factory=dict)  # module -> file (relative, posix)
     funcs: dict[str, Function] = field(default_factory=dict)  # key (file:qualname) -> Function
     by_name: dict[str, set[str]] = field(default_factory=dict)  # last name component -> keys
+    package: str = "sglang"  # dotted names starting with it are resolved against the tree's own files
 
     @classmethod
-    def build(cls, root: Path, modules: Iterable[str]) -> CodeIndex:
-        index = cls(Path(root))
+    def build(cls, root: Path, modules: Iterable[str], package: str = "sglang") -> CodeIndex:
+        index = cls(Path(root), package=package)
         for module in modules:
             index.add_module(module)
         return index
@@ -102,7 +103,7 @@ class CodeIndex:
             self.by_name.setdefault(fn.name, set()).add(fn.key)
 
     def resolve(self, text: str) -> set[str]:
-        """The functions ``text`` names: ``sglang.module.func``, ``Class.method`` or a distinctive bare name (an
+        """The functions ``text`` names: ``sglang.module.func`` (``vllm.`` for a vLLM tree), ``Class.method`` or a distinctive bare name (an
         underscore, camel case or a call's parenthesis: plain English words are not names); a class's name alone names none of its
         methods, and a name followed by "patched" is the driver's replacement, not the engine's code."""
         named: set[str] = set()
@@ -112,7 +113,7 @@ class CodeIndex:
                 continue
             call = text[m.end() : m.end() + 1] == "("
             parts = tok.split(".")
-            if parts[0] == "sglang":
+            if parts[0] == self.package:
                 for i in range(len(parts) - 1, 1, -1):
                     files = self.add_module(".".join(parts[:i]))
                     if files:
@@ -259,7 +260,10 @@ def instrument(source: str, file: str, first_id: int) -> tuple[str, dict[int, st
     docstring), and N -> function key; None when the result would not compile.
 
     Why probes and not `sys.settrace`: a trace function runs on every Python call of the process (the reference
-    took five times as long); a probe runs only when an engine function of an instrumented file does."""
+    took five times as long); a probe runs only when an engine function of an instrumented file does. A function
+    a JIT compiles (``@njit``, ``@numba.jit(...)``, ``@torch.jit.script``: vLLM's fused patch writer) gets none,
+    nor does anything nested in it: the compiler cannot call a Python builtin, so a probe would break the very
+    run it records; its mutants run every claim (no trace can say)."""
     lines = source.splitlines(keepends=True)
     edits: list[tuple[int, int, str, bool]] = []  # line (0-based), column, text, whether it is a line of its own
     ids: dict[int, str] = {}
@@ -268,9 +272,10 @@ def instrument(source: str, file: str, first_id: int) -> tuple[str, dict[int, st
         for node in ast.walk(ast.parse(source))
         if isinstance(node, ast.FunctionDef | ast.AsyncFunctionDef)
     }
+    compiled = [span for span, node in defs.items() if any(_is_jit(d) for d in node.decorator_list)]
     for fn in functions(file, source):
         node = defs.get((fn.start, fn.end))
-        if node is None:
+        if node is None or any(lo <= fn.start and fn.end <= hi for lo, hi in compiled):
             continue
         n = first_id + len(ids)
         ids[n] = fn.key
@@ -293,6 +298,13 @@ def instrument(source: str, file: str, first_id: int) -> tuple[str, dict[int, st
     except SyntaxError:
         return None
     return out, ids
+
+
+def _is_jit(decorator: ast.expr) -> bool:
+    """Whether a decorator compiles its function: its called name (``njit``, ``numba.jit``, ``torch.jit.script``,
+    with or without arguments) mentions ``jit``."""
+    target = decorator.func if isinstance(decorator, ast.Call) else decorator
+    return "jit" in ast.unparse(target).lower()
 
 
 def probes(root: Path, files: list[str]) -> dict[str, tuple[str, dict[int, str]]]:
