@@ -1,5 +1,5 @@
-"""``deferlab mutate --sglang SPEC``: how tight is the claims' net? Mutate the engine's own code and count what
-the claims notice (mutate.md / mutate.json / mutate.png).
+"""``deferlab mutate --sglang SPEC`` (or ``--vllm SPEC``): how tight is the claims' net? Mutate the engine's own
+code and count what the claims notice (mutate.md / mutate.json / mutate.png).
 
 Steps: every argument is checked first (targets exist, a campaign has mutants,
 the baseline and the equivalents file read, SPEC loads); then the reference:
@@ -15,8 +15,11 @@ ID,...`` (or ``@FILE``, one id a line) runs exactly those mutants, as
 ``mutate.json`` names them (to re-run a campaign's survivors). What runs on a
 mutant is every unit the suite runs on real code whose test entered its
 function: claim tests by claim, ``real_code`` properties by test
-(``P:<test>``; `mutate_select`), and kills are counted per unit. Exit status: 0;
-1 a mutant the baseline saw detected now survives; 2 bad usage.
+(``P:<test>``; `mutate_select`), and kills are counted per unit. ``--vllm``
+runs vLLM's served claims on vLLM's code (`mutate_vllm`); ``--anchor`` runs
+the same mutants against a checkout's own unit tests too, side by side
+(`mutate_anchor`). Exit status: 0; 1 a mutant the baseline saw detected now
+survives; 2 bad usage.
 """
 
 from __future__ import annotations
@@ -26,7 +29,6 @@ import hashlib
 import json
 import os
 import random
-import re
 import shutil
 import sys
 import tempfile
@@ -38,24 +40,32 @@ from typing import Any
 
 from deferlab.reference.system import claims as claim_registry
 from deferlab.reference.system.errors import DeferlabInputError, UsageError
+from deferlab.reports import mutate_anchor as manchor
 from deferlab.reports import mutate_engine as engine
 from deferlab.reports import mutate_render as render
 from deferlab.reports import mutate_run as mrun
 from deferlab.reports import mutate_select as select
+from deferlab.reports import mutate_vllm as vllm
 from deferlab.reports.atomic import write_text_atomic
 from deferlab.reports.runner import PROFILES, default_out_dir
 
 PLAN, REFERENCE, RESULTS = "campaign.json", "reference.json", "mutants.jsonl"
-RESUME_KEYS = ("spec", "profile", "seed", "sample", "targets_asked", "claims", "mutants_asked")
+RESUME_KEYS = ("engine", "spec", "profile", "seed", "sample", "targets_asked", "claims", "mutants_asked", "anchor_asked")  # fmt: skip
+RESUME_DEFAULTS = {"engine": "sglang"}  # what a plan written before the key existed meant
 REFERENCE_FORMAT = 2  # units (claims and properties); a cached reference of another format is not reused
-_ID = re.compile(
-    r"^(?P<file>[^:]+\.py):(?P<line>\d+):(?P<col>\d+):(?P<op>[A-Za-z_]\w*):(?P<index>\d+)(?::(?P<nth>\d+))?$"
-)
 
 
 def add_parser(sub: Any) -> argparse.ArgumentParser:
     p = sub.add_parser("mutate", help="mutation campaign on the engine's own code: what the claims notice")
-    p.add_argument("--sglang", metavar="SPEC", required=True, help="'installed', a checkout path, or a version")
+    p.add_argument("--sglang", metavar="SPEC", help="mutate SGLang: 'installed', a checkout path, or a version")
+    p.add_argument("--vllm", metavar="SPEC", help="mutate vLLM instead, run by its served claims C13-C15")
+    p.add_argument(
+        "--anchor",
+        nargs="*",
+        metavar="TESTS",
+        default=None,
+        help="also run each mutant against the checkout's own unit tests of its file (or these), side by side",
+    )
     p.add_argument("--target", action="append", default=[], metavar="FILE[:FUNCTION]", help="mutate this (repeat)")
     p.add_argument("--sample", type=int, default=100, help="mutants drawn with the seed (default 100)")
     p.add_argument("--seed", type=int, default=0, help="the sample's seed (default 0)")
@@ -93,6 +103,8 @@ def add_parser(sub: Any) -> argparse.ArgumentParser:
 class Front:
     """What the front door read and checked, before any long work."""
 
+    engine: str  # sglang | vllm
+    spec: str
     root: Path
     version: str
     targets: list[engine.Target]
@@ -102,6 +114,7 @@ class Front:
     baseline_path: Path | None
     equivalent: dict[str, dict[str, str]]
     out: Path
+    anchor: manchor.Anchor | None = None
 
 
 def _check(args: argparse.Namespace, package: str) -> Front:
@@ -117,16 +130,20 @@ def _check(args: argparse.Namespace, package: str) -> Front:
         raise UsageError(f"--timeout must be a number of seconds > 0, got {args.timeout}")
     if args.profile not in PROFILES:
         raise UsageError(f"--profile must be one of {', '.join(map(repr, PROFILES))}; got {args.profile!r}")
+    kind, spec = vllm.engine_of(args)
+    if args.anchor is not None:
+        manchor.front(kind, spec, None, None, args.anchor)
     claims = None
     if args.claims is not None:
-        known = claim_registry.claim_ids()
+        known = claim_registry.claim_ids() if kind == "sglang" else tuple(vllm.served_claims())
         claims = [c.strip() if select.is_property(c.strip()) else c.strip().upper() for c in args.claims.split(",") if c.strip()]  # fmt: skip
         bad = [c for c in claims if c not in known and not (select.is_property(c) and len(c) > 2)]
         bad = bad or ([] if claims else ["(none)"])
         if bad:
             raise UsageError(
-                f"--claims: unknown claim(s) {', '.join(bad)}; claims.toml has {', '.join(known)} "
-                "(a property is P:<test function>)"
+                f"--claims: unknown claim(s) {', '.join(bad)}; "
+                + (f"claims.toml has {', '.join(known)}" if kind == "sglang" else f"vLLM runs {', '.join(known)}")
+                + " (a property is P:<test function>)"
             )
     out = args.out or default_out_dir(prefix="mutate-")
     if out.exists() and not out.is_dir():
@@ -149,59 +166,20 @@ def _check(args: argparse.Namespace, package: str) -> Front:
     except ValueError as e:
         raise UsageError(str(e)) from None
     from deferlab.impl.loader.sources import resolve
-    from deferlab.impl.sglang.sources import ENGINE
 
     try:
-        found = resolve(ENGINE, args.sglang.strip())
+        found = resolve(vllm.engine_module(kind), spec)
     except DeferlabInputError as e:
-        raise UsageError(f"--sglang: {str(e).splitlines()[0]}") from None
+        raise UsageError(f"--{kind}: {str(e).splitlines()[0]}") from None
+    bench = None if args.anchor is None else manchor.front(kind, spec, found.kind, found.root, args.anchor)
     targets = [engine.parse_target(found.root, t, package) for t in args.target]
     for t in targets:
         if not engine.mutants_in(found.root, t):
             raise UsageError(f"--target {t.label}: cosmic-ray's operators find no mutant in it; nothing to run")
-    mutants = None if args.mutants is None else _asked_mutants(found.root, args.mutants, targets, package)
-    return Front(found.root, found.version, targets, claims, mutants, baseline, baseline_path, equivalent, out)
-
-
-def mutant_ids(text: str) -> list[str]:
-    """``--mutants``: ``ID,ID,...`` or ``@FILE`` (one id a line, ``#`` comments); UsageError in one line."""
-    if text.startswith("@"):
-        path = Path(text[1:])
-        try:
-            body = path.read_text(encoding="utf-8")
-        except OSError as e:
-            raise UsageError(f"--mutants: cannot read {str(path)!r}: {e.strerror or e}") from None
-        ids = [ln.split("#", 1)[0].strip() for ln in body.splitlines()]
-    else:
-        ids = [i.strip() for i in text.split(",")]
-    ids = list(dict.fromkeys(i for i in ids if i))
-    if not ids:
-        raise UsageError(f"--mutants: {text!r} names no mutant")
-    bad = [i for i in ids if not _ID.match(i)]
-    if bad:
-        raise UsageError(f"--mutants: {bad[0]!r} is not a mutant id (FILE.py:LINE:COL:OPERATOR:INDEX[:NTH], as mutate.json gives them)")  # fmt: skip
-    return ids
-
-
-def _asked_mutants(root: Path, text: str, targets: list[engine.Target], package: str) -> list[engine.Mutant]:
-    """The mutants ``--mutants`` names, each found in the population of its function (or of ``--target``)."""
-    ids = mutant_ids(text)
-    where = list(targets)
-    for i in ids:
-        m = _ID.match(i)
-        assert m is not None
-        file = engine.normalize_file(root, m["file"], package)
-        funcs = engine.functions(file, (root / file).read_text(encoding="utf-8"))
-        holder = engine.innermost(funcs, int(m["line"]))
-        where.append(engine.function_target(holder) if holder else engine.parse_target(root, file, package))
-    by_id = {m.id: m for m in engine.population(root, list(dict.fromkeys(where)))}
-    missing = [i for i in ids if i not in by_id]
-    if missing:
-        raise UsageError(
-            f"--mutants: {missing[0]!r} is not one of cosmic-ray's mutants of that line in this tree"
-            + (f" (and {len(missing) - 1} more)" if len(missing) > 1 else "")
-        )
-    return [by_id[i] for i in ids]
+    mutants = None if args.mutants is None else engine.asked_mutants(found.root, args.mutants, targets, package)
+    if bench is not None:
+        bench.check([t.file for t in targets] + [m.file for m in mutants or []])
+    return Front(kind, spec, found.root, found.version, targets, claims, mutants, baseline, baseline_path, equivalent, out, bench)  # fmt: skip
 
 
 # --- the reference ---------------------------------------------------------------------------------------------------
@@ -295,6 +273,8 @@ def _mutant_task(ctx: dict, slot: mrun.Slot, m: engine.Mutant) -> dict[str, Any]
                     rec[label] = part
                 else:
                     rec.update(part)
+            if ctx["anchor"] is not None:  # the checkout's own unit tests of the file, on the same mutant
+                rec["anchor"] = manchor.run_mutant(ctx["anchor"], slot, m.file)
         finally:
             slot.tree.restore(m.file)
         rec["claims_run"] = chosen  # the units run (claims, P: properties); None: every one (probes could not say)
@@ -311,13 +291,15 @@ def run(args: argparse.Namespace, log: Any = None, runner: mrun.Runner | None = 
     """The campaign; returns the exit status (see the module docstring)."""
     log = log or sys.stderr
     say = lambda msg: print(f"[deferlab] mutate: {msg}", file=log, flush=True)  # noqa: E731
-    runner = runner or mrun.Runner(profile=args.profile)
+    runner = runner or vllm.runner_for(vllm.engine_of(args)[0], args.profile)
     front = _check(args, runner.package)
+    if front.anchor is not None:  # how the unit tests' process loads a tree (a test's runner may name another)
+        front.anchor.loader = getattr(runner, "anchor_loader", manchor.LOAD)
     mrun.STOP.clear()
-    say(f"loading {args.sglang} ({front.root})")
-    err = mrun.load_error(runner, args.sglang, 1200)
+    say(f"loading {front.engine} {front.spec} ({front.root})")
+    err = mrun.load_error(runner, front.spec, 1200)
     if err is not None:
-        raise UsageError(f"--sglang: {err}")
+        raise UsageError(f"--{front.engine}: {err}")
     t0 = time.perf_counter()
     work = Path(tempfile.mkdtemp(prefix="deferlab-mutate-"))
     pool = mrun.Pool(front.root, work, args.jobs, runner.package)
@@ -339,7 +321,7 @@ def _campaign(
     from deferlab.impl.loader.wheels import deferlab_cache
 
     front.out.mkdir(parents=True, exist_ok=True)
-    index = select.CodeIndex.build(front.root, runner.modules())
+    index = select.CodeIndex.build(front.root, runner.modules(), runner.package)
     cached = (
         deferlab_cache()
         / "mutate"
@@ -360,6 +342,7 @@ def _campaign(
     write_text_atomic(front.out / REFERENCE, json.dumps(ref) + "\n")
     reach = _reach(ref, index)
     plan = _plan(args, front, ref, reach, index, say)
+    bench = _anchor_reference(args, front, plan, pool, say)
     results = mrun.ResultsFile(front.out / RESULTS)
     todo = {i: engine.Mutant(**{**d, "node": tuple(d["node"])}) for i, d in plan.pop("mutant_specs").items()}
     left = mrun.pending(todo, results.read())
@@ -379,6 +362,7 @@ def _campaign(
         "compare": lambda m: m.id in first, "cost": lambda n: ref["durations"].get(n, 30.0),
         "stop_on": pool.work / "stop.json" if args.first_kill else None,
         "timeout": lambda nodes: args.timeout or 60 + 2 * cost(nodes, overhead_only=True) + 4 * cost(nodes),
+        "anchor": bench,
     }  # fmt: skip
     if args.first_kill:
         write_text_atomic(pool.work / "stop.json", json.dumps({"claims": ref["claims"], "tests": ref["tests"]}))
@@ -403,6 +387,8 @@ def _campaign(
     eq = render.equivalent_for(front.equivalent, front.version)
     wall = _add_wall(front.out, time.perf_counter() - t0)
     plan["timing"] = {"wall_seconds": wall, "reference_seconds": ref.get("wall_seconds", 0)}
+    if bench is not None:
+        plan["anchor"] = manchor.summary(bench)
     doc = render.document(plan, list(results.read().values()), eq)
     regs, better = render.compare(doc, front.baseline) if front.baseline else ([], [])
     render.write(front.out, doc, regs, better)
@@ -420,21 +406,39 @@ def _campaign(
     return 1 if regs and not args.update_baseline else 0
 
 
+def _anchor_reference(
+    args: argparse.Namespace, front: Front, plan: dict, pool: mrun.Pool, say: Callable
+) -> dict[str, Any] | None:
+    """With ``--anchor``: which of the checkout's unit tests of the targeted files pass unmutated here
+    (`mutate_anchor.reference`), run once per campaign and reread by ``--resume``; None without it."""
+    if front.anchor is None:
+        return None
+    path = front.out / manchor.ANCHOR
+    if path.is_file():
+        return json.loads(path.read_text())
+    files = sorted({t["target"].split(":", 1)[0] for t in plan["targets"]})
+    front.anchor.check(files)
+    say("anchor reference: the checkout's unit tests of the targeted files, each file alone on an unmutated copy")
+    ref = manchor.reference(front.anchor, pool, files, args.timeout or 600, say)
+    write_text_atomic(path, json.dumps(ref) + "\n")
+    return ref
+
+
 def _plan(
     args: argparse.Namespace, front: Front, ref: dict, reach: dict, index: select.CodeIndex, say: Callable
 ) -> dict[str, Any]:
     """The campaign's plan (targets, population, the sample), written once and reread by --resume."""
     asked = [t.label for t in front.targets]
+    mine = {"engine": front.engine, "spec": front.spec, "profile": args.profile, "seed": args.seed, "sample": args.sample, "targets_asked": asked, "claims": front.claims, "mutants_asked": _asked_ids(front), "anchor_asked": args.anchor}  # fmt: skip
     if (front.out / PLAN).is_file():
         plan = json.loads((front.out / PLAN).read_text())
-        mine = {"spec": args.sglang, "profile": args.profile, "seed": args.seed, "sample": args.sample, "targets_asked": asked, "claims": front.claims, "mutants_asked": _asked_ids(front)}  # fmt: skip
-        diff = [k for k in RESUME_KEYS if plan.get(k) != mine[k]]
+        diff = [k for k in RESUME_KEYS if plan.get(k, RESUME_DEFAULTS.get(k)) != mine[k]]
         if diff:
             raise UsageError(f"--resume: {front.out} was started with other {', '.join(diff)}; give the same arguments")
         return plan
     targets = front.targets
     if front.mutants is not None:  # exactly these: their functions are the targets
-        targets = list(dict.fromkeys([*targets, *(_holder(front.root, m) for m in front.mutants)]))
+        targets = list(dict.fromkeys([*targets, *(engine.holder(front.root, m, front.engine) for m in front.mutants)]))
     elif targets:
         _targets_reached(targets, reach, ref.get("instrumented", []))
     else:
@@ -458,11 +462,9 @@ def _plan(
             f"--baseline {front.baseline_path}: it shares no mutant with this campaign (other seed, sample or targets)"
         )
     plan = {
-        "spec": args.sglang, "profile": args.profile, "seed": args.seed, "sample": args.sample, "claims": front.claims,
-        "mutants_asked": _asked_ids(front),
-        "targets_asked": asked, "jobs": args.jobs, "first_kill": args.first_kill, "population": len(pool_), "incompetent": dropped,
+        **mine, "jobs": args.jobs, "first_kill": args.first_kill, "population": len(pool_), "incompetent": dropped,
         "operators": len(engine.operator_names()),
-        "system": {"root": str(front.root), "version": front.version, "name": f"sglang-{front.version}"},
+        "system": {"root": str(front.root), "version": front.version, "name": f"{front.engine}-{front.version}"},
         "targets": [{"target": t.label, "start": t.start, "end": t.end, "population": sum(m.file == t.file and t.start <= m.line <= t.end for m in pool_)} for t in targets],
         "reference": {"verdicts": {c: v["verdict"] for c, v in ref["claims"].items()}, "seconds": ref["seconds"], "errors": ref["errors"],
                       "properties": {u: o for u, o in ref.get("properties", {}).items() if o == "passed"},
@@ -477,11 +479,3 @@ def _plan(
 
 def _asked_ids(front: Front) -> list[str] | None:
     return None if front.mutants is None else [m.id for m in front.mutants]
-
-
-def _holder(root: Path, m: engine.Mutant) -> engine.Target:
-    """The target a ``--mutants`` mutant is drawn from: its innermost function, or its file at module level."""
-    if m.function is None:
-        return engine.parse_target(root, m.file)
-    funcs = engine.functions(m.file, (root / m.file).read_text(encoding="utf-8"))
-    return engine.function_target(next(f for f in funcs if f.qualname == m.function))

@@ -16,6 +16,7 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
+from deferlab.reports import mutate_anchor as anchor
 from deferlab.reports.atomic import write_text_atomic, write_with_atomic
 from deferlab.reports.grouping import fenced
 from deferlab.reports.mutate_select import claim_order, is_property
@@ -122,6 +123,7 @@ def document(plan: dict[str, Any], records: list[dict[str, Any]], equivalent: di
         m["equivalent"] = equivalent.get(m["id"]) if m["outcome"] == "survived" else None
         mutants.append(m)
     counts = Counter(_shown(m) for m in mutants)
+    side = {"anchor_side_by_side": anchor.side_by_side(mutants, _shown)} if plan.get("anchor") else {}
     judged = len(mutants) - counts["equivalent"] - counts["error"]
     detected = sum(counts[o] for o in DETECTED)
     per_unit = Counter(c for m in mutants for c in m.get("killed_by", []))
@@ -154,6 +156,7 @@ def document(plan: dict[str, Any], records: list[dict[str, Any]], equivalent: di
         "survivors": [m["id"] for m in mutants if _shown(m) == "survived"],
         "equivalent_but_detected": sorted(i for i in equivalent if any(m["id"] == i and m["outcome"] != "survived" for m in mutants)),
         "selection": selection_saving(mutants, plan.get("reference", {})),
+        **side,
     }  # fmt: skip
 
 
@@ -214,6 +217,8 @@ def markdown(doc: dict[str, Any], regressions: list[dict[str, str]], improvement
             + ".",
             "",
         ]
+    if doc.get("anchor_side_by_side"):
+        out += anchor.markdown(doc)
     out += ["## Regressions against the baseline", ""]
     out += [f"- `{r['id']}`: {r['baseline']} -> {r['current']}" for r in regressions] or ["None."]
     if improvements:
@@ -329,6 +334,9 @@ def figure(doc: dict[str, Any], path: Path) -> Path | None:
     bx.set_xlabel("mutants killed")
     bx.set_title("Kills per unit (reference)", fontsize=10)
     rate = "n/a" if doc["kill_rate"] is None else f"{100 * doc['kill_rate']:.1f} %"
+    side = doc.get("anchor_side_by_side")
+    if side and side["anchor_kill_rate"] is not None:  # the same sample against the checkout's own unit tests
+        rate += f" (SGLang's unit tests: {100 * side['anchor_kill_rate']:.1f} %)"
     fig.suptitle(f"{doc['system'].get('name')}: {len(doc['mutants'])} mutants, kill rate {rate}", fontsize=11)
     fig.tight_layout()
     write_with_atomic(path, lambda p: fig.savefig(p, dpi=110, bbox_inches="tight"))

@@ -2,20 +2,34 @@
 
 The rows point ``--sglang`` at the fake engine tree of the mutate tests
 (``properties/reports/mutate_fake/python``: shaped like an SGLang checkout,
-so it resolves without importing anything) where a row needs a tree.
+so it resolves without importing anything; the folder above it is the
+checkout's top, with its fake unit tests for ``--anchor``) and ``--vllm`` at
+its fake vLLM checkout (``mutate_fake/vllm_tree``) where a row needs a tree.
 """
 
 from __future__ import annotations
 
+import shutil
 from pathlib import Path
 
 from deferlab.properties.front_door.files import BadCli
 
 FAKE = Path(__file__).resolve().parents[1] / "reports" / "mutate_fake" / "python"
+VLLM_FAKE = FAKE.parent / "vllm_tree"
 
 
 def _mutate(tmp: Path, *argv: str) -> list[str]:
     return ["mutate", "--sglang", str(FAKE), "--out", str(tmp / "out"), *argv]
+
+
+def _vllm(tmp: Path, *argv: str) -> list[str]:
+    return ["mutate", "--vllm", str(VLLM_FAKE), "--out", str(tmp / "out"), *argv]
+
+
+def _bare_checkout(tmp: Path) -> str:
+    """A copy of the fake checkout without its unit tests (``python/sglang`` only)."""
+    shutil.copytree(FAKE / "sglang", tmp / "bare" / "python" / "sglang")
+    return str(tmp / "bare")
 
 
 def _baseline(tmp: Path) -> str:
@@ -69,5 +83,50 @@ MUTATE_ROWS = [
         "mutate not a checkout",
         lambda t: ["mutate", "--sglang", str(t), "--out", str(t / "out")],
         r"--sglang: sglang source .* is not an SGLang checkout",
+    ),
+    BadCli(
+        "mutate both engines",
+        lambda t: _mutate(t, "--vllm", str(VLLM_FAKE)),
+        r"--sglang and --vllm are mutually exclusive: a campaign mutates one engine's code; give one",
+    ),
+    BadCli(
+        "mutate no engine",
+        lambda t: ["mutate", "--out", str(t / "out")],
+        r"deferlab mutate needs --sglang SPEC or --vllm SPEC",
+    ),
+    BadCli(
+        "mutate vllm not a checkout",
+        lambda t: ["mutate", "--vllm", str(t), "--out", str(t / "out")],
+        r"--vllm: vllm source .* is not a vLLM checkout",
+    ),
+    BadCli(
+        "mutate vllm claims",
+        lambda t: _vllm(t, "--claims", "C3"),
+        r"--claims: unknown claim\(s\) C3; vLLM runs C13, C14, C15",
+    ),
+    BadCli(
+        "mutate anchor release",
+        lambda t: ["mutate", "--sglang", "0.5.23", "--anchor", "--out", str(t / "out")],
+        r"--anchor: sglang '0\.5\.23' is a release, and a release wheel carries no unit tests .*give a source checkout",
+    ),
+    BadCli(
+        "mutate anchor vllm",
+        lambda t: _vllm(t, "--anchor"),
+        r"--anchor: the anchor is SGLang's own unit tests; it runs with --sglang CHECKOUT, not --vllm",
+    ),
+    BadCli(
+        "mutate anchor no unit tests",
+        lambda t: ["mutate", "--sglang", _bare_checkout(t), "--anchor", "--out", str(t / "out")],
+        r"--anchor: the checkout .*bare carries no unit tests \(no test_\*\.py in a unit folder under test/\)",
+    ),
+    BadCli(
+        "mutate anchor untested target",
+        lambda t: _mutate(t, "--anchor", "--target", "sglang/srt/extra.py"),
+        r"--anchor: no unit test in the checkout .* imports the targeted files \(sglang\.srt\.extra\)",
+    ),
+    BadCli(
+        "mutate anchor no such test",
+        lambda t: _mutate(t, "--anchor", "test/nope.py"),
+        r"--anchor: no test file or folder 'test/nope\.py'",
     ),
 ]
