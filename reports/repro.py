@@ -50,6 +50,8 @@ ENGINES = ("sglang", "vllm")
 TITLE = {"sglang": "SGLang", "vllm": "vLLM"}
 A_TITLE = {"sglang": "an SGLang", "vllm": "a vLLM"}
 RUN_LINE = re.compile(r"# Run: pytest THIS_FILE .* deferlab repro THIS_FILE --(\w+) SPEC")
+WARM_ENV = "DEFERLAB_REPRO_WARM"  # 0: every run in a new process (the test suite sets it)
+WARM_IDLE_DEFAULT = 600
 RUNNER = (
     "import importlib, os, sys\n"
     "from deferlab.reference.system.errors import DeferlabInputError\n"
@@ -150,6 +152,12 @@ def add_parser(sub: Any) -> argparse.ArgumentParser:
     p.add_argument("file", type=Path, metavar="FILE", help="a repro/<claim>-<system>.py written by deferlab")
     p.add_argument("--sglang", metavar="SPEC", help="the SGLang to run an SGLang reproducer on (default: its Spec)")
     p.add_argument("--vllm", metavar="SPEC", help="the vLLM to run a vLLM reproducer on (default: its Spec)")
+    p.add_argument(
+        "--cold",
+        action="store_true",
+        help="a new process, not the warm daemon for SPEC (which a first run starts and later runs reuse; it ends "
+        f"after {WARM_IDLE_DEFAULT} s idle)",
+    )
     return p
 
 
@@ -174,6 +182,14 @@ def read_header(path: Path) -> dict[str, str]:
     return {"claim": m.group(1), "system": m.group(2), "spec": spec, "engine": engine}
 
 
+def _pytest_argv(paths: list[Path], junitxml: Path | None) -> list[str]:
+    """RUNNER's pytest arguments, for a warm run (the same files, options and per-test results file)."""
+    files = [str(p.resolve()) for p in paths]
+    opts = ["-q", "-p", "no:cacheprovider", "--noconftest", "-c", os.devnull, "--import-mode=importlib"]
+    opts += ["--rootdir", os.path.commonpath([os.path.dirname(f) for f in files]), "-W", "ignore::DeprecationWarning"]
+    return files + opts + (["--junitxml", str(junitxml)] if junitxml else [])
+
+
 def run_files(
     paths: list[Path],
     spec: str,
@@ -181,14 +197,29 @@ def run_files(
     engine: str = "sglang",
     junitxml: Path | None = None,
     timeout: float = 600,
+    warm: bool = False,
 ) -> subprocess.CompletedProcess:
     """The child process: load ``spec`` of ``engine``, then pytest on ``paths`` (no plugins autoloaded, no
     conftest, no ini); ``junitxml``: also pytest's per-test results there. Exit 99 with `LOAD_FAILED` on stderr:
-    ``spec`` failed to load."""
+    ``spec`` failed to load. ``warm``: forked from the daemon for ``spec`` (`reports.warm.run_served`: the engine
+    and deferlab imported afresh, the rest warm; output on stdout), cold when no daemon can serve it."""
     if engine not in ENGINES:
         raise ValueError(f"engine must be one of {ENGINES}, got {engine!r}")
     env = {**os.environ, "PYTEST_DISABLE_PLUGIN_AUTOLOAD": "1"}
     cmd = [sys.executable, "-c", RUNNER, spec, engine, str(junitxml or ""), *(str(p.resolve()) for p in paths)]
+    if warm:
+        import tempfile
+
+        from deferlab.reports import warm as warm_server
+
+        env.setdefault(warm_server.IDLE_ENV, str(WARM_IDLE_DEFAULT))
+        with tempfile.TemporaryDirectory(prefix="deferlab-repro-") as tmp:
+            log = Path(tmp) / "pytest.log"
+            got = warm_server.run_served(
+                engine, spec, _pytest_argv(paths, junitxml), env=env, cwd=Path.cwd(), log=log, timeout=timeout
+            )
+            if got is not None and not got.timed_out:
+                return subprocess.CompletedProcess(cmd, got.rc, log.read_text(errors="replace"), "")
     return subprocess.run(cmd, capture_output=True, text=True, env=env, timeout=timeout, check=False)
 
 
@@ -208,7 +239,8 @@ def run(args: argparse.Namespace, log: TextIO | None = None) -> int:
     if not spec:
         raise UsageError(f"--{engine}: {str(args.file)!r} names no Spec in its header; give --{engine} SPEC")
     print(f"[deferlab] repro: claim {info['claim']} ({info['system']}'s counterexample) on {engine} {spec}", file=log)
-    proc = run_files([args.file], spec, engine=engine)
+    warm = not getattr(args, "cold", False) and os.environ.get(WARM_ENV, "1").strip() != "0"
+    proc = run_files([args.file], spec, engine=engine, warm=warm)
     failed = next((x for x in proc.stderr.splitlines() if x.startswith(LOAD_FAILED)), None)
     if proc.returncode == 99 and failed is not None:
         raise UsageError(f"--{engine}: {failed[len(LOAD_FAILED) :]}")

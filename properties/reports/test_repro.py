@@ -282,3 +282,28 @@ def test_the_c9_reproducer_of_0_5_19_passes_on_0_5_22(tmp_path: Path) -> None:
     assert rc == 0, log.getvalue()[-3000:]
     assert "on sglang 0.5.22" in log.getvalue() and "passes: the claim holds there" in log.getvalue()
     print(f"deferlab repro on 0.5.22: {time.perf_counter() - t0:.1f} s")
+
+
+@pytest.mark.slow
+def test_a_reproducer_run_through_the_warm_daemon_says_what_a_new_process_says(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The first warm run starts the daemon for its spec, the second is forked from it (`reports.warm`); both
+    exit as the cold run does, 1 for 0.5.19's C9 flaw on 0.5.19 itself, and ``--cold`` bypasses the daemon."""
+    from deferlab.reports import warm
+
+    _cached("0.5.19")
+    (path,), _ = _write(tmp_path, "0.5.19", ["C9"])
+    monkeypatch.setenv(repro.WARM_ENV, "1")
+    monkeypatch.setenv(warm.IDLE_ENV, "120")
+    try:
+        codes, seconds = [], []
+        for cold in (True, False, False):
+            t0 = time.perf_counter()
+            codes.append(repro.run(argparse.Namespace(file=path, sglang=None, vllm=None, cold=cold), io.StringIO()))
+            seconds.append(round(time.perf_counter() - t0, 1))
+            assert warm.socket_path("sglang", "0.5.19").exists() == (not cold)
+        assert codes == [1, 1, 1]
+        print(f"deferlab repro on 0.5.19: cold, first warm, second warm: {seconds} s")
+    finally:
+        warm.stop_daemon("sglang", "0.5.19")
