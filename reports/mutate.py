@@ -154,6 +154,8 @@ def _check(args: argparse.Namespace, package: str) -> Front:
         raise UsageError(
             f"--out: {str(out)!r} already holds a campaign; add --resume to continue it, or pick a new --out"
         )
+    if args.update_baseline and not args.baseline and kind != "sglang":
+        raise UsageError(f"--update-baseline with --{kind} needs --baseline FILE (the default, {render.BASELINE.name}, is SGLang's CI sample)")  # fmt: skip
     baseline_path = Path(args.baseline) if args.baseline else (render.BASELINE if args.update_baseline else None)
     baseline = None
     if baseline_path is not None and not args.update_baseline:

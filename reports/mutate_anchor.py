@@ -370,6 +370,7 @@ def side_by_side(mutants: list[dict[str, Any]], shown: Callable[[dict[str, Any]]
         "both": sorted(mine & theirs), "anchor_only": sorted(theirs - mine), "deferlab_only": sorted(mine - theirs),
         "neither": sorted(m["id"] for m in judged if m["id"] not in mine | theirs),
         "seconds": round(sum((m.get("anchor") or {}).get("seconds", 0) for m in mutants), 1),
+        "equivalent_but_killed": sorted(m["id"] for m in mutants if shown(m) == "equivalent" and anchor_of[m["id"]] in DETECTED),
     }  # fmt: skip
 
 
@@ -400,6 +401,9 @@ def markdown(doc: dict[str, Any]) -> list[str]:
         ("Killed by deferlab only", s["deferlab_only"]),
     ):
         out += [f"**{title}** ({len(ids)}): " + (", ".join(f"`{i}`" for i in ids) or "none") + ".", ""]
+    if s.get("equivalent_but_killed"):
+        wrong = ", ".join(f"`{i}`" for i in s["equivalent_but_killed"])
+        out += [f"Listed as equivalent but killed by the anchor (the entry is wrong): {wrong}.", ""]
     cannot = [(t, n, w) for t, f in tests.items() for n, w in f["cannot_run"].items()]
     out += [f"**Cannot run here** ({len(cannot)} test(s), excluded: they do not pass on the unmutated tree on this CPU):", ""]  # fmt: skip
     out += [f"- `{n}`: {w}" for _, n, w in cannot] or ["- none"]

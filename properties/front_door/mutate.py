@@ -129,4 +129,9 @@ MUTATE_ROWS = [
         lambda t: _mutate(t, "--anchor", "test/nope.py"),
         r"--anchor: no test file or folder 'test/nope\.py'",
     ),
+    BadCli(
+        "mutate vllm update baseline",
+        lambda t: _vllm(t, "--update-baseline"),
+        r"--update-baseline with --vllm needs --baseline FILE \(the default, mutate_baseline\.json, is SGLang's",
+    ),
 ]

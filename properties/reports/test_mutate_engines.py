@@ -233,3 +233,25 @@ def test_anchor_judge() -> None:
 def test_a_vllm_tree_that_cannot_be_driven_is_a_load_error(tmp_path: Path) -> None:
     with pytest.raises(SGLangLoadError, match="is not a vLLM checkout"):
         mutate_vllm.VLLMRunner().load_check(tmp_path, 120)
+
+
+def test_side_by_side_counts_both_nets_on_the_same_sample() -> None:
+    def m(i: str, mine: str, theirs: str | None, equivalent: bool = False) -> dict:
+        rec = {"id": i, "outcome": mine, "equivalent": "a person's reason" if equivalent else None}
+        return {**rec, "anchor": None if theirs is None else {"outcome": theirs, "seconds": 2.0}}
+
+    shown = lambda r: "equivalent" if r.get("equivalent") else r["outcome"]  # noqa: E731
+    rows = [
+        m("a", "killed", "survived"),
+        m("b", "survived", "killed"),
+        m("c", "killed at load", "killed at load"),
+        m("d", "survived", anchor.NO_TEST),
+        m("e", "survived", "killed", equivalent=True),  # the anchor proves the equivalence entry wrong
+        m("f", "error", None),  # a harness error of ours: judged by neither
+    ]
+    s = anchor.side_by_side(rows, shown)
+    assert (s["judged"], s["covered"]) == (4, 3)
+    assert (s["deferlab_kill_rate"], s["anchor_kill_rate"]) == (0.5, 0.5)
+    assert (s["deferlab_kill_rate_covered"], s["anchor_kill_rate_covered"]) == (0.6667, 0.6667)
+    assert (s["anchor_only"], s["deferlab_only"], s["both"], s["neither"]) == (["b"], ["a"], ["c"], ["d"])
+    assert s["equivalent_but_killed"] == ["e"] and s["counts"][anchor.NO_TEST] == 1 and s["seconds"] == 10.0
