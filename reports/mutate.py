@@ -49,7 +49,7 @@ from deferlab.reports import mutate_vllm as vllm
 from deferlab.reports.atomic import write_text_atomic
 from deferlab.reports.runner import PROFILES, default_out_dir
 
-PLAN, REFERENCE, RESULTS = "campaign.json", "reference.json", "mutants.jsonl"
+PLAN, REFERENCE, RESULTS, CONTROL = "campaign.json", "reference.json", "mutants.jsonl", "control.json"
 RESUME_KEYS = ("engine", "spec", "profile", "seed", "sample", "targets_asked", "claims", "mutants_asked", "anchor_asked")  # fmt: skip
 RESUME_DEFAULTS = {"engine": "sglang"}  # what a plan written before the key existed meant
 REFERENCE_FORMAT = 2  # units (claims and properties); a cached reference of another format is not reused
@@ -380,8 +380,24 @@ def _campaign(
             f"{finished[0]}/{len(left)} {rec['outcome']}{by}: {rec['id']} ({rec['seconds']} s); {el / 60:.1f} min, ~{eta / 60:.0f} min left"
         )
 
+    control = _read_json(front.out / CONTROL)
+
+    def task(slot: mrun.Slot, i: str) -> dict[str, Any]:
+        if i == mrun.CONTROL:
+            return mrun.control_task(runner, ref, slot, ctx["timeout"], ctx["stop_on"])
+        return _mutant_task(ctx, slot, todo[i])
+
+    def finished_one(i: str, rec: dict[str, Any]) -> None:
+        if i != mrun.CONTROL:
+            return done(i, rec)
+        write_text_atomic(front.out / CONTROL, json.dumps(rec) + "\n")
+        control.update(rec)
+        seen = f": outcome changed with nothing mutated in {', '.join(rec['seen_by'])}" if rec["seen_by"] else ""
+        say(f"control (the unmutated tree, {rec['run']}): {rec['outcome']}{seen} ({rec['seconds']} s)")
+
     try:
-        pool.map(lambda slot, i: _mutant_task(ctx, slot, todo[i]), left, done)
+        runner.warm_source = front.root  # warm servers load the unmutated tree (`mutate_run._run_warm`)
+        pool.map(task, ([mrun.CONTROL] if not control and left else []) + left, finished_one)
     except KeyboardInterrupt:
         _add_wall(front.out, time.perf_counter() - t0)
         say(f"interrupted: {finished[0]} of {len(left)} finished; continue with --resume --out {front.out}")
@@ -389,9 +405,11 @@ def _campaign(
     eq = render.equivalent_for(front.equivalent, front.version)
     wall = _add_wall(front.out, time.perf_counter() - t0)
     plan["timing"] = {"wall_seconds": wall, "reference_seconds": ref.get("wall_seconds", 0)}
+    plan["control"], plan["runs"] = control or None, mrun.warm_summary(runner)
     if bench is not None:
         plan["anchor"] = manchor.summary(bench)
-    doc = render.document(plan, list(results.read().values()), eq)
+    cuda = render.equivalent_for(front.equivalent, front.version, "needs CUDA")
+    doc = render.document(plan, list(results.read().values()), eq, cuda)
     regs, better = render.compare(doc, front.baseline) if front.baseline else ([], [])
     render.write(front.out, doc, regs, better)
     if args.update_baseline and front.baseline_path is not None:
@@ -406,6 +424,10 @@ def _campaign(
     for r in regs:
         say(f"REGRESSION {r['id']}: {r['baseline']} -> survived")
     return 1 if regs and not args.update_baseline else 0
+
+
+def _read_json(path: Path) -> dict[str, Any]:
+    return json.loads(path.read_text()) if path.is_file() else {}
 
 
 def _anchor_reference(

@@ -32,8 +32,13 @@ COLOURS = {
     "timeout": "#ffb300",
     "survived": "#e53935",
     "equivalent": "#9e9e9e",
+    "needs CUDA": "#bcaaa4",
     "error": "#5c6bc0",
 }
+# The reviewed tables of the survivors file: an equivalent mutant changes nothing observable; a CUDA-only one
+# changes a line only a CUDA tensor executes (a Triton launch), which no run on a CPU can reach: it is not
+# equivalent, it is unmeasured here, and the kill rate is given with and without it.
+TABLES = {"equivalent": "equivalent", "cuda_only": "needs CUDA"}
 
 
 # --- the equivalent survivors (a person's judgement, committed) ------------------------------------------------------
@@ -48,20 +53,26 @@ def load_equivalent(path: Path | None = None) -> dict[str, dict[str, str]]:
     except tomllib.TOMLDecodeError as e:
         raise ValueError(f"equivalent-mutants file {str(path)!r} is not valid TOML: {e}") from None
     out: dict[str, dict[str, str]] = {}
-    for i, entry in enumerate(data.get("equivalent", [])):
-        stray = set(entry) - {"id", "reason", "version"}
-        if stray or not str(entry.get("id", "")).strip() or not str(entry.get("reason", "")).strip():
-            raise ValueError(
-                f"{path}: [[equivalent]] entry {i + 1} needs a non-empty 'id' and 'reason' (and may give 'version')"
-                + (f"; unknown key(s) {sorted(stray)}" if stray else "")
-            )
-        out[str(entry["id"])] = {k: str(v) for k, v in entry.items() if k != "id"}
+    for table, kind in TABLES.items():
+        for i, entry in enumerate(data.get(table, [])):
+            stray = set(entry) - {"id", "reason", "version"}
+            if stray or not str(entry.get("id", "")).strip() or not str(entry.get("reason", "")).strip():
+                raise ValueError(
+                    f"{path}: [[{table}]] entry {i + 1} needs a non-empty 'id' and 'reason' (and may give 'version')"
+                    + (f"; unknown key(s) {sorted(stray)}" if stray else "")
+                )
+            out[str(entry["id"])] = {**{k: str(v) for k, v in entry.items() if k != "id"}, "kind": kind}
     return out
 
 
-def equivalent_for(entries: dict[str, dict[str, str]], version: str) -> dict[str, str]:
-    """id -> reason for the entries that apply to SGLang ``version`` (an entry without a version applies to all)."""
-    return {i: e["reason"] for i, e in entries.items() if e.get("version") in (None, version)}
+def equivalent_for(entries: dict[str, dict[str, str]], version: str, kind: str = "equivalent") -> dict[str, str]:
+    """id -> reason for the ``kind`` entries (``equivalent`` or ``needs CUDA``) that apply to ``version`` (an entry
+    without a version applies to all)."""
+    return {
+        i: e["reason"]
+        for i, e in entries.items()
+        if e.get("version") in (None, version) and e.get("kind", "equivalent") == kind
+    }
 
 
 # --- the baseline (CI's fixed sample) --------------------------------------------------------------------------------
@@ -112,19 +123,26 @@ def write_baseline(path: Path, doc: dict[str, Any]) -> None:
 
 # --- the document ---------------------------------------------------------------------------------------------------
 def _shown(m: dict[str, Any]) -> str:
-    return "equivalent" if m.get("equivalent") else m["outcome"]
+    return "equivalent" if m.get("equivalent") else "needs CUDA" if m.get("cuda_only") else m["outcome"]
 
 
-def document(plan: dict[str, Any], records: list[dict[str, Any]], equivalent: dict[str, str]) -> dict[str, Any]:
-    """mutate.json from the campaign plan, the per-mutant records and the equivalent survivors' reasons."""
+def document(
+    plan: dict[str, Any],
+    records: list[dict[str, Any]],
+    equivalent: dict[str, str],
+    cuda_only: dict[str, str] | None = None,
+) -> dict[str, Any]:
+    """mutate.json from the campaign plan, the per-mutant records and the reviewed survivors' reasons
+    (equivalent; CUDA-only: unmeasured on a CPU)."""
     mutants = []
     for rec in sorted(records, key=lambda r: r["id"]):
         m = dict(rec)
         m["equivalent"] = equivalent.get(m["id"]) if m["outcome"] == "survived" else None
+        m["cuda_only"] = (cuda_only or {}).get(m["id"]) if m["outcome"] == "survived" and not m["equivalent"] else None
         mutants.append(m)
     counts = Counter(_shown(m) for m in mutants)
     side = {"anchor_side_by_side": anchor.side_by_side(mutants, _shown)} if plan.get("anchor") else {}
-    judged = len(mutants) - counts["equivalent"] - counts["error"]
+    judged = len(mutants) - counts["equivalent"] - counts["error"] - counts["needs CUDA"]
     detected = sum(counts[o] for o in DETECTED)
     per_unit = Counter(c for m in mutants for c in m.get("killed_by", []))
     matrix: dict[str, dict[str, Any]] = {}
@@ -149,7 +167,11 @@ def document(plan: dict[str, Any], records: list[dict[str, Any]], equivalent: di
         "mutants": mutants,
         "counts": {o: counts[o] for o in COLOURS},
         "kill_rate": round(detected / judged, 4) if judged else None,
-        "kill_rate_definition": "(killed + killed at load) / (mutants - equivalent - error); a timeout is not a kill",
+        "kill_rate_definition": "(killed + killed at load) / (mutants - equivalent - needs CUDA - error); a timeout "
+        "is not a kill",
+        "kill_rate_with_cuda_only": round(detected / (judged + counts["needs CUDA"]), 4)
+        if judged + counts["needs CUDA"]
+        else None,
         "per_unit": {c: per_unit[c] for c in sorted(per_unit, key=claim_order)},
         "per_claim": {c: per_unit[c] for c in sorted(per_unit, key=claim_order) if not is_property(c)},
         "matrix": sorted(matrix.values(), key=lambda r: (r["where"].rsplit(":", 1)[0], int(r["where"].rsplit(":", 1)[1]))),
@@ -195,8 +217,15 @@ def markdown(doc: dict[str, Any], regressions: list[dict[str, str]], improvement
         f"{doc.get('incompetent', 0)} drawn mutants did not compile and were skipped).",
         "",
         f"**Kill rate {rate}**: killed {c['killed']}, killed at load {c['killed at load']}, timeout {c['timeout']}, "
-        f"survived {c['survived']}, equivalent {c['equivalent']}, error {c['error']} ({doc['kill_rate_definition']}).",
+        f"survived {c['survived']}, equivalent {c['equivalent']}, needs CUDA {c.get('needs CUDA', 0)}, error "
+        f"{c['error']} ({doc['kill_rate_definition']})"
+        + (
+            f"; {100 * doc['kill_rate_with_cuda_only']:.1f} % counting the CUDA-only mutants as survivors."
+            if c.get("needs CUDA") and doc.get("kill_rate_with_cuda_only") is not None
+            else "."
+        ),
         "",
+        *_control_lines(doc),
         f"Time: {doc['timing']['wall_seconds']:.0f} s wall on {doc['jobs']} worker(s), reference run "
         f"{doc['timing']['reference_seconds']:.0f} s, {sel['campaign_selected_seconds']:.0f} mutant-seconds; "
         f"{sel['mean_claims_per_mutant']} units per mutant on average (of {len(units(ref))}: "
@@ -260,6 +289,10 @@ def markdown(doc: dict[str, Any], regressions: list[dict[str, str]], improvement
         out.append("None.")
     out += ["", "## Equivalent survivors (reasons from reports/mutate_equivalent.toml)", ""]
     out += [f"- `{m['id']}`: {m['equivalent']}" for m in doc["mutants"] if m.get("equivalent")] or ["None."]
+    cuda = [m for m in doc["mutants"] if m.get("cuda_only")]
+    if cuda:
+        out += ["", "## Survivors only a CUDA run can reach (reasons from reports/mutate_equivalent.toml)", ""]
+        out += [f"- `{m['id']}`: {m['cuda_only']}" for m in cuda]
     if doc["equivalent_but_detected"]:
         out += [
             "",
@@ -272,6 +305,26 @@ def markdown(doc: dict[str, Any], regressions: list[dict[str, str]], improvement
     out += ["", "## Targets", "", "| target | lines | mutants in the population |", "|---|---|---|"]
     out += [f"| `{t['target']}` | {t['start']}-{t['end']} | {t['population']} |" for t in doc["targets"]]
     return "\n".join(out) + "\n"  # fmt: skip
+
+
+def _control_lines(doc: dict[str, Any]) -> list[str]:
+    """The control (the unmutated tree run as a mutant) and how the runs ran (warm forks, cold ones and why)."""
+    out = []
+    ctrl = doc.get("control")
+    if ctrl:
+        seen = ", ".join(ctrl.get("seen_by") or []) or "no unit"
+        out.append(
+            f"Control: the unmutated tree, run as each mutant is ({ctrl.get('run')}), {ctrl['outcome']}"
+            + ("" if ctrl["outcome"] == "survived" else f": outcome changed with nothing mutated in {seen}; their kills are suspect")
+            + f" ({ctrl.get('seconds', 0):.0f} s)."
+        )  # fmt: skip
+    runs = doc.get("runs")
+    if runs:
+        cold = "; ".join(f"{n} x {why}" for why, n in runs.get("cold", {}).items())
+        out.append(
+            f"Runs: {runs.get('warm', 0)} forked from a warm interpreter" + (f", cold: {cold}" if cold else "") + "."
+        )
+    return [*out, ""] if out else []
 
 
 def _mutant_block(m: dict[str, Any], ref: dict[str, Any]) -> list[str]:

@@ -453,6 +453,34 @@ def reference(
     return doc
 
 
+CONTROL = "(control)"  # the unmutated tree, run as a mutant is: every unit, warm where the mutants are
+
+
+def control_task(
+    runner: Runner, reference: dict[str, Any], slot: Slot, timeout: Callable[[list[str]], float], stop_on: Path | None
+) -> dict[str, Any]:
+    """Run every unit on ``slot``'s unmutated tree the way a mutant runs and judge it like one: it must
+    survive. A control that is "killed" names the units whose outcome changed with nothing mutated (warm runs
+    that disagree with the cold reference, or a claim that is not deterministic), so their kills are suspect."""
+    units = units_of(reference)
+    nodes_of = select.nodes_by_unit(reference["nodes"])
+    nodes = [n for u in units for n in nodes_of.get(u, [])]
+    before = len(runner.warm_runs)
+    run = run_claims(runner, slot.tree.path, nodes, slot.scratch, timeout(nodes), stop_on=stop_on)
+    v = judge(reference, run, units, nodes_of, lambda: load_error(runner, slot.tree.path, 600))
+    how = runner.warm_runs[before:] or ["cold"]
+    return {"outcome": v.outcome, "seen_by": v.killed_by, "reasons": v.reasons, "seconds": run.seconds, "run": how[-1]}
+
+
+def warm_summary(runner: Runner) -> dict[str, Any]:
+    """How the campaign's runs ran: warm forks, and cold ones with why (`reports.warm`)."""
+    why: dict[str, int] = {}
+    for r in runner.warm_runs:
+        if r != "warm":
+            why[r] = why.get(r, 0) + 1
+    return {"enabled": runner.warm, "warm": runner.warm_runs.count("warm"), "cold": why}
+
+
 def units_of(reference: dict[str, Any]) -> list[str]:
     """The reference's units in claim order: its claims with a verdict, then its passing properties."""
     props = [u for u, o in reference.get("properties", {}).items() if o == "passed"]

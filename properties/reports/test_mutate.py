@@ -154,14 +154,17 @@ def fake_campaign(tmp_path_factory: pytest.TempPathFactory) -> tuple[int, dict, 
 
 
 def test_provenance_names_the_functions_and_the_probes_select(fake_campaign: tuple) -> None:
-    rc, doc, runner, _ = fake_campaign
+    rc, doc, runner, out = fake_campaign
     assert rc == 0
     assert sorted(t["target"] for t in doc["targets"]) == [
         f"{GATE}:{f}" for f in ("countdown", "patches", "should_defer")
     ]
     by_fn = {m["function"]: m["claims_run"] for m in doc["mutants"]}
     assert by_fn == {"should_defer": ["C1"], "patches": ["C2", "C3"], "countdown": ["C4"]}  # no property enters them
-    assert all(len(r) <= 2 for r in runner.runs)  # no mutant ran every claim
+    control = max(runner.runs, key=len)  # the unmutated tree run as a mutant is, with every unit
+    assert [r for r in runner.runs if len(r) > 2] == [control]  # no mutant ran every claim
+    assert doc["control"]["outcome"] == "survived" and doc["control"]["seen_by"] == []
+    assert "Control: the unmutated tree, run as each mutant is (cold), survived" in (out / "mutate.md").read_text()
     assert doc["reference"]["called"]["C1"] == [f"{GATE}:_self_check", f"{GATE}:should_defer"]
 
 
@@ -247,7 +250,7 @@ def test_mutants_runs_exactly_the_ids_asked(tmp_path: Path) -> None:
     listed.write_text(f"# two survivors\n{ids[0]}\n{ids[1]}  # the scale\n")
     rc, doc, runner = _campaign(tmp_path, "--mutants", f"@{listed}")
     assert rc == 0 and sorted(m["id"] for m in doc["mutants"]) == sorted(ids) and doc["mutants_asked"] == ids
-    assert len(runner.runs) == 6 + 2  # the reference's five units and the failing property, then the two mutants
+    assert len(runner.runs) == 6 + 1 + 2  # the reference's five units and the failing property, the control, the two
     out = {m["id"]: m for m in doc["mutants"]}
     assert out[ids[0]]["outcome"] == "survived" and out[ids[0]]["claims_run"] == ["C1"]
     assert out[ids[1]]["killed_by"] == ["P:test_scale_is_affine"]
