@@ -4,13 +4,13 @@
 #   bash scripts/mutate.sh            # CI: a small fixed sample (10 mutants of the normalization, compositing
 #                                     # and geometry functions, measured by the three claims that are quick
 #                                     # there: C12, C13, C15), gated on reports/mutate_baseline.json; report in
-#                                     # reports/out/mutate-ci; about 3.5 minutes on 2 cores
+#                                     # reports/out/mutate-ci; about 2 minutes on 2 cores (warm forks, semantics §17.1)
 #   bash scripts/mutate.sh --full     # the default campaign, a local step: 100 mutants (seed 0) of every engine
 #                                     # function the claims' recorded provenance names, the claims that entered
 #                                     # each, stopped at the first that sees it (--first-kill), 10 mutants also
 #                                     # run with every claim to measure what selection saves; report in
 #                                     # reports/out/mutate-full (interrupted? run it again: it resumes; delete
-#                                     # the folder for a fresh one); about 1 hour on 2 shared cores
+#                                     # the folder for a fresh one); see the README for its time on 2 cores
 #
 # A campaign bigger than one box runs as --target slices, one per machine, each with its own --out.
 # Exit 0: no mutant the baseline saw killed survives now; 1: one does (a claim went blind: mutate.md names it and
