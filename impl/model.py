@@ -62,6 +62,21 @@ def _run_deferred(
     return pv.to(device), grids
 
 
+# The backends an owner that reads ``backend`` (418975ba6 on) knows; any other is refused (semantics §6.2).
+KNOWN_BACKENDS = ("gpu", "cpu")
+
+
+def _check_backend(view: DeferredView, policy: Policy) -> None:
+    """Refuse a deferred group of a backend the owner does not know, naming it.
+
+    Why: before, any backend but ``"cpu"`` ran the GPU pipeline silently, so an item a producer wrote for a
+    backend this owner cannot run ("npu", a typo) was materialized as if it were "gpu"; upstream's loader
+    raises instead. The PR's owner reads no backend, so it has none to refuse.
+    """
+    if policy.consumer_reads_backend and view.backend not in KNOWN_BACKENDS:
+        raise ValueError(f"Unsupported Kimi-K3 deferred preprocessing backend: {view.backend}")
+
+
 def _eager_feature(feature: object) -> torch.Tensor:
     if not isinstance(feature, torch.Tensor):
         raise TypeError(f"Kimi-K3 image feature must be a torch.Tensor, got {type(feature).__name__}")
@@ -94,6 +109,7 @@ def _materialize_pr(selected: list[MultimodalItem], configs: list, owner: _Owner
     views = [read_deferred(c, owner.policy, owner.patch_size) for c in configs]
     if owner.policy.consumer_reads_backend and len({v.backend for v in views}) > 1:
         raise ValueError("Kimi-K3 cannot mix deferred preprocessing backends")
+    _check_backend(views[0], owner.policy)
     pv, _ = _run_deferred([it.feature for it in selected], views, views[0], owner.device, owner.patch_size, owner.log)
     return pv.to(owner.dtype)
 
@@ -114,6 +130,7 @@ def _materialize_mixed(
         by_backend.setdefault(view.backend, []).append(k)
     for positions in by_backend.values():
         group = [views[k] for k in positions]
+        _check_backend(group[0], policy)
         pv, produced = _run_deferred([selected[k].feature for k in positions], group, group[0], device, patch_size, log)
         # The interim bug: positions local to the selection index the GLOBAL grid tensor.
         rows = positions if policy.grid_check == "local" else [owner_indices[k] for k in positions]
