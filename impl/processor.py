@@ -104,6 +104,19 @@ class Processor:
         counts = [int(g[1] * g[2]) for g in grids.tolist()]
         return [eager_item(p.cpu(), g) for p, g in zip(pv.split(counts), grids, strict=True)]
 
+    def process_request(self, images: Sequence[ImageLikeT], placeholders: int) -> ProcessorOutput:
+        """`process` for a request whose prompt holds ``placeholders`` image tokens: one image per placeholder.
+
+        Why: a prompt that names more or fewer images than it carries cannot be expanded (semantics §5.1,
+        step 2), so it is refused with a ValueError before anything is loaded or preprocessed.
+        """
+        if placeholders != len(images):
+            raise ValueError(
+                "Kimi image placeholders must map one-to-one to image data: "
+                f"expected {len(images)}, found {placeholders} token(s)"
+            )
+        return self.process(images)
+
     def process(self, images: Sequence[ImageLikeT]) -> ProcessorOutput:
         """Gate the request, then build deferred and/or eager items, in request order."""
         if self.policy.validate_inputs:

@@ -76,6 +76,22 @@ def build_deferred_items(
     ]
 
 
+def encoder_media(media: Sequence[Any]) -> list[Any]:
+    """The images of an EPD encoder request: a dict media item must be ``{"type": "image", "image": ...}``.
+
+    Why: the encoder is handed media items as well as bare images; one of another type (a video) or
+    without its image is refused with a ValueError naming it, never read as an image (semantics §17.2).
+    """
+    images = []
+    for item in media:
+        if isinstance(item, dict):
+            if item.get("type") != "image" or "image" not in item:
+                raise ValueError(f"Unsupported Kimi-K3 encoder media item: {item}")
+            item = item["image"]
+        images.append(item)
+    return images
+
+
 def build_epd_items(
     images: Sequence[ImageLikeT],
     resize_configs: Sequence[ResizeConfig],

@@ -111,9 +111,20 @@ class DeferlabImpl:
 
     def epd_items(self, images: Images, config: Config, *, policy: Any, backend: str = "gpu") -> list[Any]:
         from deferlab.impl.pipeline import resize_configs_for
-        from deferlab.impl.producer import build_epd_items
+        from deferlab.impl.producer import build_epd_items, encoder_media
 
+        images = encoder_media(images)  # dict media items {"type": "image", "image": ...} as the encoder gets them
         return build_epd_items(images, resize_configs_for(images, config), config, get_policy(policy), backend)
+
+    def process_request(
+        self, images: Images, config: Config, *, placeholders: int, policy: Any, transport: str = "cpu"
+    ) -> Any:
+        """The producer on a request whose prompt holds ``placeholders`` image tokens (`Processor.process_request`:
+        one image per placeholder, else a ValueError)."""
+        from deferlab.impl.processor import Processor
+
+        proc = Processor(config, transport=transport, policy=policy, cuda_available=True, device="cpu")
+        return proc.process_request(images, placeholders)
 
     def deliver(self, items: Items, num_ranks: int, *, policy: Any) -> list[list[Any]]:
         from deferlab.impl.transport import deliver

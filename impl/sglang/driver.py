@@ -243,6 +243,14 @@ class SGLangImpl:
             raise self._lacks("EPD producer", "kimi_k3_image_processing.prepare_kimi_k3_encoder_inputs is absent")
         return list(producer.epd_produce(self.source, images, config, backend).mm_items)
 
+    def process_request(
+        self, images: Images, config: Config, *, placeholders: int, policy: Any = None, transport: str = "cpu"
+    ) -> producer.Produced:
+        """SGLang's ``process_mm_data_async`` on a prompt of ``placeholders`` image tokens and ``images`` as the
+        request's image data (`producer.request_produce`: the cache-off request path; an eager-only release's
+        own entry); its ValueError when the counts differ."""
+        return producer.request_produce(self.source, images, config, placeholders, transport, "cpu")
+
     # -- scheduler side ---------------------------------------------------------------------------------------------
     def deliver(self, items: Items, num_ranks: int, *, policy: Any = None) -> list[list[Any]]:
         return consumer.deliver(items, num_ranks)

@@ -19,7 +19,7 @@ import asyncio
 import hashlib
 import sys
 import types
-from collections.abc import Sequence
+from collections.abc import Coroutine, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -195,14 +195,20 @@ def deferred_items(source: Source, images: Sequence[Any], config: PreprocessConf
 
 
 def eager_only_produce(
-    source: Source, images: Sequence[Any], config: PreprocessConfig, transport: str, device: str
+    source: Source,
+    images: Sequence[Any],
+    config: PreprocessConfig,
+    transport: str,
+    device: str,
+    placeholders: int | None = None,
 ) -> Produced:
     """An eager-only release's producer: ``KimiK3ImageProcessor.process_mm_data_async`` run as shipped.
 
     The processor is built by its own ``__init__`` (`_eager_only_processor`). There is no gate: every
     image is preprocessed by the wrapper's own GPU branch (on ``device``, see `_eager_call`), split
     into one item per image by SGLang's own ``get_new_expanded_mm_items``, with FP32 features;
-    ``deferred`` is all False. Image loading is mocked as for later versions.
+    ``deferred`` is all False. Image loading is mocked as for later versions. The prompt holds
+    ``placeholders`` image tokens (None: one per image).
     """
     proc = own_processor(source, config, transport)
     if proc.use_cuda_ipc and str(device).startswith("cuda"):
@@ -215,9 +221,44 @@ def eager_only_produce(
         )
     _eager_call(source, proc._processor, device)
     _mock_loading(proc, source, images)
-    output = asyncio.run(proc.process_mm_data_async(list(images), tokenizer.prompt_ids(len(images)), None))
+    ids = tokenizer.prompt_ids(len(images) if placeholders is None else placeholders)
+    output = run_kept(proc.process_mm_data_async(list(images), ids, None))
     items = list(output.mm_items)
     return Produced(items, [False] * len(items), [], output)
+
+
+def request_produce(
+    source: Source, images: Sequence[Any], config: PreprocessConfig, placeholders: int, transport: str, device: str
+) -> Produced:
+    """The processor's whole entry ``process_mm_data_async`` on a prompt of ``placeholders`` image tokens.
+
+    Why the entry and not a call site: the request's counts are checked there (placeholders against the
+    image data, then the loaded images against it, in ``_process_mm_data_uncached`` from 3d3194f6c on),
+    before any gate. The processor is the request path's (`request_processor`); where it was built
+    without its own ``__init__`` it gets a preprocess cache that is off, so the entry takes the cache-off
+    path (the request path, as a server started without the cache does). Loading is mocked as there.
+    """
+    if not source.has_deferred_path:
+        return eager_only_produce(source, images, config, transport, device, placeholders)
+    proc = request_processor(source, config, transport)
+    if not hasattr(proc, "mm_preprocess_cache"):
+        proc.mm_preprocess_cache = types.SimpleNamespace(enabled=False)
+        source.patch(
+            "sglang.srt.multimodal.processors.kimi_k3.KimiK3ImageProcessor.mm_preprocess_cache",
+            "a preprocess cache that is off (the processor was built without its own __init__): "
+            "process_mm_data_async takes the cache-off request path",
+        )
+    calls: list[GateCall] = []
+    _instrument_gate(proc, calls)
+    _mock_loading(proc, source, images)
+    _eager_call(source, proc._processor, device)
+    request = topology.Answers(
+        "request_obj", {"video_data": None, "audio_data": None, "mm_content_hashes": None, "mm_hashes": None}
+    )
+    with runtime.gate_cuda(source, True):  # the producer runs on a CUDA server (as `produce`)
+        output = run_kept(proc.process_mm_data_async(list(images), tokenizer.prompt_ids(placeholders), request))
+    items = list(output.mm_items)
+    return Produced(items, [source.deferred_key in it.model_specific_data for it in items], calls, output)
 
 
 def request_processor(source: Source, config: PreprocessConfig, transport: str) -> Any:
@@ -323,6 +364,22 @@ def _mock_loading(proc: Any, source: Source, images: Sequence[Any]) -> None:
     source.patch(
         f"{bp.__name__}.BaseMultimodalProcessor.fast_load_mm_data", "image loading: decoded images handed over"
     )
+
+
+def run_kept(coro: Coroutine[Any, Any, Any]) -> Any:
+    """``asyncio.run(coro)``'s result, without the main task holding it.
+
+    Why: on leaving, ``asyncio.run`` compares the SIGINT handler it installed, and CPython's
+    ``signal.getsignal`` formats that handler's repr, which includes the main task's result: a request's
+    processor output with hundreds of float feature tensors took ~12 s to print (0.5.17, 257 images).
+    """
+    kept: list[Any] = []
+
+    async def main() -> None:
+        kept.append(await coro)
+
+    asyncio.run(main())
+    return kept[0]
 
 
 def _raise_stop(*_: Any, **__: Any) -> Any:

@@ -37,6 +37,10 @@ _REAL = {
         "and _k3_to_cuda_chw's own code staging to the CPU (its .cuda() and to_chw_uint8(device='cuda') resolve there)"
     ),
     "epd_items": "real: sglang.srt.multimodal.kimi_k3_image_processing.prepare_kimi_k3_encoder_inputs",
+    "process_request": (
+        "real: sglang.srt.multimodal.processors.kimi_k3.KimiK3ImageProcessor.process_mm_data_async (the cache-off "
+        "request path; image loading mocked, decoded images handed over)"
+    ),
     "materialize": (
         "real: the load_local_pixel_values closure of KimiK3ForConditionalGeneration.get_image_feature "
         "(captured from the DP runner call, as SGLang's tests capture it); the tower is a stub (device, patch size, dtype)"

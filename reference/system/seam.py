@@ -112,7 +112,8 @@ class Impl(Protocol):
         """The producer, preprocessing eager items on ``device`` (non-EPD, or the EPD start path with ``epd=True``): an object with ``.items`` (feature, model_specific_data) and ``.deferred``."""
 
     def epd_items(self, images: Images, config: Config, *, policy: Any, backend: str = "gpu") -> list[Any]:
-        """The EPD producer's deferred items (backend "gpu": staged uint8; "cpu": the raw input)."""
+        """The EPD producer's deferred items (backend "gpu": staged uint8; "cpu": the raw input); an image may come
+        as the encoder's dict media item ``{"type": "image", "image": ...}``, any other dict is a ValueError."""
 
     def deliver(self, items: Items, num_ranks: int, *, policy: Any) -> list[list[Any]]:
         """CPU transport: one deserialized copy of the items per rank."""
