@@ -398,6 +398,9 @@ def run(args: argparse.Namespace, log: TextIO | None = None, *, runner: Any = ru
     finally:
         shutil.rmtree(work, ignore_errors=True)
     say(f"written to {out.resolve()} (compare.md, compare.json, compare.png, {len(made['written'])} reproducers)")
+    warmed = _warm_reproducers(doc, made)
+    if warmed:
+        say(f"reproducers' engines kept warm for `deferlab repro` ({', '.join(warmed)}; ends after 10 min idle)")
     for line in made["missing"]:
         say(f"no reproducer: {line}")
     for role in doc["sides_not_run"]:
@@ -407,6 +410,21 @@ def run(args: argparse.Namespace, log: TextIO | None = None, *, runner: Any = ru
         say(f"NEWLY FAILING {cid}: {row['base']} -> fails")
     print(compare_render.stdout_text(out, args.format), end="")
     return int(doc["exit_status"])
+
+
+def _warm_reproducers(doc: dict[str, Any], made: dict[str, list[str]]) -> list[str]:
+    """Start the warm daemon (`reports.warm.prestart`) for each side that got reproducers, so the reviewer's first
+    ``deferlab repro`` forks from a loaded engine; not under CI, nor with ``DEFERLAB_REPRO_WARM=0``."""
+    from deferlab.reports import repro, warm
+
+    if not made["written"] or os.environ.get("CI") or os.environ.get(repro.WARM_ENV, "1").strip() == "0":
+        return []
+    started = []
+    for role in ("base", "head"):
+        side = doc[role]
+        if side.get("run_spec") and warm.prestart(side.get("engine") or "sglang", side["run_spec"]):
+            started.append(side["run_spec"])
+    return started
 
 
 def main(argv: list[str] | None = None) -> int:

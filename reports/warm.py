@@ -278,7 +278,56 @@ def _connect(path: Path) -> socket.socket | None:
 
 
 def _start_daemon(engine: str, spec: str, path: Path, timeout: float) -> socket.socket | None:
-    """Start a detached daemon and wait until it answers (None: it ended first, e.g. ``spec`` does not load)."""
+    """Start a detached daemon (or join one still loading) and wait until it answers (None: it ended first,
+    e.g. ``spec`` does not load)."""
+    pid = _starting(path)
+    return _wait_for(path, pid if pid is not None else _spawn(engine, spec, path).pid, timeout)
+
+
+def _alive(pid: int) -> bool:
+    try:
+        done, _ = os.waitpid(pid, os.WNOHANG)  # our own child: reap it if it ended
+    except ChildProcessError:
+        done = 0
+    if done:
+        return False
+    try:
+        os.kill(pid, 0)
+    except OSError:
+        return False
+    return True
+
+
+def _wait_for(path: Path, pid: int, timeout: float) -> socket.socket | None:
+    """Connect once the daemon at ``path`` answers; None when process ``pid`` ends first or ``timeout`` passes."""
+    end = time.monotonic() + timeout
+    while time.monotonic() < end:
+        sock = _connect(path) if path.exists() else None
+        if sock is not None:
+            return sock
+        if not _alive(pid):
+            return None
+        time.sleep(0.05)
+    return None
+
+
+def prestart(engine: str, spec: str) -> bool:
+    """Start the daemon for ``engine`` ``spec`` in the background unless one answers (``deferlab compare`` does
+    it for the specs it wrote reproducers for, so the reviewer's first ``deferlab repro`` is warm); whether one
+    was started. It loads while the caller goes on; a spec that does not load ends it quietly."""
+    path = socket_path(engine, spec)
+    sock = _connect(path)
+    if sock is not None:
+        sock.close()
+        return False
+    if _starting(path) is not None:
+        return False
+    _spawn(engine, spec, path)
+    return True
+
+
+def _spawn(engine: str, spec: str, path: Path) -> subprocess.Popen:
+    """A detached daemon for ``path``; its pid in ``<path>.pid`` while it loads (a second caller waits for it)."""
     with contextlib.suppress(FileNotFoundError):
         path.unlink()  # a daemon that died left its socket behind
     with open(path.with_suffix(".log"), "ab") as err:
@@ -287,15 +336,18 @@ def _start_daemon(engine: str, spec: str, path: Path, timeout: float) -> socket.
             stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=err, start_new_session=True,
             env={**os.environ, "PYTHONDONTWRITEBYTECODE": "1"},
         )  # fmt: skip
-    end = time.monotonic() + timeout
-    while time.monotonic() < end:
-        sock = _connect(path) if path.exists() else None
-        if sock is not None:
-            return sock
-        if proc.poll() is not None:
-            return None
-        time.sleep(0.05)
-    return None
+    path.with_suffix(".pid").write_text(str(proc.pid))
+    return proc
+
+
+def _starting(path: Path) -> int | None:
+    """The pid of a daemon for ``path`` that is still loading (its pid file, removed once it serves, names a live
+    process), else None."""
+    try:
+        pid = int(path.with_suffix(".pid").read_text())
+    except (OSError, ValueError):
+        return None
+    return pid if _alive(pid) else None
 
 
 def run_served(
@@ -358,6 +410,9 @@ def serve_socket(path: Path, engine: str, spec: str) -> None:
     server.bind(str(tmp))
     os.replace(tmp, path)  # the socket appears only once the daemon can serve
     inode = os.stat(path).st_ino
+    with contextlib.suppress(OSError, ValueError):
+        if int(path.with_suffix(".pid").read_text()) == os.getpid():
+            path.with_suffix(".pid").unlink()  # loaded: no longer "starting" (`_starting`)
     server.listen(8)
     server.settimeout(idle)
     try:

@@ -366,3 +366,21 @@ def test_compare_of_two_real_releases(tmp_path: Path) -> None:
     grids = [g for g in doc["failures"]["newly failing"] if "wrong grids" in g["signature"]]
     assert {g["claim"] for g in grids} == {"C4"}
     assert re.search(r"\d+ s: BASE \d+ claim tests done, HEAD \d+ claim tests done", log.getvalue())
+
+
+def test_compare_keeps_the_reproducers_engines_warm_except_under_ci(monkeypatch: pytest.MonkeyPatch) -> None:
+    """The specs that got reproducers get a warm daemon (`reports.warm.prestart`), so the reviewer's first
+    `deferlab repro` forks from a loaded engine; never under CI, nor with DEFERLAB_REPRO_WARM=0."""
+    from deferlab.reports import compare as compare_mod
+    from deferlab.reports import warm
+
+    calls: list[tuple[str, str]] = []
+    monkeypatch.setattr(warm, "prestart", lambda engine, spec: calls.append((engine, spec)) or True)
+    doc = {"base": {"run_spec": "0.5.21"}, "head": {"run_spec": "/x/checkout", "engine": "sglang"}}
+    monkeypatch.delenv("CI", raising=False)
+    monkeypatch.setenv("DEFERLAB_REPRO_WARM", "1")
+    assert compare_mod._warm_reproducers(doc, {"written": ["repro/C10-a.py"]}) == ["0.5.21", "/x/checkout"]
+    assert calls == [("sglang", "0.5.21"), ("sglang", "/x/checkout")]
+    assert compare_mod._warm_reproducers(doc, {"written": []}) == []
+    monkeypatch.setenv("CI", "true")
+    assert compare_mod._warm_reproducers(doc, {"written": ["repro/C10-a.py"]}) == [] and len(calls) == 2

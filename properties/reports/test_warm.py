@@ -106,7 +106,8 @@ def test_the_daemon_serves_later_commands_until_stopped_or_idle(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     """`run_served` starts a detached daemon on first use; a later call (another command) reuses it and still
-    sees an edit; `stop_daemon` ends it; an idle one ends by itself; a spec that cannot load gives None."""
+    sees an edit; `stop_daemon` ends it; an idle one ends by itself; a spec that cannot load gives None;
+    `prestart` starts one in the background, which a run then joins instead of starting another."""
     monkeypatch.setenv("DEFERLAB_CACHE", str(tmp_path / "cache"))
     monkeypatch.setenv(warm.IDLE_ENV, "60")
     root = _tree(tmp_path)
@@ -141,6 +142,15 @@ def test_the_daemon_serves_later_commands_until_stopped_or_idle(
     time.sleep(3)
     assert not path.exists()
     assert warm.run_served("sglang", str(tmp_path / "nowhere"), argv, env=_env(tmp_path), cwd=tmp_path, log=log) is None
+    monkeypatch.setenv(warm.IDLE_ENV, "60")
+    assert warm.prestart("sglang", str(root))  # in the background: the caller goes on
+    assert not warm.prestart("sglang", str(root))  # one is loading: not a second
+    try:
+        joined = served()  # waits for the loading one rather than starting another
+        assert joined is not None and joined.rc == 0
+        assert not warm.prestart("sglang", str(root))  # one answers
+    finally:
+        assert warm.stop_daemon("sglang", str(root))
 
 
 @pytest.mark.slow
