@@ -173,7 +173,9 @@ def _run_warm(
         server = runner.servers.get(key)
         if server is None:
             spec = str(tree if trace or runner.warm_source is None else runner.warm_source)
-            server = runner.servers[key] = warm.WarmServer(runner.engine, spec, log=scratch / "warm.log")
+            preload = {warm.PRELOAD_ENV: f"{select.__name__}:install_probe"} if trace else {}
+            with _env(preload):  # a probed tree calls its probes at import: the builtin must be there
+                server = runner.servers[key] = warm.WarmServer(runner.engine, spec, log=scratch / "warm.log")
         with _LIVE_LOCK:
             _WARM.add(server)
         try:
@@ -191,6 +193,21 @@ def _run_warm(
         return None
     runner.warm_runs.append("warm")
     return got
+
+
+@contextlib.contextmanager
+def _env(values: dict[str, str]) -> Any:
+    """``os.environ`` with ``values`` set for the block (the warm server inherits it)."""
+    old = {k: os.environ.get(k) for k in values}
+    os.environ.update(values)
+    try:
+        yield
+    finally:
+        for k, v in old.items():
+            if v is None:
+                os.environ.pop(k, None)
+            else:
+                os.environ[k] = v
 
 
 def _run_cold(cmd: list[str], env: dict[str, str], scratch: Path, timeout: float, out: Run) -> None:

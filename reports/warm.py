@@ -192,7 +192,15 @@ def _forget(engine_package: str, path_before: list[str]) -> None:
     sys.path_importer_cache.clear()
 
 
+BASELINE_ENV = "DEFERLAB_WARM_BASELINE"  # the fork's guard: a JSON file of the server's load record ...
+GUARD_ENV = "DEFERLAB_WARM_GUARD"  # ... and "<engine> <spec>" to load and compare
+PRELOAD_ENV = "DEFERLAB_WARM_PRELOAD"  # "module:function" the server calls before its load (mutate's probe builtin)
+
+
 def _child(request: dict[str, Any], engine: str, baseline: list[dict[str, str]]) -> int:
+    """The fork: its own session, the run's output, directory and environment, then the pytest session with
+    this module as a plugin, whose `pytest_sessionstart` loads the engine where a new process's session has it
+    loaded (after every plugin's configure: mutate's probes, ``--sglang``) and compares the record."""
     os.setsid()
     with open(request["log"], "ab", buffering=0) as log:
         os.dup2(log.fileno(), 1)
@@ -203,17 +211,42 @@ def _child(request: dict[str, Any], engine: str, baseline: list[dict[str, str]])
     os.environ.clear()
     os.environ.update(request["env"])
     sys.path[0] = os.getcwd()  # as ``python -m pytest`` run there would have it
-    got = _records(_load(engine, request["spec"]))
-    if got != baseline:
-        print(f"[deferlab] warm: this load's record differs from the server's ({len(got)} vs {len(baseline)} entries)")
-        sys.stdout.flush()
-        return DIFFERS
+    base = Path(request["log"]).with_name(f".warm-baseline-{os.getpid()}.json")
+    base.write_text(json.dumps(baseline))
+    os.environ[BASELINE_ENV], os.environ[GUARD_ENV] = str(base), f"{engine} {request['spec']}"
     import pytest
 
-    rc = pytest.main(list(request["argv"]))
+    try:
+        rc = pytest.main([*request["argv"], "-p", "deferlab.reports.warm"])
+    finally:
+        base.unlink(missing_ok=True)
     sys.stdout.flush()
     sys.stderr.flush()
     return int(rc)
+
+
+def pytest_sessionstart(session: Any) -> None:
+    """The guard, in a fork only: the engine loaded (now, if no plugin has yet) must have the server's record."""
+    path, guard = os.environ.get(BASELINE_ENV), os.environ.get(GUARD_ENV)
+    if not path or not guard:
+        return
+    engine, spec = guard.split(" ", 1)
+    got = _records(_load(engine, spec))
+    baseline = json.loads(Path(path).read_text())
+    if got != baseline:
+        import pytest
+
+        pytest.exit(f"[deferlab] warm: this load's record differs from the server's ({len(got)} vs {len(baseline)} entries)", returncode=DIFFERS)  # fmt: skip
+
+
+def _preload() -> None:
+    """What a run's plugins would have in place before the engine loads (``DEFERLAB_WARM_PRELOAD``)."""
+    target = os.environ.get(PRELOAD_ENV, "").strip()
+    if target:
+        import importlib
+
+        module, _, name = target.partition(":")
+        getattr(importlib.import_module(module), name)()
 
 
 def serve(engine: str, spec: str) -> None:
@@ -221,6 +254,7 @@ def serve(engine: str, spec: str) -> None:
     out = sys.stdout.buffer
     path_before = list(sys.path)
     try:
+        _preload()
         source = _load(engine, spec)
         baseline = _records(source)
         package = source.engine.package
@@ -397,6 +431,7 @@ def serve_socket(path: Path, engine: str, spec: str) -> None:
     """`serve` over a Unix socket, one run at a time, until ``DEFERLAB_WARM_IDLE`` seconds pass without one."""
     idle = float(os.environ.get(IDLE_ENV, "600"))
     path_before = list(sys.path)
+    _preload()
     source = _load(engine, spec)  # a spec that does not load ends the daemon here: the client runs cold
     baseline, package = _records(source), source.engine.package
     del source

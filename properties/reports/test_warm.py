@@ -179,3 +179,39 @@ def test_a_warm_claims_run_records_what_a_cold_one_does(tmp_path: Path) -> None:
         k: v for k, v in cold.claims.items() if v["verdict"] != "not-run"
     }
     assert hot.tests == cold.tests and hot.rc == cold.rc
+
+
+def test_a_fork_loads_the_engine_after_the_runs_plugins_are_configured(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A probed tree calls mutate's probe builtin at import; a new process has it (mutate_select's
+    ``pytest_configure`` installs it before the engine loads), so the fork must load after the plugins too, and
+    the server, warmed with the builtin in place (``DEFERLAB_WARM_PRELOAD``), must record that load."""
+    from deferlab.reports import mutate_select
+
+    monkeypatch.setenv("DEFERLAB_CACHE", str(tmp_path / "cache"))
+    root = _tree(tmp_path, model=f"{mutate_select.PROBE}(0)\nVALUE = 1\n")
+    test = tmp_path / "t" / "test_it.py"
+    test.parent.mkdir()
+    test.write_text(TEST)
+    monkeypatch.setenv(warm.PRELOAD_ENV, "deferlab.reports.mutate_select:install_probe")
+    server = warm.WarmServer("sglang", str(root), log=tmp_path / "server.log")
+    monkeypatch.delenv(warm.PRELOAD_ENV)
+    try:
+        env = {**_env(tmp_path), mutate_select.PROBES_ENV: str(tmp_path / "probes.json")}
+        argv = [
+            str(test),
+            "-q",
+            "-p",
+            "no:cacheprovider",
+            "--noconftest",
+            "-c",
+            os.devnull,
+            "--rootdir",
+            str(test.parent),
+        ]
+        log = tmp_path / "log.txt"
+        got = server.run([*argv, "-p", "deferlab.reports.mutate_select"], env=env, cwd=tmp_path, log=log, timeout=120)
+        assert got.rc == 0, log.read_text()[-2000:]
+    finally:
+        server.close()
