@@ -7,10 +7,12 @@
 #                                     # reports/out/mutate-ci; about 2 minutes on 2 cores (warm forks, semantics §17.1)
 #   bash scripts/mutate.sh --full     # the default campaign, a local step: 100 mutants (seed 0) of every engine
 #                                     # function the claims' recorded provenance names, the claims that entered
-#                                     # each, stopped at the first that sees it (--first-kill), 10 mutants also
-#                                     # run with every claim to measure what selection saves; report in
+#                                     # each, stopped at the first that sees it (--first-kill); report in
 #                                     # reports/out/mutate-full (interrupted? run it again: it resumes; delete
-#                                     # the folder for a fresh one); see the README for its time on 2 cores
+#                                     # the folder for a fresh one); see the README for its time on 2 cores.
+#                                     # Add --compare-selection K to also run K mutants with every claim and
+#                                     # measure what provenance selection saves (each such run costs about as
+#                                     # much as a survivor run with every unit)
 #
 # A campaign bigger than one box runs as --target slices, one per machine, each with its own --out.
 # Exit 0: no mutant the baseline saw killed survives now; 1: one does (a claim went blind: mutate.md names it and
@@ -23,7 +25,7 @@ if [[ "${1:-}" == "--full" ]]; then
     out=reports/out/mutate-full
     resume=()
     [[ -f "$out/campaign.json" ]] && resume=(--resume)
-    exec python -m deferlab.reports.cli mutate --sglang 0.5.23 --sample 100 --seed 0 --compare-selection 10 \
+    exec python -m deferlab.reports.cli mutate --sglang 0.5.23 --sample 100 --seed 0 --jobs 2 \
         --first-kill --out "$out" "${resume[@]}" "$@"
 fi
 out=reports/out/mutate-ci
