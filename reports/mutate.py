@@ -234,6 +234,17 @@ def _add_wall(out: Path, seconds: float) -> float:
     return round(total, 1)
 
 
+def _add_runs(out: Path, now: dict) -> dict:
+    """How the runs ran over every session (a resumed one adds its own), kept in ``runs.json``."""
+    path = out / "runs.json"
+    total = json.loads(path.read_text()) if path.is_file() else {"warm": 0, "cold": {}}
+    total["enabled"], total["warm"] = now["enabled"], total["warm"] + now["warm"]
+    for why, n in now["cold"].items():
+        total["cold"][why] = total["cold"].get(why, 0) + n
+    write_text_atomic(path, json.dumps(total) + "\n")
+    return total
+
+
 def _targets_reached(targets: list[engine.Target], reach: dict[str, select.Reach], probed: list[str]) -> None:
     """A target in a probed file that no claim test entered in the reference would measure nothing: refused."""
     if any(not r.can_say for r in reach.values()):
@@ -405,7 +416,7 @@ def _campaign(
     eq = render.equivalent_for(front.equivalent, front.version)
     wall = _add_wall(front.out, time.perf_counter() - t0)
     plan["timing"] = {"wall_seconds": wall, "reference_seconds": ref.get("wall_seconds", 0)}
-    plan["control"], plan["runs"] = control or None, mrun.warm_summary(runner)
+    plan["control"], plan["runs"] = control or None, _add_runs(front.out, mrun.warm_summary(runner))
     if bench is not None:
         plan["anchor"] = manchor.summary(bench)
     cuda = render.equivalent_for(front.equivalent, front.version, "needs CUDA")

@@ -167,6 +167,7 @@ def _run_warm(
     from deferlab.reports import warm
 
     if cmd[1:3] != ["-m", "pytest"]:
+        runner.warm_runs.append("cold: not a pytest command")
         return None
     key = f"{scratch}|{'probed' if trace else 'plain'}"
     try:
@@ -485,8 +486,8 @@ def control_task(
     before = len(runner.warm_runs)
     run = run_claims(runner, slot.tree.path, nodes, slot.scratch, timeout(nodes), stop_on=stop_on)
     v = judge(reference, run, units, nodes_of, lambda: load_error(runner, slot.tree.path, 600))
-    how = runner.warm_runs[before:] or ["cold"]
-    return {"outcome": v.outcome, "seen_by": v.killed_by, "reasons": v.reasons, "seconds": run.seconds, "run": how[-1]}
+    how = "warm" if runner.warm_runs[before:] == ["warm"] else "cold"
+    return {"outcome": v.outcome, "seen_by": v.killed_by, "reasons": v.reasons, "seconds": run.seconds, "run": how}
 
 
 def warm_summary(runner: Runner) -> dict[str, Any]:

@@ -334,13 +334,14 @@ def test_first_kill_stops_the_session_at_the_first_claim_that_differs(tmp_path: 
 
 # --- resume, baseline, equivalents ---------------------------------------------------------------------------------
 def test_an_interrupted_campaign_resumes_where_it_stopped(tmp_path: Path) -> None:
-    rc, doc, _ = _campaign(tmp_path, "--target", f"{GATE}:patches", "--sample", "8")
+    rc, doc, first = _campaign(tmp_path, "--target", f"{GATE}:patches", "--sample", "8")
     results = tmp_path / "out" / "mutants.jsonl"
     lines = results.read_text().splitlines()
     results.write_text("\n".join(lines[:3]) + "\n" + lines[3][:20])  # three whole records and a torn one
     runner = FakeRunner()
     rc2, doc2, runner = _campaign(tmp_path, "--target", f"{GATE}:patches", "--sample", "8", "--resume", runner=runner)
     assert rc2 == 0 and len(runner.runs) == 5  # only the five not recorded ran again
+    assert doc2["runs"]["cold"] == {"cold: not a pytest command": len(first.runs) + 5}  # both sessions' runs
     assert [(m["id"], m["outcome"]) for m in doc2["mutants"]] == [(m["id"], m["outcome"]) for m in doc["mutants"]]
     with pytest.raises(UsageError, match="started with other seed"):
         _campaign(tmp_path, "--target", f"{GATE}:patches", "--sample", "8", "--seed", "9", "--resume")
