@@ -27,11 +27,8 @@ seconds; ``no unit test`` when none of its file's tests runs here.
 from __future__ import annotations
 
 import ast
-import contextlib
 import json
 import os
-import signal
-import subprocess
 import sys
 import time
 from collections.abc import Callable, Iterable, Sequence
@@ -240,20 +237,7 @@ def run_tests(tree: Path, args: Sequence[str], top: Path, scratch: Path, timeout
     if mrun.STOP.is_set():
         raise mrun.Interrupted()
     t0 = time.perf_counter()
-    with open(scratch / "anchor.log", "w") as log:
-        proc = subprocess.Popen(cmd, stdout=log, stderr=subprocess.STDOUT, env=env, cwd=scratch, start_new_session=True)  # fmt: skip
-        with mrun._LIVE_LOCK:  # the claims processes' registry: Ctrl-C (mutate_run.kill_all) ends this one too
-            mrun._LIVE.add(proc)
-        try:
-            run.rc = proc.wait(timeout=timeout)
-        except subprocess.TimeoutExpired:
-            run.timed_out = True
-            with contextlib.suppress(ProcessLookupError):
-                os.killpg(proc.pid, signal.SIGKILL)
-            proc.wait()
-        finally:
-            with mrun._LIVE_LOCK:
-                mrun._LIVE.discard(proc)
+    run.rc, run.timed_out = mrun.run_process(cmd, env=env, cwd=scratch, log=scratch / "anchor.log", timeout=timeout)
     if mrun.STOP.is_set():
         raise mrun.Interrupted()
     run.seconds = round(time.perf_counter() - t0, 2)

@@ -212,17 +212,25 @@ def _env(values: dict[str, str]) -> Any:
 
 
 def _run_cold(cmd: list[str], env: dict[str, str], scratch: Path, timeout: float, out: Run) -> None:
-    with open(scratch / "pytest.log", "w") as log:
-        proc = subprocess.Popen(cmd, stdout=log, stderr=subprocess.STDOUT, env=env, cwd=scratch, start_new_session=True)
+    out.rc, out.timed_out = run_process(cmd, env=env, cwd=scratch, log=scratch / "pytest.log", timeout=timeout)
+
+
+def run_process(
+    cmd: list[str], *, env: dict[str, str], cwd: Path, log: Path, timeout: float
+) -> tuple[int | None, bool]:
+    """``cmd`` in its own process group, output to ``log``, registered so Ctrl-C (`kill_all`) ends it, killed with
+    its group at ``timeout``: (exit status, timed out). The claims runs and the anchor's unit-test runs use it."""
+    with open(log, "w") as fh:
+        proc = subprocess.Popen(cmd, stdout=fh, stderr=subprocess.STDOUT, env=env, cwd=cwd, start_new_session=True)
         with _LIVE_LOCK:
             _LIVE.add(proc)
         try:
-            out.rc = proc.wait(timeout=timeout)
+            return proc.wait(timeout=timeout), False
         except subprocess.TimeoutExpired:
-            out.timed_out = True
             with contextlib.suppress(ProcessLookupError):
                 os.killpg(proc.pid, signal.SIGKILL)
             proc.wait()
+            return None, True
         finally:
             with _LIVE_LOCK:
                 _LIVE.discard(proc)

@@ -249,25 +249,31 @@ def _preload() -> None:
         getattr(importlib.import_module(module), name)()
 
 
-def serve(engine: str, spec: str) -> None:
-    """Load ``spec``, forget it, say ready, then fork one child per request line until end of input."""
-    out = sys.stdout.buffer
+def _warm_up(engine: str, spec: str) -> list[dict[str, str]]:
+    """The state every fork starts from: ``spec`` loaded once (after `_preload`), its record kept, then forgotten
+    (`_forget`), with pytest's own start imported too. Returns the record a fork's load must match."""
     path_before = list(sys.path)
-    try:
-        _preload()
-        source = _load(engine, spec)
-        baseline = _records(source)
-        package = source.engine.package
-    except BaseException as e:  # noqa: BLE001 - any failure is the answer "not ready"
-        out.write((json.dumps({"ready": False, "error": f"{type(e).__name__}: {e}"[:300]}) + "\n").encode())
-        out.flush()
-        return
+    _preload()
+    source = _load(engine, spec)
+    baseline, package = _records(source), source.engine.package
     del source
     _forget(package, path_before)
     import _pytest.config  # noqa: F401 - pytest's own start, warm too
     import hypothesis  # noqa: F401
     import pytest  # noqa: F401
 
+    return baseline
+
+
+def serve(engine: str, spec: str) -> None:
+    """Load ``spec``, forget it, say ready, then fork one child per request line until end of input."""
+    out = sys.stdout.buffer
+    try:
+        baseline = _warm_up(engine, spec)
+    except BaseException as e:  # noqa: BLE001 - any failure is the answer "not ready"
+        out.write((json.dumps({"ready": False, "error": f"{type(e).__name__}: {e}"[:300]}) + "\n").encode())
+        out.flush()
+        return
     out.write((json.dumps({"ready": True, "records": len(baseline)}) + "\n").encode())
     out.flush()
     for line in sys.stdin.buffer:
@@ -430,15 +436,7 @@ def stop_daemon(engine: str, spec: str) -> bool:
 def serve_socket(path: Path, engine: str, spec: str) -> None:
     """`serve` over a Unix socket, one run at a time, until ``DEFERLAB_WARM_IDLE`` seconds pass without one."""
     idle = float(os.environ.get(IDLE_ENV, "600"))
-    path_before = list(sys.path)
-    _preload()
-    source = _load(engine, spec)  # a spec that does not load ends the daemon here: the client runs cold
-    baseline, package = _records(source), source.engine.package
-    del source
-    _forget(package, path_before)
-    import _pytest.config  # noqa: F401
-    import hypothesis  # noqa: F401
-    import pytest  # noqa: F401
+    baseline = _warm_up(engine, spec)  # a spec that does not load ends the daemon here: the client runs cold
 
     server = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
     tmp = path.with_name(f".{path.name}.{os.getpid()}")
