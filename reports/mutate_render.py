@@ -376,7 +376,7 @@ def figure(doc: dict[str, Any], path: Path) -> Path | None:
     ax.set_yticks(range(len(names)), [n if len(n) < 60 else "…" + n[-58:] for n in names], fontsize=7)
     ax.invert_yaxis()
     ax.set_xlabel("mutants")
-    ax.legend(fontsize=7, loc="lower right")
+    ax.legend(fontsize=7, loc="upper left", bbox_to_anchor=(1.005, 1.0), borderaxespad=0.0)  # beside the bars
     ax.set_title("Outcome per mutated function", fontsize=10)
     ids = units(doc["reference"])
     per_unit = doc.get("per_unit", doc["per_claim"])
