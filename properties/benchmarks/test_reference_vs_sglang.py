@@ -41,7 +41,7 @@ def sglang():
     """Real SGLang (``DEFERLAB_SGLANG``, default 0.5.23) through the seam adapter; skipped only when its wheel
     cannot be fetched (any other load failure fails the benchmark)."""
     from deferlab.impl.sglang.driver import SGLangImpl
-    from deferlab.properties.impl.sglang.support import default_spec, load_or_skip
+    from deferlab.properties.engines import default_spec, load_or_skip
 
     return load_or_skip(SGLangImpl, default_spec())
 

@@ -7,7 +7,7 @@ small inputs. The whole vision-DP flow must preprocess and copy each image
 once, on its owner, and leave the other ranks' copies in host memory. Every
 call goes through the seam (the ``impl`` fixture); C6's negative control runs
 deferlab's model itself and lives with the model's tests
-(``properties/impl/test_placement_skip.py``).
+(``tests/impl/test_placement_skip.py``).
 """
 
 from __future__ import annotations
@@ -106,7 +106,7 @@ def test_claim_c6_scheduler_skip(impl, policy):
     """C6: the pre-embed skip keeps deferred features off non-owner devices (negative control: no skip)."""
     applicable = impl.defers(policy)
     # The negative control (without the whitelist every rank copies every item, so the check below can fail) is a
-    # test of deferlab's model, not of the system under test: properties/impl/test_placement_skip.py.
+    # test of deferlab's model, not of the system under test: tests/impl/test_placement_skip.py.
     verdict = claimcheck.verify_claim(
         "C6",
         policy,

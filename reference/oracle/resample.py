@@ -138,7 +138,7 @@ def tie_epsilon(in_h: int, out_h: int, in_w: int, out_w: int) -> float:
     ``gamma_n * sum |w x|`` with ``gamma_n = n u / (1 - n u)``, ``u = 2**-24``,
     plus torch's own float32 weights, each within ``16 u`` of ours (a few
     float32 roundings in the kernel and the normalisation; measured <= 12 u by
-    ``properties/reference/test_resample.py``). The W-pass error is carried through
+    ``tests/reference/test_resample.py``). The W-pass error is carried through
     the H pass, amplified by at most ``max sum |w|``.
     """
     err_w, mag = _pass_error(in_w, out_w, 255.0)

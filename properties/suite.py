@@ -1,0 +1,241 @@
+"""deferlab's own suite, as a pytest plugin both test trees load: the default Hypothesis profile, device
+selection, the claim parametrisation, the verdict recorder and the strict switch.
+
+Loaded by ``pytest_plugins`` from ``properties/conftest.py`` (the shipped checks) and ``tests/conftest.py``
+(deferlab's own tests), so a session over both registers it once. The options (``--impl``, ``--sglang``,
+``--vllm``), the markers, the profiles and the ``impl`` and ``served_paths`` fixtures are the public pytest
+plugin's (``properties/plugin.py``, the ``pytest11`` entry point ``deferlab``), so they exist in any session;
+what is here applies only when one of the two trees is collected.
+
+Profiles (``--hypothesis-profile NAME``): ``dev`` fast and random; ``ci`` derandomized, no deadline, blobs
+printed, >= 200 examples per property; ``thorough`` >= 5,000 examples. Without the option the suite loads
+``$HYPOTHESIS_PROFILE``, else ``ci`` when ``CI`` is set, else ``dev`` (the report and the README's test
+command name ``ci``, derandomized: the same code gives the same verdicts on every run).
+
+Every run writes ``verdicts.json`` (under ``$DEFERLAB_RESULTS_DIR``, default ``properties/results``): each
+process (each xdist worker) writes a part file at session end and the controller merges them atomically
+(``properties/verdicts.py``), with every test's outcome and, for one that failed, its failure line.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import time
+import uuid
+from pathlib import Path
+
+import pytest
+from hypothesis import settings
+
+from deferlab.properties import plugin, verdicts
+from deferlab.reference.system.claims import load_claims
+from deferlab.reference.system.seam import SGLANG_LABEL, label_for
+
+
+def _cuda_available() -> bool:
+    try:
+        import torch
+
+        return torch.cuda.is_available()
+    except Exception:  # pragma: no cover - torch missing is a setup error reported elsewhere
+        return False
+
+
+@pytest.hookimpl(tryfirst=True)
+def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
+    if _real(config):
+        # Real code: the claim tests, whose verdicts are findings, and the properties marked `real_code` (no
+        # verdict: they hold on every release, so a failure is the run's; they are what a mutation campaign's
+        # property units are). The other tests check deferlab itself, or one modelled policy (e.g. the PR's
+        # "cannot mix" error), or are properties whose failure on real code would be a finding without a
+        # verdict to record it under.
+        keep = [item for item in items if item.get_closest_marker("claim") or item.get_closest_marker("real_code")]
+        off = [item for item in items if item not in keep]
+        if off:
+            config.hook.pytest_deselected(items=off)
+            items[:] = keep
+    if config.getoption("--vllm", None) is not None:
+        skip = pytest.mark.skip(reason=VLLM_SKIP)
+        for item in items:
+            if "served_paths" not in getattr(item, "fixturenames", ()):
+                item.add_marker(skip)
+    _mark_and_skip(config, items)
+
+
+# Why the other claim tests do not run on vLLM: C1-C12 are about SGLang's PR #33921 (its gate, deferred items,
+# owners, transports) and ask the seam's `impl`; vLLM has no such path, only what it serves (C13-C15).
+VLLM_SKIP = (
+    "--vllm: this claim is about SGLang's PR #33921 (its deferred path, through the seam's `impl`); vLLM is "
+    "checked only on what it serves the vision tower (C13-C15, the `served_paths` claims)"
+)
+
+
+def _mark_and_skip(config: pytest.Config, items: list[pytest.Item]) -> None:
+    """``device=cuda`` runs carry the ``cuda`` mark; benchmarks run only when ``-m`` asks; CUDA skips without one.
+
+    Done here rather than in pyproject.toml so the installed suite (no ini
+    file) behaves as the checkout does; ``tryfirst`` so ``-m cuda`` selects
+    the marks added here.
+    """
+    for item in items:
+        spec = getattr(item, "callspec", None)
+        if spec is not None and spec.params.get("device") == "cuda":
+            item.add_marker(pytest.mark.cuda)
+    if not config.getoption("markexpr", ""):
+        benches = [item for item in items if "bench" in item.keywords]
+        if benches:
+            config.hook.pytest_deselected(items=benches)
+            items[:] = [item for item in items if "bench" not in item.keywords]
+    if _cuda_available():
+        return
+    skip = pytest.mark.skip(reason="needs a CUDA device (none here)")
+    for item in items:
+        if "cuda" in item.keywords:
+            item.add_marker(skip)
+
+
+@pytest.fixture(params=["cpu", "cuda"])
+def device(request: pytest.FixtureRequest) -> str:
+    """Run a test on the CPU, and on CUDA too when one is present."""
+    return request.param
+
+
+# --- The implementation seam and the verdict recorder (properties/SEAM.md) -----------------------------------------
+
+
+def _real(config: pytest.Config) -> bool:
+    return config.getoption("--sglang", None) is not None or config.getoption("--vllm", None) is not None
+
+
+def _label(config: pytest.Config) -> str:
+    """The real-code label of the session (``SGLANG`` or ``VLLM``)."""
+    return label_for("vllm") if config.getoption("--vllm", None) is not None else SGLANG_LABEL
+
+
+def pytest_generate_tests(metafunc: pytest.Metafunc) -> None:
+    """``policy`` of a ``claim``-marked test: each policy claims.toml has an expectation for, or the real-code
+    label under ``--sglang`` / ``--vllm``; of a ``policies``-marked test: the listed ones (the label then)."""
+    if "policy" not in metafunc.fixturenames:
+        return
+    claim = metafunc.definition.get_closest_marker("claim")
+    listed = metafunc.definition.get_closest_marker("policies")
+    if claim is None and listed is None:
+        return
+    if _real(metafunc.config):
+        names = [_label(metafunc.config)]
+    elif claim is not None:
+        names = list(load_claims()[claim.args[0]].expected)
+    else:
+        names = list(listed.args)
+    metafunc.parametrize("policy", names)
+
+
+def _parts_dir(config: pytest.Config) -> Path:
+    run_id = getattr(config, "workerinput", {}).get("deferlab_run_id") or config.stash[_RUN_ID]
+    return verdicts.RESULTS_DIR / "parts" / run_id
+
+
+_RUN_ID = pytest.StashKey[str]()
+
+
+def pytest_configure(config: pytest.Config) -> None:
+    # The suite's default profile; a --hypothesis-profile given wins (Hypothesis loads it; the plugin registered it).
+    # A hook rather than import time, so a conftest loaded late (--pyargs) does not override the option.
+    plugin.register_profiles()
+    if not config.getoption("hypothesis_profile", None):
+        settings.load_profile(os.environ.get("HYPOTHESIS_PROFILE", "ci" if os.environ.get("CI") else "dev"))
+    # The oracle must never warn (an overflow or invalid operation in NumPy is a bug there, not noise). The filter's
+    # module is a regex matched from the start of the warning's module name, which carries the package prefix.
+    config.addinivalue_line("filterwarnings", r"error::RuntimeWarning:deferlab\.reference\.")
+    if not hasattr(config, "workerinput"):
+        config.stash[_RUN_ID] = uuid.uuid4().hex[:12]
+
+
+@pytest.hookimpl(optionalhook=True)
+def pytest_configure_node(node) -> None:  # xdist controller: tell each worker where to write its part
+    node.workerinput["deferlab_run_id"] = node.config.stash[_RUN_ID]
+
+
+@pytest.hookimpl(hookwrapper=True, trylast=True)
+def pytest_runtest_call(item: pytest.Item):
+    """Count the examples Hypothesis ran, chaining to whatever collector the Hypothesis plugin set."""
+    from hypothesis.statistics import collector
+
+    previous = collector.value
+
+    def note(stats: dict) -> None:
+        item._deferlab_examples = _count_examples(stats)
+        if previous is not None:
+            previous(stats)
+
+    with collector.with_value(note):
+        yield
+
+
+def _count_examples(stats: dict) -> int | None:
+    try:
+        return sum(
+            1
+            for phase in ("explicit", "reuse", "generate", "target")
+            for case in stats.get(f"{phase}-phase", {}).get("test-cases", [])
+            if case.get("status") == "valid"
+        )
+    except (AttributeError, TypeError):  # the stats format is not a stable API; never fail a run on it
+        return None
+
+
+@pytest.hookimpl(hookwrapper=True)
+def pytest_runtest_makereport(item: pytest.Item, call: pytest.CallInfo):
+    report = (yield).get_result()
+    if report.when == "call" or (report.when == "setup" and report.outcome != "passed"):
+        verdicts.RECORDER.record_property(
+            item.nodeid, getattr(item, "_deferlab_examples", None), report.outcome, report.duration
+        )
+
+
+def pytest_sessionfinish(session: pytest.Session, exitstatus: int) -> None:
+    config = session.config
+    parts = _parts_dir(config)
+    worker = getattr(config, "workerinput", {}).get("workerid")
+    verdicts.RECORDER.write_part(parts, worker or "controller")
+    if worker is None:  # the controller, or the only process without xdist: merge after every worker wrote
+        profile = config.getoption("hypothesis_profile", None) or settings.get_current_profile_name()
+        engine = "vllm" if config.getoption("--vllm") is not None else "sglang"
+        real = config.getoption(f"--{engine}")
+        out = verdicts.merge_directory(
+            parts,
+            verdicts.RESULTS_DIR / "verdicts.json",
+            profile=str(profile),
+            impl=f"{engine}:{real}" if real is not None else plugin.impl_spec(config),
+            labels=[_label(config)] if real is not None else None,
+        )
+        if out is not None:
+            config._deferlab_verdicts = json.loads(out.read_text())  # for a terminal summary line
+
+
+def pytest_terminal_summary(terminalreporter, exitstatus: int, config: pytest.Config) -> None:
+    doc = getattr(config, "_deferlab_verdicts", None)
+    if not doc:
+        return
+    counts: dict[str, int] = {}
+    for row in doc["claims"]:
+        counts[row["verdict"]] = counts.get(row["verdict"], 0) + 1
+    summary = ", ".join(f"{v} {n}" for v, n in sorted(counts.items()))
+    terminalreporter.write_line(
+        f"deferlab verdicts ({time.strftime('%H:%M:%S')}): {summary} -> {verdicts.RESULTS_DIR}/verdicts.json"
+    )
+
+
+@pytest.fixture(autouse=True)
+def _no_ci_job_summary(monkeypatch: pytest.MonkeyPatch) -> None:
+    """No test appends to the CI job's real summary: the suite runs ``report``, ``versions`` and ``compare``,
+    which append to ``$GITHUB_STEP_SUMMARY`` when it is set; a test that checks that sets its own file."""
+    monkeypatch.delenv("GITHUB_STEP_SUMMARY", raising=False)
+
+
+@pytest.fixture(autouse=True)
+def _no_repro_daemon(monkeypatch: pytest.MonkeyPatch) -> None:
+    """No test leaves a warm reproducer daemon behind (`reports.repro`): reproducers run in new processes unless a
+    test of the daemon turns it on (and stops it)."""
+    monkeypatch.setenv("DEFERLAB_REPRO_WARM", "0")
