@@ -189,9 +189,25 @@ def _count_examples(stats: dict) -> int | None:
 def pytest_runtest_makereport(item: pytest.Item, call: pytest.CallInfo):
     report = (yield).get_result()
     if report.when == "call" or (report.when == "setup" and report.outcome != "passed"):
+        outcome = "error" if report.when == "setup" and report.failed else report.outcome
         verdicts.RECORDER.record_property(
-            item.nodeid, getattr(item, "_deferlab_examples", None), report.outcome, report.duration
+            item.nodeid, getattr(item, "_deferlab_examples", None), outcome, report.duration, failure_line(report)
         )
+
+
+def failure_line(report: pytest.TestReport) -> str:
+    """A test report's one line: "" when it passed; a failure's crash message (its first line, as pytest's own
+    summary shows it); a skip's reason."""
+    if report.passed:
+        return ""
+    crash = getattr(getattr(report.longrepr, "reprcrash", None), "message", None)
+    if crash is not None:
+        text = str(crash)
+    elif isinstance(report.longrepr, tuple) and len(report.longrepr) == 3:  # a skip: (path, line, reason)
+        text = str(report.longrepr[2]).removeprefix("Skipped: ")
+    else:
+        text = str(report.longrepr or "")
+    return next((line.strip() for line in text.splitlines() if line.strip()), "")[:400]
 
 
 def pytest_sessionfinish(session: pytest.Session, exitstatus: int) -> None:
@@ -209,6 +225,7 @@ def pytest_sessionfinish(session: pytest.Session, exitstatus: int) -> None:
             profile=str(profile),
             impl=f"{engine}:{real}" if real is not None else plugin.impl_spec(config),
             labels=[_label(config)] if real is not None else None,
+            strict=verdicts.strict(),
         )
         if out is not None:
             config._deferlab_verdicts = json.loads(out.read_text())  # for a terminal summary line
@@ -236,6 +253,6 @@ def _no_ci_job_summary(monkeypatch: pytest.MonkeyPatch) -> None:
 
 @pytest.fixture(autouse=True)
 def _no_repro_daemon(monkeypatch: pytest.MonkeyPatch) -> None:
-    """No test leaves a warm reproducer daemon behind (`reports.repro`): reproducers run in new processes unless a
+    """No test leaves a warm reproducer daemon behind (`reports.repro.run`): reproducers run in new processes unless a
     test of the daemon turns it on (and stops it)."""
     monkeypatch.setenv("DEFERLAB_REPRO_WARM", "0")

@@ -56,7 +56,17 @@ __all__ = [
     "merge_directory",
     "record_claim",
     "signature_set",
+    "strict",
 ]
+
+
+STRICT_ENV = "DEFERLAB_STRICT"
+
+
+def strict() -> bool:
+    """The strict switch (``DEFERLAB_STRICT=1``; the README's test command and CI set it): a claim test fails on a
+    failure its ``claims.toml`` pattern does not name, after recording it (`claimcheck.assert_expected`)."""
+    return os.environ.get(STRICT_ENV, "").strip() not in ("", "0")
 
 
 def describe_value(value: Any) -> Any:
@@ -133,8 +143,14 @@ class Recorder:
             }
         )
 
-    def record_property(self, name: str, examples: int | None, outcome: str, seconds: float) -> None:
-        self.properties.append({"name": name, "examples": examples, "outcome": outcome, "seconds": round(seconds, 3)})
+    def record_property(
+        self, name: str, examples: int | None, outcome: str, seconds: float, message: str = ""
+    ) -> None:
+        """One test's outcome (``passed``, ``failed``, ``error``, ``skipped``) and, unless it passed, its failure
+        line (or skip reason): what a caller reads instead of pytest's output."""
+        self.properties.append(
+            {"name": name, "examples": examples, "outcome": outcome, "seconds": round(seconds, 3), "message": message}
+        )
 
     def write_part(self, directory: Path, name: str) -> Path:
         directory.mkdir(parents=True, exist_ok=True)
@@ -174,6 +190,7 @@ def merge_directory(
     profile: str,
     impl: str,
     labels: Sequence[str] | None = None,
+    strict: bool = False,
 ) -> Path | None:
     """Merge every part file of ``parts_dir`` into ``out_path`` atomically, then remove the parts.
 
@@ -186,7 +203,7 @@ def merge_directory(
     recorded_any = any(part.get("claims") for part in parts)
     path: Path | None = None
     if recorded_any or not out_path.exists():
-        path = _atomic_write(out_path, merge(parts, profile=profile, impl=impl, labels=labels))
+        path = _atomic_write(out_path, merge(parts, profile=profile, impl=impl, labels=labels, strict=strict))
     for f in files:
         f.unlink(missing_ok=True)
     if parts_dir.is_dir() and not any(parts_dir.iterdir()):

@@ -3,7 +3,7 @@
 
 Exit codes: 0 success / no regression, 1 a regression (or a part that failed
 when run alone), 2 bad usage, 3 a report was written but one of its steps
-failed (``reports.runner.exit_status``). Every argument is checked before any work
+failed (``reports.report.run.exit_status``). Every argument is checked before any work
 starts, and a bad one gets a message naming the option, the value and what
 is accepted.
 """
@@ -24,13 +24,15 @@ from deferlab.reference.system.profiles import profile as load_profile
 from deferlab.reference.system.profiles import profile_names
 from deferlab.reference.system.served import CHECKPOINT_ENV
 from deferlab.reference.system.validate import check_choice, check_int, check_positive_int
-from deferlab.reports import benchmarks, claims, compare, render, repro
-from deferlab.reports import mutate as mutate_cli
-from deferlab.reports.atomic import write_text_atomic
-from deferlab.reports.regressions import DEFAULT_BASELINE, load_baseline, make_baseline
-from deferlab.reports.runner import PROFILES, STEPS, ReportOptions, default_out_dir, run_report
-from deferlab.reports.sweeps import collect as sweep_report
-from deferlab.reports.sweeps.compute import SWEEP_LIMITS
+from deferlab.reports.compare import run as compare
+from deferlab.reports.core.atomic import write_text_atomic
+from deferlab.reports.mutate import run as mutate_cli
+from deferlab.reports.report import benchmarks, claims, render
+from deferlab.reports.report.regressions import DEFAULT_BASELINE, load_baseline, make_baseline
+from deferlab.reports.report.run import PROFILES, STEPS, ReportOptions, default_out_dir, run_report
+from deferlab.reports.report.sweeps import collect as sweep_report
+from deferlab.reports.report.sweeps.compute import SWEEP_LIMITS
+from deferlab.reports.repro import run as repro
 from deferlab.reports.versions import cli as versions_cli
 from deferlab.sim.calibrate import run as calibrate_cmd
 
@@ -163,8 +165,8 @@ def _load_sglang_or_refuse(spec: str) -> None:
 
 
 def _checkpoint(directory: str) -> tuple[PreprocessConfig, dict[str, Any]]:
-    """--checkpoint DIR read (`reports.served.checkpoint`), its refusal as bad usage."""
-    from deferlab.reports.served.checkpoint import read_checkpoint
+    """--checkpoint DIR read (`reports.report.served.checkpoint`), its refusal as bad usage."""
+    from deferlab.reports.report.served.checkpoint import read_checkpoint
 
     try:
         return read_checkpoint(directory)
@@ -249,7 +251,7 @@ def _report(args: argparse.Namespace) -> int:
 
 
 def _sweep(args: argparse.Namespace) -> int:
-    from deferlab.reports.plots import figures as plots
+    from deferlab.reports.report.plots import figures as plots
 
     profile = _check_profile(args.profile)
     _check_max_side(args.max_side, "--max-side")

@@ -10,7 +10,7 @@ call on RGB images, so before timing they must give the same grids and, on
 the RGB workloads, the same pixel values to within vLLM's float32
 normalization table (C15: bitwise for Kimi-K3's 0.5/0.5). Timings alternate,
 best of a few rounds; ``checkpoint_over_vllm_<workload>`` gates at 2.0
-(`reports.benchmarks`).
+(`reports.report.benchmarks`).
 """
 
 from __future__ import annotations

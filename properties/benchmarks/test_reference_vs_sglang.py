@@ -6,7 +6,7 @@ driver (``impl.sglang``; on CPU that is SGLang's own torch fallback for
 ``normalize_and_patchify``). The oracle is `reference.oracle.pipeline.preprocess`
 (fused normalize, CPU composite). Timings alternate, best of a few rounds,
 so a burst of load on the shared machine hits both sides alike; the ratio
-``reference_over_sglang_<workload>`` gates at 1.5 (`reports.benchmarks`).
+``reference_over_sglang_<workload>`` gates at 1.5 (`reports.report.benchmarks`).
 Before timing, both sides must give the same grids, and the same pixel values
 bit for bit where no resize happens.
 

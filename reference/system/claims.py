@@ -13,11 +13,17 @@ version ``"vllm 0.33.0"``), derived from the semantics like ``expected``; a
 range expected to fail names how in ``[claim.failure]`` under the same key.
 `expected_for_engine` answers for a loaded release.
 
-Schema of ``verdicts.json`` (``schema_version`` 1)::
+Schema of ``verdicts.json`` (``schema_version`` 2; 1 is still read)::
 
-    {"schema_version": 1, "generated_at": ISO-8601, "profile": str, "impl": str, "system": dict | None,
-     "claims": [{"id", "statement", "source", "policy", "verdict", "evidence", "counterexample", "provenance"}],
-     "properties": [{"name", "examples", "outcome", "seconds"}]}
+    {"schema_version": 2, "generated_at": ISO-8601, "profile": str, "impl": str, "system": dict | None,
+     "strict": bool,
+     "claims": [{"id", "statement", "source", "policy", "verdict", "evidence", "counterexample", "provenance",
+                 "signatures": [{"signature", "partition", "counterexample", "error", "documented"?}]}],
+     "properties": [{"name", "examples", "outcome", "seconds", "message"}]}
+
+Version 2 added each test's ``message`` (a failed or erroring test's failure line, a skip's reason, as the
+recorder saw the test's report: nobody reads pytest's output for it) and ``strict`` (whether the run failed
+a claim test on a failure its pattern does not name, semantics §17.1).
 """
 
 from __future__ import annotations
@@ -32,16 +38,16 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
-from deferlab.reference.system.seam import LABELS
+from deferlab.reference.system.systems import LABELS, is_release, release_key
 
 CLAIMS_PATH = Path(__file__).resolve().with_name("claims.toml")
 # "n/a": the implementation has no such feature (e.g. no deferred path before the PR), so the claim cannot apply.
 VERDICTS = ("holds", "fails", "holds-with-caveat", "n/a", "not-run")
-SCHEMA_VERSION = 1  # of verdicts.json
+SCHEMA_VERSION = 2  # of verdicts.json
+READABLE_SCHEMAS = (1, 2)  # what `load_results` reads (1: before failure lines and ``strict``)
 RESULTS_FILE = "verdicts.json"
 ENGINES = tuple(LABELS)  # the real systems an ``[claim.engines]`` key may name
 _ENGINE_KEY = re.compile(r"^([a-z]+) (\d+(?:\.\d+)*)(?:-(\d+(?:\.\d+)*))?$")
-_RELEASE = re.compile(r"^\d+(?:\.\d+)*$")
 _ROOT = Path(__file__).resolve().parents[2]  # the checkout, or the installed ``deferlab`` package folder
 
 
@@ -83,30 +89,26 @@ class EngineRange:
 
     key: str
     engine: str
-    low: tuple[int, ...]
-    high: tuple[int, ...]
+    low: str
+    high: str
     verdict: str
 
     def covers(self, engine: str, version: str) -> bool:
-        """Whether ``version`` of ``engine`` is in this range (a version that is not a plain release never is)."""
-        release = parse_release(version)
-        return engine == self.engine and release is not None and self.low <= release <= self.high
+        """Whether ``version`` of ``engine`` is in this range, in release order (`systems.release_key`); a spec
+        that is not a release (a checkout, ``installed``) never is."""
+        if engine != self.engine or not is_release(version):
+            return False
+        return release_key(self.low) <= release_key(version) <= release_key(self.high)
 
 
-def parse_release(version: str) -> tuple[int, ...] | None:
-    """``"0.5.23"`` -> (0, 5, 23); None for anything but dotted integers (a checkout, a dev or post build)."""
-    return tuple(int(x) for x in version.split(".")) if _RELEASE.match(version) else None
-
-
-def parse_engine_key(key: str) -> tuple[str, tuple[int, ...], tuple[int, ...]]:
-    """``"vllm 0.27.0-0.31.0"`` -> ("vllm", low, high); ValueError saying what is accepted."""
+def parse_engine_key(key: str) -> tuple[str, str, str]:
+    """``"vllm 0.27.0-0.31.0"`` -> ("vllm", "0.27.0", "0.31.0"); ValueError saying what is accepted."""
     m = _ENGINE_KEY.match(key)
     accepted = f"'ENGINE VERSION' or 'ENGINE LOW-HIGH' with ENGINE one of {ENGINES} and dotted-integer versions"
     if m is None or m.group(1) not in ENGINES:
         raise ValueError(f"engine key {key!r}: accepted {accepted}")
-    low = tuple(int(x) for x in m.group(2).split("."))
-    high = tuple(int(x) for x in (m.group(3) or m.group(2)).split("."))
-    if low > high:
+    low, high = m.group(2), m.group(3) or m.group(2)
+    if release_key(low) > release_key(high):
         raise ValueError(f"engine key {key!r}: the range is empty ({m.group(2)} is after {m.group(3)})")
     return m.group(1), low, high
 
@@ -124,7 +126,7 @@ def _engine_ranges(path: Path, cid: str, table: dict[str, Any], failures: dict[s
         if verdict == "fails" and key not in failures:
             raise ValueError(f"{path}: claim {cid} expects 'fails' for {key!r} but names no [claim.failure]")
         for other in rows:
-            if other.engine == engine and low <= other.high and other.low <= high:
+            if other.engine == engine and release_key(low) <= release_key(other.high) and release_key(other.low) <= release_key(high):
                 raise ValueError(f"{path}: claim {cid} [claim.engines]: {key!r} overlaps {other.key!r}")
         rows.append(EngineRange(key, engine, low, high, verdict))
     return tuple(rows)
@@ -190,6 +192,7 @@ def merge(
     claims: dict[str, Claim] | None = None,
     now: Callable[[], datetime] = lambda: datetime.now(UTC),
     labels: Sequence[str] | None = None,
+    strict: bool = False,
 ) -> dict[str, Any]:
     """One verdicts document from the part files; every (claim, expected policy) pair appears once.
 
@@ -236,6 +239,7 @@ def merge(
         "profile": profile,
         "impl": impl,
         "system": system,
+        "strict": bool(strict),
         "claims": rows,
         "properties": sorted(properties, key=lambda p: p["name"]),
     }
@@ -257,10 +261,10 @@ def load_results(results_dir: str | Path) -> dict[str, Any]:
     missing = f"no results file {str(path)!r}: run the property suite first (scripts/test.sh)"
     data = read_json_file(path, "results file", missing)
     if not isinstance(data, dict) or not isinstance(data.get("claims"), list):
-        raise ValueError(f"results file {str(path)!r} has no 'claims' list (schema_version 1 expected)")
-    if data.get("schema_version") != SCHEMA_VERSION:
+        raise ValueError(f"results file {str(path)!r} has no 'claims' list (schema_version {SCHEMA_VERSION} expected)")
+    if data.get("schema_version") not in READABLE_SCHEMAS:
         raise ValueError(
             f"results file {str(path)!r} has schema_version {data.get('schema_version')!r}; "
-            f"this report reads {SCHEMA_VERSION}"
+            f"this deferlab reads {', '.join(map(str, READABLE_SCHEMAS))}"
         )
     return data

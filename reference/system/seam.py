@@ -18,11 +18,11 @@ from typing import Any, Protocol, runtime_checkable
 import numpy as np
 
 from deferlab.reference.system.config import BackgroundConfig, PreprocessConfig
+from deferlab.reference.system.systems import LABELS
 
-# The one label per real system: its claim verdicts are recorded under it (there is no policy to choose; the
-# version is what it is).
-SGLANG_LABEL = "SGLANG"
-LABELS = {"sglang": SGLANG_LABEL, "vllm": "VLLM"}
+# The one label per real system (`reference.system.systems`): its claim verdicts are recorded under it (there is
+# no policy to choose; the version is what it is).
+SGLANG_LABEL = LABELS["sglang"]
 
 # Short names for the parameter types the protocol's methods share (the implementations import them, so a
 # signature is written as briefly in each): the images of a request, the items a producer made, the checkpoint's

@@ -29,8 +29,8 @@ from typing import Any
 
 from deferlab.reference.system.errors import DeferlabInputError, UsageError
 from deferlab.reference.system.validate import check_choice
-from deferlab.reports.claims import load_claim_statements
-from deferlab.reports.runner import PROFILES, default_out_dir
+from deferlab.reports.report.claims import load_claim_statements
+from deferlab.reports.report.run import PROFILES, default_out_dir
 from deferlab.reports.versions import matrix as versions
 from deferlab.reports.versions import render as versions_report
 

@@ -21,7 +21,7 @@ A committed ``reports/versions_baseline.json`` turns a verdict change of a
 release between runs into a regression (exit 1), and so does a failing claim
 that fails in a new way (a failure signature absent from the baseline's set for
 that release, `reference.system.signatures`), when both runs searched under the
-derandomized ``ci`` profile (`reports.regressions.signatures_gated`).
+derandomized ``ci`` profile (`reports.report.regressions.signatures_gated`).
 """
 
 from __future__ import annotations
@@ -39,9 +39,9 @@ from typing import Any, TextIO
 from deferlab.reference.system import claims as claim_registry
 from deferlab.reference.system.seam import label_for
 from deferlab.reference.system.signatures import signature_set
-from deferlab.reports import claims
-from deferlab.reports.atomic import write_text_atomic
-from deferlab.reports.regressions import signature_changes, signatures_gated
+from deferlab.reports.core.atomic import write_text_atomic
+from deferlab.reports.report import claims
+from deferlab.reports.report.regressions import signature_changes, signatures_gated
 
 MINIMUM = "0.5.17"
 VLLM_MINIMUM = "0.27.0"  # the first vLLM release with a Kimi-K3 image path (semantics §16.1)

@@ -3,11 +3,11 @@ releases grid (PNG).
 
 Kept apart from `reports.versions.matrix` (running and comparing) so each module
 stays one job. Everything is built in a staging directory and renamed into
-place whole (`reports.atomic`), so an interrupted run leaves the previous
+place whole (`reports.core.atomic`), so an interrupted run leaves the previous
 matrix readable. versions.md opens with a one-screen summary (releases run,
 failing claims by how many releases they fail on, what changed against the
 baseline) and gives each distinct failure once, with every release it applies
-to and its full text in a ``<details>`` block (`reports.grouping`).
+to and its full text in a ``<details>`` block (`reports.core.grouping`).
 """
 
 from __future__ import annotations
@@ -16,9 +16,9 @@ import json
 from pathlib import Path
 from typing import Any, TextIO
 
-from deferlab.reports import grouping, junit, summary
-from deferlab.reports.atomic import staged_directory, write_bytes_atomic, write_text_atomic, write_with_atomic
-from deferlab.reports.render import VERDICT_CELL
+from deferlab.reports.core import grouping, junit, summary
+from deferlab.reports.core.atomic import staged_directory, write_bytes_atomic, write_text_atomic, write_with_atomic
+from deferlab.reports.report.render import VERDICT_CELL
 from deferlab.reports.versions.matrix import VLLM_PREFIX
 
 COLOURS = {
@@ -108,7 +108,7 @@ def claim_rows(doc: dict[str, Any], statements: dict[str, dict[str, str]]) -> li
 
 def failure_groups(doc: dict[str, Any], statements: dict[str, dict[str, str]] | None = None) -> list[dict[str, Any]]:
     """versions.json's ``failure_groups``: the failing (claim, release) cells grouped by (claim, failure signature),
-    each listing every release column it applies to, with every member's full text (`reports.grouping`)."""
+    each listing every release column it applies to, with every member's full text (`reports.core.grouping`)."""
     rows = claim_rows(doc, statements or {})
     return grouping.group_failures(grouping.failure_entries(rows, lambda r: str(r["system"])))
 

@@ -13,7 +13,7 @@ Default output ``$XDG_CACHE_HOME/deferlab/calibrated.toml`` (``~/.cache/...``); 
 the simulator then refuses the file, naming the missing constant.
 
 This module measures and builds the profile text; the caller writes it (``run``'s ``write``: the CLI, `reports.cli`,
-passes its one atomic writer, `reports.atomic.write_text_atomic`), so the instrument does not reach up into the
+passes its one atomic writer, `reports.core.atomic.write_text_atomic`), so the instrument does not reach up into the
 reports and there is one implementation of crash-safe writing.
 """
 

@@ -10,8 +10,8 @@ from typing import Any
 
 import numpy as np
 
-from tests.front_door.api import Bad, _k3, _u8
 from deferlab.reference.system.errors import InputTypeError, InputValueError
+from tests.front_door.api import Bad, _k3, _u8
 
 
 # --- the oracle's array functions --------------------------------------------------------------------------------

@@ -14,8 +14,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from tests.front_door.api import K3_DICT, Bad
 from deferlab.reference.system.errors import ConfigError, InputTypeError, InputValueError, ProfileError, ScenarioError
+from tests.front_door.api import K3_DICT, Bad
 
 
 # --- config JSON files (``--config``, ``PreprocessConfig.from_json``) ------------------------------------------------

@@ -14,8 +14,8 @@ import numpy as np
 from PIL import Image
 
 from deferlab.impl.vllm.sources import VLLMSourceError
-from tests.front_door.api import Bad
 from deferlab.reference.system.errors import ConfigError, InputTypeError, InputValueError
+from tests.front_door.api import Bad
 
 
 def _k3() -> Any:
@@ -95,7 +95,7 @@ SERVED_ROWS = [
 
 
 def _snapshot(directory: Path) -> Any:
-    from deferlab.reports.served.checkpoint import read_checkpoint
+    from deferlab.reports.report.served.checkpoint import read_checkpoint
 
     return read_checkpoint(directory)
 

@@ -21,6 +21,7 @@ from pathlib import Path
 
 import pytest
 
+from deferlab.reference.system.errors import DeferlabInputError
 from tests.front_door.api import API_ROWS, Bad
 from tests.front_door.arrays import ORACLE_ROWS
 from tests.front_door.ci_output import CI_OUTPUT_ROWS
@@ -29,7 +30,6 @@ from tests.front_door.files import CLI_ROWS as BASE_CLI_ROWS
 from tests.front_door.files import FILE_ROWS, BadCli
 from tests.front_door.mutate import MUTATE_ROWS
 from tests.front_door.served import SERVED_ROWS
-from deferlab.reference.system.errors import DeferlabInputError
 
 PYTHON_ROWS = API_ROWS + ORACLE_ROWS + FILE_ROWS + SERVED_ROWS
 CLI_ROWS = BASE_CLI_ROWS + COMPARE_CLI_ROWS + MUTATE_ROWS + CI_OUTPUT_ROWS

@@ -12,7 +12,6 @@ from deferlab.impl.items import KimiK3DeferredPreprocessing
 from deferlab.impl.model import materialize
 from deferlab.impl.processor import Processor
 from deferlab.impl.transport import deliver, deserialize_items, serialize_items
-from tests.impl.support import K3, small_config
 from deferlab.reference.system.config import PreprocessConfig
 from deferlab.reference.system.contract import CONTRACT_FIELDS, DEFERRED_PREPROCESSING_KEY, IMAGE_GRID_THW_KEY
 from deferlab.reference.system.policies import (
@@ -25,6 +24,7 @@ from deferlab.reference.system.policies import (
     RELEASED_0_5_19,
     Policy,
 )
+from tests.impl.support import K3, small_config
 
 DEFERRING = [p for p in POLICIES.values() if p.defer_enabled]
 

@@ -11,8 +11,8 @@ from deferlab.impl.pipeline import preprocess
 from deferlab.impl.processor import Processor
 from deferlab.impl.staging import to_chw_uint8
 from deferlab.impl.transport import deliver
-from tests.impl.support import bf16_bits, corpus_image, reference_module, small_config
 from deferlab.reference.oracle import corpus
+from tests.impl.support import bf16_bits, corpus_image, reference_module, small_config
 
 SMALL = sorted(e.name for e in corpus.entries() if e.width <= 64 and e.height <= 64)
 CFG = small_config(in_patch_limit=32, patch_limit_on_one_side=8)

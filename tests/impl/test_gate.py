@@ -11,11 +11,11 @@ from deferlab.impl.gate import defer_decisions, payload_bytes, should_defer
 from deferlab.impl.model import get_image_features
 from deferlab.impl.navit import navit_resize_config
 from deferlab.impl.processor import Processor
-from tests.impl.support import K3, images, pil_images, reference_module, small_config
 from deferlab.reference.oracle.navit import resize_config
 from deferlab.reference.system.config import PreprocessConfig
 from deferlab.reference.system.policies import HARDENED, INTERIM_3D3194F, PR_33921, PRE_PR, RELEASED, Policy
 from deferlab.reference.system.profiles import profile
+from tests.impl.support import K3, images, pil_images, reference_module, small_config
 
 L1 = profile("sglang-gate-test-l1")
 

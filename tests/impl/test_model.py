@@ -12,10 +12,10 @@ from deferlab.impl.model import get_image_features, materialize
 from deferlab.impl.placement import assign_owners
 from deferlab.impl.processor import Processor
 from deferlab.impl.transport import deliver
-from tests.impl.support import bf16_bits, small_config
 from deferlab.reference.system.config import BackgroundConfig
 from deferlab.reference.system.contract import DEFERRED_PREPROCESSING_KEY
 from deferlab.reference.system.policies import INTERIM_3D3194F, PR_33921, RELEASED, Policy
+from tests.impl.support import bf16_bits, small_config
 
 K3ISH = small_config(patch_size=14, in_patch_limit=65536, patch_limit_on_one_side=512)
 # Three images with three different grids: 84x84 -> 6x6, 56x56 -> 4x4, 28x28 -> 2x2 patches.

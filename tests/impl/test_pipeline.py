@@ -14,6 +14,8 @@ from deferlab.impl.pipeline import preprocess
 from deferlab.impl.processor import Processor
 from deferlab.impl.resize import resize_bicubic_if_needed
 from deferlab.impl.transport import deliver
+from deferlab.reference.system.config import PreprocessConfig
+from deferlab.reference.system.policies import PR_33921, PRE_PR, RELEASED, Policy
 from tests.impl.support import (
     BACKGROUNDS,
     bf16_bits,
@@ -22,8 +24,6 @@ from tests.impl.support import (
     reference_module,
     small_config,
 )
-from deferlab.reference.system.config import PreprocessConfig
-from deferlab.reference.system.policies import PR_33921, PRE_PR, RELEASED, Policy
 
 # A config under which small images both get resized and still defer (raw <= processed bytes).
 DEFER_CFG = small_config(in_patch_limit=32, patch_limit_on_one_side=8)

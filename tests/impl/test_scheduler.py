@@ -9,8 +9,8 @@ from deferlab.impl.model import KimiK3ForConditionalGeneration, get_image_featur
 from deferlab.impl.processor import Processor
 from deferlab.impl.scheduler import TransferLog, can_skip_pre_embed_feature_move, move_items_to_device
 from deferlab.impl.transport import deliver
-from tests.impl.support import small_config
 from deferlab.reference.system.policies import PR_33921, PRE_PR
+from tests.impl.support import small_config
 
 
 class KimiK25ForConditionalGeneration:

@@ -18,8 +18,8 @@ from deferlab.impl.sglang.broken import BrokenSGLangGateTie
 from deferlab.impl.sglang.driver import SGLangImpl
 from deferlab.properties import claimcheck
 from deferlab.properties.claims.test_gate import check_gate_matches_bytes, gate_requests
-from tests.impl.sglang.support import default_spec, load_or_skip
 from deferlab.reference.system.seam import SGLANG_LABEL
+from tests.impl.sglang.support import default_spec, load_or_skip
 
 
 def _real_sglang() -> Any:

@@ -11,8 +11,8 @@ import deferlab.impl.processor as processor_module
 from deferlab.impl.model import materialize
 from deferlab.impl.processor import Processor
 from deferlab.impl.validation import ACCEPTED_MODES, validate_images
-from tests.impl.support import K3
 from deferlab.reference.system.policies import HARDENED, PR_33921
+from tests.impl.support import K3
 
 
 def _u8(*shape: int) -> torch.Tensor:

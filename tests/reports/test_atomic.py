@@ -8,7 +8,13 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from deferlab.reports.atomic import read_latest, staged_directory, update_latest, write_bytes_atomic, write_with_atomic
+from deferlab.reports.core.atomic import (
+    read_latest,
+    staged_directory,
+    update_latest,
+    write_bytes_atomic,
+    write_with_atomic,
+)
 
 
 def _leftovers(d: Path) -> list[str]:

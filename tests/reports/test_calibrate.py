@@ -103,8 +103,9 @@ def test_the_instrument_builds_the_text_and_the_cli_writes_it_atomically(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     """sim.calibrate.run hands the profile text to its writer and writes nothing itself; `deferlab calibrate`
-    passes reports.atomic's writer (one crash-safe writer, and sim.calibrate never imports reports)."""
-    from deferlab.reports import atomic, cli
+    passes reports.core.atomic's writer (one crash-safe writer, and sim.calibrate never imports reports)."""
+    from deferlab.reports import cli
+    from deferlab.reports.core import atomic
 
     monkeypatch.setattr(calibrate, "build_profile", lambda repeats, say, port: ("x = 1\n", []))
     parser = argparse.ArgumentParser()

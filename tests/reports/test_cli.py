@@ -7,11 +7,11 @@ from pathlib import Path
 
 import pytest
 
-from tests.reports.support import CLAIM_IDS, FAST_ARGS, write_config, write_results
 from deferlab.reference.oracle import gate as oracle_gate
-from deferlab.reports.atomic import read_latest
 from deferlab.reports.cli import main
-from deferlab.reports.sweeps import compute as sweeps
+from deferlab.reports.core.atomic import read_latest
+from deferlab.reports.report.sweeps import compute as sweeps
+from tests.reports.support import CLAIM_IDS, FAST_ARGS, write_config, write_results
 
 TOP_KEYS = {
     "schema_version",
@@ -136,7 +136,7 @@ def test_crash_mid_write_keeps_previous_report(tmp_path: Path, monkeypatch: pyte
     def boom(report):
         raise RuntimeError("disk full while rendering")
 
-    monkeypatch.setattr("deferlab.reports.runner.render_markdown", boom)
+    monkeypatch.setattr("deferlab.reports.report.run.render_markdown", boom)
     with pytest.raises(RuntimeError, match="disk full"):
         _report(tmp_path, "r")
     assert {p.name: p.read_bytes() for p in (tmp_path / "r").iterdir()} == before
@@ -152,7 +152,7 @@ def test_interrupt_during_a_step_keeps_previous_report(tmp_path: Path, monkeypat
     def interrupted(*a, **k):
         raise KeyboardInterrupt
 
-    monkeypatch.setattr("deferlab.reports.sweeps.collect.collect_sweeps", interrupted)
+    monkeypatch.setattr("deferlab.reports.report.sweeps.collect.collect_sweeps", interrupted)
     with pytest.raises(KeyboardInterrupt):
         _report(tmp_path, "r")
     assert (tmp_path / "r" / "report.json").read_bytes() == before
@@ -165,7 +165,7 @@ def test_failing_step_is_reported_and_the_run_goes_on(tmp_path: Path, monkeypatc
     def broken(*a, **k):
         raise ZeroDivisionError("sweeps exploded")
 
-    monkeypatch.setattr("deferlab.reports.sweeps.collect.collect_sweeps", broken)
+    monkeypatch.setattr("deferlab.reports.report.sweeps.collect.collect_sweeps", broken)
     assert _report(tmp_path, "r") == 3
     steps = {s["name"]: s for s in json.loads((tmp_path / "r" / "report.json").read_text())["steps"]}
     assert steps["sweeps"]["status"] == "failed" and "sweeps exploded" in steps["sweeps"]["error"]
@@ -176,7 +176,7 @@ def test_failed_step_missing_counters_is_a_regression(tmp_path: Path, monkeypatc
     """Sweeps that fail to run cannot pass the gate silently: their counters are reported missing (exit 1)."""
     assert _report(tmp_path, "r1") == 0
     base = _baseline(tmp_path, "r1")
-    monkeypatch.setattr("deferlab.reports.sweeps.collect.collect_sweeps", lambda *a, **k: 1 / 0)
+    monkeypatch.setattr("deferlab.reports.report.sweeps.collect.collect_sweeps", lambda *a, **k: 1 / 0)
     assert _report(tmp_path, "r2", baseline=str(base)) == 1
 
 
@@ -201,7 +201,7 @@ def test_sim_subcommand_hands_all_arguments_to_the_simulator(monkeypatch: pytest
 
 def test_default_out_is_timestamped_with_latest_pointer(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     """Without --out each run gets its own reports/out/<UTC timestamp>/ and `latest` names the newest one."""
-    monkeypatch.setattr("deferlab.reports.runner.DEFAULT_OUT_PARENT", tmp_path / "out")
+    monkeypatch.setattr("deferlab.reports.report.run.DEFAULT_OUT_PARENT", tmp_path / "out")
     res = write_results(tmp_path / "res")
     argv = ["report", "--config", str(write_config(tmp_path)), "--from-results", str(res), "--baseline", "none"]
     assert main([*argv, *FAST_ARGS]) == 0
@@ -214,7 +214,7 @@ def test_test_subcommand_runs_the_suite_folder_with_every_argument(monkeypatch: 
     """`deferlab test ...` runs pytest on the properties package's own folder (installed or not), args untouched."""
     import subprocess
 
-    from deferlab.reports.claims import suite_path
+    from deferlab.reports.report.claims import suite_path
 
     seen = []
     monkeypatch.setattr(subprocess, "run", lambda cmd, check: seen.append(cmd) or subprocess.CompletedProcess(cmd, 4))
@@ -240,7 +240,7 @@ def test_a_source_that_fails_to_load_inside_the_run_fails_its_step_in_one_line(t
     """The run itself (the CLI's load check not taken, as a caller of `run_report` may do): the report is
     written, the properties step failed with the driver's one line, the claims not-run, exit 3."""
     from deferlab.reference.system.profiles import profile
-    from deferlab.reports.runner import ReportOptions, run_report
+    from deferlab.reports.report.run import ReportOptions, run_report
 
     opts = ReportOptions(
         profile="ci",

@@ -6,10 +6,10 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from deferlab.reports.benchmarks import parse_benchmark_json
-from deferlab.reports.claims import claim_table, ipc_claim_rows, merge_rows
-from deferlab.reports.regressions import compare, compare_benchmarks, make_baseline
-from deferlab.reports.render import render_markdown
+from deferlab.reports.report.benchmarks import parse_benchmark_json
+from deferlab.reports.report.claims import claim_table, ipc_claim_rows, merge_rows
+from deferlab.reports.report.regressions import compare, compare_benchmarks, make_baseline
+from deferlab.reports.report.render import render_markdown
 
 STATEMENTS = {f"C{i}": {"statement": f"s{i}", "source": "src"} for i in range(1, 12)}
 
@@ -161,7 +161,7 @@ def test_skipped_claims_not_compared(status: str) -> None:
 
 def test_pytest_command_passes_profile_and_impl() -> None:
     """The suite the report runs uses the requested hypothesis profile and implementation."""
-    from deferlab.reports.claims import pytest_command
+    from deferlab.reports.report.claims import pytest_command
 
     cmd = pytest_command("thorough", "mypkg:impl")
     assert "--hypothesis-profile=thorough" in cmd
@@ -171,8 +171,8 @@ def test_pytest_command_passes_profile_and_impl() -> None:
 
 def test_wall_time_speedups_get_the_loose_tolerance():
     """A baseline made from a report gives wall-time speedups tolerance 0.75 and exact byte ratios 0.5."""
-    from deferlab.reports.benchmarks import DEFAULT_TOLERANCE, WALL_TIME_TOLERANCE
-    from deferlab.reports.regressions import make_baseline
+    from deferlab.reports.report.benchmarks import DEFAULT_TOLERANCE, WALL_TIME_TOLERANCE
+    from deferlab.reports.report.regressions import make_baseline
 
     report = {"benchmarks": [{"name": "b", "ratios": {"speedup_eager_over_deferred": 8.0, "bytes_ratio": 4.06}}]}
     benches = make_baseline(report)["benchmarks"]

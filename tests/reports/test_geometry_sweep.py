@@ -1,4 +1,4 @@
-"""C13 exhaustive (``reports.sweeps.geometry``): the numba-compiled engine function against its interpreted self,
+"""C13 exhaustive (``reports.report.sweeps.geometry``): the numba-compiled engine function against its interpreted self,
 the fallbacks, and the mismatch tally, on fake engine functions written like the engines' own.
 """
 
@@ -10,9 +10,9 @@ import numpy as np
 import pytest
 
 from deferlab.reference.system.profiles import profile
-from deferlab.reports.served.paths import model_paths
-from deferlab.reports.sweeps import compiled as comp
-from deferlab.reports.sweeps import geometry as geo
+from deferlab.reports.report.served.paths import model_paths
+from deferlab.reports.report.sweeps import compiled as comp
+from deferlab.reports.report.sweeps import geometry as geo
 
 pytest.importorskip("numba")
 CFG = profile("kimi-k3")

@@ -1,8 +1,8 @@
-"""``reports.grouping``: failure signatures, one entry per distinct failure, and never a cut without the full text."""
+"""``reports.core.grouping``: failure signatures, one entry per distinct failure, and never a cut without the full text."""
 
 from __future__ import annotations
 
-from deferlab.reports import grouping
+from deferlab.reports.core import grouping
 
 # Evidence texts as the claim tests record them on real SGLang (claimcheck.verify_claim's "<evidence> <failure>
 # also <more>" shape), from a `deferlab versions 0.5.18 0.5.21 0.5.23` run.

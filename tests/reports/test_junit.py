@@ -1,11 +1,11 @@
-"""``reports.junit`` and ``reports.summary``: one JUnit testcase per (claim, system), the CI job summary."""
+"""``reports.core.junit`` and ``reports.core.summary``: one JUnit testcase per (claim, system), the CI job summary."""
 
 from __future__ import annotations
 
 import xml.etree.ElementTree as ET
 from pathlib import Path
 
-from deferlab.reports import junit, summary
+from deferlab.reports.core import junit, summary
 
 ROWS = [
     {"id": "C1", "statement": "gate = byte rule", "policy": "SGLANG", "verdict": "holds", "evidence": "ok"},

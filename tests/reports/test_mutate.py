@@ -21,12 +21,13 @@ import pytest
 
 pytest.importorskip("cosmic_ray", reason="deferlab mutate's operators are the deferlab[mutate] extra (cosmic-ray)")
 
-from tests.front_door.mutate import FAKE, MUTATE_ROWS
 from deferlab.reference.system.errors import UsageError
-from deferlab.reports import mutate, mutate_render, mutate_run
-from deferlab.reports import mutate_engine as engine
-from deferlab.reports import mutate_select as select
+from deferlab.reports.mutate import engine, select
+from deferlab.reports.mutate import render as mutate_render
+from deferlab.reports.mutate import run as mutate
+from deferlab.reports.mutate import runs as mutate_run
 from deferlab.reports.versions.matrix import SGLangLoadError, last_line
+from tests.front_door.mutate import FAKE, MUTATE_ROWS
 
 SCRIPT = FAKE.parent / "claims.py"
 GATE = "sglang/srt/gate.py"
@@ -322,7 +323,7 @@ def test_first_kill_stops_the_session_at_the_first_claim_that_differs(tmp_path: 
         env = {**os.environ, "DEFERLAB_RESULTS_DIR": str(tmp_path / "r")}
         if stop:
             env[select.STOP_ENV] = str(tmp_path / "stop.json")
-        cmd = [sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", "-p", "deferlab.reports.mutate_select"]
+        cmd = [sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", "-p", "deferlab.reports.mutate.select"]
         return subprocess.run(
             [*cmd, str(tmp_path / "test_two.py")], cwd=tmp_path, env=env, capture_output=True, text=True
         ).stdout

@@ -23,13 +23,15 @@ import pytest
 
 pytest.importorskip("cosmic_ray", reason="deferlab mutate's operators are the deferlab[mutate] extra (cosmic-ray)")
 
+from deferlab.reports.mutate import anchor, select
+from deferlab.reports.mutate import render as mutate_render
+from deferlab.reports.mutate import run as mutate
+from deferlab.reports.mutate import vllm as mutate_vllm
+from deferlab.reports.mutate import vllm_plugin as mutate_vllm_plugin
+from deferlab.reports.report import claims as claims_io
+from deferlab.reports.versions.matrix import SGLangLoadError, last_line
 from tests.front_door.mutate import FAKE, VLLM_FAKE
 from tests.reports.test_mutate import FakeRunner
-from deferlab.reports import claims as claims_io
-from deferlab.reports import mutate, mutate_render, mutate_vllm, mutate_vllm_plugin
-from deferlab.reports import mutate_anchor as anchor
-from deferlab.reports import mutate_select as select
-from deferlab.reports.versions.matrix import SGLangLoadError, last_line
 
 VLLM_SCRIPT = FAKE.parent / "claims_vllm.py"
 SERVED = "vllm/multimodal/served.py"
@@ -112,7 +114,7 @@ def test_the_vllm_runner_runs_the_served_claims_with_the_relabelling_plugin(tmp_
     cmd = runner.command(tmp_path, [node], plugin=True)
     assert cmd[cmd.index("--vllm") + 1] == str(tmp_path) and "--hypothesis-profile=ci" in cmd
     assert str(claims_io.suite_path() / "claims" / node.split("claims/", 1)[1]) in cmd
-    assert cmd[-4:] == ["-p", "deferlab.reports.mutate_vllm_plugin", "-p", "deferlab.reports.mutate_select"]
+    assert cmd[-4:] == ["-p", "deferlab.reports.mutate.vllm_plugin", "-p", "deferlab.reports.mutate.select"]
     collect = runner.command(tmp_path, None)
     assert collect[collect.index("--collect-only") - 1].endswith("claims/test_served.py")
     assert set(mutate_vllm.served_claims()) == {"C13", "C14", "C15"}
@@ -134,7 +136,7 @@ def test_the_plugin_relabels_after_the_suite_wrote_its_results(tmp_path: Path) -
 
     def session(*extra: str) -> dict:
         env = {**os.environ, "DEFERLAB_RESULTS_DIR": str(tmp_path / "r")}
-        cmd = [sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", "-p", "deferlab.reports.mutate_vllm_plugin"]  # fmt: skip
+        cmd = [sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", "-p", "deferlab.reports.mutate.vllm_plugin"]  # fmt: skip
         proc = subprocess.run([*cmd, *extra, "test_one.py"], cwd=tmp_path, env=env, capture_output=True, text=True)
         assert proc.returncode == 0, proc.stdout + proc.stderr
         return json.loads((tmp_path / "r" / "verdicts.json").read_text())["claims"][0]

@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from deferlab.reports import mutate_render as render
+from deferlab.reports.mutate import render
 
 PLAN = {
     "reference": {}, "targets": [], "system": {"name": "x"}, "profile": "ci", "seed": 0, "population": 7, "operators": 1,

@@ -5,9 +5,9 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
-from tests.reports.support import write_config, write_results
 from deferlab.reports.cli import main
-from deferlab.reports.plots import sim as plots_sim
+from deferlab.reports.report.plots import sim as plots_sim
+from tests.reports.support import write_config, write_results
 
 PNG_MAGIC = b"\x89PNG\r\n\x1a\n"
 

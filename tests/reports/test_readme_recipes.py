@@ -3,7 +3,7 @@
 Why: a recipe whose output drifted from the tool is the first wrong thing a
 new user reads. The README's compare output is re-rendered from the recorded
 ``compare.json`` it names; the reproducer shown is the recorded file, and
-that file is what `reports.repro` writes from the same JSON today; the CI
+that file is what `reports.repro.run` writes from the same JSON today; the CI
 recipe's ``deferlab compare`` line is parsed by deferlab's own CLI and run on a
 two-commit repository (fake sides), exiting 1 exactly when the PR newly
 breaks a claim, with the JUnit file and the job summary it promises.
@@ -24,8 +24,9 @@ from typing import Any
 import pytest
 
 from deferlab import reports
-from deferlab.reports import compare, compare_render
 from deferlab.reports.cli import build_parser
+from deferlab.reports.compare import render as compare_render
+from deferlab.reports.compare import run as compare
 
 ROOT = Path(reports.__file__).resolve().parents[1]
 README = ROOT / "README.md"

@@ -1,7 +1,7 @@
 """report.md for a reviewer: the one-screen summary on top, one Details entry per distinct failure, no text cut
 without its full text beside it; report.json's ``failure_groups``; ``report --junit`` and the CI job summary.
 
-Rendered from synthetic report dicts (`reports.render` reads nothing else), plus one tiny end-to-end report from a
+Rendered from synthetic report dicts (`reports.report.render` reads nothing else), plus one tiny end-to-end report from a
 results file for ``--junit`` and ``$GITHUB_STEP_SUMMARY``.
 """
 
@@ -15,9 +15,10 @@ from typing import Any
 
 import pytest
 
-from tests.reports.support import CLAIM_IDS, FAST_ARGS, write_config, write_results
-from deferlab.reports import render, runner
 from deferlab.reports.cli import main
+from deferlab.reports.report import render
+from deferlab.reports.report import run as runner
+from tests.reports.support import CLAIM_IDS, FAST_ARGS, write_config, write_results
 
 POLICIES = ["PR_33921", "RELEASED", "HARDENED", "INTERIM_3D3194F", "INTERIM_418975B", "PRE_PR", "RELEASED_0_5_19"]
 C3_EVIDENCE = "0.5/0.5: FP32 differs. AssertionError: 205 of 256 levels differ in FP32 (mean (0.5, 0.5, 0.5))"

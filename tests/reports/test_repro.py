@@ -1,4 +1,4 @@
-"""``reports.repro``: reproducers written from recorded counterexamples, their header, and that they reproduce.
+"""``reports.repro.run``: reproducers written from recorded counterexamples, their header, and that they reproduce.
 
 The rows are what ``deferlab versions 0.5.18 0.5.23`` recorded (evidence and
 minimal counterexample, as in verdicts.json). Fast tests check the files
@@ -22,9 +22,9 @@ from typing import Any
 
 import pytest
 
-from tests.impl.sglang.support import skip_if_unfetched
 from deferlab.reference.system.errors import UsageError
-from deferlab.reports import repro
+from deferlab.reports.repro import run as repro
+from tests.impl.sglang.support import skip_if_unfetched
 
 CACHE = Path.home() / ".cache" / "deferlab" / "sglang"
 BG = "BackgroundConfig(pattern='white', square_size=16, white_value=255, gray_value=200, square_on_top_left=True)"
@@ -288,9 +288,9 @@ def test_the_c9_reproducer_of_0_5_19_passes_on_0_5_22(tmp_path: Path) -> None:
 def test_a_reproducer_run_through_the_warm_daemon_says_what_a_new_process_says(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    """The first warm run starts the daemon for its spec, the second is forked from it (`reports.warm`); both
+    """The first warm run starts the daemon for its spec, the second is forked from it (`reports.mutate.warm`); both
     exit as the cold run does, 1 for 0.5.19's C9 flaw on 0.5.19 itself, and ``--cold`` bypasses the daemon."""
-    from deferlab.reports import warm
+    from deferlab.reports.mutate import warm
 
     _cached("0.5.19")
     (path,), _ = _write(tmp_path, "0.5.19", ["C9"])

@@ -1,7 +1,7 @@
 """The checkpoint's processor as the served-vs-trained reproducers state it equals deferlab's checkpoint oracle.
 
 Why: a reproducer computes its expected values in the file, from first
-principles (`reports.repro_served`), because it may import nothing of
+principles (`reports.repro.served`), because it may import nothing of
 deferlab; if that restatement drifted from `reference.oracle.checkpoint`, a
 reproducer would fail (or pass) for a reason the claim never saw. So its
 helpers are run here, engine-free, against the oracle: the resize decision on
@@ -24,7 +24,7 @@ from deferlab.properties.strategies import served as ss
 from deferlab.reference.oracle import checkpoint
 from deferlab.reference.system.config import PreprocessConfig
 from deferlab.reference.system.profiles import profile
-from deferlab.reports import repro_served
+from deferlab.reports.repro import served as repro_served
 
 K3 = profile("kimi-k3")
 SIZES = [(1, 1), (14, 14), (32, 32), (640, 480), (1920, 1080), (3840, 2160), (7400, 9), (9, 7400), (10000, 100)]

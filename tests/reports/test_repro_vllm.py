@@ -23,10 +23,11 @@ from typing import Any
 
 import pytest
 
+from deferlab.reference.system.errors import UsageError
+from deferlab.reports.compare import render as compare_render
+from deferlab.reports.repro import run as repro
 from tests.impl.sglang.support import skip_if_unfetched
 from tests.reports.test_repro import outcomes
-from deferlab.reference.system.errors import UsageError
-from deferlab.reports import compare_render, repro
 
 CACHE = Path.home() / ".cache" / "deferlab" / "vllm"
 FUSED = "vllm.transformers_utils.processors.kimi_k25_vision_fused.KimiK25FusedVisionProcessor"

@@ -15,16 +15,16 @@ from typing import Any
 import numpy as np
 import pytest
 
-from tests.reports.support import write_results
 from deferlab.reference.oracle import checkpoint
 from deferlab.reference.oracle import skew as oracle_skew
 from deferlab.reference.system.profiles import profile, profile_media_proc_cfg
-from deferlab.reports.plots import served as plots_served
-from deferlab.reports.served import images, skew
-from deferlab.reports.served.checkpoint import read_checkpoint
-from deferlab.reports.served.paths import RunPaths
-from deferlab.reports.served.render import served_section
-from deferlab.reports.served.report import served_step
+from deferlab.reports.report.plots import served as plots_served
+from deferlab.reports.report.served import images, skew
+from deferlab.reports.report.served.checkpoint import read_checkpoint
+from deferlab.reports.report.served.paths import RunPaths
+from deferlab.reports.report.served.render import served_section
+from deferlab.reports.report.served.report import served_step
+from tests.reports.support import write_results
 
 PNG_MAGIC = b"\x89PNG\r\n\x1a\n"
 CFG = profile("kimi-k3")
@@ -137,7 +137,7 @@ def test_skew_figures_and_markdown(tmp_path: Path) -> None:
 def test_served_step_in_a_report_and_an_engine_that_cannot_load(tmp_path: Path) -> None:
     """The served step writes report.json's ``served`` and report.md's table; an engine that failed to load
     fails the step (exit 3) with its one line, the other paths' columns kept."""
-    from deferlab.reports.runner import ReportOptions, run_report
+    from deferlab.reports.report.run import ReportOptions, run_report
 
     def opts(out: str, paths: RunPaths) -> ReportOptions:
         return ReportOptions(
@@ -194,9 +194,9 @@ def test_served_vllm_end_to_end(tmp_path: Path) -> None:
     exhaustive records hold for it, and its numba-compiled geometry equals its interpreted one."""
     from deferlab.impl.vllm.sources import VLLMFetchError, load
     from deferlab.reports.cli import main
-    from deferlab.reports.served.paths import vllm_path
-    from deferlab.reports.sweeps import compiled as comp
-    from deferlab.reports.sweeps import geometry as geo
+    from deferlab.reports.report.served.paths import vllm_path
+    from deferlab.reports.report.sweeps import compiled as comp
+    from deferlab.reports.report.sweeps import geometry as geo
 
     try:
         load("0.33.0")

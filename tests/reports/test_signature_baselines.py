@@ -12,8 +12,8 @@ import json
 from pathlib import Path
 from typing import Any
 
-from deferlab.reports import regressions
-from deferlab.reports.regressions import compare_claims, load_baseline, make_baseline
+from deferlab.reports.report import regressions
+from deferlab.reports.report.regressions import compare_claims, load_baseline, make_baseline
 from deferlab.reports.versions import matrix as versions
 
 A = "[RGBa, alpha band] AssertionError: RGBa: a fully transparent pixel is not background"

@@ -10,8 +10,8 @@ from hypothesis import strategies as st
 from deferlab.reference.oracle import gate as oracle_gate
 from deferlab.reference.oracle.navit import resize_config, resize_config_arrays
 from deferlab.reference.system.config import PreprocessConfig
-from deferlab.reports.sweeps import collect
-from deferlab.reports.sweeps import compute as sweeps
+from deferlab.reports.report.sweeps import collect
+from deferlab.reports.report.sweeps import compute as sweeps
 
 # patch 1, merge 1, in_patch_limit 4: every image is shrunk to about 4 patches, so the byte rule is easy by hand.
 TINY = PreprocessConfig(patch_size=1, merge_kernel_size=1, in_patch_limit=4, patch_limit_on_one_side=100)

@@ -14,7 +14,7 @@ from pathlib import Path
 import pytest
 
 from deferlab.reference.system import claims as registry
-from deferlab.reports import claims
+from deferlab.reports.report import claims
 from deferlab.reports.versions import matrix as versions
 from deferlab.reports.versions import render as versions_report
 

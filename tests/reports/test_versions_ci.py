@@ -17,7 +17,7 @@ from typing import Any
 import pytest
 
 from deferlab.reference.system import claims as registry
-from deferlab.reports import claims
+from deferlab.reports.report import claims
 from deferlab.reports.versions import cli as versions_cli
 from deferlab.reports.versions import matrix as versions
 from deferlab.reports.versions import render as versions_report

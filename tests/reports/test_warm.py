@@ -1,4 +1,4 @@
-"""The warm interpreter (`reports.warm`): a forked run sees the tree as it is on disk, as a new process would.
+"""The warm interpreter (`reports.mutate.warm`): a forked run sees the tree as it is on disk, as a new process would.
 
 The fake checkout is the loader's own test tree (`properties.impl.sglang.support.fake_sglang_tree`): the
 server loads it once; each run is a pytest session in a fork that imports the engine afresh. What must
@@ -18,9 +18,10 @@ from pathlib import Path
 
 import pytest
 
+from deferlab.reports.mutate import runs as mutate_run
+from deferlab.reports.mutate import warm
 from tests.impl.sglang.support import fake_sglang_tree
 from tests.impl.sglang.test_sources import PROCESSOR_FILE, REQUIRED_FILES
-from deferlab.reports import mutate_run, warm
 
 MODEL = "srt/models/kimi_k3.py"
 PROCESSOR = "class KimiK3ImageProcessor:\n    pass\n"  # an eager-only tree (0.5.17's shape): the least a load needs
@@ -187,14 +188,14 @@ def test_a_fork_loads_the_engine_after_the_runs_plugins_are_configured(
     """A probed tree calls mutate's probe builtin at import; a new process has it (mutate_select's
     ``pytest_configure`` installs it before the engine loads), so the fork must load after the plugins too, and
     the server, warmed with the builtin in place (``DEFERLAB_WARM_PRELOAD``), must record that load."""
-    from deferlab.reports import mutate_select
+    from deferlab.reports.mutate import select as mutate_select
 
     monkeypatch.setenv("DEFERLAB_CACHE", str(tmp_path / "cache"))
     root = _tree(tmp_path, model=f"{mutate_select.PROBE}(0)\nVALUE = 1\n")
     test = tmp_path / "t" / "test_it.py"
     test.parent.mkdir()
     test.write_text(TEST)
-    monkeypatch.setenv(warm.PRELOAD_ENV, "deferlab.reports.mutate_select:install_probe")
+    monkeypatch.setenv(warm.PRELOAD_ENV, "deferlab.reports.mutate.select:install_probe")
     server = warm.WarmServer("sglang", str(root), log=tmp_path / "server.log")
     monkeypatch.delenv(warm.PRELOAD_ENV)
     try:
@@ -211,7 +212,7 @@ def test_a_fork_loads_the_engine_after_the_runs_plugins_are_configured(
             str(test.parent),
         ]
         log = tmp_path / "log.txt"
-        got = server.run([*argv, "-p", "deferlab.reports.mutate_select"], env=env, cwd=tmp_path, log=log, timeout=120)
+        got = server.run([*argv, "-p", "deferlab.reports.mutate.select"], env=env, cwd=tmp_path, log=log, timeout=120)
         assert got.rc == 0, log.read_text()[-2000:]
     finally:
         server.close()

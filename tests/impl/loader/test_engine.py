@@ -7,8 +7,8 @@ import dataclasses
 import pytest
 
 from deferlab.impl.loader.engine import VERSION, Engine, FetchError, SourceError
-from tests.impl.loader.support import FAKE
 from deferlab.reference.system.errors import SourceError as InputSourceError
+from tests.impl.loader.support import FAKE
 
 
 def test_the_accepted_sentence_follows_the_layout():

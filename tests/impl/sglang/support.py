@@ -24,7 +24,6 @@ from pathlib import Path
 from typing import Any
 
 import numpy as np
-import pytest
 import torch
 
 from deferlab.properties.engines import default_spec, load_or_skip, skip_if_unfetched

@@ -29,10 +29,10 @@ from typing import Any
 
 import pytest
 
-from tests.impl.sglang.support import run_child
 from deferlab.reference.oracle.navit import resize_config
 from deferlab.reference.system.contract import DEFERRED_PREPROCESSING_KEY as DEFERRED_KEY
 from deferlab.reference.system.profiles import profile
+from tests.impl.sglang.support import run_child
 
 # A git repository of SGLang holding the commits below (any clone: ``git clone
 # https://github.com/sgl-project/sglang``); named by the environment, never by a path of ours.

@@ -17,8 +17,8 @@ import pytest
 import torch
 from PIL import Image
 
-from tests.impl.sglang.support import K3, KIP, default_spec, run_child, u8
 from deferlab.reference.system.config import BackgroundConfig, PreprocessConfig
+from tests.impl.sglang.support import K3, KIP, default_spec, run_child, u8
 
 VERSION = default_spec()  # the release with the deferred path to check
 

@@ -87,7 +87,7 @@ def main(argv):
         print("\n".join([*NODES.values(), *PROPERTIES]))
         return 0
     if os.environ.get("DEFERLAB_MUTATE_PROBES"):  # the reference run: record which functions ran
-        from deferlab.reports.mutate_select import install_probe
+        from deferlab.reports.mutate.select import install_probe
 
         install_probe()
     wanted = [c for c, n in NODES.items() if n in argv]
@@ -128,7 +128,7 @@ def main(argv):
             print(f"FAILED {node} - {type(e).__name__}: {e}")
         props.append({"name": node, "examples": None, "outcome": outcome, "seconds": 0.0})
     if os.environ.get("DEFERLAB_MUTATE_PROBES"):
-        from deferlab.reports.mutate_select import write_hits
+        from deferlab.reports.mutate.select import write_hits
 
         write_hits(os.environ["DEFERLAB_MUTATE_PROBES"])
     results = Path(os.environ["DEFERLAB_RESULTS_DIR"])

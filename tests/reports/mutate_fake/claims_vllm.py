@@ -2,7 +2,7 @@
 
 Rows are recorded under the ``VLLM`` label, as a ``--vllm`` session records
 them, then relabelled by the function the real run's pytest plugin calls
-(`reports.mutate_vllm_plugin.relabel`).
+(`reports.mutate.vllm_plugin.relabel`).
 """
 
 import importlib.util
@@ -63,7 +63,7 @@ def main(argv):
         print("\n".join(NODES.values()))
         return 0
     if os.environ.get("DEFERLAB_MUTATE_PROBES"):
-        from deferlab.reports.mutate_select import install_probe
+        from deferlab.reports.mutate.select import install_probe
 
         install_probe()
     rows, props, rc = [], [], 0
@@ -74,14 +74,14 @@ def main(argv):
         rows.append({**row, "counterexample": None, "provenance": PROVENANCE[cid]})
         props.append({"name": NODES[cid], "examples": None, "outcome": "passed", "seconds": 0.0})
     if os.environ.get("DEFERLAB_MUTATE_PROBES"):
-        from deferlab.reports.mutate_select import write_hits
+        from deferlab.reports.mutate.select import write_hits
 
         write_hits(os.environ["DEFERLAB_MUTATE_PROBES"])
     results = Path(os.environ["DEFERLAB_RESULTS_DIR"])
     results.mkdir(parents=True, exist_ok=True)
     doc = {"schema_version": 1, "generated_at": "", "profile": "ci", "impl": "vllm:fake", "system": None}
     (results / "verdicts.json").write_text(json.dumps({**doc, "claims": rows, "properties": props}))
-    from deferlab.reports.mutate_vllm_plugin import relabel
+    from deferlab.reports.mutate.vllm_plugin import relabel
 
     relabel(results)
     return rc

@@ -1,0 +1,269 @@
+"""C13 exhaustive: every width x height in 1..max_side, each served path's geometry against the oracle's.
+
+Why beside the gate sweeps: C13's claim test draws sizes; this step leaves
+none out for the shipped checkpoint geometries (kimi-k3, kimi-k2.5, and the
+run's own config when it differs). Reference: the vectorized oracle
+``reference.oracle.navit.resize_config_arrays``, itself checked against the
+checkpoint oracle's scalar ``resize_config`` first. Each path's engine
+function (vLLM's ``navit_resize_image``, SGLang's ``navit_resize_config``,
+the model's ``impl.navit.navit_resize_config``) is compiled with numba
+(`reports.report.sweeps.compiled`) and trusted only once it equals the interpreted
+function on `compiled.check_sizes`; a path whose function cannot be found or
+compiled, or disagrees, is swept interpreted over `reduced_sizes` instead,
+and its record says so. Grids small enough to run interpreted in about a
+second are run interpreted in full (nothing to compile).
+"""
+
+from __future__ import annotations
+
+import collections
+import inspect
+import time
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+
+from deferlab.reference.oracle.navit import resize_config_arrays
+from deferlab.reference.system.config import PreprocessConfig
+from deferlab.reference.system.profiles import profile
+from deferlab.reports.report.sweeps import compiled as comp
+
+GEOMETRIES = ("kimi-k3", "kimi-k2.5")
+INTERPRETED_FULL = 300_000  # up to this many sizes, the full grid runs interpreted (about a second)
+CHUNK_ROWS = 256  # heights per compiled chunk (5 x 256 x 4096 int64 = 42 MB)
+REDUCED_RANDOM = 20_000
+_COMPILED: dict[str, comp.Compiled | str] = {}  # function source SHA-256 -> compiled (or why not), per process
+K25 = "sglang.srt.multimodal.processors.kimi_k25"
+# The model's function takes the config object; compiled, it gets this tuple of the attributes it reads.
+Geometry = collections.namedtuple(
+    "Geometry", "patch_size merge_kernel_size in_patch_limit patch_limit_on_one_side fixed_output_tokens"
+)
+
+
+@dataclass
+class EngineFunction:
+    """The function a path computes its geometry with, and how it is called: ``fn(w, h, *args_of(cfg))``."""
+
+    name: str
+    fn: Callable[..., Any]
+    takes_config: bool  # True: fn(w, h, config) (the model's); False: fn(w, h, p, m, limit, one_side, fixed)
+
+    def args(self, cfg: PreprocessConfig, *, compiled: bool) -> tuple[Any, ...]:
+        g = (cfg.patch_size, cfg.merge_kernel_size, cfg.in_patch_limit, cfg.patch_limit_on_one_side)
+        if self.takes_config:
+            return (Geometry(*g, cfg.fixed_output_tokens),) if compiled else (cfg,)
+        return (*g, cfg.fixed_output_tokens)
+
+    def bound(self, cfg: PreprocessConfig) -> Callable[[int, int], Any]:
+        args = self.args(cfg, compiled=False)
+        return lambda w, h: self.fn(w, h, *args)
+
+
+def _named(fn: Callable[..., Any], takes_config: bool) -> EngineFunction:
+    return EngineFunction(f"{fn.__module__}.{fn.__qualname__}", fn, takes_config)
+
+
+def engine_function(path: Any) -> EngineFunction | str:
+    """The path's own geometry function, or why it has none to check (a string)."""
+    source = getattr(path, "source", None)
+    if hasattr(path, "serves_own_processor"):  # vLLM
+        if not path.serves_own_processor:
+            return "n/a: vLLM serves the checkpoint's own remote-code processor here (the oracle models it)"
+        from deferlab.impl.vllm import sources
+
+        cls = getattr(source.module(sources.PREPROCESS), source.processor_name)
+        return _named(source.module(cls.__module__).navit_resize_image, False)
+    impl = getattr(path, "impl", None)
+    impl_source = getattr(impl, "source", None)
+    if impl_source is not None and getattr(path, "real_code", False):  # SGLang
+        return _named(impl_source.module(K25).navit_resize_config, False)
+    fn = getattr(path, "_resize_config", None)  # deferlab's model (impl.served.SeamPath)
+    if inspect.isfunction(fn) and len(inspect.signature(fn).parameters) == 3:
+        return _named(fn, True)
+    return "no engine function found: the path's geometry_function is swept interpreted"
+
+
+def reduced_sizes(cfg: PreprocessConfig, max_side: int, *, seed: int = 7) -> tuple[np.ndarray, np.ndarray]:
+    """The interpreted fallback's sizes: every size up to 64 x 64, each boundary side (multiples of patch and
+    factor, +-1) against every boundary side up to 256 and 8 seeded others, and `REDUCED_RANDOM` seeded sizes."""
+    rng = np.random.default_rng(seed)
+    edge = comp.boundary_sides(cfg.patch_size, cfg.factor, max_side)
+    near = edge[edge <= 256]
+    small = np.arange(1, min(64, max_side) + 1)
+    pairs = [np.stack(np.meshgrid(small, small), -1).reshape(-1, 2)]
+    others = np.concatenate([near, rng.integers(1, max_side + 1, 8)])
+    pairs.append(np.stack(np.meshgrid(edge, others), -1).reshape(-1, 2))
+    pairs.append(np.stack(np.meshgrid(others, edge), -1).reshape(-1, 2))
+    pairs.append(rng.integers(1, max_side + 1, (REDUCED_RANDOM, 2)))
+    both = np.unique(np.concatenate(pairs).astype(np.int64), axis=0)
+    return both[:, 0], both[:, 1]
+
+
+def _oracle(ws: np.ndarray, hs: np.ndarray, cfg: PreprocessConfig) -> np.ndarray:
+    r = resize_config_arrays(ws, hs, cfg)
+    return np.stack([np.broadcast_to(getattr(r, k), np.broadcast(ws, hs).shape) for k in comp.KEYS])
+
+
+def check_oracle(cfg: PreprocessConfig, checkpoint: Any = None) -> list[str]:
+    """Sizes where the vectorized oracle differs from the checkpoint oracle's scalar ``resize_config``."""
+    if checkpoint is None:
+        from deferlab.reference.oracle import checkpoint
+    ws, hs = comp.check_sizes(cfg.patch_size, cfg.factor)
+    want = comp.interpreted(lambda w, h: checkpoint.resize_config(w, h, cfg), ws, hs)
+    got = _oracle(ws, hs, cfg)
+    bad = np.flatnonzero((got != want).any(axis=0))
+    return [f"{ws[i]}x{hs[i]}: vectorized {got[:, i].tolist()} != checkpoint {want[:, i].tolist()}" for i in bad[:5]]
+
+
+class _Tally:
+    """Mismatch count and the first five, with both answers."""
+
+    def __init__(self) -> None:
+        self.count, self.first = 0, []
+
+    def add(self, ws: np.ndarray, hs: np.ndarray, got: np.ndarray, want: np.ndarray) -> None:
+        if np.array_equal(got, want):
+            return
+        bad = np.flatnonzero((got != want).any(axis=0).ravel())
+        self.count += int(bad.size)
+        g, w = got.reshape(5, -1), want.reshape(5, -1)
+        ww, hh = (np.broadcast_to(a, got.shape[1:]).ravel() for a in (ws, hs))
+        for i in bad[: 5 - len(self.first)]:
+            self.first.append(
+                {
+                    "width": int(ww[i]),
+                    "height": int(hh[i]),
+                    "engine": dict(zip(comp.KEYS, g[:, i].tolist(), strict=True)),
+                    "oracle": dict(zip(comp.KEYS, w[:, i].tolist(), strict=True)),
+                }
+            )
+
+
+@dataclass
+class _Job:
+    """One distinct function on one geometry (paths sharing a function share its job)."""
+
+    target: EngineFunction | None
+    reference: Callable[[int, int], Any]  # the interpreted function (the engine's, or the path's geometry_function)
+    compiled: comp.Compiled | None = None
+    tally: _Tally | None = None
+    result: dict[str, Any] | None = None
+
+
+def _prepare(job: _Job, cfg: PreprocessConfig, cache: dict[str, comp.Compiled | str]) -> str | None:
+    """Compile (once per function source) and check ``job``'s function on ``cfg``; why not, or None when trusted."""
+    if job.target is None:
+        return "no engine function found for the path"
+    sha = comp.source_sha256(job.target.fn)
+    args = job.target.args(cfg, compiled=True)
+    if sha not in cache:
+        try:
+            cache[sha] = comp.compile_function(job.target.fn, args, job.target.name)
+        except comp.CompileError as e:
+            cache[sha] = str(e)
+    if isinstance(cache[sha], str):
+        return cache[sha]
+    ws, hs = comp.check_sizes(cfg.patch_size, cfg.factor)
+    disagree = comp.check(cache[sha], args, job.reference, ws, hs)
+    job.result["check"] = {"sizes": int(ws.size), "disagreements": disagree}
+    if disagree:
+        return f"compiled disagrees with interpreted at {disagree[0]}"
+    job.compiled = cache[sha]
+    return None
+
+
+def _interpreted_grid(fn: Callable[[int, int], Any], ws: np.ndarray, hs: np.ndarray) -> np.ndarray:
+    w2, h2 = np.meshgrid(ws, hs)
+    return comp.interpreted(fn, w2.ravel(), h2.ravel()).reshape(5, len(hs), len(ws))
+
+
+def sweep_geometry(
+    jobs: list[_Job], cfg: PreprocessConfig, max_side: int, cache: dict[str, comp.Compiled | str]
+) -> None:
+    """Every job on one geometry: the oracle's grid computed once per chunk of heights and compared with each
+    job's (compiled, or interpreted when the grid is small); a job that cannot be trusted compiled runs
+    interpreted on `reduced_sizes`. Fills each job's ``result``."""
+    full = max_side * max_side
+    for job in jobs:
+        job.result, job.tally = {"sizes_total": full, "check": None, "note": None}, _Tally()
+        if full <= INTERPRETED_FULL:
+            job.result.update(route="interpreted", sizes=full)
+            continue
+        why = _prepare(job, cfg, cache)
+        if why is None:
+            job.result.update(route="compiled", sizes=full)
+        else:
+            ws, hs = reduced_sizes(cfg, max_side)
+            job.tally.add(ws, hs, comp.interpreted(job.reference, ws, hs), _oracle(ws, hs, cfg))
+            job.result.update(route="interpreted-reduced", sizes=int(ws.size), note=f"reduced set ({why})")
+    grid_jobs = [j for j in jobs if j.result["route"] in ("compiled", "interpreted")]
+    ws = np.arange(1, max_side + 1, dtype=np.int64)
+    for lo in range(1, max_side + 1 if grid_jobs else 1, CHUNK_ROWS):
+        hs = np.arange(lo, min(lo + CHUNK_ROWS, max_side + 1), dtype=np.int64)
+        want = _oracle(ws[None, :], hs[:, None], cfg)
+        for job in grid_jobs:
+            if job.compiled is not None:
+                got = job.compiled.grid(ws, hs, job.target.args(cfg, compiled=True))
+            else:
+                got = _interpreted_grid(job.reference, ws, hs)
+            job.tally.add(ws[None, :], hs[:, None], got, want)
+    for job in jobs:
+        job.result.update(mismatches=job.tally.count, first_mismatches=job.tally.first)
+
+
+def geometries(config: PreprocessConfig) -> list[tuple[str, PreprocessConfig]]:
+    """The shipped checkpoint geometries, plus the run's config when its geometry is neither."""
+    named = [(name, profile(name)) for name in GEOMETRIES]
+    key = lambda c: (c.patch_size, c.merge_kernel_size, c.in_patch_limit, c.patch_limit_on_one_side)  # noqa: E731
+    if all(key(config) != key(c) or config.fixed_output_tokens != c.fixed_output_tokens for _, c in named):
+        named.append((f"run config {config.name}", config))
+    return named
+
+
+def geometry_records(
+    paths: Sequence[Any], config: PreprocessConfig, *, max_side: int, progress: Callable[[str], None] | None = None
+) -> list[dict[str, Any]]:
+    """One record per (path, geometry): C13 exhaustive, in the sweeps' record form (``key_counters``)."""
+    say = progress or (lambda _m: None)
+    records, cache = [], _COMPILED
+    for gname, cfg in geometries(config):
+        t0 = time.perf_counter()
+        oracle_bad = check_oracle(cfg)
+        jobs: dict[Any, _Job] = {}
+        per_path = []
+        for path in paths:
+            target = engine_function(path)
+            if isinstance(target, str) and target.startswith("n/a"):
+                per_path.append((path, None, target))
+                continue
+            fn = target if isinstance(target, EngineFunction) else None
+            key = comp.source_sha256(fn.fn) if fn else f"path {id(path)}"
+            if key not in jobs:
+                jobs[key] = _Job(fn, fn.bound(cfg) if fn else path.geometry_function(cfg))
+            per_path.append((path, key, None))
+        names = ", ".join(j.target.name.rsplit(".", 1)[-1] if j.target else "interpreted path" for j in jobs.values())
+        say(f"sweep: C13 geometry {gname}, every size up to {max_side} x {max_side}: {names}")
+        sweep_geometry(list(jobs.values()), cfg, max_side, cache)
+        seconds = round(time.perf_counter() - t0, 2)
+        for path, key, na in per_path:
+            base = {"name": f"geometry/{gname}/{path.name}", "kind": "geometry", "claim": "C13", "entry": "exhaustive"}
+            base.update(geometry=gname, path=path.name, system=path.system, max_side=max_side)
+            base.update(oracle_disagreements=oracle_bad, geometry_seconds=seconds)
+            if na is not None:
+                records.append({**base, "verdict": "n/a", "route": "n/a", "note": na, "key_counters": {}})
+                continue
+            job = jobs[key]
+            bad = job.result["mismatches"] or oracle_bad
+            records.append(
+                {
+                    **base,
+                    **job.result,
+                    "function": job.target.name if job.target else "geometry_function (interpreted)",
+                    "function_sha256": key if job.target else None,
+                    "verdict": "fails" if bad else "holds",
+                    "key_counters": {"mismatches": job.result["mismatches"]},
+                }
+            )
+    return records
