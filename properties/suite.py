@@ -253,6 +253,6 @@ def _no_ci_job_summary(monkeypatch: pytest.MonkeyPatch) -> None:
 
 @pytest.fixture(autouse=True)
 def _no_repro_daemon(monkeypatch: pytest.MonkeyPatch) -> None:
-    """No test leaves a warm reproducer daemon behind (`reports.repro.run`): reproducers run in new processes unless a
+    """No test leaves a warm reproducer daemon behind (`reports.repro.cli`): reproducers run in new processes unless a
     test of the daemon turns it on (and stops it)."""
     monkeypatch.setenv("DEFERLAB_REPRO_WARM", "0")

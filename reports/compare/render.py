@@ -1,7 +1,7 @@
 """``deferlab compare``'s document and files: the verdict diff (compare.json), compare.md, compare.png,
 compare.xml (JUnit) and the logs.
 
-Kept apart from `reports.compare.run` (resolving the sides, running their claims)
+Kept apart from `reports.compare.cli` (resolving the sides, running their claims)
 so each module stays one job; the change vocabulary (`CHANGES`) and the exit
 status are defined here, with the diff. Everything is built in a staging directory and renamed into
 place whole (`reports.core.atomic.staged_directory`): an interrupted compare leaves
@@ -268,9 +268,9 @@ def junit_rows(doc: dict[str, Any]) -> list[dict[str, Any]]:
 
 
 def reproducers(stage: Path, doc: dict[str, Any], results: dict[str, dict[str, Any]]) -> dict[str, list[str]]:
-    """``repro/<claim>-<system>.py`` for every failing claim of each side (`reports.repro.run`); the files written
+    """``repro/<claim>-<system>.py`` for every failing claim of each side (`reports.repro.cli`); the files written
     (relative to the output folder) and one line per failing claim no template fits."""
-    from deferlab.reports.repro import run as repro
+    from deferlab.reports.repro import cli as repro
 
     made: dict[str, list[str]] = {"written": [], "missing": []}
     same = _label(doc["base"]) == _label(doc["head"])  # e.g. two checkouts of one version: keep both sides' files

@@ -118,3 +118,25 @@ def read_latest(parent: str | Path) -> Path | None:
         return None
     name = pointer.read_text().strip()
     return (Path(parent) / name) if name else None
+
+
+def check_out_dir(path: str | Path, flag: str = "--out") -> Path:
+    """``path`` as an output folder, checked before any work: it may exist (a folder) or not yet, and a folder
+    can be made beside it (tried with a scratch folder that is removed at once, so nothing is left behind).
+    A `UsageError` in one line otherwise: which option, the path, what is wrong, what is accepted."""
+    from deferlab.reference.system.errors import UsageError
+
+    target = Path(path).expanduser()
+    accepted = "accepted: a folder that exists or can be created, in a place this user can write"
+    if target.exists() and not target.is_dir():
+        raise UsageError(f"{flag}: {str(path)!r} exists and is not a directory; {accepted}")
+    anchor = target if target.is_dir() else target.parent
+    while not anchor.exists() and anchor != anchor.parent:
+        anchor = anchor.parent
+    if not anchor.is_dir():
+        raise UsageError(f"{flag}: {str(path)!r}: {str(anchor)!r} is not a directory; {accepted}")
+    try:
+        shutil.rmtree(tempfile.mkdtemp(prefix=".deferlab-check-", dir=anchor))
+    except OSError as e:
+        raise UsageError(f"{flag}: {str(path)!r} cannot be written ({e.strerror or e}); {accepted}") from None
+    return target

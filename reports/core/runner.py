@@ -220,6 +220,11 @@ def run(request: Request, *, work: Path | None = None, launcher: Launcher = cold
         done = launcher(request, command(request), environment(request, results), work, log)
         record = RunRecord(request.system, request.profile, rc=done.rc, timed_out=done.timed_out, seconds=done.seconds)
         read_results(record, results)
+        asked = set(request.claims)
+        record.rows = [
+            r for r in record.rows
+            if request.system.answers(str(r.get("id"))) and (not asked or str(r.get("id")) in asked)
+        ]  # the claims the system answers and the run asked for (the recorder fills the rest as not-run)
         record.log = _tail(log)
         record.error = _error(record, request)
         return record

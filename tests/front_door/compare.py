@@ -1,4 +1,4 @@
-"""Front-door rows of ``deferlab compare`` and ``deferlab repro`` (reports.compare.run, reports.repro.run).
+"""Front-door rows of ``deferlab compare`` and ``deferlab repro`` (reports.compare.cli, reports.repro.cli).
 
 Run through ``reports.cli.main`` with the rest of the CLI rows (test_front_door.CLI_ROWS): each one-line
 refusal names what was given and what is accepted, and nothing is loaded or written before it. A reproducer
@@ -29,7 +29,7 @@ def _reproducer(tmp: Path) -> str:
 
 
 def _vllm_reproducer(tmp: Path) -> str:
-    """A vLLM reproducer's header: its Run line names ``--vllm``, which `reports.repro.run.read_header` reads."""
+    """A vLLM reproducer's header: its Run line names ``--vllm``, which `reports.repro.cli.read_header` reads."""
     return _write(
         tmp,
         "C14-vllm-0.33.0.py",

@@ -106,6 +106,7 @@ def test_the_instrument_builds_the_text_and_the_cli_writes_it_atomically(
     passes reports.core.atomic's writer (one crash-safe writer, and sim.calibrate never imports reports)."""
     from deferlab.reports import cli
     from deferlab.reports.core import atomic
+    from deferlab.reports.report import cli as report_cli
 
     monkeypatch.setattr(calibrate, "build_profile", lambda repeats, say, port: ("x = 1\n", []))
     parser = argparse.ArgumentParser()
@@ -120,7 +121,7 @@ def test_the_instrument_builds_the_text_and_the_cli_writes_it_atomically(
         calls.append(path)
         return atomic.write_text_atomic(path, text)
 
-    monkeypatch.setattr(cli, "write_text_atomic", recording)
+    monkeypatch.setattr(report_cli, "write_text_atomic", recording)
     assert cli.main(["calibrate", "--out", str(out)]) == 0
     assert calls == [out] and out.read_text() == "x = 1\n"
     assert "deferlab.reports" not in Path(calibrate.__file__).read_text()

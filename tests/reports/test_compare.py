@@ -19,8 +19,8 @@ from typing import Any
 import pytest
 
 from deferlab.reference.system.errors import UsageError
+from deferlab.reports.compare import cli as compare
 from deferlab.reports.compare import render as compare_render
-from deferlab.reports.compare import run as compare
 from deferlab.reports.versions.matrix import SGLangLoadError
 from deferlab.reports.versions.matrix import only_claims as matrix_only
 from tests.impl.sglang.support import skip_if_unfetched
@@ -372,7 +372,7 @@ def test_compare_of_two_real_releases(tmp_path: Path) -> None:
 def test_compare_keeps_the_reproducers_engines_warm_except_under_ci(monkeypatch: pytest.MonkeyPatch) -> None:
     """The specs that got reproducers get a warm daemon (`reports.mutate.warm.prestart`), so the reviewer's first
     `deferlab repro` forks from a loaded engine; never under CI, nor with DEFERLAB_REPRO_WARM=0."""
-    from deferlab.reports.compare import run as compare_mod
+    from deferlab.reports.compare import cli as compare_mod
     from deferlab.reports.mutate import warm
 
     calls: list[tuple[str, str]] = []

@@ -22,9 +22,9 @@ import pytest
 pytest.importorskip("cosmic_ray", reason="deferlab mutate's operators are the deferlab[mutate] extra (cosmic-ray)")
 
 from deferlab.reference.system.errors import UsageError
+from deferlab.reports.mutate import cli as mutate
 from deferlab.reports.mutate import engine, select
 from deferlab.reports.mutate import render as mutate_render
-from deferlab.reports.mutate import run as mutate
 from deferlab.reports.mutate import runs as mutate_run
 from deferlab.reports.versions.matrix import SGLangLoadError, last_line
 from tests.front_door.mutate import FAKE, MUTATE_ROWS

@@ -24,8 +24,8 @@ import pytest
 pytest.importorskip("cosmic_ray", reason="deferlab mutate's operators are the deferlab[mutate] extra (cosmic-ray)")
 
 from deferlab.reports.mutate import anchor, select
+from deferlab.reports.mutate import cli as mutate
 from deferlab.reports.mutate import render as mutate_render
-from deferlab.reports.mutate import run as mutate
 from deferlab.reports.mutate import vllm as mutate_vllm
 from deferlab.reports.mutate import vllm_plugin as mutate_vllm_plugin
 from deferlab.reports.report import claims as claims_io

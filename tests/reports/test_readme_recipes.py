@@ -3,7 +3,7 @@
 Why: a recipe whose output drifted from the tool is the first wrong thing a
 new user reads. The README's compare output is re-rendered from the recorded
 ``compare.json`` it names; the reproducer shown is the recorded file, and
-that file is what `reports.repro.run` writes from the same JSON today; the CI
+that file is what `reports.repro.cli` writes from the same JSON today; the CI
 recipe's ``deferlab compare`` line is parsed by deferlab's own CLI and run on a
 two-commit repository (fake sides), exiting 1 exactly when the PR newly
 breaks a claim, with the JUnit file and the job summary it promises.
@@ -25,8 +25,8 @@ import pytest
 
 from deferlab import reports
 from deferlab.reports.cli import build_parser
+from deferlab.reports.compare import cli as compare
 from deferlab.reports.compare import render as compare_render
-from deferlab.reports.compare import run as compare
 
 ROOT = Path(reports.__file__).resolve().parents[1]
 README = ROOT / "README.md"
@@ -104,7 +104,7 @@ def test_the_ci_recipe_fails_the_job_only_when_the_pr_newly_breaks_a_claim(
     monkeypatch.setenv("GITHUB_STEP_SUMMARY", str(summary))
     monkeypatch.setenv("DEFERLAB_CACHE", str(tmp_path / "cache"))  # PATH@REV's tree: <cache>/checkouts/<sha>
     assert argv[0] == "compare"
-    args = build_parser().parse_args(argv)
+    args = build_parser()[0].parse_args(argv)
     assert args.base == f"{repo}@{base}" and args.head == str(repo) and str(args.junit) == "claims.xml"
 
     def loader(spec: str, engine: str = "sglang") -> str:

@@ -1,4 +1,4 @@
-"""``reports.repro.run``: reproducers written from recorded counterexamples, their header, and that they reproduce.
+"""``reports.repro.cli``: reproducers written from recorded counterexamples, their header, and that they reproduce.
 
 The rows are what ``deferlab versions 0.5.18 0.5.23`` recorded (evidence and
 minimal counterexample, as in verdicts.json). Fast tests check the files
@@ -23,7 +23,7 @@ from typing import Any
 import pytest
 
 from deferlab.reference.system.errors import UsageError
-from deferlab.reports.repro import run as repro
+from deferlab.reports.repro import cli as repro
 from tests.impl.sglang.support import skip_if_unfetched
 
 CACHE = Path.home() / ".cache" / "deferlab" / "sglang"

@@ -25,7 +25,7 @@ import pytest
 
 from deferlab.reference.system.errors import UsageError
 from deferlab.reports.compare import render as compare_render
-from deferlab.reports.repro import run as repro
+from deferlab.reports.repro import cli as repro
 from tests.impl.sglang.support import skip_if_unfetched
 from tests.reports.test_repro import outcomes
 

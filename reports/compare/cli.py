@@ -20,7 +20,7 @@ counterexample's wording is not a contract); 2 bad usage; 3 a side could not
 run its claims, or a claim test errored (the comparison is still written,
 with the reason). The output folder (`compare_render`, written whole or not at
 all): compare.md, compare.json, compare.png, compare.xml (JUnit, HEAD's
-claims), logs/ and repro/ (a reproducer per failing claim, `reports.repro.run`).
+claims), logs/ and repro/ (a reproducer per failing claim, `reports.repro.cli`).
 """
 
 from __future__ import annotations
@@ -416,7 +416,7 @@ def _warm_reproducers(doc: dict[str, Any], made: dict[str, list[str]]) -> list[s
     """Start the warm daemon (`reports.mutate.warm.prestart`) for each side that got reproducers, so the reviewer's first
     ``deferlab repro`` forks from a loaded engine; not under CI, nor with ``DEFERLAB_REPRO_WARM=0``."""
     from deferlab.reports.mutate import warm
-    from deferlab.reports.repro import run as repro
+    from deferlab.reports.repro import cli as repro
 
     if not made["written"] or os.environ.get("CI") or os.environ.get(repro.WARM_ENV, "1").strip() == "0":
         return []
@@ -429,7 +429,7 @@ def _warm_reproducers(doc: dict[str, Any], made: dict[str, list[str]]) -> list[s
 
 
 def main(argv: list[str] | None = None) -> int:
-    """``python -m deferlab.reports.compare.run BASE HEAD ...``: the subcommand alone (what ``deferlab compare`` runs)."""
+    """``python -m deferlab.reports.compare.cli BASE HEAD ...``: the subcommand alone (what ``deferlab compare`` runs)."""
     parser = argparse.ArgumentParser(prog="deferlab")
     add_parser(parser.add_subparsers(dest="command", required=True))
     try:

@@ -1,0 +1,336 @@
+"""``deferlab report`` and its companions: ``sweep``, ``sim``, ``bench``, ``test``, ``calibrate``, ``claims``,
+``baseline`` (their parsers and what each runs; `reports.cli` is the one entry point).
+
+Exit codes: 0 success / no regression, 1 a regression (or a part that failed
+when run alone), 2 bad usage, 3 a report was written but one of its steps
+failed (``reports.report.run.exit_status``). Every argument is checked before any work
+starts, and a bad one gets a message naming the option, the value and what
+is accepted.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import sys
+from pathlib import Path
+from typing import Any
+
+from deferlab.reference.system.config import PreprocessConfig
+from deferlab.reference.system.errors import DeferlabInputError, UsageError
+from deferlab.reference.system.profiles import profile as load_profile
+from deferlab.reference.system.profiles import profile_names
+from deferlab.reference.system.served import CHECKPOINT_ENV
+from deferlab.reference.system.validate import check_choice, check_int, check_positive_int
+from deferlab.reports.core.atomic import write_text_atomic
+from deferlab.reports.report import benchmarks, claims, render
+from deferlab.reports.report.regressions import DEFAULT_BASELINE, load_baseline, make_baseline
+from deferlab.reports.report.run import PROFILES, STEPS, ReportOptions, default_out_dir, run_report
+from deferlab.reports.report.sweeps import collect as sweep_report
+from deferlab.reports.report.sweeps.compute import SWEEP_LIMITS
+from deferlab.sim.calibrate import run as calibrate_cmd
+
+
+def _add_config_args(p: argparse.ArgumentParser) -> Any:
+    g = p.add_mutually_exclusive_group()
+    g.add_argument("--config", metavar="FILE", help="preprocessor_config.json (flat or under media_proc_cfg)")
+    g.add_argument("--preset", metavar="NAME", help=f"named profile: {', '.join(profile_names())} (default kimi-k3)")
+    return g
+
+
+def add_parsers(sub: Any) -> None:
+    """The report's subcommands: report, sweep, sim, bench, test, claims, calibrate, baseline."""
+    rep = sub.add_parser("report", help="run everything and write report.md / report.json / PNGs")
+    rep.add_argument("--profile", default="dev", help=f"hypothesis profile and sweep resolution: {', '.join(PROFILES)}")
+    _add_config_args(rep).add_argument(
+        "--checkpoint",
+        metavar="DIR",
+        help="a downloaded model snapshot folder: its preprocessor_config.json (fill stage included) is the config "
+        "of the sweeps and the skew table, and vLLM's processor is built from its media_proc_cfg as read",
+    )
+    impl_group = rep.add_mutually_exclusive_group()
+    impl_group.add_argument("--impl", help="implementation under test, passed to pytest as --impl")
+    impl_group.add_argument(
+        "--sglang",
+        metavar="SPEC",
+        help="check real SGLang: 'installed', a checkout path, or a released version such as 0.5.23 "
+        "(fetched into ~/.cache/deferlab; never installed); the claims run on its own code",
+    )
+    rep.add_argument(
+        "--vllm",
+        metavar="SPEC",
+        help="also check real vLLM's Kimi-K3 image path: 'installed', a checkout path, or a release such as 0.33.0 "
+        "(0.27.0 and later; fetched into ~/.cache/deferlab, never installed): the served claims C13-C15 and the "
+        "skew table run on its own code",
+    )
+    rep.add_argument("--out", type=Path, help="report directory (default reports/out/<UTC timestamp>)")
+    rep.add_argument("--baseline", help=f"baseline JSON, or 'none' (default {DEFAULT_BASELINE.name} when present)")
+    rep.add_argument(
+        "--from-results", type=Path, metavar="DIR", help="read DIR/verdicts.json instead of running pytest"
+    )
+    rep.add_argument("--skip", nargs="+", default=[], metavar="STEP", help=f"steps to skip: {', '.join(STEPS)}")
+    rep.add_argument("--bench-arg", action="append", default=[], help="extra pytest argument for the bench step")
+    rep.add_argument("--sweep-max-side", type=int, default=4096, help="sweep sizes 1..N per side (default 4096)")
+    rep.add_argument("--sweep-limits", type=int, nargs="+", metavar="L", help="in_patch_limit values to sweep")
+    rep.add_argument(
+        "--junit", type=Path, metavar="FILE", help="also write a JUnit XML, one testcase per (claim, column), to FILE"
+    )
+
+    sw = sub.add_parser("sweep", help="boundary sweeps alone: counters on stdout, PNGs with --out")
+    _add_config_args(sw)
+    sw.add_argument("--profile", default="dev", help=f"plot resolution: {', '.join(PROFILES)}")
+    sw.add_argument("--out", type=Path, help="directory for sweeps.json and the PNGs")
+    sw.add_argument("--max-side", type=int, default=4096, help="largest side swept (default 4096)")
+
+    sm = sub.add_parser("sim", help="the simulator's CLI (sim.cli.main)", add_help=False)
+    sm.add_argument("sim_args", nargs=argparse.REMAINDER)
+
+    be = sub.add_parser("bench", help="run the pytest-benchmark suites and print their ratios")
+    be.add_argument("--json", type=Path, default=Path(".benchmarks/deferlab-bench.json"), help="benchmark JSON path")
+    be.add_argument("bench_args", nargs=argparse.REMAINDER, help="extra pytest arguments")
+
+    ts = sub.add_parser("test", help="run the property suite (installed or checkout) with pytest", add_help=False)
+    ts.add_argument("pytest_args", nargs=argparse.REMAINDER)
+
+    cl = sub.add_parser("claims", help="print the claim verdict table from a results directory")
+    cl.add_argument("--from-results", type=Path, default=claims.RESULTS_DIR, metavar="DIR")
+
+    calibrate_cmd.add_parser(sub)
+
+    bl = sub.add_parser("baseline", help="write a baseline from a report.json")
+    bl.add_argument("--from", dest="source", type=Path, required=True, metavar="REPORT_JSON")
+    bl.add_argument("--out", type=Path, default=DEFAULT_BASELINE, help=f"default {DEFAULT_BASELINE}")
+
+
+def resolve_config(args: argparse.Namespace) -> tuple[PreprocessConfig, str]:
+    """--config FILE, --checkpoint DIR or --preset NAME (default kimi-k3), as a validated config and where it came
+    from."""
+    if getattr(args, "checkpoint", None):
+        return _checkpoint(args.checkpoint)[0], f"checkpoint {args.checkpoint}"
+    try:
+        if getattr(args, "config", None):
+            return PreprocessConfig.from_json(args.config), f"file {args.config}"
+        name = getattr(args, "preset", None) or "kimi-k3"
+        return load_profile(name), f"preset {name}"
+    except DeferlabInputError as e:
+        flag = "--config" if getattr(args, "config", None) else "--preset"
+        raise UsageError(f"{flag}: {e}") from None
+
+
+def _usage(check: Any, *args: Any, **kwargs: Any) -> Any:
+    """Run a `reference.system.validate` check, turning its error into a `UsageError` (exit status 2)."""
+    try:
+        return check(*args, **kwargs)
+    except DeferlabInputError as e:
+        raise UsageError(str(e)) from None
+
+
+def _check_profile(value: str) -> str:
+    return _usage(check_choice, "--profile", value, PROFILES)
+
+
+def _check_max_side(value: int, flag: str) -> int:
+    return _usage(check_int, flag, value, minimum=2, maximum=8192)
+
+
+def _load_sglang_or_refuse(spec: str) -> None:
+    """Load SGLang ``spec`` once, in a fresh process, before any step runs: a source that cannot be resolved
+    or loaded (unknown version, not a checkout, no Kimi-K3 path, offline, an import failing inside SGLang) is
+    bad usage, refused in the driver's one line (what was tried, what is accepted) with nothing written."""
+    from deferlab.reports.versions.matrix import SGLangLoadError, preflight
+
+    try:
+        preflight(spec)
+    except SGLangLoadError as e:
+        raise UsageError(f"--sglang: {e}") from None
+
+
+def _checkpoint(directory: str) -> tuple[PreprocessConfig, dict[str, Any]]:
+    """--checkpoint DIR read (`reports.report.served.checkpoint`), its refusal as bad usage."""
+    from deferlab.reports.report.served.checkpoint import read_checkpoint
+
+    try:
+        return read_checkpoint(directory)
+    except DeferlabInputError as e:
+        raise UsageError(f"--checkpoint: {e}") from None
+
+
+def _load_vllm_or_refuse(spec: str) -> None:
+    """Load vLLM ``spec`` in this process, before any step runs (the served and sweep steps then reuse it): an
+    unknown version, a release without the Kimi-K3 path (< 0.27.0), a folder that is not a vLLM checkout, or
+    offline is bad usage, refused in the driver's one line with nothing written."""
+    from deferlab.impl.vllm.sources import VLLMSourceError, load
+    from deferlab.reports.versions.matrix import VLLM_MINIMUM, version_key
+
+    if version_key(spec) < version_key(VLLM_MINIMUM):  # a release before the path: refused without fetching it
+        raise UsageError(
+            f"--vllm: vllm source {spec!r}: no Kimi-K3 image path; accepted: {VLLM_MINIMUM} and later "
+            "('installed', a checkout path, or a release such as 0.33.0)"
+        )
+    try:
+        load(spec)
+    except VLLMSourceError as e:
+        raise UsageError(f"--vllm: {(str(e).strip().splitlines() or [type(e).__name__])[0]}") from None
+
+
+def _report(args: argparse.Namespace) -> int:
+    profile = _check_profile(args.profile)
+    unknown = [s for s in args.skip if s not in STEPS]
+    if unknown:
+        raise UsageError(f"--skip: unknown step(s) {', '.join(unknown)}; accepted: {', '.join(STEPS)}")
+    if args.vllm is not None and args.impl is not None:
+        raise UsageError("--vllm: not allowed with --impl (with --vllm the claims run on vLLM's code, not the seam's)")
+    config, source = resolve_config(args)
+    raw_cfg = _checkpoint(args.checkpoint)[1] if args.checkpoint else None
+    if args.checkpoint:  # the claim runs are child processes: the served claims read the snapshot from here
+        os.environ[CHECKPOINT_ENV] = str(Path(args.checkpoint).resolve())
+    if args.from_results is not None and not (args.from_results / claims.RESULTS_FILE).is_file():
+        raise UsageError(f"--from-results: {str(args.from_results / claims.RESULTS_FILE)!r} does not exist")
+    if args.baseline is None:
+        # The committed baseline pins deferlab's model; real SGLang is gated by `deferlab versions` instead.
+        engine = args.sglang is not None or args.vllm is not None
+        baseline = DEFAULT_BASELINE if DEFAULT_BASELINE.is_file() and not engine else None
+    elif args.baseline.lower() == "none":
+        baseline = None
+    else:
+        baseline = Path(args.baseline)
+    if baseline is not None:
+        try:
+            load_baseline(baseline)
+        except ValueError as e:
+            raise UsageError(f"--baseline: {e}") from None
+    if args.out is not None and args.out.exists() and not args.out.is_dir():
+        raise UsageError(f"--out: {str(args.out)!r} exists and is not a directory")
+    if args.junit is not None and args.junit.is_dir():
+        raise UsageError(f"--junit: {str(args.junit)!r} is a directory; accepted: a file path for the XML")
+    max_side = _check_max_side(args.sweep_max_side, "--sweep-max-side")
+    limits = tuple(_usage(check_positive_int, "--sweep-limits", v) for v in (args.sweep_limits or SWEEP_LIMITS))
+    sglang_loaded = args.sglang is not None and args.from_results is None  # a report from results runs no SGLang
+    if sglang_loaded:
+        _load_sglang_or_refuse(args.sglang)
+    if args.vllm is not None:  # the served and sweep steps run vLLM's code even from results
+        _load_vllm_or_refuse(args.vllm)
+    opts = ReportOptions(
+        profile=profile,
+        config=config,
+        config_source=source,
+        out=args.out or default_out_dir(),
+        baseline=baseline,
+        from_results=args.from_results,
+        impl=args.impl,
+        sglang=args.sglang,
+        sglang_loaded=sglang_loaded,
+        vllm=args.vllm,
+        media_proc_cfg=raw_cfg,
+        skip=set(args.skip),
+        bench_args=list(args.bench_arg),
+        max_side=max_side,
+        limits=limits,
+        junit=args.junit,
+    )
+    return run_report(opts)
+
+
+def _sweep(args: argparse.Namespace) -> int:
+    from deferlab.reports.report.plots import figures as plots
+
+    profile = _check_profile(args.profile)
+    _check_max_side(args.max_side, "--max-side")
+    config, _ = resolve_config(args)
+    records = sweep_report.collect_sweeps(config, max_side=args.max_side, progress=lambda m: print(m, file=sys.stderr))
+    for r in records:
+        print(f"{r['name']:<48} " + " ".join(f"{k}={v}" for k, v in r["key_counters"].items()))
+    if args.out is not None:
+        step = sweep_report.PLOT_STEP[profile]
+        write_text_atomic(args.out / "sweeps.json", json.dumps(records, indent=1) + "\n")
+        step = max(1, step * args.max_side // 4096)
+        kw = {"max_side": args.max_side}
+        plots.decision_maps(config, step, args.out / "decision_maps.png", **kw)
+        plots.byte_ratio_maps(config, step, args.out / "byte_ratio.png", **kw)
+        plots.token_maps(config, step, args.out / "tokens.png", **kw)
+        plots.flip_density(records, args.out / "flip_density.png")
+        plots.aggregation_maps(config, step, args.out / "aggregation.png", **kw)
+        print(f"sweeps written to {args.out}", file=sys.stderr)
+    return 0
+
+
+def _sim(args: argparse.Namespace) -> int:
+    try:
+        from deferlab.sim.cli import main as sim_main
+    except ImportError as e:
+        print(f"deferlab sim: the simulator CLI is not available ({e})", file=sys.stderr)
+        return 1
+    return int(sim_main(list(args.sim_args)) or 0)
+
+
+def _bench(args: argparse.Namespace) -> int:
+    args.json.parent.mkdir(parents=True, exist_ok=True)
+    rc = benchmarks.run_benchmarks(args.json, extra=list(args.bench_args))
+    if args.json.is_file():
+        for b in benchmarks.load_benchmarks(args.json):
+            print(
+                f"{b['name']}: median {b['median_s']:.4g} s " + " ".join(f"{k}={v:.3g}" for k, v in b["ratios"].items())
+            )
+    return 0 if rc == 0 else 1
+
+
+def _test(args: argparse.Namespace) -> int:
+    """``deferlab test [pytest args]``: the suite wherever the package is installed, from any directory."""
+    import subprocess
+
+    cmd = [sys.executable, "-m", "pytest", str(claims.suite_path()), "-p", "no:cacheprovider", *args.pytest_args]
+    return subprocess.run(cmd, check=False).returncode
+
+
+def _claims(args: argparse.Namespace) -> int:
+    try:
+        results = claims.load_results(args.from_results)
+    except ValueError as e:
+        raise UsageError(f"--from-results: {e}") from None
+    table = claims.claim_table(results, claims.load_claim_statements())
+    print("\n".join(render.verdict_table(table)))
+    return 0
+
+
+def _baseline(args: argparse.Namespace) -> int:
+    try:
+        report = json.loads(args.source.read_text())
+    except (OSError, json.JSONDecodeError) as e:
+        raise UsageError(f"--from: cannot read report {str(args.source)!r}: {e}") from None
+    if not isinstance(report, dict) or "claims" not in report or "sweeps" not in report:
+        raise UsageError(f"--from: {str(args.source)!r} is not a deferlab report.json (no claims/sweeps)")
+    previous = None
+    if args.out.is_file():
+        try:
+            previous = load_baseline(args.out)
+        except ValueError:
+            previous = None
+    write_text_atomic(args.out, json.dumps(make_baseline(report, previous), indent=1, sort_keys=True) + "\n")
+    print(f"baseline written to {args.out}", file=sys.stderr)
+    return 0
+
+
+def _calibrate(args: argparse.Namespace) -> int:
+    """``deferlab calibrate``: `sim.calibrate.run` measures and builds the profile; it is written here, atomically."""
+    return calibrate_cmd.run(args, write_text_atomic)
+
+
+def pass_through(command: str, args: list[str]) -> int:
+    """``deferlab sim ...`` / ``deferlab test ...``: every argument after the command is the simulator's or
+    pytest's (their own ``--help`` included)."""
+    if command == "sim":
+        return _sim(argparse.Namespace(sim_args=args))
+    return _test(argparse.Namespace(pytest_args=args))
+
+
+COMMANDS = {
+    "report": _report,
+    "sweep": _sweep,
+    "sim": _sim,
+    "bench": _bench,
+    "test": _test,
+    "calibrate": _calibrate,
+    "claims": _claims,
+    "baseline": _baseline,
+}
