@@ -143,9 +143,7 @@ class Recorder:
             }
         )
 
-    def record_property(
-        self, name: str, examples: int | None, outcome: str, seconds: float, message: str = ""
-    ) -> None:
+    def record_property(self, name: str, examples: int | None, outcome: str, seconds: float, message: str = "") -> None:
         """One test's outcome (``passed``, ``failed``, ``error``, ``skipped``) and, unless it passed, its failure
         line (or skip reason): what a caller reads instead of pytest's output."""
         self.properties.append(

@@ -50,7 +50,12 @@ class Baseline:
 
     @classmethod
     def of(
-        cls, kind: str, cells: Mapping[tuple[str, str], Cell], *, profile: str | None, meta: Mapping[str, Any] | None = None
+        cls,
+        kind: str,
+        cells: Mapping[tuple[str, str], Cell],
+        *,
+        profile: str | None,
+        meta: Mapping[str, Any] | None = None,
     ) -> Baseline:
         """A baseline pinning ``cells`` (a failing cell's signatures with it)."""
         out = cls(kind, profile, meta=dict(meta or {}))
@@ -71,8 +76,14 @@ class Baseline:
     def document(self) -> dict[str, Any]:
         """The schema-2 JSON document, places and subjects in a stable order."""
         order = _place_order(self.kind)
-        cells = {w: dict(sorted(r.items(), key=lambda kv: claim_key(kv[0]))) for w, r in sorted(self.cells.items(), key=order)}
-        sigs = {w: dict(sorted(r.items(), key=lambda kv: claim_key(kv[0]))) for w, r in sorted(self.signatures.items(), key=order)}
+        cells = {
+            w: dict(sorted(r.items(), key=lambda kv: claim_key(kv[0])))
+            for w, r in sorted(self.cells.items(), key=order)
+        }
+        sigs = {
+            w: dict(sorted(r.items(), key=lambda kv: claim_key(kv[0])))
+            for w, r in sorted(self.signatures.items(), key=order)
+        }
         return {"schema_version": SCHEMA_VERSION, "kind": self.kind, "profile": self.profile, "cells": cells,
                 "signatures": sigs, "meta": self.meta}  # fmt: skip
 
@@ -112,7 +123,13 @@ def _read(doc: dict[str, Any], where: str) -> Baseline:
         for key in ("cells", "signatures", "meta"):
             if not isinstance(doc.get(key, {}), dict):
                 raise ValueError(f"baseline {where!r}: {key!r} must be an object")
-        return Baseline(str(doc.get("kind")), doc.get("profile"), doc.get("cells", {}), doc.get("signatures", {}), doc.get("meta", {}))
+        return Baseline(
+            str(doc.get("kind")),
+            doc.get("profile"),
+            doc.get("cells", {}),
+            doc.get("signatures", {}),
+            doc.get("meta", {}),
+        )
     if version != 1:
         raise ValueError(f"{where!r} is not a deferlab baseline (schema_version 1 or {SCHEMA_VERSION})")
     if isinstance(doc.get("outcomes"), dict):

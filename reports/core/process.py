@@ -99,7 +99,11 @@ def run(
 
 
 def capture(
-    cmd: Sequence[str], *, env: Mapping[str, str] | None = None, cwd: str | Path | None = None, timeout: float | None = None
+    cmd: Sequence[str],
+    *,
+    env: Mapping[str, str] | None = None,
+    cwd: str | Path | None = None,
+    timeout: float | None = None,
 ) -> tuple[int | None, str, str]:
     """``cmd`` to its end with its output captured: (exit status or None at the timeout, stdout, stderr)."""
     proc = spawn(cmd, env=env, cwd=cwd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)

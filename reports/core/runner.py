@@ -222,7 +222,8 @@ def run(request: Request, *, work: Path | None = None, launcher: Launcher = cold
         read_results(record, results)
         asked = set(request.claims)
         record.rows = [
-            r for r in record.rows
+            r
+            for r in record.rows
             if request.system.answers(str(r.get("id"))) and (not asked or str(r.get("id")) in asked)
         ]  # the claims the system answers and the run asked for (the recorder fills the rest as not-run)
         record.log = _tail(log)
