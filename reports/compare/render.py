@@ -19,7 +19,7 @@ from typing import Any, TextIO
 from deferlab.reference.system.signatures import signature_set
 from deferlab.reports.core import grouping, junit, summary
 from deferlab.reports.core.atomic import staged_directory, write_text_atomic, write_with_atomic
-from deferlab.reports.report.render import VERDICT_CELL
+from deferlab.reports.core.claims import VERDICT_CELL
 from deferlab.reports.versions.render import COLOURS
 
 CHANGES = ("newly failing", "failing differently", "newly holding", "changed", "unchanged")

@@ -41,10 +41,10 @@ from typing import Any
 from deferlab.reference.system import claims as claim_registry
 from deferlab.reference.system.errors import DeferlabInputError, UsageError
 from deferlab.reports.core.atomic import write_text_atomic
+from deferlab.reports.core.claims import PROFILES, default_out_dir
 from deferlab.reports.mutate import anchor as manchor
 from deferlab.reports.mutate import engine, render, select, vllm
 from deferlab.reports.mutate import runs as mrun
-from deferlab.reports.report.run import PROFILES, default_out_dir
 
 PLAN, REFERENCE, RESULTS, CONTROL = "campaign.json", "reference.json", "mutants.jsonl", "control.json"
 RESUME_KEYS = ("engine", "spec", "profile", "seed", "sample", "targets_asked", "claims", "mutants_asked", "anchor_asked")  # fmt: skip

@@ -29,8 +29,7 @@ from typing import Any
 
 from deferlab.reference.system.errors import DeferlabInputError, UsageError
 from deferlab.reference.system.validate import check_choice
-from deferlab.reports.report.claims import load_claim_statements
-from deferlab.reports.report.run import PROFILES, default_out_dir
+from deferlab.reports.core.claims import PROFILES, default_out_dir, load_claim_statements
 from deferlab.reports.versions import matrix as versions
 from deferlab.reports.versions import render as versions_report
 

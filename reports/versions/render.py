@@ -18,7 +18,7 @@ from typing import Any, TextIO
 
 from deferlab.reports.core import grouping, junit, summary
 from deferlab.reports.core.atomic import staged_directory, write_bytes_atomic, write_text_atomic, write_with_atomic
-from deferlab.reports.report.render import VERDICT_CELL
+from deferlab.reports.core.claims import VERDICT_CELL
 from deferlab.reports.versions.matrix import VLLM_PREFIX
 
 COLOURS = {
