@@ -11,6 +11,7 @@ skipped when run as the installed suite.
 from __future__ import annotations
 
 import fnmatch
+import shutil
 import subprocess
 import sys
 import tomllib
@@ -127,10 +128,20 @@ def test_package_data_check_can_fail(tmp_path: Path) -> None:
 @pytest.mark.slow
 def test_wheel_installs_only_deferlab(tmp_path: Path) -> None:
     """The wheel's top-level names are ``deferlab`` and its dist-info: none of sim, reference, impl, properties,
-    reports at the top (a generic ``sim`` would shadow anyone's); the run-time data is inside."""
+    reports at the top (a generic ``sim`` would shadow anyone's); the run-time data is inside; deferlab's own
+    tests are not (the shipped checks are). Built from a copy of the checkout's files, so the build leaves no
+    ``build/`` or ``*.egg-info`` in the checkout (a stray ``deferlab.egg-info`` there shadowed the install)."""
+    listed = subprocess.run(
+        ["git", "ls-files", "-co", "--exclude-standard"], cwd=ROOT, capture_output=True, text=True, check=True
+    ).stdout.split()
+    src = tmp_path / "src"
+    for rel in listed:
+        if (ROOT / rel).is_file():
+            (src / rel).parent.mkdir(parents=True, exist_ok=True)
+            shutil.copy2(ROOT / rel, src / rel)
     run = subprocess.run(
         [sys.executable, "-m", "pip", "wheel", "--no-deps", "--no-build-isolation", "-q", "-w", str(tmp_path), "."],
-        cwd=ROOT,
+        cwd=src,
         capture_output=True,
         text=True,
         timeout=600,
@@ -141,7 +152,9 @@ def test_wheel_installs_only_deferlab(tmp_path: Path) -> None:
     tops = {name.split("/")[0] for name in names}
     assert {t for t in tops if not t.endswith(".dist-info")} == {"deferlab"}, sorted(tops)
     assert not set(TOPS) & tops, sorted(tops)
-    for path in ("deferlab/reference/system/claims.toml", "deferlab/properties/plugin.py"):
+    for path in ("deferlab/reference/system/claims.toml", "deferlab/properties/plugin.py", "deferlab/properties/suite.py"):
         assert path in names, f"{path} missing from the wheel"
+    assert any(n.startswith("deferlab/properties/claims/test_") for n in names)  # the shipped checks
+    assert not [n for n in names if n.startswith(("deferlab/tests/", "tests/"))], "deferlab's own tests were shipped"
     entry_points = next(n for n in names if n.endswith(".dist-info/entry_points.txt"))
     assert "deferlab = deferlab.properties.plugin" in zipfile.ZipFile(wheel).read(entry_points).decode()
