@@ -43,6 +43,7 @@ MARKERS = (
     "bench: pytest-benchmark benchmarks (deselected in deferlab's suite unless -m selects them, e.g. -m bench)",
     "cuda: needs a CUDA device (skipped in deferlab's suite without one)",
     "slow: takes more than a few seconds",
+    "extra(name): needs deferlab's optional extra NAME (reference.system.extras); skipped, naming it, without it",
 )
 
 _PROFILES_REGISTERED = False

@@ -29,6 +29,7 @@ import pytest
 from hypothesis import settings
 
 from deferlab.properties import plugin, verdicts
+from deferlab.reference.system import extras
 from deferlab.reference.system.claims import load_claims
 from deferlab.reference.system.seam import SGLANG_LABEL, label_for
 
@@ -87,12 +88,24 @@ def _mark_and_skip(config: pytest.Config, items: list[pytest.Item]) -> None:
         if benches:
             config.hook.pytest_deselected(items=benches)
             items[:] = [item for item in items if "bench" not in item.keywords]
+    _skip_missing_extras(items)
     if _cuda_available():
         return
     skip = pytest.mark.skip(reason="needs a CUDA device (none here)")
     for item in items:
         if "cuda" in item.keywords:
             item.add_marker(skip)
+
+
+def _skip_missing_extras(items: list[pytest.Item]) -> None:
+    """A test marked ``extra(NAME)`` skips, with the one line naming the extra, where it is not installed (the
+    README's install has none: its test command must pass, the extras' tests skipping with their reason)."""
+    for item in items:
+        for mark in item.iter_markers("extra"):
+            why = extras.why_missing(mark.args[0])
+            if why is not None:
+                item.add_marker(pytest.mark.skip(reason=why))
+                break
 
 
 @pytest.fixture(params=["cpu", "cuda"])

@@ -1,0 +1,37 @@
+"""deferlab's optional extras: what each installs, and the one line that names a missing one.
+
+Why one place: the README's install (``pip install torch==2.13.0 -e '.[test]'``) has none of them, and
+both the report (a step that needs an extra is skipped with one line naming it, never failed) and the test
+suite (a test that needs one is skipped with that line as its reason, marker ``extra(NAME)``) must say
+the same thing. ``pyproject.toml``'s ``[project.optional-dependencies]`` is what installs them;
+``tests/project/test_packaging.py`` checks the two agree.
+"""
+
+from __future__ import annotations
+
+import importlib.util
+
+# extra -> (the modules it provides that deferlab imports, what deferlab uses it for)
+EXTRAS: dict[str, tuple[tuple[str, ...], str]] = {
+    "vllm": (("numba",), "vLLM's Kimi-K3 patch writer and the compiled C13 geometry sweep"),
+    "mutate": (("cosmic_ray",), "deferlab mutate (cosmic-ray's mutation operators)"),
+}
+
+
+def missing(extra: str) -> tuple[str, ...]:
+    """The modules of ``extra`` this environment lacks (empty: it is installed). KeyError for an unknown extra."""
+    modules, _ = EXTRAS[extra]
+    return tuple(m for m in modules if importlib.util.find_spec(m) is None)
+
+
+def has(extra: str) -> bool:
+    return not missing(extra)
+
+
+def why_missing(extra: str) -> str | None:
+    """None when ``extra`` is installed; else the one line: what is missing, what needs it, how to install it."""
+    gone = missing(extra)
+    if not gone:
+        return None
+    _, purpose = EXTRAS[extra]
+    return f"needs the optional extra '{extra}' ({', '.join(gone)} not installed; for {purpose}): pip install 'deferlab[{extra}]'"
