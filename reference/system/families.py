@@ -1,0 +1,333 @@
+"""Model families, the second axis of the registry of systems under test (semantics §18).
+
+A family is a set of checkpoints that share one image processor: what the model was trained on (the
+*trained side*: the processor class a checkpoint's ``preprocessor_config.json`` names, run for real where
+transformers ships it, or deferlab's NumPy restatement where the checkpoint ships its own code), and, per
+engine and range of releases, the path that engine serves it with (the *served side*: the engine's own
+code, which may finish the preprocessing on the device). ``scope`` says which claims a family is judged on:
+``full`` (geometry C13, pixels C14, normalization C15, deferral C4 where an engine finishes on the device)
+or ``normalization`` (C15, and C4 where the engine finishes on the device), for the families whose pixels
+an engine ships raw and only normalizes on the device.
+
+Facts only, module paths as strings (this room imports nothing of ``impl``): every value is stated, with
+its source, in ``docs/semantics.md`` §18.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from deferlab.reference.system.errors import DeferlabInputError
+from deferlab.reference.system.systems import ENGINES, at_least, is_release, release_key
+
+SCOPES = ("full", "normalization")
+FULL_CLAIMS = ("C4", "C13", "C14", "C15")
+NORMALIZATION_CLAIMS = ("C4", "C15")
+
+
+@dataclass(frozen=True)
+class Served:
+    """One engine's path for a family over a range of releases (``low``..``high`` inclusive; ``high`` "" for
+    every later release): its name, whether it is the engine's default serving setting, what of the engine
+    runs (``code``: module paths), and why it is what it is (``note``)."""
+
+    engine: str
+    low: str
+    high: str
+    path: str
+    default: bool
+    code: tuple[str, ...]
+    note: str = ""
+
+    def covers(self, engine: str, version: str) -> bool:
+        """Whether ``version`` of ``engine`` is in this range; a spec that is not a release (a checkout,
+        ``installed``) is taken to be at least the newest release (what the engine's code says decides)."""
+        if engine != self.engine:
+            return False
+        if not is_release(version):
+            return not self.high
+        return at_least(version, self.low) and (not self.high or release_key(version) <= release_key(self.high))
+
+
+@dataclass(frozen=True)
+class Family:
+    """One model family: its checkpoints, the processor classes their configs name, the trained side, the
+    default published config, and what each engine serves it with."""
+
+    name: str
+    display: str
+    scope: str
+    checkpoints: tuple[str, ...]
+    processor_classes: tuple[str, ...]
+    trained: str
+    profile: str
+    served: tuple[Served, ...]
+    needs: tuple[str, ...] = ()  # optional extras the trained side needs (reference.system.extras)
+
+    @property
+    def claims(self) -> tuple[str, ...]:
+        return FULL_CLAIMS if self.scope == "full" else NORMALIZATION_CLAIMS
+
+    def paths(self, engine: str, version: str) -> tuple[Served, ...]:
+        """The engine's paths for this family at ``version`` (empty: the release does not serve it)."""
+        return tuple(s for s in self.served if s.covers(engine, version))
+
+    def engines(self) -> tuple[str, ...]:
+        return tuple(e for e in ENGINES if any(s.engine == e for s in self.served))
+
+    def not_served(self, engine: str, version: str) -> str | None:
+        """None when ``version`` of ``engine`` serves this family; else the ``n/a`` reason in one line."""
+        if self.paths(engine, version):
+            return None
+        ranges = [f"{s.low}-{s.high}" if s.high else f"{s.low} and later" for s in self.served if s.engine == engine]
+        if not ranges:
+            return f"n/a: no {ENGINES[engine].display} path for {self.display} is checked (semantics §18)"
+        return f"n/a: {ENGINES[engine].display} {version} does not serve {self.display} (served by {', '.join(ranges)})"
+
+
+_VLLM_NORM = "vllm.model_executor.layers.fusion.mm_input_norm.FusedMMInputNorm.forward_native"
+_DEVICE = (
+    "vLLM's default (mm_device_do_normalize on for a class declaring supports_mm_device_do_normalize): the "
+    "processor leaves rescale and normalize out, uint8 travels to the device, FusedMMInputNorm finishes there"
+)
+_HOST = "mm_device_do_normalize off: the processor rescales and normalizes on the host (not the default)"
+
+FAMILIES: dict[str, Family] = {
+    "kimi-k3": Family(
+        name="kimi-k3",
+        display="Kimi-K2.5/K3",
+        scope="full",
+        checkpoints=("moonshotai/Kimi-K3", "moonshotai/Kimi-K2.5"),
+        processor_classes=("KimiK25VisionProcessor", "KimiK3VisionProcessor", "MoonViTMediaProcessor"),
+        trained="deferlab.reference.oracle.checkpoint",  # restated: the checkpoint ships its own code
+        profile="kimi-k3",
+        served=(
+            Served(
+                "sglang",
+                "0.5.17",
+                "",
+                "served",
+                True,
+                ("sglang.srt.multimodal.processors.kimi_k3",),
+                "eager producer and, from 0.5.18, the deferred owner path (semantics §3, §16)",
+            ),
+            Served(
+                "vllm",
+                "0.27.0",
+                "0.31.0",
+                "served",
+                True,
+                ("vllm.models.kimi_k3.common.mm_preprocess",),
+                "the checkpoint's remote-code processor behind vLLM's parser (semantics §16.1)",
+            ),
+            Served(
+                "vllm",
+                "0.32.0",
+                "",
+                "device-normalized",
+                True,
+                ("vllm.transformers_utils.processors.kimi_k25_vision_fused", _VLLM_NORM),
+                _DEVICE,
+            ),
+            Served(
+                "vllm",
+                "0.32.0",
+                "",
+                "host-normalized",
+                False,
+                ("vllm.transformers_utils.processors.kimi_k25_vision_fused",),
+                _HOST,
+            ),
+        ),
+    ),
+    "qwen2.5-vl": Family(
+        name="qwen2.5-vl",
+        display="Qwen2.5-VL",
+        scope="full",
+        checkpoints=("Qwen/Qwen2.5-VL-7B-Instruct", "Qwen/Qwen2.5-VL-3B-Instruct", "Qwen/Qwen2.5-VL-72B-Instruct"),
+        processor_classes=(
+            "Qwen2VLImageProcessor",
+            "Qwen2VLImageProcessorFast",
+            "Qwen2_5_VLImageProcessor",
+            "Qwen2VLImageProcessorPil",
+        ),
+        trained="transformers:transformers.models.qwen2_vl.image_processing_pil_qwen2_vl.Qwen2VLImageProcessorPil",
+        profile="qwen2.5-vl",
+        needs=("transformers",),
+        served=(
+            Served(
+                "vllm",
+                "0.27.0",
+                "0.30.0",
+                "host-normalized",
+                True,
+                ("vllm.model_executor.models.qwen2_5_vl", "transformers Qwen2VLImageProcessor"),
+                "before mm_device_do_normalize (0.31.0): the processor normalizes on the host",
+            ),
+            Served(
+                "vllm",
+                "0.31.0",
+                "",
+                "device-normalized",
+                True,
+                ("vllm.model_executor.models.qwen2_5_vl", "transformers Qwen2VLImageProcessor", _VLLM_NORM),
+                _DEVICE,
+            ),
+            Served(
+                "vllm",
+                "0.31.0",
+                "",
+                "host-normalized",
+                False,
+                ("vllm.model_executor.models.qwen2_5_vl", "transformers Qwen2VLImageProcessor"),
+                _HOST,
+            ),
+            Served(
+                "sglang",
+                "0.5.17",
+                "",
+                "served",
+                True,
+                ("sglang.srt.multimodal.processors.qwen_vl", "transformers Qwen2VLImageProcessor"),
+                "the transformers processor on the fast-processor device (the CPU here), normalized there",
+            ),
+        ),
+    ),
+    "qwen3-vl": Family(
+        name="qwen3-vl",
+        display="Qwen3-VL",
+        scope="full",
+        checkpoints=("Qwen/Qwen3-VL-8B-Instruct", "Qwen/Qwen3-VL-4B-Instruct", "Qwen/Qwen3.5-0.8B"),
+        processor_classes=(
+            "Qwen2VLImageProcessor",
+            "Qwen2VLImageProcessorFast",
+            "Qwen3VLProcessor",
+            "Qwen2VLImageProcessorPil",
+        ),
+        trained="transformers:transformers.models.qwen2_vl.image_processing_pil_qwen2_vl.Qwen2VLImageProcessorPil",
+        profile="qwen3-vl",
+        needs=("transformers",),
+        served=(
+            Served(
+                "vllm",
+                "0.32.0",
+                "",
+                "device-normalized",
+                True,
+                ("vllm.model_executor.models.qwen3_vl", "transformers Qwen2VLImageProcessor", _VLLM_NORM),
+                _DEVICE,
+            ),
+            Served(
+                "vllm",
+                "0.32.0",
+                "",
+                "host-normalized",
+                False,
+                ("vllm.model_executor.models.qwen3_vl", "transformers Qwen2VLImageProcessor"),
+                _HOST,
+            ),
+            Served(
+                "sglang",
+                "0.5.17",
+                "",
+                "served",
+                True,
+                ("sglang.srt.multimodal.processors.qwen_vl", "transformers Qwen2VLImageProcessor"),
+                "the transformers processor on the fast-processor device (the CPU here), normalized there",
+            ),
+        ),
+    ),
+    "internvl": Family(
+        name="internvl",
+        display="InternVL 2.5/3",
+        scope="full",
+        checkpoints=("OpenGVLab/InternVL3-8B", "OpenGVLab/InternVL2_5-8B"),
+        processor_classes=(
+            "InternVLChatModel",
+            "GotOcr2ImageProcessor",
+            "GotOcr2ImageProcessorFast",
+            "InternVLProcessor",
+        ),
+        trained="deferlab.reference.oracle.internvl",  # restated from the model card's load_image
+        profile="internvl",
+        served=(
+            Served(
+                "vllm",
+                "0.27.0",
+                "",
+                "served",
+                True,
+                ("vllm.transformers_utils.processors.internvl",),
+                "vLLM's own processor: the model card's tiling, normalized on the host (no device norm)",
+            ),
+            Served(
+                "sglang",
+                "0.5.17",
+                "",
+                "served",
+                True,
+                ("sglang.srt.multimodal.processors.internvl",),
+                "SGLang's own: normalize, then tile and resize with torch on the device (the CPU here)",
+            ),
+        ),
+    ),
+}
+
+# Families an engine ships raw and finishes with its own device normalization (vLLM's
+# supports_mm_device_do_normalize classes): judged on normalization only (semantics §18.3).
+for _name, _display, _checkpoint, _classes, _module, _low in (
+    ("glm-4.1v", "GLM-4.1V", "zai-org/GLM-4.1V-9B-Thinking", ("Glm4vImageProcessor",), "glm4_1v", "0.32.0"),
+    (
+        "mistral3",
+        "Mistral 3",
+        "mistralai/Mistral-Small-3.1-24B-Instruct-2503",
+        ("PixtralImageProcessor", "PixtralImageProcessorFast"),
+        "mistral3",
+        "0.32.0",
+    ),
+    (
+        "gemma3",
+        "Gemma 3",
+        "google/gemma-3-4b-it",
+        ("Gemma3ImageProcessor", "Gemma3ImageProcessorFast"),
+        "gemma3_mm",
+        "0.34.0",
+    ),
+    ("gemma4", "Gemma 4", "google/gemma-4", ("Gemma4ImageProcessor",), "gemma4_mm", "0.34.0"),
+):
+    FAMILIES[_name] = Family(
+        name=_name,
+        display=_display,
+        scope="normalization",
+        checkpoints=(_checkpoint,),
+        processor_classes=_classes,
+        trained="deferlab.reference.oracle.family_norm",  # the config's rescale and normalize, transformers' arithmetic
+        profile=_name,
+        served=(
+            Served(
+                "vllm",
+                _low,
+                "",
+                "device-normalized",
+                True,
+                (f"vllm.model_executor.models.{_module}", _VLLM_NORM),
+                _DEVICE,
+            ),
+        ),
+    )
+
+DEFAULT = "kimi-k3"
+
+
+def family(name: str) -> Family:
+    """The family ``name``; `DeferlabInputError` in one line with the accepted names."""
+    found = FAMILIES.get(str(name).strip().lower())
+    if found is None:
+        raise DeferlabInputError(f"unknown model family {name!r}; accepted: {', '.join(FAMILIES)}")
+    return found
+
+
+def of_processor(class_name: str) -> list[Family]:
+    """The families whose checkpoints' configs may name ``class_name`` (several: Qwen2.5-VL and Qwen3-VL share
+    one processor class; their config values tell them apart)."""
+    return [f for f in FAMILIES.values() if class_name in f.processor_classes]
