@@ -79,7 +79,11 @@ class Family:
         """None when ``version`` of ``engine`` serves this family; else the ``n/a`` reason in one line."""
         if self.paths(engine, version):
             return None
-        ranges = [f"{s.low}-{s.high}" if s.high else f"{s.low} and later" for s in self.served if s.engine == engine]
+        ranges = list(
+            dict.fromkeys(
+                f"{s.low}-{s.high}" if s.high else f"{s.low} and later" for s in self.served if s.engine == engine
+            )
+        )
         if not ranges:
             return f"n/a: no {ENGINES[engine].display} path for {self.display} is checked (semantics §18)"
         return f"n/a: {ENGINES[engine].display} {version} does not serve {self.display} (served by {', '.join(ranges)})"
@@ -208,6 +212,15 @@ FAMILIES: dict[str, Family] = {
         profile="qwen3-vl",
         needs=("transformers",),
         served=(
+            Served(
+                "vllm",
+                "0.27.0",
+                "0.31.0",
+                "host-normalized",
+                True,
+                ("vllm.model_executor.models.qwen3_vl", "transformers Qwen2VLImageProcessor"),
+                "before Qwen3-VL declared mm_device_do_normalize (0.32.0): normalized on the host",
+            ),
             Served(
                 "vllm",
                 "0.32.0",
