@@ -15,11 +15,16 @@ provenance      record     `StandIn` / `Records` (every module not the real thin
 standins        stand in   stand-in classes and modules; `end_import_phase`,
                            `StandInUsedError` once a stand-in is called at run time
 wheels          fetch      ``pip download --no-deps`` into ``~/.cache/deferlab/<name>/``,
-                           atomic; `DownloadError`
+                           atomic, the wheel kept; `DownloadError`; ``DEFERLAB_OFFLINE``
+bytecode        compile    compiled engine files kept by content (``<cache>/bytecode``)
+integrity       check      a cached release against its wheel's RECORD, stamped; mended
+                           from the kept wheel (or fetched again) where it differs
 importer        import     `Importer`: bare packages, guarded module bodies, stand-ins only
-                           for unguarded imports; `RequiredImportError`
+                           for unguarded imports, never for the engine's own Python;
+                           `RequiredImportError`, `IncompleteTreeError`
 sources         resolve    ``installed`` / a checkout / a version -> `Resolved`; `Source`;
                            one tree per engine per process; `load`
+cache           manage     what ``deferlab cache`` lists and prunes (releases, bytecode)
 ==============  =========  ===============================================================
 
 Imports point up this table only (``sources`` uses everything above it).

@@ -1,6 +1,6 @@
 """Import an engine's own modules on a CPU-only machine, standing in only for what fails, and keep the record.
 
-Three rules keep the run honest (the model is Sphinx autodoc's mock importer):
+Four rules keep the run honest (the model is Sphinx autodoc's mock importer):
 
 1. **Packages are bare.** Every package of the engine is registered with the
    right ``__path__`` and its ``__init__.py`` is *not* run (it pulls in the
@@ -16,6 +16,10 @@ Three rules keep the run honest (the model is Sphinx autodoc's mock importer):
    engine ``import`` statement outside any ``try ... except ImportError``; a
    guarded import fails as on any machine without it, so the engine's own
    fallback runs. Imports from torch, the stdlib or deferlab never get one.
+4. **Never the engine's own Python.** A module of the engine's package that its wheel ships as a ``.py``
+   (the tree's ``deferlab-RECORD`` says so) but the tree lacks is a damaged tree, not a missing dependency:
+   `IncompleteTreeError` naming the module, however it is imported. A compiled module the wheel ships
+   (``.so``, never unpacked for vLLM) may be stood in for as any missing module, and the record says so.
 
 Stand-ins raise if the engine *calls* them after the import phase
 (`standins.end_import_phase`), so nothing reported as real can depend on one.
@@ -36,7 +40,7 @@ from functools import lru_cache
 from pathlib import Path
 from typing import Any
 
-from deferlab.impl.loader import bytecode
+from deferlab.impl.loader import bytecode, wheels
 from deferlab.impl.loader.engine import Engine
 from deferlab.impl.loader.provenance import Records
 from deferlab.impl.loader.standins import StandInModule, module_body, module_getattr_for
@@ -52,6 +56,17 @@ class RequiredImportError(ImportError):
         super().__init__(f"{module}: {type(cause).__name__}: {cause}")
         self.module = module
         self.cause = cause
+
+
+class IncompleteTreeError(RuntimeError):
+    """A module of the engine's own package that its wheel ships as Python is missing from the tree.
+
+    Not an ImportError, so no ``except ImportError`` fallback of the engine swallows it; the importer also
+    keeps it (`Importer.incomplete`), so the load fails even where the engine catches every exception."""
+
+    def __init__(self, module: str, message: str) -> None:
+        super().__init__(message)
+        self.module = module
 
 
 @lru_cache(maxsize=4096)
@@ -129,6 +144,8 @@ class Importer:
         self._front = _FrontFinder(self)
         self._missing = _MissingFinder(self)
         self._installed = False
+        self._shipped: dict[str, tuple[str, str]] | None = None
+        self.incomplete: list[IncompleteTreeError] = []  # every missing module of the engine's own Python met
 
     # -- bookkeeping ------------------------------------------------------------------------------------------
     def record(self, module: str, kind: str, why: str) -> None:
@@ -159,7 +176,7 @@ class Importer:
         self.required.add(name)
         try:
             module = importlib.import_module(name)
-        except RequiredImportError:
+        except (RequiredImportError, IncompleteTreeError):
             raise
         except Exception as e:  # noqa: BLE001 - any failure of a required module is reported with its cause
             raise RequiredImportError(name, e) from e
@@ -167,6 +184,36 @@ class Importer:
         if failed is not None:
             raise RequiredImportError(name, failed)
         return module
+
+    # -- what the wheel shipped -------------------------------------------------------------------------------
+    def shipped(self, name: str) -> tuple[str, str] | None:
+        """("python" | "compiled", path in the wheel) when the tree's wheel ships module ``name``; None when it
+        does not, or when the tree has no RECORD (a checkout, the installed copy, a wheel without one)."""
+        if self._shipped is None:
+            self._shipped = wheels.shipped_modules(self.root)
+        return self._shipped.get(name)
+
+    def unpacked(self, name: str) -> tuple[str, str] | None:
+        """`shipped`, for a module of the engine that unpacking its wheel puts in the tree (a ``.py`` the
+        engine keeps, `Engine.wheel_members`); None for any other."""
+        found = self.shipped(name) if self.engine.owns(name) else None
+        keep = self.engine.wheel_members
+        if found is None or found[0] != "python" or (keep is not None and not keep(found[1])):
+            return None
+        return found
+
+    def refuse_missing(self, name: str) -> None:
+        """`IncompleteTreeError` (kept in `incomplete`) if ``name`` is the engine's own Python the tree lacks."""
+        found = self.unpacked(name)
+        if found is None:
+            return
+        error = IncompleteTreeError(
+            name,
+            f"{self.engine.title}'s own module {name} is missing from {self.root}: the tree is incomplete (its "
+            f"wheel ships {found[1]}); deferlab never stands in for the engine's own Python",
+        )
+        self.incomplete.append(error)
+        raise error
 
     # -- where things are -------------------------------------------------------------------------------------
     def in_tree(self, filename: str) -> bool:
@@ -232,6 +279,8 @@ class _FrontFinder(importlib.abc.MetaPathFinder):
         kind, where = found
         if kind == "package":
             init = where / "__init__.py"
+            if not init.is_file():
+                self.importer.refuse_missing(name)
             spec = importlib.machinery.ModuleSpec(
                 name, _BareLoader(self.importer, where), origin=str(init) if init.is_file() else None, is_package=True
             )
@@ -270,7 +319,7 @@ class _GuardedLoader(importlib.abc.Loader):
         try:
             with module_body():
                 self.inner.exec_module(module)
-        except (KeyboardInterrupt, SystemExit, RequiredImportError):
+        except (KeyboardInterrupt, SystemExit, RequiredImportError, IncompleteTreeError):
             raise
         except BaseException as e:  # noqa: BLE001 - any failure of a module body is what we record
             _mark_failed(self.importer, name, module, e)
@@ -339,7 +388,7 @@ def _lazy_init(importer: Importer, module: types.ModuleType, where: Path) -> Any
         try:
             with module_body():
                 exec(compile(init.read_text(encoding="utf-8"), str(init), "exec"), module.__dict__)  # noqa: S102
-        except (KeyboardInterrupt, SystemExit, RequiredImportError):
+        except (KeyboardInterrupt, SystemExit, RequiredImportError, IncompleteTreeError):
             raise
         except BaseException as e:  # noqa: BLE001
             _mark_failed(importer, module.__name__, module, e, prefix="__init__.py: ")
@@ -360,11 +409,19 @@ class _MissingFinder(importlib.abc.MetaPathFinder):
         self.importer = importer
 
     def find_spec(self, name: str, path: Any = None, target: Any = None) -> importlib.machinery.ModuleSpec | None:
+        self.importer.refuse_missing(name)  # the engine's own Python: never a stand-in, guarded or not
         who = self.importer.importing_line()
         if who is None or who[2]:
             return None
         build, note = self.importer.engine.functional.get(name, (None, ""))
-        why = f"not installed here; imported unguarded at {self.importer.rel(who[0])}:{who[1]}"
+        shipped = self.importer.shipped(name) if self.importer.engine.owns(name) else None
+        where = f"imported unguarded at {self.importer.rel(who[0])}:{who[1]}"
+        kind = "a compiled module" if shipped and shipped[0] == "compiled" else "a module"
+        why = (
+            f"{kind} its wheel ships ({shipped[1]}), not unpacked here; {where}"
+            if shipped
+            else f"not installed here; {where}"
+        )
         self.importer.record(name, "missing", f"{why}; {note}" if note else why)
         return importlib.machinery.ModuleSpec(name, _StandInLoader(self.importer, build), is_package=True)
 

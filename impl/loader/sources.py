@@ -6,7 +6,9 @@ in the same process (modules live in ``sys.modules`` under the package's
 name, so two copies cannot sit side by side), `open_tree` installs the
 importer, and `Source` is what a driver keeps. Every error is the engine's
 own `Engine.source_error` (or `Engine.fetch_error` for a download that
-failed), with the message ending in `Engine.accepted`.
+failed, or was refused under ``DEFERLAB_OFFLINE=1``), with the message ending in `Engine.accepted`
+(an offline refusal ends with what is cached instead). A release comes from the cache checked against
+its wheel's RECORD, and mended where it differs (`integrity.ensure`).
 """
 
 from __future__ import annotations
@@ -23,9 +25,9 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from deferlab.impl.loader import wheels
+from deferlab.impl.loader import integrity, wheels
 from deferlab.impl.loader.engine import FETCH_FAILED, VERSION, Engine
-from deferlab.impl.loader.importer import Importer, RequiredImportError
+from deferlab.impl.loader.importer import Importer, IncompleteTreeError, RequiredImportError
 from deferlab.impl.loader.provenance import StandIn
 from deferlab.impl.loader.standins import end_import_phase
 
@@ -154,7 +156,9 @@ def resolve(
         return Resolved("checkout", root, tree_version(engine, root), git_rev(path))
     if VERSION.match(spec):
         try:
-            tree, downloaded = wheels.fetch(engine, spec, cache, downloader)
+            ready = integrity.ensure(engine, spec, cache, downloader)
+        except wheels.OfflineError as e:
+            raise engine.fetch_error(str(e)) from None
         except wheels.DownloadError as e:
             if e.versions:
                 raise err(
@@ -167,7 +171,10 @@ def resolve(
                 f"{engine.name} source {spec!r}: {FETCH_FAILED} with pip download ({e}); "
                 f"is the package index reachable? {accepted}"
             ) from None
-        return Resolved("wheel", tree.resolve(), spec, None, downloaded, wheels.source_meta(tree))
+        meta = wheels.source_meta(ready.tree)
+        if ready.mended:
+            meta["mended"] = ready.mended
+        return Resolved("wheel", ready.tree.resolve(), spec, None, ready.downloaded, meta)
     if "/" in spec or spec.startswith((".", "~")):
         raise err(f"{engine.name} source {spec!r}: no such path; {accepted}")
     raise err(f"{engine.name} source {spec!r}: neither 'installed', an existing path nor a version; {accepted}")
@@ -303,9 +310,26 @@ def load(
     if already is not None:
         return already
     importer = open_tree(engine, found.kind, found.root)
-    source = (build or _build)(spec, found, importer)
+    try:
+        source = (build or _build)(spec, found, importer)
+    except IncompleteTreeError:
+        raise incomplete(engine, spec, found, importer.incomplete) from None
+    if importer.incomplete:  # the engine caught it (``except Exception``): the importer kept it
+        raise incomplete(engine, spec, found, importer.incomplete)
     source.load_seconds = time.perf_counter() - t0
     return claim(source)
+
+
+def incomplete(engine: Engine, spec: str, found: Resolved, errors: list[IncompleteTreeError]) -> Exception:
+    """The engine's error for a tree that lacks its own Python: the module, and what to do about it."""
+    others = dict.fromkeys(e.module for e in errors[1:] if e.module != errors[0].module)
+    also = f" (also missing: {', '.join(others)})" if others else ""
+    fix = (
+        f"its next load checks it against the wheel's RECORD and mends it (or remove {found.root} to fetch it again)"
+        if found.kind == "wheel"
+        else "restore the missing files"
+    )
+    return engine.source_error(f"{engine.name} source {spec!r} (version {found.version}): {errors[0]}{also}; {fix}")
 
 
 def _build(spec: str, found: Resolved, importer: Importer) -> Source:

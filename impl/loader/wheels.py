@@ -12,10 +12,19 @@ unzipped. A run interrupted at any point leaves at most a ``.tmp-*`` folder,
 which no later run reads (and which is swept once it is an hour old). A
 folder named after the version therefore always holds a complete tree, and a
 second run downloads nothing.
+
+What a release folder holds: the unpacked members, ``deferlab-source.json``
+(`source_meta`: the wheel's name, sha256, where pip got it, when), the wheel
+itself under ``wheel/`` (kept, so a damaged tree is mended without the
+network: `impl.loader.integrity`), and ``deferlab-RECORD`` (the wheel's own
+RECORD, verbatim: the sha256 of every file it ships, what the tree is checked
+against, and which of the engine's modules are compiled). ``DEFERLAB_OFFLINE=1``
+(`offline`) fetches nothing: a release that is not cached is refused.
 """
 
 from __future__ import annotations
 
+import csv
 import hashlib
 import json
 import os
@@ -29,12 +38,22 @@ import zipfile
 from collections.abc import Callable
 from pathlib import Path
 
-from deferlab.impl.loader.engine import Engine
+from deferlab.impl.loader.engine import FETCH_FAILED, Engine
+from deferlab.reference.system.errors import InputValueError
+from deferlab.reference.system.systems import sorted_releases
 
 Downloader = Callable[[str, Path], Path]
 
+META = "deferlab-source.json"
+RECORD = "deferlab-RECORD"  # the wheel's RECORD, verbatim
+WHEEL_DIR = "wheel"  # the kept wheel, beside the tree it was unpacked into
+ORIGIN = "origin.json"  # where a downloader may say where the wheel came from (folded into META)
+OFFLINE_ENV = "DEFERLAB_OFFLINE"
+_ON, _OFF = ("1", "true", "yes", "on"), ("", "0", "false", "no", "off")
 _STALE_TMP_S = 3600
 _FROM_VERSIONS = re.compile(r"from versions:\s*([^)]*)\)")
+_GOT = re.compile(r"^\s*(?:Downloading|Using cached|File was already downloaded)\s+(\S+)", re.M)
+_INDEXES = re.compile(r"^\s*Looking in indexes:\s*(.+)$", re.M)
 
 
 class DownloadError(RuntimeError):
@@ -49,6 +68,14 @@ class DownloadError(RuntimeError):
         self.download_failed = download_failed
 
 
+class OfflineError(DownloadError):
+    """``DEFERLAB_OFFLINE=1`` and what the load needs is not in the cache: nothing was fetched (the message says
+    what is missing and what is cached)."""
+
+    def __init__(self, message: str) -> None:
+        super().__init__(message, None)
+
+
 def deferlab_cache() -> Path:
     """deferlab's cache folder: ``$DEFERLAB_CACHE`` when set, else ``~/.cache/deferlab`` (wheels, checkouts,
     mutation references and strategy scans each keep a folder under it)."""
@@ -61,10 +88,42 @@ def cache_root(engine: Engine) -> Path:
     return deferlab_cache() / engine.name
 
 
+def offline() -> bool:
+    """Whether ``DEFERLAB_OFFLINE`` forbids fetching (1/true/yes/on); `InputValueError` for any other value
+    than those and 0/false/no/off/unset, so a typo never silently fetches."""
+    value = os.environ.get(OFFLINE_ENV, "").strip().lower()
+    if value in _ON or value in _OFF:
+        return value in _ON
+    raise InputValueError(
+        f"{OFFLINE_ENV}={os.environ[OFFLINE_ENV]!r} is not accepted; accepted: 1, true, yes or on (load only cached "
+        "releases), 0, false, no, off or unset (fetch what is not cached)"
+    )
+
+
+def refuse_offline(engine: Engine, version: str, what: str, cache: Path | None = None) -> OfflineError:
+    """The one-line refusal of a fetch under ``DEFERLAB_OFFLINE=1``: ``what`` is missing (e.g. "is not cached"),
+    and what is cached instead. It carries `FETCH_FAILED`, the words a child's reader skips on."""
+    cached = ", ".join(cached_versions(engine, cache)) or "none"
+    return OfflineError(
+        f"{engine.name} {version} {what} and {OFFLINE_ENV}=1 forbids fetching it, so deferlab {FETCH_FAILED}; "
+        f"cached: {cached}"
+    )
+
+
 def cached_tree(engine: Engine, version: str, cache: Path | None = None) -> Path | None:
     """The complete unzipped tree of ``version`` if a previous run left one, else None."""
     final = (cache or cache_root(engine)) / version
-    return final if (final / engine.package).is_dir() and (final / "deferlab-source.json").is_file() else None
+    return final if (final / engine.package).is_dir() and (final / META).is_file() else None
+
+
+def cached_versions(engine: Engine, cache: Path | None = None) -> list[str]:
+    """The releases of ``engine`` with a complete tree in the cache, in release order."""
+    root = cache or cache_root(engine)
+    try:
+        names = [p.name for p in root.iterdir() if not p.name.startswith(".")]
+    except OSError:
+        return []
+    return sorted_releases(n for n in names if cached_tree(engine, n, root) is not None)
 
 
 def pip_downloader(engine: Engine) -> Downloader:
@@ -73,7 +132,8 @@ def pip_downloader(engine: Engine) -> Downloader:
 
 
 def pip_download(distribution: str, version: str, dest: Path) -> Path:
-    """``python -m pip download --no-deps DISTRIBUTION==VERSION`` into ``dest``; the wheel's path."""
+    """``python -m pip download --no-deps DISTRIBUTION==VERSION`` into ``dest``; the wheel's path. Where pip got
+    it (the index it looked in, the file it named) goes to ``dest/origin.json`` for the release's `source_meta`."""
     dest.mkdir(parents=True, exist_ok=True)
     cmd = [
         sys.executable,
@@ -94,6 +154,7 @@ def pip_download(distribution: str, version: str, dest: Path) -> Path:
         raise DownloadError(f"pip download {distribution}=={version} timed out after 900 s", None) from None
     wheels = sorted(dest.glob(f"{re.sub(r'[-_.]+', '_', distribution)}-*.whl"))
     if proc.returncode == 0 and wheels:
+        (dest / ORIGIN).write_text(json.dumps(pip_origin(proc.stdout)))
         return wheels[0]
     text = proc.stderr + proc.stdout
     match = _FROM_VERSIONS.search(text)
@@ -104,59 +165,182 @@ def pip_download(distribution: str, version: str, dest: Path) -> Path:
     raise DownloadError(last[-1] if last else f"pip exited {proc.returncode}", versions)
 
 
+def pip_origin(output: str) -> dict[str, str]:
+    """Where pip says it got a wheel: ``index`` (the one it looked in: "Looking in indexes", else PyPI, pip's
+    default) and ``url`` when it logged a whole URL (it shows only the file name for PyPI's files)."""
+    indexes = _INDEXES.search(output)
+    origin = {"index": indexes.group(1).strip() if indexes else "https://pypi.org/simple (pip's default)"}
+    got = _GOT.search(output)
+    if got and "://" in got.group(1):
+        origin["url"] = got.group(1)
+    return origin
+
+
 def fetch(
     engine: Engine, version: str, cache: Path | None = None, downloader: Downloader | None = None
 ) -> tuple[Path, bool]:
-    """(tree, downloaded_now): the unzipped wheel of ``version``, fetching it only if not cached."""
+    """(tree, downloaded_now): the unzipped wheel of ``version``, fetching it only if not cached (and never
+    under ``DEFERLAB_OFFLINE=1``: `OfflineError`)."""
     cache = cache or cache_root(engine)
     found = cached_tree(engine, version, cache)
     if found is not None:
         return found, False
+    if offline():
+        raise refuse_offline(engine, version, "is not cached", cache)
+    tmp = build_tree(engine, version, cache, downloader)
+    final = cache / version
+    try:
+        os.rename(tmp, final)
+    except OSError:
+        shutil.rmtree(tmp, ignore_errors=True)
+        if cached_tree(engine, version, cache) is None:  # not a concurrent winner: a real failure
+            raise
+    return final, True
+
+
+def replace(engine: Engine, version: str, cache: Path | None = None, downloader: Downloader | None = None) -> Path:
+    """Fetch ``version`` again and put the new tree where the old one was (a release folder that cannot be
+    mended): the old folder is renamed aside first, so the folder is always one whole tree or absent."""
+    cache = cache or cache_root(engine)
+    if offline():
+        raise refuse_offline(engine, version, "must be fetched again", cache)
+    tmp = build_tree(engine, version, cache, downloader)
+    final = cache / version
+    remove_release(final)
+    os.rename(tmp, final)
+    return final
+
+
+def remove_release(folder: Path) -> bool:
+    """Remove a release folder whole: renamed to a ``.tmp-`` sibling (atomic), then deleted; False if absent.
+    An interrupted delete leaves only the ``.tmp-`` folder, which no run reads and `sweep` removes."""
+    if not folder.exists():
+        return False
+    aside = Path(tempfile.mkdtemp(prefix=f".tmp-gone-{folder.name}-", dir=folder.parent))
+    os.rename(folder, aside / folder.name)
+    shutil.rmtree(aside, ignore_errors=True)
+    return True
+
+
+def build_tree(engine: Engine, version: str, cache: Path, downloader: Downloader | None = None) -> Path:
+    """A complete release folder of ``version`` in ``<cache>/.tmp-<version>-*`` (downloaded, checked as a zip,
+    unpacked, its wheel kept); the caller renames it into place. Nothing is left behind on any failure."""
     cache.mkdir(parents=True, exist_ok=True)
-    _sweep_stale(cache)
+    sweep(cache)
     tmp = Path(tempfile.mkdtemp(prefix=f".tmp-{version}-", dir=cache))
     try:
-        wheel = (downloader or pip_downloader(engine))(version, tmp / "wheel")
-        if not zipfile.is_zipfile(wheel):
-            raise DownloadError(f"{wheel.name} is not a zip archive (truncated download?)", None, download_failed=False)
-        with zipfile.ZipFile(wheel) as zf:
-            bad = zf.testzip()
-            if bad is not None:
-                raise DownloadError(f"{wheel.name}: corrupt member {bad}", None, download_failed=False)
-            keep = engine.wheel_members
-            zf.extractall(tmp, members=None if keep is None else [m for m in zf.namelist() if keep(m)])
-        if not (tmp / engine.package).is_dir():
-            raise DownloadError(f"{wheel.name} holds no {engine.package}/ package", None, download_failed=False)
-        meta = {
-            "version": version,
-            "wheel": wheel.name,
-            "sha256": _sha256(wheel),
-            "fetched_at": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
-        }
-        (tmp / "deferlab-source.json").write_text(json.dumps(meta, indent=2))
+        wheel = (downloader or pip_downloader(engine))(version, tmp / WHEEL_DIR)
+        unpack(engine, wheel, tmp)
+        origin_file = wheel.parent / ORIGIN
+        origin = json.loads(origin_file.read_text()) if origin_file.is_file() else {}
+        origin_file.unlink(missing_ok=True)
+        write_meta(tmp, version, wheel, origin)
         os.chmod(tmp, 0o755)  # mkdtemp made it private; the finished tree is an ordinary readable folder
-        final = cache / version
-        try:
-            os.rename(tmp, final)
-        except OSError:
-            if cached_tree(engine, version, cache) is None:  # not a concurrent winner: a real failure
-                raise
-            shutil.rmtree(tmp, ignore_errors=True)
-        return final, True
+        return tmp
     except BaseException:
         shutil.rmtree(tmp, ignore_errors=True)
         raise
 
 
-def source_meta(tree: Path) -> dict[str, str]:
-    """What ``fetch`` recorded about a cached tree (version, wheel, sha256, fetched_at)."""
+def unpack(engine: Engine, wheel: Path, dest: Path) -> None:
+    """Unzip the members of ``wheel`` the engine keeps (`Engine.wheel_members`) into ``dest``, and its RECORD
+    verbatim as ``dest/deferlab-RECORD``; `DownloadError` (not a download failure) for an unusable wheel."""
+    if not zipfile.is_zipfile(wheel):
+        raise DownloadError(f"{wheel.name} is not a zip archive (truncated download?)", None, download_failed=False)
+    with zipfile.ZipFile(wheel) as zf:
+        bad = zf.testzip()
+        if bad is not None:
+            raise DownloadError(f"{wheel.name}: corrupt member {bad}", None, download_failed=False)
+        keep = engine.wheel_members
+        zf.extractall(dest, members=None if keep is None else [m for m in zf.namelist() if keep(m)])
+        record = record_member(zf)
+        if record is not None:
+            (dest / RECORD).write_bytes(zf.read(record))
+    if not (dest / engine.package).is_dir():
+        raise DownloadError(f"{wheel.name} holds no {engine.package}/ package", None, download_failed=False)
+
+
+def record_member(zf: zipfile.ZipFile) -> str | None:
+    """The name of the wheel's ``<name>-<version>.dist-info/RECORD`` (None for a wheel without one)."""
+    return next((n for n in zf.namelist() if n.count("/") == 1 and n.endswith(".dist-info/RECORD")), None)
+
+
+def read_record(text: str) -> dict[str, tuple[str, int]]:
+    """A RECORD's rows: path -> (sha256 as urlsafe base64 without padding, size); ("", -1) where the row gives
+    none (RECORD itself). Rows of another algorithm are kept without a digest; paths leaving the tree dropped."""
+    rows: dict[str, tuple[str, int]] = {}
+    for row in csv.reader(text.splitlines()):
+        if not row or not row[0] or row[0].startswith("/") or ".." in row[0].split("/"):
+            continue
+        algo, _, digest = (row[1] if len(row) > 1 else "").partition("=")
+        size = row[2] if len(row) > 2 and row[2].isdigit() else "-1"
+        rows[row[0]] = (digest if algo == "sha256" else "", int(size))
+    return rows
+
+
+def shipped_modules(tree: Path) -> dict[str, tuple[str, str]]:
+    """Module name -> ("python" | "compiled", its path in the wheel), for every module the RECORD copy in ``tree``
+    lists ({} without one): what the importer may never stand in for, and what it may (compiled modules)."""
     try:
-        return json.loads((tree / "deferlab-source.json").read_text())
+        paths = read_record((tree / RECORD).read_text(encoding="utf-8"))
+    except OSError:
+        return {}
+    modules: dict[str, tuple[str, str]] = {}
+    for path in paths:
+        folder, _, name = path.rpartition("/")
+        stem, _, suffix = name.partition(".")
+        kind = "python" if suffix == "py" else "compiled" if suffix.rpartition(".")[2] in ("so", "pyd") else ""
+        if kind and stem:
+            module = folder if (stem, kind) == ("__init__", "python") else f"{folder}/{stem}".strip("/")
+            modules.setdefault(module.replace("/", "."), (kind, path))
+    return modules
+
+
+def write_meta(tree: Path, version: str, wheel: Path, origin: dict[str, str] | None = None) -> None:
+    """``tree/deferlab-source.json``: the wheel's name, sha256 and origin, and when it was fetched."""
+    meta = {
+        "version": version,
+        "wheel": wheel.name,
+        "sha256": sha256_file(wheel),
+        "fetched_at": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime(wheel.stat().st_mtime)),
+        **(origin or {}),
+    }
+    write_atomic(tree / META, json.dumps(meta, indent=2).encode())
+
+
+def kept_wheel(tree: Path) -> Path | None:
+    """The wheel a release folder was unpacked from, kept under ``wheel/`` (None when it is gone)."""
+    named = source_meta(tree).get("wheel")
+    if named and (tree / WHEEL_DIR / named).is_file():
+        return tree / WHEEL_DIR / named
+    found = sorted((tree / WHEEL_DIR).glob("*.whl"))
+    return found[0] if len(found) == 1 else None
+
+
+def source_meta(tree: Path) -> dict[str, str]:
+    """What ``fetch`` recorded about a cached tree (version, wheel, sha256, fetched_at, index, url)."""
+    try:
+        return json.loads((tree / META).read_text())
     except (OSError, ValueError):
         return {}
 
 
-def _sha256(path: Path) -> str:
+def write_atomic(path: Path, data: bytes) -> None:
+    """``data`` at ``path`` through a temporary sibling renamed over it (a reader sees the old or the new)."""
+    path.parent.mkdir(parents=True, exist_ok=True)
+    fd, tmp = tempfile.mkstemp(prefix=f".tmp-{path.name}.", dir=path.parent)
+    try:
+        with os.fdopen(fd, "wb") as fh:
+            fh.write(data)
+        os.chmod(tmp, 0o644)
+        os.replace(tmp, path)
+    except BaseException:
+        Path(tmp).unlink(missing_ok=True)
+        raise
+
+
+def sha256_file(path: Path) -> str:
+    """The hex sha256 of a file, read in 1 MiB blocks."""
     h = hashlib.sha256()
     with path.open("rb") as f:
         for block in iter(lambda: f.read(1 << 20), b""):
@@ -164,12 +348,12 @@ def _sha256(path: Path) -> str:
     return h.hexdigest()
 
 
-def _sweep_stale(cache: Path) -> None:
-    """Remove ``.tmp-*`` folders an interrupted run left more than an hour ago."""
+def sweep(cache: Path, older_than_s: float = _STALE_TMP_S) -> None:
+    """Remove ``.tmp-*`` folders an interrupted run left more than ``older_than_s`` ago."""
     now = time.time()
     for entry in cache.glob(".tmp-*"):
         try:
-            if now - entry.stat().st_mtime > _STALE_TMP_S:
+            if now - entry.stat().st_mtime > older_than_s:
                 shutil.rmtree(entry, ignore_errors=True)
         except OSError:
             pass

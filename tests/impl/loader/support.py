@@ -1,4 +1,5 @@
-"""The fake engine the loader's tests run (`FAKE`, kept on disk in ``fakeproject/``) and a child runner.
+"""The fake engine the loader's tests run (`FAKE`, kept on disk in ``fakeproject/``), its release wheel
+(`wheel_files`, `make_wheel`: a real zip with a RECORD, as pip would download it), and a child runner.
 
 Why a child for anything that imports: the loader's finders and its import phase are per process, so a
 fake engine loaded in the test process would share them with whichever real engine the process holds.
@@ -6,14 +7,19 @@ fake engine loaded in the test process would share them with whichever real engi
 
 from __future__ import annotations
 
+import csv
+import dataclasses
+import io
 import json
 import os
 import subprocess
 import sys
 import textwrap
+import zipfile
 from pathlib import Path
 from typing import Any
 
+from deferlab.impl.loader import integrity
 from deferlab.impl.loader.engine import Engine
 
 HERE = Path(__file__).resolve().parent
@@ -40,6 +46,82 @@ def run(code: str, *args: str) -> dict[str, Any]:
         text=True,
         timeout=120,
         env={**os.environ},
+        check=False,
+    )
+    lines = [ln for ln in proc.stdout.splitlines() if ln.startswith("JSON:")]
+    assert proc.returncode == 0 and lines, f"child exited {proc.returncode}:\n{proc.stderr[-3000:]}"
+    return json.loads(lines[-1][5:])
+
+
+# The fake engine as a release: its wheel ships a compiled module too, which (as for vLLM) is not unpacked.
+KERNEL = "fakeeng/core/_kernels.abi3.so"
+WHEEL_ENGINE = dataclasses.replace(
+    FAKE,
+    required=("fakeeng.core.required", "fakeeng.core.uses_helper", "fakeeng.core.uses_kernel"),
+    wheel_members=lambda member: member.startswith("fakeeng/") and member.endswith(".py"),
+)
+
+
+def wheel_files(package: Path = PROJECT / "python" / "fakeeng") -> dict[str, bytes]:
+    """Every file of ``package`` (a folder) under its wheel path, plus the compiled `KERNEL`."""
+    files = {
+        f"{package.name}/{p.relative_to(package).as_posix()}": p.read_bytes()
+        for p in sorted(package.rglob("*"))
+        if p.is_file() and "__pycache__" not in p.parts
+    }
+    return {**files, KERNEL: b"\x7fELF not really"} if package.name == "fakeeng" else files
+
+
+def make_wheel(
+    dest: Path, name: str, version: str, files: dict[str, bytes], *, recorded: dict[str, bytes] | None = None
+) -> Path:
+    """``dest/<name>-<version>-py3-none-any.whl`` holding ``files`` and a RECORD of the sha256 of ``recorded``
+    (default: ``files``; another content makes a wheel whose files do not match its own RECORD)."""
+    dest.mkdir(parents=True, exist_ok=True)
+    wheel = dest / f"{name}-{version}-py3-none-any.whl"
+    listing = f"{name}-{version}.dist-info/RECORD"
+    rows = io.StringIO()
+    writer = csv.writer(rows, lineterminator="\n")
+    for path, data in (files if recorded is None else recorded).items():
+        writer.writerow([path, f"sha256={integrity.digest(data)}", len(data)])
+    writer.writerow([listing, "", ""])
+    with zipfile.ZipFile(wheel, "w") as zf:
+        for path, data in files.items():
+            zf.writestr(path, data)
+        zf.writestr(listing, rows.getvalue())
+    return wheel
+
+
+def downloader(
+    name: str = "fakeeng",
+    files: dict[str, bytes] | None = None,
+    calls: list[str] | None = None,
+    recorded: dict[str, bytes] | None = None,
+) -> Any:
+    """A downloader that "downloads" ``files`` (default `wheel_files`) as a wheel (`make_wheel`), noting each
+    call in ``calls``."""
+
+    def download(version: str, dest: Path) -> Path:
+        if calls is not None:
+            calls.append(version)
+        return make_wheel(dest, name, version, files if files is not None else wheel_files(), recorded=recorded)
+
+    return download
+
+
+def no_download(version: str, dest: Path) -> Path:
+    """A downloader that fails the test: nothing may be fetched."""
+    raise AssertionError(f"a download of {version} was attempted")
+
+
+def child(scenario: str, *args: str, env: dict[str, str] | None = None) -> dict[str, Any]:
+    """Run ``tests.impl.loader.child`` SCENARIO ARGS in a child process; the JSON it prints last."""
+    proc = subprocess.run(
+        [sys.executable, "-m", "tests.impl.loader.child", scenario, *args],
+        capture_output=True,
+        text=True,
+        timeout=120,
+        env={**os.environ, **(env or {})},
         check=False,
     )
     lines = [ln for ln in proc.stdout.splitlines() if ln.startswith("JSON:")]

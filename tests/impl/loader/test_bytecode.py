@@ -85,3 +85,26 @@ def test_the_import_line_table_is_kept_by_content() -> None:
     assert bytecode.lines_for(SOURCE, scan) == {1: False, 3: True}
     assert bytecode.lines_for(SOURCE, scan) == {1: False, 3: True} and len(scans) == 1
     assert bytecode.lines_for(SOURCE + b"\n", scan) == {1: False, 3: True} and len(scans) == 2
+
+
+def test_a_read_touches_an_entry_and_prune_removes_only_those_not_read_for_days() -> None:
+    import os
+    import time
+
+    calls: list[str] = []
+    _code("/a/m.py", SOURCE, calls)
+    _code("/a/m.py", SOURCE + b"\n", calls)
+    bytecode.lines_for(SOURCE, lambda: {1: False})
+    old = time.time() - 10 * 86400
+    for entry in bytecode.folder().rglob("*"):
+        if entry.is_file():
+            os.utime(entry, (old, old))
+    _code("/b/m.py", SOURCE, calls)  # read back: touched
+    assert len(calls) == 2 and bytecode.usage()[0] == 3
+    assert bytecode.prune(9)[0] == 2  # the unread .pyc and the unread line table
+    assert [p.name.endswith(".pyc") for p, _ in bytecode.entries()] == [True]
+    _code("/a/m.py", SOURCE, calls)
+    assert len(calls) == 2  # the read one is still there
+    removed, freed = bytecode.prune()
+    assert removed == 1 and freed > 0 and bytecode.usage() == (0, 0)
+    assert not any(bytecode.root().iterdir())  # empty folders go too

@@ -126,3 +126,33 @@ def test_load_imports_the_required_modules_and_keeps_one_tree_per_process(tmp_pa
     assert got["required"] == ["fakeeng.core.required"] and got["double"] == 42 and got["has"] is True
     assert f"this process already runs {got['name']} from" in got["other"]
     assert "one FakeEng version per process (run each version in its own subprocess)" in got["other"]
+
+
+def test_offline_a_release_not_cached_is_refused_in_one_line_and_pip_never_runs(tmp_path, monkeypatch):
+    from deferlab.impl.loader import integrity
+    from tests.impl.loader.support import WHEEL_ENGINE, downloader, no_download
+
+    for version in ("1.1.0", "1.0.0"):
+        integrity.ensure(WHEEL_ENGINE, version, tmp_path, downloader())
+    monkeypatch.setenv(wheels.OFFLINE_ENV, "1")
+    monkeypatch.setattr(wheels, "pip_download", lambda *a: pytest.fail("pip was called offline"))
+    for fetcher in (no_download, None):  # None: the default, pip
+        with pytest.raises(FetchError) as info:
+            sources.resolve(WHEEL_ENGINE, "1.2.0", tmp_path, fetcher)
+        assert str(info.value) == (
+            "fakeeng 1.2.0 is not cached and DEFERLAB_OFFLINE=1 forbids fetching it, so deferlab could not fetch "
+            "the wheel; cached: 1.0.0, 1.1.0"
+        )
+    assert sources.resolve(WHEEL_ENGINE, "1.1.0", tmp_path, no_download).root == (tmp_path / "1.1.0").resolve()
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["1.0.0", "1.1.0"]  # nothing started
+
+
+def test_offline_takes_only_a_yes_or_a_no(tmp_path, monkeypatch):
+    from deferlab.reference.system.errors import InputValueError
+
+    monkeypatch.setenv(wheels.OFFLINE_ENV, "sometimes")
+    with pytest.raises(InputValueError, match=r"^DEFERLAB_OFFLINE='sometimes' is not accepted; accepted: 1, true"):
+        sources.resolve(FAKE, "1.2.0", tmp_path, lambda v, d: pytest.fail("downloaded"))
+    for value, offline in (("ON", True), (" 1 ", True), ("no", False), ("", False)):
+        monkeypatch.setenv(wheels.OFFLINE_ENV, value)
+        assert wheels.offline() is offline

@@ -80,3 +80,29 @@ def test_an_engine_can_unpack_only_some_members_of_its_wheel(tmp_path):
     assert not (tree / "fakeeng" / "_C.abi3.so").exists()
     full, _ = wheels.fetch(FAKE, "1.0.0", tmp_path / "all", with_library)
     assert (full / "fakeeng" / "_C.abi3.so").is_file()  # without a predicate, everything
+
+
+def test_where_pip_got_the_wheel_is_read_off_its_output():
+    """pip names the index it looked in unless it is PyPI, and shows a whole URL only off PyPI's file host."""
+    pypi = "Collecting sglang==0.5.23\n  Downloading sglang-0.5.23-cp311-cp311-manylinux_2_34_x86_64.whl (39.1 MB)\n"
+    assert wheels.pip_origin(pypi) == {"index": "https://pypi.org/simple (pip's default)"}
+    mirror = (
+        "Looking in indexes: https://mirror.example/simple\nCollecting vllm==0.33.0\n"
+        "  Downloading https://mirror.example/files/vllm-0.33.0-cp38-abi3-manylinux_2_28_x86_64.whl (336 MB)\n"
+    )
+    assert wheels.pip_origin(mirror) == {
+        "index": "https://mirror.example/simple",
+        "url": "https://mirror.example/files/vllm-0.33.0-cp38-abi3-manylinux_2_28_x86_64.whl",
+    }
+
+
+def test_a_downloaders_origin_note_goes_into_the_release_metadata(tmp_path):
+    def noted(version, dest):
+        wheel = _tiny_wheel(version, dest)
+        (dest / wheels.ORIGIN).write_text('{"index": "https://mirror.example/simple"}')
+        return wheel
+
+    tree, _ = wheels.fetch(FAKE, "1.0.0", tmp_path, noted)
+    meta = wheels.source_meta(tree)
+    assert meta["index"] == "https://mirror.example/simple" and len(meta["sha256"]) == 64
+    assert [p.name for p in (tree / wheels.WHEEL_DIR).iterdir()] == ["fakeeng-1.0.0-py3-none-any.whl"]

@@ -17,7 +17,7 @@ from deferlab.impl.loader import wheels
 from deferlab.impl.loader.engine import FetchError, SourceError
 from deferlab.impl.sglang import sources
 from deferlab.impl.sglang.sources import SGLangFetchError, SGLangSourceError
-from tests.impl.sglang.support import KIP, REPO, fake_sglang_tree, load_or_skip, run_child
+from tests.impl.sglang.support import KIP, REPO, fake_sglang_tree, load_or_skip, run_child, skip_if_unfetched
 
 
 def test_the_engine_keeps_the_accepted_sentence_and_the_error_classes():
@@ -92,6 +92,23 @@ def test_tests_skip_on_a_failed_fetch_and_on_nothing_else(tmp_path):
     with pytest.raises(SGLangSourceError, match="no such path") as info:
         load_or_skip(sources.load, str(tmp_path / "nowhere" / "sglang"))
     assert not isinstance(info.value, SGLangFetchError)
+
+
+def test_offline_a_release_not_cached_is_a_skip_in_process_and_in_a_child_and_nothing_is_fetched(tmp_path, monkeypatch):
+    """``DEFERLAB_OFFLINE=1``: the refusal is SGLang's fetch error (a test skips on it, as on an unreachable
+    index) and its one line carries the words a child's reader skips on; no download is attempted."""
+    from tests.impl.loader.support import no_download
+
+    monkeypatch.setenv("DEFERLAB_OFFLINE", "1")
+    with pytest.raises(SGLangFetchError) as info:
+        sources.load("0.5.99", cache=tmp_path, downloader=no_download)
+    assert str(info.value) == (
+        "sglang 0.5.99 is not cached and DEFERLAB_OFFLINE=1 forbids fetching it, so deferlab could not fetch the "
+        "wheel; cached: none"
+    )
+    with pytest.raises(pytest.skip.Exception, match="0.5.99 is not cached"):
+        skip_if_unfetched("0.5.99", f"deferlab-load: {info.value}")
+    assert list(tmp_path.iterdir()) == []
 
 
 def test_an_unknown_version_names_what_the_index_has(tmp_path):

@@ -85,6 +85,24 @@ def test_the_release_serves_its_fused_processor_and_unpacks_only_python(vll):
     assert any(r.module == "transformers" and "functional" in r.why for r in vll.source.stand_ins)
 
 
+def test_the_release_verifies_against_its_wheels_record_and_none_of_its_own_modules_is_stood_in_for(vll):
+    """The cached tree is its wheel's Python sources exactly (the compiled modules the wheel ships, never
+    unpacked, are known as such), and the load stood in for no module of vLLM's own."""
+    from deferlab.impl.loader import integrity, wheels
+
+    if vll.source.kind != "wheel":
+        pytest.skip(f"DEFERLAB_VLLM={vll.source.spec} is not a cached release")
+    root = Path(vll.source.root)
+    assert integrity.status(sources.ENGINE, root) == ("verified", "")
+    shipped = wheels.shipped_modules(root)
+    assert shipped["vllm.multimodal.parse"] == ("python", "vllm/multimodal/parse.py")
+    assert (
+        shipped["vllm.spinloop"] == ("compiled", "vllm/spinloop.abi3.so")
+        and not (root / "vllm/spinloop.abi3.so").exists()
+    )
+    assert not [r for r in vll.source.stand_ins if r.kind in ("missing", "failed") and sources.ENGINE.owns(r.module)]
+
+
 def test_unknown_release_is_refused_with_what_is_accepted():
     with pytest.raises(sources.VLLMSourceError, match=r"accepted: 'installed'"):
         sources.load("not a spec at all!")
