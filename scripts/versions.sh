@@ -5,6 +5,7 @@
 #   bash scripts/versions.sh              # the full SGLang matrix 0.5.17 .. newest (about 10 minutes on 2 cores)
 #   bash scripts/versions.sh --vllm       # ... and every vLLM release from 0.27.0 (one wheel download each)
 # --newest adds --vllm unless --vllm is given: CI gates on vLLM's newest release as on SGLang's.
+# --strict: a failing claim failing in a new way (a new failure signature) regresses too (CI's gate).
 # Exit 0: no verdict changed; 1: a release's verdict changed against reports/versions_baseline.json;
 # 2: bad usage (e.g. the index cannot be listed); 3: a release could not be loaded or a claim test errored.
 set -uo pipefail
@@ -13,5 +14,5 @@ args=("$@")
 if [[ " $* " == *" --newest "* && " $* " != *" --vllm"* ]]; then
     args+=(--vllm)
 fi
-python -m deferlab.reports.cli versions --profile ci --out reports/out/versions-latest \
+python -m deferlab.reports.cli versions --profile ci --strict --out reports/out/versions-latest \
     --baseline reports/versions_baseline.json "${args[@]}"

@@ -1,9 +1,9 @@
 """``deferlab compare``'s document and files: the verdict diff (compare.json), compare.md, compare.png,
 compare.xml (JUnit) and the logs.
 
-Kept apart from `reports.compare.cli` (resolving the sides, running their claims)
-so each module stays one job; the change vocabulary (`CHANGES`) and the exit
-status are defined here, with the diff. Everything is built in a staging directory and renamed into
+Kept apart from `reports.compare.cli` (resolving the sides) and `reports.compare.running` (running their
+claims) so each module stays one job; the change of each claim is the one comparison's
+(`reports.core.diff`, scope "review"), and the exit status is set here, with the document. Everything is built in a staging directory and renamed into
 place whole (`reports.core.atomic.staged_directory`): an interrupted compare leaves
 no partial output, and a previous one under the same name stays readable.
 """
@@ -17,13 +17,12 @@ from pathlib import Path
 from typing import Any, TextIO
 
 from deferlab.reference.system.signatures import signature_set
+from deferlab.reports.core import diff as core_diff
 from deferlab.reports.core import grouping, junit, summary
 from deferlab.reports.core.atomic import staged_directory, write_text_atomic, write_with_atomic
-from deferlab.reports.core.claims import VERDICT_CELL
+from deferlab.reports.core.claims import VERDICT_CELL, new_signatures
 from deferlab.reports.versions.render import COLOURS
 
-CHANGES = ("newly failing", "failing differently", "newly holding", "changed", "unchanged")
-HELD = ("holds", "holds-with-caveat", "n/a")  # a verdict after which "fails" is a new failure
 SCHEMA_VERSION = 1
 FILES = {"md": "compare.md", "json": "compare.json", "junit": "compare.xml"}
 MARK = {"newly failing": "▲ newly failing", "newly holding": "▼ newly holding", "failing differently": "≠ fails differently", "changed": "changed"}  # fmt: skip
@@ -36,51 +35,42 @@ SECTIONS = (
 
 
 # --- the diff: compare.json -------------------------------------------------------------------------------------------------------
-def change_of(base: str, head: str, base_sig: Any, head_sig: Any) -> str:
-    """One of `CHANGES` for a claim's verdicts on BASE and HEAD and their failure signatures: a string each, or
-    each row's set of distinct signatures (`signature_set`), where HEAD fails differently when it has a
-    signature BASE lacks (a way of failing that went away alone is no new failure)."""
-    if base == head:
-        if head != "fails":
-            return "unchanged"
-        if isinstance(head_sig, frozenset | set) and isinstance(base_sig, frozenset | set):
-            return "failing differently" if set(head_sig) - set(base_sig) else "unchanged"
-        return "failing differently" if base_sig != head_sig else "unchanged"
-    if head == "fails" and base in HELD:
-        return "newly failing"
-    if base == "fails" and head in HELD:
-        return "newly holding"
-    return "changed"
-
-
 def diff(
     base_rows: list[dict[str, Any]], head_rows: list[dict[str, Any]], statements: dict[str, dict[str, str]]
 ) -> list[dict[str, Any]]:
-    """One entry per claim (claims.toml's order, then any other id the runs carry): both verdicts, the change."""
+    """One entry per claim (claim order: ``statements``' ids, then any other id the runs carry): both verdicts and
+    the change (`reports.core.diff`: a claim's signature set is `signature_set` of its row)."""
     b = {r["id"]: r for r in base_rows}
     h = {r["id"]: r for r in head_rows}
-    ids = list(statements) + sorted((set(b) | set(h)) - set(statements))
+    ids = [*statements, *((set(b) | set(h)) - set(statements))]
+    changes = core_diff.diff(_cells(b, ids), _cells(h, ids))
     out = []
-    for cid in ids:
-        br, hr = b.get(cid, {}), h.get(cid, {})
-        bv, hv = br.get("verdict", "not-run"), hr.get("verdict", "not-run")
-        bs = grouping.failure_signature(br.get("evidence", "")) if bv == "fails" else None
-        hs = grouping.failure_signature(hr.get("evidence", "")) if hv == "fails" else None
-        b_set, h_set = signature_set(br), signature_set(hr)
+    for c in changes:
+        br, hr = b.get(c.subject, {}), h.get(c.subject, {})
         out.append(
             {
-                "id": cid,
-                "statement": statements.get(cid, {}).get("statement", "") or hr.get("statement", ""),
-                "base": bv,
-                "head": hv,
-                "change": change_of(bv, hv, b_set, h_set),
-                "base_signature": bs,
-                "head_signature": hs,
-                "new_signatures": sorted(h_set - b_set) if hv == "fails" else [],
-                "head_counterexample": hr.get("counterexample") if hv == "fails" else None,
+                "id": c.subject,
+                "statement": statements.get(c.subject, {}).get("statement", "") or hr.get("statement", ""),
+                "base": c.before,
+                "head": c.after,
+                "change": c.kind,
+                "base_signature": _signature(br),
+                "head_signature": _signature(hr),
+                "new_signatures": list(c.new),
+                "undocumented": new_signatures(hr),
+                "head_counterexample": hr.get("counterexample") if c.after == "fails" else None,
             }
         )
     return out
+
+
+def _cells(rows: dict[str, dict[str, Any]], ids: list[str]) -> dict[tuple[str, str], core_diff.Cell]:
+    missing = core_diff.Cell("not-run")
+    return {(c, ""): core_diff.Cell(rows[c]["verdict"], signature_set(rows[c])) if c in rows else missing for c in ids}
+
+
+def _signature(row: dict[str, Any]) -> str | None:
+    return grouping.failure_signature(row.get("evidence", "")) if row.get("verdict") == "fails" else None
 
 
 def document(
@@ -89,12 +79,20 @@ def document(
     results: dict[str, dict[str, Any]],
     profile: str,
     statements: dict[str, dict[str, str]],
+    *,
+    strict: bool = False,
 ) -> dict[str, Any]:
-    """The ``compare.json`` document (see the module docstring for the changes and the exit status)."""
+    """The ``compare.json`` document. Exit status: 1 when a claim is newly failing on HEAD (a review's gate,
+    `reports.core.diff.regressions`), or fails differently under the strict switch and the derandomized
+    profile; else 3 when a side could not run its claims or a claim test errored; else 0."""
     rows = {role: results[role]["rows"] for role in ("BASE", "HEAD")}
     claims = diff(rows["BASE"], rows["HEAD"], statements)
-    by_change = {c: [x["id"] for x in claims if x["change"] == c] for c in CHANGES}
+    by_change = {c: [x["id"] for x in claims if x["change"] == c] for c in core_diff.CHANGES}
     label = {role: names.get(role) or sides[role].spec for role in rows}
+    gated = core_diff.signatures_gated(profile, profile, strict)
+    gating = [
+        x["id"] for x in claims if x["change"] == "newly failing" or (gated and x["change"] == "failing differently")
+    ]
 
     def failures(roles: tuple[str, ...], ids: list[str]) -> list[dict[str, Any]]:
         entries = []
@@ -105,15 +103,16 @@ def document(
 
     errors = {role: results[role]["error"] for role in rows if results[role]["error"]}
     unrun = [role for role in rows if not results[role]["verdicts"]]
-    status = 1 if by_change["newly failing"] else (3 if errors else 0)
     return {
         "schema_version": SCHEMA_VERSION,
         "generated_at": datetime.now(UTC).isoformat(timespec="seconds"),
         "profile": profile,
+        "strict": strict,
         "base": _side_doc(sides["BASE"], names.get("BASE"), results["BASE"]),
         "head": _side_doc(sides["HEAD"], names.get("HEAD"), results["HEAD"]),
         "claims": claims,
         "changes": by_change,
+        "regressions": gating,
         "failures": {
             "newly failing": failures(("HEAD",), by_change["newly failing"]),
             "failing differently": failures(("BASE", "HEAD"), by_change["failing differently"]),
@@ -123,7 +122,7 @@ def document(
         "errors": errors,
         "sides_not_run": unrun,
         "rows": rows,
-        "exit_status": status,
+        "exit_status": 1 if gating else (3 if errors else 0),
     }
 
 
@@ -149,6 +148,8 @@ def headline(doc: dict[str, Any]) -> str:
     ch = doc["changes"]
     parts = [f"{len(ch[c])} {c}" + (f" ({', '.join(ch[c])})" if ch[c] and c != "unchanged" else "") for c in ch]
     lead = "**Claims newly failing on HEAD: exit 1.**" if ch["newly failing"] else "No claim newly failing."
+    if not ch["newly failing"] and doc.get("regressions"):
+        lead = "**Claims failing differently on HEAD (strict switch, profile ci): exit 1.**"
     if doc["sides_not_run"]:
         lead = f"**{' and '.join(doc['sides_not_run'])} could not run its claims: exit {doc['exit_status']}.**"
     return f"{lead} " + "; ".join(parts) + "."
@@ -171,6 +172,8 @@ def summary_markdown(doc: dict[str, Any]) -> list[str]:
     for c in doc["claims"]:
         stmt = grouping.short(c["statement"], 100).replace("|", "\\|")
         cells = [VERDICT_CELL.get(c[k], c[k]) for k in ("base", "head")]
+        if c.get("undocumented"):  # a way of failing claims.toml does not document (semantics §17.1)
+            cells[1] += " (new signature)"
         change = f"**{c['change']}**" if c["change"] != "unchanged" else "–"
         out.append(f"| {c['id']} | {stmt} | {cells[0]} | {cells[1]} | {change} |")
     return out
@@ -189,6 +192,11 @@ def markdown(doc: dict[str, Any], statements: dict[str, dict[str, str]] | None =
                 if c["change"] == key and c.get("new_signatures"):
                     out += ["", f"New on HEAD for **{c['id']}**:", ""]
                     out += [f"- `{sig.replace('`', chr(39))}`" for sig in c["new_signatures"]]
+        if key == "still failing":  # undocumented ways of failing on HEAD, whatever the change
+            for c in doc["claims"]:
+                if c.get("undocumented"):
+                    out += ["", f"Not documented in claims.toml, on HEAD, for **{c['id']}** (new):", ""]
+                    out += [f"- `{sig.replace('`', chr(39))}`" for sig in c["undocumented"]]
     made = doc.get("reproducers") or {}
     if made.get("written") or made.get("missing"):
         title = {"sglang": "SGLang", "vllm": "vLLM"}.get(str(doc["head"].get("engine", "sglang")), "the engine")

@@ -12,13 +12,16 @@ the counterexample came from, deferlab's version and how to run it (its
 to refuse any other file, and a reproducer of one engine run on the other.
 
 ``deferlab repro FILE --sglang SPEC`` (``--vllm SPEC`` for a vLLM reproducer)
-runs one on a machine without the engine's dependencies: a child process
-loads SPEC with deferlab's loader (`impl.sglang.sources.load` or
-`impl.vllm.sources.load`, which install the engine's modules under their real
-names), then runs pytest on the file in that process. Exit status: 0 the
-reproducer passes (the claim holds on SPEC), 1 it fails (the flaw is there),
-2 bad usage (not a reproducer, the other engine's option, a SPEC that cannot
-be loaded), 3 pytest could not run it.
+runs one on a machine without the engine's dependencies: always a new process
+(`reports.core.runner.run_with_engine`) that loads SPEC with deferlab's loader
+(which installs the engine's modules under their real names), then runs pytest
+on the file in that process, with no plugin autoloaded, no conftest and no ini
+file, so the file is all that runs. A SPEC that is no accepted form is refused
+before anything loads (`reports.core.sides`). Exit status: 0 the reproducer
+passes (the claim holds on SPEC), 1 it fails (the flaw is there), 2 bad usage
+(not a reproducer, the other engine's option, a SPEC that cannot be loaded),
+3 pytest could not run it. ``--cold`` is accepted and does nothing: every run
+is cold (there is no warm daemon any more).
 """
 
 from __future__ import annotations
@@ -28,7 +31,6 @@ import importlib.metadata
 import itertools
 import os
 import re
-import subprocess
 import sys
 import textwrap
 from collections.abc import Iterable
@@ -36,8 +38,14 @@ from pathlib import Path
 from typing import Any, TextIO
 
 from deferlab.reference.system.errors import UsageError
+from deferlab.reference.system.systems import ENGINES as REGISTERED
+from deferlab.reference.system.systems import System
+from deferlab.reference.system.systems import engine as engine_facts
+from deferlab.reports.core import runner
 from deferlab.reports.core.atomic import write_text_atomic
 from deferlab.reports.core.grouping import failure_text, short
+from deferlab.reports.core.runner import LoadError
+from deferlab.reports.core.sides import resolve_side
 from deferlab.reports.repro.templates import render
 
 FORMAT = 1
@@ -45,27 +53,8 @@ FIRST_LINE = re.compile(rf"# deferlab reproducer \(format {FORMAT}\): claim (\S+
 ACCEPTED = (
     "accepted: a repro/<claim>-<system>.py file written by deferlab (its first line is '# deferlab reproducer ...')"
 )
-LOAD_FAILED = "deferlab-repro: cannot load: "
-ENGINES = ("sglang", "vllm")
-TITLE = {"sglang": "SGLang", "vllm": "vLLM"}
-A_TITLE = {"sglang": "an SGLang", "vllm": "a vLLM"}
+ENGINES = tuple(REGISTERED)  # the real engines of the registry
 RUN_LINE = re.compile(r"# Run: pytest THIS_FILE .* deferlab repro THIS_FILE --(\w+) SPEC")
-WARM_ENV = "DEFERLAB_REPRO_WARM"  # 0: every run in a new process (the test suite sets it)
-WARM_IDLE_DEFAULT = 600
-RUNNER = (
-    "import importlib, os, sys\n"
-    "from deferlab.reference.system.errors import DeferlabInputError\n"
-    "try:\n"
-    "    importlib.import_module(f'deferlab.impl.{sys.argv[2]}.sources').load(sys.argv[1])\n"
-    "except DeferlabInputError as e:\n"
-    f"    print({LOAD_FAILED!r} + ((str(e).splitlines() or [''])[0] or type(e).__name__), file=sys.stderr)\n"
-    "    sys.exit(99)\n"
-    "import pytest\n"
-    "files = sys.argv[4:]\n"
-    "opts = ['-q', '-p', 'no:cacheprovider', '--noconftest', '-c', os.devnull, '--import-mode=importlib',\n"
-    "        '--rootdir', os.path.commonpath([os.path.dirname(f) for f in files]), '-W', 'ignore::DeprecationWarning']\n"
-    "sys.exit(pytest.main(files + opts + (['--junitxml', sys.argv[3]] if sys.argv[3] else [])))\n"
-)
 
 
 def deferlab_version() -> str:
@@ -109,7 +98,7 @@ def header(
     lines += _comment("Written by", f"deferlab {deferlab_version()}")
     lines += [
         f"# Run: pytest THIS_FILE where that engine is installed, or deferlab repro THIS_FILE --{engine} SPEC (deferlab's",
-        f"#   loader: no {TITLE[engine]} dependencies needed). It fails while the flaw is there and passes once it is fixed.",
+        f"#   loader: no {engine_facts(engine).display} dependencies needed). It fails while the flaw is there and passes once it is fixed.",
     ]
     return "\n".join(lines) + "\n"
 
@@ -152,12 +141,7 @@ def add_parser(sub: Any) -> argparse.ArgumentParser:
     p.add_argument("file", type=Path, metavar="FILE", help="a repro/<claim>-<system>.py written by deferlab")
     p.add_argument("--sglang", metavar="SPEC", help="the SGLang to run an SGLang reproducer on (default: its Spec)")
     p.add_argument("--vllm", metavar="SPEC", help="the vLLM to run a vLLM reproducer on (default: its Spec)")
-    p.add_argument(
-        "--cold",
-        action="store_true",
-        help="a new process, not the warm daemon for SPEC (which a first run starts and later runs reuse; it ends "
-        f"after {WARM_IDLE_DEFAULT} s idle)",
-    )
+    p.add_argument("--cold", action="store_true", help="accepted for old scripts; every run is a new process")
     return p
 
 
@@ -182,8 +166,9 @@ def read_header(path: Path) -> dict[str, str]:
     return {"claim": m.group(1), "system": m.group(2), "spec": spec, "engine": engine}
 
 
-def _pytest_argv(paths: list[Path], junitxml: Path | None) -> list[str]:
-    """RUNNER's pytest arguments, for a warm run (the same files, options and per-test results file)."""
+def pytest_args(paths: list[Path], junitxml: Path | None = None) -> list[str]:
+    """pytest's arguments for ``paths`` alone: no cache, no conftest, no ini file (``-c`` the null device), each
+    file imported by path; ``junitxml``: also pytest's per-test results there."""
     files = [str(p.resolve()) for p in paths]
     opts = ["-q", "-p", "no:cacheprovider", "--noconftest", "-c", os.devnull, "--import-mode=importlib"]
     opts += ["--rootdir", os.path.commonpath([os.path.dirname(f) for f in files]), "-W", "ignore::DeprecationWarning"]
@@ -191,36 +176,14 @@ def _pytest_argv(paths: list[Path], junitxml: Path | None) -> list[str]:
 
 
 def run_files(
-    paths: list[Path],
-    spec: str,
-    *,
-    engine: str = "sglang",
-    junitxml: Path | None = None,
-    timeout: float = 600,
-    warm: bool = False,
-) -> subprocess.CompletedProcess:
-    """The child process: load ``spec`` of ``engine``, then pytest on ``paths`` (no plugins autoloaded, no
-    conftest, no ini); ``junitxml``: also pytest's per-test results there. Exit 99 with `LOAD_FAILED` on stderr:
-    ``spec`` failed to load. ``warm``: forked from the daemon for ``spec`` (`reports.mutate.warm.run_served`: the engine
-    and deferlab imported afresh, the rest warm; output on stdout), cold when no daemon can serve it."""
+    paths: list[Path], spec: str, *, engine: str = "sglang", junitxml: Path | None = None, timeout: float = 600
+) -> tuple[int | None, str, str]:
+    """A new process that loads ``spec`` of ``engine`` with deferlab's loader, then runs pytest on ``paths``
+    (`pytest_args`): (exit status, or None at ``timeout``; stdout; stderr). `LoadError` (the loader's one
+    line) when ``spec`` cannot be loaded."""
     if engine not in ENGINES:
         raise ValueError(f"engine must be one of {ENGINES}, got {engine!r}")
-    env = {**os.environ, "PYTEST_DISABLE_PLUGIN_AUTOLOAD": "1"}
-    cmd = [sys.executable, "-c", RUNNER, spec, engine, str(junitxml or ""), *(str(p.resolve()) for p in paths)]
-    if warm:
-        import tempfile
-
-        from deferlab.reports.mutate import warm as warm_server
-
-        env.setdefault(warm_server.IDLE_ENV, str(WARM_IDLE_DEFAULT))
-        with tempfile.TemporaryDirectory(prefix="deferlab-repro-") as tmp:
-            log = Path(tmp) / "pytest.log"
-            got = warm_server.run_served(
-                engine, spec, _pytest_argv(paths, junitxml), env=env, cwd=Path.cwd(), log=log, timeout=timeout
-            )
-            if got is not None and not got.timed_out:
-                return subprocess.CompletedProcess(cmd, got.rc, log.read_text(errors="replace"), "")
-    return subprocess.run(cmd, capture_output=True, text=True, env=env, timeout=timeout, check=False)
+    return runner.run_with_engine(System(engine, spec), pytest_args(paths, junitxml), timeout=timeout)
 
 
 def run(args: argparse.Namespace, log: TextIO | None = None) -> int:
@@ -232,21 +195,21 @@ def run(args: argparse.Namespace, log: TextIO | None = None) -> int:
     for other in given:
         if other != engine:
             raise UsageError(
-                f"--{other}: {str(args.file)!r} is {A_TITLE[engine]} reproducer (claim "
+                f"--{other}: {str(args.file)!r} is {engine_facts(engine).with_article} reproducer (claim "
                 f"{info['claim']} on {info['system']}); accepted for it: --{engine} SPEC, or no option (its Spec)"
             )
     spec = (given.get(engine) or info["spec"]).strip()
     if not spec:
         raise UsageError(f"--{engine}: {str(args.file)!r} names no Spec in its header; give --{engine} SPEC")
+    side = resolve_side(f"--{engine}", spec, engine=engine)  # refused at once unless a SPEC form
     print(f"[deferlab] repro: claim {info['claim']} ({info['system']}'s counterexample) on {engine} {spec}", file=log)
-    warm = not getattr(args, "cold", False) and os.environ.get(WARM_ENV, "1").strip() != "0"
-    proc = run_files([args.file], spec, engine=engine, warm=warm)
-    failed = next((x for x in proc.stderr.splitlines() if x.startswith(LOAD_FAILED)), None)
-    if proc.returncode == 99 and failed is not None:
-        raise UsageError(f"--{engine}: {failed[len(LOAD_FAILED) :]}")
-    sys.stdout.write(proc.stdout)
-    if proc.stderr.strip():
-        log.write(proc.stderr)
-    verdict = {0: "passes: the claim holds there", 1: "fails: the flaw is there"}.get(proc.returncode)
-    print(f"[deferlab] repro: {verdict or f'pytest exited {proc.returncode}'}", file=log, flush=True)
-    return {0: 0, 1: 1}.get(proc.returncode, 3)
+    try:
+        rc, out, err = run_files([args.file], side.run_spec, engine=engine)
+    except LoadError as e:
+        raise UsageError(f"--{engine}: {e}") from None
+    sys.stdout.write(out)
+    if err.strip():
+        log.write(err)
+    said = {0: "passes: the claim holds there", 1: "fails: the flaw is there", None: "did not finish in 600 s"}
+    print(f"[deferlab] repro: {said.get(rc, f'pytest exited {rc}')}", file=log, flush=True)
+    return {0: 0, 1: 1}.get(rc, 3) if rc is not None else 3

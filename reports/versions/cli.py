@@ -1,61 +1,71 @@
 """``deferlab versions [VERSION ...] [--vllm [VERSION ...]]``: run the claims on each engine release, write the matrix.
 
-SGLang: the releases named, else every release from 0.5.17 to the newest on
-the package index (one ``pip index`` call). ``--vllm`` adds vLLM's releases
-(from 0.27.0, the first with a Kimi-K3 image path): those named, else every
-one on the index; naming only vLLM releases runs only those. ``--newest``
-takes only the newest release of each engine of the run (what CI runs). Each
-release runs in its own process, with progress on stderr. A named release
-before the first with a Kimi-K3 path, or neither cached nor on the index, is
-refused before any release runs (exit 2, naming the nearest release and the
-newest ones). Exit status: 0
-clean; 1 a verdict changed against the versions baseline; 2 bad usage; 3 a
-release could not be loaded or a claim test errored (the matrix is still
-written, with the reason). ``--format md|json|junit`` prints versions.md,
-versions.json or the JUnit XML (versions.xml) to stdout once written;
-``--junit FILE`` writes the XML there too; under GitHub Actions the summary
-and verdict table are appended to ``$GITHUB_STEP_SUMMARY``.
+SGLang: the releases named, else every release from its first with a Kimi-K3 processor
+(`EngineFacts.first_release`) to the newest on the package index (one ``pip index`` call). ``--vllm`` adds
+vLLM's releases (from its first with a Kimi-K3 image path): those named, else every one on the index; naming
+only vLLM releases runs only those. ``--newest`` takes only the newest release of each engine of the run
+(what CI runs); ``--claims C1,C2`` only those claims. Each release is loaded (`reports.core.runner.check_loads`)
+and its claims run (`reports.core.runner.run`, a child process each), with progress on stderr. A named
+release before its engine's first, or neither cached nor on the index, is refused before any release runs
+(exit 2, naming the nearest release and the newest ones). Exit status: 0 clean; 1 a verdict changed against
+the versions baseline (`reports.versions.gate`); 2 bad usage; 3 a release could not be loaded or a claim
+test errored (the matrix is still written, with the reason). ``--format md|json|junit`` prints versions.md,
+versions.json or the JUnit XML (versions.xml) to stdout once written; ``--junit FILE`` writes the XML there
+too; under GitHub Actions the summary and verdict table are appended to ``$GITHUB_STEP_SUMMARY``.
 """
 
 from __future__ import annotations
 
 import argparse
 import importlib
-import shutil
 import sys
-import tempfile
 from pathlib import Path
 from typing import Any
 
 from deferlab.reference.system.errors import DeferlabInputError, UsageError
+from deferlab.reference.system.systems import ENGINES, System, at_least, column, engine, is_release, sorted_releases
 from deferlab.reference.system.validate import check_choice
+from deferlab.reports.core import runner as core_runner
+from deferlab.reports.core.atomic import check_out_dir
+from deferlab.reports.core.baseline import Baseline
 from deferlab.reports.core.claims import PROFILES, default_out_dir, load_claim_statements
-from deferlab.reports.versions import matrix as versions
+from deferlab.reports.core.runner import LoadError, Request, RunRecord
+from deferlab.reports.core.sides import run_error, selected_claims, strict_switch, verdict_counts
+from deferlab.reports.versions import gate, matrix
 from deferlab.reports.versions import render as versions_report
+
+Wanted = dict[str, list[str] | None]  # engine -> the releases named (None: every one on the index)
 
 
 def add_parser(sub: Any) -> argparse.ArgumentParser:
+    sglang, vllm = engine("sglang"), engine("vllm")
     p = sub.add_parser("versions", help="claim verdicts of real engine releases side by side (versions.md/json/png)")
     p.add_argument(
-        "versions", nargs="*", metavar="VERSION", help=f"SGLang releases (default: {versions.MINIMUM} .. newest)"
+        "versions", nargs="*", metavar="VERSION", help=f"SGLang releases (default: {sglang.first_release} .. newest)"
     )
     p.add_argument(
         "--vllm",
         nargs="*",
         default=None,
         metavar="VERSION",
-        help=f"also vLLM releases (none named: {versions.VLLM_MINIMUM} .. newest on the index; named and no SGLang "
+        help=f"also vLLM releases (none named: {vllm.first_release} .. newest on the index; named and no SGLang "
         "VERSION: only these)",
     )
     p.add_argument("--newest", action="store_true", help="only the newest release of each engine (CI's run)")
+    p.add_argument("--claims", metavar="IDS", help="only these claims, comma-separated (e.g. C1,C2; default all)")
     p.add_argument("--out", type=Path, help="output directory (default reports/out/versions-<UTC timestamp>)")
     p.add_argument("--profile", default="ci", help=f"hypothesis profile of the claim searches: {', '.join(PROFILES)}")
     p.add_argument(
         "--baseline",
         default=None,
-        help=f"versions baseline JSON, or 'none' (default {versions.BASELINE.name} when present)",
+        help=f"versions baseline JSON, or 'none' (default {gate.BASELINE.name} when present)",
     )
     p.add_argument("--update-baseline", action="store_true", help="write this run's verdicts into the baseline")
+    p.add_argument(
+        "--strict",
+        action="store_true",
+        help="a failing claim failing in a new way regresses too, under profile ci (also DEFERLAB_STRICT=1)",
+    )
     p.add_argument(
         "--format",
         default=None,
@@ -71,13 +81,10 @@ def add_parser(sub: Any) -> argparse.ArgumentParser:
     return p
 
 
-Wanted = dict[str, list[str] | None]  # engine -> the releases named (None: every one on the index)
-
-
-def _check(args: argparse.Namespace) -> tuple[Wanted, Path | None, dict[str, dict[str, str]] | None]:
+def _check(args: argparse.Namespace) -> tuple[Wanted, Path | None, Baseline | None]:
     """The releases asked for per engine, the baseline's path and, unless it is about to be rewritten
-    (``--update-baseline``: it may not exist yet), its verdicts, read and checked here."""
-    try:  # as `deferlab report` checks it (reports.cli imports this module, so not through it)
+    (``--update-baseline``: it may not exist yet), the baseline, read and checked here."""
+    try:
         check_choice("--profile", args.profile, PROFILES)
         if getattr(args, "format", None) is not None:
             check_choice("--format", args.format, versions_report.FORMATS)
@@ -89,43 +96,50 @@ def _check(args: argparse.Namespace) -> tuple[Wanted, Path | None, dict[str, dic
     vllm = getattr(args, "vllm", None)
     if args.newest and (args.versions or vllm):
         raise UsageError("--newest takes no VERSION arguments (it picks the newest release itself)")
-    bad = [v for v in [*args.versions, *(vllm or [])] if versions.version_key(v) == (10**6,)]
+    bad = [v for v in [*args.versions, *(vllm or [])] if not is_release(v)]
     if bad:
-        raise UsageError(f"VERSION must look like 0.5.23 (X.Y.Z or X.Y.Z.postN); got {', '.join(map(repr, bad))}")
-    old = [v for v in vllm or [] if versions.version_key(v) < versions.version_key(versions.VLLM_MINIMUM)]
-    if old:
-        raise UsageError(
-            f"--vllm: {', '.join(map(repr, old))} has no Kimi-K3 image path; accepted: {versions.VLLM_MINIMUM} and later"
-        )
-    minimum = [v for v in args.versions if versions.version_key(v) < versions.version_key(versions.MINIMUM)]
-    if minimum:
-        raise UsageError(
-            f"{', '.join(map(repr, minimum))}: no Kimi-K3 multimodal processor before SGLang {versions.MINIMUM}; "
-            f"accepted: {versions.MINIMUM} and later"
-        )
+        raise UsageError(f"VERSION must look like 0.5.23 (a PEP 440 release); got {', '.join(map(repr, bad))}")
     wanted: Wanted = {}
     if args.versions or not vllm:  # named SGLang releases, or SGLang's default unless only vLLM ones are named
         wanted["sglang"] = list(args.versions) or None
     if vllm is not None:
         wanted["vllm"] = list(vllm) or None
-    verdicts = None
+    for name, named in wanted.items():
+        facts = engine(name)
+        old = [v for v in named or [] if not at_least(v, facts.first_release)]
+        if old:
+            flag = "" if name == "sglang" else f"--{name}: "
+            raise UsageError(
+                f"{flag}{', '.join(map(repr, old))}: no Kimi-K3 path before {facts.display} {facts.first_release}; "
+                f"accepted: {facts.first_release} and later"
+            )
+    asked = selected_claims(getattr(args, "claims", None))
+    for name in wanted:
+        if asked and not any(engine(name).answers(c) for c in asked):
+            raise UsageError(f"--claims: {engine(name).display} has no verdict for {', '.join(asked)}; accepted: "
+                             f"{', '.join(engine(name).claims or ())}")  # fmt: skip
+    if args.out is not None:
+        check_out_dir(args.out, "--out")
+    return wanted, *_baseline(args)
+
+
+def _baseline(args: argparse.Namespace) -> tuple[Path | None, Baseline | None]:
     if args.baseline is not None and args.baseline.lower() == "none":
-        baseline = None
-    else:
-        baseline = (
-            Path(args.baseline) if args.baseline else (versions.BASELINE if versions.BASELINE.is_file() else None)
-        )
-        if baseline is not None and not args.update_baseline:
-            try:
-                verdicts = versions.load_baseline(baseline)
-            except ValueError as e:
-                raise UsageError(f"--baseline: {e}") from None
-    if args.out is not None and args.out.exists() and not args.out.is_dir():
-        raise UsageError(f"--out: {str(args.out)!r} exists and is not a directory")
-    return wanted, baseline, verdicts
+        return None, None
+    path = Path(args.baseline) if args.baseline else (gate.BASELINE if gate.BASELINE.is_file() else None)
+    if path is None or args.update_baseline:
+        return path, None
+    try:
+        return path, gate.load(path)
+    except ValueError as e:
+        why = str(e).replace(repr(str(path)), "the file").replace("baseline the file", "the file")
+        raise UsageError(
+            f"--baseline: {str(path)!r} is not a versions baseline ({why}); accepted: a versions baseline JSON "
+            "(schema 1 or 2), or 'none'"
+        ) from None
 
 
-def refuse_unlisted(wanted: Wanted, *, index: Any = versions.index_versions, cache: Path | None = None) -> None:
+def refuse_unlisted(wanted: Wanted, *, index: Any = matrix.index_versions, cache: Path | None = None) -> None:
     """UsageError (one line) for a named release that is neither cached nor on the package index, naming the
     nearest release and the newest ones, before any release runs. Why here and not per release: a typo in the
     last of seven releases would otherwise cost the six runs before it and end in exit 3. An unreachable index
@@ -133,76 +147,80 @@ def refuse_unlisted(wanted: Wanted, *, index: Any = versions.index_versions, cac
     from deferlab.impl.loader.sources import known_releases
     from deferlab.impl.loader.wheels import cached_tree
 
-    for engine, named in wanted.items():
-        if not named:
-            continue
-        description = importlib.import_module(f"deferlab.impl.{engine}.sources").ENGINE
-        missing = [v for v in named if cached_tree(description, v, cache) is None]
+    for name, named in wanted.items():
+        description = importlib.import_module(engine(name).sources).ENGINE
+        missing = [v for v in named or [] if cached_tree(description, v, cache) is None]
         if not missing:
             continue
         try:
-            listed = index(minimum="0.0.0", engine=engine)
+            listed = index(minimum="0.0.0", engine=name)
         except RuntimeError:
             continue  # this engine's index is unreachable: its releases say why themselves
         unknown = [v for v in missing if v not in listed]
         if unknown:
-            flag = "--vllm " if engine == "vllm" else ""
+            flag = "" if name == "sglang" else f"--{name} "
             raise UsageError(
-                f"{flag}{unknown[0]!r}: the package index has no {engine}=={unknown[0]} "
-                f"({known_releases(unknown[0], listed)}); accepted: {engine} releases "
-                f"{versions.ENGINE_MINIMUM[engine]} and later on the index"
+                f"{flag}{unknown[0]!r}: the package index has no {name}=={unknown[0]} "
+                f"({known_releases(unknown[0], listed)}); accepted: {name} releases "
+                f"{engine(name).first_release} and later on the index"
             )
 
 
-def run(args: argparse.Namespace, log: Any = None) -> int:
-    """Run the matrix; returns the exit status (see the module docstring)."""
-    log = log or sys.stderr
-    wanted, baseline, verdicts = _check(args)
-    refuse_unlisted(wanted)
-    say = lambda msg: print(f"[deferlab] versions: {msg}", file=log, flush=True)  # noqa: E731
+def releases(wanted: Wanted, newest: bool) -> list[tuple[str, str]]:
+    """(engine, release) to run, engines in registry order, each in release order (the index for those unnamed)."""
     todo: list[tuple[str, str]] = []
-    for engine, named in wanted.items():
+    for name in (e for e in ENGINES if e in wanted):
+        named = wanted[name]
         if named is None:
             try:
-                found = versions.index_versions(engine=engine)
+                found = matrix.index_versions(engine=name)
             except RuntimeError as e:
                 raise UsageError(str(e)) from None
-            named = found[-1:] if args.newest else found
-        todo += [(engine, v) for v in sorted(dict.fromkeys(named), key=versions.version_key)]
-    labels = [versions.column(e, v) for e, v in todo]
-    say(f"{len(todo)} release(s): {', '.join(labels)} (profile {args.profile})")
+            named = found[-1:] if newest else found
+        todo += [(name, v) for v in sorted_releases(named)]
+    return todo
+
+
+def run(
+    args: argparse.Namespace,
+    log: Any = None,
+    *,
+    runner: Any = None,
+    loader: Any = None,
+) -> int:
+    """Run the matrix; returns the exit status (see the module docstring). ``runner`` / ``loader`` replace
+    `reports.core.runner.run` / `check_loads` (tests)."""
+    log = log or sys.stderr
+    runner, loader = runner or core_runner.run, loader or core_runner.check_loads
+    wanted, path, baseline = _check(args)
+    refuse_unlisted(wanted)
+    asked = selected_claims(getattr(args, "claims", None))
+    strict = strict_switch(args)
+    say = lambda msg: print(f"[deferlab] versions: {msg}", file=log, flush=True)  # noqa: E731
+    todo = releases(wanted, args.newest)
+    say(f"{len(todo)} release(s): {', '.join(column(e, v) for e, v in todo)} (profile {args.profile})")
     out = args.out or default_out_dir(prefix="versions-")
-    runs_dir = Path(tempfile.mkdtemp(prefix="deferlab-versions-"))
-    runs = []
-    try:
-        for i, ((engine, version), label) in enumerate(zip(todo, labels, strict=True), 1):
-            say(f"{label} ({i}/{len(todo)}): loading and running the claims")
-            r = versions.run_version(version, args.profile, runs_dir, log, engine=engine)
-            counts: dict[str, int] = {}
-            for v in r["verdicts"].values():
-                counts[v] = counts.get(v, 0) + 1
-            summary = ", ".join(f"{k} {n}" for k, n in sorted(counts.items())) or "no verdicts"
-            say(f"{label}: {summary} in {r['seconds']} s" + (f"; {r['error']}" if r["error"] else ""))
-            runs.append(r)
-        doc = versions.matrix(runs, args.profile)
-        if verdicts is None and baseline is not None and baseline.is_file():
-            verdicts = versions.load_baseline(baseline)  # --update-baseline: not read up front
-        regs = versions.compare(doc, verdicts) if verdicts is not None else []
-        versions_report.write(
-            out,
-            doc,
-            load_claim_statements(),
-            regs,
-            baseline=str(baseline) if verdicts is not None else None,
-            junit_file=getattr(args, "junit", None),
-            log=log,
-        )
-        if args.update_baseline:
-            target = baseline or versions.BASELINE
-            versions.write_baseline(target, doc, verdicts if target == baseline else None)
-            say(f"baseline written to {target}")
-    finally:
-        shutil.rmtree(runs_dir, ignore_errors=True)
+    records = []
+    for i, (name, version) in enumerate(todo, 1):
+        label = column(name, version)
+        say(f"{label} ({i}/{len(todo)}): loading and running the claims")
+        system = System(name, version)
+        request = Request(system, args.profile, claims=tuple(c for c in asked if system.answers(c)), strict=strict)
+        record = _run_release(request, runner, loader)
+        records.append(record)
+        error = run_error(record.error, record.failed_tests(), record.mine())
+        say(f"{label}: {verdict_counts(record.verdicts())} in {record.seconds:.1f} s" + (f"; {error}" if error else ""))
+    doc = matrix.matrix(records, args.profile, asked)
+    if baseline is None and path is not None and path.is_file() and args.update_baseline:
+        baseline = gate.load(path)  # --update-baseline: not read up front
+    regs = gate.compare(doc, baseline, strict=strict) if baseline is not None else []
+    versions_report.write(out, doc, load_claim_statements(), regs, baseline=str(path) if baseline else None,
+                          junit_file=getattr(args, "junit", None), log=log)  # fmt: skip
+    if args.update_baseline:
+        target = path or gate.BASELINE
+        previous = baseline if target == path else (gate.load(target) if target.is_file() else None)
+        gate.save(target, gate.updated(previous, doc))
+        say(f"baseline written to {target}")
     say(f"matrix written to {out.resolve()} (versions.md, versions.json, versions.xml, versions.png)")
     for r in regs:
         say(f"REGRESSION {r['name']}: {r['baseline']} -> {r['current']}")
@@ -211,3 +229,12 @@ def run(args: argparse.Namespace, log: Any = None) -> int:
     if regs and not args.update_baseline:
         return 1
     return 3 if doc["errors"] else 0
+
+
+def _run_release(request: Request, runner: Any, loader: Any) -> RunRecord:
+    """Load the release, then run its claims: its record (a release that cannot be loaded: its loader's line)."""
+    try:
+        loader(request.system)
+    except LoadError as e:
+        return RunRecord(request.system, request.profile, error=str(e))
+    return runner(request)

@@ -16,10 +16,10 @@ import json
 from pathlib import Path
 from typing import Any, TextIO
 
+from deferlab.reference.system.systems import split_column
 from deferlab.reports.core import grouping, junit, summary
 from deferlab.reports.core.atomic import staged_directory, write_bytes_atomic, write_text_atomic, write_with_atomic
 from deferlab.reports.core.claims import VERDICT_CELL
-from deferlab.reports.versions.matrix import VLLM_PREFIX
 
 COLOURS = {
     "holds": "#4caf50",
@@ -48,7 +48,7 @@ def grid_png(doc: dict[str, Any], path: Path) -> Path | None:
             ax.add_patch(Rectangle((col, row), 1, 1, facecolor=COLOURS.get(verdict, "#ffffff"), edgecolor="#616161"))
             short = {"holds-with-caveat": "caveat", "not-run": "–"}.get(verdict, verdict)
             ax.text(col + 0.5, row + 0.5, short, ha="center", va="center", fontsize=8)
-    engines = [v.startswith(VLLM_PREFIX) for v in versions]
+    engines = [split_column(v)[0] for v in versions]
     for col in range(1, len(versions)):
         if engines[col] != engines[col - 1]:  # SGLang's releases | vLLM's
             ax.axvline(col, color="black", linewidth=2.5)
@@ -156,7 +156,7 @@ def summary_markdown(
         out += ["| claim | statement | " + " | ".join(versions) + " |", "|---|---|" + "---|" * len(versions)]
         cut = []
         for cid, per in doc["verdicts"].items():
-            cells = [VERDICT_CELL.get(per.get(v, "not-run"), per.get(v)) for v in versions]
+            cells = [_cell(doc, cid, v, per.get(v, "not-run")) for v in versions]
             stmt = statements.get(cid, {}).get("statement", "")
             cell = grouping.short(stmt, STATEMENT_CELL).replace("|", "\\|")
             out.append(f"| {cid} | {cell} | " + " | ".join(cells) + " |")
@@ -165,6 +165,21 @@ def summary_markdown(
         if cut:
             out += ["", *grouping.details("statements cut above, in full", cut)]
     return out
+
+
+def _cell(doc: dict[str, Any], cid: str, version: str, verdict: str) -> str:
+    """A verdict's table cell; a failure with a signature claims.toml does not document is marked new."""
+    new = doc.get("new_signatures", {}).get(version, {}).get(cid)
+    return VERDICT_CELL.get(verdict, verdict) + (" (new signature)" if new else "")
+
+
+def _new_signatures(doc: dict[str, Any]) -> list[str]:
+    """The section listing each failure whose signature claims.toml does not document (semantics §17.1)."""
+    found = [(v, cid, s) for v, per in doc.get("new_signatures", {}).items() for cid, sigs in per.items() for s in sigs]
+    if not found:
+        return []
+    out = ["", "## New failure signatures: failing in a way claims.toml does not document", ""]
+    return out + [f"- **{cid}** on {v}: `{s.replace('`', chr(39))}`" for v, cid, s in found]
 
 
 def markdown(
@@ -196,6 +211,7 @@ def markdown(
     if doc["errors"]:
         out += ["", "## Releases that could not be checked, or errored", ""]
         out += [f"- **{v}**: {e}" for v, e in doc["errors"].items()]
+    out += _new_signatures(doc)
     out += ["", "## Regressions against the versions baseline", ""]
     out += [f"- {r['name']}: {r['baseline']} -> {r['current']}" for r in regressions] or ["None."]
     out += ["", "## Failing claims: the real code's minimal counterexamples, one entry per distinct failure", ""]

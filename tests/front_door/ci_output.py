@@ -26,6 +26,11 @@ CI_OUTPUT_ROWS = [
         r"--junit: '.*' is a directory; accepted: a file path for the XML",
     ),
     BadCli(
+        "versions claims",
+        lambda t: ["versions", "0.5.23", "--claims", "C1,X", "--out", str(t / "v")],
+        r"--claims: 'X' is no claim; accepted: comma-separated ids among C1, C2, ",
+    ),
+    BadCli(
         "report junit directory",
         lambda t: ["report", "--junit", str(t), "--out", str(t / "r")],
         r"--junit: '.*' is a directory; accepted: a file path for the XML",
@@ -33,6 +38,6 @@ CI_OUTPUT_ROWS = [
     BadCli(
         "versions release before the Kimi-K3 path",
         lambda t: ["versions", "0.5.23", "0.5.2", "--out", str(t / "v")],
-        r"'0\.5\.2': no Kimi-K3 multimodal processor before SGLang 0\.5\.17; accepted: 0\.5\.17 and later",
+        r"'0\.5\.2': no Kimi-K3 path before SGLang 0\.5\.17; accepted: 0\.5\.17 and later",
     ),
 ]

@@ -58,7 +58,14 @@ COMPARE_CLI_ROWS = [
     BadCli(
         "compare not a version",
         lambda t: ["compare", "latest", str(t), "--out", str(t / "c")],
-        r"BASE: sglang source 'latest': neither 'installed', an existing path nor a version; accepted:",
+        r"BASE: sglang source 'latest': neither 'installed', an existing path, a version nor PATH@REV; accepted: a "
+        r"release such as 0\.5\.23",
+    ),
+    BadCli(
+        "compare missing path",
+        lambda t: ["compare", "/nonexistent/sglang", "0.5.23"],
+        r"BASE: sglang source '/nonexistent/sglang': no such path; accepted: a release such as 0\.5\.23, 'installed', "
+        r"an SGLang checkout path, or PATH@REV",
     ),
     BadCli(
         "compare engine",
@@ -82,11 +89,16 @@ COMPARE_CLI_ROWS = [
         lambda t: ["repro", _write(t, "x.py", "def test_x():\n    pass\n"), "--sglang", "0.5.23"],
         r"FILE: '.*x\.py' is not a deferlab reproducer \(first line 'def test_x\(\):'\); accepted: a repro/",
     ),
+    BadCli(
+        "repro missing path",
+        lambda t: ["repro", _reproducer(t), "--sglang", f"{t}/nowhere/sglang"],
+        r"--sglang: sglang source '.*/nowhere/sglang': no such path; accepted:",
+    ),
     BadCli("repro no file", lambda t: ["repro", str(t / "C3.py")], r"FILE: '.*C3\.py' does not exist or is not a file"),
     BadCli(
         "repro not a version",
         lambda t: ["repro", _reproducer(t), "--sglang", "latest"],
-        r"--sglang: sglang source 'latest': neither 'installed', an existing path nor a version; accepted:",
+        r"--sglang: sglang source 'latest': neither 'installed', an existing path, a version nor PATH@REV; accepted:",
     ),
     BadCli(
         "repro vllm reproducer on sglang",
@@ -103,6 +115,7 @@ COMPARE_CLI_ROWS = [
     BadCli(
         "repro vllm not a version",
         lambda t: ["repro", _vllm_reproducer(t), "--vllm", "latest"],
-        r"--vllm: vllm source 'latest': neither 'installed', an existing path nor a version; accepted:",
+        r"--vllm: vllm source 'latest': neither 'installed', an existing path, a version nor PATH@REV; accepted: a "
+        r"release such as 0\.33\.0",
     ),
 ]

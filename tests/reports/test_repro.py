@@ -15,6 +15,7 @@ from __future__ import annotations
 import argparse
 import ast
 import io
+import re
 import time
 import xml.etree.ElementTree as ET
 from pathlib import Path
@@ -23,6 +24,7 @@ from typing import Any
 import pytest
 
 from deferlab.reference.system.errors import UsageError
+from deferlab.reports.core.runner import LoadError
 from deferlab.reports.repro import cli as repro
 from tests.impl.sglang.support import skip_if_unfetched
 
@@ -227,17 +229,20 @@ def _cached(*versions: str) -> None:
 def outcomes(paths: list[Path], spec: str, tmp: Path, engine: str = "sglang") -> dict[str, str]:
     """file name -> "passed" or the failure's message, from one `repro.run_files` child on ``spec``."""
     xml = tmp / f"{engine}-{spec}.xml"
-    proc = repro.run_files(paths, spec, engine=engine, junitxml=xml)
-    skip_if_unfetched(spec, proc.stderr)
-    assert proc.returncode in (0, 1) and xml.is_file(), proc.stdout[-3000:] + proc.stderr[-3000:]
-    out = {}
+    try:
+        rc, out, err = repro.run_files(paths, spec, engine=engine, junitxml=xml)
+    except LoadError as e:
+        skip_if_unfetched(spec, str(e))
+        raise
+    assert rc in (0, 1) and xml.is_file(), out[-3000:] + err[-3000:]
+    got = {}
     for case in ET.parse(xml).getroot().iter("testcase"):
         assert case.find("error") is None, case.find("error").get("message")
         failure = case.find("failure")
         (path,) = [p for p in paths if case.get("classname").endswith(p.stem)]
-        out[path.name] = "passed" if failure is None else failure.get("message", "")
-    assert sorted(out) == sorted(p.name for p in paths), (out, proc.stdout[-3000:])
-    return out
+        got[path.name] = "passed" if failure is None else failure.get("message", "")
+    assert sorted(got) == sorted(p.name for p in paths), (got, out[-3000:])
+    return got
 
 
 @pytest.mark.slow
@@ -285,25 +290,45 @@ def test_the_c9_reproducer_of_0_5_19_passes_on_0_5_22(tmp_path: Path) -> None:
 
 
 @pytest.mark.slow
-def test_a_reproducer_run_through_the_warm_daemon_says_what_a_new_process_says(
-    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+def test_deferlab_repro_runs_in_a_new_process_and_exits_as_the_reproducer_says(
+    tmp_path: Path, capsys: pytest.CaptureFixture
 ) -> None:
-    """The first warm run starts the daemon for its spec, the second is forked from it (`reports.mutate.warm`); both
-    exit as the cold run does, 1 for 0.5.19's C9 flaw on 0.5.19 itself, and ``--cold`` bypasses the daemon."""
-    from deferlab.reports.mutate import warm
+    """``deferlab repro`` (through the CLI): the recorded C10 reproducer of 0.5.22 fails there (exit 1), in a new
+    process each run (two runs, two child pids, none left: no daemon); ``--cold`` is accepted and changes
+    nothing; a SPEC that is no accepted form exits 2 at once; a spec that does not load exits 2 with the
+    loader's line; a reproducer whose pytest cannot run it exits 3."""
+    from deferlab.reports.cli import main
+    from deferlab.reports.core import process
 
-    _cached("0.5.19")
-    (path,), _ = _write(tmp_path, "0.5.19", ["C9"])
-    monkeypatch.setenv(repro.WARM_ENV, "1")
-    monkeypatch.setenv(warm.IDLE_ENV, "120")
+    _cached("0.5.22")
+    example = Path(repro.__file__).resolve().parents[1] / "example" / "compare-0.5.21-0.5.22" / "repro"
+    path = example / "C10-sglang-0.5.22.py"
+    started: list[int] = []
+    spawn = process.spawn
+
+    def counting(*a: Any, **kw: Any) -> Any:
+        proc = spawn(*a, **kw)
+        started.append(proc.pid)
+        return proc
+
+    mp = pytest.MonkeyPatch()
+    mp.setattr(process, "spawn", counting)
     try:
-        codes, seconds = [], []
-        for cold in (True, False, False):
+        seconds = []
+        for extra in ([], ["--cold"]):
             t0 = time.perf_counter()
-            codes.append(repro.run(argparse.Namespace(file=path, sglang=None, vllm=None, cold=cold), io.StringIO()))
+            assert main(["repro", str(path), "--sglang", "0.5.22", *extra]) == 1
             seconds.append(round(time.perf_counter() - t0, 1))
-            assert warm.socket_path("sglang", "0.5.19").exists() == (not cold)
-        assert codes == [1, 1, 1]
-        print(f"deferlab repro on 0.5.19: cold, first warm, second warm: {seconds} s")
+            assert "fails: the flaw is there" in capsys.readouterr().err
+        assert len(set(started)) == 2 and process.live() == []
+        assert main(["repro", str(path), "--sglang", "/nonexistent/sglang"]) == 2 and len(started) == 2
+        assert "--sglang: sglang source '/nonexistent/sglang': no such path" in capsys.readouterr().err
+        assert main(["repro", str(path), "--sglang", str(tmp_path)]) == 2 and len(started) == 3
+        assert re.search(r"--sglang: sglang source '.*': .* is not an SGLang checkout", capsys.readouterr().err)
+        broken = tmp_path / path.name
+        broken.write_text(path.read_text() + "\nimport sglang.srt.no_such_module_here\n")
+        assert main(["repro", str(broken), "--sglang", "0.5.22"]) == 3  # a collection error: pytest exit 2
+        assert "pytest exited 2" in capsys.readouterr().err
     finally:
-        warm.stop_daemon("sglang", "0.5.19")
+        mp.undo()
+    print(f"deferlab repro C10-sglang-0.5.22.py --sglang 0.5.22: {seconds} s (new process each)")

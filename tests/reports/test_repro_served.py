@@ -1,7 +1,7 @@
 """The checkpoint's processor as the served-vs-trained reproducers state it equals deferlab's checkpoint oracle.
 
 Why: a reproducer computes its expected values in the file, from first
-principles (`reports.repro.served`), because it may import nothing of
+principles (`reports.repro.served_texts`), because it may import nothing of
 deferlab; if that restatement drifted from `reference.oracle.checkpoint`, a
 reproducer would fail (or pass) for a reason the claim never saw. So its
 helpers are run here, engine-free, against the oracle: the resize decision on
@@ -25,6 +25,7 @@ from deferlab.reference.oracle import checkpoint
 from deferlab.reference.system.config import PreprocessConfig
 from deferlab.reference.system.profiles import profile
 from deferlab.reports.repro import served as repro_served
+from deferlab.reports.repro import served_texts
 
 K3 = profile("kimi-k3")
 SIZES = [(1, 1), (14, 14), (32, 32), (640, 480), (1920, 1080), (3840, 2160), (7400, 9), (9, 7400), (10000, 100)]
@@ -34,7 +35,7 @@ def helpers(cfg: PreprocessConfig, engine: str = "sglang") -> dict[str, Any]:
     """The reproducer's checkpoint helpers (its `_CHECKPOINT` text) run in a namespace with ``cfg``'s CFG."""
     namespace: dict[str, Any] = {"np": np, "Image": Image, "math": math}
     namespace["CFG"] = repro_served.media_proc_cfg(cfg, engine)
-    exec(compile(repro_served._CHECKPOINT, "<reproducer helpers>", "exec"), namespace)  # noqa: S102 - our text
+    exec(compile(served_texts._CHECKPOINT, "<reproducer helpers>", "exec"), namespace)  # noqa: S102 - our text
     return namespace
 
 

@@ -1,7 +1,7 @@
 """``deferlab versions`` for CI and reviewers: versions.md's summary and grouped failures, versions.json's
 ``failure_groups``, ``--format md|json|junit`` on stdout, ``--junit FILE`` and ``$GITHUB_STEP_SUMMARY``.
 
-Hand-made runs through a fake ``run_version`` (as test_versions_vllm.py does): no engine is fetched or run.
+Hand-made run records through a fake runner (`test_versions.fake_runner`): no engine is fetched or run.
 """
 
 from __future__ import annotations
@@ -17,14 +17,23 @@ from typing import Any
 import pytest
 
 from deferlab.reference.system import claims as registry
-from deferlab.reports.report import claims
+from deferlab.reference.system.systems import engine
+from deferlab.reports.core import claims
+from deferlab.reports.core.runner import RunRecord
 from deferlab.reports.versions import cli as versions_cli
 from deferlab.reports.versions import matrix as versions
 from deferlab.reports.versions import render as versions_report
+from tests.reports.test_versions import fake_runner, loads, record
 
 SGLANG = ["0.5.21", "0.5.22", "0.5.23"]
 C3_EVIDENCE = "AssertionError: " + " ".join(f"level{i:04d}" for i in range(200))  # about 2,000 characters
 C3_CE = "[[0.5, 0.5, 0.5], [0.5, 0.5, 0.5]]"
+
+
+@pytest.fixture(autouse=True)
+def _no_strict_switch(monkeypatch: pytest.MonkeyPatch) -> None:
+    """The strict switch off unless a test turns it on (scripts/test.sh exports DEFERLAB_STRICT=1)."""
+    monkeypatch.delenv("DEFERLAB_STRICT", raising=False)
 
 
 def _failures(version: str) -> dict[str, tuple[str, str]]:
@@ -37,8 +46,8 @@ def _failures(version: str) -> dict[str, tuple[str, str]]:
     return out
 
 
-def _run(engine: str, version: str) -> dict[str, Any]:
-    if engine == "vllm":
+def _run(engine_name: str, version: str) -> RunRecord:
+    if engine_name == "vllm":
         verdicts = {"C13": "holds", "C14": "fails", "C15": "holds"}
         fails = {"C14": ("AssertionError: [RGB] 6x2: 1 of 24 values unexplained", "RGB 6x2")}
     else:
@@ -46,17 +55,9 @@ def _run(engine: str, version: str) -> dict[str, Any]:
         verdicts = {c: "fails" if c in fails else "holds" for c in registry.load_claims()}
         if version == "0.5.23":
             del verdicts["C9"]  # recorded nothing: not-run
-    rows = [
-        {
-            "id": c,
-            "verdict": v,
-            "evidence": fails.get(c, ("ok", None))[0],
-            "counterexample": fails.get(c, ("", None))[1],
-        }
-        for c, v in verdicts.items()
-    ]
-    name = versions.column(engine, version)
-    return {"version": name, "engine": engine, "verdicts": verdicts, "error": None, "rows": rows, "seconds": 1.0}
+    evidence = {c: fails.get(c, ("ok", None))[0] for c in verdicts}
+    counterexamples = {c: fails.get(c, ("", None))[1] for c in verdicts}
+    return record(engine_name, version, verdicts, evidence=evidence, counterexamples=counterexamples)
 
 
 def _doc() -> dict[str, Any]:
@@ -71,14 +72,15 @@ def _args(**kw: Any) -> argparse.Namespace:
 
 
 @pytest.fixture
-def fake_releases(monkeypatch: pytest.MonkeyPatch) -> list[tuple[str, str]]:
-    ran: list[tuple[str, str]] = []
+def fake_releases(monkeypatch: pytest.MonkeyPatch) -> list[tuple]:
+    """`reports.core.runner`'s run and load check replaced by the fixture's records; what ran, in order."""
+    from deferlab.reports.core import runner
 
-    def fake_run(version, profile, runs_dir, log, engine="sglang"):
-        ran.append((engine, version))
-        return _run(engine, version)
-
-    monkeypatch.setattr(versions, "run_version", fake_run)
+    ran: list[tuple] = []
+    table = {(e, v): _run(e, v) for e, v in [*(("sglang", v) for v in SGLANG), ("vllm", "0.33.0")]}
+    monkeypatch.setattr(runner, "run", fake_runner(table, ran))
+    monkeypatch.setattr(runner, "check_loads", loads)
+    monkeypatch.setattr(versions_cli, "refuse_unlisted", lambda wanted: None)
     monkeypatch.delenv("GITHUB_STEP_SUMMARY", raising=False)
     return ran
 
@@ -154,7 +156,7 @@ def test_format_json_is_versions_json_and_junit_counts(
     suite = ET.parse(xml).getroot().find("testsuite")
     assert suite is not None
     n_claims = len(registry.load_claims())
-    na = n_claims - len(versions.engine_claims(registry.load_claims(), "vllm"))  # the vLLM column's n/a cells
+    na = n_claims - len(engine("vllm").claims or ())  # the vLLM column's n/a cells
     assert {k: suite.get(k) for k in ("tests", "failures", "skipped", "errors")} == {
         "tests": str(4 * n_claims),
         "failures": "6",
@@ -195,6 +197,7 @@ def test_step_summary_is_appended_when_set(
     monkeypatch.setenv("GITHUB_STEP_SUMMARY", str(step))
     baseline = tmp_path / "vb.json"
     baseline.write_text(json.dumps({"schema_version": 1, "profile": "ci", "verdicts": {"0.5.23": {"C5": "fails"}}}))
+    # a schema-1 file: still read
     log = io.StringIO()
     assert versions_cli.run(_args(out=tmp_path / "m", baseline=str(baseline)), log=log) == 1  # C5 changed
     text = step.read_text()

@@ -5,63 +5,58 @@ the baseline, the grid), on hand-made runs; CI's ``scripts/versions.sh`` runs th
 from __future__ import annotations
 
 import argparse
+import io
 import json
-import subprocess
 from pathlib import Path
 
 import pytest
 
 from deferlab.reference.system import claims as registry
 from deferlab.reference.system.errors import UsageError
+from deferlab.reference.system.systems import column, column_key, engine, split_column
+from deferlab.reports.core.runner import RunRecord
 from deferlab.reports.versions import cli as versions_cli
+from deferlab.reports.versions import gate
 from deferlab.reports.versions import matrix as versions
+from tests.reports.test_versions import fake_runner, loads, record
 
 PNG_MAGIC = b"\x89PNG\r\n\x1a\n"
 
 
-def _run(version: str, verdicts: dict[str, str], engine: str = "sglang") -> dict:
-    rows = [{"id": c, "verdict": v, "evidence": f"e {c}", "counterexample": None} for c, v in verdicts.items()]
-    name = versions.column(engine, version)
-    return {
-        "version": name,
-        "engine": engine,
-        "verdicts": verdicts,
-        "error": None,
-        "rows": rows,
-        "system": None,
-        "seconds": 2.0,
-    }
+@pytest.fixture(autouse=True)
+def _no_strict_switch(monkeypatch: pytest.MonkeyPatch) -> None:
+    """The strict switch off unless a test turns it on (scripts/test.sh exports DEFERLAB_STRICT=1)."""
+    monkeypatch.delenv("DEFERLAB_STRICT", raising=False)
+
+
+def _run(version: str, verdicts: dict[str, str], engine_name: str = "sglang") -> RunRecord:
+    return record(engine_name, version, verdicts)
 
 
 def _expected(version: str) -> dict[str, str]:
     """What claims.toml expects of a vLLM release, per claim with a row covering it."""
-    ids = versions.engine_claims(registry.load_claims(), "vllm")
+    ids = engine("vllm").claims or ()
     return {c: registry.expected_for_engine(c, "vllm", version) for c in ids}
 
 
 def test_columns_name_the_engine_and_sort_sglang_first() -> None:
-    assert versions.column("vllm", "0.33.0") == "vllm-0.33.0" and versions.column("sglang", "0.5.23") == "0.5.23"
-    assert versions.split_column("vllm-0.27.1") == ("vllm", "0.27.1")
-    cols = ["vllm-0.33.0", "0.5.23", "vllm-0.27.0", "0.5.17"]
-    assert sorted(cols, key=versions.column_key) == ["0.5.17", "0.5.23", "vllm-0.27.0", "vllm-0.33.0"]
+    assert column("vllm", "0.33.0") == "vllm-0.33.0" and column("sglang", "0.5.23") == "0.5.23"
+    assert split_column("vllm-0.27.1") == ("vllm", "0.27.1")
+    cols = ["vllm-0.33.0", "0.5.23", "vllm-0.27.0", "0.5.17", "vllm-0.10.1.1", "0.5.17.post1"]
+    assert sorted(cols, key=column_key) == ["0.5.17", "0.5.17.post1", "0.5.23", "vllm-0.10.1.1", "vllm-0.27.0",
+                                            "vllm-0.33.0"]  # fmt: skip
 
 
 def test_vllm_index_listing_starts_at_the_first_release_with_the_kimi_k3_path() -> None:
     listing = "vllm (0.33.0)\nAvailable versions: 0.33.0, 0.32.0, 0.27.0, 0.26.0, 0.22.1\n"
     seen = []
 
-    def fake(cmd, **kw):
+    def fake(cmd: list[str], **kw: object) -> tuple[int, str, str]:
         seen.append(cmd)
-        return subprocess.CompletedProcess(cmd, 0, listing, "")
+        return 0, listing, ""
 
-    assert versions.index_versions(runner=fake, engine="vllm") == ["0.27.0", "0.32.0", "0.33.0"]
+    assert versions.index_versions(capture=fake, engine="vllm") == ["0.27.0", "0.32.0", "0.33.0"]
     assert seen[0][-3:-1] == ["versions", "vllm"]
-
-
-def test_vllm_claims_command_runs_the_served_claims_file() -> None:
-    cmd = versions.vllm_claims_command("0.33.0", "ci")
-    assert cmd[-2:] == ["--vllm", "0.33.0"] and cmd[3].endswith("claims/test_served.py")
-    assert "--hypothesis-profile=ci" in cmd
 
 
 def test_matrix_puts_vllm_beside_sglang_and_matches_it_against_claims_toml() -> None:
@@ -79,13 +74,14 @@ def test_matrix_puts_vllm_beside_sglang_and_matches_it_against_claims_toml() -> 
 
 
 def test_baseline_keeps_sglang_entries_and_adds_vllm_columns_after_them(tmp_path: Path) -> None:
-    previous = {"0.5.23": {"C1": "holds"}, "0.5.17": {"C1": "n/a"}}
+    previous = gate.Baseline("versions", "ci", {"0.5.23": {"C1": "holds"}, "0.5.17": {"C1": "n/a"}})
     doc = versions.matrix([_run("0.33.0", _expected("0.33.0"), "vllm")], "ci")
-    out = versions.baseline_document(doc, previous)["verdicts"]
+    path = tmp_path / "b.json"
+    gate.save(path, gate.updated(previous, doc))
+    out = json.loads(path.read_text())["cells"]
     assert list(out) == ["0.5.17", "0.5.23", "vllm-0.33.0"] and out["0.5.23"] == {"C1": "holds"}
-    assert (
-        versions.compare(doc, {"vllm-0.33.0": {**out["vllm-0.33.0"], "C14": "holds"}})[0]["name"] == "vllm-0.33.0/C14"
-    )
+    changed = gate.Baseline("versions", "ci", {"vllm-0.33.0": {**out["vllm-0.33.0"], "C14": "holds"}})
+    assert [r["name"] for r in gate.compare(doc, changed, strict=False)] == ["vllm-0.33.0/C14"]
 
 
 def _args(**kw) -> argparse.Namespace:
@@ -111,7 +107,7 @@ def test_which_releases_run(kw: dict, wanted: dict) -> None:
 @pytest.mark.parametrize(
     ("kw", "match"),
     [
-        ({"vllm": ["0.26.0"]}, r"--vllm: '0.26.0' has no Kimi-K3 image path; accepted: 0\.27\.0 and later"),
+        ({"vllm": ["0.26.0"]}, r"--vllm: '0.26.0': no Kimi-K3 path before vLLM 0\.27\.0; accepted: 0\.27\.0 and later"),
         ({"vllm": ["latest"]}, r"VERSION must look like 0\.5\.23"),
         ({"newest": True, "vllm": ["0.33.0"]}, r"--newest takes no VERSION"),
     ],
@@ -125,17 +121,13 @@ def test_newest_of_each_engine_runs_and_the_grid_shows_both(tmp_path: Path, monk
     """``versions --newest --vllm``: one newest release per engine, one column each, one PNG with both."""
     listings = {"sglang": ["0.5.22", "0.5.23"], "vllm": ["0.32.0", "0.33.0"]}
     monkeypatch.setattr(versions, "index_versions", lambda engine="sglang", **kw: listings[engine])
-    ran = []
-
-    def fake_run(version, profile, runs_dir, log, engine="sglang"):
-        ran.append((engine, version))
-        if engine == "vllm":
-            return _run(version, _expected(version), "vllm")
-        return _run(version, {c: claim.expected["RELEASED"] for c, claim in registry.load_claims().items()})
-
-    monkeypatch.setattr(versions, "run_version", fake_run)
-    assert versions_cli.run(_args(newest=True, vllm=[], out=tmp_path / "m")) == 0
-    assert ran == [("sglang", "0.5.23"), ("vllm", "0.33.0")]
+    released = {c: claim.expected["RELEASED"] for c, claim in registry.load_claims().items()}
+    table = {("sglang", "0.5.23"): _run("0.5.23", released), ("vllm", "0.33.0"): _run("0.33.0", _expected("0.33.0"),
+             "vllm")}  # fmt: skip
+    ran: list = []
+    rc = versions_cli.run(_args(newest=True, vllm=[], out=tmp_path / "m"), io.StringIO(), runner=fake_runner(table, ran),
+                          loader=loads)  # fmt: skip
+    assert rc == 0 and [r[:2] for r in ran] == [("sglang", "0.5.23"), ("vllm", "0.33.0")]
     doc = json.loads((tmp_path / "m" / "versions.json").read_text())
     assert doc["versions"] == ["0.5.23", "vllm-0.33.0"]
     assert (tmp_path / "m" / "versions.png").read_bytes().startswith(PNG_MAGIC)
