@@ -10,6 +10,7 @@ the two through this one protocol, so none of them knows an engine.
 from __future__ import annotations
 
 from collections.abc import Sequence
+from dataclasses import dataclass
 from typing import Any, Protocol, runtime_checkable
 
 import numpy as np
@@ -70,3 +71,52 @@ class ServedPath(Protocol):
 
     def provenance(self) -> dict[str, str]:
         """Per step: the function that ran (``module.qualname``) or ``"model"`` / ``"modelled: why"``."""
+
+
+# --- The model families beyond Kimi-K3 (semantics §18) -------------------------------------------------------------
+@dataclass(frozen=True)
+class Geometry:
+    """What a processor makes of an image's size, pixel-free (claim C13 for every family).
+
+    ``width`` x ``height``: the resize target of the whole image (InternVL: the tiled canvas); ``grid``: the
+    patch grid the prompt is built from (Qwen: (t, h, w) patches; Kimi: (1, h, w); InternVL: (rows, cols,
+    tiles with the thumbnail)); ``tokens``: the image tokens the prompt gets; ``pad``: (pad_width, pad_height)
+    where the processor pads (Kimi), else (0, 0)."""
+
+    width: int
+    height: int
+    grid: tuple[int, ...]
+    tokens: int
+    pad: tuple[int, int] = (0, 0)
+
+
+@runtime_checkable
+class FamilyPath(Protocol):
+    """One processor of a model family: the trained side (the checkpoint's) or an engine's served path.
+
+    ``family``: its family (`reference.system.families`); ``label``: the verdict column (``VLLM``,
+    ``VLLM host-normalized``, ``SGLANG``, ``TRAINED``); ``path``: which of the system's paths
+    (``device-normalized``, ``host-normalized``, ``served``, ``trained``); ``system``: what ran
+    (``vllm-0.34.0``, ``transformers-5.24.0``); ``dtype``: what the vision tower reads (``float32`` or
+    ``bfloat16``; values are returned as float32 either way, a BF16 path's exactly widened).
+    """
+
+    family: str
+    label: str
+    path: str
+    system: str
+    dtype: str
+    real_code: bool
+
+    def geometry(self, width: int, height: int, cfg: Any) -> Geometry:
+        """What the processor makes of an image of that size (pixel-free)."""
+
+    def serve(self, images: Sequence[Any], cfg: Any) -> tuple[np.ndarray, np.ndarray]:
+        """(values float32 (N, C, L): what the tower reads, channel-major within each patch or tile;
+        grid int64 (n_images, 3)) for ``images`` in order: ``L`` is T*p*p (Qwen), p*p (Kimi), 448*448 (InternVL)."""
+
+    def levels(self, cfg: Any) -> np.ndarray:
+        """(C, 256) float32: what the path finally gives each uint8 level of each channel (claim C15)."""
+
+    def provenance(self) -> dict[str, str]:
+        """Per step: the function that ran (``module.qualname``) or ``"modelled: why"``."""
