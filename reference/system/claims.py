@@ -38,7 +38,8 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
-from deferlab.reference.system.systems import LABELS, is_release, release_key
+from deferlab.reference.system.families import FAMILIES
+from deferlab.reference.system.systems import DEFAULT_FAMILY, LABELS, is_release, release_key
 
 CLAIMS_PATH = Path(__file__).resolve().with_name("claims.toml")
 # "n/a": the implementation has no such feature (e.g. no deferred path before the PR), so the claim cannot apply.
@@ -47,7 +48,11 @@ SCHEMA_VERSION = 2  # of verdicts.json
 READABLE_SCHEMAS = (1, 2)  # what `load_results` reads (1: before failure lines and ``strict``)
 RESULTS_FILE = "verdicts.json"
 ENGINES = tuple(LABELS)  # the real systems an ``[claim.engines]`` key may name
-_ENGINE_KEY = re.compile(r"^([a-z]+) (\d+(?:\.\d+)*)(?:-(\d+(?:\.\d+)*))?$")
+# "[FAMILY ]ENGINE[:PATH] LOW[-HIGH]": a family other than the default (Kimi-K3), and a served path other than the
+# engine's default one (e.g. vLLM's host-normalized row), are named; the default's rows name neither.
+_ENGINE_KEY = re.compile(
+    r"^(?:([a-z0-9][a-z0-9.\-]*) )?([a-z]+)(?::([a-z][a-z\-]*))? (\d+(?:\.\d+)*)(?:-(\d+(?:\.\d+)*))?$"
+)
 _ROOT = Path(__file__).resolve().parents[2]  # the checkout, or the installed ``deferlab`` package folder
 
 
@@ -85,32 +90,39 @@ class Claim:
 
 @dataclass(frozen=True)
 class EngineRange:
-    """One ``[claim.engines]`` row: the releases ``low``..``high`` (inclusive) of ``engine`` and their verdict."""
+    """One ``[claim.engines]`` row: the releases ``low``..``high`` (inclusive) of ``engine`` serving ``family``
+    on its ``path`` (None: the engine's default served path), and their verdict."""
 
     key: str
     engine: str
     low: str
     high: str
     verdict: str
+    family: str = DEFAULT_FAMILY
+    path: str | None = None
 
-    def covers(self, engine: str, version: str) -> bool:
-        """Whether ``version`` of ``engine`` is in this range, in release order (`systems.release_key`); a spec
-        that is not a release (a checkout, ``installed``) never is."""
-        if engine != self.engine or not is_release(version):
+    def covers(self, engine: str, version: str, family: str = DEFAULT_FAMILY, path: str | None = None) -> bool:
+        """Whether ``version`` of ``engine`` serving ``family`` on ``path`` is in this range, in release order
+        (`systems.release_key`); a spec that is not a release (a checkout, ``installed``) never is."""
+        if (engine, family, path) != (self.engine, self.family, self.path) or not is_release(version):
             return False
         return release_key(self.low) <= release_key(version) <= release_key(self.high)
 
 
-def parse_engine_key(key: str) -> tuple[str, str, str]:
-    """``"vllm 0.27.0-0.31.0"`` -> ("vllm", "0.27.0", "0.31.0"); ValueError saying what is accepted."""
+def parse_engine_key(key: str) -> tuple[str, str, str, str, str | None]:
+    """``"vllm 0.27.0-0.31.0"`` -> ("vllm", "0.27.0", "0.31.0", "kimi-k3", None); ``"qwen3-vl vllm:host-normalized
+    0.34.0"`` -> ("vllm", "0.34.0", "0.34.0", "qwen3-vl", "host-normalized"); ValueError saying what is accepted."""
     m = _ENGINE_KEY.match(key)
-    accepted = f"'ENGINE VERSION' or 'ENGINE LOW-HIGH' with ENGINE one of {ENGINES} and dotted-integer versions"
-    if m is None or m.group(1) not in ENGINES:
+    accepted = (
+        f"'[FAMILY ]ENGINE[:PATH] VERSION' or '... LOW-HIGH' with ENGINE one of {ENGINES}, FAMILY one of "
+        f"{tuple(FAMILIES)} and dotted-integer versions"
+    )
+    if m is None or m.group(2) not in ENGINES or (m.group(1) is not None and m.group(1) not in FAMILIES):
         raise ValueError(f"engine key {key!r}: accepted {accepted}")
-    low, high = m.group(2), m.group(3) or m.group(2)
+    low, high = m.group(4), m.group(5) or m.group(4)
     if release_key(low) > release_key(high):
-        raise ValueError(f"engine key {key!r}: the range is empty ({m.group(2)} is after {m.group(3)})")
-    return m.group(1), low, high
+        raise ValueError(f"engine key {key!r}: the range is empty ({m.group(4)} is after {m.group(5)})")
+    return m.group(2), low, high, m.group(1) or DEFAULT_FAMILY, m.group(3)
 
 
 def _engine_ranges(path: Path, cid: str, table: dict[str, Any], failures: dict[str, str]) -> tuple[EngineRange, ...]:
@@ -118,7 +130,7 @@ def _engine_ranges(path: Path, cid: str, table: dict[str, Any], failures: dict[s
     rows: list[EngineRange] = []
     for key, verdict in table.items():
         try:
-            engine, low, high = parse_engine_key(key)
+            engine, low, high, family, served = parse_engine_key(key)
         except ValueError as e:
             raise ValueError(f"{path}: claim {cid} [claim.engines]: {e}") from None
         if verdict not in VERDICTS:
@@ -126,9 +138,10 @@ def _engine_ranges(path: Path, cid: str, table: dict[str, Any], failures: dict[s
         if verdict == "fails" and key not in failures:
             raise ValueError(f"{path}: claim {cid} expects 'fails' for {key!r} but names no [claim.failure]")
         for other in rows:
-            if other.engine == engine and release_key(low) <= release_key(other.high) and release_key(other.low) <= release_key(high):
+            same = (other.engine, other.family, other.path) == (engine, family, served)
+            if same and release_key(low) <= release_key(other.high) and release_key(other.low) <= release_key(high):
                 raise ValueError(f"{path}: claim {cid} [claim.engines]: {key!r} overlaps {other.key!r}")
-        rows.append(EngineRange(key, engine, low, high, verdict))
+        rows.append(EngineRange(key, engine, low, high, verdict, family, served))
     return tuple(rows)
 
 
@@ -164,18 +177,29 @@ def load_claims(path: Path = CLAIMS_PATH) -> dict[str, Claim]:
     return out
 
 
-def engine_range(claim: Claim, engine: str, version: str) -> EngineRange | None:
-    """The ``[claim.engines]`` row covering ``version`` of ``engine``, if any (rows are disjoint)."""
-    return next((r for r in claim.engines if r.covers(engine, version)), None)
+def engine_range(
+    claim: Claim, engine: str, version: str, family: str = DEFAULT_FAMILY, path: str | None = None
+) -> EngineRange | None:
+    """The ``[claim.engines]`` row covering ``version`` of ``engine`` serving ``family`` on ``path``, if any (rows
+    of one engine, family and path are disjoint)."""
+    return next((r for r in claim.engines if r.covers(engine, version, family, path)), None)
 
 
-def expected_for_engine(claim_id: str, engine: str, version: str, claims: dict[str, Claim] | None = None) -> str | None:
-    """What claims.toml expects of release ``version`` of real ``engine`` for ``claim_id``; None when no row covers
-    it (the verdict is then a finding, not checked). KeyError for an unknown claim or engine."""
+def expected_for_engine(
+    claim_id: str,
+    engine: str,
+    version: str,
+    claims: dict[str, Claim] | None = None,
+    family: str = DEFAULT_FAMILY,
+    path: str | None = None,
+) -> str | None:
+    """What claims.toml expects of release ``version`` of real ``engine`` (serving ``family`` on ``path``) for
+    ``claim_id``; None when no row covers it (the verdict is then a finding, not checked). KeyError for an
+    unknown claim or engine."""
     claims = load_claims() if claims is None else claims
     if engine not in ENGINES:
         raise KeyError(f"unknown engine {engine!r}; known: {', '.join(ENGINES)}")
-    row = engine_range(claims[claim_id], engine, version)
+    row = engine_range(claims[claim_id], engine, version, family, path)
     return row.verdict if row is not None else None
 
 

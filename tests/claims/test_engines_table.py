@@ -35,6 +35,11 @@ def _load(tmp_path: Path, body: str) -> dict[str, claims.Claim]:
         ('[claim.engines]\n"sglang 0.5.23" = "maybe"\n', "accepted"),
         ('[claim.engines]\n"sglang 0.5.23" = "fails"\n', "names no \\[claim.failure\\]"),
         ('[claim.failure]\n"vllm 0.33.0" = "x"\n', "no such policy or engine key"),
+        ('[claim.engines]\n"qwen9 vllm 0.33.0" = "holds"\n', "FAMILY one of"),
+        (
+            '[claim.engines]\n"qwen3-vl vllm:host 0.34.0" = "holds"\n"qwen3-vl vllm:host 0.33.0-0.34.0" = "holds"\n',
+            "overlaps",
+        ),
     ],
 )
 def test_a_bad_engine_row_is_refused(tmp_path: Path, body: str, message: str) -> None:
@@ -53,6 +58,22 @@ def test_versions_match_inclusive_ranges_and_only_releases(tmp_path: Path) -> No
     assert ask("0.5.23", engine="sglang") is None
     with pytest.raises(KeyError, match="known: sglang, vllm"):
         ask("0.33.0", engine="tgi")
+
+
+def test_a_row_names_its_family_and_served_path_or_means_the_defaults(tmp_path: Path) -> None:
+    """Rows of another family or another served path are their own, and never overlap the default's."""
+    table = _load(
+        tmp_path,
+        '[claim.engines]\n"vllm 0.32.0-0.34.0" = "holds"\n"vllm:host-normalized 0.32.0-0.34.0" = "n/a"\n'
+        '"qwen3-vl vllm 0.34.0" = "holds-with-caveat"\n"qwen3-vl vllm:host-normalized 0.34.0" = "n/a"\n',
+    )
+
+    def ask(family: str = "kimi-k3", path: str | None = None) -> str | None:
+        return claims.expected_for_engine("X", "vllm", "0.34.0", table, family=family, path=path)
+
+    assert (ask(), ask(path="host-normalized")) == ("holds", "n/a")
+    assert (ask("qwen3-vl"), ask("qwen3-vl", "host-normalized"), ask("internvl")) == ("holds-with-caveat", "n/a", None)
+    assert claims.parse_engine_key("qwen2.5-vl sglang 0.5.23") == ("sglang", "0.5.23", "0.5.23", "qwen2.5-vl", None)
 
 
 def test_the_shipped_rows_say_what_semantics_16_4_derives() -> None:
