@@ -1,158 +1,130 @@
-"""Claim verdicts: read the property suite's results file, or run the suite to produce it.
+"""The report's properties step and its claim table: the shipped checks of each system under test, run through
+the one runner (`reports.core.runner`), read back as records and laid out one row per (claim, column).
 
-The property suites record one verdict per (claim, policy) into
-``properties/results/verdicts.json`` while pytest runs (schema in
-`reference.system.claims`, the one parser of ``claims.toml``, which this CLI
-shares with the suite without importing the test package). The report needs
-every claim of claims.toml for at least `REQUIRED_POLICIES`, so a pair the
-results lack is shown as ``not-run`` rather than silently dropped: a claim
-nobody checked must look different from one that holds.
+Which systems: deferlab's model (or ``--impl``), else real SGLang (``--sglang``) and/or real vLLM (``--vllm``),
+one run each, their records side by side. Only the shipped checks run (``properties/claims``: the claim tests
+and the ``real_code`` properties, as the suite selects them for the system), never deferlab's own tests. A run
+whose child recorded nothing (or crashed) fails the step; a claim test failing on its verdict does not: the
+verdict is in the record, and the baseline comparison decides. Every claim has a row in each column the system
+must answer (``not-run`` when nothing recorded it; ``n/a`` where the engine answers no such claim), so a claim
+nobody checked looks different from one that holds.
 """
 
 from __future__ import annotations
 
-import importlib.util
 import json
 import os
-import subprocess
-import sys
 from pathlib import Path
 from typing import Any
 
 from deferlab.reference.system import claims as registry
-from deferlab.reference.system.claims import load_results as load_results  # the CLI reads verdicts.json here
-from deferlab.reference.system.seam import SGLANG_LABEL
+from deferlab.reference.system.systems import System, claim_key, engine_of_label
+from deferlab.reports.core import runner
+from deferlab.reports.core.claims import new_signatures, ran_on
+from deferlab.reports.core.runner import RunRecord
+from deferlab.reports.report.steps import StepFailed
 
-CLAIMS_TOML = registry.CLAIMS_PATH
-RESULTS_DIR = registry.RESULTS_DIR
-RESULTS_FILE = registry.RESULTS_FILE
-REQUIRED_POLICIES = ("PR_33921", "RELEASED")
-VERDICTS = registry.VERDICTS
-REAL_LABEL = SGLANG_LABEL  # the one column of a real-code run
-
-
-def load_claim_statements(path: Path = CLAIMS_TOML) -> dict[str, dict[str, str]]:
-    """id -> {statement, source} for every claim of claims.toml (its one parser, strict), in file order."""
-    return {cid: {"statement": c.statement, "source": c.source} for cid, c in registry.load_claims(path).items()}
+REQUIRED_POLICIES = ("PR_33921", "RELEASED")  # the model's columns every claim must have
+WORKERS = os.cpu_count() or 1
 
 
-def claim_table(
-    results: dict[str, Any] | None, statements: dict[str, dict[str, str]], *, real_code: bool | None = None
-) -> list[dict[str, Any]]:
-    """One row per (claim, policy): every claim x REQUIRED_POLICIES, plus any other policy the results carry."""
-    found: dict[tuple[str, str], dict[str, Any]] = {}
-    for row in (results or {}).get("claims", []):
-        if isinstance(row, dict) and "id" in row and "policy" in row:
-            found[(str(row["id"]), str(row["policy"]))] = row
-    if real_code is None:
-        real_code = bool((results or {}).get("system"))
-    required = (REAL_LABEL,) if real_code else REQUIRED_POLICIES
-    policies = list(required) + sorted({p for _, p in found} - set(required))
-    ids = list(statements) + sorted({c for c, _ in found} - set(statements), key=_claim_key)
+def systems(sglang: str | None, vllm: str | None, impl: str | None = None) -> list[System]:
+    """The systems one report checks: the real engines named, else deferlab's model (with ``impl``)."""
+    engines = [System(name, spec) for name, spec in (("sglang", sglang), ("vllm", vllm)) if spec is not None]
+    return engines or [System(impl=impl)]
+
+
+def run_claims(
+    targets: list[System], *, profile: str, strict: bool, work: Path, checked: bool = False, only: tuple[str, ...] = ()
+) -> list[RunRecord]:
+    """One runner record per system, each run's results and log under ``work/<engine>``; `StepFailed` (carrying
+    every record) when a system could not be loaded or a run recorded nothing. ``checked``: the CLI already
+    loaded each engine once (`runner.check_loads`), so the step need not again; ``only``: these claims' tests."""
+    records = []
+    for system in targets:
+        if system.real and not checked:
+            try:
+                runner.check_loads(system)
+            except runner.LoadError as e:
+                records.append(RunRecord(system, profile, error=str(e)))
+                continue
+        request = runner.Request(system, profile=profile, claims=only, strict=strict, workers=WORKERS)
+        records.append(runner.run(request, work=work / system.engine))
+    errors = [f"{r.system.key}: {r.error}" for r in records if r.error]
+    if errors:
+        raise StepFailed("; ".join(errors), records)
+    return records
+
+
+def read_claims(directory: Path) -> list[RunRecord]:
+    """``--from-results DIR``: its verdicts.json as the one record (an engine's when its rows carry its label)."""
+    doc = registry.load_results(directory)
+    labels = (engine_of_label(str(r.get("policy"))) for r in doc["claims"] if isinstance(r, dict))
+    facts = next((f for f in labels if f is not None), None)
+    spec = str((doc.get("system") or {}).get("spec") or directory)
+    system = System(facts.name, spec) if facts is not None else System()
+    return [runner.read_results(RunRecord(system, str(doc.get("profile"))), Path(directory))]
+
+
+def columns(record: RunRecord) -> tuple[list[str], list[str]]:
+    """(the columns every claim must have, then every other column the record's rows carry)."""
+    required = [str(record.system.label)] if record.system.real else list(REQUIRED_POLICIES)
+    found = {str(r.get("policy")) for r in record.rows}
+    return required, sorted(found - set(required))
+
+
+def claim_table(records: list[RunRecord], statements: dict[str, dict[str, str]]) -> list[dict[str, Any]]:
+    """One row per (claim, column): every claim in each record's required columns, plus any other recorded one."""
+    found = {(str(r["id"]), str(r["policy"])): (r, rec.system) for rec in records for r in rec.rows if "id" in r}
+    cols: dict[str, tuple[System, bool]] = {}
+    for rec in records:
+        required, other = columns(rec)
+        for col in required + other:
+            cols.setdefault(col, (rec.system, col in required))
+    ids = list(statements) + sorted({c for c, _ in found} - set(statements), key=claim_key)
     table = []
     for cid in ids:
-        for pol in policies:
-            row = found.get((cid, pol))
-            if row is None and pol not in required:
-                continue
-            row = row or {}
-            verdict = row.get("verdict", "not-run")
-            table.append(
-                {
-                    "id": cid,
-                    "statement": row.get("statement") or statements.get(cid, {}).get("statement", ""),
-                    "source": row.get("source") or statements.get(cid, {}).get("source", ""),
-                    "policy": pol,
-                    "verdict": verdict if verdict in VERDICTS else "not-run",
-                    "evidence": str(row.get("evidence", "no result recorded for this claim and policy")),
-                    "counterexample": row.get("counterexample"),
-                    "provenance": row.get("provenance") or {},
-                    "ran_on": ran_on(row.get("provenance") or {}),
-                    **({"signatures": row["signatures"]} if isinstance(row.get("signatures"), list) else {}),
-                }
-            )
+        for col, (system, required) in cols.items():
+            row = found.get((cid, col), (None, system))[0]
+            if row is not None or required:
+                table.append(_row(cid, col, row, statements.get(cid, {}), system))
     return table
 
 
-def ran_on(provenance: dict[str, str]) -> str:
-    """One phrase for what a verdict's evidence ran on: the model, real code, or real code except named parts."""
-    if not provenance:
-        return "not recorded"
-    if all(v == "model" for v in provenance.values()):
-        return "deferlab's model"
-    modelled = sorted(m for m, v in provenance.items() if v != "model" and not v.startswith("real"))
-    partly = sorted(m for m, v in provenance.items() if v.startswith("real") and "modelled" in v)
-    if not modelled and not partly:
-        return "real code"
-    parts = [f"{m} (modelled)" for m in modelled] + [f"{m} (partly modelled)" for m in partly]
-    return "real code, except " + ", ".join(parts)
+def _row(cid: str, col: str, row: dict[str, Any] | None, statement: dict[str, str], system: System) -> dict[str, Any]:
+    if row is None and system.real and not system.answers(cid):
+        facts = system.facts
+        row = {"verdict": "n/a", "evidence": f"n/a: {facts.display} answers {', '.join(facts.claims or ())} only; "
+               f"claims.toml states nothing of {facts.display} for {cid} (the suite skips it)"}  # fmt: skip
+    row = row or {}
+    verdict = row.get("verdict", "not-run")
+    out = {
+        "id": cid,
+        "statement": row.get("statement") or statement.get("statement", ""),
+        "source": row.get("source") or statement.get("source", ""),
+        "policy": col,
+        "verdict": verdict if verdict in registry.VERDICTS else "not-run",
+        "evidence": str(row.get("evidence", "no result recorded for this claim and column")),
+        "counterexample": row.get("counterexample"),
+        "provenance": row.get("provenance") or {},
+        "ran_on": ran_on(row.get("provenance") or {}),
+    }
+    if isinstance(row.get("signatures"), list):
+        out["signatures"] = row["signatures"]
+    new = new_signatures(row) if out["verdict"] == "fails" else []
+    if new:  # a way of failing claims.toml does not document: failing, marked new (semantics §17.1)
+        out["new_signatures"] = new
+    return out
 
 
-def stand_ins_by_kind(system: dict[str, Any]) -> dict[str, int]:
-    """How many imports real SGLang needed were stood in for, per kind (a results file's ``system.stand_ins``)."""
-    kinds: dict[str, int] = {}
-    for s in system.get("stand_ins", []):
-        kinds[s.get("kind", "?")] = kinds.get(s.get("kind", "?"), 0) + 1
-    return kinds
+def properties(records: list[RunRecord]) -> list[dict[str, Any]]:
+    """report.json's ``properties``: every test of every run, its system, outcome, seconds and failure line."""
+    return [{"name": n, "system": r.system.key, **vars(t)} for r in records for n, t in sorted(r.tests.items())]
 
 
-def _claim_key(cid: str) -> tuple[int, str]:
-    digits = "".join(ch for ch in cid if ch.isdigit())
-    return (int(digits) if digits else 10**6, cid)
-
-
-def suite_path() -> Path:
-    """The folder of the ``properties`` package, checkout or installed.
-
-    Given to pytest as a path (not ``--pyargs``) so its conftest is an initial
-    conftest: the xdist controller, which collects nothing, must load the
-    hooks that merge the workers' verdicts.
-    """
-    spec = importlib.util.find_spec("deferlab.properties")  # found, not imported: the CLI never loads the tests
-    if spec is None or not spec.submodule_search_locations:
-        raise RuntimeError("the deferlab.properties package (the property suite) is not installed")
-    return Path(next(iter(spec.submodule_search_locations))).resolve()
-
-
-def pytest_command(profile: str, impl: str | None = None, sglang: str | None = None) -> list[str]:
-    """The property-suite command the report runs (``-n auto`` when pytest-xdist is installed); with
-    ``sglang`` the claim tests on that real SGLang (``installed``, a checkout path, a version)."""
-    cmd = [
-        sys.executable,
-        "-m",
-        "pytest",
-        str(suite_path() / "claims") if sglang else str(suite_path()),
-        "-q",
-        "-p",
-        "no:cacheprovider",
-        f"--hypothesis-profile={profile}",
-    ]
-    if importlib.util.find_spec("xdist") is not None:
-        cmd += ["-n", "auto"]
-    if impl:
-        cmd += ["--impl", impl]
-    if sglang:
-        cmd += ["--sglang", sglang]
-    return cmd
-
-
-def run_property_suite(
-    profile: str,
-    impl: str | None = None,
-    *,
-    results_dir: Path = RESULTS_DIR,
-    log: Any = sys.stderr,
-    sglang: str | None = None,
-) -> int:
-    """Run the suite (checkout or installed, see `suite_path`) in a subprocess, verdicts into ``results_dir``.
-
-    Its output goes to ``log``; returns pytest's exit code. Exit 1 (some test
-    failed) still leaves a results file; the report reads it and marks the
-    step failed. Works from any directory: nothing is looked up by repo path.
-    """
-    env = {**os.environ, "DEFERLAB_RESULTS_DIR": str(Path(results_dir).resolve())}
-    proc = subprocess.run(pytest_command(profile, impl, sglang), env=env, stdout=log, stderr=log, check=False)
-    return proc.returncode
+def failed_tests(records: list[RunRecord]) -> list[dict[str, str]]:
+    """report.json's ``failed_tests``: each failed or erroring test with its failure line, as recorded."""
+    return [{"system": r.system.key, "test": n, "message": m} for r in records for n, m in r.failed_tests().items()]
 
 
 def ipc_claim_rows(verdicts: list[dict[str, Any]], statement: dict[str, str]) -> list[dict[str, Any]]:

@@ -17,16 +17,21 @@ import sys
 from pathlib import Path
 from typing import Any
 
+from deferlab.reference.system import claims as registry
 from deferlab.reference.system.config import PreprocessConfig
 from deferlab.reference.system.errors import DeferlabInputError, UsageError
 from deferlab.reference.system.profiles import profile as load_profile
 from deferlab.reference.system.profiles import profile_names
 from deferlab.reference.system.served import CHECKPOINT_ENV
+from deferlab.reference.system.systems import System, at_least, engine, is_release
 from deferlab.reference.system.validate import check_choice, check_int, check_positive_int
-from deferlab.reports.core.atomic import write_text_atomic
-from deferlab.reports.report import benchmarks, claims, render
+from deferlab.reports.core import process, runner
+from deferlab.reports.core.atomic import check_out_dir, write_text_atomic
+from deferlab.reports.core.baseline import save as save_baseline
+from deferlab.reports.core.claims import PROFILES, default_out_dir, load_claim_statements
+from deferlab.reports.report import benchmarks, claims, extras, render
 from deferlab.reports.report.regressions import DEFAULT_BASELINE, load_baseline, make_baseline
-from deferlab.reports.report.run import PROFILES, STEPS, ReportOptions, default_out_dir, run_report
+from deferlab.reports.report.run import STEPS, ReportOptions, run_report
 from deferlab.reports.report.sweeps import collect as sweep_report
 from deferlab.reports.report.sweeps.compute import SWEEP_LIMITS
 from deferlab.sim.calibrate import run as calibrate_cmd
@@ -41,8 +46,25 @@ def _add_config_args(p: argparse.ArgumentParser) -> Any:
 
 def add_parsers(sub: Any) -> None:
     """The report's subcommands: report, sweep, sim, bench, test, claims, calibrate, baseline."""
-    rep = sub.add_parser("report", help="run everything and write report.md / report.json / PNGs")
-    rep.add_argument("--profile", default="dev", help=f"hypothesis profile and sweep resolution: {', '.join(PROFILES)}")
+    rep = sub.add_parser(
+        "report",
+        help="run everything and write report.md / report.json / PNGs",
+        description="The claims of the system under test, the sweeps, the skew table, the simulator and the "
+        "figures, gated on the baseline (exit 1 on a changed verdict or sweep counter). Benchmarks are opt-in "
+        "(--bench: minutes) and never gate.",
+    )
+    rep.add_argument(
+        "--profile",
+        default="ci",
+        help=f"hypothesis profile and sweep resolution: {', '.join(PROFILES)} (default ci: derandomized, the same "
+        "verdicts on every run; dev: fewer, random examples, for exploring)",
+    )
+    rep.add_argument(
+        "--strict",
+        action="store_true",
+        help="the strict switch (also DEFERLAB_STRICT=1): a failure claims.toml does not document fails its claim "
+        "test, and a new failure signature against the baseline regresses (under the ci profile)",
+    )
     _add_config_args(rep).add_argument(
         "--checkpoint",
         metavar="DIR",
@@ -70,6 +92,11 @@ def add_parsers(sub: Any) -> None:
         "--from-results", type=Path, metavar="DIR", help="read DIR/verdicts.json instead of running pytest"
     )
     rep.add_argument("--skip", nargs="+", default=[], metavar="STEP", help=f"steps to skip: {', '.join(STEPS)}")
+    rep.add_argument(
+        "--bench",
+        action="store_true",
+        help="also run the benchmarks (minutes; their ratios are shown against the baseline, never gated)",
+    )
     rep.add_argument("--bench-arg", action="append", default=[], help="extra pytest argument for the bench step")
     rep.add_argument("--sweep-max-side", type=int, default=4096, help="sweep sizes 1..N per side (default 4096)")
     rep.add_argument("--sweep-limits", type=int, nargs="+", metavar="L", help="in_patch_limit values to sweep")
@@ -94,7 +121,7 @@ def add_parsers(sub: Any) -> None:
     ts.add_argument("pytest_args", nargs=argparse.REMAINDER)
 
     cl = sub.add_parser("claims", help="print the claim verdict table from a results directory")
-    cl.add_argument("--from-results", type=Path, default=claims.RESULTS_DIR, metavar="DIR")
+    cl.add_argument("--from-results", type=Path, default=registry.RESULTS_DIR, metavar="DIR")
 
     calibrate_cmd.add_parser(sub)
 
@@ -134,16 +161,14 @@ def _check_max_side(value: int, flag: str) -> int:
     return _usage(check_int, flag, value, minimum=2, maximum=8192)
 
 
-def _load_sglang_or_refuse(spec: str) -> None:
-    """Load SGLang ``spec`` once, in a fresh process, before any step runs: a source that cannot be resolved
-    or loaded (unknown version, not a checkout, no Kimi-K3 path, offline, an import failing inside SGLang) is
-    bad usage, refused in the driver's one line (what was tried, what is accepted) with nothing written."""
-    from deferlab.reports.versions.matrix import SGLangLoadError, preflight
-
+def _load_or_refuse(system: System) -> None:
+    """Load ``system`` once, in a fresh process, before any step runs (`runner.check_loads`): a source that cannot
+    be resolved or loaded (unknown version, not a checkout, no Kimi-K3 path, offline, an import failing inside the
+    engine) is bad usage, refused in the loader's one line (what was tried, what is accepted), nothing written."""
     try:
-        preflight(spec)
-    except SGLangLoadError as e:
-        raise UsageError(f"--sglang: {e}") from None
+        runner.check_loads(system)
+    except runner.LoadError as e:
+        raise UsageError(f"--{system.engine}: {e}") from None
 
 
 def _checkpoint(directory: str) -> tuple[PreprocessConfig, dict[str, Any]]:
@@ -158,15 +183,15 @@ def _checkpoint(directory: str) -> tuple[PreprocessConfig, dict[str, Any]]:
 
 def _load_vllm_or_refuse(spec: str) -> None:
     """Load vLLM ``spec`` in this process, before any step runs (the served and sweep steps then reuse it): an
-    unknown version, a release without the Kimi-K3 path (< 0.27.0), a folder that is not a vLLM checkout, or
-    offline is bad usage, refused in the driver's one line with nothing written."""
+    unknown version, a release without the Kimi-K3 path, a folder that is not a vLLM checkout, or offline is bad
+    usage, refused in the driver's one line with nothing written."""
     from deferlab.impl.vllm.sources import VLLMSourceError, load
-    from deferlab.reports.versions.matrix import VLLM_MINIMUM, version_key
 
-    if version_key(spec) < version_key(VLLM_MINIMUM):  # a release before the path: refused without fetching it
+    first = engine("vllm").first_release
+    if is_release(spec) and not at_least(spec, first):  # a release before the path: refused without fetching it
         raise UsageError(
-            f"--vllm: vllm source {spec!r}: no Kimi-K3 image path; accepted: {VLLM_MINIMUM} and later "
-            "('installed', a checkout path, or a release such as 0.33.0)"
+            f"--vllm: vllm source {spec!r}: no Kimi-K3 image path; accepted: {first} and later "
+            f"('installed', a checkout path, or a release such as {engine('vllm').example_release})"
         )
     try:
         load(spec)
@@ -185,12 +210,12 @@ def _report(args: argparse.Namespace) -> int:
     raw_cfg = _checkpoint(args.checkpoint)[1] if args.checkpoint else None
     if args.checkpoint:  # the claim runs are child processes: the served claims read the snapshot from here
         os.environ[CHECKPOINT_ENV] = str(Path(args.checkpoint).resolve())
-    if args.from_results is not None and not (args.from_results / claims.RESULTS_FILE).is_file():
-        raise UsageError(f"--from-results: {str(args.from_results / claims.RESULTS_FILE)!r} does not exist")
+    if args.from_results is not None:
+        _results(args.from_results)
     if args.baseline is None:
         # The committed baseline pins deferlab's model; real SGLang is gated by `deferlab versions` instead.
-        engine = args.sglang is not None or args.vllm is not None
-        baseline = DEFAULT_BASELINE if DEFAULT_BASELINE.is_file() and not engine else None
+        real = args.sglang is not None or args.vllm is not None
+        baseline = DEFAULT_BASELINE if DEFAULT_BASELINE.is_file() and not real else None
     elif args.baseline.lower() == "none":
         baseline = None
     else:
@@ -200,33 +225,33 @@ def _report(args: argparse.Namespace) -> int:
             load_baseline(baseline)
         except ValueError as e:
             raise UsageError(f"--baseline: {e}") from None
-    if args.out is not None and args.out.exists() and not args.out.is_dir():
-        raise UsageError(f"--out: {str(args.out)!r} exists and is not a directory")
+    out = check_out_dir(args.out if args.out is not None else default_out_dir())
     if args.junit is not None and args.junit.is_dir():
         raise UsageError(f"--junit: {str(args.junit)!r} is a directory; accepted: a file path for the XML")
     max_side = _check_max_side(args.sweep_max_side, "--sweep-max-side")
     limits = tuple(_usage(check_positive_int, "--sweep-limits", v) for v in (args.sweep_limits or SWEEP_LIMITS))
-    sglang_loaded = args.sglang is not None and args.from_results is None  # a report from results runs no SGLang
-    if sglang_loaded:
-        _load_sglang_or_refuse(args.sglang)
+    if args.sglang is not None and args.from_results is None:  # a report from results runs no SGLang
+        _load_or_refuse(System("sglang", args.sglang))
     if args.vllm is not None:  # the served and sweep steps run vLLM's code even from results
         _load_vllm_or_refuse(args.vllm)
     opts = ReportOptions(
         profile=profile,
         config=config,
         config_source=source,
-        out=args.out or default_out_dir(),
+        out=out,
         baseline=baseline,
         from_results=args.from_results,
         impl=args.impl,
-        sglang=args.sglang,
-        sglang_loaded=sglang_loaded,
-        vllm=args.vllm,
-        media_proc_cfg=raw_cfg,
         skip=set(args.skip),
+        bench=args.bench,
         bench_args=list(args.bench_arg),
         max_side=max_side,
         limits=limits,
+        strict=args.strict or os.environ.get(runner.STRICT_ENV) == "1",
+        sglang=args.sglang,
+        vllm=args.vllm,
+        checked=True,  # every engine named was loaded once above
+        media_proc_cfg=raw_cfg,
         junit=args.junit,
     )
     return run_report(opts)
@@ -264,49 +289,68 @@ def _sim(args: argparse.Namespace) -> int:
     return int(sim_main(list(args.sim_args)) or 0)
 
 
+def attached(cmd: list[str], env: dict[str, str] | None = None) -> int:
+    """``cmd`` with this terminal as its output (`reports.core.process`: its own group, ended with the command)."""
+    proc = process.spawn(cmd, env=env)
+    try:
+        return proc.wait()
+    finally:
+        process.reap(proc)
+
+
 def _bench(args: argparse.Namespace) -> int:
+    """``deferlab bench``: every benchmark, its ratios printed (the checkpoint-vs-vLLM one left out, with one
+    line, when its extra is missing)."""
     args.json.parent.mkdir(parents=True, exist_ok=True)
-    rc = benchmarks.run_benchmarks(args.json, extra=list(args.bench_args))
-    if args.json.is_file():
-        for b in benchmarks.load_benchmarks(args.json):
-            print(
-                f"{b['name']}: median {b['median_s']:.4g} s " + " ".join(f"{k}={v:.3g}" for k, v in b["ratios"].items())
-            )
+    why = extras.missing("numba")
+    if why is not None:
+        print(f"deferlab bench: the checkpoint-vs-vLLM benchmark is skipped: it {why}", file=sys.stderr)
+    cmd = benchmarks.bench_command(args.json, args.bench_args, without_vllm=why is not None)
+    rc = attached(cmd, benchmarks.bench_env())
+    for b in benchmarks.load_benchmarks(args.json) if args.json.is_file() else []:
+        ratios = " ".join(f"{k}={v:.3g}" for k, v in b["ratios"].items())
+        print(f"{b['name']}: median {b['median_s']:.4g} s {ratios}")
     return 0 if rc == 0 else 1
 
 
 def _test(args: argparse.Namespace) -> int:
-    """``deferlab test [pytest args]``: the suite wherever the package is installed, from any directory."""
-    import subprocess
+    """``deferlab test [pytest args]``: the shipped checks wherever the package is installed, from any directory."""
+    return attached(
+        [sys.executable, "-m", "pytest", str(runner.suite_path()), "-p", "no:cacheprovider", *args.pytest_args]
+    )
 
-    cmd = [sys.executable, "-m", "pytest", str(claims.suite_path()), "-p", "no:cacheprovider", *args.pytest_args]
-    return subprocess.run(cmd, check=False).returncode
+
+def _results(directory: Path) -> list[Any]:
+    """``--from-results DIR`` read as the runner's records; bad usage (one line) when it holds no results file."""
+    if not (Path(directory) / registry.RESULTS_FILE).is_file():
+        raise UsageError(f"--from-results: {str(Path(directory) / registry.RESULTS_FILE)!r} does not exist; "
+                         f"accepted: a folder holding the {registry.RESULTS_FILE} of a claim run")  # fmt: skip
+    try:
+        return claims.read_claims(directory)
+    except ValueError as e:
+        raise UsageError(f"--from-results: {e}") from None
 
 
 def _claims(args: argparse.Namespace) -> int:
-    try:
-        results = claims.load_results(args.from_results)
-    except ValueError as e:
-        raise UsageError(f"--from-results: {e}") from None
-    table = claims.claim_table(results, claims.load_claim_statements())
+    table = claims.claim_table(_results(args.from_results), load_claim_statements())
     print("\n".join(render.verdict_table(table)))
     return 0
 
 
 def _baseline(args: argparse.Namespace) -> int:
+    """``deferlab baseline --from REPORT_JSON``: the baseline it implies, written in schema 2 (benchmark ratios
+    kept from the baseline it replaces when the report has none)."""
     try:
         report = json.loads(args.source.read_text())
     except (OSError, json.JSONDecodeError) as e:
         raise UsageError(f"--from: cannot read report {str(args.source)!r}: {e}") from None
     if not isinstance(report, dict) or "claims" not in report or "sweeps" not in report:
         raise UsageError(f"--from: {str(args.source)!r} is not a deferlab report.json (no claims/sweeps)")
-    previous = None
-    if args.out.is_file():
-        try:
-            previous = load_baseline(args.out)
-        except ValueError:
-            previous = None
-    write_text_atomic(args.out, json.dumps(make_baseline(report, previous), indent=1, sort_keys=True) + "\n")
+    try:
+        previous = load_baseline(args.out) if args.out.is_file() else None
+    except ValueError:
+        previous = None
+    save_baseline(args.out, make_baseline(report, previous))
     print(f"baseline written to {args.out}", file=sys.stderr)
     return 0
 

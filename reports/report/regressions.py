@@ -1,230 +1,143 @@
-"""Regression gate: compare a report with the committed baseline (``reports/baseline.json``).
+"""The report against its baseline (``reports/baseline.json``): what gates (exit 1), what is only shown.
 
-A regression is a *behaviour change*, never noise: a claim's verdict changed,
-a failing claim fails in a new way (a failure signature its search finds now
-that the baseline's set lacks: `reference.system.signatures`), an exact sweep
-counter changed (the counters are deterministic, so any change means the gate
-or the config changed), or a benchmark ratio fell beyond its threshold. What
-cannot be compared (a step skipped on purpose, a baseline made with another
-config) is listed as a note, not a regression, and so is a change that is no
-regression (a signature that vanished), so the exit code only flags real
-changes.
+Claims go through the one comparison of two runs (`reports.core.diff`, scope ``baseline``): any change of a
+verdict regresses (``not-run`` included: a lost check is a change), and a claim failing in both that fails in
+a new way regresses only when both searches ran under the derandomized ``ci`` profile and the run is strict
+(``--strict`` or ``DEFERLAB_STRICT=1``; `diff.signatures_gated`). Exact sweep counters regress on any change:
+they are deterministic, so a change is a behaviour change. Benchmark ratios never gate: wall times on a shared
+machine swing 2-3x, so a ratio past its threshold is a note, and the exit status never depends on timing. What
+cannot be compared (a step skipped, another config or grid) is a note too.
 """
 
 from __future__ import annotations
 
-from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
-from deferlab.reference.system.claims import read_json_file
 from deferlab.reference.system.signatures import signature_set
-from deferlab.reports.report.benchmarks import DEFAULT_TOLERANCE, ratio_direction, ratio_limit, ratio_tolerance
+from deferlab.reports.core import baseline as baselines
+from deferlab.reports.core.baseline import Baseline
+from deferlab.reports.core.diff import DERANDOMIZED, Cell, diff, regressions, signatures_gated
+from deferlab.reports.report import benchmarks
 
-BASELINE_SCHEMA_VERSION = 1
 DEFAULT_BASELINE = Path(__file__).resolve().parents[1] / "baseline.json"
+Found = tuple[list[dict[str, Any]], list[str]]  # (regressions, notes)
 
 
-# The Hypothesis profiles whose claim searches are derandomized (``properties.plugin.register_profiles``): only
-# there is a signature set the same on every run of the same code. ``thorough`` is not: its 5,000 examples are
-# drawn at random, like ``dev``'s 30.
-DERANDOMIZED = frozenset({"ci"})
+def claim_cells(rows: list[dict[str, Any]]) -> dict[tuple[str, str], Cell]:
+    """(claim, column) -> its verdict and failure signature set, what `reports.core.diff` compares."""
+    return {(str(r["id"]), str(r["policy"])): Cell(str(r["verdict"]), frozenset(signature_set(r))) for r in rows}
 
 
-def claim_key(row: dict[str, Any]) -> str:
-    return f"{row['id']}/{row['policy']}"
-
-
-def signature_sets(rows: list[dict[str, Any]]) -> dict[str, list[str]]:
-    """``{"C12/RELEASED": [signature, ...]}`` (sorted) for every failing row: what a baseline pins of each."""
-    return {claim_key(r): sorted(signature_set(r)) for r in rows if r.get("verdict") == "fails"}
-
-
-def signatures_gated(current_profile: str | None, baseline_profile: str | None) -> bool:
-    """Whether signature-set differences regress: both searches under one derandomized profile.
-
-    Why only then: under ``dev`` (and ``thorough``) the search is random, so a run can meet a signature the
-    baseline's run did not, or miss one it met, with no change of the code; such a difference is shown (a note),
-    never gated. Under ``ci`` the same code gives the same set.
-    """
-    return current_profile is not None and current_profile == baseline_profile and current_profile in DERANDOMIZED
-
-
-def signature_changes(
-    where: str, now: set[str] | frozenset[str], before: set[str] | frozenset[str], *, gated: bool
-) -> tuple[list[dict[str, Any]], list[str]]:
-    """(regressions, notes) for one failing claim's signature sets: a new signature regresses when ``gated``;
-    a vanished one, or any difference ungated, is a note. ``where``: "C12 under RELEASED" or the like."""
-    regs, notes = [], []
-    for sig in sorted(set(now) - set(before)):
-        if gated:
-            regs.append(
-                {
-                    "kind": "signature",
-                    "name": where,
-                    "baseline": None,
-                    "current": sig,
-                    "detail": f"{where} fails in a new way: {sig}",
-                }
-            )
-        else:
-            notes.append(f"{where} fails in a new way (not gated: the search is random under this profile): {sig}")
-    for sig in sorted(set(before) - set(now)):
-        notes.append(f"change: {where} no longer fails this way: {sig}")
-    return regs, notes
-
-
-def make_baseline(report: dict[str, Any], previous: dict[str, Any] | None = None) -> dict[str, Any]:
-    """The baseline a report implies; benchmark ratios carry over from ``previous`` when the report has none."""
-    benches: dict[str, Any] = {}
-    for b in report.get("benchmarks", []):
-        for key, value in b.get("ratios", {}).items():
-            spec = {"value": value, "tolerance": ratio_tolerance(key), "direction": ratio_direction(key)}
-            if ratio_limit(key) is not None:
-                spec["limit"] = ratio_limit(key)
-            benches[f"{b['name']}::{key}"] = spec
-    if not benches and previous:
-        benches = dict(previous.get("benchmarks", {}))
-    return {
-        "schema_version": BASELINE_SCHEMA_VERSION,
-        "generated_at": datetime.now(UTC).isoformat(timespec="seconds"),
+def make_baseline(report: dict[str, Any], previous: Baseline | None = None) -> Baseline:
+    """The baseline a report implies (schema 2); benchmark ratios carry over from ``previous`` when it has none."""
+    benches = {
+        f"{b['name']}::{key}": benchmarks.ratio_spec(key, value)
+        for b in report.get("benchmarks", [])
+        for key, value in b.get("ratios", {}).items()
+    }
+    if not benches and previous is not None:
+        benches = dict(previous.meta.get("benchmarks", {}))
+    meta = {
         "from_report": report.get("generated_at"),
-        "profile": report.get("profile"),
         "config": report.get("config", {}).get("media_proc_cfg"),
         "sweep_grid": report.get("sweep_grid"),
-        "claims": {claim_key(r): r["verdict"] for r in report.get("claims", [])},
-        "claims_profile": report.get("claims_profile") or report.get("profile"),
-        "signatures": signature_sets(report.get("claims", [])),
         "sweeps": {s["name"]: dict(s["key_counters"]) for s in report.get("sweeps", []) if "key_counters" in s},
         "benchmarks": benches,
     }
+    profile = report.get("claims_profile") or report.get("profile")
+    return Baseline.of("report", claim_cells(report.get("claims", [])), profile=profile, meta=meta)
 
 
-def load_baseline(path: str | Path) -> dict[str, Any]:
-    """Read and check a baseline file; ValueError naming the file and the problem."""
-    p = Path(path)
-    missing = f"baseline {str(p)!r} does not exist (make one with `deferlab baseline --from REPORT_JSON`)"
-    data = read_json_file(p, "baseline", missing)
-    if not isinstance(data, dict) or data.get("schema_version") != BASELINE_SCHEMA_VERSION:
-        raise ValueError(f"baseline {str(p)!r} must be an object with schema_version {BASELINE_SCHEMA_VERSION}")
-    for key in ("claims", "sweeps", "benchmarks", "signatures"):  # "signatures": absent in older baselines
-        if not isinstance(data.get(key, {}), dict):
-            raise ValueError(f"baseline {str(p)!r}: {key!r} must be an object")
-    return data
+def load_baseline(path: str | Path) -> Baseline:
+    """A report baseline of either schema; ValueError naming the file and the problem."""
+    return baselines.load(Path(path), "report")
 
 
-def _step_status(report: dict[str, Any], name: str) -> str | None:
-    for s in report.get("steps", []):
-        if s.get("name") == name:
-            return s.get("status")
-    return None
+def _regression(kind: str, name: str, before: Any, now: Any, detail: str) -> dict[str, Any]:
+    return {"kind": kind, "name": name, "baseline": before, "current": now, "detail": detail}
 
 
-def compare_claims(report: dict[str, Any], baseline: dict[str, Any]) -> tuple[list[dict], list[str]]:
-    """Every baseline (claim, policy) whose verdict differs now (``not-run`` included: a lost check is a change),
-    and, for a claim failing in both, every signature new since the baseline (`signature_changes`; a baseline
-    without ``signatures`` compares verdicts only)."""
-    if _step_status(report, "claims") == "skipped":
-        return [], ["claims not compared: step skipped"]
-    rows = {claim_key(r): r for r in report.get("claims", [])}
-    current = {key: r["verdict"] for key, r in rows.items()}
+def _status(report: dict[str, Any], name: str) -> str | None:
+    return next((s.get("status") for s in report.get("steps", []) if s.get("name") == name), None)
+
+
+def compare_claims(report: dict[str, Any], base: Baseline, *, strict: bool = False) -> Found:
+    """Every baseline cell whose verdict changed, and (gated or as notes) the new signatures of a claim failing in
+    both; a signature gone is a note. A baseline pinning no signature set compares verdicts only."""
+    if _status(report, "properties") == "skipped":
+        return [], ["claims not compared: the properties step was skipped"]
+    before = base.as_cells()
+    after = {k: c if base.signatures else Cell(c.verdict) for k, c in claim_cells(report["claims"]).items()}
+    changes = diff(before, {k: c for k, c in after.items() if k in before})  # a new column is no change
+    now = report.get("claims_profile")
+    gated = signatures_gated(now, base.profile, strict)
+    gating = {c.name for c in regressions(changes, scope="baseline", gated=gated)}
+    why = "the search is random under this profile" if not (now == base.profile and now in DERANDOMIZED) else (
+        "pass --strict or DEFERLAB_STRICT=1 to gate it")  # fmt: skip
     regs: list[dict[str, Any]] = []
     notes: list[str] = []
-    for key, old in sorted(baseline.get("claims", {}).items()):
-        new = current.get(key, "not-run")
-        if new != old:
-            regs.append(
-                {"kind": "claim", "name": key, "baseline": old, "current": new, "detail": f"verdict {old} -> {new}"}
-            )
-    pinned = baseline.get("signatures")
-    if not isinstance(pinned, dict):
-        return regs, notes
-    gated = signatures_gated(report.get("claims_profile") or report.get("profile"), baseline.get("claims_profile"))
-    for key, before in sorted(pinned.items()):
-        row = rows.get(key)
-        if row is None or row.get("verdict") != "fails" or baseline.get("claims", {}).get(key) != "fails":
-            continue  # a verdict change is reported above; signatures compare only between two failing runs
-        cid, _, policy = key.partition("/")
-        r, n = signature_changes(f"{cid} under {policy}", signature_set(row), set(before), gated=gated)
-        regs += r
-        notes += n
+    for c in changes:
+        where = f"{c.subject} under {c.where}"
+        if c.kind == "failing differently":
+            for sig in c.new:
+                if c.name in gating:
+                    regs.append(_regression("signature", c.name, None, sig, f"{where} fails in a new way: {sig}"))
+                else:
+                    notes.append(f"{where} fails in a new way (not gated: {why}): {sig}")
+        elif c.name in gating:
+            regs.append(_regression("claim", c.name, c.before, c.after, f"verdict {c.before} -> {c.after}"))
+        notes += [f"change: {where} no longer fails this way: {sig}" for sig in c.gone]
     return regs, notes
 
 
-def compare_sweeps(report: dict[str, Any], baseline: dict[str, Any]) -> tuple[list[dict], list[str]]:
-    """Every exact sweep counter that differs from the baseline (same config only)."""
-    if _step_status(report, "sweeps") == "skipped":
+def compare_sweeps(report: dict[str, Any], base: Baseline) -> Found:
+    """Every exact sweep counter that differs from the baseline or is missing (same config and grid only)."""
+    if _status(report, "sweeps") == "skipped":
         return [], ["sweeps not compared: step skipped"]
-    base_cfg, cur_cfg = baseline.get("config"), report.get("config", {}).get("media_proc_cfg")
-    if base_cfg is not None and base_cfg != cur_cfg:
+    meta = base.meta
+    if meta.get("config") is not None and meta["config"] != report.get("config", {}).get("media_proc_cfg"):
         return [], ["sweeps not compared: the baseline was made with another config"]
-    if baseline.get("sweep_grid") is not None and baseline["sweep_grid"] != report.get("sweep_grid"):
-        return [], [f"sweeps not compared: baseline grid {baseline['sweep_grid']} != {report.get('sweep_grid')}"]
+    if meta.get("sweep_grid") is not None and meta["sweep_grid"] != report.get("sweep_grid"):
+        return [], [f"sweeps not compared: baseline grid {meta['sweep_grid']} != {report.get('sweep_grid')}"]
+    pinned = dict(meta.get("sweeps", {}))
+    notes = []
+    if _status(report, "sweeps:geometry") == "skipped":  # skipped on purpose (--skip, a missing extra): not lost
+        pinned = {k: v for k, v in pinned.items() if not k.startswith("geometry/")}
+        notes.append("C13 geometry counters not compared: the sweeps:geometry step was skipped")
     current = {s["name"]: s.get("key_counters", {}) for s in report.get("sweeps", [])}
     regs = []
-    for name, counters in sorted(baseline.get("sweeps", {}).items()):
+    for name, counters in sorted(pinned.items()):
         now = current.get(name)
         if now is None:
-            regs.append(
-                {"kind": "sweep", "name": name, "baseline": counters, "current": None, "detail": "sweep missing"}
-            )
+            regs.append(_regression("sweep", name, counters, None, "sweep missing"))
             continue
         for counter, old in sorted(counters.items()):
             new = now.get(counter)
             if new != old:
-                regs.append(
-                    {
-                        "kind": "sweep",
-                        "name": f"{name}:{counter}",
-                        "baseline": old,
-                        "current": new,
-                        "detail": f"{counter} {old} -> {new} ({'+' if (new or 0) >= old else ''}{(new or 0) - old})",
-                    }
-                )
-    return regs, []
+                change = f"{counter} {old} -> {new} ({'+' if (new or 0) >= old else ''}{(new or 0) - old})"
+                regs.append(_regression("sweep", f"{name}:{counter}", old, new, change))
+    return regs, notes
 
 
-def compare_benchmarks(report: dict[str, Any], baseline: dict[str, Any]) -> tuple[list[dict], list[str]]:
-    """Ratios that fell (or, for ``lower_is_better``, rose) beyond their tolerance or past their stated ``limit``.
-
-    Absolute times never gate.
-    """
-    if _step_status(report, "bench") in (None, "skipped"):
-        return [], ["benchmarks not compared: step skipped"]
+def benchmark_notes(report: dict[str, Any], base: Baseline) -> list[str]:
+    """Each baseline ratio past its threshold, or not measured: shown, never gated (`benchmarks.past`)."""
+    if _status(report, "bench") in (None, "skipped"):
+        return ["benchmarks not compared: step skipped (they never gate; run them with --bench)"]
     current = {f"{b['name']}::{k}": v for b in report.get("benchmarks", []) for k, v in b.get("ratios", {}).items()}
-    regs, notes = [], []
-    for key, spec in sorted(baseline.get("benchmarks", {}).items()):
-        old = float(spec["value"])
-        tol = float(spec.get("tolerance", DEFAULT_TOLERANCE))
-        lower_better = spec.get("direction") == "lower_is_better"
+    notes = []
+    for key, spec in sorted(base.meta.get("benchmarks", {}).items()):
         new = current.get(key)
         if new is None:
             notes.append(f"benchmark ratio {key} not measured in this run")
-            continue
-        if spec.get("limit") is not None:  # a stated target: only missing it counts
-            limit = float(spec["limit"])
-            bad = new > limit if lower_better else new < limit
-        else:
-            bad = new > old / (1 - tol) if lower_better else new < old * (1 - tol)
-        if bad:
-            regs.append(
-                {
-                    "kind": "benchmark",
-                    "name": key,
-                    "baseline": old,
-                    "current": new,
-                    "detail": f"ratio {old:.3g} -> {new:.3g}",
-                }
-            )
-    return regs, notes
+        elif benchmarks.past(spec, new):
+            old = float(spec["value"])
+            notes.append(f"benchmark ratio {key} {old:.3g} -> {new:.3g}, past its threshold (never gated)")
+    return notes
 
 
-def compare(report: dict[str, Any], baseline: dict[str, Any]) -> tuple[list[dict[str, Any]], list[str]]:
-    """(regressions, notes) of ``report`` against ``baseline``."""
-    regs: list[dict[str, Any]] = []
-    notes: list[str] = []
-    for fn in (compare_claims, compare_sweeps, compare_benchmarks):
-        r, n = fn(report, baseline)
-        regs += r
-        notes += n
-    return regs, notes
+def compare(report: dict[str, Any], base: Baseline, *, strict: bool = False) -> Found:
+    """(regressions, notes) of ``report`` against ``base``."""
+    claim_regs, claim_notes = compare_claims(report, base, strict=strict)
+    sweep_regs, sweep_notes = compare_sweeps(report, base)
+    return claim_regs + sweep_regs, claim_notes + sweep_notes + benchmark_notes(report, base)

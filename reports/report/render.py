@@ -13,33 +13,13 @@ from __future__ import annotations
 import re
 from typing import Any
 
+from deferlab.reference.system.systems import ENGINES
 from deferlab.reports.core import grouping
-from deferlab.reports.report.claims import stand_ins_by_kind
+from deferlab.reports.core.claims import VERDICT_CELL, stand_ins_by_kind
+from deferlab.reports.report import sections
+from deferlab.reports.report.sections import ERROR_CELL, cut_errors, in_full, short
+from deferlab.reports.report.sections import esc as _esc
 from deferlab.reports.report.served.render import geometry_section, served_section
-
-VERDICT_CELL = {
-    "holds": "holds",
-    "fails": "**FAILS**",
-    "holds-with-caveat": "holds (caveat)",
-    "n/a": "n/a",
-    "not-run": "not run",
-}
-
-
-def _esc(text: Any) -> str:
-    return str(text).replace("|", "\\|").replace("\n", " ")
-
-
-def _short(text: Any, n: int = 300) -> str:
-    """One table cell of at most ``n`` characters; only where the full text is given beside it (`_in_full`)."""
-    s = _esc(text)
-    return s if len(s) <= n else s[: n - 1] + "…"
-
-
-def _in_full(title: str, cut: list[tuple[str, Any]]) -> list[str]:
-    """A ``<details>`` block holding the full text of every (label, text) a table above cut; nothing when none was."""
-    return ["", *grouping.details(title, cut)] if cut else []
-
 
 STATEMENT_CELL = 140  # characters of a statement in the verdict table
 
@@ -52,16 +32,19 @@ def verdict_table(claims: list[dict[str, Any]]) -> list[str]:
         if r["policy"] not in policies:
             policies.append(r["policy"])
     rows: dict[str, dict[str, Any]] = {}
-    for r in claims:
-        rows.setdefault(r["id"], {"statement": r["statement"]})[r["policy"]] = r["verdict"]
+    for r in claims:  # a failure claims.toml does not document is marked new (`reports.core.claims.new_signatures`)
+        new = " (**new**)" if r.get("new_signatures") else ""
+        rows.setdefault(r["id"], {"statement": r["statement"]})[r["policy"]] = (
+            VERDICT_CELL.get(r["verdict"], r["verdict"]) + new
+        )
     lines = ["| claim | statement | " + " | ".join(policies) + " |", "|---|---|" + "---|" * len(policies)]
     cut = []
     for cid, row in rows.items():
-        cells = [VERDICT_CELL.get(row[p], row[p]) if p in row else "–" for p in policies]
-        lines.append(f"| {cid} | {_short(row['statement'], STATEMENT_CELL)} | " + " | ".join(cells) + " |")
+        cells = [row.get(p, "–") for p in policies]
+        lines.append(f"| {cid} | {short(row['statement'], STATEMENT_CELL)} | " + " | ".join(cells) + " |")
         if len(_esc(row["statement"])) > STATEMENT_CELL:
             cut.append((cid, row["statement"]))
-    return lines + _in_full("statements cut above, in full", cut)
+    return lines + in_full("statements cut above, in full", cut)
 
 
 def _regressions(report: dict[str, Any]) -> list[str]:
@@ -116,113 +99,7 @@ def _claim_details(claims: list[dict[str, Any]], groups: list[dict[str, Any]] | 
     return lines
 
 
-def _sweeps(sweeps: list[dict[str, Any]]) -> list[str]:
-    lines = ["| sweep | key counters |", "|---|---|"]
-    for s in sweeps:
-        counters = ", ".join(f"{k}={v:,}" for k, v in s.get("key_counters", {}).items())
-        lines.append(f"| {s['name']} | {counters} |")
-    rays = [s for s in sweeps if s["kind"] == "decision_map" and any(r["flips"] > 1 for r in s.get("rays", []))]
-    if rays:
-        lines += ["", "Aspect rays with more than one decision flip (a monotone gate flips at most once):", ""]
-        for s in rays:
-            bad = [
-                f"{r['ray']}: {r['flips']} flips at widths {r['first_flip_widths']}"
-                for r in s["rays"]
-                if r["flips"] > 1
-            ]
-            lines.append(f"- {s['name']}: " + "; ".join(bad))
-    tok = [s for s in sweeps if s["kind"] == "tokens" and s["summary"]["sizes_over_limit"]]
-    if tok:
-        lines += ["", "Padded patch grids larger than in_patch_limit (the limit is applied before padding):", ""]
-        for s in tok:
-            m = s["summary"]
-            lines.append(
-                f"- in_patch_limit={s['in_patch_limit']}: {m['sizes_over_limit']:,} sizes exceed it; max "
-                f"{m['max_tokens']:,} tokens at "
-                f"{m['max_tokens_width']}x{m['max_tokens_height']}"
-            )
-    rnd = [s for s in sweeps if s["kind"] == "random_requests"]
-    if rnd:
-        lines += [
-            "",
-            "| random requests | requests | mixed | images overridden | extra payload |",
-            "|---|---|---|---|---|",
-        ]
-        for s in rnd:
-            m = s["summary"]
-            lines.append(
-                f"| {s['name']} | {m['requests']:,} | {m['mixed_requests']:,} | {m['disagreeing_images']:,} "
-                f"| {100 * m['extra_fraction']:.1f}% |"
-            )
-    return lines
-
-
-SIM_KEYS = (
-    "requests",
-    "images",
-    "deferred_images",
-    "shipped_payload_bytes",
-    "deserialized_bytes",
-    "h2d_bytes",
-    "redundant_preprocess_runs",
-    "allgather_padding_tokens",
-)
-
-
-def _sim(sim: list[dict[str, Any]]) -> list[str]:
-    if not sim:
-        return ["Simulator not run."]
-    lines = ["| scenario | status | " + " | ".join(SIM_KEYS) + " | TTFT p50 change | throughput change |"]
-    lines.append("|---|---|" + "---|" * (len(SIM_KEYS) + 2))
-    for s in sim:
-        res = s.get("result") or {}
-        acct = res.get("accounting") or {}
-        change = (res.get("latency") or {}).get("change_pct") or {}
-        status = s["status"] if not res.get("skipped") else f"skipped ({_esc(res['skipped'])})"
-        if s.get("error"):
-            status += f" ({_short(s['error'], ERROR_CELL)})"
-        cells = [f"{acct[k]:,}" if isinstance(acct.get(k), int) else "" for k in SIM_KEYS]
-        pct = [
-            f"{change[k]:+.1f}%" if isinstance(change.get(k), (int, float)) else ""
-            for k in ("ttft_p50_s", "throughput_rps")
-        ]
-        lines.append(f"| {s['scenario']} | {status} | " + " | ".join(cells + pct) + " |")
-    return lines + _in_full("errors cut above, in full", _cut_errors(sim, "scenario"))
-
-
-ERROR_CELL = 200  # characters of an error in a table cell
-
-
-def _cut_errors(rows: list[dict[str, Any]], key: str) -> list[tuple[str, Any]]:
-    """(name, full error) of each row whose error a table cell cut."""
-    return [(str(r[key]), r["error"]) for r in rows if len(_esc(r.get("error") or "")) > ERROR_CELL]
-
-
-def _benchmarks(benches: list[dict[str, Any]]) -> list[str]:
-    if not benches:
-        return ["Benchmarks not run."]
-    lines = ["| benchmark | median (s) | rounds | ratios |", "|---|---|---|---|"]
-    for b in benches:
-        ratios = ", ".join(f"{k}={v:.3g}" for k, v in b["ratios"].items())
-        med = f"{b['median_s']:.4g}" if isinstance(b.get("median_s"), (int, float)) else "?"
-        lines.append(f"| {_esc(b['name'])} | {med} | {b.get('rounds')} | {ratios} |")
-    return lines
-
-
-def _properties(props: list[dict[str, Any]]) -> list[str]:
-    if not props:
-        return ["No property outcomes recorded."]
-    outcomes: dict[str, int] = {}
-    for p in props:
-        outcomes[p.get("outcome", "?")] = outcomes.get(p.get("outcome", "?"), 0) + 1
-    lines = [", ".join(f"{k}: {v}" for k, v in sorted(outcomes.items())), "", "| slowest | examples | outcome | s |"]
-    lines.append("|---|---|---|---|")
-    for p in sorted(props, key=lambda p: -(p.get("seconds") or 0))[:10]:
-        lines.append(f"| {_esc(p.get('name'))} | {p.get('examples')} | {p.get('outcome')} | {p.get('seconds')} |")
-    return lines
-
-
-ENGINE_TITLES = {"sglang": "SGLang", "vllm": "vLLM"}
+ENGINE_TITLES = {name: facts.display for name, facts in ENGINES.items()}
 
 
 def _one_system(system: dict[str, Any], title: str) -> str:
@@ -244,17 +121,23 @@ def _one_system(system: dict[str, Any], title: str) -> str:
     )
 
 
-def _system(system: dict[str, Any] | None, impl: str | None, systems: dict[str, Any] | None = None) -> list[str]:
+def _engines(report: dict[str, Any]) -> list[tuple[str, str, dict[str, Any] | None]]:
+    """(engine, spec, what ran or None: it could not be loaded) per real engine the report names in ``impl``
+    (``sglang:SPEC+vllm:SPEC``); an older report's one ``system`` stands for its first engine."""
+    engines = [p.split(":", 1) for p in str(report.get("impl") or "").split("+") if p.split(":", 1)[0] in ENGINE_TITLES]
+    found = dict(report.get("systems") or {})
+    if not found and report.get("system") and engines:
+        found = {engines[0][0]: report["system"]}
+    return [(e, spec, found.get(e)) for e, spec in engines]
+
+
+def _system(report: dict[str, Any]) -> list[str]:
     """Which code the claims ran on: real SGLang and/or vLLM (version, where from, commit, stand-ins) or the model."""
-    engines = dict(p.split(":", 1) for p in (impl or "").split("+") if p.split(":", 1)[0] in ENGINE_TITLES)
-    found = dict(systems or {})
-    if not found and system and engines:
-        found = {next(iter(engines)): system}
     out = []
-    for engine, spec in engines.items():
+    for engine, spec, found in _engines(report):
         title = ENGINE_TITLES[engine]
-        if found.get(engine):
-            out += [_one_system(found[engine], title), ""]
+        if found:
+            out += [_one_system(found, title), ""]
         else:
             out += [f"**System under test: {title} `{spec}`, which could not be loaded** (see Steps).", ""]
     return out
@@ -305,13 +188,10 @@ def _brief_system(system: dict[str, Any] | None, title: str, spec: str) -> str:
 
 def system_line(report: dict[str, Any]) -> str:
     """The system under test in one line: deferlab's model and its policy columns, or the real engines that ran."""
-    impl = str(report.get("impl") or "deferlab")
-    engines = dict(p.split(":", 1) for p in impl.split("+") if p.split(":", 1)[0] in ENGINE_TITLES)
-    found = dict(report.get("systems") or {})
-    if not found and report.get("system") and engines:
-        found = {next(iter(engines)): report["system"]}
+    engines = _engines(report)
     if engines:
-        return ", ".join(_brief_system(found.get(e), ENGINE_TITLES[e], spec) for e, spec in engines.items())
+        return ", ".join(_brief_system(found, ENGINE_TITLES[e], spec) for e, spec, found in engines)
+    impl = str(report.get("impl") or "deferlab")
     columns = list(dict.fromkeys(str(r["policy"]) for r in report.get("claims", [])))
     what = "deferlab's model (`impl/`)" if impl == "deferlab" else f"implementation `{impl}`"
     return f"{what}, {len(columns)} policy column(s): {', '.join(columns) or 'none'}"
@@ -358,6 +238,12 @@ def failing_claim_lines(groups: list[dict[str, Any]], statements: dict[str, dict
     return lines
 
 
+def _new_line(claims: list[dict[str, Any]]) -> list[str]:
+    """One summary line naming the failing cells whose signatures claims.toml does not document (none: nothing)."""
+    new = [f"{r['id']} on {r['policy']}" for r in claims if r.get("new_signatures")]
+    return [f"- **Failing in a new way** (not in claims.toml; see *Details*): {', '.join(new)}."] if new else []
+
+
 def summary_markdown(report: dict[str, Any], groups: list[dict[str, Any]] | None = None) -> list[str]:
     """The one-screen summary (at most ~25 lines): the system under test, the run, each failing claim, what
     changed against the baseline. What a reviewer reads first, and what the CI job summary shows."""
@@ -372,6 +258,7 @@ def summary_markdown(report: dict[str, Any], groups: list[dict[str, Any]] | None
         f"{_steps_line(report)}.",
         f"- {head}" if failing else "- No claim fails.",
         *failing,
+        *_new_line(report.get("claims", [])),
         f"- Against the baseline: {_baseline_line(report)}.",
     ]
 
@@ -384,7 +271,7 @@ def render_markdown(report: dict[str, Any]) -> str:
         "",
         *summary_markdown(report, groups),
         "",
-        *_system(report.get("system"), report.get("impl"), report.get("systems")),
+        *_system(report),
         *_config_scope(report["config"]),
         "## Claim verdicts",
         "",
@@ -401,24 +288,24 @@ def render_markdown(report: dict[str, Any]) -> str:
     for fig in report.get("figures", []):
         out += [f"### {fig['title']}", "", fig["caption"], "", f"![{fig['title']}]({fig['file']})", ""]
     out += ["## Details", "", "### Failing claims: one entry per distinct failure", ""]
-    out += [*_claim_details(report["claims"], groups), ""]
+    out += [*_claim_details(report["claims"], groups), "", *sections.new_signatures(report["claims"])]
     out += ["### Served vs trained (skew table)", "", *served_section(report.get("served")), ""]
     out += ["### C13 exhaustive: every size's geometry against the oracle", "", *geometry_section(report["sweeps"]), ""]
-    out += ["### Sweeps", "", f"Decisions from `{report.get('decision_source')}`.", "", *_sweeps(report["sweeps"]), ""]
-    out += ["### Simulator", "", *_sim(report["sim"]), "", "### Benchmarks", "", *_benchmarks(report["benchmarks"]), ""]
     out += [
-        "### Properties",
+        "### Sweeps",
         "",
-        *_properties(report["properties"]),
+        f"Decisions from `{report.get('decision_source')}`.",
         "",
-        "### Steps",
-        "",
-        "| step | status | s | error |",
+        *sections.sweeps(report["sweeps"]),
     ]
-    out.append("|---|---|---|---|")
+    out += ["", "### Simulator", "", *sections.sim(report["sim"]), ""]
+    out += ["### Benchmarks (never gated)", "", *sections.benchmarks(report["benchmarks"]), ""]
+    out += ["### Failed tests", "", *sections.failed_tests(report.get("failed_tests", [])), ""]
+    out += ["### Properties", "", *sections.properties(report["properties"]), ""]
+    out += ["### Steps", "", "| step | status | s | error |", "|---|---|---|---|"]
     for s in report["steps"]:
-        out.append(f"| {s['name']} | {s['status']} | {s['seconds']} | {_short(s.get('error') or '', ERROR_CELL)} |")
-    out += _in_full("errors cut above, in full", _cut_errors(report["steps"], "name"))
+        out.append(f"| {s['name']} | {s['status']} | {s['seconds']} | {short(s.get('error') or '', ERROR_CELL)} |")
+    out += in_full("errors cut above, in full", cut_errors(report["steps"], "name"))
     if report.get("notes"):
         out += ["", "### Notes", "", *[f"- {_esc(n)}" for n in report["notes"]]]
     env = report["environment"]

@@ -71,17 +71,3 @@ def ipc_verdicts(profile: str) -> list[dict[str, Any]]:
     """``sim.ipc.verdicts(budget)`` with the profile's budget."""
     ipc = importlib.import_module("deferlab.sim.ipc")
     return list(ipc.verdicts(IPC_BUDGET.get(profile, IPC_BUDGET["dev"])))
-
-
-def find_key(data: Any, key: str) -> list[Any]:
-    """Every value stored under ``key`` anywhere in nested dicts/lists (sim's result layout may evolve)."""
-    found: list[Any] = []
-    if isinstance(data, dict):
-        for k, v in data.items():
-            if k == key:
-                found.append(v)
-            found.extend(find_key(v, key))
-    elif isinstance(data, list):
-        for v in data:
-            found.extend(find_key(v, key))
-    return found

@@ -72,11 +72,5 @@ class StepRunner:
         self.records.append(StepRecord(name, status, secs, error))
         self.say(f"{name}: {status} in {secs:.1f} s" + (f" ({error})" if error else ""))
 
-    def status(self, name: str) -> str | None:
-        for r in self.records:
-            if r.name == name:
-                return r.status
-        return None
-
     def as_dicts(self) -> list[dict[str, Any]]:
         return [asdict(r) for r in self.records]

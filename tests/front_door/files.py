@@ -241,7 +241,7 @@ def _write(tmp: Path, name: str, text: str) -> str:
 
 
 CLI_ROWS = [
-    BadCli("report profile", lambda t: ["report", "--profile", "fast"], r"--profile must be one of 'dev', 'ci'"),
+    BadCli("report profile", lambda t: ["report", "--profile", "fast"], r"--profile must be one of 'ci', 'dev'"),
     BadCli("report preset", lambda t: ["report", "--preset", "kimi-k9"], r"--preset: unknown profile 'kimi-k9'"),
     BadCli("report config missing", lambda t: ["report", "--config", str(t / "m.json")], r"--config: .*does not exist"),
     BadCli(
@@ -274,6 +274,9 @@ CLI_ROWS = [
     BadCli("report max side", lambda t: ["report", "--sweep-max-side", "0"], r"--sweep-max-side must be an int in 2"),
     BadCli("report limits", lambda t: ["report", "--sweep-limits", "0"], r"--sweep-limits must be an int >= 1"),
     BadCli("report out file", lambda t: ["report", "--out", _write(t, "f", "")], r"--out: .* is not a directory"),
+    BadCli(
+        "report out unwritable", lambda t: ["report", "--out", "/proc/foo"], r"--out: '/proc/foo' cannot be written"
+    ),
     BadCli("sweep max side", lambda t: ["sweep", "--max-side", "100000"], r"--max-side must be an int in 2\.\.8192"),
     BadCli("baseline from", lambda t: ["baseline", "--from", str(t / "nothing.json")], r"--from: cannot read report"),
     BadCli("claims from-results", lambda t: ["claims", "--from-results", str(t / "nowhere")], r"--from-results"),
@@ -331,6 +334,6 @@ CLI_ROWS = [
     BadCli(
         "versions baseline",
         lambda t: ["versions", "0.5.23", "--baseline", _write(t, "vb.json", "{}")],
-        r"--baseline: .* is not a versions baseline",
+        r"--baseline: .* is not a (versions|deferlab) baseline",
     ),
 ]

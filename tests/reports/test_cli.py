@@ -25,6 +25,8 @@ TOP_KEYS = {
     "benchmarks",
     "regressions",
     "steps",
+    "failed_tests",
+    "strict",
 }
 
 
@@ -97,7 +99,7 @@ def test_strict_gate_is_flagged_as_a_sweep_regression(tmp_path: Path, monkeypatc
     """A gate deciding with `<` instead of `<=` changes the deferring-size counter: exit 1, counter named."""
     assert _report(tmp_path, "r1") == 0
     base = _baseline(tmp_path, "r1")
-    counters = json.loads(base.read_text())["sweeps"]
+    counters = json.loads(base.read_text())["meta"]["sweeps"]
     assert counters["decision_map/L4/C3"]["ties"] > 0  # the tiny config has ties to lose
 
     def strict(w, h, c, cfg):
@@ -169,7 +171,7 @@ def test_failing_step_is_reported_and_the_run_goes_on(tmp_path: Path, monkeypatc
     assert _report(tmp_path, "r") == 3
     steps = {s["name"]: s for s in json.loads((tmp_path / "r" / "report.json").read_text())["steps"]}
     assert steps["sweeps"]["status"] == "failed" and "sweeps exploded" in steps["sweeps"]["error"]
-    assert steps["claims"]["status"] == "ok"
+    assert steps["properties"]["status"] == "ok"
 
 
 def test_failed_step_missing_counters_is_a_regression(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
@@ -201,7 +203,7 @@ def test_sim_subcommand_hands_all_arguments_to_the_simulator(monkeypatch: pytest
 
 def test_default_out_is_timestamped_with_latest_pointer(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     """Without --out each run gets its own reports/out/<UTC timestamp>/ and `latest` names the newest one."""
-    monkeypatch.setattr("deferlab.reports.report.run.DEFAULT_OUT_PARENT", tmp_path / "out")
+    monkeypatch.setattr("deferlab.reports.core.claims.DEFAULT_OUT_PARENT", tmp_path / "out")
     res = write_results(tmp_path / "res")
     argv = ["report", "--config", str(write_config(tmp_path)), "--from-results", str(res), "--baseline", "none"]
     assert main([*argv, *FAST_ARGS]) == 0
@@ -212,12 +214,11 @@ def test_default_out_is_timestamped_with_latest_pointer(tmp_path: Path, monkeypa
 
 def test_test_subcommand_runs_the_suite_folder_with_every_argument(monkeypatch: pytest.MonkeyPatch) -> None:
     """`deferlab test ...` runs pytest on the properties package's own folder (installed or not), args untouched."""
-    import subprocess
-
-    from deferlab.reports.report.claims import suite_path
+    from deferlab.reports.core.runner import suite_path
+    from deferlab.reports.report import cli as report_cli
 
     seen = []
-    monkeypatch.setattr(subprocess, "run", lambda cmd, check: seen.append(cmd) or subprocess.CompletedProcess(cmd, 4))
+    monkeypatch.setattr(report_cli, "attached", lambda cmd, env=None: seen.append(cmd) or 4)
     assert main(["test", "-k", "gate", "--help"]) == 4
     [cmd] = seen
     assert cmd[1:4] == ["-m", "pytest", str(suite_path())] and cmd[-3:] == ["-k", "gate", "--help"]
@@ -250,7 +251,6 @@ def test_a_source_that_fails_to_load_inside_the_run_fails_its_step_in_one_line(t
         baseline=None,
         sglang=str(tmp_path),
         skip={"ipc", "sweeps", "sim", "bench", "plots"},
-        results_dir=tmp_path / "res",
     )
     assert run_report(opts) == 3
     report = json.loads((tmp_path / "r" / "report.json").read_text())

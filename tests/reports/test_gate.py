@@ -2,16 +2,30 @@
 
 from __future__ import annotations
 
-import pytest
+from typing import Any
+
 from hypothesis import given
 from hypothesis import strategies as st
 
-from deferlab.reports.report.benchmarks import parse_benchmark_json
-from deferlab.reports.report.claims import claim_table, ipc_claim_rows, merge_rows
-from deferlab.reports.report.regressions import compare, compare_benchmarks, make_baseline
+from deferlab.reference.system.systems import System
+from deferlab.reports.core.baseline import Baseline
+from deferlab.reports.core.runner import RunRecord
+from deferlab.reports.report.benchmarks import parse_benchmark_json, past
+from deferlab.reports.report.claims import claim_table as table_of
+from deferlab.reports.report.claims import ipc_claim_rows, merge_rows
+from deferlab.reports.report.regressions import benchmark_notes, compare, make_baseline
 from deferlab.reports.report.render import render_markdown
 
 STATEMENTS = {f"C{i}": {"statement": f"s{i}", "source": "src"} for i in range(1, 12)}
+
+
+def claim_table(results: dict[str, Any], statements: dict[str, dict[str, str]]) -> list[dict[str, Any]]:
+    """The table of one model run whose results file holds ``results["claims"]``."""
+    return table_of([RunRecord(System(), "ci", rows=results["claims"])], statements)
+
+
+def _bench_base(spec: dict[str, Any]) -> Baseline:
+    return Baseline("report", "ci", meta={"benchmarks": {"b::t::speed_ratio": spec}})
 
 
 def _report(ratio: float | None = 2.0, bench_status: str = "ok") -> dict:
@@ -61,36 +75,40 @@ def test_ipc_rows_fill_only_not_run() -> None:
 
 
 @given(old=st.floats(0.01, 100), factor=st.floats(0.0, 3.0), tol=st.sampled_from([0.1, 0.5, 0.9]))
-def test_benchmark_ratio_gate(old: float, factor: float, tol: float) -> None:
-    """A higher-is-better ratio regresses exactly when it falls below (1 - tolerance) x baseline."""
-    base = {"benchmarks": {"b::t::speed_ratio": {"value": old, "tolerance": tol, "direction": "higher_is_better"}}}
-    regs, _ = compare_benchmarks(_report(old * factor), base)
-    assert bool(regs) == (old * factor < old * (1 - tol))
+def test_benchmark_ratio_threshold(old: float, factor: float, tol: float) -> None:
+    """A higher-is-better ratio is past its threshold exactly when it falls below (1 - tolerance) x baseline, and
+    that is a note, never a regression."""
+    spec = {"value": old, "tolerance": tol, "direction": "higher_is_better"}
+    assert past(spec, old * factor) == (old * factor < old * (1 - tol))
+    regs, notes = compare(_report(old * factor), _bench_base(spec))
+    assert not [r for r in regs if r["kind"] == "benchmark"]
+    assert any("past its threshold" in n for n in notes) == past(spec, old * factor)
 
 
-def test_lower_is_better_ratio_regresses_when_it_rises() -> None:
-    """For lower_is_better, rising past baseline / (1 - tol) is the regression; falling is fine."""
-    base = {"benchmarks": {"b::t::speed_ratio": {"value": 2.0, "tolerance": 0.5, "direction": "lower_is_better"}}}
-    assert compare_benchmarks(_report(4.5), base)[0]
-    assert not compare_benchmarks(_report(1.0), base)[0]
+def test_lower_is_better_ratio_is_past_when_it_rises() -> None:
+    """For lower_is_better, rising past baseline / (1 - tol) is past the threshold; falling is fine."""
+    spec = {"value": 2.0, "tolerance": 0.5, "direction": "lower_is_better"}
+    assert benchmark_notes(_report(4.5), _bench_base(spec))
+    assert not benchmark_notes(_report(1.0), _bench_base(spec))
 
 
-def test_target_ratio_gates_on_its_limit_only() -> None:
-    """A time-over-target ratio regresses only past its stated limit, however much it moved from the baseline."""
+def test_target_ratio_is_judged_on_its_limit_only() -> None:
+    """A time-over-target ratio is past only beyond its stated limit, however much it moved from the baseline."""
     report = _report(None)
     report["benchmarks"] = [{"name": "b::t", "ratios": {"ratio_to_target": 0.9}}]
     base = make_baseline({**report, "benchmarks": [{"name": "b::t", "ratios": {"ratio_to_target": 0.01}}]})
-    assert base["benchmarks"]["b::t::ratio_to_target"]["limit"] == 1.0
-    assert compare_benchmarks(report, base)[0] == []
+    assert base.meta["benchmarks"]["b::t::ratio_to_target"]["limit"] == 1.0
+    assert benchmark_notes(report, base) == []
     report["benchmarks"][0]["ratios"]["ratio_to_target"] = 1.2
-    assert [r["name"] for r in compare_benchmarks(report, base)[0]] == ["b::t::ratio_to_target"]
+    [note] = benchmark_notes(report, base)
+    assert note.startswith("benchmark ratio b::t::ratio_to_target 0.01 -> 1.2") and "never gated" in note
+    assert compare(report, base)[0] == []
 
 
 def test_skipped_bench_is_not_compared() -> None:
-    """Benchmarks skipped on purpose are a note, never a regression."""
-    base = {"benchmarks": {"b::t::speed_ratio": {"value": 2.0}}}
-    regs, notes = compare_benchmarks(_report(None, bench_status="skipped"), base)
-    assert regs == [] and notes
+    """Benchmarks skipped (the default: they are opt-in) are a note, never a regression."""
+    regs, notes = compare(_report(None, bench_status="skipped"), _bench_base({"value": 2.0}))
+    assert regs == [] and any("benchmarks not compared" in n and "--bench" in n for n in notes)
 
 
 def test_baseline_roundtrip_has_no_regression_and_detects_counter_change() -> None:
@@ -106,9 +124,9 @@ def test_baseline_roundtrip_has_no_regression_and_detects_counter_change() -> No
 
 
 def test_baseline_keeps_previous_benchmarks_when_report_has_none() -> None:
-    """Regenerating the baseline from a --skip bench report must not drop the benchmark thresholds."""
-    prev = {"benchmarks": {"k": {"value": 3.0}}}
-    assert make_baseline(_report(None), prev)["benchmarks"] == {"k": {"value": 3.0}}
+    """Regenerating the baseline from a report without benchmarks must not drop the benchmark thresholds."""
+    prev = Baseline("report", "ci", meta={"benchmarks": {"k": {"value": 3.0}}})
+    assert make_baseline(_report(None), prev).meta["benchmarks"] == {"k": {"value": 3.0}}
 
 
 def test_parse_benchmark_json_reads_ratios() -> None:
@@ -148,33 +166,23 @@ def test_markdown_shows_failing_claim_with_counterexample() -> None:
     assert "uint8 (32, 32) 2-D tensor" in md
 
 
-@pytest.mark.parametrize("status", ["skipped"])
-def test_skipped_claims_not_compared(status: str) -> None:
+def test_skipped_claims_not_compared() -> None:
     """Without a property run the claims are not compared (a note), even if the baseline has verdicts."""
     report = _report()
-    report["steps"].append({"name": "claims", "status": status, "seconds": 0.0, "error": None})
+    report["steps"].append({"name": "properties", "status": "skipped", "seconds": 0.0, "error": None})
     base = make_baseline(_report())
-    base["claims"]["C1/PR_33921"] = "fails"
+    base.cells["PR_33921"]["C1"] = "fails"
     regs, notes = compare(report, base)
     assert not [r for r in regs if r["kind"] == "claim"] and any("claims" in n for n in notes)
+    report["steps"][-1]["status"] = "ok"
+    assert [r["name"] for r in compare(report, base)[0]] == ["C1/PR_33921"]
 
 
-def test_pytest_command_passes_profile_and_impl() -> None:
-    """The suite the report runs uses the requested hypothesis profile and implementation."""
-    from deferlab.reports.report.claims import pytest_command
-
-    cmd = pytest_command("thorough", "mypkg:impl")
-    assert "--hypothesis-profile=thorough" in cmd
-    assert cmd[cmd.index("--impl") + 1] == "mypkg:impl"
-    assert "--impl" not in pytest_command("dev")
-
-
-def test_wall_time_speedups_get_the_loose_tolerance():
+def test_wall_time_speedups_get_the_loose_tolerance() -> None:
     """A baseline made from a report gives wall-time speedups tolerance 0.75 and exact byte ratios 0.5."""
     from deferlab.reports.report.benchmarks import DEFAULT_TOLERANCE, WALL_TIME_TOLERANCE
-    from deferlab.reports.report.regressions import make_baseline
 
     report = {"benchmarks": [{"name": "b", "ratios": {"speedup_eager_over_deferred": 8.0, "bytes_ratio": 4.06}}]}
-    benches = make_baseline(report)["benchmarks"]
+    benches = make_baseline(report).meta["benchmarks"]
     assert benches["b::speedup_eager_over_deferred"]["tolerance"] == WALL_TIME_TOLERANCE == 0.75
     assert benches["b::bytes_ratio"]["tolerance"] == DEFAULT_TOLERANCE == 0.5

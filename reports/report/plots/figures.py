@@ -21,17 +21,11 @@ from matplotlib.lines import Line2D  # noqa: E402
 from matplotlib.patches import Patch  # noqa: E402
 
 from deferlab.reference.system.config import PreprocessConfig  # noqa: E402
-from deferlab.reports.core.atomic import write_with_atomic  # noqa: E402
+from deferlab.reports.report.plots import save as _save  # noqa: E402
 from deferlab.reports.report.sweeps import compute as sweeps  # noqa: E402
 
 DEFER_CMAP = ListedColormap(["#d9534f", "#5cb85c"])  # eager, deferred
 CURVE = "#1f3b99"
-
-
-def _save(fig: plt.Figure, path: Path) -> Path:
-    write_with_atomic(path, lambda tmp: fig.savefig(tmp, dpi=110, bbox_inches="tight"))
-    plt.close(fig)
-    return path
 
 
 def _extent(side: np.ndarray) -> list[float]:

@@ -19,7 +19,7 @@ import matplotlib.pyplot as plt  # noqa: E402
 from matplotlib.colors import BoundaryNorm, ListedColormap  # noqa: E402
 from matplotlib.patches import Patch, Rectangle  # noqa: E402
 
-from deferlab.reports.core.atomic import write_with_atomic  # noqa: E402
+from deferlab.reports.report.plots import save as _save  # noqa: E402
 from deferlab.reports.report.served.skew import Column  # noqa: E402
 
 # Max |level difference| bins: 0 (bitwise in levels), 1 (C14's resize allowance), then wider and wider.
@@ -28,12 +28,6 @@ LEVEL_COLOURS = ["#1a9850", "#a6d96a", "#fee08b", "#fdae61", "#f46d43", "#a50026
 LEVEL_LABELS = ["0", "1", "2-4", "5-16", "17-64", "65-255"]
 REFUSED, NO_INPUT = "#9e9e9e", "#ffffff"
 WORST_OVER = 1  # levels: worse than C14's allowance gets its picture
-
-
-def _save(fig: plt.Figure, path: Path) -> Path:
-    write_with_atomic(path, lambda tmp: fig.savefig(tmp, dpi=110, bbox_inches="tight"))
-    plt.close(fig)
-    return path
 
 
 def slug(name: str) -> str:

@@ -20,7 +20,7 @@ matplotlib.use("Agg")
 import matplotlib.pyplot as plt  # noqa: E402
 import numpy as np  # noqa: E402
 
-from deferlab.reports.core.atomic import write_with_atomic  # noqa: E402
+from deferlab.reports.report.plots import save as _save  # noqa: E402
 from deferlab.reports.report.simulation import scenario_order  # noqa: E402
 
 STRATEGY_ORDER = ("lpt-patches", "lpt-cost", "round-robin", "optimal")
@@ -38,12 +38,6 @@ def _ok(sim: list[dict[str, Any]]) -> list[dict[str, Any]]:
         for s in sim
         if s.get("status") == "ok" and isinstance(s.get("result"), dict) and not s["result"].get("skipped")
     ]
-
-
-def _save(fig: plt.Figure, path: Path) -> Path:
-    write_with_atomic(path, lambda tmp: fig.savefig(tmp, dpi=110, bbox_inches="tight"))
-    plt.close(fig)
-    return path
 
 
 def _num(x: Any) -> float:

@@ -8,9 +8,7 @@ from __future__ import annotations
 
 from typing import Any
 
-
-def _esc(text: Any) -> str:
-    return str(text).replace("|", "\\|").replace("\n", " ")
+from deferlab.reports.report.sections import esc as _esc
 
 
 def skew_cell(cell: dict[str, Any] | None) -> str:

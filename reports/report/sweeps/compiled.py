@@ -27,6 +27,8 @@ from typing import Any
 
 import numpy as np
 
+from deferlab.reports.report import extras
+
 KEYS = ("new_width", "new_height", "pad_width", "pad_height", "num_tokens")
 CHECK_RANDOM = 10_000  # random sizes up to CHECK_MAX_SIDE in the equivalence check
 CHECK_MAX_SIDE = 16384
@@ -129,10 +131,11 @@ def pairs(ws, hs, args, out):
 def compile_function(fn: Callable[..., Any], args: tuple[Any, ...], name: str | None = None) -> Compiled:
     """``fn(width, height, *args)`` compiled with numba for arguments typed like ``args`` (`CompileError` when it
     cannot be); other argument types compile on first use."""
-    try:
-        import numba
-    except ImportError:
-        raise CompileError("numba is not installed (pip install -e '.[vllm]')") from None
+    why = extras.missing("numba")
+    if why is not None:
+        raise CompileError(f"the compiled sweep {why}")
+    import numba
+
     rebuilt, keys = _tuple_form(fn)
     idx = [keys.index(k) for k in KEYS]
     code = _LOOPS.format(
