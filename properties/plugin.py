@@ -44,6 +44,8 @@ MARKERS = (
     "cuda: needs a CUDA device (skipped in deferlab's suite without one)",
     "slow: takes more than a few seconds",
     "extra(name): needs deferlab's optional extra NAME (reference.system.extras); skipped, naming it, without it",
+    "families(which): a check of every model family ('all') or of every family but Kimi-K3 ('others'); an "
+    "unmarked check is Kimi-K3's alone (--model picks the family)",
 )
 
 _PROFILES_REGISTERED = False
@@ -101,6 +103,14 @@ def pytest_addoption(parser: pytest.Parser) -> None:
         "as 0.33.0 (in deferlab's suite only the served-vs-trained claim tests run, recorded under the label VLLM)",
     )
     parser.addoption(
+        "--model",
+        action="store",
+        default=None,
+        metavar="FAMILY",
+        help="the model family the served claims judge (reference.system.families; default kimi-k3): its checkpoint's "
+        "processor is the trained side, and the engine's paths for it are served",
+    )
+    parser.addoption(
         "--checkpoint",
         action="store",
         default=None,
@@ -114,6 +124,12 @@ def pytest_addoption(parser: pytest.Parser) -> None:
 def pytest_configure(config: pytest.Config) -> None:
     if config.getoption("--sglang", None) is not None and config.getoption("--vllm", None) is not None:
         raise pytest.UsageError("--sglang and --vllm name two systems under test; give one of them")
+    model = config.getoption("--model", None)
+    if model is not None:
+        from deferlab.reference.system.families import FAMILIES
+
+        if model not in FAMILIES:
+            raise pytest.UsageError(f"--model: unknown model family {model!r}; accepted: {', '.join(FAMILIES)}")
     checkpoint = config.getoption("--checkpoint", None)
     if checkpoint is not None:  # one place the served claims read it, in this process and its children
         os.environ[CHECKPOINT_ENV] = str(checkpoint)
@@ -121,6 +137,11 @@ def pytest_configure(config: pytest.Config) -> None:
         config.addinivalue_line("markers", marker)
     if config.getoption("hypothesis_profile", None):
         register_profiles()
+
+
+def family(config: pytest.Config) -> str:
+    """The session's model family (``--model``; default Kimi-K3)."""
+    return config.getoption("--model", None) or "kimi-k3"
 
 
 def impl_spec(config: pytest.Config) -> str:
@@ -157,20 +178,28 @@ def impl(request: pytest.FixtureRequest) -> Any:
 
 @pytest.fixture(scope="session")
 def served_session(request: pytest.FixtureRequest) -> Any:
-    """The session's `properties.served.Session`: the engine named on the command line is loaded once here;
-    under ``--vllm`` its path is also the session's real-code implementation (`seam.ACTIVE`), as ``impl`` is
-    SGLang's under ``--sglang``, so verdicts record under its label with the system it ran."""
+    """The session's `properties.served.Session`: the engine named on the command line is loaded once here, with
+    its paths for the session's family (``--model``); under ``--vllm`` the paths are also the session's real-code
+    implementation (`seam.ACTIVE`), as ``impl`` is SGLang's under ``--sglang``, so verdicts record under their
+    labels with the system that ran."""
     from deferlab.properties import seam, served, verdicts
 
+    model = family(request.config)
     spec = request.config.getoption("--vllm")
     if spec is not None:
-        path = served.vllm_path(spec)
-        verdicts.RECORDER.system = path.describe()
-        seam.ACTIVE = seam.Recording(path)
-        return served.Session("vllm", [path])
+        paths = served.vllm_paths(spec, model)
+        verdicts.RECORDER.system = paths[0].describe() if paths else {"engine": "vllm", "spec": spec}
+        seam.ACTIVE = seam.Recording(paths[0] if paths else served.NoPath("vllm", spec, model))
+        return served.Session("vllm", paths, model)
     if request.config.getoption("--sglang") is not None:
-        return served.sglang_session(request.getfixturevalue("impl"))
-    return served.Session()  # deferlab's model, per policy
+        return served.sglang_session(request.getfixturevalue("impl"), model)
+    return served.Session(family=model)  # deferlab's model, per policy (Kimi-K3's pipeline only)
+
+
+@pytest.fixture(scope="session")
+def model_family(request: pytest.FixtureRequest) -> str:
+    """The session's model family (``--model``, default ``kimi-k3``)."""
+    return family(request.config)
 
 
 @pytest.fixture

@@ -61,37 +61,70 @@ def own_code(path: ServedPath) -> bool:
 
 
 class Session:
-    """The served paths of one pytest session: ``engine`` None (the model per policy), "sglang" or "vllm"."""
+    """The served paths of one pytest session: ``engine`` None (the model per policy), "sglang" or "vllm", for the
+    session's model ``family`` (deferlab's model serves Kimi-K3 only)."""
 
-    def __init__(self, engine: str | None = None, engine_paths: Sequence[ServedPath] = ()) -> None:
+    def __init__(self, engine: str | None = None, engine_paths: Sequence[Any] = (), family: str = "kimi-k3") -> None:
         self.engine = engine
+        self.family = family
         self._engine_paths = list(engine_paths)
         self._model: dict[str, list[ServedPath]] = {}
 
-    def paths(self, policy: str) -> list[ServedPath]:
-        """Every path of the session's system (``policy`` picks the model's; an engine has one label)."""
+    def paths(self, policy: str) -> list[Any]:
+        """Every path of the session's system for the verdict column ``policy``: an engine's paths labelled so
+        (``VLLM`` for the default serving setting, ``VLLM host-normalized``...), or the model's under that policy."""
         if self.engine is not None:
-            return list(self._engine_paths)
+            return [p for p in self._engine_paths if getattr(p, "label", None) == policy]
+        if self.family != "kimi-k3":
+            return []
         if policy not in self._model:
             from deferlab.impl.served import model_paths
 
             self._model[policy] = [p for p in model_paths(policy) if p.path == "eager" or p.impl.defers(policy)]
         return list(self._model[policy])
 
-
-def sglang_session(impl: Any) -> Session:
-    """SGLang's paths over the session's ``impl`` (the seam `Recording` of `SGLangImpl`, so calls are traced)."""
-    from deferlab.impl.sglang.served import paths
-
-    return Session("sglang", paths(impl))
+    def all_paths(self) -> list[Any]:
+        """Every engine path of the session, whatever its label."""
+        return list(self._engine_paths)
 
 
-def vllm_path(spec: str) -> Any:
-    """vLLM's one path for ``spec``, handed the checkpoint oracle for the releases that serve its remote code."""
-    from deferlab.impl.vllm.driver import VLLMPath
+class NoPath:
+    """What the session's real-code record names when the engine serves the family with no path of its own."""
 
-    snapshot = checkpoint_snapshot()
-    return VLLMPath(spec, checkpoint=checkpoint, media_proc_cfg=None if snapshot is None else snapshot[1])
+    real_code = True
+
+    def __init__(self, engine: str, spec: str, family: str) -> None:
+        self.source = None
+        self.system = f"{engine}:{spec}"
+        self.family = family
+
+    def describe(self) -> dict[str, Any]:
+        return {"engine": self.system.split(":")[0], "spec": self.system.split(":", 1)[1], "family": self.family}
+
+
+def sglang_session(impl: Any, family: str = "kimi-k3") -> Session:
+    """SGLang's paths for ``family`` over the session's ``impl`` (the seam `Recording` of `SGLangImpl`, so calls
+    are traced): Kimi-K3's eager (and deferred) paths, or the family's paths (`impl.sglang.families`)."""
+    if family == "kimi-k3":
+        from deferlab.impl.sglang.served import paths
+
+        return Session("sglang", paths(impl), family)
+    from deferlab.impl.sglang.families import paths as family_paths
+
+    return Session("sglang", family_paths(impl.source, family), family)
+
+
+def vllm_paths(spec: str, family: str = "kimi-k3") -> list[Any]:
+    """vLLM's paths for ``spec`` and ``family`` (`impl.vllm.served.paths`): the served default and the host path
+    beside it where the release has both; Kimi-K3's are handed the checkpoint oracle (the releases that serve the
+    checkpoint's remote code) and the snapshot's own ``media_proc_cfg``."""
+    from deferlab.impl.vllm.served import paths
+
+    snapshot = checkpoint_snapshot() if family == "kimi-k3" else None
+    return paths(
+        spec, family, checkpoint=checkpoint if family == "kimi-k3" else None,
+        media_proc_cfg=None if snapshot is None else snapshot[1],
+    )  # fmt: skip
 
 
 def provenance(paths: Sequence[ServedPath]) -> dict[str, str]:

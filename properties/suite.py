@@ -29,9 +29,10 @@ import pytest
 from hypothesis import settings
 
 from deferlab.properties import plugin, verdicts
-from deferlab.reference.system import extras
+from deferlab.reference.system import extras, families
 from deferlab.reference.system.claims import load_claims
 from deferlab.reference.system.seam import SGLANG_LABEL, label_for
+from deferlab.reference.system.systems import DEFAULT_FAMILY, path_label
 
 
 def _cuda_available() -> bool:
@@ -56,12 +57,31 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
         if off:
             config.hook.pytest_deselected(items=off)
             items[:] = keep
-    if config.getoption("--vllm", None) is not None:
-        skip = pytest.mark.skip(reason=VLLM_SKIP)
-        for item in items:
-            if "served_paths" not in getattr(item, "fixturenames", ()):
-                item.add_marker(skip)
+    _keep_the_familys(config, items)
+    if config.getoption("--vllm", None) is not None:  # VLLM_SKIP says why the others do not run
+        off = [item for item in items if "served_paths" not in getattr(item, "fixturenames", ())]
+        if off:
+            config.hook.pytest_deselected(items=off)
+            items[:] = [item for item in items if item not in off]
     _mark_and_skip(config, items)
+
+
+def _keep_the_familys(config: pytest.Config, items: list[pytest.Item]) -> None:
+    """The checks of the session's family (``--model``): an unmarked check is Kimi-K3's alone; ``families("all")``
+    runs for every family, ``families("others")`` for every family but Kimi-K3 (whose C13-C15 are
+    ``test_served.py``'s)."""
+    family = plugin.family(config)
+
+    def applies(item: pytest.Item) -> bool:
+        mark = item.get_closest_marker("families")
+        if mark is None:
+            return family == DEFAULT_FAMILY
+        return mark.args[0] == "all" or family != DEFAULT_FAMILY
+
+    off = [item for item in items if not applies(item)]
+    if off:
+        config.hook.pytest_deselected(items=off)
+        items[:] = [item for item in items if applies(item)]
 
 
 # Why the other claim tests do not run on vLLM: C1-C12 are about SGLang's PR #33921 (its gate, deferred items,
@@ -122,8 +142,24 @@ def _real(config: pytest.Config) -> bool:
 
 
 def _label(config: pytest.Config) -> str:
-    """The real-code label of the session (``SGLANG`` or ``VLLM``)."""
+    """The real-code label of the session's engine (``SGLANG`` or ``VLLM``)."""
     return label_for("vllm") if config.getoption("--vllm", None) is not None else SGLANG_LABEL
+
+
+def _labels(config: pytest.Config) -> list[str]:
+    """The real-code labels of the session: one per served path of the session's family at the named release
+    (``VLLM`` for the default path, ``VLLM host-normalized`` beside it; `reference.system.families`), read from
+    the registry without loading the engine; ``SGLANG`` for SGLang."""
+    engine = "vllm" if config.getoption("--vllm", None) is not None else "sglang"
+    spec = str(config.getoption(f"--{engine}"))
+    found = families.family(plugin.family(config)).paths(engine, spec)
+    labels = [path_label(engine, None if p.default else p.path) for p in found]
+    return list(dict.fromkeys(labels)) or [_label(config)]
+
+
+def _model_labels(config: pytest.Config) -> list[str] | None:
+    """The model's columns: claims.toml's policies (None), or one for a family it does not serve (its n/a)."""
+    return ["RELEASED"] if plugin.family(config) != DEFAULT_FAMILY else None
 
 
 def pytest_generate_tests(metafunc: pytest.Metafunc) -> None:
@@ -136,7 +172,9 @@ def pytest_generate_tests(metafunc: pytest.Metafunc) -> None:
     if claim is None and listed is None:
         return
     if _real(metafunc.config):
-        names = [_label(metafunc.config)]
+        names = _labels(metafunc.config)
+    elif _model_labels(metafunc.config):
+        names = _model_labels(metafunc.config)  # deferlab's model serves Kimi-K3 only: one column says so
     elif claim is not None:
         names = list(load_claims()[claim.args[0]].expected)
     else:
@@ -163,6 +201,7 @@ def pytest_configure(config: pytest.Config) -> None:
     config.addinivalue_line("filterwarnings", r"error::RuntimeWarning:deferlab\.reference\.")
     if not hasattr(config, "workerinput"):
         config.stash[_RUN_ID] = uuid.uuid4().hex[:12]
+    verdicts.RECORDER.family = plugin.family(config)
 
 
 @pytest.hookimpl(optionalhook=True)
@@ -237,7 +276,7 @@ def pytest_sessionfinish(session: pytest.Session, exitstatus: int) -> None:
             verdicts.RESULTS_DIR / "verdicts.json",
             profile=str(profile),
             impl=f"{engine}:{real}" if real is not None else plugin.impl_spec(config),
-            labels=[_label(config)] if real is not None else None,
+            labels=_labels(config) if real is not None else _model_labels(config),
             strict=verdicts.strict(),
         )
         if out is not None:

@@ -109,6 +109,7 @@ class Recorder:
     claims: list[dict[str, Any]] = field(default_factory=list)
     properties: list[dict[str, Any]] = field(default_factory=list)
     system: dict[str, Any] | None = None  # the code under test (set by the impl fixture for real code)
+    family: str = "kimi-k3"  # the session's model family (``--model``)
 
     def record_claim(
         self,
@@ -152,7 +153,7 @@ class Recorder:
 
     def write_part(self, directory: Path, name: str) -> Path:
         directory.mkdir(parents=True, exist_ok=True)
-        payload = {"claims": self.claims, "properties": self.properties, "system": self.system}
+        payload = {"claims": self.claims, "properties": self.properties, "system": self.system, "family": self.family}
         return _atomic_write(directory / f"{name}.json", payload)
 
 

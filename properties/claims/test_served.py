@@ -132,7 +132,7 @@ def class_table(paths: list, policy: str) -> str:
     claims.toml says this system fails (else `UnexpectedFailure`; on real code, the system's own failures
     outside its row's pattern are listed and left to `claimcheck.verify_claim`'s record and
     `claimcheck.assert_expected`), so the table is checked, not just shown."""
-    expect, fallback = claimcheck.claim_expect("C14", policy), claimcheck.claim_fallback("C14")
+    expect, fallback = claimcheck.claim_expect("C14", policy), claimcheck.claim_fallback("C14", policy)
     rows = []
     for path in paths:
         failing = {

@@ -16,12 +16,12 @@ range expected to fail names how in ``[claim.failure]`` under the same key.
 Schema of ``verdicts.json`` (``schema_version`` 2; 1 is still read)::
 
     {"schema_version": 2, "generated_at": ISO-8601, "profile": str, "impl": str, "system": dict | None,
-     "strict": bool,
+     "family": str, "strict": bool,
      "claims": [{"id", "statement", "source", "policy", "verdict", "evidence", "counterexample", "provenance",
                  "signatures": [{"signature", "partition", "counterexample", "error", "documented"?}]}],
      "properties": [{"name", "examples", "outcome", "seconds", "message"}]}
 
-Version 2 added each test's ``message`` (a failed or erroring test's failure line, a skip's reason, as the
+Version 2 added the run's model ``family`` (semantics §18; a file without it is Kimi-K3's), each test's ``message`` (a failed or erroring test's failure line, a skip's reason, as the
 recorder saw the test's report: nobody reads pytest's output for it) and ``strict`` (whether the run failed
 a claim test on a failure its pattern does not name, semantics §17.1).
 """
@@ -229,6 +229,7 @@ def merge(
     claims = load_claims() if claims is None else claims
     parts = list(parts)
     system = next((p["system"] for p in parts if p.get("system")), None)
+    family = next((p["family"] for p in parts if p.get("family")), DEFAULT_FAMILY)
     recorded: dict[tuple[str, str], dict[str, Any]] = {}
     properties: list[dict[str, Any]] = []
     for part in parts:
@@ -263,6 +264,7 @@ def merge(
         "profile": profile,
         "impl": impl,
         "system": system,
+        "family": family,
         "strict": bool(strict),
         "claims": rows,
         "properties": sorted(properties, key=lambda p: p["name"]),

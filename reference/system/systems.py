@@ -81,8 +81,9 @@ ENGINES: dict[str, EngineFacts] = {
         label="VLLM",
         first_release="0.27.0",  # the first release with a Kimi-K3 image path (semantics §16.1)
         example_release="0.33.0",
-        claims=("C13", "C14", "C15"),  # served vs trained; C1-C12 are about SGLang's PR (semantics §16.2)
-        suite="claims/test_served.py",
+        # served vs trained, and device-finished vs host-finished; C1-C12 are about SGLang's PR (semantics §16.2, §18)
+        claims=("C4", "C13", "C14", "C15"),
+        suite="claims",
         sources="deferlab.impl.vllm.sources",
         load_check="deferlab.impl.vllm.driver:VLLMPath",  # the driver built on the tree: what serving needs
         driver="deferlab.impl.vllm.driver:VLLMPath",
@@ -103,6 +104,19 @@ def engine(name: str) -> EngineFacts:
 def engine_of_label(label: str) -> EngineFacts | None:
     """The engine whose verdicts are recorded under ``label`` (None: a modelled policy)."""
     return next((e for e in ENGINES.values() if e.label == label), None)
+
+
+def path_label(engine_name: str, path: str | None = None) -> str:
+    """The verdict label of ``engine_name``'s served ``path``: its label for the default path (None), else the
+    label and the path (``VLLM host-normalized``): a non-default serving setting is a column of its own."""
+    label = engine(engine_name).label
+    return label if not path else f"{label} {path}"
+
+
+def split_label(label: str) -> tuple[str, str | None]:
+    """(engine label, served path or None) of a verdict label (`path_label`'s inverse)."""
+    head, _, path = str(label).partition(" ")
+    return head, (path or None)
 
 
 # --- order ---------------------------------------------------------------------------------------------------------
@@ -196,10 +210,10 @@ class System:
 
     @property
     def key(self) -> str:
-        """``sglang:0.5.23``, ``vllm:/src/vllm``, ``model`` (or ``model:module:object``)."""
-        if self.real:
-            return f"{self.engine}:{self.spec}"
-        return f"{MODEL}:{self.impl}" if self.impl else MODEL
+        """``sglang:0.5.23``, ``vllm:/src/vllm``, ``model`` (or ``model:module:object``), prefixed ``FAMILY/``
+        for a family other than the default."""
+        key = f"{self.engine}:{self.spec}" if self.real else (f"{MODEL}:{self.impl}" if self.impl else MODEL)
+        return key if self.family == DEFAULT_FAMILY else f"{self.family}/{key}"
 
     @property
     def suite(self) -> str:
@@ -207,10 +221,19 @@ class System:
         return self.facts.suite if self.facts else "claims"
 
     def pytest_options(self) -> list[str]:
-        """The plugin's options that name this system (``--sglang SPEC``, ``--vllm SPEC``, ``--impl NAME``)."""
+        """The plugin's options that name this system (``--sglang SPEC``, ``--vllm SPEC``, ``--impl NAME``, and
+        ``--model FAMILY`` for a family other than the default)."""
+        family = ["--model", self.family] if self.family != DEFAULT_FAMILY else []
         if self.real:
-            return [f"--{self.engine}", str(self.spec)]
-        return ["--impl", self.impl] if self.impl else []
+            return [f"--{self.engine}", str(self.spec), *family]
+        return (["--impl", self.impl] if self.impl else []) + family
 
     def answers(self, claim_id: str) -> bool:
+        """Whether this system has a verdict for ``claim_id``: the engine's claim set, and for a family other
+        than the default its family's claims (`reference.system.families`)."""
+        if self.family != DEFAULT_FAMILY:
+            from deferlab.reference.system.families import family
+
+            if claim_id not in family(self.family).claims:
+                return False
         return self.facts.answers(claim_id) if self.facts else True

@@ -101,13 +101,16 @@ def _as_release(monkeypatch: pytest.MonkeyPatch, engine: str, version: str, git_
 
 
 def test_a_real_release_is_held_to_its_row(monkeypatch: pytest.MonkeyPatch) -> None:
-    """assert_expected checks a covered release against its row; an uncovered one or a checkout is a finding."""
+    """assert_expected checks a covered release against its row (the default path's, or the path the verdict
+    label names); an uncovered one or a checkout is a finding."""
     _as_release(monkeypatch, "vllm", "0.33.0")
     claimcheck.assert_expected("C13", "VLLM", "holds")
-    with pytest.raises(AssertionError, match="'vllm 0.32.0-0.33.0' expects 'holds'"):
+    with pytest.raises(AssertionError, match="'vllm 0.32.0-0.34.0' expects 'holds'"):
         claimcheck.assert_expected("C13", "VLLM", "fails")
-    assert claimcheck.claim_expect("C14", "VLLM") == claimcheck.CLAIMS["C14"].failures["vllm 0.32.0-0.33.0"]
-    _as_release(monkeypatch, "vllm", "0.34.0")
+    with pytest.raises(AssertionError, match="'vllm:host-normalized 0.32.0-0.34.0' expects 'holds'"):
+        claimcheck.assert_expected("C13", "VLLM host-normalized", "fails")
+    assert claimcheck.claim_expect("C14", "VLLM") == claimcheck.CLAIMS["C14"].failures["vllm 0.32.0-0.34.0"]
+    _as_release(monkeypatch, "vllm", "0.35.0")
     claimcheck.assert_expected("C13", "VLLM", "fails")  # no row: recorded, not asserted
     _as_release(monkeypatch, "sglang", "0.5.23", git_rev="0123456789abcdef")
     assert claimcheck.active_release() is None

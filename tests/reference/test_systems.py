@@ -64,7 +64,9 @@ def test_a_system_is_validated_where_it_is_made() -> None:
     assert System().key == "model" and System(impl="m:o").key == "model:m:o" and not System().real
     s = System("sglang", "0.5.23")
     assert s.key == "sglang:0.5.23" and s.label == "SGLANG" and s.pytest_options() == ["--sglang", "0.5.23"]
-    assert System("vllm", "0.33.0").suite == "claims/test_served.py" and not System("vllm", "x").answers("C1")
+    assert System("vllm", "0.33.0").suite == "claims" and not System("vllm", "x").answers("C1")
+    assert System("sglang", "0.5.23", family="internvl").key == "internvl/sglang:0.5.23"
+    assert not System("vllm", "0.34.0", family="gemma3").answers("C13") and System(family="gemma3").answers("C15")
     with pytest.raises(DeferlabInputError, match="unknown engine 'trt'; accepted: sglang, vllm"):
         System("trt", "1.0")
     with pytest.raises(DeferlabInputError, match="a SPEC is needed"):

@@ -1,0 +1,179 @@
+"""The served-vs-trained claims of the model families beyond Kimi-K3 (semantics §18), and C4 where an engine
+finishes on the device.
+
+``--model FAMILY`` names the family (`reference.system.families`); the engine's paths for it are the
+``served_paths`` of each verdict column (``VLLM`` the default serving setting, ``VLLM host-normalized`` beside
+it); the trained side is the family's checkpoint processor (`properties.families.Trained`). C13 (geometry),
+C14 (pixels) and C15 (normalization) run for every family but Kimi-K3 (whose C13-C15 are ``test_served.py``'s);
+a family judged on normalization only records ``n/a`` for C13 and C14. C4 here is the device-finished values
+against the host-finished ones after the cast to the tower's BF16, for every family (Kimi-K3 included) on an
+engine with both paths; on SGLang, and on the model, C4 is ``test_eager_deferred.py``'s.
+"""
+
+from __future__ import annotations
+
+from functools import cache
+
+import pytest
+from hypothesis import strategies as st
+
+from deferlab.properties import claimcheck, served
+from deferlab.properties import families as fam
+from deferlab.properties.strategies import served as ss
+from deferlab.reference.system import families
+from deferlab.reference.system.family_configs import InternVLConfig, QwenVLConfig
+
+# Sizes where each family's geometry rule turns (semantics §18.2, §18.4): Qwen's rounding ties (42 and 70 at
+# factor 28), the min and max pixel branches, the 200:1 ratio; InternVL's ties (448x448 -> 1 tile, 896x448 -> 3,
+# 1344x448 -> 4, 800x800 -> 5), the asymmetric 7x2 / 2x7, long thin sizes.
+WORKED = {
+    "qwen": [(90, 60), (1, 1), (42, 70), (70, 42), (3584, 3626), (200, 1), (201, 1), (56, 56), (4096, 4096), (28, 5600)],
+    "internvl": [(448, 448), (224, 224), (800, 800), (896, 448), (1344, 448), (500, 1000), (3000, 1000), (7, 2), (2, 7),
+                 (1, 1), (4096, 1), (1000, 1000)],
+}  # fmt: skip
+PIXEL_CLASSES = tuple(c for c in ss.IMAGE_CLASSES)
+NOT_FULL = "{family} is judged on normalization only (semantics §18.3): no geometry or pixels of its are checked"
+
+
+def _kind(family: str) -> str:
+    cfg = fam.config(family)
+    return "qwen" if isinstance(cfg, QwenVLConfig) else "internvl" if isinstance(cfg, InternVLConfig) else "norm"
+
+
+def _applies(paths: list, family: str, policy: str, claim: str) -> tuple[bool, str]:
+    """Whether the claim can be decided here, and the ``n/a`` reason when not."""
+    if families.family(family).scope != "full" and claim in ("C13", "C14"):
+        return False, NOT_FULL.format(family=family)
+    if not paths:
+        return False, f"no path of this system serves {family} under {policy} (semantics §18, the registry)"
+    return True, ""
+
+
+@cache
+def trained(family: str) -> fam.Trained:
+    return fam.Trained(family)
+
+
+def sizes(family: str) -> st.SearchStrategy[tuple[int, int]]:
+    """(width, height) up to 4096 per side, a third of them long and thin; shrinks towards 1x1."""
+    side = st.integers(1, 4096)
+    thin = st.tuples(st.integers(1, 24), st.integers(1, 4096))
+    return st.one_of(st.tuples(side, side), thin, thin.map(lambda t: (t[1], t[0])))
+
+
+@pytest.mark.families("others")
+@pytest.mark.claim("C13")
+def test_claim_c13_family_geometry_equals_checkpoint(served_paths, policy, model_family):
+    """C13 for a family: resize target, grid and prompt tokens equal the checkpoint's for every size."""
+    ok, why = _applies(served_paths, model_family, policy, "C13")
+    cfg, want = fam.config(model_family), trained(model_family)
+    verdict = claimcheck.verify_claim(
+        "C13",
+        policy,
+        sizes(model_family),
+        lambda v: served.problems(
+            served_paths, lambda p: fam.geometry_problem(p, v[0], v[1], cfg, want), f"[{v[0]}x{v[1]}]"
+        ),
+        pinned=WORKED.get(_kind(model_family), []),
+        evidence=f"{model_family}: worked sizes of semantics §18 and drawn sizes up to 4096 per side",
+        applicable=ok,
+        not_applicable=why,
+        provenance=served.provenance(served_paths) if ok else {},
+    )
+    claimcheck.assert_expected("C13", policy, verdict)
+
+
+def cases() -> st.SearchStrategy[tuple[str, int, int, int]]:
+    """(image class, width, height, seed): small images of every class the checkpoint accepts."""
+    return st.tuples(st.sampled_from(PIXEL_CLASSES), st.integers(1, 40), st.integers(1, 40), st.integers(0, 2**16))
+
+
+def check_pixels(paths: list, family: str, case: tuple[str, int, int, int]) -> None:
+    cls, w, h, seed = case
+    image = ss.make_image(cls, w, h, seed)
+    cfg, want = fam.config(family), trained(family)
+    served.problems(paths, lambda p: fam.pixel_problem(p, image, cfg, want), f"[{cls}] {w}x{h}")
+
+
+@pytest.mark.families("others")
+@pytest.mark.claim("C14")
+def test_claim_c14_family_pixels_equal_checkpoint(served_paths, policy, model_family):
+    """C14 for a family: every served value equals the checkpoint's or is explained (1 level, 2 ulps)."""
+    ok, why = _applies(served_paths, model_family, policy, "C14")
+    pinned = [(cls, 12, 10, 0) for cls in PIXEL_CLASSES]
+    verdict = claimcheck.verify_claim(
+        "C14",
+        policy,
+        cases(),
+        lambda case: check_pixels(served_paths, model_family, case),
+        pinned=pinned if ok else [],
+        evidence=f"{model_family}: a 12x10 image of every class, then drawn images up to 40x40",
+        applicable=ok,
+        not_applicable=why,
+        provenance=served.provenance(served_paths) if ok else {},
+        partition=lambda case: case[0],
+    )
+    claimcheck.assert_expected("C14", policy, verdict)
+
+
+@pytest.mark.families("others")
+@pytest.mark.claim("C15")
+def test_claim_c15_family_normalization_equals_checkpoint(served_paths, policy, model_family):
+    """C15 for a family: every level x channel equals the checkpoint's bitwise, in FP32 and after BF16."""
+    ok, why = _applies(served_paths, model_family, policy, "C15")
+    cfg, want = fam.config(model_family), trained(model_family)
+
+    def evidence() -> str:
+        parts = []
+        for p in served_paths:
+            fp32, bf16 = fam.levels_differ(p.levels(cfg), want.levels(cfg))
+            parts.append(f"{p.name}: {fp32} FP32 / {bf16} BF16 of {want.levels(cfg).size} values differ")
+        return "; ".join(parts)
+
+    verdict = claimcheck.verify_claim(
+        "C15",
+        policy,
+        st.just(model_family),
+        lambda _: served.problems(
+            served_paths, lambda p: fam.normalization_problem(p, cfg, want), "[published config]"
+        ),
+        max_examples=1,
+        evidence=evidence if ok else "",
+        applicable=ok,
+        not_applicable=why,
+        provenance=served.provenance(served_paths) if ok else {},
+    )
+    claimcheck.assert_expected("C15", policy, verdict)
+
+
+@pytest.mark.families("all")
+@pytest.mark.claim("C4")
+def test_claim_c4_device_finished_equals_host_finished(served_session, served_paths, policy, model_family):
+    """C4 where an engine finishes on the device: its default values equal its host-finished ones after BF16."""
+    if served_session.engine != "vllm":
+        pytest.skip("C4 is test_eager_deferred.py's on the model and on SGLang (its deferred owner path)")
+    paths = {p.path: p for p in served_session.all_paths()}
+    device, host = paths.get("device-normalized"), paths.get("host-normalized")
+    ok = device is not None and host is not None and device.label == policy
+    why = "this release has one path for the family: nothing is finished on the device (semantics §18)"
+    if device is not None and host is not None and host.label == policy:
+        why = "the host-normalized column is the comparison's other side (C4 is recorded on the default column)"
+    cfg = fam.config(model_family) if model_family != "kimi-k3" else served.session_config()
+    images = [ss.make_image(cls, 12, 10, 0) for cls in ("RGB", "L", "RGBA partly transparent")]
+    verdict = claimcheck.verify_claim(
+        "C4",
+        policy,
+        st.just(model_family),
+        lambda _: _raise_if(fam.deferral_problem(device, host, images, cfg)),
+        max_examples=1,
+        evidence="every level x channel of both paths, and three small images, after the cast to BF16",
+        applicable=ok,
+        not_applicable=why,
+        provenance=served.provenance([device, host]) if ok else {},
+    )
+    claimcheck.assert_expected("C4", policy, verdict)
+
+
+def _raise_if(problem: str | None) -> None:
+    if problem:
+        raise AssertionError(problem)
