@@ -21,6 +21,8 @@ driver        facade      `SGLangImpl`: the seam's `Impl` itself, `LABEL`, `DEFA
 broken        facade      `BrokenSGLangGateTie`: the real gate with a one-token break
 compare       inspection  SGLang against deferlab's model, function by function
 matrix        inspection  one subprocess per version: features, stand-ins, provenance
+families      facade      SGLang's processors of other model families (InternVL, Kimi-K2.5,
+                          Qwen-VL) as `FamilyPath`s; their modules imported only on demand
 ============  ==========  =================================================================
 
 ``features`` and ``provenance`` are handed the driver (they never import it);

@@ -156,24 +156,32 @@ def eager_stager(source: Source, device: str) -> Callable[[Any], Any]:
     resolves to ``.to(device)``: ``torch.from_numpy`` and the tensor input are `_CudaTo` tensors.
     """
     pk3 = source.module("multimodal.processors.kimi_k3")
-    cls = _cuda_to(str(device))
-    overrides: dict[str, Any] = {"torch": _HostNumpyTorch(cls)}
+    overrides: dict[str, Any] = {}
     real_to_chw = pk3.__dict__.get("to_chw_uint8")
     if real_to_chw is not None:  # from the PR on, its PIL branch is ``to_chw_uint8(image, device="cuda")``
-        overrides["to_chw_uint8"] = lambda image, device=None: real_to_chw(image, device=cls._device)
-    own = run_with_globals(pk3._k3_to_cuda_chw, **overrides)
+        overrides["to_chw_uint8"] = lambda image, device=None: real_to_chw(image, device=str(device))
+    stage = on_device(pk3._k3_to_cuda_chw, str(device), **overrides)
     source.patch(
         f"{pk3.__name__}._k3_to_cuda_chw",
         f"own code run with .cuda() resolving to .to({device!r}) (torch.from_numpy and the tensor input give "
         "tensors whose .cuda() moves there; a PIL image goes to the real to_chw_uint8 with that device instead "
         "of 'cuda'); every other line as shipped",
     )
+    return stage
 
-    def stage(image: Any) -> Any:
-        out = own(image.as_subclass(cls) if isinstance(image, torch.Tensor) else image)
+
+def on_device(fn: Callable[..., Any], device: str, **overrides: Any) -> Callable[..., Any]:
+    """``fn``'s own code with every ``.cuda()`` it makes resolving to ``.to(device)``: ``torch.from_numpy``
+    gives, and each tensor argument becomes, a tensor whose ``.cuda()`` moves there; ``overrides`` are further
+    global names (`run_with_globals`). What it returns is a plain tensor again."""
+    cls = _cuda_to(str(device))
+    own = run_with_globals(fn, torch=_HostNumpyTorch(cls), **overrides)
+
+    def call(*args: Any, **kwargs: Any) -> Any:
+        out = own(*(a.as_subclass(cls) if isinstance(a, torch.Tensor) else a for a in args), **kwargs)
         return out.as_subclass(torch.Tensor) if isinstance(out, torch.Tensor) else out
 
-    return stage
+    return call
 
 
 def eager_norm_tensors(source: Source, mean: Sequence[float], std: Sequence[float], device: str) -> Any:

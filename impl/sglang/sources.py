@@ -23,6 +23,7 @@ import warnings
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from deferlab.impl.loader import companions as _companions
 from deferlab.impl.loader import sources as _loader
 from deferlab.impl.loader import wheels
 from deferlab.impl.loader.engine import FETCH_FAILED, Engine, FetchError, SourceError
@@ -122,8 +123,21 @@ class Source(_loader.Source):
         return name if name.startswith("sglang") else f"sglang.srt.{name}"
 
 
-def load(spec: str = "installed", *, cache: Path | None = None, downloader: wheels.Downloader | None = None) -> Source:
-    """Resolve ``spec``, import SGLang's Kimi-K3 modules from it for real, and return the `Source`."""
+def load(
+    spec: str = "installed",
+    *,
+    cache: Path | None = None,
+    downloader: wheels.Downloader | None = None,
+    companions: tuple[str, ...] = (),
+) -> Source:
+    """Resolve ``spec``, import SGLang's Kimi-K3 modules from it for real, and return the `Source`.
+
+    ``companions`` (names of `loader.companions.KNOWN`: ``transformers``, ``torchvision``) are made active at the
+    versions the release pins before any of its code is imported (the Qwen family path computes with them); a
+    process that imported another copy already is refused in one line. None by default: the Kimi-K3 load."""
+    unknown = [c for c in companions if c not in _companions.KNOWN]
+    if unknown:
+        raise SGLangSourceError(f"unknown companions {unknown}; accepted: {', '.join(_companions.KNOWN)}")
     return _loader.load(
         ENGINE,
         spec,
@@ -131,6 +145,7 @@ def load(spec: str = "installed", *, cache: Path | None = None, downloader: whee
         downloader=downloader,
         check=lambda spec, found: _check_processor(spec, found.root, found.version),
         build=_import,
+        with_companions=tuple(_companions.KNOWN[c] for c in companions),
     )
 
 

@@ -20,13 +20,17 @@ _SPECIAL = {"<|media_begin|>": 11, "<|media_content|>": 12, "<|media_end|>": 13,
 
 
 class StubTokenizer:
-    """The tokenizer stand-in SGLang's CPU tests use: K3 control tokens get fixed ids, other text one id per char."""
+    """The tokenizer stand-in SGLang's CPU tests use: K3 control tokens get fixed ids, other text one id per char.
+
+    ``special`` (token -> id, every id under 1000) is what a subclass changes for another family's tokens."""
+
+    special: dict[str, int] = _SPECIAL
 
     def encode(self, text: str, allowed_special: Any = None, **_: Any) -> list[int]:
         out: list[int] = []
         i = 0
         while i < len(text):
-            for tok, tid in _SPECIAL.items():
+            for tok, tid in self.special.items():
                 if text.startswith(tok, i):
                     out.append(tid)
                     i += len(tok)

@@ -42,15 +42,18 @@ def u8(c: int, h: int, w: int, seed: int = 0) -> torch.Tensor:
     return torch.from_numpy(np.random.default_rng(seed).integers(0, 256, (c, h, w), dtype=np.uint8))
 
 
-def run_child(code: str, *args: str, spec: str | None = None, timeout: float = 300) -> dict[str, Any]:
-    """Run ``code`` (``python -c``, in the repository, ``args`` as ``sys.argv[1:]``) and return its result:
-    the object on its last line that starts with `JSON_MARK`.
+def run_child(
+    code: str, *args: str, spec: str | None = None, timeout: float = 300, module: bool = False
+) -> dict[str, Any]:
+    """Run ``code`` (``python -c``; with ``module``, ``code`` names a module run with ``python -m``; in the
+    repository, ``args`` as ``sys.argv[1:]``) and return its result: the object on its last line that starts
+    with `JSON_MARK`.
 
     ``spec`` names the SGLang the child loads: if the child failed because that wheel cannot be fetched,
     the test skips (`skip_if_unfetched`). Any other failure (a non-zero exit, no result line) fails it.
     """
     proc = subprocess.run(
-        [sys.executable, "-c", code, *args],
+        [sys.executable, "-m" if module else "-c", code, *args],
         cwd=REPO,
         env={**os.environ, "PYTHONPATH": str(REPO)},
         capture_output=True,

@@ -1,0 +1,81 @@
+"""SGLang's own processors of the model families beyond Kimi-K3 (semantics §18) as `FamilyPath`s.
+
+Why a package apart from the Kimi-K3 driver: the Kimi-K3 load (`impl.sglang.sources.load`) imports only
+Kimi-K3's modules; a family's SGLang module is imported from the same loaded tree only when its path is
+asked for (`family_path`), so that load is unchanged, and a release that lacks the module is refused in
+one line (`sources.SGLangSourceError`) before anything runs.
+
+==========  ==============================  ==================================================================
+family      SGLang module (processors/)     what runs here
+==========  ==============================  ==================================================================
+internvl    internvl.py                     ``InternVLProcessor``'s request entry, all of it on the CPU
+kimi-k3     kimi_k25.py                     ``KimiGPUProcessorWrapper``'s GPU branch (Kimi-K2.5): its own torch
+                                            on the CPU; only the CUDA dispatch is modelled
+qwen2.5-vl  qwen_vl.py                      ``QwenVLImageProcessor.prepare_artifact_batch`` with the release's
+qwen3-vl                                    transformers and torchvision (the loader's companions; the source
+                                            must be loaded with them: ``sources.load(spec, companions=...)``)
+==========  ==============================  ==================================================================
+"""
+
+from __future__ import annotations
+
+import importlib
+from dataclasses import dataclass
+from typing import Any
+
+from deferlab.impl.sglang.families.common import FamilyPathBase, require, source_of
+from deferlab.impl.sglang.sources import SGLangSourceError
+from deferlab.reference.system.errors import InputValueError
+
+
+@dataclass(frozen=True)
+class Spec:
+    """One family's SGLang path: the SGLang module it runs, its display name, deferlab's module and class for
+    it, and the companions the source must have been loaded with (checked before anything is imported)."""
+
+    module: str
+    display: str
+    mine: str
+    cls: str
+    companions: tuple[str, ...] = ()
+
+
+_QWEN = Spec(
+    "sglang.srt.multimodal.processors.qwen_vl", "Qwen-VL", "qwen_vl", "QwenVLPath", ("transformers", "torchvision")
+)
+PATHS: dict[str, Spec] = {
+    "internvl": Spec("sglang.srt.multimodal.processors.internvl", "InternVL", "internvl", "InternVLPath"),
+    "kimi-k3": Spec("sglang.srt.multimodal.processors.kimi_k25", "Kimi-K2.5", "kimi_k25", "KimiK25Path"),
+    "qwen2.5-vl": _QWEN,
+    "qwen3-vl": _QWEN,
+}
+
+
+def family_path(source: Any, family: str, **options: Any) -> FamilyPathBase:
+    """The SGLang path of ``family`` on ``source`` (a loaded `Source` or `SGLangImpl`).
+
+    `InputValueError` for a family SGLang has no path for here; `SGLangSourceError` (one line) for a tree
+    without that family's processor module, a source loaded without the companions the path computes with,
+    or a module whose import fails inside SGLang.
+    """
+    name = str(family).strip().lower()
+    if name not in PATHS:
+        raise InputValueError(f"no SGLang path for model family {family!r}; accepted: {', '.join(PATHS)}")
+    spec, src = PATHS[name], source_of(source)
+    missing = [c for c in spec.companions if c not in getattr(src, "companions", {})]
+    if missing:
+        raise SGLangSourceError(
+            f"sglang source {src.spec!r} (version {src.version}) was loaded without the companions {missing} its "
+            f"{spec.display} path computes with; accepted: a source loaded with sources.load(spec, "
+            f"companions={spec.companions}) in a process that has not imported them"
+        )
+    engine_module = require(src, spec.module, spec.display)
+    builder = getattr(importlib.import_module(f"{__name__}.{spec.mine}"), spec.cls)
+    if spec is _QWEN:  # one SGLang processor serves both Qwen families; the family picks the model type
+        options = {"family": name, **options}
+    return builder(src, engine_module, **options)
+
+
+def paths(source: Any, family: str) -> list[FamilyPathBase]:
+    """Every SGLang path of ``family`` on ``source`` (one: SGLang serves a family one way)."""
+    return [family_path(source, family)]
