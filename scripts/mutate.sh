@@ -24,7 +24,7 @@ if [[ "${1:-}" == "--full" ]]; then
     shift
     out=reports/out/mutate-full
     resume=()
-    [[ -f "$out/campaign.json" ]] && resume=(--resume)
+    [[ -f "$out/campaign.sqlite" ]] && resume=(--resume)
     exec python -m deferlab.reports.cli mutate --sglang 0.5.23 --sample 100 --seed 0 --jobs 2 \
         --first-kill --out "$out" "${resume[@]}" "$@"
 fi

@@ -11,10 +11,11 @@ sglang.srt.x``, ``from sglang.srt.x import f``, ``from sglang.srt import x``);
 or the files and folders named after ``--anchor``, for every mutant.
 
 How they run: on this CPU, without SGLang's dependencies, as ``deferlab repro``
-runs a reproducer: a child process loads the worker's tree through deferlab's
-loader (`deferlab.impl.sglang.sources.load`), then runs ``pytest.main`` on the
-test files (no conftest, no cache, no bytecode written into the checkout,
-``CUDA_VISIBLE_DEVICES`` empty: a CPU run), recording each test's outcome. The
+runs a reproducer (`reports.core.runner.run_with_engine`): a child loads the
+worker's tree through deferlab's loader, then runs pytest on the test files (no
+conftest, no cache, no bytecode written into the checkout, ``CUDA_VISIBLE_DEVICES``
+empty: a CPU run), each test's outcome recorded by the campaign's plugin
+(``deferlab.properties.probes``, ``DEFERLAB_MUTATE_OUTCOMES``). The
 reference runs each test file once on the unmutated tree: a test that does not
 pass there (it needs a GPU, a server, a dependency the loader stands in for)
 "cannot run here" and is excluded, with its reason. A mutant is *killed by the
@@ -29,7 +30,6 @@ from __future__ import annotations
 import ast
 import json
 import os
-import sys
 import time
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field
@@ -38,61 +38,14 @@ from pathlib import Path
 from typing import Any
 
 from deferlab.reference.system.errors import UsageError
+from deferlab.reports.core.runner import LoadError
 from deferlab.reports.mutate import runs as mrun
-from deferlab.reports.versions.matrix import one_line
 
-ANCHOR = "anchor.json"  # the anchor's reference in the campaign directory (reread by --resume)
-LOAD = "deferlab.impl.sglang.sources:load"  # MODULE:FUNCTION (or FILE.py:FUNCTION) the child loads the tree with
-LOAD_FAILED = "deferlab-anchor: loading the tree failed: "
 NO_TEST = "no unit test"
 OUTCOMES = ("killed", "killed at load", "timeout", "survived", NO_TEST, "error")
 DETECTED = ("killed", "killed at load")
-CHILD = (
-    "import importlib, importlib.util, json, os, sys\n"
-    "sys.dont_write_bytecode = True\n"
-    "tree, out, loader, rootdir, *args = sys.argv[1:]\n"
-    "try:\n"
-    "    where, _, name = loader.rpartition(':')\n"
-    "    if where.endswith('.py'):\n"
-    "        spec = importlib.util.spec_from_file_location('deferlab_anchor_loader', where)\n"
-    "        module = importlib.util.module_from_spec(spec)\n"
-    "        spec.loader.exec_module(module)\n"
-    "    else:\n"
-    "        module = importlib.import_module(where)\n"
-    "    getattr(module, name)(tree)\n"
-    "except Exception as e:\n"
-    f"    print({LOAD_FAILED!r} + ((str(e).splitlines() or [''])[0] or type(e).__name__), file=sys.stderr)\n"
-    "    sys.exit(99)\n"
-    "import pytest\n"
-    "\n"
-    "def why(report):\n"
-    "    crash = getattr(report.longrepr, 'reprcrash', None)\n"
-    "    if isinstance(report.longrepr, tuple):\n"
-    "        return str(report.longrepr[-1]).removeprefix('Skipped: ')\n"
-    "    text = crash.message if crash is not None else str(report.longrepr or '')\n"
-    "    return ' '.join(text.split())[:300]\n"
-    "\n"
-    "class Record:\n"
-    "    tests, errors, seconds = {}, {}, {}\n"
-    "    def pytest_runtest_logreport(self, report):\n"
-    "        node = report.nodeid\n"
-    "        self.seconds[node] = self.seconds.get(node, 0.0) + report.duration\n"
-    "        if report.when == 'call' or report.outcome != 'passed':\n"
-    "            outcome = 'error' if report.when != 'call' and report.failed else report.outcome\n"
-    "            if self.tests.get(node, ('passed',))[0] == 'passed':\n"
-    "                self.tests[node] = (outcome, '' if outcome == 'passed' else why(report))\n"
-    "    def pytest_collectreport(self, report):\n"
-    "        if report.failed:\n"
-    "            self.errors[report.nodeid] = why(report)\n"
-    "\n"
-    "record = Record()\n"
-    "opts = ['-q', '-p', 'no:cacheprovider', '--noconftest', '-c', os.devnull, '--import-mode=importlib',\n"
-    "        '--rootdir', rootdir, '-W', 'ignore::DeprecationWarning']\n"
-    "rc = pytest.main(args + opts, plugins=[record])\n"
-    "with open(out, 'w') as fh:\n"
-    "    json.dump({'tests': record.tests, 'errors': record.errors, 'seconds': record.seconds}, fh)\n"
-    "sys.exit(int(rc))\n"
-)
+OPTIONS = ("-q", "-p", "no:cacheprovider", "--noconftest", "-c", os.devnull, "--import-mode=importlib",
+           "-W", "ignore::DeprecationWarning", "-p", mrun.PROBES)  # fmt: skip
 
 
 # --- where the tests are --------------------------------------------------------------------------------------------
@@ -163,7 +116,6 @@ class Anchor:
     top: Path
     files: list[str]
     named: bool
-    loader: str = LOAD
     asked: list[str] = field(default_factory=list)
 
     def for_file(self, file: str) -> list[str]:
@@ -186,7 +138,7 @@ class Anchor:
             )
 
 
-def front(engine: str, spec: str, kind: str | None, root: Path | None, asked: list[str], loader: str = LOAD) -> Anchor:
+def front(engine: str, spec: str, kind: str | None, root: Path | None, asked: list[str]) -> Anchor:
     """``--anchor`` checked before anything runs (``kind``/``root``: None before the spec is resolved: then only
     what the spec's text says is checked); UsageError in one line."""
     if engine != "sglang":
@@ -197,7 +149,7 @@ def front(engine: str, spec: str, kind: str | None, root: Path | None, asked: li
                 f"--anchor: sglang {spec!r} is a release, and a release wheel carries no unit tests (they stay in "
                 "the repository); give a source checkout: --sglang PATH (e.g. the PR's merge commit)"
             )
-        return Anchor(Path("."), [], bool(asked), loader, list(asked))
+        return Anchor(Path("."), [], bool(asked), list(asked))
     if kind == "wheel":
         raise UsageError(f"--anchor: sglang {spec!r} is a release wheel, which carries no unit tests; give a source checkout: --sglang PATH")  # fmt: skip
     top = checkout_top(root)
@@ -207,7 +159,7 @@ def front(engine: str, spec: str, kind: str | None, root: Path | None, asked: li
             f"--anchor: the checkout {top} carries no unit tests (no test_*.py in a unit folder under test/); "
             "name the tests to run: --anchor TESTS"
         )
-    return Anchor(top, files, bool(asked), loader, list(asked))
+    return Anchor(top, files, bool(asked), list(asked))
 
 
 # --- running tests on a tree ---------------------------------------------------------------------------------------
@@ -225,27 +177,20 @@ class TestRun:
     tail: str = ""
 
 
-def run_tests(tree: Path, args: Sequence[str], top: Path, scratch: Path, timeout: float, loader: str = LOAD) -> TestRun:  # fmt: skip
-    """The tests ``args`` (files or node ids under ``top``) on ``tree``, in a fresh process group killed at
-    ``timeout``; a campaign's Ctrl-C kills it with the claims processes."""
+def run_tests(harness: mrun.Harness, tree: Path, args: Sequence[str], top: Path, scratch: Path, timeout: float) -> TestRun:  # fmt: skip
+    """The tests ``args`` (files or node ids under ``top``) on ``tree``, in a child killed at ``timeout``."""
     scratch.mkdir(parents=True, exist_ok=True)
     out_file = scratch / "anchor-results.json"
     out_file.unlink(missing_ok=True)
-    env = {**os.environ, "PYTHONDONTWRITEBYTECODE": "1", "CUDA_VISIBLE_DEVICES": "", "COLUMNS": "1000"}
-    cmd = [sys.executable, "-c", CHILD, str(tree), str(out_file), loader, str(top), *args]
-    run = TestRun()
+    env = {"PYTHONDONTWRITEBYTECODE": "1", "CUDA_VISIBLE_DEVICES": "", mrun.OUTCOMES_ENV: str(out_file)}
+    run, t0 = TestRun(), time.perf_counter()
+    try:
+        run.rc, run.tail = harness.unit_tests(tree, [*args, *OPTIONS, "--rootdir", str(top)], scratch, timeout, env)
+    except LoadError as e:
+        run.load_error = str(e)
     if mrun.STOP.is_set():
         raise mrun.Interrupted()
-    t0 = time.perf_counter()
-    run.rc, run.timed_out = mrun.run_process(cmd, env=env, cwd=scratch, log=scratch / "anchor.log", timeout=timeout)
-    if mrun.STOP.is_set():
-        raise mrun.Interrupted()
-    run.seconds = round(time.perf_counter() - t0, 2)
-    text = (scratch / "anchor.log").read_text(errors="replace")
-    run.tail = "\n".join(text.strip().splitlines()[-15:])
-    failed = [ln for ln in text.splitlines() if ln.startswith(LOAD_FAILED)]
-    if run.rc == 99 and failed:
-        run.load_error = failed[-1][len(LOAD_FAILED) :]
+    run.seconds, run.timed_out = round(time.perf_counter() - t0, 2), run.rc is None and run.load_error is None
     try:
         doc = json.loads(out_file.read_text())
     except (OSError, ValueError):
@@ -256,23 +201,25 @@ def run_tests(tree: Path, args: Sequence[str], top: Path, scratch: Path, timeout
     return run
 
 
-def reference(anchor: Anchor, pool: mrun.Pool, files: Iterable[str], timeout: float, say: Callable) -> dict[str, Any]:
+def reference(
+    anchor: Anchor, harness: mrun.Harness, pool: mrun.Pool, files: Iterable[str], timeout: float, say: Callable
+) -> dict[str, Any]:
     """Each test file of the targeted ``files`` once, alone, on an unmutated tree: which of its tests pass here
     (the ones a mutant can break), and why each other cannot run here."""
     by_file = anchor.by_file(files)
     wanted = sorted({t for ts in by_file.values() for t in ts})
-    doc: dict[str, Any] = {"top": str(anchor.top), "loader": anchor.loader, "asked": anchor.asked}
+    doc: dict[str, Any] = {"top": str(anchor.top), "asked": anchor.asked}
     doc.update(named=anchor.named, by_file=by_file, files={})
 
     def one(slot: mrun.Slot, test: str) -> TestRun:
-        return run_tests(slot.tree.path, [str(anchor.top / test)], anchor.top, slot.scratch, timeout, anchor.loader)
+        return run_tests(harness, slot.tree.path, [str(anchor.top / test)], anchor.top, slot.scratch, timeout)
 
     def done(test: str, run: TestRun) -> None:
         passed = sorted(n for n, (o, _) in run.tests.items() if o == "passed")
         cannot = {n: f"{o}: {w}".strip() for n, (o, w) in sorted(run.tests.items()) if o != "passed"}
         cannot |= {n or test: f"not collected: {w}" for n, w in run.errors.items()}
         if run.timed_out or run.load_error or not run.wrote:
-            why = "timed out" if run.timed_out else run.load_error or f"the process died (exit {run.rc}): {one_line(run.tail)}"  # fmt: skip
+            why = "timed out" if run.timed_out else run.load_error or f"the process died (exit {run.rc}): {run.tail}"  # fmt: skip
             cannot[test] = why
         doc["files"][test] = {"passed": passed, "cannot_run": cannot, "seconds": run.seconds}
         say(f"anchor reference {test}: {len(passed)} passed, {len(cannot)} cannot run here, in {run.seconds} s")
@@ -289,7 +236,7 @@ def passing(ref: dict[str, Any], file: str) -> list[str]:
     return [n for t in ref["by_file"].get(file, []) for n in ref["files"].get(t, {}).get("passed", [])]
 
 
-def run_mutant(ref: dict[str, Any], slot: mrun.Slot, file: str) -> dict[str, Any]:
+def run_mutant(ref: dict[str, Any], slot: mrun.Slot, file: str, harness: mrun.Harness) -> dict[str, Any]:
     """The anchor on the mutant in ``slot``'s tree (``file`` mutated): its outcome, the tests that saw it and
     why, the tests run and seconds."""
     nodes = passing(ref, file)
@@ -297,7 +244,7 @@ def run_mutant(ref: dict[str, Any], slot: mrun.Slot, file: str) -> dict[str, Any
         return {"outcome": NO_TEST, "killed_by": [], "reasons": {}, "tests_run": 0, "seconds": 0}
     top = Path(ref["top"])
     budget = sum(ref["files"][t]["seconds"] for t in ref["by_file"][file] if t in ref["files"])
-    run = run_tests(slot.tree.path, [str(top / n) for n in nodes], top, slot.scratch, 60 + 4 * budget, ref["loader"])
+    run = run_tests(harness, slot.tree.path, [str(top / n) for n in nodes], top, slot.scratch, 60 + 4 * budget)
     rec = judge(nodes, run)
     return {**rec, "tests_run": len(nodes), "seconds": run.seconds}
 
@@ -309,7 +256,7 @@ def judge(nodes: Sequence[str], run: TestRun) -> dict[str, Any]:
     if run.load_error is not None:
         return {"outcome": "killed at load", "killed_by": [], "reasons": {"(load)": run.load_error}}
     if not run.wrote:
-        why = f"the unit-test process died (exit {run.rc}): {one_line(run.tail)}"
+        why = f"the unit-test process died (exit {run.rc}): {run.tail}"
         return {"outcome": "killed", "killed_by": ["(run)"], "reasons": {"(run)": why}}
     reasons = {}
     for node in nodes:

@@ -1,31 +1,25 @@
 """``deferlab mutate --sglang SPEC`` (or ``--vllm SPEC``): how tight is the claims' net? Mutate the engine's own
 code and count what the claims notice (mutate.md / mutate.json / mutate.png).
 
-Steps: every argument is checked first (targets exist, a campaign has mutants,
-the baseline and the equivalents file read, SPEC loads); then the reference:
-each claim test once on an unmutated copy of the tree, alone, its functions
-carrying probes (cached under ``~/.cache/deferlab/mutate`` by tree, suite and
-profile), whose recorded provenance names the default targets and whose probes
-pick each mutant's claims; then a fixed-seed sample of cosmic-ray mutants, each in a worker's
-private copy of the tree, the results appended to ``mutants.jsonl`` as each
-finishes (``--resume`` continues an interrupted campaign). A bigger campaign
-than one box runs as ``--target`` slices on several machines (cosmic-ray's
-own HTTP workers distribute its test command the same way); ``--mutants
-ID,...`` (or ``@FILE``, one id a line) runs exactly those mutants, as
-``mutate.json`` names them (to re-run a campaign's survivors). What runs on a
-mutant is every unit the suite runs on real code whose test entered its
-function: claim tests by claim, ``real_code`` properties by test
-(``P:<test>``; `mutate_select`), and kills are counted per unit. ``--vllm``
-runs vLLM's served claims on vLLM's code (`mutate_vllm`); ``--anchor`` runs
-the same mutants against a checkout's own unit tests too, side by side
-(`mutate_anchor`). Exit status: 0; 1 a mutant the baseline saw detected now
-survives; 2 bad usage.
+Steps: every argument is checked first (targets exist, a campaign has mutants, the baseline and the
+equivalents file read, SPEC loads); then the reference: each unit once on an unmutated copy of the tree,
+alone, its functions carrying probes (cached by tree, suite and profile, `plan.reference`), whose recorded
+provenance names the default targets and whose probes pick each mutant's units; then a fixed-seed sample
+of cosmic-ray mutants, each in a worker's private copy of the tree, every run through the one runner
+(`runs`), forked from a warm interpreter where it can be (`fork`), each result committed to the campaign's
+store (``campaign.sqlite``, `store`) as it finishes; ``--resume`` runs what is pending, and the outputs are
+rendered from the store alone. A bigger campaign than one box runs as ``--target`` slices on several
+machines; ``--mutants ID,...`` (or ``@FILE``) runs exactly those mutants. What runs on a mutant is every
+unit the suite runs on real code whose test entered its function: claim tests by claim, ``real_code``
+properties by test (``P:<test>``). ``--vllm`` runs the claims vLLM answers on vLLM's code; ``--anchor``
+runs the same mutants against a checkout's own unit tests too, side by side (`anchor`). Exit status: 0;
+1 a mutant whose outcome changed since the baseline; 2 bad usage; 130 Ctrl-C, 143 SIGTERM (resumable).
 """
 
 from __future__ import annotations
 
 import argparse
-import hashlib
+import importlib
 import json
 import os
 import random
@@ -34,64 +28,46 @@ import sys
 import tempfile
 import time
 from collections.abc import Callable
-from dataclasses import asdict, dataclass
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 from deferlab.reference.system import claims as claim_registry
 from deferlab.reference.system.errors import DeferlabInputError, UsageError
-from deferlab.reports.core.atomic import write_text_atomic
+from deferlab.reference.system.systems import ENGINES
+from deferlab.reference.system.systems import engine as engine_facts
+from deferlab.reports.core import process
+from deferlab.reports.core.atomic import check_out_dir, write_text_atomic
 from deferlab.reports.core.claims import PROFILES, default_out_dir
 from deferlab.reports.mutate import anchor as manchor
-from deferlab.reports.mutate import engine, render, select, vllm
+from deferlab.reports.mutate import engine, plan, render, select
 from deferlab.reports.mutate import runs as mrun
-
-PLAN, REFERENCE, RESULTS, CONTROL = "campaign.json", "reference.json", "mutants.jsonl", "control.json"
-RESUME_KEYS = ("engine", "spec", "profile", "seed", "sample", "targets_asked", "claims", "mutants_asked", "anchor_asked")  # fmt: skip
-RESUME_DEFAULTS = {"engine": "sglang"}  # what a plan written before the key existed meant
-REFERENCE_FORMAT = 2  # units (claims and properties); a cached reference of another format is not reused
+from deferlab.reports.mutate.fork import Forks
+from deferlab.reports.mutate.store import NAME, Store
 
 
 def add_parser(sub: Any) -> argparse.ArgumentParser:
     p = sub.add_parser("mutate", help="mutation campaign on the engine's own code: what the claims notice")
     p.add_argument("--sglang", metavar="SPEC", help="mutate SGLang: 'installed', a checkout path, or a version")
-    p.add_argument("--vllm", metavar="SPEC", help="mutate vLLM instead, run by its served claims C13-C15")
-    p.add_argument(
-        "--anchor",
-        nargs="*",
-        metavar="TESTS",
-        default=None,
-        help="also run each mutant against the checkout's own unit tests of its file (or these), side by side",
-    )
+    p.add_argument("--vllm", metavar="SPEC", help="mutate vLLM instead, run by the claims vLLM answers")
+    p.add_argument("--anchor", nargs="*", metavar="TESTS", default=None,
+                   help="also run each mutant against the checkout's own unit tests of its file (or these), side by side")  # fmt: skip
     p.add_argument("--target", action="append", default=[], metavar="FILE[:FUNCTION]", help="mutate this (repeat)")
     p.add_argument("--sample", type=int, default=100, help="mutants drawn with the seed (default 100)")
     p.add_argument("--seed", type=int, default=0, help="the sample's seed (default 0)")
-    p.add_argument(
-        "--claims",
-        default=None,
-        metavar="C1,C3",
-        help="only these units (claims, or P:<test> properties; reference and mutants); default every one",
-    )
-    p.add_argument(
-        "--mutants",
-        default=None,
-        metavar="ID,...|@FILE",
-        help="run exactly these mutants (ids as mutate.json gives them; @FILE: one a line), not a sample",
-    )
+    p.add_argument("--claims", default=None, metavar="C1,C3",
+                   help="only these units (claims, or P:<test> properties; reference and mutants); default every one")  # fmt: skip
+    p.add_argument("--mutants", default=None, metavar="ID,...|@FILE",
+                   help="run exactly these mutants (ids as mutate.json gives them; @FILE: one a line), not a sample")  # fmt: skip
     p.add_argument("--out", type=Path, help="campaign directory (default reports/out/mutate-<UTC timestamp>)")
-    p.add_argument("--baseline", default=None, metavar="FILE", help="a newly surviving mutant is a regression")
-    p.add_argument(
-        "--update-baseline", action="store_true", help=f"write outcomes to FILE (default {render.BASELINE.name})"
-    )
+    p.add_argument("--baseline", default=None, metavar="FILE", help="a mutant whose outcome changed is a regression")
+    p.add_argument("--update-baseline", action="store_true", help=f"write outcomes to FILE (default {render.BASELINE.name})")  # fmt: skip
     p.add_argument("--timeout", type=float, default=None, help="seconds per mutant (default 5x its claims' reference)")
     p.add_argument("--resume", action="store_true", help="continue the campaign in --out where it stopped")
     p.add_argument("--jobs", type=int, default=min(2, os.cpu_count() or 1), help="workers (default min(2, CPUs))")
     p.add_argument("--profile", default="ci", help=f"hypothesis profile: {', '.join(PROFILES)} (default ci)")
-    p.add_argument(
-        "--first-kill",
-        action="store_true",
-        help="stop a mutant's run at the first claim that sees it (faster; kills per claim then count the first)",
-    )
+    p.add_argument("--first-kill", action="store_true",
+                   help="stop a mutant's run at the first claim that sees it (faster; kills per claim then count the first)")  # fmt: skip
     p.add_argument("--compare-selection", type=int, default=0, metavar="K", help="run K mutants with every claim too")
     return p
 
@@ -107,11 +83,40 @@ class Front:
     targets: list[engine.Target]
     claims: list[str] | None
     mutants: list[engine.Mutant] | None
-    baseline: dict[str, Any] | None
+    baseline: Any
     baseline_path: Path | None
     equivalent: dict[str, dict[str, str]]
     out: Path
     anchor: manchor.Anchor | None = None
+
+    @property
+    def baseline_ids(self) -> set[str]:
+        return render.baseline_ids(self.baseline) if self.baseline is not None else set()
+
+
+def engine_of(args: argparse.Namespace) -> tuple[str, str]:
+    """(engine, SPEC) of ``--sglang`` / ``--vllm``: exactly one is given (UsageError in one line otherwise)."""
+    given = [(e, getattr(args, e)) for e in ENGINES if getattr(args, e, None) is not None]
+    if len(given) > 1:
+        raise UsageError("--sglang and --vllm are mutually exclusive: a campaign mutates one engine's code; give one")
+    if not given:
+        raise UsageError("deferlab mutate needs --sglang SPEC or --vllm SPEC (the engine whose code is mutated)")
+    name, spec = given[0]
+    if not spec.strip():
+        raise UsageError(f"--{name}: an empty SPEC; give 'installed', a checkout path or a version")
+    return name, spec.strip()
+
+
+def _claims(text: str, kind: str) -> list[str]:
+    """``--claims``: claim ids the engine answers, or ``P:<test>`` properties; UsageError naming what is known."""
+    facts = engine_facts(kind)
+    known = facts.claims or claim_registry.claim_ids()
+    claims = [c.strip() if select.is_property(c.strip()) else c.strip().upper() for c in text.split(",") if c.strip()]
+    bad = [c for c in claims if c not in known and not (select.is_property(c) and len(c) > 2)] or ([] if claims else ["(none)"])  # fmt: skip
+    if bad:
+        has = f"{facts.display} runs {', '.join(known)}" if facts.claims else f"claims.toml has {', '.join(known)}"
+        raise UsageError(f"--claims: unknown claim(s) {', '.join(bad)}; {has} (a property is P:<test function>)")
+    return claims
 
 
 def _check(args: argparse.Namespace, package: str) -> Front:
@@ -127,39 +132,22 @@ def _check(args: argparse.Namespace, package: str) -> Front:
         raise UsageError(f"--timeout must be a number of seconds > 0, got {args.timeout}")
     if args.profile not in PROFILES:
         raise UsageError(f"--profile must be one of {', '.join(map(repr, PROFILES))}; got {args.profile!r}")
-    kind, spec = vllm.engine_of(args)
+    kind, spec = engine_of(args)
     if args.anchor is not None:
         manchor.front(kind, spec, None, None, args.anchor)
-    claims = None
-    if args.claims is not None:
-        known = claim_registry.claim_ids() if kind == "sglang" else tuple(vllm.served_claims())
-        claims = [c.strip() if select.is_property(c.strip()) else c.strip().upper() for c in args.claims.split(",") if c.strip()]  # fmt: skip
-        bad = [c for c in claims if c not in known and not (select.is_property(c) and len(c) > 2)]
-        bad = bad or ([] if claims else ["(none)"])
-        if bad:
-            raise UsageError(
-                f"--claims: unknown claim(s) {', '.join(bad)}; "
-                + (f"claims.toml has {', '.join(known)}" if kind == "sglang" else f"vLLM runs {', '.join(known)}")
-                + " (a property is P:<test function>)"
-            )
-    out = args.out or default_out_dir(prefix="mutate-")
-    if out.exists() and not out.is_dir():
-        raise UsageError(f"--out: {str(out)!r} exists and is not a directory")
-    if args.resume and not (out / PLAN).is_file():
-        raise UsageError(f"--resume: {str(out)!r} holds no campaign ({PLAN}); give the --out of an interrupted one")
-    if not args.resume and (out / PLAN).is_file():
-        raise UsageError(
-            f"--out: {str(out)!r} already holds a campaign; add --resume to continue it, or pick a new --out"
-        )
+    claims = None if args.claims is None else _claims(args.claims, kind)
+    out = check_out_dir(args.out or default_out_dir(prefix="mutate-"))
+    if args.resume and not Store.holds_campaign(out):
+        raise UsageError(f"--resume: {str(out)!r} holds no campaign ({NAME}); give the --out of an interrupted one")
+    if not args.resume and Store.holds_campaign(out):
+        raise UsageError(f"--out: {str(out)!r} already holds a campaign; add --resume to continue it, or pick a new --out")  # fmt: skip
     if args.update_baseline and not args.baseline and kind != "sglang":
         raise UsageError(f"--update-baseline with --{kind} needs --baseline FILE (the default, {render.BASELINE.name}, is SGLang's CI sample)")  # fmt: skip
     baseline_path = Path(args.baseline) if args.baseline else (render.BASELINE if args.update_baseline else None)
-    baseline = None
-    if baseline_path is not None and not args.update_baseline:
-        try:
-            baseline = render.load_baseline(baseline_path)
-        except ValueError as e:
-            raise UsageError(f"--baseline: {e}") from None
+    try:
+        baseline = render.load_baseline(baseline_path) if baseline_path and not args.update_baseline else None
+    except ValueError as e:
+        raise UsageError(f"--baseline: {e}") from None
     try:
         equivalent = render.load_equivalent()
     except ValueError as e:
@@ -167,7 +155,7 @@ def _check(args: argparse.Namespace, package: str) -> Front:
     from deferlab.impl.loader.sources import resolve
 
     try:
-        found = resolve(vllm.engine_module(kind), spec)
+        found = resolve(importlib.import_module(engine_facts(kind).sources).ENGINE, spec)
     except DeferlabInputError as e:
         raise UsageError(f"--{kind}: {str(e).splitlines()[0]}") from None
     bench = None if args.anchor is None else manchor.front(kind, spec, found.kind, found.root, args.anchor)
@@ -175,339 +163,136 @@ def _check(args: argparse.Namespace, package: str) -> Front:
     for t in targets:
         if not engine.mutants_in(found.root, t):
             raise UsageError(f"--target {t.label}: cosmic-ray's operators find no mutant in it; nothing to run")
-    mutants = None if args.mutants is None else engine.asked_mutants(found.root, args.mutants, targets, package)
+    mutants = None if args.mutants is None else plan.asked_mutants(found.root, args.mutants, targets, package)
     if bench is not None:
         bench.check([t.file for t in targets] + [m.file for m in mutants or []])
     return Front(kind, spec, found.root, found.version, targets, claims, mutants, baseline, baseline_path, equivalent, out, bench)  # fmt: skip
 
 
-# --- the reference ---------------------------------------------------------------------------------------------------
-# What the claim tests' outcome depends on, of deferlab's own code (its other tests and the CLI do not count).
-SUITE = ("impl", "reference", "properties/claims", "properties/strategies", "properties/*.py")
+def harness_for(engine_name: str, profile: str) -> mrun.Harness:
+    """How the campaign runs things on the engine's trees (tests give a fake engine's)."""
+    return mrun.Harness(engine_name, profile)
 
 
-def _fingerprint(root: Path, package: str, profile: str, claims: list[str] | None, runner: mrun.Runner, files: list[str]) -> str:  # fmt: skip
-    """The reference's cache key: the tree's files (path, size, mtime), the suite's code (`SUITE`), profile,
-    claims, and the files probed beyond the driver's modules."""
-    h = hashlib.sha256(json.dumps([REFERENCE_FORMAT, str(root), profile, claims, type(runner).__name__, sorted(set(files))]).encode())  # fmt: skip
-    here = Path(__file__).resolve().parents[2]
-    paths = [p for pattern in SUITE for p in sorted(here.glob(pattern))]
-    for base in [root / package, *paths]:
-        walk = os.walk(base) if base.is_dir() else [(str(base.parent), [], [base.name])]
-        for dirpath, dirnames, names in walk:
-            dirnames[:] = sorted(d for d in dirnames if d != "__pycache__")
-            for name in sorted(n for n in names if n.endswith((".py", ".toml"))):
-                st = (Path(dirpath) / name).stat()
-                h.update(f"{dirpath}/{name}:{st.st_size}:{st.st_mtime_ns}".encode())
-    return h.hexdigest()[:24]
-
-
-def _reach(ref: dict, index: select.CodeIndex) -> dict[str, select.Reach]:
-    """Per unit: the functions its recorded provenance names (a property's: none), and those its test entered
-    (the probes)."""
-    named = select.named_functions(ref["rows"], index)
-    out = {}
-    for cid in mrun.units_of(ref):
-        names, unresolved = named.get(cid, (set(), []))
-        out[cid] = select.Reach(cid, names, set(ref["called"].get(cid, [])) or None, unresolved)
-    return out
-
-
-def _cost_model(ref: dict) -> Callable[..., float]:
-    """Seconds a run of ``nodes`` should take: one process start (the reference's largest) plus their tests."""
-    overhead = max((ref["seconds"][n] - ref["durations"].get(n, 0) for n in ref["seconds"]), default=30.0)
-
-    def cost(nodes: list[str], overhead_only: bool = False) -> float:
-        return overhead if overhead_only else overhead + sum(ref["durations"].get(n, 30.0) for n in nodes)
-
-    return cost
-
-
-def _add_wall(out: Path, seconds: float) -> float:
-    """The campaign's wall time over every session (a resumed one adds its own), kept in ``timing.json``."""
-    path = out / "timing.json"
-    total = (json.loads(path.read_text()).get("wall_seconds", 0.0) if path.is_file() else 0.0) + seconds
-    write_text_atomic(path, json.dumps({"wall_seconds": round(total, 1)}) + "\n")
-    return round(total, 1)
-
-
-def _add_runs(out: Path, now: dict) -> dict:
-    """How the runs ran over every session (a resumed one adds its own), kept in ``runs.json``."""
-    path = out / "runs.json"
-    total = json.loads(path.read_text()) if path.is_file() else {"warm": 0, "cold": {}}
-    total["enabled"], total["warm"] = now["enabled"], total["warm"] + now["warm"]
-    for why, n in now["cold"].items():
-        total["cold"][why] = total["cold"].get(why, 0) + n
-    write_text_atomic(path, json.dumps(total) + "\n")
-    return total
-
-
-def _targets_reached(targets: list[engine.Target], reach: dict[str, select.Reach], probed: list[str]) -> None:
-    """A target in a probed file that no claim test entered in the reference would measure nothing: refused."""
-    if any(not r.can_say for r in reach.values()):
-        return
-    called = set().union(*(r.called or set() for r in reach.values()))
-    for t in (t for t in targets if t.file in probed):
-        hit = f"{t.file}:{t.function}" in called if t.function else any(k.startswith(t.file + ":") for k in called)
-        if not hit:
-            raise UsageError(
-                f"--target {t.label}: no claim test entered it in the reference run; nothing would be measured"
-            )
-
-
-# --- one mutant ------------------------------------------------------------------------------------------------------
-def _mutant_task(ctx: dict, slot: mrun.Slot, m: engine.Mutant) -> dict[str, Any]:
-    """Apply, run the selected units (and every unit when measuring selection), judge, restore."""
-    rec: dict[str, Any] = {**asdict(m), "id": m.id, "node": list(m.node)}
-    ref, runner = ctx["reference"], ctx["runner"]
-    key = f"{m.file}:{m.function}" if m.function else None
-    chosen = select.claims_for(key, ctx["reach"])
-    every = mrun.units_of(ref)
-    claims = chosen or every
-    nodes_of = select.nodes_by_unit(ref["nodes"])
-    try:
-        code = ctx["sources"].mutated(m)
-        rec["diff"] = engine.diff(ctx["sources"].text(m.file), code or "", m.file)
-        slot.tree.apply(m.file, code)
-        try:
-            for label, wanted in (("", claims), ("all_claims", every if ctx["compare"](m) else None)):
-                if wanted is None:
-                    continue
-                nodes = sorted((n for c in wanted for n in nodes_of.get(c, [])), key=ctx["cost"])  # quick ones first
-                run = mrun.run_claims(
-                    runner, slot.tree.path, nodes, slot.scratch, ctx["timeout"](nodes), stop_on=ctx["stop_on"]
-                )
-                v = mrun.judge(ref, run, wanted, nodes_of, lambda: mrun.load_error(runner, slot.tree.path, 600))
-                part = {"outcome": v.outcome, "killed_by": v.killed_by, "reasons": v.reasons, "seconds": run.seconds}
-                if label:
-                    rec[label] = part
-                else:
-                    rec.update(part)
-            if ctx["anchor"] is not None:  # the checkout's own unit tests of the file, on the same mutant
-                rec["anchor"] = manchor.run_mutant(ctx["anchor"], slot, m.file)
-        finally:
-            slot.tree.restore(m.file)
-        rec["claims_run"] = chosen  # the units run (claims, P: properties); None: every one (probes could not say)
-    except mrun.Interrupted:
-        raise
-    except Exception as e:  # a harness failure of ours: recorded, retried by --resume
-        if slot.tree.swapped:  # a tree that could not be restored is made again, never reused mutated
-            slot.rebuild()
-        rec.update(outcome="error", killed_by=[], reasons={"(harness)": f"{type(e).__name__}: {e}"[:400]}, seconds=0)
-    return rec
-
-
-def run(args: argparse.Namespace, log: Any = None, runner: mrun.Runner | None = None) -> int:
+def run(args: argparse.Namespace, log: Any = None, harness: mrun.Harness | None = None) -> int:
     """The campaign; returns the exit status (see the module docstring)."""
     log = log or sys.stderr
     say = lambda msg: print(f"[deferlab] mutate: {msg}", file=log, flush=True)  # noqa: E731
-    runner = runner or vllm.runner_for(vllm.engine_of(args)[0], args.profile)
-    front = _check(args, runner.package)
-    if front.anchor is not None:  # how the unit tests' process loads a tree (a test's runner may name another)
-        front.anchor.loader = getattr(runner, "anchor_loader", manchor.LOAD)
+    harness = harness or harness_for(engine_of(args)[0], args.profile)
+    front = _check(args, harness.package)
     mrun.STOP.clear()
+    t0 = time.perf_counter()
+    store = Store(front.out) if args.resume else None
+    if store is not None:
+        plan.check_resume(store.get("plan"), plan.asked(args, front), front.out)
+        if not store.pending() and store.get("control") is not None:
+            return _finish(args, front, store, say)  # nothing left to run: rendered from the store alone
     say(f"loading {front.engine} {front.spec} ({front.root})")
-    err = mrun.load_error(runner, front.spec, 1200)
+    err = harness.load_error(front.spec, 1200)
     if err is not None:
         raise UsageError(f"--{front.engine}: {err}")
-    t0 = time.perf_counter()
+    front.out.mkdir(parents=True, exist_ok=True)
+    store = store or Store(front.out)
     work = Path(tempfile.mkdtemp(prefix="deferlab-mutate-"))
-    pool = mrun.Pool(front.root, work, args.jobs, runner.package)
+    pool = mrun.Pool(front.root, work, args.jobs, harness.package)
+    forks = Forks(harness.engine, front.root, enabled=bool(harness.warm), cold=harness.launcher, stop=mrun.STOP)
+    harness.launcher = forks
+    stopped = 0
     try:
-        return _campaign(args, front, runner, pool, say, t0)
-    except KeyboardInterrupt:  # during the reference run (the campaign's own loop says more)
-        again = f"--resume --out {front.out}" if (front.out / PLAN).is_file() else "the same arguments"
-        say(f"interrupted before the campaign finished; run again with {again}")
-        return 130
+        _campaign(args, front, harness, pool, store, say, lambda s: forks.last.get(str(s.scratch), "cold"))
+    except (KeyboardInterrupt, process.Stopped) as e:
+        mrun.STOP.set()
+        again = "--resume --out " + str(front.out) if store.get("plan") is not None else "the same arguments"
+        say(f"stopped before the campaign finished; run again with {again}")
+        stopped = 130 if isinstance(e, KeyboardInterrupt) else 143
     finally:
+        forks.close()
+        if store.get("plan") is not None:
+            store.add_session(time.perf_counter() - t0, forks.summary())
         for slot in pool.made:
             slot.tree.remove()
         shutil.rmtree(work, ignore_errors=True)
+    if stopped:
+        store.close()
+        return stopped
+    return _finish(args, front, store, say)
 
 
 def _campaign(
-    args: argparse.Namespace, front: Front, runner: mrun.Runner, pool: mrun.Pool, say: Callable, t0: float
-) -> int:
-    from deferlab.impl.loader.wheels import deferlab_cache
-
-    front.out.mkdir(parents=True, exist_ok=True)
-    index = select.CodeIndex.build(front.root, runner.modules(), runner.package)
-    cached = (
-        deferlab_cache()
-        / "mutate"
-        / f"reference-{_fingerprint(front.root, runner.package, args.profile, front.claims, runner, [t.file for t in front.targets])}.json"
-    )
-    if (front.out / REFERENCE).is_file():
-        ref = json.loads((front.out / REFERENCE).read_text())
-    elif cached.is_file():
-        ref = json.loads(cached.read_text())
-        say(f"reference run read from the cache ({cached})")
-    else:
-        say("reference run: each claim test alone on an unmutated copy whose functions carry probes")
-        t = time.perf_counter()
-        probes = select.probes(front.root, [*index.files.values(), *(t.file for t in front.targets)])
-        ref = mrun.reference(pool, runner, front.claims, args.timeout or 3600, say, probes)
-        ref["wall_seconds"] = round(time.perf_counter() - t, 1)
-        write_text_atomic(cached, json.dumps(ref) + "\n")
-    write_text_atomic(front.out / REFERENCE, json.dumps(ref) + "\n")
-    reach = _reach(ref, index)
-    plan = _plan(args, front, ref, reach, index, say)
-    bench = _anchor_reference(args, front, plan, pool, say)
-    results = mrun.ResultsFile(front.out / RESULTS)
-    todo = {i: engine.Mutant(**{**d, "node": tuple(d["node"])}) for i, d in plan.pop("mutant_specs").items()}
-    left = mrun.pending(todo, results.read())
+    args: argparse.Namespace, front: Front, harness: mrun.Harness, pool: mrun.Pool, store: Store, say: Callable,
+    how: Callable[[mrun.Slot], str],
+) -> None:  # fmt: skip
+    """The reference, the plan, the anchor's reference, then the control and every pending mutant."""
+    index = select.CodeIndex.build(front.root, harness.modules(), harness.package)
+    ref = store.get("reference") or plan.reference(front, harness, pool, index, args.timeout or 3600, say)
+    harness.launcher.close(probed_only=True)  # type: ignore[attr-defined] - the probes are gone from the trees
+    reach = plan.reach(ref, index)
+    if store.get("plan") is None:
+        drawn, mutants = plan.draw(args, front, ref, reach, index, say)
+        store.put("reference", ref)
+        store.plan_mutants({m.id: plan.spec_of(m) for m in mutants})
+        store.put("plan", drawn)
+    bench = _anchor_reference(args, front, harness, pool, store, say)
+    todo = {i: plan.mutant_of(s) for i, s in store.specs().items()}
+    left = store.pending()
     say(f"{len(todo)} mutants, {len(todo) - len(left)} already done, {len(left)} to run on {args.jobs} worker(s)")
-    nodes_of = select.nodes_by_unit(ref["nodes"])
-    cost = _cost_model(ref)
-    guess = sum(
-        cost([n for c in (select.claims_for(f"{m.file}:{m.function}" if m.function else None, reach) or mrun.units_of(ref)) for n in nodes_of.get(c, [])])
-        for m in (todo[i] for i in left)
+    guess = plan.expected_seconds(ref, reach, [todo[i] for i in left])
+    say(f"expected about {guess / 60:.0f} mutant-minutes, {guess / 60 / args.jobs:.0f} min of wall time (reference timings)")  # fmt: skip
+    cost = plan.cost_model(ref)
+    stop_on = pool.work / "stop.json" if args.first_kill else None
+    if stop_on is not None:
+        write_text_atomic(stop_on, json.dumps({"claims": ref["claims"], "tests": ref["tests"]}))
+    campaign = mrun.Campaign(
+        harness, ref, reach, engine.Sources(front.root),
+        timeout=lambda nodes: args.timeout or 60 + 2 * cost(nodes, overhead_only=True) + 4 * cost(nodes),
+        stop_on=stop_on, both_ways=set(random.Random(args.seed).sample(sorted(todo), min(args.compare_selection, len(todo)))),
+        anchor=None if bench is None else lambda slot, file: manchor.run_mutant(bench, slot, file, harness), how=how,
     )  # fmt: skip
-    say(
-        f"expected about {guess / 60:.0f} mutant-minutes, {guess / 60 / args.jobs:.0f} min of wall time (reference timings)"
-    )
-    first = set(random.Random(args.seed).sample(sorted(todo), min(args.compare_selection, len(todo))))
-    ctx = {
-        "reference": ref, "runner": runner, "reach": reach, "sources": engine.Sources(front.root),
-        "compare": lambda m: m.id in first, "cost": lambda n: ref["durations"].get(n, 30.0),
-        "stop_on": pool.work / "stop.json" if args.first_kill else None,
-        "timeout": lambda nodes: args.timeout or 60 + 2 * cost(nodes, overhead_only=True) + 4 * cost(nodes),
-        "anchor": bench,
-    }  # fmt: skip
-    if args.first_kill:
-        write_text_atomic(pool.work / "stop.json", json.dumps({"claims": ref["claims"], "tests": ref["tests"]}))
-    finished = [0]
-
-    def done(_: str, rec: dict[str, Any]) -> None:
-        results.append(rec)
-        finished[0] += 1
-        el = time.perf_counter() - t0
-        eta = el / finished[0] * (len(left) - finished[0])
-        by = f" by {', '.join(rec['killed_by'])}" if rec.get("killed_by") else ""
-        say(
-            f"{finished[0]}/{len(left)} {rec['outcome']}{by}: {rec['id']} ({rec['seconds']} s); {el / 60:.1f} min, ~{eta / 60:.0f} min left"
-        )
-
-    control = _read_json(front.out / CONTROL)
+    t0, finished = time.perf_counter(), [0]
 
     def task(slot: mrun.Slot, i: str) -> dict[str, Any]:
+        return campaign.control(slot) if i == mrun.CONTROL else campaign.mutant(slot, todo[i])
+
+    def done(i: str, rec: dict[str, Any]) -> None:
         if i == mrun.CONTROL:
-            return mrun.control_task(runner, ref, slot, ctx["timeout"], ctx["stop_on"])
-        return _mutant_task(ctx, slot, todo[i])
+            store.put("control", rec)
+            seen = f": outcome changed with nothing mutated in {', '.join(rec['seen_by'])}" if rec["seen_by"] else ""
+            return say(f"control (the unmutated tree, {rec['run']}): {rec['outcome']}{seen} ({rec['seconds']} s)")
+        store.finish(rec)
+        finished[0] += 1
+        el = time.perf_counter() - t0
+        by = f" by {', '.join(rec['killed_by'])}" if rec.get("killed_by") else ""
+        say(f"{finished[0]}/{len(left)} {rec['outcome']}{by}: {rec['id']} ({rec['seconds']} s); {el / 60:.1f} min, ~{el / finished[0] * (len(left) - finished[0]) / 60:.0f} min left")  # fmt: skip
 
-    def finished_one(i: str, rec: dict[str, Any]) -> None:
-        if i != mrun.CONTROL:
-            return done(i, rec)
-        write_text_atomic(front.out / CONTROL, json.dumps(rec) + "\n")
-        control.update(rec)
-        seen = f": outcome changed with nothing mutated in {', '.join(rec['seen_by'])}" if rec["seen_by"] else ""
-        say(f"control (the unmutated tree, {rec['run']}): {rec['outcome']}{seen} ({rec['seconds']} s)")
-
-    try:
-        runner.warm_source = front.root  # warm servers load the unmutated tree (`mutate_run._run_warm`)
-        pool.map(task, ([mrun.CONTROL] if not control and left else []) + left, finished_one)
-    except KeyboardInterrupt:
-        _add_wall(front.out, time.perf_counter() - t0)
-        say(f"interrupted: {finished[0]} of {len(left)} finished; continue with --resume --out {front.out}")
-        return 130
-    eq = render.equivalent_for(front.equivalent, front.version)
-    wall = _add_wall(front.out, time.perf_counter() - t0)
-    plan["timing"] = {"wall_seconds": wall, "reference_seconds": ref.get("wall_seconds", 0)}
-    plan["control"], plan["runs"] = control or None, _add_runs(front.out, mrun.warm_summary(runner))
-    if bench is not None:
-        plan["anchor"] = manchor.summary(bench)
-    cuda = render.equivalent_for(front.equivalent, front.version, "needs CUDA")
-    doc = render.document(plan, list(results.read().values()), eq, cuda)
-    regs, better = render.compare(doc, front.baseline) if front.baseline else ([], [])
-    render.write(front.out, doc, regs, better)
-    if args.update_baseline and front.baseline_path is not None:
-        render.write_baseline(front.baseline_path, doc)
-        say(f"baseline written to {front.baseline_path}")
-    c = doc["counts"]
-    say(
-        f"kill rate {doc['kill_rate']}: "
-        + ", ".join(f"{k} {n}" for k, n in c.items())
-        + f"; written to {front.out.resolve()}"
-    )
-    for r in regs:
-        say(f"REGRESSION {r['id']}: {r['baseline']} -> survived")
-    return 1 if regs and not args.update_baseline else 0
-
-
-def _read_json(path: Path) -> dict[str, Any]:
-    return json.loads(path.read_text()) if path.is_file() else {}
+    pool.map(task, ([mrun.CONTROL] if store.get("control") is None else []) + left, done)
 
 
 def _anchor_reference(
-    args: argparse.Namespace, front: Front, plan: dict, pool: mrun.Pool, say: Callable
-) -> dict[str, Any] | None:
+    args: argparse.Namespace, front: Front, harness: mrun.Harness, pool: mrun.Pool, store: Store, say: Callable
+) -> dict[str, Any] | None:  # fmt: skip
     """With ``--anchor``: which of the checkout's unit tests of the targeted files pass unmutated here
-    (`mutate_anchor.reference`), run once per campaign and reread by ``--resume``; None without it."""
+    (`anchor.reference`), run once per campaign and kept in the store; None without it."""
     if front.anchor is None:
         return None
-    path = front.out / manchor.ANCHOR
-    if path.is_file():
-        return json.loads(path.read_text())
-    files = sorted({t["target"].split(":", 1)[0] for t in plan["targets"]})
-    front.anchor.check(files)
-    say("anchor reference: the checkout's unit tests of the targeted files, each file alone on an unmutated copy")
-    ref = manchor.reference(front.anchor, pool, files, args.timeout or 600, say)
-    write_text_atomic(path, json.dumps(ref) + "\n")
-    return ref
+    if store.get("anchor") is None:
+        files = sorted({t["target"].split(":", 1)[0] for t in store.get("plan")["targets"]})
+        front.anchor.check(files)
+        say("anchor reference: the checkout's unit tests of the targeted files, each file alone on an unmutated copy")
+        store.put("anchor", manchor.reference(front.anchor, harness, pool, files, args.timeout or 600, say))
+    return store.get("anchor")
 
 
-def _plan(
-    args: argparse.Namespace, front: Front, ref: dict, reach: dict, index: select.CodeIndex, say: Callable
-) -> dict[str, Any]:
-    """The campaign's plan (targets, population, the sample), written once and reread by --resume."""
-    asked = [t.label for t in front.targets]
-    mine = {"engine": front.engine, "spec": front.spec, "profile": args.profile, "seed": args.seed, "sample": args.sample, "targets_asked": asked, "claims": front.claims, "mutants_asked": _asked_ids(front), "anchor_asked": args.anchor}  # fmt: skip
-    if (front.out / PLAN).is_file():
-        plan = json.loads((front.out / PLAN).read_text())
-        diff = [k for k in RESUME_KEYS if plan.get(k, RESUME_DEFAULTS.get(k)) != mine[k]]
-        if diff:
-            raise UsageError(f"--resume: {front.out} was started with other {', '.join(diff)}; give the same arguments")
-        return plan
-    targets = front.targets
-    if front.mutants is not None:  # exactly these: their functions are the targets
-        targets = list(dict.fromkeys([*targets, *(engine.holder(front.root, m, front.engine) for m in front.mutants)]))
-    elif targets:
-        _targets_reached(targets, reach, ref.get("instrumented", []))
-    else:
-        named = sorted(set().union(*(r.named for r in reach.values())))
-        targets = [engine.function_target(index.funcs[k]) for k in named]
-        if not targets:
-            raise UsageError(
-                "no claim's recorded provenance names an engine function: no default targets; give --target"
-            )
-    pool_ = engine.population(front.root, targets)
-    if not pool_:
-        raise UsageError("the targets hold no mutant of cosmic-ray's operators: a campaign with no mutants")
-    if front.mutants is not None:
-        chosen, dropped = sorted(front.mutants, key=lambda m: (m.file, m.line, m.col, m.operator, m.index, m.nth)), 0
-        say(f"{len(chosen)} mutants asked for by --mutants (no sample drawn)")
-    else:
-        chosen, dropped = engine.sample(pool_, args.sample, args.seed, engine.Sources(front.root))
-        say(f"{len(chosen)} of {len(pool_)} mutants drawn (seed {args.seed}) from {len(targets)} target(s)")
-    if front.baseline is not None and not {m.id for m in chosen} & set(front.baseline["outcomes"]):
-        raise UsageError(
-            f"--baseline {front.baseline_path}: it shares no mutant with this campaign (other seed, sample or targets)"
-        )
-    plan = {
-        **mine, "jobs": args.jobs, "first_kill": args.first_kill, "population": len(pool_), "incompetent": dropped,
-        "operators": len(engine.operator_names()),
-        "system": {"root": str(front.root), "version": front.version, "name": f"{front.engine}-{front.version}"},
-        "targets": [{"target": t.label, "start": t.start, "end": t.end, "population": sum(m.file == t.file and t.start <= m.line <= t.end for m in pool_)} for t in targets],
-        "reference": {"verdicts": {c: v["verdict"] for c, v in ref["claims"].items()}, "seconds": ref["seconds"], "errors": ref["errors"],
-                      "properties": {u: o for u, o in ref.get("properties", {}).items() if o == "passed"},
-                      "called": {c: sorted(r.called or []) for c, r in reach.items()},
-                      "named": {c: sorted(r.named) for c, r in reach.items()},
-                      "unresolved": {c: r.unresolved for c, r in reach.items() if r.unresolved}},
-        "mutant_specs": {m.id: {k: v for k, v in asdict(m).items()} for m in chosen},
-    }  # fmt: skip
-    write_text_atomic(front.out / PLAN, json.dumps(plan, indent=1) + "\n")
-    return json.loads(json.dumps(plan))
-
-
-def _asked_ids(front: Front) -> list[str] | None:
-    return None if front.mutants is None else [m.id for m in front.mutants]
+def _finish(args: argparse.Namespace, front: Front, store: Store, say: Callable) -> int:
+    """mutate.json/md/png from the store alone, the baseline's changes, the optional new baseline."""
+    doc = render.from_store(store, front.equivalent)
+    store.close()
+    regs = render.compare(doc, front.baseline) if front.baseline is not None else []
+    render.write(front.out, doc, regs)
+    if args.update_baseline and front.baseline_path is not None:
+        render.write_baseline(front.baseline_path, doc)
+        say(f"baseline written to {front.baseline_path}")
+    counts = ", ".join(f"{k} {n}" for k, n in doc["counts"].items())
+    say(f"kill rate {doc['kill_rate']}: {counts}; written to {front.out.resolve()}")
+    for r in regs:
+        say(f"REGRESSION {r['id']}: {r['baseline']} -> {r['current']}")
+    return 1 if regs and not args.update_baseline else 0

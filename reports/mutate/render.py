@@ -1,8 +1,8 @@
 """A mutation campaign's results: the document (mutate.json), its Markdown (mutate.md), the figure (mutate.png),
 the person-judged equivalent survivors, and the CI baseline that turns a newly surviving mutant into a regression.
 
-Why kept apart from running: the numbers must be recomputable from the per-mutant
-results file alone (a resumed or interrupted campaign renders the same way),
+Why kept apart from running: the numbers are recomputed from the campaign's store
+alone (`from_store`: a resumed or interrupted campaign renders the same way),
 and equivalence is never decided here: a survivor is equivalent only when
 ``reports/mutate_equivalent.toml`` says so, with a person's reason.
 """
@@ -16,25 +16,22 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
+from deferlab.reference.system.systems import claim_key
+from deferlab.reports.core import baseline, diff
 from deferlab.reports.core.atomic import write_text_atomic, write_with_atomic
+from deferlab.reports.core.baseline import Baseline
 from deferlab.reports.core.grouping import fenced
 from deferlab.reports.mutate import anchor
-from deferlab.reports.mutate.select import claim_order, is_property
+from deferlab.reports.mutate.select import is_property
+from deferlab.reports.mutate.store import Store
 
-SCHEMA_VERSION = 1
+SCHEMA_VERSION = 2  # 2: a baseline's changed outcomes are all regressions (no separate improvements)
 HERE = Path(__file__).resolve().parents[1]
 EQUIVALENT = HERE / "mutate_equivalent.toml"
 BASELINE = HERE / "mutate_baseline.json"
 DETECTED = ("killed", "killed at load")
-COLOURS = {
-    "killed": "#4caf50",
-    "killed at load": "#81c784",
-    "timeout": "#ffb300",
-    "survived": "#e53935",
-    "equivalent": "#9e9e9e",
-    "needs CUDA": "#bcaaa4",
-    "error": "#5c6bc0",
-}
+COLOURS = {"killed": "#4caf50", "killed at load": "#81c784", "timeout": "#ffb300", "survived": "#e53935",
+           "equivalent": "#9e9e9e", "needs CUDA": "#bcaaa4", "error": "#5c6bc0"}  # fmt: skip
 # The reviewed tables of the survivors file: an equivalent mutant changes nothing observable; a CUDA-only one
 # changes a line only a CUDA tensor executes (a Triton launch), which no run on a CPU can reach: it is not
 # equivalent, it is unmeasured here, and the kill rate is given with and without it.
@@ -76,49 +73,47 @@ def equivalent_for(entries: dict[str, dict[str, str]], version: str, kind: str =
 
 
 # --- the baseline (CI's fixed sample) --------------------------------------------------------------------------------
-def load_baseline(path: Path) -> dict[str, Any]:
-    """The baseline document; ValueError naming the file when it is not a mutate baseline."""
-    try:
-        doc = json.loads(Path(path).read_text())
-    except (OSError, json.JSONDecodeError) as e:
-        raise ValueError(f"cannot read mutate baseline {str(path)!r}: {e}") from None
-    if (
-        not isinstance(doc, dict)
-        or doc.get("schema_version") != SCHEMA_VERSION
-        or not isinstance(doc.get("outcomes"), dict)
-    ):
-        raise ValueError(f"{str(path)!r} is not a mutate baseline (schema_version {SCHEMA_VERSION} with 'outcomes')")
-    return doc
+def load_baseline(path: Path) -> Baseline:
+    """The mutate baseline at ``path`` (schema 2, or the committed schema-1 file); ValueError naming the file."""
+    found = baseline.load(path, "mutate")
+    if not any(found.cells.values()):
+        raise ValueError(f"{str(path)!r} is not a mutate baseline: it holds no mutant's outcome")
+    return found
 
 
-def compare(doc: dict[str, Any], baseline: dict[str, Any]) -> tuple[list[dict[str, str]], list[str]]:
-    """Regressions (a mutant the baseline saw detected that now survives) and improvements (a baseline survivor
-    now detected); mutants the baseline does not hold are not compared."""
-    old = baseline["outcomes"]
-    regs, better = [], []
-    for m in doc["mutants"]:
-        before, now = old.get(m["id"]), _shown(m)
-        if before is None:
-            continue
-        if now == "survived" and before != "survived":
-            regs.append({"id": m["id"], "baseline": before, "current": now})
-        elif before == "survived" and now in DETECTED:
-            better.append(m["id"])
-    return regs, better
+def baseline_ids(pinned: Baseline) -> set[str]:
+    return {i for row in pinned.cells.values() for i in row}
 
 
-def baseline_document(doc: dict[str, Any]) -> dict[str, Any]:
-    keep = ("spec", "profile", "seed", "sample", "targets", "claims")
-    return {
-        "schema_version": SCHEMA_VERSION,
-        "version": doc["system"].get("version"),
-        **{k: doc[k] for k in keep},
-        "outcomes": {m["id"]: _shown(m) for m in doc["mutants"]},
-    }
+def compare(doc: dict[str, Any], pinned: Baseline) -> list[dict[str, str]]:
+    """The mutants whose outcome changed since the baseline (`reports.core.diff`: the mutant is the subject,
+    its outcome the verdict; against a baseline every change is a regression). Mutants only one side has
+    are not compared (another sample or seed)."""
+    before = {(i, ""): diff.Cell(o) for row in pinned.cells.values() for i, o in row.items()}
+    now = {(m["id"], ""): diff.Cell(_shown(m)) for m in doc["mutants"] if (m["id"], "") in before}
+    changes = diff.diff({k: c for k, c in before.items() if k in now}, now)
+    return [{"id": c.subject, "baseline": c.before, "current": c.after} for c in diff.regressions(changes)]
 
 
 def write_baseline(path: Path, doc: dict[str, Any]) -> None:
-    write_text_atomic(path, json.dumps(baseline_document(doc), indent=1, sort_keys=True) + "\n")
+    """The campaign's outcomes as the mutate baseline (schema 2), with what its sample depends on."""
+    meta = {k: doc[k] for k in ("spec", "sample", "seed", "targets", "claims")}
+    cells = {(m["id"], doc["spec"]): diff.Cell(_shown(m)) for m in doc["mutants"]}
+    baseline.save(path, Baseline.of("mutate", cells, profile=doc["profile"], meta={**meta, "version": doc["system"].get("version")}))  # fmt: skip
+
+
+def from_store(store: Store, entries: dict[str, dict[str, str]]) -> dict[str, Any]:
+    """mutate.json's document from the campaign's store alone (its plan, reference, control, sessions, anchor and
+    finished mutants) and the reviewed survivors ``entries`` (`load_equivalent`)."""
+    plan, ref = store.get("plan"), store.get("reference") or {}
+    wall, runs = store.sessions()
+    plan.update(timing={"wall_seconds": wall, "reference_seconds": ref.get("wall_seconds", 0)}, runs=runs)
+    plan["control"] = store.get("control")
+    if store.get("anchor") is not None:
+        plan["anchor"] = anchor.summary(store.get("anchor"))
+    version = plan["system"]["version"]
+    eq, cuda = equivalent_for(entries, version), equivalent_for(entries, version, "needs CUDA")
+    return document(plan, store.records(), eq, cuda)
 
 
 # --- the document ---------------------------------------------------------------------------------------------------
@@ -172,8 +167,8 @@ def document(
         "kill_rate_with_cuda_only": round(detected / (judged + counts["needs CUDA"]), 4)
         if judged + counts["needs CUDA"]
         else None,
-        "per_unit": {c: per_unit[c] for c in sorted(per_unit, key=claim_order)},
-        "per_claim": {c: per_unit[c] for c in sorted(per_unit, key=claim_order) if not is_property(c)},
+        "per_unit": {c: per_unit[c] for c in sorted(per_unit, key=claim_key)},
+        "per_claim": {c: per_unit[c] for c in sorted(per_unit, key=claim_key) if not is_property(c)},
         "matrix": sorted(matrix.values(), key=lambda r: (r["where"].rsplit(":", 1)[0], int(r["where"].rsplit(":", 1)[1]))),
         "survivors": [m["id"] for m in mutants if _shown(m) == "survived"],
         "equivalent_but_detected": sorted(i for i in equivalent if any(m["id"] == i and m["outcome"] != "survived" for m in mutants)),
@@ -206,7 +201,7 @@ def selection_saving(mutants: list[dict[str, Any]], reference: dict[str, Any]) -
 
 
 # --- Markdown --------------------------------------------------------------------------------------------------------
-def markdown(doc: dict[str, Any], regressions: list[dict[str, str]], improvements: list[str]) -> str:
+def markdown(doc: dict[str, Any], regressions: list[dict[str, str]]) -> str:
     c, sel = doc["counts"], doc["selection"]
     ref = doc.get("reference", {})
     rate = "n/a" if doc["kill_rate"] is None else f"{100 * doc['kill_rate']:.1f} %"
@@ -250,12 +245,6 @@ def markdown(doc: dict[str, Any], regressions: list[dict[str, str]], improvement
         out += anchor.markdown(doc)
     out += ["## Regressions against the baseline", ""]
     out += [f"- `{r['id']}`: {r['baseline']} -> {r['current']}" for r in regressions] or ["None."]
-    if improvements:
-        out += [
-            "",
-            "Baseline survivors now detected (run with --update-baseline): "
-            + ", ".join(f"`{i}`" for i in improvements),
-        ]
     out += [
         "",
         "## Kills per unit (claims and properties)",
@@ -277,7 +266,7 @@ def markdown(doc: dict[str, Any], regressions: list[dict[str, str]], improvement
         "|---|---|---|---|---|---|---|---|",
     ]
     for row in doc["matrix"]:
-        by = ", ".join(f"{k} {n}" for k, n in sorted(row["claims"].items(), key=lambda kv: claim_order(kv[0])))
+        by = ", ".join(f"{k} {n}" for k, n in sorted(row["claims"].items(), key=lambda kv: claim_key(kv[0])))
         out.append(
             f"| `{row['where']}` | {row['mutants']} | {row['killed']} | {row['killed at load']} | {row['timeout']} "
             f"| {row['survived']} | {row['equivalent']} | {by or '–'} |"
@@ -343,7 +332,7 @@ def _mutant_block(m: dict[str, Any], ref: dict[str, Any]) -> list[str]:
 
 def units(ref: dict[str, Any]) -> list[str]:
     """A plan's reference units in claim order: its claims (with a verdict), then its passing properties."""
-    return sorted([*ref.get("verdicts", {}), *ref.get("properties", {})], key=claim_order)
+    return sorted([*ref.get("verdicts", {}), *ref.get("properties", {})], key=claim_key)
 
 
 def _reference_of(ref: dict[str, Any], unit: str) -> str:
@@ -397,9 +386,9 @@ def figure(doc: dict[str, Any], path: Path) -> Path | None:
     return path
 
 
-def write(out: Path, doc: dict[str, Any], regressions: list[dict[str, str]], improvements: list[str]) -> None:
+def write(out: Path, doc: dict[str, Any], regressions: list[dict[str, str]]) -> None:
     """mutate.json, mutate.png and mutate.md into ``out``, each atomically (the results file stays beside them)."""
-    body = {**doc, "regressions": regressions, "improvements": improvements}
+    body = {**doc, "regressions": regressions}
     write_text_atomic(out / "mutate.json", json.dumps(body, indent=1) + "\n")
     figure(doc, out / "mutate.png")
-    write_text_atomic(out / "mutate.md", markdown(doc, regressions, improvements))
+    write_text_atomic(out / "mutate.md", markdown(doc, regressions))

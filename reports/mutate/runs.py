@@ -1,277 +1,153 @@
-"""Running the claims on a tree: the probed reference run, one mutant's run, and what its outcome is.
+"""Running the checks on a worker's tree through the one runner, and what a mutant's outcome is.
 
-Why subprocesses: a process holds one SGLang (its modules cannot be unloaded),
-and a mutant may hang or crash; each run is ``pytest <claim tests> --sglang
-TREE`` in its own process group with a timeout, so a hang is killed and
-recorded as ``timeout`` and a crash is an outcome, never a lost campaign. The
-reference runs each claim test alone on a tree whose functions carry probes
-(`mutate_select.instrument`), so selection knows which functions each claim
-entered. The units run are every test the suite collects on real code: claim
-tests (keyed by claim) and ``real_code`` properties (keyed ``P:<test>``,
-`mutate_select.unit_of_node`). A mutant is *killed* when a
-selected claim's verdict or failure signature (its recorded signature set where
-the row carries one, else `reports.core.grouping.failure_signature` of its evidence:
-`mutate_select.signature_of`) differs from the reference's, or a selected test
-(claim or property) that passed there fails or errors; *killed at load* when
-nothing recorded a verdict or a passing test and the mutant tree no longer loads
-(`reports.versions.matrix.preflight`); otherwise *survived*. A harness failure
-of our own is ``error`` (retried by ``--resume``).
+Every run is `reports.core.runner.run` on ``System(engine, TREE)`` (its node ids, the campaign's pytest plugin
+``deferlab.properties.probes`` by name where a run needs it, its timeout), started by the campaign's launcher
+(warm forks, `reports.mutate.fork`), and judged from its `RunRecord`: per claim its verdict and failure
+signature (`select.signature_of`), per test its outcome and failure line. The reference runs each unit alone
+on a tree whose functions carry probes, so selection knows which functions each unit entered. The units
+are every test the suite runs on real code: claim tests (keyed by claim) and ``real_code`` properties (keyed
+``P:<test>``, `select.unit_of_node`).
+
+A mutant is *killed* when a selected claim's verdict or failure signature differs from the reference's, or
+a selected test that passed there fails or errors; *killed at load* when nothing recorded a verdict or a
+passing test and the tree no longer loads (`runner.check_loads`); *timeout* when the run did not end in
+time; otherwise *survived*. A harness failure of our own is ``error`` (retried by ``--resume``).
 """
 
 from __future__ import annotations
 
-import contextlib
 import json
 import os
 import queue
-import re
-import shutil
-import signal
-import subprocess
 import tempfile
 import threading
-import time
 from collections.abc import Callable, Iterable, Sequence
-from concurrent.futures import ThreadPoolExecutor, as_completed
-from dataclasses import dataclass, field
+from concurrent.futures import ThreadPoolExecutor, as_completed, wait
+from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
 
-from deferlab.reference.system.errors import UsageError
-from deferlab.reference.system.seam import SGLANG_LABEL
+from deferlab.reference.system.systems import System, claim_key
+from deferlab.reports.core import process, runner
+from deferlab.reports.core.runner import Launcher, LoadError, Request, RunRecord
 from deferlab.reports.mutate import engine, select
-from deferlab.reports.report import claims as claims_io
-from deferlab.reports.versions.matrix import SGLangLoadError, claims_command, one_line, preflight
 
-WARM_ENV = "DEFERLAB_MUTATE_WARM"
 OUTCOMES = ("killed", "killed at load", "timeout", "survived", "error")
-_SUMMARY = re.compile(r"^(FAILED|ERROR) (\S+?)(?: - (.*))?$")
-_LIVE: set[subprocess.Popen] = set()
-_WARM: set[Any] = set()  # warm servers with a run in flight (Ctrl-C kills their children)
-_LIVE_LOCK = threading.Lock()
-STOP = threading.Event()  # set on Ctrl-C: no new claims process starts, and a killed one is not an outcome
+PROBES = "deferlab.properties.probes"  # the campaign's pytest plugin, named (the CLI never imports the checks)
+# its switches (`properties.probes`): the probes' hits, --first-kill's reference, a collection, unit-test outcomes
+PROBES_ENV, STOP_ENV = "DEFERLAB_MUTATE_PROBES", "DEFERLAB_MUTATE_STOP_ON"
+COLLECT_ENV, OUTCOMES_ENV = "DEFERLAB_MUTATE_COLLECT", "DEFERLAB_MUTATE_OUTCOMES"
+WARM_ENV = "DEFERLAB_MUTATE_WARM"
+CONTROL = "(control)"  # the unmutated tree, run as a mutant is: every unit, warm where the mutants are
+STOP = threading.Event()  # set when the command stops: no new process starts, and a killed run is no outcome
 
 
 class Interrupted(Exception):
     """The campaign is stopping: this run was cut short by us, so it says nothing about the mutant."""
 
 
-@dataclass
-class Runner:
-    """How to run claim tests on a tree: the real suite on SGLang (tests swap in a fake engine's script)."""
+def _warm_default(engine_name: str) -> bool:
+    """Warm forks unless ``DEFERLAB_MUTATE_WARM=0``; not for vLLM: on 0.33.0 a fork's load record differs from
+    the server's on every run, so each run paid the server and the guard, then ran cold anyway."""
+    return os.environ.get(WARM_ENV, "1").strip() != "0" and engine_name != "vllm"
 
+
+@dataclass
+class Harness:
+    """How a campaign runs things on a tree of ``engine``: the checks through `runner.run` (started by
+    ``launcher``), the load check (`runner.check_loads`) and a checkout's own unit tests
+    (`runner.run_with_engine`). Tests give a fake engine's."""
+
+    engine: str
     profile: str = "ci"
-    package: str = "sglang"
-    # Runs fork a warm interpreter (`reports.mutate.warm`) unless DEFERLAB_MUTATE_WARM=0; a failed warm run goes cold.
-    warm: bool = field(default_factory=lambda: os.environ.get(WARM_ENV, "1").strip() != "0")
-    engine: str = "sglang"  # deferlab.impl.<engine>.sources loads the tree in a warm server
-    servers: dict[str, Any] = field(default_factory=dict, repr=False)  # scratch folder -> its slot's server
-    warm_runs: list[str] = field(default_factory=list, repr=False)  # "warm" / "cold: why" per run, in order
-    warm_source: Path | None = None  # the unmutated tree plain runs' servers load (set by `reference`)
+    launcher: Launcher = runner.cold
+    warm: bool | None = None  # None: `_warm_default`
+
+    def __post_init__(self) -> None:
+        self.warm = _warm_default(self.engine) if self.warm is None else self.warm
+
+    @property
+    def package(self) -> str:
+        return self.engine  # the engine's top-level package in its tree
 
     def modules(self) -> list[str]:
-        """The engine modules whose functions get probes in the reference run (the driver's)."""
-        return select.driver_modules()
+        return select.probed_modules(self.engine)
 
-    def suite_nodes(self, nodes: Sequence[str]) -> list[str]:
-        """Node ids as paths under the installed or checked-out suite (``.../claims/test_x.py::test[...]``)."""
-        base = claims_io.suite_path() / "claims"
-        return [str(base / n.rsplit("claims/", 1)[-1]) for n in nodes]
+    def system(self, tree: Path | str) -> System:
+        return System(self.engine, str(tree))
 
-    def command(self, tree: Path, nodes: Sequence[str] | None, *, plugin: bool = False) -> list[str]:
-        """`reports.versions.matrix.claims_command` on ``tree`` with the suite path replaced by ``nodes``
-        (None: collect only), and with ``plugin`` the probes' and first-kill plugin (`mutate_select`)."""
-        cmd = claims_command(str(tree), self.profile)
-        where = cmd.index(str(claims_io.suite_path() / "claims"))
-        cmd[where : where + 1] = self.suite_nodes(nodes) if nodes is not None else [cmd[where], "--collect-only"]
-        return cmd + ["-rfE", *(["-p", "deferlab.reports.mutate.select"] if plugin else [])]
+    def run(self, request: Request, scratch: Path) -> RunRecord:
+        """``request`` in ``scratch`` (its log and results there); `Interrupted` when stopping."""
+        if STOP.is_set():
+            raise Interrupted()
+        (scratch / "pytest.log").unlink(missing_ok=True)
+        record = runner.run(request, work=scratch, launcher=self.launcher)
+        if STOP.is_set():
+            raise Interrupted()
+        return record
 
-    def load_check(self, tree: Path, timeout: float) -> None:
-        """Raise `SGLangLoadError` when ``tree`` does not load (the mutant broke an import)."""
-        preflight(str(tree), timeout=timeout)
+    def claims(self, tree: Path, nodes: Sequence[str], scratch: Path, timeout: float, env: dict[str, str] | None = None) -> RunRecord:  # fmt: skip
+        """The tests ``nodes`` (absolute node ids) on ``tree``; ``env``: the plugin's switches (then it is loaded)."""
+        request = Request(self.system(tree), self.profile, nodes=tuple(nodes), timeout=timeout,
+                          plugins=(PROBES,) if env else (), env=env or {})  # fmt: skip
+        return self.run(request, scratch)
 
+    def collect(self, tree: Path, scratch: Path, timeout: float) -> tuple[str, list[str]]:
+        """(rootdir, node ids relative to it) of every test the system's shipped checks run on ``tree``: claim
+        tests and ``real_code`` properties (the campaign's plugin writes them, after the suite's deselection)."""
+        out = scratch / "collect.json"
+        out.unlink(missing_ok=True)
+        request = Request(self.system(tree), self.profile, collect_only=True, timeout=timeout,
+                          plugins=(PROBES,), env={COLLECT_ENV: str(out)})  # fmt: skip
+        record = self.run(request, scratch)
+        doc = json.loads(out.read_text()) if out.is_file() else {"nodes": []}
+        system = self.system(tree)  # its claim tests of claims the engine has no verdict for skip on it: not units
+        units = {n: select.unit_of_node(n) for n in doc["nodes"]}
+        nodes = [n for n, u in units.items() if select.is_property(u) or system.answers(u)]
+        if not any(select.claim_of_node(n) for n in nodes):
+            why = record.error or last_line(record.log) or f"pytest exited {record.rc}"
+            raise RuntimeError(f"collecting the claim tests on {tree} found none ({why})")
+        return doc["rootdir"], nodes
 
-@dataclass
-class Run:
-    """What one pytest process recorded: per claim its verdict and failure signature, per test its outcome."""
-
-    claims: dict[str, dict[str, str]] = field(default_factory=dict)  # id -> verdict, signature, evidence
-    rows: list[dict[str, Any]] = field(default_factory=list)
-    tests: dict[str, str] = field(default_factory=dict)  # node id -> passed | failed | skipped
-    messages: dict[str, str] = field(default_factory=dict)  # node id -> pytest's one-line reason
-    durations: dict[str, float] = field(default_factory=dict)  # node id -> seconds inside the test
-    rc: int | None = None
-    timed_out: bool = False
-    seconds: float = 0.0
-    recorded: bool = False
-    wrote: bool = False  # whether the process wrote a results file at all (a killed one does not)
-    hits: list[int] = field(default_factory=list)  # probe ids the process entered (the reference only)
-    tail: str = ""
-
-
-def kill_all() -> None:
-    """End every claims process this module started (Ctrl-C on a campaign), by process group."""
-    with _LIVE_LOCK:
-        for p in list(_LIVE):
-            with contextlib.suppress(ProcessLookupError, PermissionError):
-                os.killpg(p.pid, signal.SIGKILL)
-        for server in list(_WARM):
-            server.kill_child()
-
-
-def run_claims(
-    runner: Runner, tree: Path, nodes: Sequence[str] | None, scratch: Path, timeout: float, *, trace: bool = False,
-    stop_on: Path | None = None,
-) -> Run:  # fmt: skip
-    """The claim tests ``nodes`` on ``tree`` in a fresh process (its own group, killed at ``timeout``); ``trace``:
-    record the probes it hits; ``stop_on``: a reference file, to stop at the first claim that differs from it."""
-    results = scratch / "results"
-    shutil.rmtree(results, ignore_errors=True)
-    scratch.mkdir(parents=True, exist_ok=True)
-    # COLUMNS: pytest drops a failure's message from its one-line summary when the line is wider than the terminal
-    env = {**os.environ, "DEFERLAB_RESULTS_DIR": str(results), "PYTHONDONTWRITEBYTECODE": "1", "COLUMNS": "1000"}
-    if trace:
-        env[select.PROBES_ENV] = str(scratch / "probes.json")
-        (scratch / "probes.json").unlink(missing_ok=True)
-    if stop_on is not None:
-        env[select.STOP_ENV] = str(stop_on)
-    out = Run()
-    t0 = time.perf_counter()
-    if STOP.is_set():
-        raise Interrupted()
-    cmd = runner.command(tree, nodes, plugin=trace or stop_on is not None)
-    done = _run_warm(runner, tree, cmd, env, scratch, timeout, trace) if runner.warm else None
-    if done is not None:
-        out.rc, out.timed_out = done.rc, done.timed_out
-    else:
-        _run_cold(cmd, env, scratch, timeout, out)
-    if STOP.is_set():
-        raise Interrupted()
-    out.seconds = round(time.perf_counter() - t0, 2)
-    _read_run(out, scratch, results)
-    if trace and (scratch / "probes.json").is_file():
-        out.hits = json.loads((scratch / "probes.json").read_text())
-    return out
-
-
-def _run_warm(
-    runner: Runner, tree: Path, cmd: list[str], env: dict[str, str], scratch: Path, timeout: float, trace: bool
-) -> Any:
-    """``cmd`` (``python -m pytest ...``) forked from this slot's warm server; None: run it cold (no server, the
-    server died, or the child's load record differed from the server's: `reports.mutate.warm`).
-
-    The server's load is the record a run's load must match: for probed runs (the reference) the probed tree
-    itself, for the rest the campaign's unmutated source (`Runner.warm_source`), so a mutant that changes what
-    loads (a failed body, a new stand-in) runs cold, where the answer is the truth."""
-    from deferlab.reports.mutate import warm
-
-    if cmd[1:3] != ["-m", "pytest"]:
-        runner.warm_runs.append("cold: not a pytest command")
-        return None
-    key = f"{scratch}|{'probed' if trace else 'plain'}"
-    try:
-        server = runner.servers.get(key)
-        if server is None:
-            spec = str(tree if trace or runner.warm_source is None else runner.warm_source)
-            preload = {warm.PRELOAD_ENV: f"{select.__name__}:install_probe"} if trace else {}
-            with _env(preload):  # a probed tree calls its probes at import: the builtin must be there
-                server = runner.servers[key] = warm.WarmServer(runner.engine, spec, log=scratch / "warm.log")
-        with _LIVE_LOCK:
-            _WARM.add(server)
+    def load_error(self, tree: Path | str, timeout: float = 600) -> str | None:
+        """None when ``tree`` loads, else the loader's one line (`check`)."""
+        if STOP.is_set():
+            raise Interrupted()
         try:
-            (scratch / "pytest.log").write_text("")
-            got = server.run(cmd[3:], env=env, cwd=scratch, log=scratch / "pytest.log", timeout=timeout, spec=str(tree))
-        finally:
-            with _LIVE_LOCK:
-                _WARM.discard(server)
-    except warm.WarmUnavailable as e:
-        runner.servers.pop(key, None)
-        runner.warm_runs.append(f"cold: {e}")
+            self.check(tree, timeout)
+        except LoadError as e:
+            return str(e)
         return None
-    if got.rc == warm.DIFFERS:
-        runner.warm_runs.append("cold: the load record differed from the warm server's")
-        return None
-    runner.warm_runs.append("warm")
-    return got
+
+    def check(self, tree: Path | str, timeout: float) -> None:
+        runner.check_loads(self.system(tree), timeout=timeout)
+
+    def unit_tests(self, tree: Path, args: Sequence[str], cwd: Path, timeout: float, env: dict[str, str]) -> tuple[int | None, str]:  # fmt: skip
+        """pytest ``args`` in a child that loaded ``tree`` first (`with_engine`): (exit status or None at the
+        timeout, the last line of its output); `LoadError` when the tree does not load."""
+        if STOP.is_set():
+            raise Interrupted()
+        rc, out, err = self.with_engine(tree, args, cwd, timeout, env)
+        return rc, last_line(out + err)
+
+    def with_engine(self, tree: Path, args: Sequence[str], cwd: Path, timeout: float, env: dict[str, str]) -> tuple[int | None, str, str]:  # fmt: skip
+        return runner.run_with_engine(self.system(tree), args, cwd=cwd, timeout=timeout, env=env)
 
 
-@contextlib.contextmanager
-def _env(values: dict[str, str]) -> Any:
-    """``os.environ`` with ``values`` set for the block (the warm server inherits it)."""
-    old = {k: os.environ.get(k) for k in values}
-    os.environ.update(values)
-    try:
-        yield
-    finally:
-        for k, v in old.items():
-            if v is None:
-                os.environ.pop(k, None)
-            else:
-                os.environ[k] = v
+def last_line(text: str) -> str:
+    return (text.strip().splitlines() or [""])[-1][:300]
 
 
-def _run_cold(cmd: list[str], env: dict[str, str], scratch: Path, timeout: float, out: Run) -> None:
-    out.rc, out.timed_out = run_process(cmd, env=env, cwd=scratch, log=scratch / "pytest.log", timeout=timeout)
-
-
-def run_process(
-    cmd: list[str], *, env: dict[str, str], cwd: Path, log: Path, timeout: float
-) -> tuple[int | None, bool]:
-    """``cmd`` in its own process group, output to ``log``, registered so Ctrl-C (`kill_all`) ends it, killed with
-    its group at ``timeout``: (exit status, timed out). The claims runs and the anchor's unit-test runs use it."""
-    with open(log, "w") as fh:
-        proc = subprocess.Popen(cmd, stdout=fh, stderr=subprocess.STDOUT, env=env, cwd=cwd, start_new_session=True)
-        with _LIVE_LOCK:
-            _LIVE.add(proc)
-        try:
-            return proc.wait(timeout=timeout), False
-        except subprocess.TimeoutExpired:
-            with contextlib.suppress(ProcessLookupError):
-                os.killpg(proc.pid, signal.SIGKILL)
-            proc.wait()
-            return None, True
-        finally:
-            with _LIVE_LOCK:
-                _LIVE.discard(proc)
-
-
-def _read_run(out: Run, scratch: Path, results: Path) -> None:
-    """What the finished (or killed) run left: pytest's summary lines and the results file."""
-    text = (scratch / "pytest.log").read_text(errors="replace")
-    out.tail = "\n".join(text.strip().splitlines()[-15:])
-    for line in text.splitlines():
-        m = _SUMMARY.match(line.strip())
-        if m:
-            out.messages[m.group(2)] = (m.group(3) or m.group(1)).strip()[:400]
-    try:
-        doc = claims_io.load_results(results)
-    except ValueError:
-        doc = None
-    if doc is not None:
-        out.wrote = True
-        out.rows = [r for r in doc["claims"] if r["policy"] == SGLANG_LABEL]
-        for r in out.rows:
-            out.claims[r["id"]] = {"verdict": r["verdict"], "signature": select.signature_of(r), "evidence": r.get("evidence", "")}  # fmt: skip
-        out.tests = {p["name"]: p["outcome"] for p in doc.get("properties", [])}
-        out.durations = {p["name"]: float(p.get("seconds") or 0) for p in doc.get("properties", [])}
-        out.recorded = any(c["verdict"] != "not-run" for c in out.claims.values()) or any(
-            o == "passed" and not select.claim_of_node(n) for n, o in out.tests.items()
-        )  # a verdict, or a property test that passed (property units record no verdict)
-
-
-def collect(runner: Runner, tree: Path, scratch: Path, timeout: float) -> list[str]:
-    """The node ids of every test the suite runs on ``tree`` (pytest --collect-only): claim tests and
-    ``real_code`` properties (`mutate_select.unit_of_node` keys each)."""
-    scratch.mkdir(parents=True, exist_ok=True)
-    env = {**os.environ, "PYTHONDONTWRITEBYTECODE": "1", "DEFERLAB_RESULTS_DIR": str(scratch / "collect")}
-    proc = subprocess.run(
-        runner.command(tree, None), capture_output=True, text=True, env=env, cwd=scratch, timeout=timeout, check=False
-    )
-    nodes = [ln.strip() for ln in proc.stdout.splitlines() if "::" in ln and not ln.startswith((" ", "<"))]
-    if not any(select.claim_of_node(n) for n in nodes):
-        why = one_line(proc.stdout + proc.stderr) or f"pytest exited {proc.returncode}"
-        raise RuntimeError(f"collecting the claim tests on {tree} found none ({why})")
-    return nodes
+def claims_of(record: RunRecord) -> dict[str, dict[str, str]]:
+    """Per claim of the run's system: its verdict, failure signature and evidence."""
+    return {
+        str(r["id"]): {
+            "verdict": str(r["verdict"]),
+            "signature": select.signature_of(r),
+            "evidence": str(r.get("evidence", "")),
+        }
+        for r in record.mine()
+    }
 
 
 @dataclass
@@ -284,77 +160,52 @@ class Verdict:
 
 
 def judge(
-    reference: dict[str, Any], run: Run, claims: Sequence[str], nodes: dict[str, list[str]],
-    load_check: Callable[[], str | None],
+    reference: dict[str, Any], record: RunRecord, units: Sequence[str], nodes: dict[str, list[str]],
+    load_error: Callable[[], str | None],
 ) -> Verdict:  # fmt: skip
-    """Compare ``run`` with the reference's claims and tests (only the units ``claims``, the ones that ran:
-    claim ids and ``P:`` property units; ``nodes``: unit -> its node ids).
-
-    A claim unit sees the mutant when its verdict or signature changed, or one of its tests that passed in the
-    reference did not pass; a property unit when one of its tests that passed there did not pass.
-    ``load_check()``: None when the mutant tree still loads, else its one-line error (asked only when no
-    selected unit recorded anything)."""
-    if run.timed_out:
-        return Verdict("timeout", reasons={"(run)": f"no end within the timeout ({run.seconds} s)"})
-    v = Verdict("survived")
-    if not run.wrote:
-        error = load_check()
+    """Compare ``record`` with the reference's claims and tests, for the units that ran (``nodes``: unit -> its
+    node ids). A claim unit sees the mutant when its verdict or signature changed, or one of its tests that
+    passed in the reference did not pass; a property unit when one of its tests that passed there did not.
+    ``load_error()`` (asked only when nothing was recorded): None when the mutant tree still loads."""
+    if record.timed_out:
+        return Verdict("timeout", reasons={"(run)": f"no end within the timeout ({record.seconds} s)"})
+    if not record.wrote:
+        error = load_error()
         if error is not None:
             return Verdict("killed at load", reasons={"(load)": error})
-        return Verdict("killed", reasons={"(run)": f"the claims process died (exit {run.rc}): {one_line(run.tail)}"})
-    for cid in claims:
-        ref = reference["claims"].get(cid)
-        got = run.claims.get(cid, {"verdict": "not-run", "signature": ""})
-        if run.tests and not any(n in run.tests for n in nodes.get(cid, [])):
+        return Verdict("killed", reasons={"(run)": f"the claims process died (exit {record.rc}): {last_line(record.log)}"})  # fmt: skip
+    v, got_claims, tests = Verdict("survived"), claims_of(record), record.tests
+    for unit in units:
+        mine = nodes.get(unit, [])
+        if tests and not any(n in tests for n in mine):
             continue  # its test never started (--first-kill stopped at an earlier kill)
-        if select.is_property(cid):
-            broke = [n for n in nodes.get(cid, []) if reference["tests"].get(n) == "passed" and run.tests.get(n, "failed") != "passed"]  # fmt: skip
-            if broke:
-                why = message_for(run, broke[0])
-                v.reasons[cid] = f"its test {run.tests.get(broke[0], 'did not finish')}: {why}".strip()
+        broke = [n for n in mine if reference["tests"].get(n) == "passed" and getattr(tests.get(n), "outcome", "") != "passed"]  # fmt: skip
+        failed = ""
+        if broke:
+            t = tests.get(broke[0])
+            failed = f"its test {t.outcome if t else 'did not finish'}: {t.message if t else ''}".strip()
+        ref = reference["claims"].get(unit)
+        if select.is_property(unit) or ref is None:
+            if failed and select.is_property(unit):
+                v.reasons[unit] = failed
             continue
-        if ref is None:
-            continue  # no reference verdict to compare with
+        got = got_claims.get(unit, {"verdict": "not-run", "signature": ""})
         if got["verdict"] != ref["verdict"]:
-            v.reasons[cid] = f"verdict {ref['verdict']} -> {got['verdict']}"
+            v.reasons[unit] = f"verdict {ref['verdict']} -> {got['verdict']}"
         elif got["signature"] != ref["signature"]:
-            v.reasons[cid] = f"failure signature {ref['signature'][:160]!r} -> {got['signature'][:160]!r}"
-        for node in nodes.get(cid, []):
-            if reference["tests"].get(node) == "passed" and run.tests.get(node, "failed") != "passed":
-                why = message_for(run, node)
-                failed = f"its test {run.tests.get(node, 'did not finish')}: {why}".strip()
-                if got["verdict"] == "not-run" or cid not in v.reasons:  # the crash says more than "not-run"
-                    v.reasons[cid] = failed
-    if not run.recorded:
-        error = load_check()
+            v.reasons[unit] = f"failure signature {ref['signature'][:160]!r} -> {got['signature'][:160]!r}"
+        if failed and (got["verdict"] == "not-run" or unit not in v.reasons):  # a crash says more than "not-run"
+            v.reasons[unit] = failed
+    if not record.recorded():
+        error = load_error()
         if error is not None:
             return Verdict("killed at load", reasons={"(load)": error})
         if not v.reasons:
-            v.reasons["(run)"] = f"no claim recorded a verdict (pytest exit {run.rc}): {one_line(run.tail)}"
+            v.reasons["(run)"] = f"no claim recorded a verdict (pytest exit {record.rc}): {last_line(record.log)}"
     if v.reasons:
         v.outcome = "killed"
-        v.killed_by = sorted((c for c in v.reasons if not c.startswith("(")), key=select.claim_order)
+        v.killed_by = sorted((c for c in v.reasons if not c.startswith("(")), key=claim_key)
     return v
-
-
-def message_for(run: Run, node: str) -> str:
-    """pytest's one-line reason for ``node`` from the run's summary, whose node ids may be printed relative to
-    another directory (the claims process runs in its scratch folder): matched on the file's name and the rest."""
-    if node in run.messages:
-        return run.messages[node]
-    tail = node.rsplit("/", 1)[-1]
-    return next((m for n, m in run.messages.items() if n in node or n.rsplit("/", 1)[-1] == tail), "")
-
-
-def load_error(runner: Runner, tree: Path, timeout: float) -> str | None:
-    """`Runner.load_check` as a value: None when ``tree`` loads, else the loader's one line."""
-    try:
-        runner.load_check(tree, timeout)
-    except SGLangLoadError as e:
-        return one_line(str(e))
-    except subprocess.TimeoutExpired:
-        return f"loading did not finish within {timeout} s"
-    return None
 
 
 # --- worker slots: a private tree copy and a scratch folder each -----------------------------------------------------
@@ -368,8 +219,7 @@ class Slot:
         """A fresh copy of the tree in place of this one (after a mutant could not be taken out)."""
         source, parent, package = self.tree.source, self.tree.path.parent, self.tree.package
         self.tree.remove()
-        self.tree = engine.WorkTree.make(source, parent, package)
-        self.probed = False
+        self.tree, self.probed = engine.WorkTree.make(source, parent, package), False
 
 
 class Pool:
@@ -394,7 +244,8 @@ class Pool:
             self.slots.put(slot)
 
     def map(self, fn: Callable[[Slot, Any], Any], items: Iterable[Any], done: Callable[[Any, Any], None]) -> None:
-        """``done(item, result)`` in the calling thread as each finishes; Ctrl-C kills every claims process."""
+        """``done(item, result)`` in the calling thread as each finishes. Stopped (Ctrl-C, SIGTERM, an error):
+        no new run starts, every child is killed until each worker has returned, then the stop goes on."""
         with ThreadPoolExecutor(max_workers=self.jobs) as ex:
             futures = {ex.submit(self._task, fn, it): it for it in items}
             try:
@@ -402,155 +253,85 @@ class Pool:
                     done(futures[f], f.result())
             except BaseException:
                 STOP.set()
-                ex.shutdown(wait=False, cancel_futures=True)
-                kill_all()
+                for f in futures:
+                    f.cancel()
+                while not all(f.done() for f in futures):
+                    process.kill_all()
+                    wait(futures, timeout=0.2)
                 raise
 
 
-def reference(
-    pool: Pool, runner: Runner, claims: list[str] | None, timeout: float, say: Callable,
-    probes: dict[str, tuple[str, dict[int, str]]],
-) -> dict:  # fmt: skip
-    """Each unit's tests alone (a claim test; a property's nodes together) on an unmutated copy carrying ``probes``
-    (file -> instrumented text, id -> function): verdicts, signatures, test outcomes, the functions each unit
-    entered, seconds. ``claims``: only these units (claim ids, ``P:`` names); None: every one collected. A
-    property none of whose tests passed here can see no mutant and is dropped. The probes are taken out of
-    every worker tree afterwards."""
-    nodes: list[str] = []
-    pool.map(lambda slot, _: nodes.extend(collect(runner, slot.tree.path, slot.scratch, timeout)), [0], lambda *a: None)
-    every = list(nodes)
-    nodes = [n for n in nodes if claims is None or select.unit_of_node(n) in claims]
-    units = select.nodes_by_unit(nodes)
-    unknown = [c for c in claims or [] if select.is_property(c) and c not in units]
-    if unknown:
-        known = ", ".join(u for u in select.nodes_by_unit(every) if select.is_property(u)) or "none"
-        raise UsageError(f"--claims: no property {', '.join(unknown)} runs on real code (the suite's: {known})")
-    runner.warm_source = pool.source
-    doc: dict[str, Any] = {"claims": {}, "rows": [], "tests": {}, "called": {}, "seconds": {}, "durations": {}}
-    doc["errors"] = []
-    doc.update(nodes=nodes, instrumented=sorted(probes), properties={})
-    key = {n: k for _, ids in probes.values() for n, k in ids.items()}
-
-    def one(slot: Slot, unit: str) -> Run:
-        if not slot.probed:
-            for file, (text, _) in probes.items():
-                slot.tree.apply(file, text)
-            slot.probed = True
-        return run_claims(runner, slot.tree.path, units[unit], slot.scratch, timeout, trace=True)
-
-    def done(unit: str, run: Run) -> None:
-        share = run.seconds / max(1, len(units[unit]))  # one process for the unit's nodes: its start shared
-        for node in units[unit]:
-            doc["seconds"][node] = round(share, 2)
-            doc["durations"][node] = run.durations.get(node, share)
-        doc["tests"].update(run.tests)
-        doc["called"].setdefault(unit, set()).update(key[h] for h in run.hits if h in key)
-        if select.is_property(unit):
-            outcomes = [run.tests.get(n, "did not finish") for n in units[unit]]
-            doc["properties"][unit] = "passed" if "passed" in outcomes else (outcomes[0] if outcomes else "not-run")
-            say(f"reference {unit}: {', '.join(outcomes)} in {run.seconds} s")
-            return
-        got = run.claims.get(unit)
-        if got is None or got["verdict"] == "not-run" or run.timed_out:
-            why = "timed out" if run.timed_out else one_line(run.tail)
-            doc["errors"].append(f"{unit}: recorded no verdict ({why})")
-        else:
-            doc["claims"][unit] = got
-            doc["rows"] += [r for r in run.rows if r["id"] == unit]
-        say(f"reference {unit}: {got['verdict'] if got else 'nothing recorded'} in {run.seconds} s")
-
-    try:
-        pool.map(one, list(units), done)
-    finally:
-        for slot in pool.made:
-            for file in probes if slot.probed else ():
-                slot.tree.restore(file)
-            slot.probed = False
-        for key in [k for k in runner.servers if k.endswith("|probed")]:
-            runner.servers.pop(key).close()  # the probes are gone: no later run matches that load
-    if not doc["claims"]:
-        raise RuntimeError("the reference run recorded no verdict: " + "; ".join(doc["errors"])[:600])
-    dead = [u for u, o in doc["properties"].items() if o != "passed"]
-    if dead:
-        doc["errors"].append(f"properties that passed no test here (no mutant can break them; not run): {', '.join(dead)}")  # fmt: skip
-    doc["nodes"] = [n for n in nodes if select.unit_of_node(n) not in dead]
-    doc["called"] = {c: sorted(v) for c, v in doc["called"].items() if c not in dead}
-    return doc
-
-
-CONTROL = "(control)"  # the unmutated tree, run as a mutant is: every unit, warm where the mutants are
-
-
-def control_task(
-    runner: Runner, reference: dict[str, Any], slot: Slot, timeout: Callable[[list[str]], float], stop_on: Path | None
-) -> dict[str, Any]:
-    """Run every unit on ``slot``'s unmutated tree the way a mutant runs and judge it like one: it must
-    survive. A control that is "killed" names the units whose outcome changed with nothing mutated (warm runs
-    that disagree with the cold reference, or a claim that is not deterministic), so their kills are suspect."""
-    units = units_of(reference)
-    nodes_of = select.nodes_by_unit(reference["nodes"])
-    nodes = [n for u in units for n in nodes_of.get(u, [])]
-    before = len(runner.warm_runs)
-    run = run_claims(runner, slot.tree.path, nodes, slot.scratch, timeout(nodes), stop_on=stop_on)
-    v = judge(reference, run, units, nodes_of, lambda: load_error(runner, slot.tree.path, 600))
-    how = "warm" if runner.warm_runs[before:] == ["warm"] else "cold"
-    return {"outcome": v.outcome, "seen_by": v.killed_by, "reasons": v.reasons, "seconds": run.seconds, "run": how}
-
-
-def warm_summary(runner: Runner) -> dict[str, Any]:
-    """How the campaign's runs ran: warm forks, and cold ones with why (`reports.mutate.warm`)."""
-    why: dict[str, int] = {}
-    for r in runner.warm_runs:
-        if r != "warm":
-            why[r] = why.get(r, 0) + 1
-    return {"enabled": runner.warm, "warm": runner.warm_runs.count("warm"), "cold": why}
+# --- the reference ----------------------------------------------------------------------------------------------------
+def absolute(reference: dict[str, Any], nodes: Iterable[str]) -> list[str]:
+    """Node ids as the runner takes them: under the rootdir they were collected in."""
+    return [f"{reference['rootdir']}/{n}" for n in nodes]
 
 
 def units_of(reference: dict[str, Any]) -> list[str]:
     """The reference's units in claim order: its claims with a verdict, then its passing properties."""
     props = [u for u, o in reference.get("properties", {}).items() if o == "passed"]
-    return sorted([*reference["claims"], *props], key=select.claim_order)
+    return sorted([*reference["claims"], *props], key=claim_key)
 
 
-# --- the per-mutant results file (append as each finishes; a resumed campaign skips what it holds) -------------------
-class ResultsFile:
-    """``mutants.jsonl``: one JSON object per finished mutant, appended and fsynced under a lock; a torn last
-    line (a kill mid-write) is ignored on reading."""
+# --- one mutant, and the control -------------------------------------------------------------------------------------
+@dataclass
+class Campaign:
+    """What every mutant's run needs: the reference, the probes' reach, the sources, the per-run timeout,
+    ``--first-kill``'s reference file, the mutants run with every unit too, the anchor's run of a mutated file."""
 
-    def __init__(self, path: Path) -> None:
-        self.path = Path(path)
-        self._lock = threading.Lock()
+    harness: Harness
+    reference: dict[str, Any]
+    reach: dict[str, select.Reach]
+    sources: engine.Sources
+    timeout: Callable[[list[str]], float]
+    stop_on: Path | None = None
+    both_ways: set[str] = field(default_factory=set)
+    anchor: Callable[[Slot, str], dict[str, Any]] | None = None  # `anchor.run_mutant` with its reference
+    how: Callable[[Slot], str] = lambda slot: "cold"  # how a slot's last run ran (the launcher's count)
 
-    def read(self) -> dict[str, dict[str, Any]]:
-        out: dict[str, dict[str, Any]] = {}
-        if not self.path.is_file():
-            return out
-        for line in self.path.read_text().splitlines():
+    def judged(self, slot: Slot, units: list[str]) -> tuple[Verdict, float]:
+        """``units`` on ``slot``'s tree, quick tests first, judged."""
+        nodes_of = select.nodes_by_unit(self.reference["nodes"])
+        nodes = sorted((n for u in units for n in nodes_of.get(u, [])), key=lambda n: self.reference["durations"].get(n, 30.0))  # fmt: skip
+        env = {STOP_ENV: str(self.stop_on)} if self.stop_on else None
+        record = self.harness.claims(slot.tree.path, absolute(self.reference, nodes), slot.scratch, self.timeout(nodes), env)  # fmt: skip
+        v = judge(self.reference, record, units, nodes_of, lambda: self.harness.load_error(slot.tree.path))
+        return v, record.seconds
+
+    def mutant(self, slot: Slot, m: engine.Mutant) -> dict[str, Any]:
+        """Apply, run the selected units (and every unit when measuring selection), judge, restore."""
+        rec: dict[str, Any] = {**asdict(m), "id": m.id, "node": list(m.node)}
+        chosen = select.claims_for(f"{m.file}:{m.function}" if m.function else None, self.reach)
+        every = units_of(self.reference)
+        try:
+            code = self.sources.mutated(m)
+            if code is None:
+                raise ValueError("the mutation changes nothing or does not compile (cosmic-ray's incompetent)")
+            rec["diff"] = engine.diff(self.sources.text(m.file), code, m.file)
+            slot.tree.apply(m.file, code)
             try:
-                rec = json.loads(line)
-            except json.JSONDecodeError:
-                continue
-            if isinstance(rec, dict) and "id" in rec:
-                out[rec["id"]] = rec
-        return out
+                for label, wanted in (("", chosen or every), ("all_claims", every if m.id in self.both_ways else None)):
+                    if wanted is not None:
+                        v, seconds = self.judged(slot, wanted)
+                        part = {"outcome": v.outcome, "killed_by": v.killed_by, "reasons": v.reasons, "seconds": seconds}  # fmt: skip
+                        rec.update({label: part} if label else part)
+                if self.anchor is not None:  # the checkout's own unit tests of the file, on the same mutant
+                    rec["anchor"] = self.anchor(slot, m.file)
+            finally:
+                slot.tree.restore(m.file)
+            rec["claims_run"] = chosen  # the units run; None: every one (probes could not say)
+        except Interrupted:
+            raise
+        except Exception as e:  # a harness failure of ours: recorded, retried by --resume
+            if slot.tree.swapped:  # a tree that could not be restored is made again, never reused mutated
+                slot.rebuild()
+            rec.update(outcome="error", killed_by=[], reasons={"(harness)": f"{type(e).__name__}: {e}"[:400]}, seconds=0)  # fmt: skip
+        return rec
 
-    def append(self, record: dict[str, Any]) -> None:
-        data = (json.dumps(record, sort_keys=True) + "\n").encode()
-        with self._lock:
-            self.path.parent.mkdir(parents=True, exist_ok=True)
-            with open(self.path, "ab") as fh:
-                if fh.tell() and not self._ends_with_newline():
-                    fh.write(b"\n")  # the torn line of an interrupted write stays alone on its line
-                fh.write(data)
-                fh.flush()
-                os.fsync(fh.fileno())
-
-    def _ends_with_newline(self) -> bool:
-        with open(self.path, "rb") as fh:
-            fh.seek(-1, os.SEEK_END)
-            return fh.read(1) == b"\n"
-
-
-def pending(ids: Iterable[str], done: dict[str, dict[str, Any]]) -> list[str]:
-    """The mutants still to run: not in the results file, or recorded as a harness ``error`` (retried)."""
-    return [i for i in ids if i not in done or done[i].get("outcome") == "error"]
+    def control(self, slot: Slot) -> dict[str, Any]:
+        """Every unit on the unmutated tree, run and judged as a mutant is: it must survive. A control that is
+        "killed" names the units whose outcome changed with nothing mutated (warm runs that disagree with the
+        cold reference, a claim that is not deterministic): their kills are suspect."""
+        v, seconds = self.judged(slot, units_of(self.reference))
+        how = "warm" if self.how(slot) == "warm" else "cold"
+        return {"outcome": v.outcome, "seen_by": v.killed_by, "reasons": v.reasons, "seconds": seconds, "run": how}

@@ -11,7 +11,7 @@ from everything), so the reference run gives every function of the driver's
 modules a probe (`instrument`) and runs each claim test alone in its process
 (the driver caches processors and served outputs across tests, so a shared
 session would credit one test with another's calls); the probes it hit are the
-functions that claim entered (a pytest plugin: ``-p deferlab.reports.mutate.select``
+functions that claim entered (a pytest plugin: ``-p deferlab.properties.probes``
 with ``DEFERLAB_MUTATE_PROBES`` set). A mutant then runs the claims that
 entered its function; one at module level, in a function no claim entered, or
 beside a claim with no probe record, runs every claim: provenance cannot say.
@@ -27,17 +27,14 @@ but its probes select it like a claim's.
 from __future__ import annotations
 
 import ast
-import builtins
-import json
-import os
 import re
-import sys
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from deferlab.reports.core.atomic import write_text_atomic
+from deferlab.reference.system.signatures import signature_set
+from deferlab.reference.system.systems import claim_key
 from deferlab.reports.mutate.engine import Function, functions
 
 _TOKEN = re.compile(r"[A-Za-z_]\w*(?:\.[A-Za-z_]\w*)*")
@@ -45,12 +42,24 @@ _CAMEL = re.compile(r"^_?[A-Z][a-z0-9]+[A-Z]")
 _NODE_CLAIM = re.compile(r"::test_claim_(c\d+)_", re.IGNORECASE)
 
 
-def driver_modules() -> list[str]:
-    """The engine modules the SGLang driver imports (required, optional, the whitelist's homes), and the
-    kernel package its normalization calls."""
-    from deferlab.impl.sglang import sources
+# The module of the image processor class vLLM's Kimi-K3 path serves with in 0.32.0 and 0.33.0 (the driver reads
+# the class off the code: `impl.vllm.sources.served_processor`). A release that moves it still has its functions
+# named by provenance (default targets), only not probed: their mutants then run every claim.
+SERVED_PROCESSOR = "vllm.transformers_utils.processors.kimi_k25_vision_fused"
 
-    return [*sources.REQUIRED, *sources.OPTIONAL, *sources.WHITELIST, "sglang.kernels.ops.mm.process"]
+
+def probed_modules(engine: str) -> list[str]:
+    """The engine modules whose functions get probes in the reference run: those the engine's driver runs.
+    SGLang: the loader's required, optional and whitelist modules and the kernel package its normalization
+    calls; vLLM: the input parser, ``convert_image_mode``'s module, the Kimi-K3 path and processor, and the
+    served image processor's module."""
+    if engine == "vllm":
+        from deferlab.impl.vllm import driver, sources
+
+        return [*sources.REQUIRED, driver.K3_PROCESSOR, SERVED_PROCESSOR]
+    from deferlab.impl.sglang import sources as sglang
+
+    return [*sglang.REQUIRED, *sglang.OPTIONAL, *sglang.WHITELIST, "sglang.kernels.ops.mm.process"]
 
 
 @dataclass
@@ -175,12 +184,7 @@ def claims_for(function_key: str | None, reach: Mapping[str, Reach]) -> list[str
     hit = [c for c, r in reach.items() if r.called is not None and function_key in r.called]
     if not hit:
         return None
-    return sorted({*hit, *(c for c, r in reach.items() if not r.can_say)}, key=claim_order)
-
-
-def claim_order(cid: str) -> tuple[int, str]:
-    """Claims in number order (C2 before C10), then property units by name."""
-    return (int(cid[1:]) if cid[:1] == "C" and cid[1:].isdigit() else 10**6, cid)
+    return sorted({*hit, *(c for c, r in reach.items() if not r.can_say)}, key=claim_key)
 
 
 def claim_of_node(node: str) -> str | None:
@@ -220,39 +224,16 @@ def nodes_by_claim(test_names: Iterable[str]) -> dict[str, list[str]]:
 
 
 def signature_of(row: Mapping[str, Any]) -> str:
-    """What identifies how a recorded claim row fails: "" unless it fails (or holds with a caveat); its recorded
-    signature set where the row carries one (``row["signatures"]``, read by ``signature_set`` of
-    ``reference.system.signatures`` where this tree has it), sorted and joined, else
-    `reports.core.grouping.failure_signature` of its evidence, as before rows carried sets."""
+    """How a recorded claim row fails (as `properties.probes.signature_of` sees it under ``--first-kill``): ""
+    unless it fails (or holds with a caveat); else its signature set (the recorded one, or its evidence's
+    `failure_signature`), sorted and joined."""
     if row.get("verdict") not in ("fails", "holds-with-caveat"):
         return ""
-    sigs = row.get("signatures")
-    if isinstance(sigs, list) and sigs:
-        helper = _signature_set()
-        found = helper(row) if helper is not None else None
-        if not found:
-            found = {str(s.get("signature", "")) for s in sigs if isinstance(s, Mapping)}
-        return " | ".join(sorted(str(x) for x in found))
-    from deferlab.reports.core.grouping import failure_signature
-
-    return failure_signature(row.get("evidence", ""))
-
-
-def _signature_set() -> Any:
-    """The shared ``signature_set`` (``reference.system.signatures``, or the suite's ``verdicts`` re-export where a
-    session loaded it); None where neither exists."""
-    try:
-        from deferlab.reference.system import signatures
-
-        return getattr(signatures, "signature_set", None)
-    except ImportError:
-        return getattr(sys.modules.get("deferlab.properties.verdicts"), "signature_set", None)
+    return " | ".join(sorted(signature_set({**row, "verdict": "fails"})))
 
 
 # --- the call probes (what the reference run's claim tests entered) -----------------------------------------------
-PROBE = "__deferlab_probe__"  # a builtin the probes call: no module defines it, no name is mangled to it
-PROBES_ENV = "DEFERLAB_MUTATE_PROBES"  # where a claims process writes the probe ids it hit (JSON)
-_HITS: set[int] = set()
+PROBE = "__deferlab_probe__"  # `properties.probes.PROBE`: the builtin the probes call, no module defines it
 
 
 def instrument(source: str, file: str, first_id: int) -> tuple[str, dict[int, str]] | None:
@@ -317,61 +298,3 @@ def probes(root: Path, files: list[str]) -> dict[str, tuple[str, dict[int, str]]
             out[file] = made
             n += len(made[1])
     return out
-
-
-def install_probe() -> None:
-    """Make the probes' builtin record into this process's hit set."""
-    builtins.__dict__[PROBE] = _HITS.add
-
-
-def write_hits(path: str | Path) -> None:
-    write_text_atomic(path, json.dumps(sorted(_HITS)) + "\n")
-
-
-def pytest_configure(config: object) -> None:
-    """A pytest plugin (``-p deferlab.reports.mutate.select``): with ``DEFERLAB_MUTATE_PROBES`` set, the probes
-    of an instrumented tree record what this process's claim test entered."""
-    if os.environ.get(PROBES_ENV):
-        install_probe()
-
-
-def pytest_sessionfinish(session: object, exitstatus: int) -> None:
-    if os.environ.get(PROBES_ENV):
-        write_hits(os.environ[PROBES_ENV])
-
-
-# --- stopping a mutant's run at its first kill (--first-kill) -------------------------------------------------------
-STOP_ENV = "DEFERLAB_MUTATE_STOP_ON"  # the reference's claims and test outcomes (JSON): stop at the first change
-_STOP: dict[str, Any] = {}
-
-
-def _first_change(nodeid: str, failed: bool) -> str | None:
-    """The first claim whose verdict or failure signature differs from the reference since the last test, or the
-    test itself if it failed where the reference's passed. The suite's recorder is read where the session loaded it
-    (``sys.modules``, not imported: the CLI never imports the test package)."""
-    if "claims" not in _STOP:
-        _STOP.update(json.loads(Path(os.environ[STOP_ENV]).read_text()), seen=0)
-    verdicts = sys.modules.get("deferlab.properties.verdicts")
-    recorded = list(getattr(getattr(verdicts, "RECORDER", None), "claims", []))
-    new, _STOP["seen"] = recorded[_STOP["seen"] :], len(recorded)
-    for entry in new:
-        ref = _STOP["claims"].get(entry.get("id"))
-        signature = signature_of(entry)
-        if ref is not None and (entry.get("verdict"), signature) != (ref["verdict"], ref["signature"]):
-            return str(entry["id"])
-    return nodeid if failed and _STOP["tests"].get(nodeid) == "passed" else None
-
-
-def pytest_sessionstart(session: Any) -> None:
-    _STOP["session"] = session
-
-
-def pytest_runtest_logreport(report: Any) -> None:
-    """With ``DEFERLAB_MUTATE_STOP_ON`` set, end the session once a claim saw the mutant."""
-    if not os.environ.get(STOP_ENV) or report.when not in ("setup", "call"):
-        return
-    if report.when == "call" or report.failed:
-        changed = _first_change(report.nodeid, bool(report.failed))
-        session = _STOP.get("session")
-        if changed is not None and session is not None:
-            session.shouldstop = f"deferlab mutate: {changed} saw the mutant (--first-kill)"

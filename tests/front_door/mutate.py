@@ -12,6 +12,7 @@ from __future__ import annotations
 import shutil
 from pathlib import Path
 
+from deferlab.reference.system.systems import engine
 from tests.front_door.files import BadCli
 
 FAKE = Path(__file__).resolve().parents[1] / "reports" / "mutate_fake" / "python"
@@ -53,16 +54,25 @@ MUTATE_ROWS = [
         lambda t: _mutate(t, "--target", "sglang/version.py"),
         r"--target sglang/version.py: cosmic-ray's operators find no mutant in it; nothing to run",
     ),
+    BadCli(
+        "mutate out not writable",
+        lambda t: ["mutate", "--sglang", str(FAKE), "--out", "/proc/deferlab-mutate"],
+        r"--out: '/proc/deferlab-mutate' cannot be written",
+    ),
     BadCli("mutate sample", lambda t: _mutate(t, "--sample", "0"), r"--sample must be an int >= 1, got 0"),
     BadCli("mutate jobs", lambda t: _mutate(t, "--jobs", "0"), r"--jobs must be an int >= 1, got 0"),
     BadCli("mutate timeout", lambda t: _mutate(t, "--timeout", "0"), r"--timeout must be a number of seconds > 0"),
-    BadCli("mutate profile", lambda t: _mutate(t, "--profile", "fast"), r"--profile must be one of 'dev', 'ci'"),
+    BadCli(
+        "mutate profile",
+        lambda t: _mutate(t, "--profile", "fast"),
+        r"--profile must be one of 'ci', 'dev', 'thorough'; got 'fast'",
+    ),
     BadCli("mutate claims", lambda t: _mutate(t, "--claims", "C3,C99"), r"--claims: unknown claim\(s\) C99; claims"),
     BadCli("mutate resume nothing", lambda t: _mutate(t, "--resume"), r"--resume: .* holds no campaign"),
     BadCli(
         "mutate baseline",
         lambda t: _mutate(t, "--baseline", _baseline(t)),
-        r"--baseline: .*mb\.json' is not a mutate baseline",
+        r"--baseline: .*mb\.json' is not a deferlab baseline \(schema_version 1 or 2\)",
     ),
     BadCli(
         "mutate mutants not an id",
@@ -102,7 +112,7 @@ MUTATE_ROWS = [
     BadCli(
         "mutate vllm claims",
         lambda t: _vllm(t, "--claims", "C3"),
-        r"--claims: unknown claim\(s\) C3; vLLM runs C13, C14, C15",
+        r"--claims: unknown claim\(s\) C3; vLLM runs " + ", ".join(engine("vllm").claims or ()),
     ),
     BadCli(
         "mutate anchor release",

@@ -11,7 +11,9 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import re
 import shutil
+import sqlite3
 import subprocess
 import sys
 from pathlib import Path
@@ -22,38 +24,18 @@ import pytest
 pytest.importorskip("cosmic_ray", reason="deferlab mutate's operators are the deferlab[mutate] extra (cosmic-ray)")
 
 from deferlab.reference.system.errors import UsageError
+from deferlab.reference.system.systems import System
+from deferlab.reports.core.runner import RunRecord
+from deferlab.reports.core.runner import TestResult as Result
 from deferlab.reports.mutate import cli as mutate
-from deferlab.reports.mutate import engine, select
+from deferlab.reports.mutate import engine, plan, select
 from deferlab.reports.mutate import render as mutate_render
 from deferlab.reports.mutate import runs as mutate_run
-from deferlab.reports.versions.matrix import SGLangLoadError, last_line
-from tests.front_door.mutate import FAKE, MUTATE_ROWS
+from deferlab.reports.mutate.store import Store
+from tests.front_door.mutate import MUTATE_ROWS
+from tests.reports.mutate_fake.fakes import FAKE, FakeHarness, descendants, still_running
 
-SCRIPT = FAKE.parent / "claims.py"
 GATE = "sglang/srt/gate.py"
-
-
-class FakeRunner(mutate_run.Runner):
-    """The fake engine's script in place of ``pytest <claim tests> --sglang TREE``; counts its runs."""
-
-    def __init__(self) -> None:
-        super().__init__()
-        self.runs: list[list[str]] = []
-
-    def modules(self) -> list[str]:
-        return ["sglang.srt.gate"]
-
-    def command(self, tree: Path, nodes: Any, *, plugin: bool = False) -> list[str]:
-        cmd = [sys.executable, str(SCRIPT), "--sglang", str(tree)]
-        cmd += ["--collect-only"] if nodes is None else list(nodes)
-        if nodes is not None:
-            self.runs.append(list(nodes))
-        return cmd
-
-    def load_check(self, tree: Any, timeout: float) -> None:
-        p = subprocess.run([sys.executable, str(SCRIPT), "--load", str(tree)], capture_output=True, text=True)
-        if p.returncode:
-            raise SGLangLoadError(last_line(p.stderr))
 
 
 def _args(*argv: str) -> argparse.Namespace:
@@ -68,12 +50,12 @@ def _cache(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setattr(mutate_render, "EQUIVALENT", tmp_path / "none.toml")
 
 
-def _campaign(tmp_path: Path, *argv: str, runner: FakeRunner | None = None) -> tuple[int, dict, FakeRunner]:
-    runner = runner or FakeRunner()
+def _campaign(tmp_path: Path, *argv: str, harness: FakeHarness | None = None) -> tuple[int, dict, FakeHarness]:
+    harness = harness or FakeHarness()
     out = tmp_path / "out"
-    rc = mutate.run(_args("--out", str(out), "--timeout", "4", *argv), log=open(os.devnull, "w"), runner=runner)
+    rc = mutate.run(_args("--out", str(out), "--timeout", "4", *argv), log=open(os.devnull, "w"), harness=harness)
     doc = json.loads((out / "mutate.json").read_text()) if (out / "mutate.json").is_file() else {}
-    return rc, doc, runner
+    return rc, doc, harness
 
 
 # --- mutants -------------------------------------------------------------------------------------------------------
@@ -143,30 +125,31 @@ def test_work_tree_never_writes_the_tree_it_copies(tmp_path: Path) -> None:
 
 # --- selection and outcomes ----------------------------------------------------------------------------------------
 @pytest.fixture(scope="module")
-def fake_campaign(tmp_path_factory: pytest.TempPathFactory) -> tuple[int, dict, FakeRunner, Path]:
+def fake_campaign(tmp_path_factory: pytest.TempPathFactory) -> tuple[int, dict, FakeHarness, Path]:
     """One campaign on the fake shared by the tests that read it: 24 mutants of its three named functions
     (seed 16 draws the tie survivor and five hanging countdowns)."""
     tmp = tmp_path_factory.mktemp("fake")
     with pytest.MonkeyPatch.context() as mp:
         mp.setenv("DEFERLAB_CACHE", str(tmp / "cache"))
         mp.setattr(mutate_render, "EQUIVALENT", tmp / "none.toml")
-        rc, doc, runner = _campaign(tmp, "--sample", "24", "--seed", "16", "--timeout", "2")
-    return rc, doc, runner, tmp / "out"
+        rc, doc, harness = _campaign(tmp, "--sample", "24", "--seed", "16", "--timeout", "2")
+    return rc, doc, harness, tmp / "out"
 
 
 def test_provenance_names_the_functions_and_the_probes_select(fake_campaign: tuple) -> None:
-    rc, doc, runner, out = fake_campaign
+    rc, doc, harness, out = fake_campaign
     assert rc == 0
     assert sorted(t["target"] for t in doc["targets"]) == [
         f"{GATE}:{f}" for f in ("countdown", "patches", "should_defer")
     ]
     by_fn = {m["function"]: m["claims_run"] for m in doc["mutants"]}
     assert by_fn == {"should_defer": ["C1"], "patches": ["C2", "C3"], "countdown": ["C4"]}  # no property enters them
-    control = max(runner.runs, key=len)  # the unmutated tree run as a mutant is, with every unit
-    assert [r for r in runner.runs if len(r) > 2] == [control]  # no mutant ran every claim
+    control = max(harness.runs, key=len)  # the unmutated tree run as a mutant is, with every unit
+    assert [r for r in harness.runs if len(r) > 2] == [control]  # no mutant ran every claim
     assert doc["control"]["outcome"] == "survived" and doc["control"]["seen_by"] == []
     assert "Control: the unmutated tree, run as each mutant is (cold), survived" in (out / "mutate.md").read_text()
     assert doc["reference"]["called"]["C1"] == [f"{GATE}:_self_check", f"{GATE}:should_defer"]
+    assert doc["runs"] == {"enabled": False, "warm": 0, "cold": {"cold: warm forks off": len(harness.runs)}}
 
 
 def test_outcomes_survived_timeout_killed_and_signature(fake_campaign: tuple) -> None:
@@ -182,50 +165,58 @@ def test_outcomes_survived_timeout_killed_and_signature(fake_campaign: tuple) ->
     assert doc["counts"]["survived"] == len(doc["survivors"]) >= 1
     assert 0 < doc["kill_rate"] < 1
     assert (out_dir / "mutate.png").read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
+    assert sorted(p.name for p in out_dir.iterdir()) == ["campaign.sqlite", "mutate.json", "mutate.md", "mutate.png"]
 
 
 def test_killed_at_load_and_a_target_no_claim_calls(tmp_path: Path) -> None:
     rc, doc, _ = _campaign(tmp_path, "--target", f"{GATE}:_self_check", "--sample", "50")
     assert rc == 0 and doc["counts"]["killed at load"] >= 1
+    at_load = [m for m in doc["mutants"] if m["outcome"] == "killed at load"]
+    assert all("importing gate failed inside SGLang" in m["reasons"]["(load)"] for m in at_load)
     with pytest.raises(UsageError, match="no claim test entered it in the reference run; nothing would be measured"):
         _campaign(tmp_path / "b", "--target", f"{GATE}:never_called")
 
 
+SYSTEM = System("sglang", "tree")
+
+
+def _row(cid: str, verdict: str, *sigs: str) -> dict[str, Any]:
+    return {"id": cid, "policy": "SGLANG", "verdict": verdict, "evidence": "", "signatures": [{"signature": s} for s in sigs]}  # fmt: skip
+
+
+def _record(rows: list[dict[str, Any]] = (), tests: dict[str, str] | None = None, **kw: Any) -> RunRecord:  # type: ignore[assignment]
+    """A run's record: claim rows, test outcomes (a failed one's line is ``E``), and the rest of `RunRecord`."""
+    done = {n: Result(o, 0.1, "" if o == "passed" else "E") for n, o in (tests or {}).items()}
+    return RunRecord(SYSTEM, "ci", rows=list(rows), tests=done, **{"wrote": True, **kw})
+
+
 def test_judge_compares_verdicts_signatures_and_tests() -> None:
-    ref = {
-        "claims": {"C2": {"verdict": "fails", "signature": "AssertionError: # patch"}},
-        "tests": {"n::test_claim_c2_x": "passed"},
-    }
-    same = mutate_run.Run(
-        claims={"C2": dict(ref["claims"]["C2"])}, tests={"n::test_claim_c2_x": "passed"}, recorded=True, wrote=True
-    )
-    nodes = {"C2": ["n::test_claim_c2_x"]}
-    assert mutate_run.judge(ref, same, ["C2"], nodes, lambda: None).outcome == "survived"
-    other = mutate_run.Run(
-        claims={"C2": {"verdict": "fails", "signature": "ValueError: #"}}, tests=same.tests, recorded=True, wrote=True
-    )
-    assert mutate_run.judge(ref, other, ["C2"], nodes, lambda: None).killed_by == ["C2"]
-    broke = mutate_run.Run(
-        claims={"C2": ref["claims"]["C2"]}, tests={"n::test_claim_c2_x": "failed"}, recorded=True, wrote=True
-    )
-    assert "its test failed" in mutate_run.judge(ref, broke, ["C2"], nodes, lambda: None).reasons["C2"]
-    nothing = mutate_run.Run(rc=1, wrote=True)  # wrote a file, but no claim recorded a verdict
-    assert mutate_run.judge(ref, nothing, ["C2"], nodes, lambda: "import failed").outcome == "killed at load"
-    assert mutate_run.judge(ref, nothing, ["C2"], nodes, lambda: None).reasons["C2"].startswith("its test did not")
-    stopped = mutate_run.Run(tests={"n::test_claim_c1_y": "failed"}, recorded=True, wrote=True)  # -x stopped first
-    assert mutate_run.judge(ref, stopped, ["C2"], nodes, lambda: None).outcome == "survived"
-    died = mutate_run.Run(rc=-9)
-    assert list(mutate_run.judge(ref, died, ["C2"], nodes, lambda: None).reasons) == ["(run)"]
-    assert mutate_run.judge(ref, mutate_run.Run(timed_out=True), ["C2"], nodes, lambda: None).outcome == "timeout"
+    ref = {"claims": {"C2": {"verdict": "fails", "signature": "A: x"}}, "tests": {"n::test_claim_c2_x": "passed"}}
+    nodes, ok = {"C2": ["n::test_claim_c2_x"]}, {"n::test_claim_c2_x": "passed"}
+
+    def judge(record: RunRecord, load: str | None = None) -> mutate_run.Verdict:
+        return mutate_run.judge(ref, record, ["C2"], nodes, lambda: load)
+
+    assert judge(_record([_row("C2", "fails", "A: x")], ok)).outcome == "survived"
+    assert judge(_record([_row("C2", "fails", "B: y")], ok)).killed_by == ["C2"]
+    broke = judge(_record([_row("C2", "fails", "A: x")], {"n::test_claim_c2_x": "failed"}))
+    assert broke.reasons["C2"] == "its test failed: E"  # the failure line the recorder wrote
+    nothing = _record(rc=1)  # wrote a file, but no claim recorded a verdict
+    assert judge(nothing, "import failed").outcome == "killed at load"
+    assert judge(nothing).reasons["C2"].startswith("its test did not finish")
+    stopped = _record([_row("C1", "holds")], {"n::test_claim_c1_y": "failed"})  # --first-kill stopped first
+    assert judge(stopped).outcome == "survived"
+    assert list(judge(_record(rc=-9, wrote=False)).reasons) == ["(run)"]
+    assert judge(_record(timed_out=True)).outcome == "timeout"
 
 
 def test_a_property_is_a_unit_selected_by_its_probes_and_its_failure_kills(tmp_path: Path) -> None:
     """A function only a property (no claim, no verdict) enters is a valid target; its mutants run that property
     unit alone, and a test of it that passed on the unmutated code failing kills them, counted per unit."""
-    rc, doc, runner = _campaign(tmp_path, "--target", f"{GATE}:scale", "--sample", "50")
+    rc, doc, harness = _campaign(tmp_path, "--target", f"{GATE}:scale", "--sample", "50")
     assert rc == 0 and doc["mutants"]
     assert {tuple(m["claims_run"]) for m in doc["mutants"]} == {("P:test_scale_is_affine",)}
-    mutant_runs = runner.runs[-len(doc["mutants"]) :]  # after the reference's (one per unit)
+    mutant_runs = harness.runs[-len(doc["mutants"]) :]  # after the reference's (one per unit)
     assert all(len(r) == 2 and all("test_scale_is_affine" in n for n in r) for r in mutant_runs)  # cpu + cuda
     killed = [m for m in doc["mutants"] if m["outcome"] == "killed"]
     assert killed and all(m["killed_by"] == ["P:test_scale_is_affine"] for m in killed)
@@ -249,9 +240,9 @@ def test_mutants_runs_exactly_the_ids_asked(tmp_path: Path) -> None:
     ids = [f"{GATE}:5:15:ReplaceComparisonOperator_LtE_Lt:0", f"{GATE}:28:13:ReplaceBinaryOperator_Mul_Add:0"]
     listed = tmp_path / "ids.txt"
     listed.write_text(f"# two survivors\n{ids[0]}\n{ids[1]}  # the scale\n")
-    rc, doc, runner = _campaign(tmp_path, "--mutants", f"@{listed}")
+    rc, doc, harness = _campaign(tmp_path, "--mutants", f"@{listed}")
     assert rc == 0 and sorted(m["id"] for m in doc["mutants"]) == sorted(ids) and doc["mutants_asked"] == ids
-    assert len(runner.runs) == 6 + 1 + 2  # the reference's five units and the failing property, the control, the two
+    assert len(harness.runs) == 6 + 1 + 2  # the reference's five units and the failing property, the control, the two
     out = {m["id"]: m for m in doc["mutants"]}
     assert out[ids[0]]["outcome"] == "survived" and out[ids[0]]["claims_run"] == ["C1"]
     assert out[ids[1]]["killed_by"] == ["P:test_scale_is_affine"]
@@ -261,14 +252,19 @@ def test_mutants_runs_exactly_the_ids_asked(tmp_path: Path) -> None:
 
 
 def test_signature_of_reads_a_rows_signature_set_or_its_evidence() -> None:
+    from deferlab.properties import probes
+
     ev = "AssertionError: 3 bytes at (1, 2)"
     plain = {"verdict": "fails", "evidence": ev}
     assert select.signature_of(plain) == select.signature_of({**plain, "signatures": []})
     assert select.signature_of({"verdict": "holds", "evidence": ev}) == ""
+    assert select.signature_of({"verdict": "holds-with-caveat", "evidence": ev}) == select.signature_of(plain) != ""
     a = {"verdict": "fails", "evidence": ev, "signatures": [{"signature": "B: x"}, {"signature": "A: y"}]}
     b = {**a, "evidence": "AssertionError: something else", "signatures": list(reversed(a["signatures"]))}
     assert select.signature_of(a) == select.signature_of(b) == "A: y | B: x"  # a set: order and evidence aside
     assert select.signature_of({**a, "signatures": [{"signature": "A: y"}]}) != select.signature_of(a)
+    for row in (plain, a, b, {"verdict": "holds-with-caveat", "evidence": ev}):  # --first-kill sees it the same way
+        assert probes.signature_of(row) == select.signature_of(row)
 
 
 def test_judge_kills_on_a_property_that_broke_and_on_a_changed_signature_set() -> None:
@@ -279,34 +275,31 @@ def test_judge_kills_on_a_property_that_broke_and_on_a_changed_signature_set() -
     nodes = {"C2": ["n::test_claim_c2_x"], "P:test_p": ["n::test_p[cpu]", "n::test_p[cuda]"]}
     units = ["C2", "P:test_p"]
 
-    def run(sig: str, cpu: str, cuda: str = "skipped") -> mutate_run.Run:
+    def judge(sigs: tuple[str, ...], cpu: str, cuda: str = "skipped") -> mutate_run.Verdict:
         tests = {"n::test_claim_c2_x": "passed", "n::test_p[cpu]": cpu, "n::test_p[cuda]": cuda}
-        claims = {"C2": {"verdict": "fails", "signature": sig}}
-        msg = {"../../x/n::test_p[cpu]": "E"}  # pytest prints node ids relative to the process's folder
-        return mutate_run.Run(claims=claims, tests=tests, recorded=True, wrote=True, messages=msg)
+        return mutate_run.judge(ref, _record([_row("C2", "fails", *sigs)], tests), units, nodes, lambda: None)
 
-    assert mutate_run.judge(ref, run("A: y | B: x", "passed", "failed"), units, nodes, lambda: None).outcome == "survived"  # fmt: skip
-    broke = mutate_run.judge(ref, run("A: y | B: x", "failed"), units, nodes, lambda: None)
+    assert judge(("A: y", "B: x"), "passed", "failed").outcome == "survived"  # the reference skipped it
+    broke = judge(("A: y", "B: x"), "failed")
     assert broke.killed_by == ["P:test_p"] and broke.reasons["P:test_p"] == "its test failed: E"
-    sig = mutate_run.judge(ref, run("A: y", "passed"), units, nodes, lambda: None)
+    sig = judge(("A: y",), "passed")
     assert sig.killed_by == ["C2"] and sig.reasons["C2"].startswith("failure signature")
-    only_p = mutate_run.Run(tests={"n::test_p[cpu]": "passed"}, wrote=True, recorded=True)
+    only_p = _record([], {"n::test_p[cpu]": "passed"})
     assert mutate_run.judge(ref, only_p, ["P:test_p"], nodes, lambda: None).outcome == "survived"
 
 
-class DyingRunner(FakeRunner):
-    """A claims process killed by a signal on every mutant run (the reference runs normally)."""
-
-    def command(self, tree: Path, nodes: Any, *, plugin: bool = False) -> list[str]:
-        if nodes is None or plugin:
-            return super().command(tree, nodes, plugin=plugin)
-        return [sys.executable, "-c", "import os, signal; os.kill(os.getpid(), signal.SIGKILL)"]
-
-
 def test_a_worker_that_dies_is_an_outcome_not_a_lost_campaign(tmp_path: Path) -> None:
-    rc, doc, _ = _campaign(tmp_path, "--target", f"{GATE}:should_defer", "--sample", "3", runner=DyingRunner())
+    harness = FakeHarness(die=True)
+    rc, doc, _ = _campaign(tmp_path, "--target", f"{GATE}:should_defer", "--sample", "3", harness=harness)
     assert rc == 0 and len(doc["mutants"]) == 3
     assert all(m["outcome"] == "killed" and "(run)" in m["reasons"] for m in doc["mutants"])
+
+
+def _session(tmp_path: Path, test_file: Path, env: dict[str, str]) -> subprocess.CompletedProcess:
+    """A real pytest session with the campaign's plugin (``-p deferlab.properties.probes``) and ``env``."""
+    cmd = [sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", "-p", mutate_run.PROBES, str(test_file)]
+    env = {**os.environ, "DEFERLAB_RESULTS_DIR": str(tmp_path / "r"), **env}
+    return subprocess.run(cmd, cwd=tmp_path, env=env, capture_output=True, text=True)
 
 
 def test_first_kill_stops_the_session_at_the_first_claim_that_differs(tmp_path: Path) -> None:
@@ -318,34 +311,81 @@ def test_first_kill_stops_the_session_at_the_first_claim_that_differs(tmp_path: 
     )
     ref = {"claims": {"C1": {"verdict": "holds", "signature": ""}, "C3": {"verdict": "holds", "signature": ""}}}
     (tmp_path / "stop.json").write_text(json.dumps({**ref, "tests": {}}))
-
-    def run(stop: bool) -> str:
-        env = {**os.environ, "DEFERLAB_RESULTS_DIR": str(tmp_path / "r")}
-        if stop:
-            env[select.STOP_ENV] = str(tmp_path / "stop.json")
-        cmd = [sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", "-p", "deferlab.reports.mutate.select"]
-        return subprocess.run(
-            [*cmd, str(tmp_path / "test_two.py")], cwd=tmp_path, env=env, capture_output=True, text=True
-        ).stdout
-
-    assert "2 passed" in run(stop=False)
-    out = run(stop=True)
+    assert "2 passed" in _session(tmp_path, tmp_path / "test_two.py", {}).stdout
+    out = _session(tmp_path, tmp_path / "test_two.py", {mutate_run.STOP_ENV: str(tmp_path / "stop.json")}).stdout
     assert "1 passed" in out and "C1 saw the mutant" in out
 
 
+def test_the_plugin_collects_probes_and_records_outcomes_in_a_real_session(tmp_path: Path) -> None:
+    """Collection: the node ids after deselection and the rootdir; the probes' builtin and hits; each test's
+    outcome and failure line, and a file that does not collect."""
+    from deferlab.properties import probes
+
+    assert (probes.PROBES_ENV, probes.STOP_ENV, probes.COLLECT_ENV, probes.OUTCOMES_ENV) == (
+        mutate_run.PROBES_ENV, mutate_run.STOP_ENV, mutate_run.COLLECT_ENV, mutate_run.OUTCOMES_ENV,
+    )  # fmt: skip
+    assert probes.PROBE == select.PROBE
+    test = tmp_path / "test_p.py"
+    test.write_text(
+        f"def f():\n    {select.PROBE}(7)\n\ndef test_a():\n    f()\n\n"
+        "def test_b():\n    assert 1 == 2, 'one is not two'\n"
+    )
+    env = {mutate_run.COLLECT_ENV: str(tmp_path / "c.json")}
+    assert _session(tmp_path, test, {**env, "PYTEST_ADDOPTS": "--collect-only"}).returncode == 0
+    got = json.loads((tmp_path / "c.json").read_text())
+    assert got["nodes"] == ["test_p.py::test_a", "test_p.py::test_b"] and Path(got["rootdir"]) == tmp_path
+    env = {mutate_run.PROBES_ENV: str(tmp_path / "h.json"), mutate_run.OUTCOMES_ENV: str(tmp_path / "o.json")}
+    assert _session(tmp_path, test, env).returncode == 1
+    assert json.loads((tmp_path / "h.json").read_text()) == [7]
+    outcomes = json.loads((tmp_path / "o.json").read_text())["tests"]
+    assert outcomes["test_p.py::test_a"] == ["passed", ""]
+    assert outcomes["test_p.py::test_b"][0] == "failed" and "one is not two" in outcomes["test_p.py::test_b"][1]
+    (tmp_path / "test_broken.py").write_text("import no_such_module_here\n")
+    _session(tmp_path, tmp_path / "test_broken.py", env)
+    assert "no_such_module_here" in json.loads((tmp_path / "o.json").read_text())["errors"]["test_broken.py"]
+
+
 # --- resume, baseline, equivalents ---------------------------------------------------------------------------------
-def test_an_interrupted_campaign_resumes_where_it_stopped(tmp_path: Path) -> None:
-    rc, doc, first = _campaign(tmp_path, "--target", f"{GATE}:patches", "--sample", "8")
-    results = tmp_path / "out" / "mutants.jsonl"
-    lines = results.read_text().splitlines()
-    results.write_text("\n".join(lines[:3]) + "\n" + lines[3][:20])  # three whole records and a torn one
-    runner = FakeRunner()
-    rc2, doc2, runner = _campaign(tmp_path, "--target", f"{GATE}:patches", "--sample", "8", "--resume", runner=runner)
-    assert rc2 == 0 and len(runner.runs) == 5  # only the five not recorded ran again
-    assert doc2["runs"]["cold"] == {"cold: not a pytest command": len(first.runs) + 5}  # both sessions' runs
+def test_an_interrupted_campaign_resumes_its_pending_rows_from_the_store(tmp_path: Path) -> None:
+    argv = ("--target", f"{GATE}:patches", "--sample", "8")
+    rc, doc, first = _campaign(tmp_path, *argv)
+    store = Store(tmp_path / "out")
+    done = store.records()
+    rows = sorted(m["id"] for m in done)
+    store.db.execute("UPDATE mutant SET outcome = NULL, record = NULL WHERE id IN (?, ?, ?)", rows[:3])
+    store.db.execute("UPDATE mutant SET outcome = 'error' WHERE id = ?", (rows[3],))  # a harness error: retried
+    assert store.pending() == rows[:4]
+    store.close()
+    harness = FakeHarness()
+    rc2, doc2, harness = _campaign(tmp_path, *argv, "--resume", harness=harness)
+    assert rc2 == 0 and len(harness.runs) == 4  # only the pending ones ran: no reference, no control
+    assert doc2["runs"]["cold"] == {"cold: warm forks off": len(first.runs) + 4}  # both sessions' runs
     assert [(m["id"], m["outcome"]) for m in doc2["mutants"]] == [(m["id"], m["outcome"]) for m in doc["mutants"]]
     with pytest.raises(UsageError, match="started with other seed"):
-        _campaign(tmp_path, "--target", f"{GATE}:patches", "--sample", "8", "--seed", "9", "--resume")
+        _campaign(tmp_path, *argv, "--seed", "9", "--resume")
+
+
+def test_a_rerender_reads_only_the_store(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """With nothing pending, ``--resume`` renders mutate.json/md/png from the store alone: nothing runs and
+    nothing loads (the engine's broken tree would not)."""
+    tree = tmp_path / "tree"
+    shutil.copytree(FAKE, tree)
+    argv = ("--sglang", str(tree), "--target", f"{GATE}:should_defer", "--sample", "4")
+    rc, doc, _ = _campaign(tmp_path, *argv)
+    for name in ("mutate.json", "mutate.md", "mutate.png"):
+        (tmp_path / "out" / name).unlink()
+    (tree / GATE).write_text((tree / GATE).read_text().replace("if not 1 < 2", "if 1 < 2"))  # no longer loads
+    monkeypatch.setattr(mutate_run.Harness, "load_error", lambda *a, **k: pytest.fail("a re-render loaded the tree"))
+    monkeypatch.setattr(mutate_run.Pool, "map", lambda *a, **k: pytest.fail("a re-render ran something"))
+    harness = FakeHarness()
+    parser = argparse.ArgumentParser()
+    mutate.add_parser(parser.add_subparsers())
+    args = parser.parse_args(["mutate", *argv, "--out", str(tmp_path / "out"), "--timeout", "4", "--resume"])
+    assert mutate.run(args, log=open(os.devnull, "w"), harness=harness) == 0 and harness.runs == []
+    again = json.loads((tmp_path / "out" / "mutate.json").read_text())
+    same = ("mutants", "counts", "kill_rate", "control", "reference", "targets", "runs")
+    assert {k: again[k] for k in same} == {k: doc[k] for k in same}
+    assert (tmp_path / "out" / "mutate.png").is_file() and (tmp_path / "out" / "mutate.md").is_file()
 
 
 class _CtrlC:
@@ -361,28 +401,73 @@ class _CtrlC:
 
 def test_ctrl_c_keeps_what_finished_and_resume_finishes(tmp_path: Path) -> None:
     argv = ("--out", str(tmp_path / "out"), "--timeout", "4", "--target", f"{GATE}:patches", "--sample", "8")
-    assert mutate.run(_args(*argv, "--jobs", "1"), log=_CtrlC(), runner=FakeRunner()) == 130
-    kept = mutate_run.ResultsFile(tmp_path / "out" / "mutants.jsonl").read()
-    assert 2 <= len(kept) < 8 and not (tmp_path / "out" / "mutate.json").exists()
-    runner = FakeRunner()
-    assert mutate.run(_args(*argv, "--resume"), log=open(os.devnull, "w"), runner=runner) == 0
-    assert len(runner.runs) == 8 - len(kept)
+    assert mutate.run(_args(*argv, "--jobs", "1"), log=_CtrlC(), harness=FakeHarness()) == 130
+    store = Store(tmp_path / "out")
+    kept = store.records()
+    assert 2 <= len(kept) < 8 and len(store.pending()) == 8 - len(kept)
+    assert not (tmp_path / "out" / "mutate.json").exists()
+    store.close()
+    harness = FakeHarness()
+    assert mutate.run(_args(*argv, "--resume"), log=open(os.devnull, "w"), harness=harness) == 0
+    assert len(harness.runs) == 8 - len(kept)
     doc = json.loads((tmp_path / "out" / "mutate.json").read_text())
     assert len(doc["mutants"]) == 8 and doc["timing"]["wall_seconds"] > 0  # both sessions' time
 
 
+def test_sigterm_mid_campaign_leaves_no_process_and_exits_143(tmp_path: Path) -> None:
+    """``deferlab mutate`` (the CLI's main, the fake's harness) stopped with SIGTERM while it runs a hanging mutant:
+    exit 143, no process of its left, and the campaign resumable from its store."""
+    import signal
+    import time
+
+    out = tmp_path / "out"
+    hangs = f"{GATE}:14:14:ReplaceBinaryOperator_Sub_Add:0"  # countdown's n - 1 -> n + 1: never ends
+    cmd = [sys.executable, str(FAKE.parent / "fakes.py"), "mutate", "--sglang", str(FAKE), "--out", str(out),
+           "--mutants", hangs, "--timeout", "60", "--jobs", "1"]  # fmt: skip
+    env = {**os.environ, "DEFERLAB_CACHE": str(tmp_path / "cache")}
+    proc = subprocess.Popen(cmd, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, cwd=tmp_path)
+    try:
+        deadline = time.monotonic() + 120
+        while time.monotonic() < deadline and not (_control_done(out) and descendants(proc.pid)):
+            time.sleep(0.2)  # the control finished: the hanging mutant's claims process runs
+        running = descendants(proc.pid)
+        assert any("claims.py" in p for p in running), running
+        proc.send_signal(signal.SIGTERM)
+        _, err = proc.communicate(timeout=60)
+    finally:
+        proc.kill()
+    assert proc.returncode == 143, err
+    assert not still_running(running), running
+    assert "--resume --out" in err and Store(out).pending() == [hangs]  # resumable: the mutant is pending
+
+
+def _control_done(out: Path) -> bool:
+    """Whether the campaign's store (another process writes it) holds the control's outcome."""
+    if not Store.holds_campaign(out):
+        return False
+    db = sqlite3.connect(f"file:{out / 'campaign.sqlite'}?mode=ro", uri=True)
+    try:
+        return db.execute("SELECT 1 FROM doc WHERE name = 'control'").fetchone() is not None
+    finally:
+        db.close()
+
+
 def test_a_newly_surviving_mutant_is_a_regression(tmp_path: Path) -> None:
+    """The baseline (`reports.core.baseline`, written as schema 2) gates every changed outcome (`reports.core.diff`,
+    the mutant as subject): a mutant it saw killed that survives now; the committed schema-1 file still reads."""
     base = tmp_path / "baseline.json"
     argv = ("--target", f"{GATE}:should_defer", "--sample", "7")
     rc, doc, _ = _campaign(tmp_path / "a", *argv, "--baseline", str(base), "--update-baseline")
-    assert rc == 0 and mutate_render.load_baseline(base)["outcomes"]
-    survivor = doc["survivors"][0]
     saved = json.loads(base.read_text())
-    saved["outcomes"][survivor] = "killed"
+    assert rc == 0 and saved["schema_version"] == 2 and saved["kind"] == "mutate"
+    assert saved["cells"][str(FAKE)] == {m["id"]: m["outcome"] for m in doc["mutants"]}
+    survivor = doc["survivors"][0]
+    saved["cells"][str(FAKE)][survivor] = "killed"
     base.write_text(json.dumps(saved))
     rc, doc, _ = _campaign(tmp_path / "b", *argv, "--baseline", str(base))
-    assert rc == 1 and [r["id"] for r in doc["regressions"]] == [survivor]
-    saved["outcomes"] = {"elsewhere:1:1:X:0": "killed"}
+    assert rc == 1 and doc["regressions"] == [{"id": survivor, "baseline": "killed", "current": "survived"}]
+    assert f"- `{survivor}`: killed -> survived" in (tmp_path / "b" / "out" / "mutate.md").read_text()
+    saved["cells"] = {"x": {"elsewhere:1:1:X:0": "killed"}}
     base.write_text(json.dumps(saved))
     with pytest.raises(UsageError, match="shares no mutant"):
         _campaign(tmp_path / "c", *argv, "--baseline", str(base))
@@ -402,20 +487,28 @@ def test_equivalent_survivors_come_from_a_person(tmp_path: Path, monkeypatch: py
 
 
 def test_committed_files_load() -> None:
-    """The equivalents file parses (it may be empty) and the CI baseline is a mutate baseline."""
+    """The equivalents file parses (it may be empty) and the CI baseline is a mutate baseline (schema 1 or 2)."""
     assert isinstance(mutate_render.load_equivalent(mutate_render.HERE / "mutate_equivalent.toml"), dict)
-    doc = mutate_render.load_baseline(mutate_render.BASELINE)
-    assert doc["spec"] == "0.5.23" and len(doc["outcomes"]) >= 8
+    pinned = mutate_render.load_baseline(mutate_render.BASELINE)
+    assert pinned.kind == "mutate" and pinned.meta["spec"] == "0.5.23" and len(pinned.cells["0.5.23"]) >= 8
 
 
-def test_results_file_skips_a_torn_line(tmp_path: Path) -> None:
-    f = mutate_run.ResultsFile(tmp_path / "r.jsonl")
-    f.append({"id": "a", "outcome": "killed"})
-    with open(f.path, "a") as fh:
-        fh.write('{"id": "b", "outc')
-    f.append({"id": "c", "outcome": "error"})
-    assert sorted(f.read()) == ["a", "c"]
-    assert mutate_run.pending(["a", "b", "c"], f.read()) == ["b", "c"]  # an error is retried
+def test_the_store_keeps_what_finished_and_retries_errors(tmp_path: Path) -> None:
+    store = Store(tmp_path)
+    assert not Store.holds_campaign(tmp_path)  # no plan yet
+    store.plan_mutants({"a": {"x": 1}, "b": {"x": 2}, "c": {"x": 3}})
+    store.put("plan", {"seed": 1})
+    store.finish({"id": "a", "outcome": "killed", "seconds": 1.5})
+    store.finish({"id": "c", "outcome": "error", "seconds": 0})
+    store.add_session(2.0, {"enabled": True, "warm": 3, "cold": {"cold: x": 1}})
+    store.add_session(1.0, {"enabled": True, "warm": 1, "cold": {"cold: x": 2}})
+    store.close()
+    again = Store(tmp_path)
+    assert Store.holds_campaign(tmp_path) and again.get("plan") == {"seed": 1}
+    assert again.pending() == ["b", "c"]  # an error is retried
+    assert [r["id"] for r in again.records()] == ["a", "c"] and again.specs()["b"] == {"x": 2}
+    assert again.sessions() == (3.0, {"enabled": True, "warm": 4, "cold": {"cold: x": 3}})
+    again.close()
 
 
 def test_provenance_text_names_functions() -> None:
@@ -425,12 +518,20 @@ def test_provenance_text_names_functions() -> None:
     assert index.resolve("run_dp (never_called patched)") == set()
 
 
+def test_no_program_in_a_string_in_reports_mutate() -> None:
+    """Every child of a campaign is a module (the runner's pytest, the loader, the fork server): no ``python -c``."""
+    here = Path(mutate.__file__).parent
+    for path in here.glob("*.py"):
+        assert not re.search(r"executable,\s*['\"]-c['\"]", path.read_text()), path.name
+    assert plan.RESUME_KEYS[0] == "engine"
+
+
 # --- the front door ------------------------------------------------------------------------------------------------
 @pytest.mark.parametrize("row", MUTATE_ROWS, ids=[r.id for r in MUTATE_ROWS])
 def test_front_door_rows_refuse_before_any_work(row: Any, tmp_path: Path) -> None:
-    runner = FakeRunner()
+    harness = FakeHarness()
     parser = argparse.ArgumentParser()
     mutate.add_parser(parser.add_subparsers())
     with pytest.raises(UsageError, match=row.match):
-        mutate.run(parser.parse_args(row.argv(tmp_path)), log=open(os.devnull, "w"), runner=runner)
-    assert runner.runs == [] and not (tmp_path / "out").exists()
+        mutate.run(parser.parse_args(row.argv(tmp_path)), log=open(os.devnull, "w"), harness=harness)
+    assert harness.runs == [] and not (tmp_path / "out").exists()

@@ -1,12 +1,10 @@
 """``deferlab mutate --vllm`` and ``--anchor`` on fake trees: vLLM's served claims on a fake vLLM checkout, and a
 fake SGLang checkout's own unit tests run on the same mutants beside the claims.
 
-The fakes (``mutate_fake/``): ``vllm_tree/`` with ``claims_vllm.py`` standing in
-for the served claims (rows under the ``VLLM`` label, relabelled as the real
-run's plugin does), and the SGLang fake's checkout top with
-``test/registered/unit/srt/test_gate.py`` and ``load_tree.py`` in place of
-deferlab's loader. The real runs are the README's (``deferlab mutate --vllm
-0.33.0``; ``--sglang CHECKOUT --anchor`` on a checkout the user supplies).
+The fakes (``mutate_fake/fakes.py``): ``vllm_tree/`` with ``claims_vllm.py`` standing in for the served claims
+(rows under the ``VLLM`` label, the system's), and the SGLang fake's checkout top with
+``test/registered/unit/srt/test_gate.py`` and ``load_tree.py`` in place of deferlab's loader. The real runs are
+the README's (``deferlab mutate --vllm 0.33.0``; ``--sglang CHECKOUT --anchor`` on a checkout the user supplies).
 """
 
 from __future__ import annotations
@@ -14,8 +12,6 @@ from __future__ import annotations
 import argparse
 import json
 import os
-import subprocess
-import sys
 from pathlib import Path
 from typing import Any
 
@@ -23,17 +19,14 @@ import pytest
 
 pytest.importorskip("cosmic_ray", reason="deferlab mutate's operators are the deferlab[mutate] extra (cosmic-ray)")
 
+from deferlab.reference.system.systems import System, engine
+from deferlab.reports.core import runner
 from deferlab.reports.mutate import anchor, select
 from deferlab.reports.mutate import cli as mutate
 from deferlab.reports.mutate import render as mutate_render
-from deferlab.reports.mutate import vllm as mutate_vllm
-from deferlab.reports.mutate import vllm_plugin as mutate_vllm_plugin
-from deferlab.reports.report import claims as claims_io
-from deferlab.reports.versions.matrix import SGLangLoadError, last_line
-from tests.front_door.mutate import FAKE, VLLM_FAKE
-from tests.reports.test_mutate import FakeRunner
+from deferlab.reports.mutate import runs as mutate_run
+from tests.reports.mutate_fake.fakes import FAKE, VLLM_FAKE, FakeHarness, FakeVLLMHarness
 
-VLLM_SCRIPT = FAKE.parent / "claims_vllm.py"
 SERVED = "vllm/multimodal/served.py"
 GATE = "sglang/srt/gate.py"
 TOP = FAKE.parent  # the fake SGLang checkout's top (python/ and test/ inside)
@@ -44,44 +37,17 @@ BOTH = f"{GATE}:9:42:ReplaceBinaryOperator_Mul_Add:0"  # patches' * -> +
 AT_LOAD = f"{GATE}:19:13:ReplaceComparisonOperator_Lt_Gt:0"  # the import-time check refuses: neither tree loads
 
 
-class FakeVLLMRunner(mutate_vllm.VLLMRunner):
-    """The fake vLLM's script in place of ``pytest test_served.py --vllm TREE``; counts its runs."""
-
-    def __init__(self) -> None:
-        super().__init__()
-        self.runs: list[list[str]] = []
-
-    def modules(self) -> list[str]:
-        return ["vllm.multimodal.served"]
-
-    def command(self, tree: Path, nodes: Any, *, plugin: bool = False) -> list[str]:
-        if nodes is not None:
-            self.runs.append(list(nodes))
-        return [sys.executable, str(VLLM_SCRIPT), "--vllm", str(tree), *(["--collect-only"] if nodes is None else nodes)]  # fmt: skip
-
-    def load_check(self, tree: Any, timeout: float) -> None:
-        p = subprocess.run([sys.executable, str(VLLM_SCRIPT), "--load", str(tree)], capture_output=True, text=True)
-        if p.returncode:
-            raise SGLangLoadError(last_line(p.stderr))
-
-
-class AnchoredRunner(FakeRunner):
-    """The SGLang fake's runner, its unit tests loaded by the fake checkout's own loader."""
-
-    anchor_loader = f"{TOP / 'load_tree.py'}:load"
-
-
 @pytest.fixture(autouse=True)
 def _cache(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setenv("DEFERLAB_CACHE", str(tmp_path / "cache"))
     monkeypatch.setattr(mutate_render, "EQUIVALENT", tmp_path / "none.toml")
 
 
-def _run(tmp: Path, engine: str, spec: Path, *argv: str, runner: Any) -> tuple[int, dict]:
+def _run(tmp: Path, engine: str, spec: Path, *argv: str, harness: Any) -> tuple[int, dict]:
     parser = argparse.ArgumentParser()
     mutate.add_parser(parser.add_subparsers())
-    args = parser.parse_args(["mutate", f"--{engine}", str(spec), "--out", str(tmp / "out"), "--timeout", "4", *argv])
-    rc = mutate.run(args, log=open(os.devnull, "w"), runner=runner)
+    args = parser.parse_args(["mutate", f"--{engine}", str(spec), "--out", str(tmp / "out"), "--timeout", "30", *argv])
+    rc = mutate.run(args, log=open(os.devnull, "w"), harness=harness)
     doc = json.loads((tmp / "out" / "mutate.json").read_text()) if (tmp / "out" / "mutate.json").is_file() else {}
     return rc, doc
 
@@ -90,8 +56,7 @@ def _run(tmp: Path, engine: str, spec: Path, *argv: str, runner: Any) -> tuple[i
 def test_a_vllm_campaign_mutates_what_the_served_claims_name(tmp_path: Path) -> None:
     """Default targets from the served claims' provenance, mutants selected by probes, kills by verdict and by
     failure signature, all through rows recorded under the VLLM label."""
-    runner = FakeVLLMRunner()
-    rc, doc = _run(tmp_path, "vllm", VLLM_FAKE, "--sample", "40", "--seed", "3", runner=runner)
+    rc, doc = _run(tmp_path, "vllm", VLLM_FAKE, "--sample", "40", "--seed", "3", harness=FakeVLLMHarness())
     assert rc == 0 and doc["engine"] == "vllm" and doc["system"]["name"] == "vllm-9.9.9"
     assert doc["reference"]["verdicts"] == {"C13": "holds", "C14": "fails", "C15": "holds"}
     assert sorted(t["target"] for t in doc["targets"]) == [f"{SERVED}:{f}" for f in ("normalize", "to_level", "tokens")]
@@ -104,46 +69,24 @@ def test_a_vllm_campaign_mutates_what_the_served_claims_name(tmp_path: Path) -> 
         "# Mutation campaign: vllm-9.9.9"
     )
     with pytest.raises(Exception, match="started with other engine"):  # a resume keeps its engine
-        _run(tmp_path, "sglang", FAKE, "--sample", "40", "--seed", "3", "--resume", runner=FakeRunner())
+        _run(tmp_path, "sglang", FAKE, "--sample", "40", "--seed", "3", "--resume", harness=FakeHarness())
 
 
-def test_the_vllm_runner_runs_the_served_claims_with_the_relabelling_plugin(tmp_path: Path) -> None:
-    runner = mutate_vllm.VLLMRunner(profile="ci")
-    assert (runner.package, runner.engine) == ("vllm", "vllm")
-    node = "properties/claims/test_served.py::test_claim_c13_served_geometry_equals_checkpoint[VLLM]"
-    cmd = runner.command(tmp_path, [node], plugin=True)
-    assert cmd[cmd.index("--vllm") + 1] == str(tmp_path) and "--hypothesis-profile=ci" in cmd
-    assert str(claims_io.suite_path() / "claims" / node.split("claims/", 1)[1]) in cmd
-    assert cmd[-4:] == ["-p", "deferlab.reports.mutate.vllm_plugin", "-p", "deferlab.reports.mutate.select"]
-    collect = runner.command(tmp_path, None)
-    assert collect[collect.index("--collect-only") - 1].endswith("claims/test_served.py")
-    assert set(mutate_vllm.served_claims()) == {"C13", "C14", "C15"}
-    assert "vllm.multimodal.parse" in runner.modules() and mutate_vllm.SERVED_PROCESSOR in runner.modules()
-
-
-def test_the_plugin_relabels_after_the_suite_wrote_its_results(tmp_path: Path) -> None:
-    """In a real pytest session: the suite's own sessionfinish writes verdicts.json, then the plugin's (trylast)
-    relabels it; a session without --vllm is left alone."""
-    (tmp_path / "conftest.py").write_text(
-        "import json, os\n"
-        "def pytest_sessionfinish(session):\n"
-        "    row = {'id': 'C13', 'policy': 'VLLM', 'verdict': 'holds'}\n"
-        "    with open(os.path.join(os.environ['DEFERLAB_RESULTS_DIR'], 'verdicts.json'), 'w') as fh:\n"
-        "        json.dump({'claims': [row]}, fh)\n"
-    )
-    (tmp_path / "test_one.py").write_text("def test_one():\n    pass\n")
-    (tmp_path / "r").mkdir()
-
-    def session(*extra: str) -> dict:
-        env = {**os.environ, "DEFERLAB_RESULTS_DIR": str(tmp_path / "r")}
-        cmd = [sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", "-p", "deferlab.reports.mutate.vllm_plugin"]  # fmt: skip
-        proc = subprocess.run([*cmd, *extra, "test_one.py"], cwd=tmp_path, env=env, capture_output=True, text=True)
-        assert proc.returncode == 0, proc.stdout + proc.stderr
-        return json.loads((tmp_path / "r" / "verdicts.json").read_text())["claims"][0]
-
-    assert session("--vllm", "0.33.0") == {"id": "C13", "policy": "SGLANG", "engine_policy": "VLLM", "verdict": "holds"}
-    assert session()["policy"] == "VLLM"
-    assert mutate_vllm_plugin.relabel(tmp_path / "nowhere") is False
+def test_a_vllm_campaign_runs_the_served_claims_through_the_one_runner(tmp_path: Path) -> None:
+    """The vLLM harness asks the runner for the served claims' nodes on ``System("vllm", TREE)`` (``--vllm TREE``,
+    the campaign's plugin by name), and vLLM's facts come from the registry."""
+    harness = mutate_run.Harness("vllm", "ci")
+    assert (harness.package, harness.warm) == ("vllm", False)  # no warm forks on vLLM (see `runs._warm_default`)
+    node = f"{runner.suite_path()}/claims/test_served.py::test_claim_c13_served_geometry_equals_checkpoint[VLLM]"
+    suite = str(runner.suite_path() / engine("vllm").suite)  # the registry's: what a collection collects
+    request = runner.Request(harness.system(tmp_path), "ci", nodes=(node,), plugins=(mutate_run.PROBES,))
+    cmd = runner.command(request)
+    assert cmd[cmd.index("--vllm") + 1] == str(tmp_path) and "--hypothesis-profile=ci" in cmd and node in cmd
+    assert cmd[-2:] == ["-p", "deferlab.properties.probes"]
+    collect = runner.command(request.with_(nodes=(), collect_only=True))
+    assert collect[3] == suite and "--collect-only" in collect
+    assert request.system == System("vllm", str(tmp_path)) and not request.system.answers("C3")
+    assert "vllm.multimodal.parse" in harness.modules() and select.SERVED_PROCESSOR in harness.modules()
 
 
 def test_probes_leave_jit_compiled_functions_alone() -> None:
@@ -170,7 +113,7 @@ def test_the_anchor_runs_the_checkouts_unit_tests_beside_the_claims(tmp_path: Pa
     """The same four mutants against deferlab's claims and the fake checkout's unit tests: one only the anchor
     kills, one only deferlab, one both, one neither tree loads; a unit test that fails unmutated cannot run here."""
     ids = [ONLY_ANCHOR, ONLY_DEFERLAB, BOTH, AT_LOAD]
-    rc, doc = _run(tmp_path, "sglang", FAKE, "--mutants", ",".join(ids), "--anchor", runner=AnchoredRunner())
+    rc, doc = _run(tmp_path, "sglang", FAKE, "--mutants", ",".join(ids), "--anchor", harness=FakeHarness())
     assert rc == 0
     got = {m["id"]: (m["outcome"], m["anchor"]["outcome"]) for m in doc["mutants"]}
     assert got == {
@@ -198,7 +141,7 @@ def test_the_anchor_runs_the_checkouts_unit_tests_beside_the_claims(tmp_path: Pa
     assert "`test_needs_a_gpu`" not in md.split("**Cannot run here**")[0]
     assert not list((TOP / "test").rglob("__pycache__"))  # the checkout's tests are read, never written into
     with pytest.raises(Exception, match="started with other anchor_asked"):
-        _run(tmp_path, "sglang", FAKE, "--mutants", ",".join(ids), "--resume", runner=AnchoredRunner())
+        _run(tmp_path, "sglang", FAKE, "--mutants", ",".join(ids), "--resume", harness=FakeHarness())
 
 
 def test_anchor_tests_are_found_by_import_or_named(tmp_path: Path) -> None:
@@ -233,8 +176,8 @@ def test_anchor_judge() -> None:
 
 
 def test_a_vllm_tree_that_cannot_be_driven_is_a_load_error(tmp_path: Path) -> None:
-    with pytest.raises(SGLangLoadError, match="is not a vLLM checkout"):
-        mutate_vllm.VLLMRunner().load_check(tmp_path, 120)
+    """The load check is the runner's (`check_loads`: the loader's one line)."""
+    assert "is not a vLLM checkout" in (mutate_run.Harness("vllm").load_error(tmp_path, 120) or "")
 
 
 def test_side_by_side_counts_both_nets_on_the_same_sample() -> None:
@@ -257,3 +200,28 @@ def test_side_by_side_counts_both_nets_on_the_same_sample() -> None:
     assert (s["deferlab_kill_rate_covered"], s["anchor_kill_rate_covered"]) == (0.6667, 0.6667)
     assert (s["anchor_only"], s["deferlab_only"], s["both"], s["neither"]) == (["b"], ["a"], ["c"], ["d"])
     assert s["equivalent_but_killed"] == ["e"] and s["counts"][anchor.NO_TEST] == 1 and s["seconds"] == 10.0
+
+
+def test_the_anchor_runs_a_checkouts_tests_through_the_loader(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """The real harness: the unit tests in a child of ``python -m deferlab.impl.loader run`` (plugins not
+    autoloaded), each outcome recorded by the campaign's plugin; a tree that does not load is a load error."""
+    from tests.impl.sglang.support import fake_sglang_tree
+    from tests.impl.sglang.test_sources import PROCESSOR_FILE, REQUIRED_FILES
+
+    monkeypatch.setenv("DEFERLAB_CACHE", str(tmp_path / "cache"))
+    files = {**REQUIRED_FILES, PROCESSOR_FILE: "class KimiK3ImageProcessor:\n    pass\n", "srt/models/kimi_k3.py": "V = 1\n"}  # fmt: skip
+    tree = fake_sglang_tree(tmp_path / "tree", "9.9.9", files)
+    top = tmp_path / "top"
+    (top / "test").mkdir(parents=True)
+    (top / "test" / "test_k.py").write_text(
+        "import sglang.srt.models.kimi_k3 as m\ndef test_v():\n    assert m.V == 1\ndef test_w():\n    assert m.V == 2\n"
+    )
+    harness = mutate_run.Harness("sglang")
+    run = anchor.run_tests(harness, tree, [str(top / "test" / "test_k.py")], top, tmp_path / "s", 300)
+    assert run.wrote and run.load_error is None and run.rc == 1, run
+    assert run.tests["test/test_k.py::test_v"] == ("passed", "")
+    assert (
+        run.tests["test/test_k.py::test_w"][0] == "failed" and "assert 1 == 2" in run.tests["test/test_k.py::test_w"][1]
+    )
+    broken = anchor.run_tests(harness, tmp_path / "nowhere", [str(top / "test")], top, tmp_path / "s", 300)
+    assert broken.load_error and not broken.wrote and anchor.judge(["x"], broken)["outcome"] == "killed at load"

@@ -27,7 +27,7 @@ def test_cuda_only_survivors_are_counted_apart_and_the_rate_is_given_both_ways()
     assert doc["kill_rate"] == round(4 / 5, 4)  # k1 k2 k3 cu_killed of the five judged (not eq, not cu)
     assert doc["kill_rate_with_cuda_only"] == round(4 / 6, 4)
     assert doc["survivors"] == ["s"]
-    text = render.markdown(doc, [], [])
+    text = render.markdown(doc, [])
     assert "needs CUDA 1" in text and "66.7 % counting the CUDA-only mutants as survivors" in text
     assert "- `cu`: Triton only" in text
 

@@ -1,4 +1,9 @@
-"""The fake engine's claim tests: ``claims.py [NODE ...] --sglang TREE`` (or ``--collect-only``, ``--load``)."""
+"""The fake engine's claim tests: ``claims.py [NODE ...] --sglang TREE`` (or ``--collect-only``, ``--load``, ``--die``).
+
+A stand-in for ``pytest <claim tests> --sglang TREE`` that honours what the campaign's plugin
+(``deferlab.properties.probes``) does in a real session: the collection file, the probes' hits; it writes the
+results file (schema 2, each test's failure line) where the runner reads it.
+"""
 
 import importlib.util
 import json
@@ -71,7 +76,18 @@ PROVENANCE = {
 }
 
 
+ROOTDIR = str(Path(__file__).resolve().parent)  # where the fake's node ids are "collected"
+
+
+def collect(nodes):
+    """What the plugin writes for a collection: the rootdir and the node ids."""
+    Path(os.environ["DEFERLAB_MUTATE_COLLECT"]).write_text(json.dumps({"rootdir": ROOTDIR, "nodes": nodes}))
+    return 0
+
+
 def main(argv):
+    if "--die" in argv:  # a claims process killed by a signal
+        os.kill(os.getpid(), 9)
     tree = argv[argv.index("--sglang") + 1] if "--sglang" in argv else argv[argv.index("--load") + 1]
     if "--load" in argv:
         try:
@@ -84,10 +100,9 @@ def main(argv):
         print("sglang-9.9.9")
         return 0
     if "--collect-only" in argv:
-        print("\n".join([*NODES.values(), *PROPERTIES]))
-        return 0
+        return collect([*NODES.values(), *PROPERTIES])
     if os.environ.get("DEFERLAB_MUTATE_PROBES"):  # the reference run: record which functions ran
-        from deferlab.reports.mutate.select import install_probe
+        from deferlab.properties.probes import install_probe
 
         install_probe()
     wanted = [c for c, n in NODES.items() if n in argv]
@@ -97,15 +112,13 @@ def main(argv):
     except Exception as e:
         g, rc = None, 1
         asked = [NODES[c] for c in wanted] + [n for n in PROPERTIES if n in argv]
-        props = [{"name": n, "examples": None, "outcome": "failed", "seconds": 0.0} for n in asked]
-        print(f"ERROR {asked[0]} - {type(e).__name__}: {e}")
+        props = [{"name": n, "outcome": "failed", "seconds": 0.0, "message": f"{type(e).__name__}: {e}"} for n in asked]
     for cid in wanted if g is not None else []:
         try:
             verdict, evidence = CLAIMS[cid](g)
-            outcome = "passed"
+            outcome, message = "passed", ""
         except Exception as e:
-            verdict, evidence, outcome, rc = "not-run", "", "failed", 1
-            print(f"FAILED {NODES[cid]} - {type(e).__name__}: {e}")
+            verdict, evidence, outcome, rc, message = "not-run", "", "failed", 1, f"{type(e).__name__}: {e}"
         if verdict != "not-run":
             rows.append(
                 {
@@ -119,22 +132,21 @@ def main(argv):
                     "provenance": PROVENANCE[cid],
                 }
             )
-        props.append({"name": NODES[cid], "examples": None, "outcome": outcome, "seconds": 0.0})
+        props.append({"name": NODES[cid], "outcome": outcome, "seconds": 0.0, "message": message})
     for node in [n for n in PROPERTIES if n in argv] if g is not None else []:
         try:
-            outcome = prop(PROPERTIES[node], g)
+            outcome, message = prop(PROPERTIES[node], g), ""
         except Exception as e:
-            outcome, rc = "failed", 1
-            print(f"FAILED {node} - {type(e).__name__}: {e}")
-        props.append({"name": node, "examples": None, "outcome": outcome, "seconds": 0.0})
+            outcome, rc, message = "failed", 1, f"{type(e).__name__}: {e}"
+        props.append({"name": node, "outcome": outcome, "seconds": 0.0, "message": message})
     if os.environ.get("DEFERLAB_MUTATE_PROBES"):
-        from deferlab.reports.mutate.select import write_hits
+        from deferlab.properties.probes import write_hits
 
         write_hits(os.environ["DEFERLAB_MUTATE_PROBES"])
     results = Path(os.environ["DEFERLAB_RESULTS_DIR"])
     results.mkdir(parents=True, exist_ok=True)
     doc = {
-        "schema_version": 1,
+        "schema_version": 2,
         "generated_at": "",
         "profile": "ci",
         "impl": "fake",

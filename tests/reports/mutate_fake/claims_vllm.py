@@ -1,8 +1,7 @@
 """The fake vLLM's served claims: ``claims_vllm.py [NODE ...] --vllm TREE`` (or ``--collect-only``, ``--load``).
 
-Rows are recorded under the ``VLLM`` label, as a ``--vllm`` session records
-them, then relabelled by the function the real run's pytest plugin calls
-(`reports.mutate.vllm_plugin.relabel`).
+Rows are recorded under the ``VLLM`` label, as a ``--vllm`` session records them; the runner reads that
+label's rows (the system's). The collection file and the probes as in ``claims.py``.
 """
 
 import importlib.util
@@ -50,6 +49,8 @@ CLAIMS = {"C13": c13, "C14": c14, "C15": c15}
 
 
 def main(argv):
+    from claims import collect
+
     tree = argv[argv.index("--vllm") + 1] if "--vllm" in argv else argv[argv.index("--load") + 1]
     if "--load" in argv:
         try:
@@ -60,10 +61,9 @@ def main(argv):
         print("vllm-9.9.9")
         return 0
     if "--collect-only" in argv:
-        print("\n".join(NODES.values()))
-        return 0
+        return collect(list(NODES.values()))
     if os.environ.get("DEFERLAB_MUTATE_PROBES"):
-        from deferlab.reports.mutate.select import install_probe
+        from deferlab.properties.probes import install_probe
 
         install_probe()
     rows, props, rc = [], [], 0
@@ -72,18 +72,15 @@ def main(argv):
         verdict, evidence = CLAIMS[cid](s)
         row = {"id": cid, "statement": "", "source": "", "policy": "VLLM", "verdict": verdict, "evidence": evidence}
         rows.append({**row, "counterexample": None, "provenance": PROVENANCE[cid]})
-        props.append({"name": NODES[cid], "examples": None, "outcome": "passed", "seconds": 0.0})
+        props.append({"name": NODES[cid], "outcome": "passed", "seconds": 0.0, "message": ""})
     if os.environ.get("DEFERLAB_MUTATE_PROBES"):
-        from deferlab.reports.mutate.select import write_hits
+        from deferlab.properties.probes import write_hits
 
         write_hits(os.environ["DEFERLAB_MUTATE_PROBES"])
     results = Path(os.environ["DEFERLAB_RESULTS_DIR"])
     results.mkdir(parents=True, exist_ok=True)
-    doc = {"schema_version": 1, "generated_at": "", "profile": "ci", "impl": "vllm:fake", "system": None}
+    doc = {"schema_version": 2, "generated_at": "", "profile": "ci", "impl": "vllm:fake", "system": None}
     (results / "verdicts.json").write_text(json.dumps({**doc, "claims": rows, "properties": props}))
-    from deferlab.reports.mutate.vllm_plugin import relabel
-
-    relabel(results)
     return rc
 
 
