@@ -159,7 +159,8 @@ def eager_stager(source: Source, device: str) -> Callable[[Any], Any]:
     overrides: dict[str, Any] = {}
     real_to_chw = pk3.__dict__.get("to_chw_uint8")
     if real_to_chw is not None:  # from the PR on, its PIL branch is ``to_chw_uint8(image, device="cuda")``
-        overrides["to_chw_uint8"] = lambda image, device=None: real_to_chw(image, device=str(device))
+        target = str(device)  # not the lambda's own ``device`` (the call site passes "cuda")
+        overrides["to_chw_uint8"] = lambda image, device=None: real_to_chw(image, device=target)
     stage = on_device(pk3._k3_to_cuda_chw, str(device), **overrides)
     source.patch(
         f"{pk3.__name__}._k3_to_cuda_chw",

@@ -35,3 +35,14 @@ def test_capture_locals_and_the_tiny_item(sgl):
     assert item.feature.shape == (3, 14, 14) and item.feature.dtype == torch.uint8
     assert item.model_specific_data["image_grid_thw"].tolist() == [[1, 1, 1]]
     assert type(item).__module__ == "sglang.srt.managers.schedule_batch"
+
+
+def test_the_eager_stager_keeps_a_pil_image_on_the_asked_device(sgl):
+    """SGLang's ``_k3_to_cuda_chw`` hands a PIL image to ``to_chw_uint8(image, device="cuda")``: the stager must
+    send it to the device it was built for (a regression: the override once passed its own "cuda" on)."""
+    import numpy as np
+    from PIL import Image
+
+    stage = runtime.eager_stager(sgl.source, "cpu")
+    out = stage(Image.fromarray(np.full((5, 7, 3), 9, np.uint8), "RGB"))
+    assert out.device.type == "cpu" and tuple(out.shape) == (3, 5, 7) and int(out[0, 0, 0]) == 9
