@@ -301,10 +301,3 @@ def _no_ci_job_summary(monkeypatch: pytest.MonkeyPatch) -> None:
     """No test appends to the CI job's real summary: the suite runs ``report``, ``versions`` and ``compare``,
     which append to ``$GITHUB_STEP_SUMMARY`` when it is set; a test that checks that sets its own file."""
     monkeypatch.delenv("GITHUB_STEP_SUMMARY", raising=False)
-
-
-@pytest.fixture(autouse=True)
-def _no_repro_daemon(monkeypatch: pytest.MonkeyPatch) -> None:
-    """No test leaves a warm reproducer daemon behind (`reports.repro.cli`): reproducers run in new processes unless a
-    test of the daemon turns it on (and stops it)."""
-    monkeypatch.setenv("DEFERLAB_REPRO_WARM", "0")
