@@ -340,13 +340,13 @@ def active_release() -> tuple[str, str] | None:
 
 def engine_expectation(claim_id: str, policy: str | None = None) -> EngineRange | None:
     """The ``[claim.engines]`` row of ``claim_id`` covering the loaded release serving the session's family
-    (`verdicts.RECORDER.family`) on the served path the verdict label ``policy`` names (None: the default
+    and served path the verdict column ``policy`` names (`systems.split_label`; None: Kimi-K3 on the default
     path), if one does."""
     release = active_release()
     if release is None or claim_id not in CLAIMS:
         return None
-    path = split_label(policy)[1] if policy else None
-    return engine_range(CLAIMS[claim_id], *release, verdicts.RECORDER.family, path)
+    family, _, path = split_label(policy) if policy else (DEFAULT_FAMILY, "", None)
+    return engine_range(CLAIMS[claim_id], *release, family, path)
 
 
 def claim_expect(claim_id: str, policy: str) -> Expect:
@@ -505,7 +505,8 @@ def assert_expected(claim_id: str, policy: str, verdict: str) -> None:
             )
         return
     # deferlab's model restates Kimi-K3's pipeline only (semantics §18): for another family it serves nothing
-    want = expected_verdict(claim_id, policy) if verdicts.RECORDER.family == DEFAULT_FAMILY else "n/a"
+    family, bare, _ = split_label(policy)
+    want = expected_verdict(claim_id, bare) if family == DEFAULT_FAMILY else "n/a"
     assert verdict == want, f"{claim_id} under {policy}: recorded {verdict!r}, claims.toml expects {want!r}"
     assert not (undocumented and verdicts.strict()), (
         f"{claim_id} under {policy} {verdict}, but not as claims.toml documents: " + "; ".join(undocumented)

@@ -107,8 +107,9 @@ def pytest_addoption(parser: pytest.Parser) -> None:
         action="store",
         default=None,
         metavar="FAMILY",
-        help="the model family the served claims judge (reference.system.families; default kimi-k3): its checkpoint's "
-        "processor is the trained side, and the engine's paths for it are served",
+        help="the model families the served claims judge (reference.system.families): one, a comma-separated list, "
+        "or 'all' (default kimi-k3); each checkpoint's processor is the trained side, the engine's paths for it the "
+        "served side, and a family but Kimi-K3 records under columns prefixed FAMILY:",
     )
     parser.addoption(
         "--checkpoint",
@@ -128,8 +129,12 @@ def pytest_configure(config: pytest.Config) -> None:
     if model is not None:
         from deferlab.reference.system.families import FAMILIES
 
-        if model not in FAMILIES:
-            raise pytest.UsageError(f"--model: unknown model family {model!r}; accepted: {', '.join(FAMILIES)}")
+        unknown = [m for m in str(model).split(",") if m.strip() not in FAMILIES and m.strip() != "all"]
+        if unknown:
+            raise pytest.UsageError(
+                f"--model: unknown model family {unknown[0]!r}; accepted: {', '.join(FAMILIES)}, a comma-separated "
+                "list of them, or all"
+            )
     checkpoint = config.getoption("--checkpoint", None)
     if checkpoint is not None:  # one place the served claims read it, in this process and its children
         os.environ[CHECKPOINT_ENV] = str(checkpoint)
@@ -139,9 +144,13 @@ def pytest_configure(config: pytest.Config) -> None:
         register_profiles()
 
 
-def family(config: pytest.Config) -> str:
-    """The session's model family (``--model``; default Kimi-K3)."""
-    return config.getoption("--model", None) or "kimi-k3"
+def families_of(config: pytest.Config) -> list[str]:
+    """The session's model families (``--model``: one, a comma-separated list, or ``all``; default Kimi-K3), in
+    the registry's order: one engine load judges every family named."""
+    from deferlab.reference.system.families import FAMILIES
+
+    asked = [m.strip() for m in str(config.getoption("--model", None) or "kimi-k3").split(",") if m.strip()]
+    return list(FAMILIES) if "all" in asked else [f for f in FAMILIES if f in asked]
 
 
 def impl_spec(config: pytest.Config) -> str:
@@ -178,28 +187,29 @@ def impl(request: pytest.FixtureRequest) -> Any:
 
 @pytest.fixture(scope="session")
 def served_session(request: pytest.FixtureRequest) -> Any:
-    """The session's `properties.served.Session`: the engine named on the command line is loaded once here, with
-    its paths for the session's family (``--model``); under ``--vllm`` the paths are also the session's real-code
-    implementation (`seam.ACTIVE`), as ``impl`` is SGLang's under ``--sglang``, so verdicts record under their
-    labels with the system that ran."""
+    """The session's `properties.served.Session`: the engine named on the command line is loaded once here, and
+    its paths for each family of the session (``--model``) are built when a column of that family first asks;
+    under ``--vllm`` the loaded source is also the session's real-code implementation (`seam.ACTIVE`), as
+    ``impl`` is SGLang's under ``--sglang``, so verdicts record under their columns with the system that ran."""
     from deferlab.properties import seam, served, verdicts
 
-    model = family(request.config)
     spec = request.config.getoption("--vllm")
     if spec is not None:
-        paths = served.vllm_paths(spec, model)
-        verdicts.RECORDER.system = paths[0].describe() if paths else {"engine": "vllm", "spec": spec}
-        seam.ACTIVE = seam.Recording(paths[0] if paths else served.NoPath("vllm", spec, model))
-        return served.Session("vllm", paths, model)
+        session = served.vllm_session(spec, families_of(request.config))
+        verdicts.RECORDER.system = session.describe()
+        seam.ACTIVE = seam.Recording(session.anchor)
+        return session
     if request.config.getoption("--sglang") is not None:
-        return served.sglang_session(request.getfixturevalue("impl"), model)
-    return served.Session(family=model)  # deferlab's model, per policy (Kimi-K3's pipeline only)
+        return served.sglang_session(request.getfixturevalue("impl"))
+    return served.Session()  # deferlab's model, per policy (Kimi-K3's pipeline only)
 
 
-@pytest.fixture(scope="session")
-def model_family(request: pytest.FixtureRequest) -> str:
-    """The session's model family (``--model``, default ``kimi-k3``)."""
-    return family(request.config)
+@pytest.fixture
+def model_family(policy: str) -> str:
+    """The model family of the test's column (``FAMILY:LABEL``; a bare label or policy is Kimi-K3's)."""
+    from deferlab.reference.system.systems import split_label
+
+    return split_label(policy)[0]
 
 
 @pytest.fixture

@@ -30,6 +30,7 @@ from deferlab.reference.oracle.numerics import bf16_bits, float32_bits
 from deferlab.reference.system.config import PreprocessConfig
 from deferlab.reference.system.profiles import DEFAULT_PROFILE, profile
 from deferlab.reference.system.served import CHECKPOINT_ENV, ServedPath
+from deferlab.reference.system.systems import split_label
 
 # C14's allowance (b), in float32 ulps at the channel's largest |normalized value| (np.spacing of it). Semantics
 # §14.1 measures every scale/bias form against the checkpoint's normalization at most 1.2e-7 apart for Kimi's
@@ -61,21 +62,31 @@ def own_code(path: ServedPath) -> bool:
 
 
 class Session:
-    """The served paths of one pytest session: ``engine`` None (the model per policy), "sglang" or "vllm", for the
-    session's model ``family`` (deferlab's model serves Kimi-K3 only)."""
+    """The served paths of one pytest session: ``engine`` None (deferlab's model, per policy; it serves Kimi-K3
+    only), "sglang" or "vllm"; an engine's paths for a family are built (`build`) when a column of that family
+    first asks, so one engine load judges every family of the session."""
 
-    def __init__(self, engine: str | None = None, engine_paths: Sequence[Any] = (), family: str = "kimi-k3") -> None:
+    def __init__(self, engine: str | None = None, build: Callable[[str], list[Any]] | None = None) -> None:
         self.engine = engine
-        self.family = family
-        self._engine_paths = list(engine_paths)
+        self._build = build
+        self._engine: dict[str, list[Any]] = {}
         self._model: dict[str, list[ServedPath]] = {}
 
+    def family_paths(self, family: str) -> list[Any]:
+        """Every path the engine serves ``family`` with (none: the release does not serve it)."""
+        if family not in self._engine:
+            self._engine[family] = self._build(family) if self._build is not None else []
+        return list(self._engine[family])
+
     def paths(self, policy: str) -> list[Any]:
-        """Every path of the session's system for the verdict column ``policy``: an engine's paths labelled so
-        (``VLLM`` for the default serving setting, ``VLLM host-normalized``...), or the model's under that policy."""
+        """Every path of the session's system for the verdict column ``policy`` (``[FAMILY:]LABEL``): an engine's
+        paths of that family labelled so (``VLLM`` for the default serving setting, ``VLLM host-normalized``...),
+        or the model's under that policy."""
+        family, label, path = split_label(policy)
         if self.engine is not None:
-            return [p for p in self._engine_paths if getattr(p, "label", None) == policy]
-        if self.family != "kimi-k3":
+            wanted = label if path is None else f"{label} {path}"
+            return [p for p in self.family_paths(family) if getattr(p, "label", None) == wanted]
+        if family != "kimi-k3":
             return []
         if policy not in self._model:
             from deferlab.impl.served import model_paths
@@ -83,48 +94,76 @@ class Session:
             self._model[policy] = [p for p in model_paths(policy) if p.path == "eager" or p.impl.defers(policy)]
         return list(self._model[policy])
 
-    def all_paths(self) -> list[Any]:
-        """Every engine path of the session, whatever its label."""
-        return list(self._engine_paths)
+    def all_paths(self, policy: str) -> list[Any]:
+        """Every engine path of the family of the column ``policy``, whatever its label."""
+        return self.family_paths(split_label(policy)[0]) if self.engine is not None else []
 
 
-class NoPath:
-    """What the session's real-code record names when the engine serves the family with no path of its own."""
+def sglang_session(impl: Any) -> Session:
+    """SGLang's paths over the session's ``impl`` (the seam `Recording` of `SGLangImpl`, so calls are traced):
+    Kimi-K3's eager (and deferred) paths, or a family's (`impl.sglang.families`; n/a where the release has none)."""
+
+    def build(family: str) -> list[Any]:
+        if family == "kimi-k3":
+            from deferlab.impl.sglang.served import paths
+
+            return list(paths(impl))
+        from deferlab.impl.sglang.families import paths as family_paths
+
+        return _covered(lambda: family_paths(impl, family))
+
+    return Session("sglang", build)
+
+
+class VLLMSession(Session):
+    """vLLM's session: the release loaded once, with the companions every family of the session computes with."""
+
+    def __init__(self, spec: str, families_: Sequence[str]) -> None:
+        from deferlab.impl.vllm import served as vllm_served
+        from deferlab.impl.vllm import sources
+
+        wanted = sorted({c for f in families_ for c in vllm_served.COMPANIONS.get(f, ())})
+        self.source = sources.load(spec, companions=tuple(wanted))
+        self.anchor = _Anchor(self.source)
+        snapshot = checkpoint_snapshot()
+
+        def build(family: str) -> list[Any]:
+            kimi = {"checkpoint": checkpoint, "media_proc_cfg": None if snapshot is None else snapshot[1]}
+            return _covered(lambda: vllm_served.paths(self.source, family, **(kimi if family == "kimi-k3" else {})))
+
+        super().__init__("vllm", build)
+
+    def describe(self) -> dict[str, Any]:
+        return {"engine": "vllm", "system": self.source.name, "spec": self.source.spec, **self.source.describe()}
+
+
+class _Anchor:
+    """What the session's real-code record (`seam.ACTIVE`) names: the loaded vLLM source."""
 
     real_code = True
 
-    def __init__(self, engine: str, spec: str, family: str) -> None:
-        self.source = None
-        self.system = f"{engine}:{spec}"
-        self.family = family
+    def __init__(self, source: Any) -> None:
+        self.source = source
 
     def describe(self) -> dict[str, Any]:
-        return {"engine": self.system.split(":")[0], "spec": self.system.split(":", 1)[1], "family": self.family}
+        return {"engine": "vllm", "system": self.source.name}
 
 
-def sglang_session(impl: Any, family: str = "kimi-k3") -> Session:
-    """SGLang's paths for ``family`` over the session's ``impl`` (the seam `Recording` of `SGLangImpl`, so calls
-    are traced): Kimi-K3's eager (and deferred) paths, or the family's paths (`impl.sglang.families`)."""
-    if family == "kimi-k3":
-        from deferlab.impl.sglang.served import paths
+def _covered(build: Callable[[], list[Any]]) -> list[Any]:
+    """``build()``, or no path where the engine says it does not serve the family (its claims record n/a)."""
+    from deferlab.reference.system.errors import DeferlabInputError
 
-        return Session("sglang", paths(impl), family)
-    from deferlab.impl.sglang.families import paths as family_paths
-
-    return Session("sglang", family_paths(impl.source, family), family)
+    try:
+        return list(build())
+    except DeferlabInputError:
+        return []
 
 
-def vllm_paths(spec: str, family: str = "kimi-k3") -> list[Any]:
-    """vLLM's paths for ``spec`` and ``family`` (`impl.vllm.served.paths`): the served default and the host path
-    beside it where the release has both; Kimi-K3's are handed the checkpoint oracle (the releases that serve the
-    checkpoint's remote code) and the snapshot's own ``media_proc_cfg``."""
-    from deferlab.impl.vllm.served import paths
+def vllm_session(spec: str, families_: Sequence[str] | None = None) -> VLLMSession:
+    """vLLM's session for ``spec`` and the families asked (default every family of the registry it can serve)."""
+    from deferlab.reference.system.families import FAMILIES
 
-    snapshot = checkpoint_snapshot() if family == "kimi-k3" else None
-    return paths(
-        spec, family, checkpoint=checkpoint if family == "kimi-k3" else None,
-        media_proc_cfg=None if snapshot is None else snapshot[1],
-    )  # fmt: skip
+    return VLLMSession(spec, list(families_ or FAMILIES))
 
 
 def provenance(paths: Sequence[ServedPath]) -> dict[str, str]:

@@ -24,6 +24,7 @@ import os
 import time
 import uuid
 from pathlib import Path
+from typing import Any
 
 import pytest
 from hypothesis import settings
@@ -32,7 +33,7 @@ from deferlab.properties import plugin, verdicts
 from deferlab.reference.system import extras, families
 from deferlab.reference.system.claims import load_claims
 from deferlab.reference.system.seam import SGLANG_LABEL, label_for
-from deferlab.reference.system.systems import DEFAULT_FAMILY, path_label
+from deferlab.reference.system.systems import DEFAULT_FAMILY, family_column, path_label
 
 
 def _cuda_available() -> bool:
@@ -66,22 +67,23 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
     _mark_and_skip(config, items)
 
 
+def test_families(item_or_definition: Any, config: pytest.Config) -> list[str]:
+    """The session's families a check applies to (``--model``): an unmarked check is Kimi-K3's alone;
+    ``families("all")`` runs for every family, ``families("others")`` for every family but Kimi-K3 (whose C13-C15
+    are ``test_served.py``'s)."""
+    session = plugin.families_of(config)
+    mark = item_or_definition.get_closest_marker("families")
+    if mark is None:
+        return [f for f in session if f == DEFAULT_FAMILY]
+    return [f for f in session if mark.args[0] == "all" or f != DEFAULT_FAMILY]
+
+
 def _keep_the_familys(config: pytest.Config, items: list[pytest.Item]) -> None:
-    """The checks of the session's family (``--model``): an unmarked check is Kimi-K3's alone; ``families("all")``
-    runs for every family, ``families("others")`` for every family but Kimi-K3 (whose C13-C15 are
-    ``test_served.py``'s)."""
-    family = plugin.family(config)
-
-    def applies(item: pytest.Item) -> bool:
-        mark = item.get_closest_marker("families")
-        if mark is None:
-            return family == DEFAULT_FAMILY
-        return mark.args[0] == "all" or family != DEFAULT_FAMILY
-
-    off = [item for item in items if not applies(item)]
+    """Deselect the checks of no family of the session (`test_families`)."""
+    off = [item for item in items if not test_families(item, config)]
     if off:
         config.hook.pytest_deselected(items=off)
-        items[:] = [item for item in items if applies(item)]
+        items[:] = [item for item in items if test_families(item, config)]
 
 
 # Why the other claim tests do not run on vLLM: C1-C12 are about SGLang's PR #33921 (its gate, deferred items,
@@ -146,39 +148,57 @@ def _label(config: pytest.Config) -> str:
     return label_for("vllm") if config.getoption("--vllm", None) is not None else SGLANG_LABEL
 
 
-def _labels(config: pytest.Config) -> list[str]:
-    """The real-code labels of the session: one per served path of the session's family at the named release
-    (``VLLM`` for the default path, ``VLLM host-normalized`` beside it; `reference.system.families`), read from
-    the registry without loading the engine; ``SGLANG`` for SGLang."""
+def _labels(config: pytest.Config, family: str) -> list[str]:
+    """The real-code columns of ``family`` in the session: one per served path of it at the named release
+    (``VLLM`` for the default path, ``VLLM host-normalized`` beside it, prefixed ``FAMILY:`` for a family but
+    Kimi-K3; `reference.system.families`), read from the registry without loading the engine."""
     engine = "vllm" if config.getoption("--vllm", None) is not None else "sglang"
     spec = str(config.getoption(f"--{engine}"))
-    found = families.family(plugin.family(config)).paths(engine, spec)
-    labels = [path_label(engine, None if p.default else p.path) for p in found]
-    return list(dict.fromkeys(labels)) or [_label(config)]
+    found = families.family(family).paths(engine, spec)
+    labels = [path_label(engine, None if p.default else p.path, family) for p in found]
+    return list(dict.fromkeys(labels)) or [path_label(engine, None, family)]
 
 
-def _model_labels(config: pytest.Config) -> list[str] | None:
-    """The model's columns: claims.toml's policies (None), or one for a family it does not serve (its n/a)."""
-    return ["RELEASED"] if plugin.family(config) != DEFAULT_FAMILY else None
+def _model_labels(family: str, claim: str | None, listed: Any) -> list[str]:
+    """The model's columns for ``family``: claims.toml's policies for Kimi-K3 (or the listed ones), one column
+    for a family it does not serve (its n/a)."""
+    if family != DEFAULT_FAMILY:
+        return [family_column("RELEASED", family)]
+    if claim is not None:
+        return list(load_claims()[claim].expected)
+    return list(listed.args) if listed is not None else []
+
+
+def _columns(config: pytest.Config, families_: list[str], claim: str | None, listed: Any) -> list[str]:
+    if _real(config):
+        return [label for f in families_ for label in _labels(config, f)]
+    return [label for f in families_ for label in _model_labels(f, claim, listed)]
+
+
+def session_columns(config: pytest.Config) -> list[str] | None:
+    """Every verdict column of the session, for the merge (None: the model's claims.toml policies alone)."""
+    session = plugin.families_of(config)
+    if not _real(config) and session == [DEFAULT_FAMILY]:
+        return None
+    if _real(config):
+        return [label for f in session for label in _labels(config, f)]
+    policies = list(dict.fromkeys(p for c in load_claims().values() for p in c.expected))
+    others = [family_column("RELEASED", f) for f in session if f != DEFAULT_FAMILY]
+    return [*(policies if DEFAULT_FAMILY in session else []), *others]
 
 
 def pytest_generate_tests(metafunc: pytest.Metafunc) -> None:
-    """``policy`` of a ``claim``-marked test: each policy claims.toml has an expectation for, or the real-code
-    label under ``--sglang`` / ``--vllm``; of a ``policies``-marked test: the listed ones (the label then)."""
+    """``policy`` of a ``claim``-marked test: a column per family the test applies to (`test_families`): each
+    policy claims.toml has an expectation for (the model, Kimi-K3), the real-code columns under ``--sglang`` /
+    ``--vllm``; of a ``policies``-marked test: the listed ones (the label then)."""
     if "policy" not in metafunc.fixturenames:
         return
     claim = metafunc.definition.get_closest_marker("claim")
     listed = metafunc.definition.get_closest_marker("policies")
     if claim is None and listed is None:
         return
-    if _real(metafunc.config):
-        names = _labels(metafunc.config)
-    elif _model_labels(metafunc.config):
-        names = _model_labels(metafunc.config)  # deferlab's model serves Kimi-K3 only: one column says so
-    elif claim is not None:
-        names = list(load_claims()[claim.args[0]].expected)
-    else:
-        names = list(listed.args)
+    found = test_families(metafunc.definition, metafunc.config)
+    names = _columns(metafunc.config, found, claim.args[0] if claim is not None else None, listed)
     metafunc.parametrize("policy", names)
 
 
@@ -201,7 +221,7 @@ def pytest_configure(config: pytest.Config) -> None:
     config.addinivalue_line("filterwarnings", r"error::RuntimeWarning:deferlab\.reference\.")
     if not hasattr(config, "workerinput"):
         config.stash[_RUN_ID] = uuid.uuid4().hex[:12]
-    verdicts.RECORDER.family = plugin.family(config)
+    verdicts.RECORDER.family = ",".join(plugin.families_of(config))
 
 
 @pytest.hookimpl(optionalhook=True)
@@ -276,7 +296,7 @@ def pytest_sessionfinish(session: pytest.Session, exitstatus: int) -> None:
             verdicts.RESULTS_DIR / "verdicts.json",
             profile=str(profile),
             impl=f"{engine}:{real}" if real is not None else plugin.impl_spec(config),
-            labels=_labels(config) if real is not None else _model_labels(config),
+            labels=session_columns(config),
             strict=verdicts.strict(),
         )
         if out is not None:

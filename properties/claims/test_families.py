@@ -152,7 +152,7 @@ def test_claim_c4_device_finished_equals_host_finished(served_session, served_pa
     """C4 where an engine finishes on the device: its default values equal its host-finished ones after BF16."""
     if served_session.engine != "vllm":
         pytest.skip("C4 is test_eager_deferred.py's on the model and on SGLang (its deferred owner path)")
-    paths = {p.path: p for p in served_session.all_paths()}
+    paths = {p.path: p for p in served_session.all_paths(policy)}
     device, host = paths.get("device-normalized"), paths.get("host-normalized")
     ok = device is not None and host is not None and device.label == policy
     why = "this release has one path for the family: nothing is finished on the device (semantics §18)"

@@ -23,6 +23,7 @@ from deferlab.reference.system.errors import DeferlabInputError
 
 MODEL = "model"  # deferlab's own torch model: its columns are the modelled policies, not a label
 DEFAULT_FAMILY = "kimi-k3"
+ALL_FAMILIES = "all"  # --model all: every family of the registry, in one run of one engine
 
 
 @dataclass(frozen=True)
@@ -106,17 +107,24 @@ def engine_of_label(label: str) -> EngineFacts | None:
     return next((e for e in ENGINES.values() if e.label == label), None)
 
 
-def path_label(engine_name: str, path: str | None = None) -> str:
-    """The verdict label of ``engine_name``'s served ``path``: its label for the default path (None), else the
-    label and the path (``VLLM host-normalized``): a non-default serving setting is a column of its own."""
+def path_label(engine_name: str, path: str | None = None, family: str = DEFAULT_FAMILY) -> str:
+    """The verdict column of ``engine_name``'s served ``path`` for ``family``: the engine's label for the default
+    path (None) and family, else prefixed ``FAMILY:`` and followed by the path (``qwen3-vl:VLLM host-normalized``):
+    a non-default serving setting, and another model family, are columns of their own."""
     label = engine(engine_name).label
-    return label if not path else f"{label} {path}"
+    return family_column(label if not path else f"{label} {path}", family)
 
 
-def split_label(label: str) -> tuple[str, str | None]:
-    """(engine label, served path or None) of a verdict label (`path_label`'s inverse)."""
-    head, _, path = str(label).partition(" ")
-    return head, (path or None)
+def family_column(label: str, family: str = DEFAULT_FAMILY) -> str:
+    """``label`` (an engine's label or a modelled policy) as the column of ``family``."""
+    return label if family == DEFAULT_FAMILY else f"{family}:{label}"
+
+
+def split_label(label: str) -> tuple[str, str, str | None]:
+    """(family, engine label or policy, served path or None) of a verdict column (`path_label`'s inverse)."""
+    family, _, rest = str(label).rpartition(":")
+    head, _, path = rest.partition(" ")
+    return (family or DEFAULT_FAMILY), head, (path or None)
 
 
 # --- order ---------------------------------------------------------------------------------------------------------
@@ -228,12 +236,15 @@ class System:
             return [f"--{self.engine}", str(self.spec), *family]
         return (["--impl", self.impl] if self.impl else []) + family
 
-    def answers(self, claim_id: str) -> bool:
-        """Whether this system has a verdict for ``claim_id``: the engine's claim set, and for a family other
-        than the default its family's claims (`reference.system.families`)."""
-        if self.family != DEFAULT_FAMILY:
-            from deferlab.reference.system.families import family
+    def answers(self, claim_id: str, family: str | None = None) -> bool:
+        """Whether this system has a verdict for ``claim_id`` in the column of ``family`` (default its own): the
+        engine's claim set, and for a family other than Kimi-K3 that family's claims (`reference.system.families`)."""
+        family = family or self.family
+        if family == ALL_FAMILIES:
+            raise ValueError("answers: name the family of the column (this system runs every family)")
+        if family != DEFAULT_FAMILY:
+            from deferlab.reference.system.families import family as family_facts
 
-            if claim_id not in family(self.family).claims:
+            if claim_id not in family_facts(family).claims:
                 return False
         return self.facts.answers(claim_id) if self.facts else True

@@ -29,7 +29,7 @@ from typing import Any
 
 from deferlab.reference.system import claims as registry
 from deferlab.reference.system.errors import DeferlabInputError
-from deferlab.reference.system.systems import System
+from deferlab.reference.system.systems import System, split_label
 from deferlab.reports.core import process
 
 RESULTS_ENV = "DEFERLAB_RESULTS_DIR"
@@ -141,14 +141,21 @@ class RunRecord:
     def label(self) -> str | None:
         return self.system.label
 
-    def mine(self) -> list[dict[str, Any]]:
-        """The rows of this system: its label's (a real engine), or every policy's (the model)."""
+    def mine(self, column: str | None = None) -> list[dict[str, Any]]:
+        """The rows of this system: those of ``column`` (``[FAMILY:]LABEL[ PATH]``), else of its label's columns
+        (a real engine: every family and served path of it), or every policy's (the model)."""
+        if column is not None:
+            return [r for r in self.rows if r.get("policy") == column]
         label = self.label
-        return [r for r in self.rows if label is None or r.get("policy") == label]
+        return [r for r in self.rows if label is None or split_label(str(r.get("policy")))[1] == label]
 
-    def verdicts(self) -> dict[str, str]:
-        """claim id -> verdict, for a real engine's label (the model has one per policy: use `mine`)."""
-        return {str(r["id"]): str(r["verdict"]) for r in self.mine()}
+    def columns(self) -> list[str]:
+        """The verdict columns of the run, in the order recorded."""
+        return list(dict.fromkeys(str(r.get("policy")) for r in self.mine()))
+
+    def verdicts(self, column: str | None = None) -> dict[str, str]:
+        """claim id -> verdict in ``column`` (default the engine's own label: Kimi-K3 on its default path)."""
+        return {str(r["id"]): str(r["verdict"]) for r in self.mine(column or self.label)}
 
     def failed_tests(self) -> dict[str, str]:
         """node id -> failure line, for every test that failed or errored."""
@@ -224,8 +231,9 @@ def run(request: Request, *, work: Path | None = None, launcher: Launcher = cold
         record.rows = [
             r
             for r in record.rows
-            if request.system.answers(str(r.get("id"))) and (not asked or str(r.get("id")) in asked)
-        ]  # the claims the system answers and the run asked for (the recorder fills the rest as not-run)
+            if request.system.answers(str(r.get("id")), split_label(str(r.get("policy")))[0])
+            and (not asked or str(r.get("id")) in asked)
+        ]  # the claims each column's system and family answers and the run asked for (the rest are not-run fills)
         record.log = _tail(log)
         record.error = _error(record, request)
         return record

@@ -31,7 +31,7 @@ def test_the_command_names_the_system_and_its_checks() -> None:
     assert model[1:4] == ["-m", "pytest", f"{base}/claims"] and "--hypothesis-profile=ci" in model
     assert model[-2:] == ["-k", "test_claim_c1_ or test_claim_c10_"]
     vllm = runner.command(runner.Request(System("vllm", "0.33.0"), profile="dev", workers=2, plugins=("x.y",)))
-    assert vllm[3] == f"{base}/claims/test_served.py" and ["--vllm", "0.33.0"] == vllm[vllm.index("--vllm") :][:2]
+    assert vllm[3] == f"{base}/claims" and ["--vllm", "0.33.0"] == vllm[vllm.index("--vllm") :][:2]
     assert vllm[-2:] == ["-p", "x.y"] and "--hypothesis-profile=dev" in vllm
     nodes = runner.command(runner.Request(System("sglang", "0.5.23"), nodes=("claims/test_gate.py::t", "/abs/x.py")))
     assert nodes[3:5] == [f"{base}/claims/test_gate.py::t", "/abs/x.py"]
