@@ -16,84 +16,18 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass
-from functools import cache
 from typing import Any
 
 import numpy as np
 
-from deferlab.reference.oracle import family_norm, internvl, qwen, skew
+from deferlab.reference.oracle import family_norm, skew
 from deferlab.reference.oracle.numerics import bf16_bits, float32_bits
-from deferlab.reference.system import families
-from deferlab.reference.system.family_configs import (
-    InternVLConfig,
-    NormConfig,
-    QwenVLConfig,
-    family_profile,
-)
+from deferlab.reference.oracle.trained import Trained, config
 from deferlab.reference.system.served import Geometry
 
-# InternVL's image tokens per 448 px tile: (448 / 14)**2 patches, 2x2 merged by its pixel shuffle (downsample
-# ratio 0.5): the checkpoint's config.json (semantics §18.4).
-INTERNVL_TOKENS_PER_TILE = 256
 # C14's value allowance, in ulps of the path's dtype at the channel's largest |value| (as `served.ALLOWANCE_ULPS`).
 ALLOWANCE_ULPS = 2
-
-
-@cache
-def config(family: str) -> QwenVLConfig | InternVLConfig | NormConfig:
-    """The family's published config (`reference.system.family_configs.PROFILES`)."""
-    return family_profile(families.family(family).profile)
-
-
-class Trained:
-    """The checkpoint's processor of a family, as deferlab restates it (`reference.oracle.qwen`,
-    `reference.oracle.internvl`, `reference.oracle.family_norm`): what every served path is read against."""
-
-    label, path, dtype, real_code = "TRAINED", "trained", "float32", False
-
-    def __init__(self, family: str) -> None:
-        self.family = family
-        self.scope = families.family(family).scope
-        self.system = f"{family}-checkpoint"
-        self.name = f"{self.system} (trained)"
-
-    def geometry(self, width: int, height: int, cfg: Any) -> Geometry:
-        if isinstance(cfg, QwenVLConfig):
-            new_h, new_w = qwen.resize_target(height, width, cfg)
-            return Geometry(new_w, new_h, tuple(qwen.grid(height, width, cfg)), qwen.num_tokens(height, width, cfg))
-        if isinstance(cfg, InternVLConfig):
-            cols, rows, n = internvl.tiles(width, height, cfg)
-            s = cfg.image_size
-            return Geometry(cols * s, rows * s, (rows, cols, n), n * INTERNVL_TOKENS_PER_TILE)
-        raise TypeError(f"{self.family}: judged on normalization only; it has no geometry here")
-
-    def serve(self, images: Sequence[Any], cfg: Any) -> tuple[np.ndarray, np.ndarray]:
-        values, grids = [], []
-        for image in images:
-            if isinstance(cfg, QwenVLConfig):
-                pv, grid = qwen.preprocess(image, cfg)
-                values.append(pv.reshape(pv.shape[0], 3, -1))
-                grids.append(grid[0])
-            elif isinstance(cfg, InternVLConfig):
-                tiles = internvl.preprocess(image, cfg)
-                cols, rows, n = internvl.tiles(image.size[0], image.size[1], cfg)
-                values.append(tiles.reshape(n, 3, -1))
-                grids.append(np.array([rows, cols, n], dtype=np.int64))
-            else:
-                raise TypeError(f"{self.family}: judged on normalization only; it serves no pixels here")
-        return np.concatenate(values), np.stack(grids).astype(np.int64)
-
-    def levels(self, cfg: Any) -> np.ndarray:
-        if isinstance(cfg, InternVLConfig):
-            table = internvl.normalize_levels(cfg)
-        elif isinstance(cfg, QwenVLConfig):
-            table = qwen.normalize_levels(cfg)
-        else:
-            table = family_norm.checkpoint_levels(cfg)
-        return np.ascontiguousarray(table.T, dtype=np.float32)
-
-    def provenance(self) -> dict[str, str]:
-        return {"trained": f"deferlab.reference.oracle ({self.family}'s checkpoint processor, restated; semantics §18)"}
+__all__ = ["Trained", "config", "deferral_problem", "geometry_problem", "normalization_problem", "pixel_problem"]
 
 
 # --- C13: geometry ------------------------------------------------------------------------------------------------
