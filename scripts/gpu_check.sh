@@ -2,7 +2,10 @@
 # One-shot GPU check for impl/ (run by the lead on a lent CUDA machine, < 4 minutes):
 #   1. print torch / CUDA versions;
 #   2. the impl property suites with the `device` fixture on cpu AND cuda (`-m "cuda or not cuda"`, bench excluded);
-#   3. the impl benchmarks with the producer and ranks on the GPU.
+#   3. the impl benchmarks with the producer and ranks on the GPU;
+#   4. vLLM's device normalization: its Triton kernel against forward_native (scripts/gpu_norm_check.py; the
+#      release from the deferlab cache, or from build/vllm-py.tgz when carried: make it here with
+#      `python scripts/gpu_norm_check.py --pack build/vllm-py.tgz`).
 # Outputs (logs, junit, benchmark JSON) go to $OUT if set, else ./gpu_check_out.
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -55,6 +58,10 @@ BENCH_DEVICE=$("$PY" -c "import torch; print('cuda' if torch.cuda.is_available()
 echo "benchmarks on: $BENCH_DEVICE" | tee "$OUT_DIR/bench.log"
 DEFERLAB_BENCH_DEVICE="$BENCH_DEVICE" timeout 90 "$PY" -m pytest -p no:cacheprovider -q -s -m bench properties/benchmarks/test_impl.py \
   --benchmark-json="$OUT_DIR/bench.json" 2>&1 | tee -a "$OUT_DIR/bench.log" || status=$((status ? status : $?))
+
+NORM_ARGS=(--out "$OUT_DIR/norm_check.json")
+if [ -f build/vllm-py.tgz ]; then NORM_ARGS+=(--vllm-cache build/vllm-py.tgz); fi
+timeout 120 "$PY" scripts/gpu_norm_check.py "${NORM_ARGS[@]}" 2>&1 | tee "$OUT_DIR/norm_check.log" || status=$((status ? status : $?))
 
 echo "gpu_check exit status: $status" | tee -a "$OUT_DIR/tests.log"
 exit "$status"

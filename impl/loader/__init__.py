@@ -22,8 +22,12 @@ integrity       check      a cached release against its wheel's RECORD, stamped;
 importer        import     `Importer`: bare packages, guarded module bodies, stand-ins only
                            for unguarded imports, never for the engine's own Python;
                            `RequiredImportError`, `IncompleteTreeError`
+companions      pin        the libraries a release pins (transformers, torchvision): its
+                           METADATA's ``Requires-Dist``, the newest satisfying release,
+                           fetched and verified like a wheel, imported ahead of any
+                           installed copy; `TRANSFORMERS`, `TORCHVISION`, `KNOWN`
 sources         resolve    ``installed`` / a checkout / a version -> `Resolved`; `Source`;
-                           one tree per engine per process; `load`
+                           one tree per engine per process; `load` (with companions)
 cache           manage     what ``deferlab cache`` lists and prunes (releases, bytecode)
 ==============  =========  ===============================================================
 

@@ -58,6 +58,10 @@ class Engine:
     # Which members of a release wheel to unpack (None: all). A wheel of compiled kernels the driver never runs
     # (vLLM's is 336 MB, mostly CUDA libraries) unpacks in seconds when only its Python sources are taken.
     wheel_members: Callable[[str], bool] | None = None
+    # Whether packages load bare (their ``__init__.py`` run only on demand). An engine's do (its inits pull in
+    # the server); a companion library's (`impl.loader.companions`) run, guarded: transformers' init is its lazy
+    # module table, which every ``from transformers import X`` reads.
+    bare_packages: bool = True
 
     @property
     def title(self) -> str:

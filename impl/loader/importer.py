@@ -133,12 +133,14 @@ def _guarded(path: str, line: int) -> bool | None:
 class Importer:
     """The import machinery for one source tree of ``engine`` (``root`` holds its package)."""
 
-    def __init__(self, engine: Engine, root: Path, required: Iterable[str] = ()) -> None:
+    def __init__(
+        self, engine: Engine, root: Path, required: Iterable[str] = (), records: Records | None = None
+    ) -> None:
         self.engine = engine
         self.root = Path(root).resolve()
         self.pkg_dir = self.root / engine.package
         self.required = set(required)
-        self.records = Records()
+        self.records = Records() if records is None else records  # a companion writes into its engine's record
         self._skip = {_THIS_DIR, *(os.path.abspath(d) for d in engine.driver_dirs)}
         self.live_standins: set[str] = set()  # permissive stand-ins now in sys.modules
         self._front = _FrontFinder(self)
@@ -265,7 +267,8 @@ class Importer:
 
 
 class _FrontFinder(importlib.abc.MetaPathFinder):
-    """Finds the engine's modules in the chosen tree: packages bare, modules through a loader that records failures."""
+    """Finds the engine's modules in the chosen tree: packages bare (a companion's run their ``__init__.py``,
+    guarded), modules through a loader that records failures."""
 
     def __init__(self, importer: Importer) -> None:
         self.importer = importer
@@ -277,6 +280,12 @@ class _FrontFinder(importlib.abc.MetaPathFinder):
         if found is None:
             return None
         kind, where = found
+        if kind == "package" and not self.importer.engine.bare_packages and (where / "__init__.py").is_file():
+            init = str(where / "__init__.py")
+            loader = _GuardedLoader(self.importer, _CachedSourceLoader(name, init))
+            return importlib.util.spec_from_file_location(
+                name, init, loader=loader, submodule_search_locations=[str(where)]
+            )
         if kind == "package":
             init = where / "__init__.py"
             if not init.is_file():

@@ -19,7 +19,11 @@ class StandIn:
     whose own body raised here: names defined before the failure are real, the rest stand-ins), "bare"
     (a package whose ``__init__.py`` was not run), "init" (a bare package whose real ``__init__.py`` ran
     on demand because a name from it was imported), "patched" (a real attribute the driver replaced at
-    run time), "absent" (a module this version lacks that the driver answers with a stand-in).
+    run time), "absent" (a module this version lacks that the driver answers with a stand-in),
+    "companion" (a library the release pins, fetched and run at that version: `impl.loader.companions`),
+    "declared" (an operator schema declared so a companion imports: torchvision's, without its kernels),
+    "installed" (such a library imported as this environment has it, not at the release's pin: a load
+    without companions).
     """
 
     module: str
@@ -39,7 +43,8 @@ class Records(list):
 
 
 def describe(source: Any, name: str | None = None) -> dict[str, Any]:
-    """What ran: ``name`` (default the source's), version, origin (and commit), and every stand-in import."""
+    """What ran: ``name`` (default the source's), version, origin (and commit), the companion libraries it ran
+    with (`impl.loader.companions`: name -> version, requirement, root, how chosen), and every stand-in import."""
     return {
         "name": name or source.name,
         "version": source.version,
@@ -48,5 +53,6 @@ def describe(source: Any, name: str | None = None) -> dict[str, Any]:
         "root": str(source.root),
         "commit": source.git_rev,
         "load_seconds": round(float(source.load_seconds or 0.0), 2),
+        "companions": {name: c.describe() for name, c in getattr(source, "companions", {}).items()},
         "stand_ins": [s.as_dict() for s in source.stand_ins],
     }

@@ -24,11 +24,12 @@ import warnings
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any
 
-from deferlab.impl.loader import integrity, wheels
+from deferlab.impl.loader import companions, integrity, wheels
 from deferlab.impl.loader.engine import FETCH_FAILED, VERSION, Engine
 from deferlab.impl.loader.importer import Importer, IncompleteTreeError, RequiredImportError
-from deferlab.impl.loader.provenance import StandIn
+from deferlab.impl.loader.provenance import StandIn, describe
 from deferlab.impl.loader.standins import end_import_phase
 
 
@@ -60,6 +61,7 @@ class Source:
     optional_errors: dict[str, str] = field(default_factory=dict)
     required: tuple[str, ...] = ()  # the modules imported for real as required (the driver runs them)
     absent: dict[str, types.ModuleType] = field(default_factory=dict)  # stand-ins for modules this tree lacks
+    companions: dict[str, companions.Loaded] = field(default_factory=dict)  # the pinned libraries it runs with
 
     @property
     def engine(self) -> Engine:
@@ -88,6 +90,10 @@ class Source:
     def has(self, name: str) -> bool:
         full = self.full_name(name)
         return full in sys.modules and full not in self.optional_errors
+
+    def describe(self) -> dict[str, Any]:
+        """What ran (`provenance.describe`): name, version, origin, the companions, every stand-in."""
+        return describe(self)
 
     def patch(self, module: str, why: str) -> None:
         """Record that the driver replaced something real at run time (a ``patched`` stand-in record)."""
@@ -293,13 +299,16 @@ def load(
     downloader: wheels.Downloader | None = None,
     check: Callable[[str, Resolved], None] | None = None,
     build: Callable[[str, Resolved, Importer], Source] | None = None,
+    with_companions: tuple[companions.Companion, ...] = (),
+    lister: companions.Lister | None = None,
 ) -> Source:
     """Resolve ``spec``, import the engine's code for real, end the import phase, and return the `Source`.
 
     The one flow every driver takes: ``check(spec, found)`` refuses a resolved tree before anything is
-    imported (a driver's own file checks); ``build(spec, found, importer)`` makes and imports the `Source`
-    (default: `Engine.required` imported for real, then the import phase ended). A tree already loaded
-    in this process is returned as it is.
+    imported (a driver's own file checks); ``with_companions`` are made active at the versions the release
+    accepts before any of its code is imported (`attach`); ``build(spec, found, importer)`` makes and imports
+    the `Source` (default: `Engine.required` imported for real, then the import phase ended). A tree already
+    loaded in this process is returned as it is (its companions attached if they still can be).
     """
     t0 = time.perf_counter()
     spec = check_spec(engine, spec)
@@ -308,16 +317,57 @@ def load(
         check(spec, found)
     already = active(engine, spec, found.root)
     if already is not None:
+        already.companions.update(attach(engine, spec, found, already.importer, with_companions, already, lister))
         return already
     importer = open_tree(engine, found.kind, found.root)
+    attached = attach(engine, spec, found, importer, with_companions, None, lister)
     try:
         source = (build or _build)(spec, found, importer)
     except IncompleteTreeError:
         raise incomplete(engine, spec, found, importer.incomplete) from None
     if importer.incomplete:  # the engine caught it (``except Exception``): the importer kept it
         raise incomplete(engine, spec, found, importer.incomplete)
+    source.companions.update(attached)
     source.load_seconds = time.perf_counter() - t0
     return claim(source)
+
+
+def attach(
+    engine: Engine,
+    spec: str,
+    found: Resolved,
+    importer: Importer,
+    wanted: tuple[companions.Companion, ...],
+    loaded: Source | None,
+    lister: companions.Lister | None = None,
+) -> dict[str, companions.Loaded]:
+    """Each companion of ``wanted`` not yet attached to ``loaded``, active in this process (`companions.load`).
+
+    A companion that cannot be fetched is the engine's fetch error (one line, naming it and what the release
+    accepts); one that cannot be loaded beside what this process imported already, its source error."""
+    got: dict[str, companions.Loaded] = {}
+    todo = [c for c in wanted if loaded is None or c.name not in loaded.companions]
+    for companion in todo:
+        label = f"{engine.name} {found.version}"
+        try:
+            for other in todo:  # refuse before any is made active: never half a set
+                companions.check_free(other)
+            got[companion.name] = companions.load(companion, found.root, label, importer.records, lister=lister)
+        except wheels.OfflineError as e:
+            raise engine.fetch_error(f"{engine.name} source {spec!r}: its {companion.name} companion: {e}") from None
+        except wheels.DownloadError as e:
+            error = engine.fetch_error if e.download_failed else engine.source_error
+            raise error(
+                f"{engine.name} source {spec!r}: its {companion.name} companion could not be had ({e}); "
+                f"{FETCH_FAILED if e.download_failed else 'the wheel is unusable'}"
+            ) from None
+        except companions.CompanionError as e:
+            first = f" ({engine.name} was loaded in it without the companion first)" if loaded is not None else ""
+            raise engine.source_error(
+                f"{engine.name} source {spec!r}: its {companion.name} companion cannot be loaded in this process"
+                f"{first}: {e}"
+            ) from None
+    return got
 
 
 def incomplete(engine: Engine, spec: str, found: Resolved, errors: list[IncompleteTreeError]) -> Exception:

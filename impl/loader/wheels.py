@@ -16,14 +16,16 @@ second run downloads nothing.
 What a release folder holds: the unpacked members, ``deferlab-source.json``
 (`source_meta`: the wheel's name, sha256, where pip got it, when), the wheel
 itself under ``wheel/`` (kept, so a damaged tree is mended without the
-network: `impl.loader.integrity`), and ``deferlab-RECORD`` (the wheel's own
+network: `impl.loader.integrity`), ``deferlab-RECORD`` (the wheel's own
 RECORD, verbatim: the sha256 of every file it ships, what the tree is checked
-against, and which of the engine's modules are compiled). ``DEFERLAB_OFFLINE=1``
+against, and which of the engine's modules are compiled) and ``deferlab-METADATA``
+(the wheel's METADATA, verbatim: the versions of its dependencies it accepts). ``DEFERLAB_OFFLINE=1``
 (`offline`) fetches nothing: a release that is not cached is refused.
 """
 
 from __future__ import annotations
 
+import contextlib
 import csv
 import hashlib
 import json
@@ -46,6 +48,7 @@ Downloader = Callable[[str, Path], Path]
 
 META = "deferlab-source.json"
 RECORD = "deferlab-RECORD"  # the wheel's RECORD, verbatim
+METADATA = "deferlab-METADATA"  # the wheel's METADATA, verbatim (its Requires-Dist: `impl.loader.companions`)
 WHEEL_DIR = "wheel"  # the kept wheel, beside the tree it was unpacked into
 ORIGIN = "origin.json"  # where a downloader may say where the wheel came from (folded into META)
 OFFLINE_ENV = "DEFERLAB_OFFLINE"
@@ -253,16 +256,59 @@ def unpack(engine: Engine, wheel: Path, dest: Path) -> None:
             raise DownloadError(f"{wheel.name}: corrupt member {bad}", None, download_failed=False)
         keep = engine.wheel_members
         zf.extractall(dest, members=None if keep is None else [m for m in zf.namelist() if keep(m)])
-        record = record_member(zf)
-        if record is not None:
-            (dest / RECORD).write_bytes(zf.read(record))
+        for member, copy in ((record_member(zf), RECORD), (dist_info_member(zf, "METADATA"), METADATA)):
+            if member is not None:
+                (dest / copy).write_bytes(zf.read(member))
     if not (dest / engine.package).is_dir():
         raise DownloadError(f"{wheel.name} holds no {engine.package}/ package", None, download_failed=False)
 
 
 def record_member(zf: zipfile.ZipFile) -> str | None:
     """The name of the wheel's ``<name>-<version>.dist-info/RECORD`` (None for a wheel without one)."""
-    return next((n for n in zf.namelist() if n.count("/") == 1 and n.endswith(".dist-info/RECORD")), None)
+    return dist_info_member(zf, "RECORD")
+
+
+def dist_info_member(zf: zipfile.ZipFile, name: str) -> str | None:
+    """The name of the wheel's ``<name>-<version>.dist-info/<name>`` (None for a wheel without one)."""
+    return next((n for n in zf.namelist() if n.count("/") == 1 and n.endswith(f".dist-info/{name}")), None)
+
+
+def metadata_text(tree: Path) -> str | None:
+    """The wheel's METADATA of a release folder: its ``deferlab-METADATA``, else read from its kept wheel and
+    copied in (trees fetched before the copy was kept); None when neither has one (a checkout, no wheel)."""
+    try:
+        return (tree / METADATA).read_text(encoding="utf-8")
+    except OSError:
+        pass
+    wheel = kept_wheel(tree)
+    if wheel is None:
+        return None
+    try:
+        with zipfile.ZipFile(wheel) as zf:
+            member = dist_info_member(zf, "METADATA")
+            data = zf.read(member) if member else None
+    except (OSError, ValueError, KeyError, zipfile.BadZipFile):
+        return None
+    if data is None:
+        return None
+    with contextlib.suppress(OSError):  # a read-only cache is read all the same
+        write_atomic(tree / METADATA, data)
+    return data.decode("utf-8", errors="replace")
+
+
+def index_versions(distribution: str) -> list[str]:
+    """Every release of ``distribution`` the package index lists (``pip index versions``, pip's own client and
+    configured indexes), newest first; `DownloadError` when the index cannot be read."""
+    cmd = [sys.executable, "-m", "pip", "index", "versions", "--disable-pip-version-check", "--no-input", distribution]
+    try:
+        proc = subprocess.run(cmd, capture_output=True, text=True, timeout=300, check=False)
+    except subprocess.TimeoutExpired:
+        raise DownloadError(f"pip index versions {distribution} timed out after 300 s", None) from None
+    match = re.search(r"^Available versions:\s*(.+)$", proc.stdout, re.M)
+    if proc.returncode != 0 or not match:
+        last = [ln.strip() for ln in (proc.stderr + proc.stdout).splitlines() if ln.strip()]
+        raise DownloadError(f"pip index versions {distribution}: {last[-1] if last else proc.returncode}", None)
+    return [v.strip() for v in match.group(1).split(",") if v.strip()]
 
 
 def read_record(text: str) -> dict[str, tuple[str, int]]:

@@ -17,23 +17,35 @@ Releases 0.27.0 to 0.31.0 pass no override: vLLM serves the checkpoint's own
 remote-code processor, which no wheel ships. There only the parser is vLLM's
 code; the caller hands in the checkpoint's pipeline (``checkpoint=``, the
 checkpoint oracle: impl never imports the oracle) and provenance says so.
+
+Serving settings (`serving.Settings`): from 0.32.0 ``KimiK3ForConditionalGeneration``
+declares ``supports_mm_device_do_normalize``, so vLLM's default
+(``device_normalize=None``) calls the fused processor with ``do_rescale=False,
+do_normalize=False`` (uint8 patches, padding level 0) and finishes with the
+release's ``FusedMMInputNorm`` (built by its ``build_mm_input_norm`` from the
+checkpoint's ``media_proc_cfg``) into the tower's dtype: that path is labelled
+``VLLM``. ``device_normalize=False`` is the host path (the processor's own
+normalize LUT, float32), labelled ``VLLM host-normalized`` where the release's
+default is the device path. Which it is, is the release's own resolution
+(`serving.resolve_device_normalize`).
 """
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from functools import lru_cache
 from typing import Any
 
 import numpy as np
 
-from deferlab.impl.vllm import sources
+from deferlab.impl.vllm import serving, sources
 from deferlab.impl.vllm.sources import Source
 from deferlab.reference.system.config import PreprocessConfig
 
-LABEL = "VLLM"
-PARSE = "vllm.multimodal.parse"
+LABEL = serving.LABEL
+PARSE = serving.PARSE
 K3_PROCESSOR = "vllm.transformers_utils.processors.kimi_k3"
+K3_MODEL = serving.ModelClass("KimiK3ForConditionalGeneration", "vllm/models/kimi_k3/nvidia/model.py")
 # Keys the served image processor's __init__ reads that deferlab's profiles do not carry (video settings of a
 # Kimi checkpoint; an image never uses them). A checkpoint given with --checkpoint supplies its own.
 VIDEO_DEFAULTS = {"temporal_merge_kernel_size": 1, "in_patch_limit_each_frame": None, "in_patch_limit_video": None}
@@ -47,11 +59,10 @@ class _Size:
 
 
 class VLLMPath:
-    """vLLM's one Kimi-K3 image path (no deferral: every image is preprocessed where the request is parsed)."""
+    """vLLM's Kimi-K3 image path under one serving setting (no deferral: every image is preprocessed where the
+    request is parsed; from 0.32.0 by default finished on the device)."""
 
-    label = LABEL
-    path = "served"
-    dtype = "float32"
+    family = "kimi-k3"
     real_code = True
 
     def __init__(
@@ -60,17 +71,27 @@ class VLLMPath:
         *,
         media_proc_cfg: dict[str, Any] | None = None,
         checkpoint: Any = None,
+        device_normalize: bool | None = None,
+        processor_kwargs: Mapping[str, Any] | None = None,
+        dtype: str = "bfloat16",
     ) -> None:
+        self.settings = serving.Settings(device_normalize, processor_kwargs or {}, dtype)
         self.source = spec if isinstance(spec, Source) else sources.load(spec)
         self.system = self.source.name
-        self.name = f"{self.system} ({self.path})"
         self._raw_cfg = media_proc_cfg  # a checkpoint's own media_proc_cfg, used as it is
-        self._parser = self.source.module(PARSE).MultiModalDataParser()
         processor_module = self.source.module(sources.PREPROCESS)
         name = self.source.processor_name
         self._processor_cls = getattr(processor_module, name) if name else None
         self._checkpoint = checkpoint  # module-like: preprocess(images, cfg), resize_config(w, h, cfg), num_tokens
         self._k3 = self.source.module(K3_PROCESSOR).KimiK3Processor
+        default = serving.resolve_device_normalize(self.source, K3_MODEL, None)
+        self.device_normalize = serving.resolve_device_normalize(self.source, K3_MODEL, device_normalize)
+        if self.device_normalize and not self.serves_own_processor:
+            raise NotImplementedError(f"{self.system}: device normalization of the checkpoint's remote-code processor")
+        host = "host-normalized" if default else "served"  # 0.27.0-0.31.0: the one path
+        self.path, self.label, self.dtype = serving.roles(self.device_normalize, default, self.settings.dtype, host)
+        self.name = f"{self.system} ({self.path})"
+        self._norms: dict[tuple, Any] = {}
 
     @property
     def serves_own_processor(self) -> bool:
@@ -87,7 +108,15 @@ class VLLMPath:
         return self._checkpoint
 
     def describe(self) -> dict[str, Any]:
-        return {"engine": "vllm", "system": self.system, "processor": self.source.processor_name}
+        return {
+            "engine": "vllm",
+            "system": self.system,
+            "processor": self.source.processor_name,
+            "path": self.path,
+            "device_normalize": self.device_normalize,
+            "dtype": self.dtype,
+            "processor_kwargs": dict(self.settings.processor_kwargs),
+        }
 
     def media_proc_cfg(self, cfg: PreprocessConfig) -> dict[str, Any]:
         """The dict vLLM's processor is built from: the checkpoint's own, or the profile's plus `VIDEO_DEFAULTS`."""
@@ -100,14 +129,33 @@ class VLLMPath:
 
     def parse(self, images: Sequence[Any]) -> list[Any]:
         """The parser's items: what the processor is handed (PIL images become RGB here, arrays pass as they are)."""
-        items = self._parser._parse_image_data(list(images))
-        return [items.get(i) for i in range(len(images))]
+        return serving.parse(self.source, images)
+
+    def norm(self, cfg: PreprocessConfig) -> Any:
+        """The release's input norm for the checkpoint's config (``{"media_proc_cfg": ...}``), built as the model
+        builds it (`serving.input_norm`, layout ``pcl``: ``MoonVision3dPatchEmbed`` flattens each patch)."""
+        frozen = _freeze(self.media_proc_cfg(cfg))
+        if frozen not in self._norms:
+            self._norms[frozen] = serving.input_norm(self.source, {"media_proc_cfg": _thaw(frozen)}, "pcl")
+        return self._norms[frozen]
 
     def serve(self, images: Sequence[Any], cfg: PreprocessConfig) -> tuple[np.ndarray, np.ndarray]:
         if not self.serves_own_processor:
             return self._remote("serve").preprocess(self.parse(images), cfg)
-        out = self._k3(image_processor=self.processor(cfg), tokenizer=None)(images=self.parse(images))
-        return _numpy(out["pixel_values"]), _numpy(out["grid_thws"])
+        kwargs = serving.merged_kwargs(self.source, self.settings, self.device_normalize, {})
+        out = self._k3(image_processor=self.processor(cfg), tokenizer=None)(images=self.parse(images), **kwargs)
+        values, grids = out["pixel_values"], _numpy(out["grid_thws"])
+        if self.device_normalize:  # uint8 (N, 3, p, p) to the device; the tower's patch embed flattens each patch
+            return serving.apply(self.norm(cfg), values.flatten(1), self.dtype).reshape(values.shape), grids
+        return _numpy(values), grids
+
+    def levels(self, cfg: PreprocessConfig) -> np.ndarray:
+        """(3, 256) float32: what this path gives each level (the device norm's table, or the host LUT)."""
+        if self.device_normalize:
+            return serving.norm_levels(self.norm(cfg), 3, "pcl", self.dtype)
+        if not self.serves_own_processor:
+            raise NotImplementedError(f"{self.system}: the remote-code processor's levels (use the checkpoint oracle)")
+        return np.ascontiguousarray(np.asarray(self.processor(cfg).normalize_lut, np.float32).T)
 
     def _resize_config(self, width: int, height: int, cfg: PreprocessConfig) -> dict[str, int]:
         if not self.serves_own_processor:
@@ -151,14 +199,17 @@ class VLLMPath:
                 "geometry": remote,
                 "config": "the checkpoint's media_proc_cfg",
             }
+        flags = "do_rescale=False, do_normalize=False (merge_mm_processor_kwargs)" if self.device_normalize else ""
         return {
             "parse": f"real: {PARSE}.MultiModalDataParser._parse_image_data",
-            "serve": f"real: {K3_PROCESSOR}.KimiK3Processor.__call__ -> {cls.__module__}.{cls.__qualname__}.preprocess",
+            "serve": f"real: {K3_PROCESSOR}.KimiK3Processor.__call__ -> {cls.__module__}.{cls.__qualname__}.preprocess"
+            + (f" with {flags}" if flags else ""),
             "num_tokens": f"real: {cls.__module__}.{cls.__qualname__}.get_resize_config",
             "geometry": f"real: {cls.__module__}.{cls.__qualname__}.get_resize_config",
             "config": "real: the checkpoint's media_proc_cfg"
             if self._raw_cfg is not None
             else "real: the profile's media_proc_cfg plus video keys the image path never reads (VIDEO_DEFAULTS)",
+            **serving.steps(K3_MODEL, self.settings, self.device_normalize, "pcl", self._norms.values(), self.dtype),
         }
 
 

@@ -21,6 +21,7 @@ import warnings
 from dataclasses import dataclass
 from pathlib import Path
 
+from deferlab.impl.loader import companions as _companions
 from deferlab.impl.loader import sources as _loader
 from deferlab.impl.loader import wheels
 from deferlab.impl.loader.engine import Engine, FetchError, SourceError
@@ -38,7 +39,7 @@ REQUIRED = (IMAGE, PARSE, PREPROCESS)
 # What a tree must contain to be loaded at all (read before importing anything).
 _PATH_FILE = "vllm/models/kimi_k3/common/mm_preprocess.py"
 FIRST_WITH_PATH = "0.27.0"  # found by scanning the released wheels (semantics §16.1)
-DEFAULT_VERSION = "0.33.0"  # the newest release when this driver was written
+DEFAULT_VERSION = "0.34.0"  # the newest release when this driver was written (its family paths: 0.34.0)
 
 
 class VLLMSourceError(SourceError):
@@ -86,9 +87,23 @@ class Source(_loader.Source):
         return name if name.startswith("vllm") else f"vllm.{name}"
 
 
-def load(spec: str = "installed", *, cache: Path | None = None, downloader: wheels.Downloader | None = None) -> Source:
-    """Resolve ``spec``, import vLLM's Kimi-K3 image path from it for real, and return the `Source`."""
-    return _loader.load(ENGINE, spec, cache=cache, downloader=downloader, check=_check_path, build=_import)
+def load(
+    spec: str = "installed",
+    *,
+    cache: Path | None = None,
+    downloader: wheels.Downloader | None = None,
+    companions: tuple[str, ...] = (),
+) -> Source:
+    """Resolve ``spec``, import vLLM's Kimi-K3 image path from it for real, and return the `Source`.
+
+    ``companions``: the libraries the release pins that a family path computes with (``"transformers"``,
+    ``"torchvision"``: `impl.loader.companions.KNOWN`), made active at the release's versions before any vLLM
+    code is imported. The Kimi-K3 path needs none (transformers' base classes are stood in for, or the
+    installed ones are used); a process that loaded vLLM without them cannot add them afterwards."""
+    wanted = tuple(_companions.KNOWN[name] for name in companions)
+    return _loader.load(
+        ENGINE, spec, cache=cache, downloader=downloader, check=_check_path, build=_import, with_companions=wanted
+    )
 
 
 def _check_path(spec: str, found: _loader.Resolved) -> None:
@@ -124,6 +139,13 @@ def _import(spec: str, found: _loader.Resolved, importer: Importer) -> Source:
         warnings.simplefilter("ignore")
         _loader.import_required(source, REQUIRED)
     end_import_phase(ENGINE.title)
+    _companions.note_installed(
+        _companions.TRANSFORMERS,
+        found.root,
+        f"vllm {found.version}",
+        importer.records,
+        "the Kimi-K3 path takes only BaseImageProcessor and BatchFeature from it (its family paths load the pin)",
+    )
     module = importer.import_required(PREPROCESS)
     source.processor_name = served_processor(module)
     if source.processor_name and not hasattr(module, source.processor_name):

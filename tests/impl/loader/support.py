@@ -20,6 +20,7 @@ from pathlib import Path
 from typing import Any
 
 from deferlab.impl.loader import integrity
+from deferlab.impl.loader.companions import Companion
 from deferlab.impl.loader.engine import Engine
 
 HERE = Path(__file__).resolve().parent
@@ -127,3 +128,35 @@ def child(scenario: str, *args: str, env: dict[str, str] | None = None) -> dict[
     lines = [ln for ln in proc.stdout.splitlines() if ln.startswith("JSON:")]
     assert proc.returncode == 0 and lines, f"child exited {proc.returncode}:\n{proc.stderr[-3000:]}"
     return json.loads(lines[-1][5:])
+
+
+# A companion library (`impl.loader.companions`): its package runs its __init__ (not bare), imports a module
+# nobody has unguarded, and its wheel carries a dist-info with METADATA (importlib.metadata reads its version).
+FAKE_COMPANION = Companion(Engine(name="fakecomp", distribution="fakecomp", package="fakecomp", bare_packages=False))
+COMPANION_LISTED = ["0.9", "1.0", "1.5", "1.6rc1", "2.0", "not-a-version"]  # the newest accepted: 1.5
+COMPANION_REQUIRES = "Requires-Dist: fakecomp<2.0,>=1.0\nRequires-Dist: fakecomp==0.9; extra == 'old'\n"
+
+
+def companion_files(version: str) -> dict[str, bytes]:
+    return {
+        "fakecomp/__init__.py": b"INIT_RAN = True\n",
+        "fakecomp/core.py": f"import {MISSING}\n\n\ndef answer():\n    return 42\n".encode(),
+        f"fakecomp-{version}.dist-info/METADATA": f"Metadata-Version: 2.1\nName: fakecomp\nVersion: {version}\n".encode(),
+    }
+
+
+def companion_downloader(calls: list[str]) -> Any:
+    """A downloader of the fake companion's wheel (each call noted in ``calls``)."""
+
+    def download(version: str, dest: Path) -> Path:
+        calls.append(version)
+        return make_wheel(dest, "fakecomp", version, companion_files(version))
+
+    return download
+
+
+def engine_tree(root: Path, requires: str = COMPANION_REQUIRES) -> Path:
+    """A release folder whose kept METADATA requires ``requires`` (what `companions.requirement` reads)."""
+    root.mkdir(parents=True, exist_ok=True)
+    (root / "deferlab-METADATA").write_text(f"Metadata-Version: 2.1\nName: fakeeng\nVersion: 1.2.3\n{requires}")
+    return root

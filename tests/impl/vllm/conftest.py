@@ -1,4 +1,6 @@
-"""The one in-process vLLM of this folder's tests (``DEFERLAB_VLLM``, default the driver's release)."""
+"""The one in-process vLLM of this folder's tests (``DEFERLAB_VLLM``, default the driver's release), loaded with
+the companions its family paths run (transformers and torchvision at the release's pins), so every test of a
+worker shares one tree; what needs another release or no companions runs in a child (`child`)."""
 
 from __future__ import annotations
 
@@ -8,14 +10,24 @@ import pytest
 
 from deferlab.impl.vllm.sources import DEFAULT_VERSION, VLLMFetchError
 
+COMPANIONS = ("transformers", "torchvision")
+
 
 @pytest.fixture(scope="session")
-def vll():
-    """`VLLMPath` of the default release, loaded once (a skip only when its wheel cannot be fetched)."""
-    from deferlab.impl.vllm.driver import VLLMPath
+def vllm_source():
+    """The release's `Source` with its companions, loaded once (a skip only when a wheel cannot be fetched)."""
+    from deferlab.impl.vllm import sources
 
     spec = os.environ.get("DEFERLAB_VLLM", DEFAULT_VERSION)
     try:
-        return VLLMPath(spec)
+        return sources.load(spec, companions=COMPANIONS)
     except VLLMFetchError as e:
-        pytest.skip(f"vllm {spec} is not cached and pip cannot reach the package index: {e}")
+        pytest.skip(f"vllm {spec} (or a companion) is not cached and pip cannot reach the package index: {e}")
+
+
+@pytest.fixture(scope="session")
+def vll(vllm_source):
+    """`VLLMPath` of the default release under vLLM's default settings."""
+    from deferlab.impl.vllm.driver import VLLMPath
+
+    return VLLMPath(vllm_source)

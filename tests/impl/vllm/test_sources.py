@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import importlib.util
 import textwrap
 import types
 from pathlib import Path
@@ -82,11 +81,12 @@ def test_the_release_serves_its_fused_processor_and_unpacks_only_python(vll):
         unpacked = {p.suffix for p in (root / "vllm").rglob("*") if p.is_file()}
         assert ".so" not in unpacked and ".py" in unpacked
     kinds = {r.kind for r in vll.source.stand_ins}
-    assert kinds <= {"bare", "init", "missing", "absent", "patched"}
-    # Without the transformers extra the processor's base classes are the functional stand-in (recorded); with
-    # it, the installed transformers is imported (no stand-in for it).
-    functional = any(r.module == "transformers" and "functional" in r.why for r in vll.source.stand_ins)
-    assert functional == (importlib.util.find_spec("transformers") is None)
+    assert kinds <= {"bare", "init", "missing", "absent", "patched", "companion", "declared"}
+    # Loaded with its companions (conftest): transformers is the release's pin, recorded as a companion, never the
+    # functional stand-in and never the installed copy (`child` checks the load without them).
+    records = [r for r in vll.source.stand_ins if r.module == "transformers"]
+    assert [r.kind for r in records] == ["companion"], records
+    assert vll.source.companions["transformers"].tree.parts[-2:] == ("transformers", records[0].why.split()[1])
 
 
 def test_the_release_verifies_against_its_wheels_record_and_none_of_its_own_modules_is_stood_in_for(vll):
@@ -104,7 +104,8 @@ def test_the_release_verifies_against_its_wheels_record_and_none_of_its_own_modu
         shipped["vllm.spinloop"] == ("compiled", "vllm/spinloop.abi3.so")
         and not (root / "vllm/spinloop.abi3.so").exists()
     )
-    assert not [r for r in vll.source.stand_ins if r.kind in ("missing", "failed") and sources.ENGINE.owns(r.module)]
+    own = [r for r in vll.source.stand_ins if r.kind in ("missing", "failed") and sources.ENGINE.owns(r.module)]
+    assert all(shipped.get(r.module, ("",))[0] == "compiled" for r in own), own  # only what the wheel compiles
 
 
 def test_unknown_release_is_refused_with_what_is_accepted():

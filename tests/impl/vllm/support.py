@@ -1,0 +1,55 @@
+"""What the vLLM family tests share: the published configs they hand the paths (the values of the research notes'
+table D, written here as the checkpoints' files hold them) and the child runner (`child`)."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from typing import Any
+
+import numpy as np
+from PIL import Image
+
+_CLIP = {"image_mean": [0.48145466, 0.4578275, 0.40821073], "image_std": [0.26862954, 0.26130258, 0.27577711]}
+_HALF = {"image_mean": [0.5] * 3, "image_std": [0.5] * 3}
+_QWEN = dict(patch_size=14, temporal_patch_size=2, merge_size=2)
+CONFIGS: dict[str, dict[str, Any]] = {
+    "qwen2.5-vl": dict(
+        _QWEN, min_pixels=3136, max_pixels=12845056, **_CLIP, image_processor_type="Qwen2VLImageProcessor"
+    ),
+    "qwen3-vl": dict(_QWEN, patch_size=16, size={"longest_edge": 16777216, "shortest_edge": 65536}, **_HALF)
+    | {"image_processor_type": "Qwen2VLImageProcessorFast", "processor_class": "Qwen3VLProcessor"},
+    "internvl": dict(architectures=["InternVLChatModel"], force_image_size=448, dynamic_image_size=True)
+    | {"min_dynamic_patch": 1, "max_dynamic_patch": 12},
+    "glm-4.1v": dict(_QWEN, size={"shortest_edge": 12544, "longest_edge": 9633792}, do_rescale=True, **_CLIP)
+    | {"image_processor_type": "Glm4vImageProcessor"},
+    "mistral3": dict(_CLIP, rescale_factor=0.00392156862745098, patch_size=14, size={"longest_edge": 1540}, resample=3)
+    | {"image_processor_type": "PixtralImageProcessorFast"},
+    "gemma3": dict(_HALF, rescale_factor=1 / 255, size={"height": 896, "width": 896}, resample=2)
+    | {"image_processor_type": "Gemma3ImageProcessor", "image_seq_length": 256},
+    "gemma4": dict(do_normalize=False, do_rescale=True, image_mean=[0.0] * 3, image_std=[1.0] * 3)
+    | {"rescale_factor": 1 / 255, "patch_size": 16, "image_processor_type": "Gemma4ImageProcessor"},
+}
+CONFIGS["qwen2.5-vl"]["processor_class"] = "Qwen2_5_VLProcessor"
+
+
+def rgb(width: int, height: int, seed: int = 0) -> Image.Image:
+    """A noise RGB image of that size."""
+    return Image.fromarray(np.random.default_rng(seed).integers(0, 256, (height, width, 3), dtype=np.uint8), "RGB")
+
+
+def child(scenario: str, *args: str, env: dict[str, str] | None = None, timeout: int = 600) -> dict[str, Any]:
+    """Run ``tests.impl.vllm.child`` SCENARIO ARGS in a child process; the JSON it prints last."""
+    proc = subprocess.run(
+        [sys.executable, "-m", "tests.impl.vllm.child", scenario, *args],
+        capture_output=True,
+        text=True,
+        timeout=timeout,
+        env={**os.environ, **(env or {})},
+        check=False,
+    )
+    lines = [ln for ln in proc.stdout.splitlines() if ln.startswith("JSON:")]
+    assert proc.returncode == 0 and lines, f"child exited {proc.returncode}:\n{proc.stderr[-3000:]}"
+    return json.loads(lines[-1][5:])
