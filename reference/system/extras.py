@@ -15,7 +15,10 @@ import importlib.util
 EXTRAS: dict[str, tuple[tuple[str, ...], str]] = {
     "vllm": (("numba",), "vLLM's Kimi-K3 patch writer and the compiled C13 geometry sweep"),
     "mutate": (("cosmic_ray",), "deferlab mutate (cosmic-ray's mutation operators)"),
-    "transformers": (("transformers",), "the trained side of the families whose checkpoints name a transformers image processor"),
+    "transformers": (
+        ("transformers",),
+        "the trained side of the families whose checkpoints name a transformers image processor",
+    ),
 }
 
 

@@ -17,8 +17,9 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from deferlab.reference.system.engines import ENGINES
 from deferlab.reference.system.errors import DeferlabInputError
-from deferlab.reference.system.systems import ENGINES, at_least, is_release, release_key
+from deferlab.reference.system.releases import at_least, is_release, release_key
 
 SCOPES = ("full", "normalization")
 FULL_CLAIMS = ("C4", "C13", "C14", "C15")
