@@ -160,11 +160,16 @@ def impl_spec(config: pytest.Config) -> str:
     return config.getoption("--impl") or seam.DEFAULT_IMPL
 
 
-def real_impl(spec: str | None) -> Any:
-    """Real SGLang behind the seam: the driver is the seam implementation itself."""
+def real_impl(spec: str | None, companions: tuple[str, ...] = ()) -> Any:
+    """Real SGLang behind the seam: the driver is the seam implementation itself, its release loaded with the
+    ``companions`` the session's families compute with (`properties.served.sglang_companions`)."""
     from deferlab.impl.sglang.driver import SGLangImpl
 
-    return SGLangImpl(spec)
+    if not companions:
+        return SGLangImpl(spec)
+    from deferlab.impl.sglang.sources import load
+
+    return SGLangImpl(load(spec or "installed", companions=companions))
 
 
 @pytest.fixture(scope="session")
@@ -177,7 +182,9 @@ def impl(request: pytest.FixtureRequest) -> Any:
         pytest.skip("--vllm: vLLM has no seam implementation, only its served path (the `served_paths` fixture)")
     spec = request.config.getoption("--sglang")
     if spec is not None:
-        chosen = real_impl(spec)
+        from deferlab.properties.served import sglang_companions
+
+        chosen = real_impl(spec, sglang_companions(families_of(request.config)))
         verdicts.RECORDER.system = chosen.describe()  # in memory only; deferlab's suite writes it with its verdicts
     else:
         chosen = seam.resolve_impl(impl_spec(request.config))

@@ -101,22 +101,41 @@ class Session:
 
 def sglang_session(impl: Any) -> Session:
     """SGLang's paths over the session's ``impl`` (the seam `Recording` of `SGLangImpl`, so calls are traced):
-    Kimi-K3's eager (and deferred) paths, or a family's (`impl.sglang.families`; n/a where the release has none)."""
+    Kimi-K3's eager (and deferred) paths, or a family's (`impl.sglang.families`); none for a family SGLang has no
+    path for (its claims record n/a); any other failure to build one is the session's error, never an n/a."""
 
     def build(family: str) -> list[Any]:
         if family == "kimi-k3":
             from deferlab.impl.sglang.served import paths
 
             return list(paths(impl))
-        from deferlab.impl.sglang.families import paths as family_paths
+        from deferlab.impl.sglang import families as sglang_families
 
-        return _covered(lambda: family_paths(impl, family))
+        if family not in sglang_families.PATHS:
+            return []
+        # float32: the Qwen processor's own values; the tower's BF16 is their cast, which C15 and C4 take
+        options = {"dtype": "float32"} if sglang_families.PATHS[family].companions else {}
+        return list(sglang_families.paths(impl, family, **options))
 
     return Session("sglang", build)
 
 
+def sglang_companions(families_: Sequence[str]) -> tuple[str, ...]:
+    """The companions SGLang must be loaded with for the session's families (the Qwen path's transformers and
+    torchvision, at the release's pins)."""
+    from deferlab.impl.sglang import families as sglang_families
+
+    return tuple(
+        sorted({c for f in families_ if f in sglang_families.PATHS for c in sglang_families.PATHS[f].companions})
+    )
+
+
 class VLLMSession(Session):
-    """vLLM's session: the release loaded once, with the companions every family of the session computes with."""
+    """vLLM's session: the release loaded once, with the companions every family of the session computes with.
+
+    Its device-normalized paths are built with the tower's dtype set to float32: `FusedMMInputNorm.forward_native`
+    computes in float32 and casts last, so the BF16 the tower reads is exactly the cast of these values, which C15
+    and C4 take; and C14 can recover each served level from an increasing float32 table (semantics §18.6)."""
 
     def __init__(self, spec: str, families_: Sequence[str]) -> None:
         from deferlab.impl.vllm import served as vllm_served
@@ -129,7 +148,11 @@ class VLLMSession(Session):
 
         def build(family: str) -> list[Any]:
             kimi = {"checkpoint": checkpoint, "media_proc_cfg": None if snapshot is None else snapshot[1]}
-            return _covered(lambda: vllm_served.paths(self.source, family, **(kimi if family == "kimi-k3" else {})))
+            try:
+                return list(vllm_served.paths(self.source, family, {"dtype": "float32"},
+                                              **(kimi if family == "kimi-k3" else {})))  # fmt: skip
+            except vllm_served.NotCovered:
+                return []  # the release does not serve the family: its claims record n/a
 
         super().__init__("vllm", build)
 
@@ -147,16 +170,6 @@ class _Anchor:
 
     def describe(self) -> dict[str, Any]:
         return {"engine": "vllm", "system": self.source.name}
-
-
-def _covered(build: Callable[[], list[Any]]) -> list[Any]:
-    """``build()``, or no path where the engine says it does not serve the family (its claims record n/a)."""
-    from deferlab.reference.system.errors import DeferlabInputError
-
-    try:
-        return list(build())
-    except DeferlabInputError:
-        return []
 
 
 def vllm_session(spec: str, families_: Sequence[str] | None = None) -> VLLMSession:

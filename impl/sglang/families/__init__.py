@@ -76,6 +76,7 @@ def family_path(source: Any, family: str, **options: Any) -> FamilyPathBase:
     return builder(src, engine_module, **options)
 
 
-def paths(source: Any, family: str) -> list[FamilyPathBase]:
-    """Every SGLang path of ``family`` on ``source`` (one: SGLang serves a family one way)."""
-    return [family_path(source, family)]
+def paths(source: Any, family: str, **options: Any) -> list[FamilyPathBase]:
+    """Every SGLang path of ``family`` on ``source`` (one: SGLang serves a family one way); ``options`` go to the
+    path (the Qwen path's ``dtype``: ``float32`` keeps the processor's own values, before the model's cast)."""
+    return [family_path(source, family, **options)]

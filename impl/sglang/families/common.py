@@ -185,6 +185,11 @@ class FamilyPathBase:
         self.system = source.name
         self._cache: dict[Any, Any] = {}
 
+    @property
+    def name(self) -> str:
+        """``sglang-0.5.23 (internvl, served)``: how the claims name the path in a failure."""
+        return f"{self.system} ({self.family}, {self.path})"
+
     def cached(self, key: Any, build: Callable[[], Any]) -> Any:
         """``build()`` once per ``key`` (a processor per config: its ``__init__`` runs once)."""
         if key not in self._cache:

@@ -39,7 +39,7 @@ from deferlab.impl.sglang.families import common
 from deferlab.impl.sglang.runtime import capture_locals, run_with_globals
 from deferlab.impl.sglang.sources import SGLangSourceError
 from deferlab.impl.sglang.tokenizer import StubTokenizer
-from deferlab.reference.system.errors import InputTypeError
+from deferlab.reference.system.errors import InputTypeError, InputValueError
 from deferlab.reference.system.family_configs import QwenVLConfig
 from deferlab.reference.system.served import Geometry
 from deferlab.reference.system.validate import check_positive_int, type_name
@@ -89,13 +89,18 @@ class QwenVLPath(common.FamilyPathBase):
 
     dtype = "bfloat16"
 
-    def __init__(self, source: Any, module: types.ModuleType, family: str = "qwen2.5-vl") -> None:
+    def __init__(
+        self, source: Any, module: types.ModuleType, family: str = "qwen2.5-vl", dtype: str = "bfloat16"
+    ) -> None:
+        if dtype not in ("bfloat16", "float32"):
+            raise InputValueError(f"dtype: {dtype!r}; accepted: 'bfloat16' (the tower's cast) or 'float32' (none)")
         if not all(c in getattr(source, "companions", {}) for c in COMPANIONS):
             raise SGLangSourceError(
                 f"sglang source {source.spec!r}: the Qwen-VL path needs the companions {COMPANIONS}"
             )
         super().__init__(source, module)
         self.family = family
+        self.dtype = dtype  # float32: the processor's own values, before the model casts them to the tower's dtype
         self.model_type = MODEL_TYPES[family]
         self.cls = module.QwenVLImageProcessor
         self.transformers = source.companions["transformers"]  # its version: in provenance and the source's records
@@ -172,7 +177,9 @@ class QwenVLPath(common.FamilyPathBase):
         """``prepare_artifact_batch`` on ``images``: (patches (N, 3, T*p*p) bfloat16 widened, grid_thw, tokens)."""
         proc = self.processor(cfg)
         artifacts = proc.prepare_artifact_batch(self._entries(proc, images))
-        feats = torch.cat([a.feature for a in artifacts]).to(torch.bfloat16)  # the tower's cast (module docstring)
+        feats = torch.cat([a.feature for a in artifacts])
+        if self.dtype == "bfloat16":
+            feats = feats.to(torch.bfloat16)  # the tower's cast (module docstring)
         grids = torch.cat([a.model_specific_data["image_grid_thw"] for a in artifacts])
         values = common.widen(feats)
         return values.reshape(len(values), 3, -1), grids.numpy().astype(np.int64), self._tokens(proc, grids)
