@@ -27,7 +27,7 @@ from deferlab.reference.system.served import Geometry
 
 # C14's value allowance, in ulps of the path's dtype at the channel's largest |value| (as `served.ALLOWANCE_ULPS`).
 ALLOWANCE_ULPS = 2
-__all__ = ["Trained", "config", "deferral_problem", "geometry_problem", "normalization_problem", "pixel_problem"]
+__all__ = ["Trained", "config", "deferral_problem", "geometry_problem", "levels_summary", "normalization_problem", "pixel_problem"]
 
 
 # --- C13: geometry ------------------------------------------------------------------------------------------------
@@ -127,12 +127,26 @@ def levels_differ(served: np.ndarray, trained: np.ndarray) -> tuple[int, int]:
     return fp32, bf16
 
 
+def serves_bf16_only(path: Any, served: np.ndarray) -> bool:
+    """Whether the path hands the tower BF16 values alone (its levels are BF16-exact): its FP32 is not served."""
+    return path.dtype == "bfloat16" and not levels_differ(served, family_norm.bf16(served))[0]
+
+
+def levels_summary(path: Any, cfg: Any, trained: Trained) -> str:
+    """One phrase of C15's evidence: how many of the path's values differ from the checkpoint's, per dtype."""
+    served, want = path.levels(cfg), trained.levels(cfg)
+    fp32, bf16 = levels_differ(served, want)
+    if serves_bf16_only(path, served):
+        return f"{path.name}: {bf16} of {served.size} values differ after BF16 (it serves BF16 only)"
+    return f"{path.name}: {fp32} FP32 / {bf16} BF16 of {served.size} values differ"
+
+
 def normalization_problem(path: Any, cfg: Any, trained: Trained) -> str | None:
     """C15 on one path: its C x 256 values bitwise the checkpoint's in FP32 (where the path computes in FP32)
     and after the BF16 cast."""
     served, want = path.levels(cfg), trained.levels(cfg)
     fp32, bf16 = levels_differ(served, want)
-    in_bf16 = path.dtype == "bfloat16" and not levels_differ(served, family_norm.bf16(served))[0]
+    in_bf16 = serves_bf16_only(path, served)
     if in_bf16:
         fp32 = 0  # the path hands the tower BF16 only: its FP32 values are not served
     if not fp32 and not bf16:

@@ -125,11 +125,7 @@ def test_claim_c15_family_normalization_equals_checkpoint(served_paths, policy, 
     cfg, want = fam.config(model_family), trained(model_family)
 
     def evidence() -> str:
-        parts = []
-        for p in served_paths:
-            fp32, bf16 = fam.levels_differ(p.levels(cfg), want.levels(cfg))
-            parts.append(f"{p.name}: {fp32} FP32 / {bf16} BF16 of {want.levels(cfg).size} values differ")
-        return "; ".join(parts)
+        return "; ".join(fam.levels_summary(p, cfg, want) for p in served_paths)
 
     verdict = claimcheck.verify_claim(
         "C15",
