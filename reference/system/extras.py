@@ -15,6 +15,7 @@ import importlib.util
 EXTRAS: dict[str, tuple[tuple[str, ...], str]] = {
     "vllm": (("numba",), "vLLM's Kimi-K3 patch writer and the compiled C13 geometry sweep"),
     "mutate": (("cosmic_ray",), "deferlab mutate (cosmic-ray's mutation operators)"),
+    "cluster": (("ray",), "running versions, compare and mutate on a Ray cluster (--cluster)"),
     "transformers": (
         ("transformers",),
         "the trained side of the families whose checkpoints name a transformers image processor",

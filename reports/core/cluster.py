@@ -1,0 +1,217 @@
+"""The Ray executor (``--cluster auto | ray://HOST:PORT | local``): each task one runner call on a worker.
+
+How deferlab reaches the workers: it is installed there (the same version as the driver's: ``pip install
+deferlab[cluster]`` on every node, the cluster's image for KubeRay); every task first checks that its worker's
+deferlab, torch and Python are the driver's, and a worker that differs refuses the task in one line. Engine
+wheels are fetched into the worker's own cache (the runner's child loads them there), never assumed shared.
+
+Ray's defaults are set, not taken: a task is retried once (``max_retries``) when its worker is lost; a task past
+its timeout is cancelled and submitted once more, then recorded as timed out (Ray has no task timeout). Ctrl-C or
+SIGTERM on the driver cancels every task still running; ``local`` starts a Ray instance on this machine (loopback
+only, dashboard and usage stats off) and stops it on the way out, killing every process a task started.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import platform
+import signal
+import socket
+import time
+import uuid
+from collections.abc import Callable, Sequence
+from pathlib import Path
+from typing import Any
+
+from deferlab.reference.system.errors import UsageError
+from deferlab.reports.core import runner as runner_mod
+from deferlab.reports.core.executor import CLUSTER_FORMS, Outcome, Task
+
+OWNER_ENV = "DEFERLAB_CLUSTER_OWNER"  # set in every task's environment: a local run's leftovers are found by it
+POLL_S = 0.5
+QUIET = {"RAY_USAGE_STATS_ENABLED": "0", "RAY_DISABLE_USAGE_STATS": "1"}
+
+
+def versions() -> dict[str, str]:
+    """What a worker must share with the driver: deferlab's, torch's and Python's versions."""
+    import importlib.metadata
+
+    import torch
+
+    return {
+        "deferlab": importlib.metadata.version("deferlab"),
+        "torch": str(torch.__version__),
+        "python": platform.python_version(),
+    }
+
+
+def execute(task: Task, driver: dict[str, str]) -> dict[str, Any]:
+    """The body of a Ray task: check the worker, run the runner, say where it ran (``cuda`` read from
+    ``torch.cuda`` here, not assumed)."""
+    import torch
+
+    node = socket.gethostname()
+    mine = versions()
+    if mine != driver:
+        differ = ", ".join(f"{k} {mine[k]} (driver {driver[k]})" for k in driver if mine.get(k) != driver[k])
+        return {"refused": f"worker {node}: {differ}; accepted: a worker with the driver's deferlab, torch and Python"}
+    record = runner_mod.run(task.request)
+    return {"record": record, "node": node, "cuda": bool(torch.cuda.is_available())}
+
+
+def _reachable(address: str, timeout: float) -> str | None:
+    """None when ``ray://HOST:PORT`` answers a TCP connection within ``timeout``; else the one-line reason."""
+    host, _, port = address[len("ray://") :].rpartition(":")
+    try:
+        with socket.create_connection((host, int(port)), timeout=timeout):
+            return None
+    except OSError as e:
+        return f"nobody answers at {host}:{port} ({e.strerror or type(e).__name__})"
+
+
+class RayExecutor:
+    """Tasks through Ray: submitted with their CPUs, GPUs and resources, each awaited to its timeout."""
+
+    name = "ray"
+
+    def __init__(
+        self,
+        address: str,
+        *,
+        say: Callable[[str], None] = print,
+        connect_timeout: float = 30.0,
+        num_cpus: int | None = None,
+        resources: dict[str, float] | None = None,
+    ) -> None:
+        os.environ.update(QUIET)
+        import ray
+
+        self._ray = ray
+        self.address = address
+        self.say = say
+        self.owner = uuid.uuid4().hex
+        self._local = address == "local"
+        self._running: dict[Any, tuple[Task, float, int]] = {}
+        if address.startswith("ray://"):
+            why = _reachable(address, min(connect_timeout, 10.0))
+            if why is not None:
+                raise UsageError(f"--cluster: {address}: {why}; {CLUSTER_FORMS}")
+        t0 = time.perf_counter()
+        try:
+            if self._local:
+                ray.init(
+                    num_cpus=num_cpus or os.cpu_count() or 1, resources=resources or {}, include_dashboard=False,
+                    _node_ip_address="127.0.0.1", log_to_driver=False, configure_logging=False,
+                )  # fmt: skip
+            else:
+                ray.init(address=address, log_to_driver=False, configure_logging=False)
+        except Exception as e:  # noqa: BLE001 - any failure to connect is one line at the front door
+            with contextlib.suppress(Exception):
+                ray.shutdown()
+            first = (str(e).strip().splitlines() or [type(e).__name__])[0][:200]
+            raise UsageError(f"--cluster: {address}: cannot connect ({first}); {CLUSTER_FORMS}") from None
+        self.started_s = round(time.perf_counter() - t0, 1)
+        self.driver = versions()
+        self._remote = ray.remote(execute)
+        say(f"cluster {address}: {self.describe()} (joined in {self.started_s} s)")
+
+    def describe(self) -> str:
+        res = self._ray.cluster_resources()
+        nodes = len([n for n in self._ray.nodes() if n.get("Alive")])
+        gpus = f", {int(res['GPU'])} GPU" if res.get("GPU") else ""
+        return f"{nodes} node(s), {int(res.get('CPU', 0))} CPU{gpus}"
+
+    def _submit(self, task: Task, attempt: int) -> Any:
+        opts = {
+            "num_cpus": task.cpus, "num_gpus": task.gpus, "max_retries": task.retries, "retry_exceptions": False,
+            "resources": dict(task.resources), "runtime_env": {"env_vars": {OWNER_ENV: self.owner}},
+        }  # fmt: skip
+        ref = self._remote.options(**opts).remote(task, self.driver)
+        self._running[ref] = (task, time.monotonic(), attempt)
+        return ref
+
+    def _deadline(self, task: Task) -> float | None:
+        timeout = task.request.timeout
+        return None if timeout is None else timeout + 60.0  # the runner kills its child at timeout: room to return
+
+    def map(self, tasks: Sequence[Task], done: Callable[[Outcome], None]) -> None:
+        ray = self._ray
+        for task in tasks:
+            self._submit(task, 1)
+        try:
+            while self._running:
+                ready, _ = ray.wait(list(self._running), num_returns=1, timeout=POLL_S)
+                for ref in ready:
+                    task, started, attempt = self._running.pop(ref)
+                    done(self._outcome(ref, task, started, attempt))
+                self._expire(done)
+        except BaseException:
+            self.cancel_all()
+            raise
+
+    def _outcome(self, ref: Any, task: Task, started: float, attempt: int) -> Outcome:
+        seconds = round(time.monotonic() - started, 2)
+        try:
+            got = self._ray.get(ref)
+        except Exception as e:  # noqa: BLE001 - a lost worker (after Ray's retry) is this task's outcome
+            first = (str(e).strip().splitlines() or [type(e).__name__])[0][:300]
+            return Outcome(task, None, f"{type(e).__name__}: {first}", attempt + task.retries, "?", None, seconds)
+        if "refused" in got:
+            return Outcome(task, None, got["refused"], attempt, "?", None, seconds)
+        return Outcome(task, got["record"], None, attempt, got["node"], got["cuda"], seconds)
+
+    def _expire(self, done: Callable[[Outcome], None]) -> None:
+        now = time.monotonic()
+        for ref, (task, started, attempt) in list(self._running.items()):
+            deadline = self._deadline(task)
+            if deadline is None or now - started < deadline:
+                continue
+            self._cancel(ref)
+            self._running.pop(ref, None)
+            if attempt <= task.retries:
+                self.say(f"{task.key}: no result within {deadline:.0f} s; submitted once more")
+                self._submit(task, attempt + 1)
+            else:
+                done(Outcome(task, None, f"no result within {deadline:.0f} s, {attempt} attempts", attempt, "?", None))
+
+    def _cancel(self, ref: Any) -> None:
+        with contextlib.suppress(Exception):
+            self._ray.cancel(ref, force=False)  # a KeyboardInterrupt in the task: its runner reaps its child
+
+    def cancel_all(self) -> None:
+        """Cancel every task still running (Ctrl-C, SIGTERM, a failed command)."""
+        for ref in list(self._running):
+            self._cancel(ref)
+        if self._running:
+            with contextlib.suppress(Exception):
+                self._ray.wait(list(self._running), num_returns=len(self._running), timeout=5)
+            for ref in list(self._running):
+                with contextlib.suppress(Exception):
+                    self._ray.cancel(ref, force=True)
+        self._running.clear()
+
+    def close(self) -> None:
+        """Disconnect; ``local``: stop the instance and kill every process a task of this run started."""
+        self.cancel_all()
+        with contextlib.suppress(Exception):
+            self._ray.shutdown()
+        if self._local:
+            kill_owned(self.owner)
+
+
+def kill_owned(owner: str) -> list[int]:
+    """SIGKILL every process of this user whose environment carries ``OWNER_ENV=owner`` (a task's children that
+    outlived their worker); the pids killed."""
+    mark = f"{OWNER_ENV}={owner}".encode()
+    killed = []
+    for entry in Path("/proc").iterdir():
+        if not entry.name.isdigit() or int(entry.name) == os.getpid():
+            continue
+        try:
+            if mark in (entry / "environ").read_bytes().split(b"\0"):
+                os.kill(int(entry.name), signal.SIGKILL)
+                killed.append(int(entry.name))
+        except (OSError, ProcessLookupError):
+            continue
+    return killed

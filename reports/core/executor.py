@@ -1,0 +1,172 @@
+"""Where a command's runs execute: this machine's pool (the default, embedded) or a Ray cluster (``--cluster``).
+
+A *task* is one call of the one runner (`reports.core.runner.run`): a system under test and the checks (or the
+mutant) it runs, with the CPUs it needs declared so nothing oversubscribes, and a GPU where only CUDA can decide
+it. Its result is the runner's `RunRecord`, wrapped in an `Outcome` that says where it ran and how many attempts
+it took. `versions`, `compare` and `mutate` submit their tasks through `executor_for`; the outputs are the same
+files as a local run, written once by the driver, whole or not at all.
+
+Faults: a task past its timeout, or lost with its worker, is tried once more, then recorded as that task's
+outcome (an error, never a lost command). The local pool never imports Ray; `reports.core.cluster` (the Ray
+executor) is imported only when ``--cluster`` is given.
+"""
+
+from __future__ import annotations
+
+import threading
+import time
+from collections.abc import Callable, Iterable, Sequence
+from concurrent.futures import FIRST_COMPLETED, Future, ThreadPoolExecutor, wait
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Protocol
+
+from deferlab.reference.system.errors import UsageError
+from deferlab.reports.core import runner as runner_mod
+
+CLUSTER_FORMS = "accepted: 'auto' (the cluster this machine belongs to), 'ray://HOST:PORT', or 'local'"
+
+
+@dataclass(frozen=True)
+class Task:
+    """One runner call: ``key`` names it in the command's output; ``cpus`` and ``gpus`` are what it needs (Ray
+    schedules by them; the local pool runs ``jobs`` CPU tasks at once); ``retries``: attempts after the first when
+    it times out or its worker is lost; ``resources``: further Ray resources (tests stand in for a GPU with one)."""
+
+    key: str
+    request: runner_mod.Request
+    cpus: int = 1
+    gpus: int = 0
+    retries: int = 1
+    resources: dict[str, float] = field(default_factory=dict)
+    work: Path | None = None  # the local pool's scratch folder for it (a cluster worker makes its own)
+
+
+@dataclass
+class Outcome:
+    """What became of a task: its record (None when every attempt failed), the error of the last failed attempt,
+    the attempts it took, and where it ran (``node``; ``cuda``: read from ``torch.cuda`` inside the task)."""
+
+    task: Task
+    record: runner_mod.RunRecord | None
+    error: str | None = None
+    attempts: int = 1
+    node: str = "local"
+    cuda: bool | None = None
+    seconds: float = 0.0
+
+    @property
+    def ok(self) -> bool:
+        return self.record is not None and self.error is None
+
+
+class Executor(Protocol):
+    """Runs tasks, calling ``done(outcome)`` in the driver's thread as each finishes (never raising for a task)."""
+
+    name: str
+
+    def map(self, tasks: Sequence[Task], done: Callable[[Outcome], None]) -> None: ...
+
+    def close(self) -> None: ...
+
+
+class LocalExecutor:
+    """This machine: ``jobs`` tasks at once, each a child process through the runner (its own process group)."""
+
+    name = "local"
+
+    def __init__(self, jobs: int = 1, launcher: runner_mod.Launcher = runner_mod.cold) -> None:
+        self.jobs = max(1, int(jobs))
+        self.launcher = launcher
+        self._stop = threading.Event()
+
+    def _attempt(self, task: Task) -> Outcome:
+        t0 = time.perf_counter()
+        tries = 0
+        while True:
+            tries += 1
+            record = runner_mod.run(task.request, work=task.work, launcher=self.launcher)
+            if not record.timed_out or tries > task.retries or self._stop.is_set():
+                error = record.error if record.timed_out else None
+                return Outcome(task, record, error, tries, "local", None, round(time.perf_counter() - t0, 2))
+
+    def map(self, tasks: Sequence[Task], done: Callable[[Outcome], None]) -> None:
+        pending = list(tasks)
+        with ThreadPoolExecutor(max_workers=self.jobs) as pool:
+            running: dict[Future, Task] = {}
+            try:
+                while pending or running:
+                    while pending and len(running) < self.jobs:
+                        task = pending.pop(0)
+                        running[pool.submit(self._attempt, task)] = task
+                    finished, _ = wait(running, return_when=FIRST_COMPLETED)
+                    for future in finished:
+                        task = running.pop(future)
+                        try:
+                            outcome = future.result()
+                        except Exception as e:  # noqa: BLE001 - a harness failure is this task's outcome
+                            outcome = Outcome(task, None, f"{type(e).__name__}: {e}")
+                        done(outcome)
+            except BaseException:
+                self._stop.set()
+                pool.shutdown(wait=False, cancel_futures=True)
+                raise
+
+    def close(self) -> None:
+        self._stop.set()
+
+
+def check_cluster(value: str | None, command: str) -> str | None:
+    """``--cluster``'s value checked at the front door (one line, exit 2): None (the local pool), ``auto``,
+    ``local`` or ``ray://HOST:PORT``; ``command`` names the command for the refusal of one with nothing to
+    distribute (`DISTRIBUTES`)."""
+    if value is None:
+        return None
+    if command not in DISTRIBUTES:
+        raise UsageError(
+            f"--cluster: deferlab {command} runs one system in one process and has nothing to distribute; "
+            f"accepted with {', '.join(DISTRIBUTES)}"
+        )
+    text = str(value).strip()
+    if text in ("auto", "local"):
+        return text
+    if text.startswith("ray://"):
+        host, _, port = text[len("ray://") :].rpartition(":")
+        if host and port.isdigit() and 0 < int(port) < 65536:
+            return text
+    raise UsageError(f"--cluster: {value!r} is no cluster address; {CLUSTER_FORMS}")
+
+
+DISTRIBUTES = ("versions", "compare", "mutate")
+
+
+def executor_for(cluster: str | None, jobs: int = 1, *, say: Callable[[str], None] = print, **options: Any) -> Any:
+    """The local pool (``cluster`` None) or the Ray executor (`reports.core.cluster`, which needs the ``cluster``
+    extra: refused in one line naming it when Ray is not installed)."""
+    if cluster is None:
+        return LocalExecutor(jobs, options.get("launcher", runner_mod.cold))
+    from deferlab.reference.system.extras import why_missing
+
+    missing = why_missing("cluster")
+    if missing is not None:
+        raise UsageError(f"--cluster: {missing}")
+    from deferlab.reports.core.cluster import RayExecutor
+
+    return RayExecutor(cluster, say=say, **{k: v for k, v in options.items() if k != "launcher"})
+
+
+def run_all(executor: Any, tasks: Iterable[Task], done: Callable[[Outcome], None] | None = None) -> dict[str, Outcome]:
+    """Every task through ``executor``: key -> outcome (``done`` sees each as it finishes); the executor is closed
+    after, however the run ends."""
+    found: dict[str, Outcome] = {}
+
+    def keep(outcome: Outcome) -> None:
+        found[outcome.task.key] = outcome
+        if done is not None:
+            done(outcome)
+
+    try:
+        executor.map(list(tasks), keep)
+    finally:
+        executor.close()
+    return found
