@@ -13,12 +13,16 @@ import importlib.util
 
 # extra -> (the modules it provides that deferlab imports, what deferlab uses it for)
 EXTRAS: dict[str, tuple[tuple[str, ...], str]] = {
-    "vllm": (("numba",), "vLLM's Kimi-K3 patch writer and the compiled C13 geometry sweep"),
+    "vllm": (
+        ("numba", "pydantic"),
+        "vLLM's Kimi-K3 patch writer, its ModelConfig and the compiled C13 geometry sweep",
+    ),
     "mutate": (("cosmic_ray",), "deferlab mutate (cosmic-ray's mutation operators)"),
     "cluster": (("ray",), "running versions, compare and mutate on a Ray cluster (--cluster)"),
     "transformers": (
-        ("transformers",),
-        "the trained side of the families whose checkpoints name a transformers image processor",
+        ("transformers", "huggingface_hub"),
+        "the trained side of the families whose checkpoints name a transformers image processor, and the "
+        "hub helpers the engines' pinned transformers imports for their Qwen and InternVL paths",
     ),
 }
 

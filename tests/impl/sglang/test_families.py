@@ -180,6 +180,7 @@ def qwen():
     return run_child("tests.impl.sglang.family_child", spec, spec=spec, timeout=900, module=True)
 
 
+@pytest.mark.extra("transformers")
 @pytest.mark.parametrize(("family", "patch"), [("qwen2.5-vl", 14), ("qwen3-vl", 16)])
 def test_qwen_serves_what_transformers_gives_where_sglang_runs_it(qwen, family, patch):
     got = qwen[family]

@@ -9,6 +9,7 @@ import os
 import pytest
 
 from deferlab.impl.vllm.sources import DEFAULT_VERSION, VLLMFetchError
+from deferlab.reference.system import extras
 
 COMPANIONS = ("transformers", "torchvision")
 
@@ -18,6 +19,9 @@ def vllm_source():
     """The release's `Source` with its companions, loaded once (a skip only when a wheel cannot be fetched)."""
     from deferlab.impl.vllm import sources
 
+    missing = extras.why_missing("vllm")
+    if missing:
+        pytest.skip(missing)
     spec = os.environ.get("DEFERLAB_VLLM", DEFAULT_VERSION)
     try:
         return sources.load(spec, companions=COMPANIONS)

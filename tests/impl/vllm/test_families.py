@@ -17,7 +17,11 @@ from deferlab.reference.system.served import FamilyPath
 from tests.impl.vllm.support import CONFIGS, child, rgb
 
 # The numbers below are vLLM 0.34.0's (the in-process release is DEFERLAB_VLLM, default 0.34.0).
-pytestmark = pytest.mark.skipif(os.environ.get("DEFERLAB_VLLM", "0.34.0") != "0.34.0", reason="0.34.0's facts")
+pytestmark = [
+    pytest.mark.skipif(os.environ.get("DEFERLAB_VLLM", "0.34.0") != "0.34.0", reason="0.34.0's facts"),
+    pytest.mark.extra("vllm"),
+    pytest.mark.extra("transformers"),
+]
 
 
 def smart_resize(h: int, w: int, factor: int, lo: int, hi: int) -> tuple[int, int]:

@@ -19,7 +19,10 @@ from tests.impl.vllm.support import child, rgb
 
 K3 = profile("kimi-k3")
 # The numbers below are vLLM 0.34.0's (the in-process release is DEFERLAB_VLLM, default 0.34.0).
-pytestmark = pytest.mark.skipif(os.environ.get("DEFERLAB_VLLM", "0.34.0") != "0.34.0", reason="0.34.0's facts")
+pytestmark = [
+    pytest.mark.skipif(os.environ.get("DEFERLAB_VLLM", "0.34.0") != "0.34.0", reason="0.34.0's facts"),
+    pytest.mark.extra("vllm"),
+]
 
 
 @pytest.fixture(scope="module")
