@@ -26,7 +26,7 @@ from typing import Any
 
 from deferlab.reference.system.errors import UsageError
 from deferlab.reports.core import runner as runner_mod
-from deferlab.reports.core.executor import CLUSTER_FORMS, Outcome, Task
+from deferlab.reports.core.tasks import CLUSTER_FORMS, Outcome, Task
 
 OWNER_ENV = "DEFERLAB_CLUSTER_OWNER"  # set in every task's environment: a local run's leftovers are found by it
 POLL_S = 0.5

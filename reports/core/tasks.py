@@ -1,0 +1,47 @@
+"""What an executor runs and returns: a `Task` (one runner call and what it needs) and its `Outcome`.
+
+Apart from `reports.core.executor` so the Ray executor (`reports.core.cluster`), which the local one imports
+only when ``--cluster`` is given, imports these and not the module that chooses it (no import cycle).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from deferlab.reports.core import runner as runner_mod
+
+CLUSTER_FORMS = "accepted: 'auto' (the cluster this machine belongs to), 'ray://HOST:PORT', or 'local'"
+
+
+@dataclass(frozen=True)
+class Task:
+    """One runner call: ``key`` names it in the command's output; ``cpus`` and ``gpus`` are what it needs (Ray
+    schedules by them; the local pool runs ``jobs`` CPU tasks at once); ``retries``: attempts after the first when
+    it times out or its worker is lost; ``resources``: further Ray resources (tests stand in for a GPU with one)."""
+
+    key: str
+    request: runner_mod.Request
+    cpus: int = 1
+    gpus: int = 0
+    retries: int = 1
+    resources: dict[str, float] = field(default_factory=dict)
+    work: Path | None = None  # the local pool's scratch folder for it (a cluster worker makes its own)
+
+
+@dataclass
+class Outcome:
+    """What became of a task: its record (None when every attempt failed), the error of the last failed attempt,
+    the attempts it took, and where it ran (``node``; ``cuda``: read from ``torch.cuda`` inside the task)."""
+
+    task: Task
+    record: runner_mod.RunRecord | None
+    error: str | None = None
+    attempts: int = 1
+    node: str = "local"
+    cuda: bool | None = None
+    seconds: float = 0.0
+
+    @property
+    def ok(self) -> bool:
+        return self.record is not None and self.error is None
