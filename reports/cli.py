@@ -30,6 +30,7 @@ PACKAGES = (
     "deferlab.reports.compare.cli",
     "deferlab.reports.repro.cli",
     "deferlab.reports.mutate.cli",
+    "deferlab.reports.families.cli",
     "deferlab.reports.core.cache",
 )
 PASS_THROUGH = {"sim", "test"}  # everything after these belongs to another parser (the simulator's, pytest's)

@@ -29,6 +29,7 @@ CACHE_ROWS = [
     BadCli("cache nothing", lambda t: ["cache", "prune"], r"prune: nothing selected; accepted: RELEASE \.\.\., --eng"),
     BadCli("cache format", lambda t: ["cache", "--format", "xml"], r"--format 'xml': unknown format; accepted: table"),
     BadCli("cache action", lambda t: ["cache", "clean"], r"invalid choice: 'clean'"),
+    BadCli("families format", lambda t: ["families", "--format", "xml"], r"--format 'xml': accepted: md, json"),
 ]
 
 

@@ -1,0 +1,35 @@
+"""``deferlab families``: every family of the registry, each engine's paths and ranges, the default marked."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from deferlab.reference.system.families import FAMILIES
+from deferlab.reference.system.systems import ENGINES
+from deferlab.reports.cli import main
+
+
+def test_json_is_the_registry_family_by_family(capsys: pytest.CaptureFixture) -> None:
+    assert main(["families", "--format", "json"]) == 0
+    found = json.loads(capsys.readouterr().out)
+    assert [f["name"] for f in found] == list(FAMILIES)
+    for f in found:
+        family = FAMILIES[f["name"]]
+        assert f["claims"] == list(family.claims) and f["scope"] == family.scope
+        served = [(e, p["releases"], p["path"], p["default"]) for e, ps in f["engines"].items() for p in ps]
+        want = [(s.engine, f"{s.low}-{s.high}" if s.high else f"{s.low}+", s.path, s.default) for s in family.served]
+        assert sorted(served) == sorted(want)
+    assert [f["name"] for f in found if f["default"]] == ["kimi-k3"]
+
+
+def test_the_table_has_a_row_per_family_and_a_column_per_engine(capsys: pytest.CaptureFixture) -> None:
+    assert main(["families"]) == 0
+    lines = capsys.readouterr().out.splitlines()
+    head = lines[0].split("|")[1:-1]
+    assert [h.strip() for h in head[-len(ENGINES) :]] == [e.display for e in ENGINES.values()]
+    rows = [line for line in lines[2:] if line.startswith("| `")]
+    assert [r.split("`")[1] for r in rows] == list(FAMILIES)
+    gemma = next(r for r in rows if r.startswith("| `gemma4`"))
+    assert "not checked" in gemma.split("|")[-3] and "0.34.0+ device-normalized *" in gemma.split("|")[-2]
