@@ -189,7 +189,7 @@ def test_an_engine_that_cannot_load_is_recorded_not_raised(tmp_path: Path) -> No
 
 @pytest.mark.slow
 def test_served_vllm_end_to_end(tmp_path: Path) -> None:
-    """``report --vllm 0.33.0`` on the cached wheel: the skew table has vLLM's column with its known findings
+    """``report --vllm 0.33.0`` on the cached wheel: the skew table has the column of vLLM's default path (device-normalized from 0.32.0, semantics §16.1) with its known findings
     (uint8 arrays refused by vLLM itself, transparency composited onto white, opaque classes bitwise), C13's
     exhaustive records hold for it, and its numba-compiled geometry equals its interpreted one."""
     from deferlab.impl.vllm.sources import VLLMFetchError, load
@@ -207,16 +207,19 @@ def test_served_vllm_end_to_end(tmp_path: Path) -> None:
     assert main([*argv, "--skip", "ipc", "sim", "bench", "plots"]) == 0
     report = json.loads((tmp_path / "r" / "report.json").read_text())
     cols = {c["name"]: c["cells"] for c in report["served"]["columns"]}
-    vllm = cols["vllm-0.33.0 (served)"]
+    vllm = cols["vllm-0.33.0 (device-normalized)"]
     assert (
         vllm[images.ARRAY_CLASS]["status"] == "refused"
         and "Unsupported data type" in vllm[images.ARRAY_CLASS]["refusal"]
     )
     assert vllm["RGBA partly transparent"]["max_levels"] > 1 and vllm["RGB with a stray key"]["max_levels"] > 1
-    assert vllm["L"]["bitwise_share"] == 1.0 and vllm["RGBA opaque"]["bitwise_share"] == 1.0
-    geometry = [s for s in report["sweeps"] if s["kind"] == "geometry" and s["path"] == "vllm-0.33.0 (served)"]
+    # Opaque classes: the same levels everywhere, but not the same values: the device path's x * w + b is not
+    # the checkpoint's normalization (semantics §16.1, C15 on the default path).
+    for cls in ("L", "RGBA opaque"):
+        assert vllm[cls]["max_levels"] == 0 and vllm[cls]["bitwise_share"] < 1.0, (cls, vllm[cls])
+    geometry = [s for s in report["sweeps"] if s["kind"] == "geometry" and s["path"] == "vllm-0.33.0 (device-normalized)"]
     assert [g["verdict"] for g in geometry] == ["holds", "holds"] and geometry[0]["sizes"] == 64 * 64
-    assert "vllm-0.33.0 (served)" in (tmp_path / "r" / "report.md").read_text()
+    assert "vllm-0.33.0 (device-normalized)" in (tmp_path / "r" / "report.md").read_text()
     target = geo.engine_function(vllm_path("0.33.0"))
     assert target.name.endswith("kimi_k25_vision_fused.navit_resize_image")
     args = target.args(CFG, compiled=True)
