@@ -1,6 +1,7 @@
 """Prose that stays true: what the docs name exists, runs or imports; no old citation forms anywhere.
 
-For each doc of `DOCS`: every repository path it names (a backticked path
+For each doc of `DOCS` (the README, the guides under ``docs/`` it links, the
+folders' own READMEs): every repository path it names (a backticked path
 whose first part is a folder or file of the checkout, or of the doc's own
 folder; a relative link ``[x](path)``) exists; every ``deferlab SUB`` it
 names (in backticks or a code block) has a working ``--help``; every
@@ -34,7 +35,17 @@ import deferlab.properties
 
 ROOT = Path(deferlab.properties.__file__).resolve().parents[1]
 CHECKOUT = (ROOT / "pyproject.toml").is_file() and (ROOT / "README.md").is_file()
-DOCS = ("README.md", "properties/SEAM.md", "properties/README.md", "sim/README.md", "impl/sglang/VERSIONS.md")
+# The guides the README links (the README itself stays one screen per workflow, at most README_MAX_LINES).
+GUIDES = (
+    "docs/engines.md",
+    "docs/reviewing.md",
+    "docs/mutation.md",
+    "docs/api.md",
+    "docs/report.md",
+    "docs/layout.md",
+)
+DOCS = ("README.md", *GUIDES, "properties/SEAM.md", "properties/README.md", "sim/README.md", "impl/sglang/VERSIONS.md")
+README_MAX_LINES = 200
 TOPS = ("reference", "impl", "sim", "reports", "properties")
 OLD_CITATION = re.compile(r"\bSPEC \d|\bfacts \d")
 CITATION_EXEMPT = ("docs/CITATIONS.md",)
@@ -185,6 +196,21 @@ def stale(doc: str, text: str, root: Path = ROOT) -> list[str]:
         if ok is False:
             problems.append(f"{doc}:{item.line}: {item.kind} {item.text!r}")
     return problems
+
+
+@needs_checkout
+def test_the_readme_is_short_and_its_guides_exist() -> None:
+    """A newcomer's README is at most README_MAX_LINES lines; every ``docs/*.md`` it links exists, and it links
+    every guide (the rest of the old README lives there)."""
+    text = (ROOT / "README.md").read_text(encoding="utf-8")
+    lines = len(text.splitlines())
+    assert lines <= README_MAX_LINES, f"README.md has {lines} lines (at most {README_MAX_LINES}): move a part to docs/"
+    linked = {target.split("#")[0] for target in _LINK.findall(text)}
+    guides = {target for target in linked if re.fullmatch(r"docs/[\w.-]+\.md", target)}
+    missing = sorted(target for target in guides if not (ROOT / target).is_file())
+    assert not missing, f"README.md links docs that do not exist: {missing}"
+    unlinked = sorted(set(GUIDES) - guides)
+    assert not unlinked, f"README.md does not link these guides: {unlinked}"
 
 
 @needs_checkout

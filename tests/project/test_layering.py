@@ -1,6 +1,6 @@
 """The rooms and which way their imports point; no import cycle anywhere.
 
-The rules (README, Layout): the shared description (``reference.system``)
+The rules (docs/layout.md): the shared description (``reference.system``)
 imports nothing of ours; the oracle (``reference.oracle``) only the
 description; the system under test (``impl``) only the description, never
 the oracle it is judged by; the simulator (``sim``) never ``impl`` or torch,

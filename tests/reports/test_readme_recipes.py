@@ -1,13 +1,16 @@
-"""The README's reviewer recipes (compare, reproducers, CI) show what the tools really produce.
+"""The docs' reviewer recipes (compare, reproducers, CI) show what the tools really produce.
 
 Why: a recipe whose output drifted from the tool is the first wrong thing a
-new user reads. The README's compare output is re-rendered from the recorded
+new user reads. The shown compare output is re-rendered from the recorded
 ``compare.json`` it names; the reproducer shown is the recorded file, and
 that file is what `reports.repro.cli` writes from the same JSON today; the CI
 recipe's ``deferlab compare`` line is parsed by deferlab's own CLI and run on a
 two-commit repository (fake sides), exiting 1 exactly when the PR newly
 breaks a claim, with the JUnit file and the job summary it promises.
-Only in a source checkout: an installed package has no README beside it.
+The recipes live in ``docs/reviewing.md``; a marked block is looked up in README.md and then in every
+``docs/*.md`` but ``semantics.md`` and ``CITATIONS.md``, whichever holds it. The shown reproducer sits between
+``<!-- fmt:off -->`` and ``<!-- fmt:on -->``: ruff formats Python blocks in markdown, and this one must stay the
+recorded file byte for byte. Only in a source checkout: an installed package has no README beside it.
 """
 
 from __future__ import annotations
@@ -32,7 +35,10 @@ from deferlab.reports.core.runner import Request, RunRecord
 
 ROOT = Path(reports.__file__).resolve().parents[1]
 README = ROOT / "README.md"
-TEXT = README.read_text() if README.is_file() else ""
+NOT_GUIDES = ("semantics.md", "CITATIONS.md")
+PAGES = [README, *(p for p in sorted((ROOT / "docs").glob("*.md")) if p.name not in NOT_GUIDES)]
+TEXTS = {page.relative_to(ROOT).as_posix(): page.read_text() for page in PAGES if README.is_file() and page.is_file()}
+TEXT = "\n".join(TEXTS.values())
 pytestmark = pytest.mark.skipif(not TEXT, reason="no README.md beside the package (an installed deferlab)")
 
 
@@ -43,10 +49,13 @@ def _no_strict_switch(monkeypatch: pytest.MonkeyPatch) -> None:
 
 
 def _block(marker: str) -> tuple[str, str]:
-    """(the path the ``<!-- marker: PATH -->`` comment names, the fenced block right after it)."""
-    m = re.search(rf"<!-- {marker}(?:: (\S+))? -->\n```[\w-]*\n(.*?)\n```", TEXT, re.S)
-    assert m is not None, f"README has no <!-- {marker} --> block"
-    return m.group(1) or "", m.group(2)
+    """(the path the ``<!-- marker: PATH -->`` comment names, the fenced block right after it), from the first
+    of README.md and the guides that holds the marker."""
+    for text in TEXTS.values():
+        m = re.search(rf"<!-- {marker}(?:: (\S+))? -->\n```[\w-]*\n(.*?)\n```", text, re.S)
+        if m is not None:
+            return m.group(1) or "", m.group(2)
+    raise AssertionError(f"no <!-- {marker} --> block in {', '.join(TEXTS)}")
 
 
 def _written_by(text: str) -> str:
@@ -59,7 +68,7 @@ def test_the_compare_output_shown_is_the_summary_of_the_recorded_json() -> None:
     doc = json.loads((ROOT / where).read_text())
     assert shown == "\n".join(compare_render.summary_markdown(doc))
     assert doc["exit_status"] == 0 and doc["changes"]["newly holding"] == ["C9"]  # what the prose says of it
-    # the "in full" file the README links: today's rendering of the same JSON (regenerate it when that changes)
+    # the "in full" file the docs link: today's rendering of the same JSON (regenerate it when that changes)
     assert (ROOT / where).with_name("compare.md").read_text() == compare_render.markdown(doc)
 
 
