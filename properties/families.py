@@ -27,7 +27,15 @@ from deferlab.reference.system.served import Geometry
 
 # C14's value allowance, in ulps of the path's dtype at the channel's largest |value| (as `served.ALLOWANCE_ULPS`).
 ALLOWANCE_ULPS = 2
-__all__ = ["Trained", "config", "deferral_problem", "geometry_problem", "levels_summary", "normalization_problem", "pixel_problem"]
+__all__ = [
+    "Trained",
+    "config",
+    "deferral_problem",
+    "geometry_problem",
+    "levels_summary",
+    "normalization_problem",
+    "pixel_problem",
+]
 
 
 # --- C13: geometry ------------------------------------------------------------------------------------------------

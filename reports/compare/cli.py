@@ -9,7 +9,10 @@ both sides are loaded at once (`reports.core.runner.check_loads`), so a side tha
 refused in one line before any claim runs; then the claims run on both at once, through the one runner
 (`reports.compare.running`), with progress.
 
-Each claim's change, BASE -> HEAD, is the one comparison's (`reports.core.diff`): ``newly failing``,
+``--model FAMILY`` (one, a comma-separated list, or ``all``; default kimi-k3) names the model families both
+sides judge, all in each side's one run; the diff is per (claim, verdict column) (`reports.compare.cells`:
+Kimi-K3's default column is the bare claim, every other cell is ``C15 on qwen3-vl:VLLM``), and compare.md
+shows each family's changes. Each cell's change, BASE -> HEAD, is the one comparison's (`reports.core.diff`): ``newly failing``,
 ``newly holding``, ``failing differently``, ``changed``, ``unchanged``. Exit status: 1 when a claim is
 newly failing (or, under the strict switch, ``--strict`` or ``DEFERLAB_STRICT=1``, and the derandomized
 ``ci`` profile, fails differently); 0 otherwise; 2 bad usage; 3 a side could not run its claims, or a
@@ -21,6 +24,7 @@ compare.xml (JUnit, HEAD's claims), logs/ and repro/ (a reproducer per failing c
 from __future__ import annotations
 
 import argparse
+import dataclasses
 import shutil
 import sys
 import tempfile
@@ -28,14 +32,23 @@ from pathlib import Path
 from typing import Any, TextIO
 
 from deferlab.reference.system.errors import DeferlabInputError, UsageError
-from deferlab.reference.system.systems import ENGINES
+from deferlab.reference.system.systems import DEFAULT_FAMILY, ENGINES
 from deferlab.reference.system.validate import check_choice
 from deferlab.reports.compare import running
 from deferlab.reports.core import runner as core_runner
 from deferlab.reports.core.atomic import check_out_dir
 from deferlab.reports.core.claims import PROFILES, default_out_dir, load_claim_statements
 from deferlab.reports.core.runner import STRICT_ENV, Request
-from deferlab.reports.core.sides import Side, distinct, resolve_side, selected_claims, strict_switch
+from deferlab.reports.core.sides import (
+    Side,
+    answered_by,
+    distinct,
+    family_option,
+    resolve_side,
+    selected_claims,
+    selected_families,
+    strict_switch,
+)
 
 FORMATS = ("md", "json", "junit")
 
@@ -55,6 +68,12 @@ def add_parser(sub: Any) -> argparse.ArgumentParser:
         "--claims",
         metavar="IDS",
         help="only these claims, comma-separated (e.g. C4,C9; default every claim of the engine)",
+    )
+    p.add_argument(
+        "--model",
+        metavar="FAMILY",
+        default=None,
+        help="the model families both sides judge: one, a comma-separated list, or 'all' (default kimi-k3)",
     )
     p.add_argument("--format", default="md", help=f"what goes to stdout: {', '.join(FORMATS)} (default md)")
     p.add_argument("--junit", type=Path, metavar="FILE", help="also write a JUnit XML of HEAD's claims to FILE")
@@ -80,8 +99,9 @@ def check_args(args: argparse.Namespace, *, cache: Path | None = None) -> tuple[
     if args.junit is not None and args.junit.is_dir():
         raise UsageError(f"--junit: {str(args.junit)!r} is a directory; accepted: a file path for the XML")
     selected_claims(getattr(args, "claims", None), engine)
-    base = resolve_side("BASE", args.base, cache=cache, engine=engine)
-    head = resolve_side("HEAD", args.head, cache=cache, engine=engine)
+    family = family_option(selected_families(getattr(args, "model", None)))
+    base = dataclasses.replace(resolve_side("BASE", args.base, cache=cache, engine=engine), family=family)
+    head = dataclasses.replace(resolve_side("HEAD", args.head, cache=cache, engine=engine), family=family)
     distinct(base, head)
     return base, head
 
@@ -110,10 +130,11 @@ def run(
     try:
         results = running.run_both([base, head], request, work, say, runner=runner)
         statements = load_claim_statements()
-        asked = only or [c for c in statements if base.system.answers(c)]  # the claims asked, not the rest
+        families = selected_families(getattr(args, "model", None))
+        asked = only or [c for c in statements if answered_by(engine, families, c)]  # the claims asked, not the rest
         statements = {c: statements[c] for c in asked if c in statements}
         doc = compare_render.document({"BASE": base, "HEAD": head}, names, results, args.profile, statements,
-                                      strict=strict)  # fmt: skip
+                                      strict=strict, fill=DEFAULT_FAMILY in families)  # fmt: skip
         made = compare_render.write(out, doc, results, junit_file=args.junit, log=log)
     finally:
         shutil.rmtree(work, ignore_errors=True)
@@ -123,8 +144,8 @@ def run(
     for role in doc["sides_not_run"]:
         say(f"{role} could not run its claims: {doc['errors'][role]}")
     for c in doc["claims"]:
-        if c["id"] in doc["regressions"]:
+        if c["name"] in doc["regressions"]:
             what = "NEWLY FAILING" if c["change"] == "newly failing" else "FAILING DIFFERENTLY (strict)"
-            say(f"{what} {c['id']}: {c['base']} -> {c['head']}")
+            say(f"{what} {c['name']}: {c['base']} -> {c['head']}")
     print(compare_render.stdout_text(out, args.format), end="")
     return int(doc["exit_status"])

@@ -16,11 +16,12 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any, TextIO
 
-from deferlab.reference.system.signatures import signature_set
+from deferlab.reference.system.families import FAMILIES
+from deferlab.reports.compare import cells
 from deferlab.reports.core import diff as core_diff
 from deferlab.reports.core import grouping, junit, summary
 from deferlab.reports.core.atomic import staged_directory, write_text_atomic, write_with_atomic
-from deferlab.reports.core.claims import VERDICT_CELL, new_signatures
+from deferlab.reports.core.claims import VERDICT_CELL
 from deferlab.reports.versions.render import COLOURS
 
 SCHEMA_VERSION = 1
@@ -36,41 +37,14 @@ SECTIONS = (
 
 # --- the diff: compare.json -------------------------------------------------------------------------------------------------------
 def diff(
-    base_rows: list[dict[str, Any]], head_rows: list[dict[str, Any]], statements: dict[str, dict[str, str]]
+    base_rows: list[dict[str, Any]],
+    head_rows: list[dict[str, Any]],
+    statements: dict[str, dict[str, str]],
+    *,
+    fill: bool = True,
 ) -> list[dict[str, Any]]:
-    """One entry per claim (claim order: ``statements``' ids, then any other id the runs carry): both verdicts and
-    the change (`reports.core.diff`: a claim's signature set is `signature_set` of its row)."""
-    b = {r["id"]: r for r in base_rows}
-    h = {r["id"]: r for r in head_rows}
-    ids = [*statements, *((set(b) | set(h)) - set(statements))]
-    changes = core_diff.diff(_cells(b, ids), _cells(h, ids))
-    out = []
-    for c in changes:
-        br, hr = b.get(c.subject, {}), h.get(c.subject, {})
-        out.append(
-            {
-                "id": c.subject,
-                "statement": statements.get(c.subject, {}).get("statement", "") or hr.get("statement", ""),
-                "base": c.before,
-                "head": c.after,
-                "change": c.kind,
-                "base_signature": _signature(br),
-                "head_signature": _signature(hr),
-                "new_signatures": list(c.new),
-                "undocumented": new_signatures(hr),
-                "head_counterexample": hr.get("counterexample") if c.after == "fails" else None,
-            }
-        )
-    return out
-
-
-def _cells(rows: dict[str, dict[str, Any]], ids: list[str]) -> dict[tuple[str, str], core_diff.Cell]:
-    missing = core_diff.Cell("not-run")
-    return {(c, ""): core_diff.Cell(rows[c]["verdict"], signature_set(rows[c])) if c in rows else missing for c in ids}
-
-
-def _signature(row: dict[str, Any]) -> str | None:
-    return grouping.failure_signature(row.get("evidence", "")) if row.get("verdict") == "fails" else None
+    """The diff's entries, one per (claim, verdict column) (`reports.compare.cells.diff`)."""
+    return cells.diff(base_rows, head_rows, statements, fill=fill)
 
 
 def document(
@@ -81,28 +55,29 @@ def document(
     statements: dict[str, dict[str, str]],
     *,
     strict: bool = False,
+    fill: bool = True,
 ) -> dict[str, Any]:
-    """The ``compare.json`` document. Exit status: 1 when a claim is newly failing on HEAD (a review's gate,
+    """The ``compare.json`` document (``fill``: `reports.compare.cells.diff`'s). Exit status: 1 when a claim is newly failing on HEAD (a review's gate,
     `reports.core.diff.regressions`), or fails differently under the strict switch and the derandomized
     profile; else 3 when a side could not run its claims or a claim test errored; else 0."""
     rows = {role: results[role]["rows"] for role in ("BASE", "HEAD")}
-    claims = diff(rows["BASE"], rows["HEAD"], statements)
-    by_change = {c: [x["id"] for x in claims if x["change"] == c] for c in core_diff.CHANGES}
+    claims = diff(rows["BASE"], rows["HEAD"], statements, fill=fill)
+    by_change = {c: [x["name"] for x in claims if x["change"] == c] for c in core_diff.CHANGES}
     label = {role: names.get(role) or sides[role].spec for role in rows}
     gated = core_diff.signatures_gated(profile, profile, strict)
     gating = [
-        x["id"] for x in claims if x["change"] == "newly failing" or (gated and x["change"] == "failing differently")
+        x["name"] for x in claims if x["change"] == "newly failing" or (gated and x["change"] == "failing differently")
     ]
 
-    def failures(roles: tuple[str, ...], ids: list[str]) -> list[dict[str, Any]]:
+    def failures(roles: tuple[str, ...], wanted: list[str]) -> list[dict[str, Any]]:
         entries = []
         for role in roles:
-            picked = [r for r in rows[role] if r["id"] in ids]
-            entries += grouping.failure_entries(picked, lambda r, role=role: f"{role} {label[role]}")
+            picked = [r for r in rows[role] if cells.name_of(str(r["id"]), cells.where_of(r)) in wanted]
+            entries += grouping.failure_entries(picked, lambda r, role=role: _where(role, label[role], r))
         return grouping.group_failures(entries)
 
     errors = {role: results[role]["error"] for role in rows if results[role]["error"]}
-    unrun = [role for role in rows if not results[role]["verdicts"]]
+    unrun = [role for role in rows if not results[role]["rows"]]
     return {
         "schema_version": SCHEMA_VERSION,
         "generated_at": datetime.now(UTC).isoformat(timespec="seconds"),
@@ -116,7 +91,7 @@ def document(
         "failures": {
             "newly failing": failures(("HEAD",), by_change["newly failing"]),
             "failing differently": failures(("BASE", "HEAD"), by_change["failing differently"]),
-            "still failing": failures(("BASE", "HEAD"), [x["id"] for x in claims if x["change"] == "unchanged"]),
+            "still failing": failures(("BASE", "HEAD"), [x["name"] for x in claims if x["change"] == "unchanged"]),
             "newly holding": failures(("BASE",), by_change["newly holding"]),
         },
         "errors": errors,
@@ -124,6 +99,12 @@ def document(
         "rows": rows,
         "exit_status": 1 if gating else (3 if errors else 0),
     }
+
+
+def _where(role: str, label: str, row: dict[str, Any]) -> str:
+    """Where a failure was seen: the side and its code, and the column unless it is Kimi-K3's default."""
+    where = cells.where_of(row)
+    return f"{role} {label}" + (f" {where}" if where else "")
 
 
 def _side_doc(side: Any, name: str | None, result: dict[str, Any]) -> dict[str, Any]:
@@ -168,14 +149,33 @@ def summary_markdown(doc: dict[str, Any]) -> list[str]:
     for role, s in (("BASE", b), ("HEAD", h)):
         commit = s.get("revision") or s["system"].get("commit") or "–"
         out.append(f"| {role} | `{s['spec']}` | {_label(s)} ({s['kind']}) | {str(commit)[:12]} | {s.get('seconds')} |")
-    out += ["", "| claim | statement | BASE | HEAD | change |", "|---|---|---|---|---|"]
-    for c in doc["claims"]:
+    families = cells.by_family(doc["claims"])
+    lines = cells.family_lines(doc["claims"])
+    if lines:
+        out += ["", "Each model family's changes:", "", *lines]
+    for family, entries in families.items():
+        out += ["", f"### {FAMILIES[family].display}"] if len(families) > 1 else []
+        out += ["", *_table(entries)]
+    return out
+
+
+def _table(entries: list[dict[str, Any]]) -> list[str]:
+    """The verdict table of ``entries``, a column naming the verdict column when any is not Kimi-K3's default."""
+    named = any(c.get("column") for c in entries)
+    head = (
+        "| claim | column | statement | BASE | HEAD | change |"
+        if named
+        else "| claim | statement | BASE | HEAD | change |"
+    )
+    out = [head, "|---|---|---|---|---|" + ("---|" if named else "")]
+    for c in entries:
         stmt = grouping.short(c["statement"], 100).replace("|", "\\|")
-        cells = [VERDICT_CELL.get(c[k], c[k]) for k in ("base", "head")]
+        verdicts = [VERDICT_CELL.get(c[k], c[k]) for k in ("base", "head")]
         if c.get("undocumented"):  # a way of failing claims.toml does not document (semantics §17.1)
-            cells[1] += " (new signature)"
+            verdicts[1] += " (new signature)"
         change = f"**{c['change']}**" if c["change"] != "unchanged" else "–"
-        out.append(f"| {c['id']} | {stmt} | {cells[0]} | {cells[1]} | {change} |")
+        where = f" {c.get('column') or '(default)'} |" if named else ""
+        out.append(f"| {c['id']} |{where} {stmt} | {verdicts[0]} | {verdicts[1]} | {change} |")
     return out
 
 
@@ -190,12 +190,12 @@ def markdown(doc: dict[str, Any], statements: dict[str, dict[str, str]] | None =
         if key == "failing differently":  # the ways of failing HEAD has and BASE had not, each in full
             for c in doc["claims"]:
                 if c["change"] == key and c.get("new_signatures"):
-                    out += ["", f"New on HEAD for **{c['id']}**:", ""]
+                    out += ["", f"New on HEAD for **{c.get('name', c['id'])}**:", ""]
                     out += [f"- `{sig.replace('`', chr(39))}`" for sig in c["new_signatures"]]
         if key == "still failing":  # undocumented ways of failing on HEAD, whatever the change
             for c in doc["claims"]:
                 if c.get("undocumented"):
-                    out += ["", f"Not documented in claims.toml, on HEAD, for **{c['id']}** (new):", ""]
+                    out += ["", f"Not documented in claims.toml, on HEAD, for **{c.get('name', c['id'])}** (new):", ""]
                     out += [f"- `{sig.replace('`', chr(39))}`" for sig in c["undocumented"]]
     made = doc.get("reproducers") or {}
     if made.get("written") or made.get("missing"):
@@ -243,7 +243,7 @@ def png(doc: dict[str, Any], path: Path) -> Path:
     ax.set_xlim(0, 3.6)
     ax.set_ylim(len(claims), 0)
     ax.set_xticks([0.5, 1.5], [f"BASE\n{_label(doc['base'])}", f"HEAD\n{_label(doc['head'])}"])
-    ax.set_yticks([r + 0.5 for r in range(len(claims))], [c["id"] for c in claims], fontsize=9)
+    ax.set_yticks([r + 0.5 for r in range(len(claims))], [c.get("name", c["id"]) for c in claims], fontsize=9)
     ax.tick_params(length=0)
     for side in ("top", "right", "bottom", "left"):
         ax.spines[side].set_visible(False)
@@ -266,10 +266,10 @@ def png(doc: dict[str, Any], path: Path) -> Path:
 
 def junit_rows(doc: dict[str, Any]) -> list[dict[str, Any]]:
     """HEAD's claim rows for JUnit, each noting its change against BASE (system: HEAD's name)."""
-    change = {c["id"]: c for c in doc["claims"]}
+    change = {c["name"]: c for c in doc["claims"]}
     out = []
     for r in doc["rows"]["HEAD"]:
-        c = change.get(r["id"])
+        c = change.get(cells.name_of(str(r["id"]), cells.where_of(r)))
         note = f"{c['change']} (BASE {c['base']})" if c and c["change"] != "unchanged" else ""
         out.append({**r, "system": _label(doc["head"]), "note": note})
     return out

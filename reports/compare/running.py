@@ -53,10 +53,12 @@ def load_both(sides: Sequence[Side], say: Say, *, loader: Loader = core_runner.c
 def result(record: RunRecord, log_text: str = "") -> dict[str, Any]:
     """What the document and the files take of a side's run: its rows and verdicts, why they are incomplete
     (one line, `reports.core.sides.run_error`), the code that ran, its seconds and its whole log."""
+    from deferlab.reports.compare.cells import name_of, where_of
+
     rows = record.mine()
     return {
         "rows": rows,
-        "verdicts": record.verdicts(),
+        "verdicts": {name_of(str(r["id"]), where_of(r)): str(r["verdict"]) for r in rows},
         "error": run_error(record.error, record.failed_tests(), rows),
         "system": record.described,
         "seconds": round(record.seconds, 1),

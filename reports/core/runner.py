@@ -285,14 +285,17 @@ def check_loads(system: System, *, timeout: float = 1200, tree: str | None = Non
 
 def run_with_engine(
     system: System, pytest_args: Sequence[str], *, cwd: Path | None = None, timeout: float | None = 600,
-    env: Mapping[str, str] | None = None,
+    env: Mapping[str, str] | None = None, companions: Sequence[str] = (),
 ) -> tuple[int | None, str, str]:  # fmt: skip
     """pytest ``pytest_args`` in a child that first loads ``system``'s engine (so ``import sglang`` in the tests
-    is the loaded copy); plugins are not autoloaded, so the tests import nothing of deferlab. (exit status or
-    None at the timeout, stdout, stderr); a spec that cannot load raises `LoadError`."""
+    is the loaded copy), with ``companions`` (``transformers``, ``torchvision``) at the release's pins first;
+    plugins are not autoloaded, so the tests import nothing of deferlab. (exit status or None at the timeout,
+    stdout, stderr); a spec that cannot load raises `LoadError`."""
     from deferlab.impl.loader.__main__ import ERROR_MARK, LOAD_FAILED
 
-    cmd = [sys.executable, "-m", "deferlab.impl.loader", "run", system.engine, str(system.spec), "--", *pytest_args]
+    extra = ["--companions", ",".join(companions)] if companions else []
+    cmd = [sys.executable, "-m", "deferlab.impl.loader", "run", system.engine, str(system.spec), *extra, "--"]
+    cmd += list(pytest_args)
     child_env = {**os.environ, "PYTEST_DISABLE_PLUGIN_AUTOLOAD": "1", **(env or {})}
     rc, out, err = process.capture(cmd, env=child_env, cwd=cwd, timeout=timeout)
     failed = next((x for x in err.splitlines() if x.startswith(ERROR_MARK)), None)

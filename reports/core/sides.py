@@ -7,8 +7,9 @@ engine importable here, a PEP 440 version is a release, ``PATH@REV`` is that git
 (extracted by ``git archive`` into ``<cache>/checkouts/<sha>``, the user's working tree and repository left
 alone); anything else is refused at once (`UsageError`, one line). Whether a named release exists, or a
 checkout loads, is the loader's answer (`reports.core.runner.check_loads`), asked next. Beside it, what the
-three commands read the same way: ``--claims`` (`selected_claims`), the strict switch (`strict_switch`), and
-a run's outcome in one line (`verdict_counts`, `run_error`).
+four commands read the same way: ``--claims`` (`selected_claims`), ``--model`` (`selected_families`: the model
+families a run judges, all in one engine load), the strict switch (`strict_switch`), and a run's outcome in
+one line (`verdict_counts`, `run_error`).
 """
 
 from __future__ import annotations
@@ -23,7 +24,8 @@ from pathlib import Path
 from typing import Any
 
 from deferlab.reference.system.errors import DeferlabInputError, UsageError
-from deferlab.reference.system.systems import System, engine, is_release, sorted_claims
+from deferlab.reference.system.families import FAMILIES
+from deferlab.reference.system.systems import ALL_FAMILIES, DEFAULT_FAMILY, System, engine, is_release, sorted_claims
 from deferlab.reports.core import process
 
 _FAILED_CLAIM = re.compile(r"test_claim_(c\d+)_", re.I)
@@ -50,10 +52,11 @@ class Side:
     revision: str | None = None  # PATH@REV: the commit REV names
     repo: str | None = None  # PATH@REV: the checkout's top level
     engine: str = "sglang"
+    family: str = DEFAULT_FAMILY  # the model families its runs judge (`family_option`)
 
     @property
     def system(self) -> System:
-        return System(self.engine, self.run_spec)
+        return System(self.engine, self.run_spec, family=self.family)
 
 
 def _loader_engine(engine_name: str) -> Any:
@@ -179,6 +182,36 @@ def distinct(base: Side, head: Side) -> None:
             f"{base.role} and {head.role} are the same source ({base.spec!r} and {head.spec!r} resolve to "
             f"{base.run_spec!r}); accepted: two different releases, checkouts or revisions"
         )
+
+
+# --- the model families a run judges ---------------------------------------------------------------------------------
+def selected_families(text: str | None, option: str = "--model") -> tuple[str, ...]:
+    """``--model kimi-k3,internvl`` (or ``all``) as family names in the registry's order (default: Kimi-K3 alone,
+    so a command without it runs as it always did); `UsageError` in one line naming the accepted ones, before
+    anything loads."""
+    if text is None:
+        return (DEFAULT_FAMILY,)
+    asked = [m.strip().lower() for m in str(text).split(",") if m.strip()]
+    unknown = [m for m in asked if m not in FAMILIES and m != ALL_FAMILIES]
+    if not asked or unknown:
+        raise UsageError(
+            f"{option}: unknown model family {(unknown or [str(text)])[0]!r}; accepted: {', '.join(FAMILIES)}, a "
+            f"comma-separated list of them, or {ALL_FAMILIES}"
+        )
+    return tuple(FAMILIES) if ALL_FAMILIES in asked else tuple(f for f in FAMILIES if f in asked)
+
+
+def family_option(families: Iterable[str]) -> str:
+    """The ``System.family`` (and the checks' ``--model``) of ``families``: the one name, ``all``, or a list."""
+    chosen = tuple(dict.fromkeys(families)) or (DEFAULT_FAMILY,)
+    if set(chosen) == set(FAMILIES) and len(chosen) > 1:
+        return ALL_FAMILIES
+    return ",".join(chosen)
+
+
+def answered_by(engine_name: str, families: Iterable[str], claim_id: str) -> bool:
+    """Whether some column of ``families`` on ``engine_name`` has a verdict for ``claim_id``."""
+    return any(System(engine_name, "installed").answers(claim_id, f) for f in families)
 
 
 # --- the claims a run asks for, and its switch ------------------------------------------------------------------------------------

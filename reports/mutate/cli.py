@@ -11,7 +11,11 @@ store (``campaign.sqlite``, `store`) as it finishes; ``--resume`` runs what is p
 rendered from the store alone. A bigger campaign than one box runs as ``--target`` slices on several
 machines; ``--mutants ID,...`` (or ``@FILE``) runs exactly those mutants. What runs on a mutant is every
 unit the suite runs on real code whose test entered its function: claim tests by claim, ``real_code``
-properties by test (``P:<test>``). ``--vllm`` runs the claims vLLM answers on vLLM's code; ``--anchor``
+properties by test (``P:<test>``). ``--vllm`` runs the claims vLLM answers on vLLM's code; ``--model FAMILY``
+(one, a comma-separated list, or ``all``; default kimi-k3) runs the claim columns of those model families (a
+claim's verdicts in every column it has, joined, `runs.claims_of`), its default targets the engine functions
+their recorded provenance names (vLLM's ``FusedMMInputNorm.forward_native``, SGLang InternVL's
+``dynamic_preprocess``); only the engine's own code is ever mutated, never a companion's; ``--anchor``
 runs the same mutants against a checkout's own unit tests too, side by side (`anchor`). Exit status: 0;
 1 a mutant whose outcome changed since the baseline; 2 bad usage; 130 Ctrl-C, 143 SIGTERM (resumable).
 """
@@ -39,6 +43,7 @@ from deferlab.reference.system.systems import engine as engine_facts
 from deferlab.reports.core import process
 from deferlab.reports.core.atomic import check_out_dir, write_text_atomic
 from deferlab.reports.core.claims import PROFILES, default_out_dir
+from deferlab.reports.core.sides import family_option, selected_families
 from deferlab.reports.mutate import anchor as manchor
 from deferlab.reports.mutate import engine, plan, render, select
 from deferlab.reports.mutate import runs as mrun
@@ -50,6 +55,8 @@ def add_parser(sub: Any) -> argparse.ArgumentParser:
     p = sub.add_parser("mutate", help="mutation campaign on the engine's own code: what the claims notice")
     p.add_argument("--sglang", metavar="SPEC", help="mutate SGLang: 'installed', a checkout path, or a version")
     p.add_argument("--vllm", metavar="SPEC", help="mutate vLLM instead, run by the claims vLLM answers")
+    p.add_argument("--model", metavar="FAMILY", default=None,
+                   help="the model families whose claim columns run: one, a comma-separated list, or 'all' (default kimi-k3)")  # fmt: skip
     p.add_argument("--anchor", nargs="*", metavar="TESTS", default=None,
                    help="also run each mutant against the checkout's own unit tests of its file (or these), side by side")  # fmt: skip
     p.add_argument("--target", action="append", default=[], metavar="FILE[:FUNCTION]", help="mutate this (repeat)")
@@ -133,6 +140,7 @@ def _check(args: argparse.Namespace, package: str) -> Front:
     if args.profile not in PROFILES:
         raise UsageError(f"--profile must be one of {', '.join(map(repr, PROFILES))}; got {args.profile!r}")
     kind, spec = engine_of(args)
+    selected_families(getattr(args, "model", None))
     if args.anchor is not None:
         manchor.front(kind, spec, None, None, args.anchor)
     claims = None if args.claims is None else _claims(args.claims, kind)
@@ -179,6 +187,7 @@ def run(args: argparse.Namespace, log: Any = None, harness: mrun.Harness | None 
     log = log or sys.stderr
     say = lambda msg: print(f"[deferlab] mutate: {msg}", file=log, flush=True)  # noqa: E731
     harness = harness or harness_for(engine_of(args)[0], args.profile)
+    harness.use_family(family_option(selected_families(getattr(args, "model", None))))
     front = _check(args, harness.package)
     mrun.STOP.clear()
     t0 = time.perf_counter()

@@ -18,8 +18,10 @@ from pathlib import Path
 from typing import Any
 
 from deferlab.reference.system.errors import UsageError
+from deferlab.reference.system.systems import DEFAULT_FAMILY
 from deferlab.reports.core.atomic import write_text_atomic
 from deferlab.reports.core.runner import RunRecord
+from deferlab.reports.core.sides import family_option, selected_families
 from deferlab.reports.mutate import engine, select
 from deferlab.reports.mutate import runs as mrun
 
@@ -27,13 +29,16 @@ REFERENCE_FORMAT = 3  # 3: node ids under the rootdir they were collected in; a 
 # What the checks' outcome depends on, of deferlab's own code (its other tests and the CLI do not count).
 SUITE = ("impl", "reference", "properties/claims", "properties/strategies", "properties/*.py")
 # What a resumed campaign must be asked again exactly as it was started.
-RESUME_KEYS = ("engine", "spec", "profile", "seed", "sample", "targets_asked", "claims", "mutants_asked", "anchor_asked")  # fmt: skip
+RESUME_KEYS = ("engine", "spec", "profile", "seed", "sample", "targets_asked", "claims", "mutants_asked", "anchor_asked", "model")  # fmt: skip
 
 
 def fingerprint(root: Path, package: str, profile: str, claims: list[str] | None, harness: Any, files: list[str]) -> str:  # fmt: skip
     """The reference's cache key: the tree's files (path, size, mtime), the checks' code (`SUITE`), profile,
     claims, the harness, and the files probed beyond the driver's modules."""
-    h = hashlib.sha256(json.dumps([REFERENCE_FORMAT, str(root), profile, claims, type(harness).__name__, sorted(set(files))]).encode())  # fmt: skip
+    family = getattr(harness, "family", DEFAULT_FAMILY)
+    key = [REFERENCE_FORMAT, str(root), profile, claims, type(harness).__name__, sorted(set(files))]
+    key += [family] if family != DEFAULT_FAMILY else []  # another family's columns: a reference of its own
+    h = hashlib.sha256(json.dumps(key).encode())
     here = Path(__file__).resolve().parents[2]
     paths = [p for pattern in SUITE for p in sorted(here.glob(pattern))]
     for base in [root / package, *paths]:
@@ -183,11 +188,12 @@ def asked(args: Any, front: Any) -> dict[str, Any]:
     ids = None if front.mutants is None else [m.id for m in front.mutants]
     return {"engine": front.engine, "spec": front.spec, "profile": args.profile, "seed": args.seed, "sample": args.sample,
             "targets_asked": [t.label for t in front.targets], "claims": front.claims, "mutants_asked": ids,
-            "anchor_asked": args.anchor}  # fmt: skip
+            "anchor_asked": args.anchor, "model": family_option(selected_families(getattr(args, "model", None)))}  # fmt: skip
 
 
 def check_resume(plan: dict[str, Any], mine: dict[str, Any], out: Path) -> None:
-    diff = [k for k in RESUME_KEYS if plan.get(k) != mine[k]]
+    was = {**plan, "model": plan.get("model", DEFAULT_FAMILY)}  # a campaign started before --model: Kimi-K3's
+    diff = [k for k in RESUME_KEYS if was.get(k) != mine[k]]
     if diff:
         raise UsageError(f"--resume: {out} was started with other {', '.join(diff)}; give the same arguments")
 

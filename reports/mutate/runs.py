@@ -27,9 +27,10 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
 
-from deferlab.reference.system.systems import System, claim_key
+from deferlab.reference.system.systems import DEFAULT_FAMILY, LABELS, System, claim_key
 from deferlab.reports.core import process, runner
 from deferlab.reports.core.runner import Launcher, LoadError, Request, RunRecord
+from deferlab.reports.core.sides import answered_by, selected_families
 from deferlab.reports.mutate import engine, select
 
 OUTCOMES = ("killed", "killed at load", "timeout", "survived", "error")
@@ -62,19 +63,28 @@ class Harness:
     profile: str = "ci"
     launcher: Launcher = runner.cold
     warm: bool | None = None  # None: `_warm_default`
+    family: str = DEFAULT_FAMILY  # the model families the checks judge (``--model``: `System.family`)
 
     def __post_init__(self) -> None:
         self.warm = _warm_default(self.engine) if self.warm is None else self.warm
+
+    def use_family(self, family: str) -> None:
+        """Judge ``family`` (one name, a list, ``all``): its claim columns, its paths' modules probed; no warm forks
+        for another family than Kimi-K3 (a server warms the engine without the companions a family path loads)."""
+        self.family = family
+        if family != DEFAULT_FAMILY:
+            self.warm = False
 
     @property
     def package(self) -> str:
         return self.engine  # the engine's top-level package in its tree
 
     def modules(self) -> list[str]:
-        return select.probed_modules(self.engine)
+        """The engine modules the reference probes: the driver's, and the family paths' (`select.family_modules`)."""
+        return select.probed_modules(self.engine) + select.family_modules(self.engine, self.family)
 
     def system(self, tree: Path | str) -> System:
-        return System(self.engine, str(tree))
+        return System(self.engine, str(tree), family=self.family)
 
     def run(self, request: Request, scratch: Path) -> RunRecord:
         """``request`` in ``scratch`` (its log and results there); `Interrupted` when stopping."""
@@ -101,9 +111,10 @@ class Harness:
                           plugins=(PROBES,), env={COLLECT_ENV: str(out)})  # fmt: skip
         record = self.run(request, scratch)
         doc = json.loads(out.read_text()) if out.is_file() else {"nodes": []}
-        system = self.system(tree)  # its claim tests of claims the engine has no verdict for skip on it: not units
+        # its claim tests of claims no column of the engine and families has a verdict for skip on it: not units
+        families = selected_families(self.family)
         units = {n: select.unit_of_node(n) for n in doc["nodes"]}
-        nodes = [n for n, u in units.items() if select.is_property(u) or system.answers(u)]
+        nodes = [n for n, u in units.items() if select.is_property(u) or answered_by(self.engine, families, u)]
         if not any(select.claim_of_node(n) for n in nodes):
             why = record.error or last_line(record.log) or f"pytest exited {record.rc}"
             raise RuntimeError(f"collecting the claim tests on {tree} found none ({why})")
@@ -139,15 +150,26 @@ def last_line(text: str) -> str:
 
 
 def claims_of(record: RunRecord) -> dict[str, dict[str, str]]:
-    """Per claim of the run's system: its verdict, failure signature and evidence."""
-    return {
-        str(r["id"]): {
-            "verdict": str(r["verdict"]),
-            "signature": select.signature_of(r),
-            "evidence": str(r.get("evidence", "")),
-        }
-        for r in record.mine()
-    }
+    """Per claim of the run's system: its verdict, failure signature and evidence. A claim with verdicts in more
+    than one column (a family's served paths, ``--model``) joins them, each named by its column
+    (``qwen3-vl:VLLM=fails; qwen3-vl:VLLM host-normalized=holds``), so a mutant that moves one column is seen."""
+    by_claim: dict[str, list[dict[str, Any]]] = {}
+    for r in record.mine():
+        by_claim.setdefault(str(r["id"]), []).append(r)
+    out = {}
+    for cid, rows in by_claim.items():
+        if len(rows) == 1:
+            r = rows[0]
+            out[cid] = {"verdict": str(r["verdict"]), "signature": select.signature_of(r),
+                        "evidence": str(r.get("evidence", ""))}  # fmt: skip
+            continue
+        named = sorted(rows, key=lambda r: (str(r.get("policy")) not in LABELS.values(), str(r.get("policy"))))
+        out[cid] = {
+            "verdict": "; ".join(f"{r.get('policy')}={r['verdict']}" for r in named),
+            "signature": " || ".join(f"{r.get('policy')}: {select.signature_of(r)}" for r in named if select.signature_of(r)),
+            "evidence": " || ".join(f"{r.get('policy')}: {r.get('evidence', '')}" for r in named),
+        }  # fmt: skip
+    return out
 
 
 @dataclass

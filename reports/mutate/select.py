@@ -5,7 +5,8 @@ Why two sources: a verdict's provenance names, per seam method its test
 called, the engine function behind it ("real: sglang.srt.multimodal.processors.kimi_k25.navit_resize_config",
 "KimiK3ImageProcessor._should_defer_gpu_preprocessing, called by its own
 call site: ..."): those entry points, resolved against the engine's own files
-(`CodeIndex`), are the campaign's default targets. Which helpers they run is a
+(`CodeIndex`), are the campaign's default targets; only the engine's own code is
+ever one (a companion's names, transformers' or torchvision's, are left out). Which helpers they run is a
 dynamic fact (a static walk of the names a body mentions reached everything
 from everything), so the reference run gives every function of the driver's
 modules a probe (`instrument`) and runs each claim test alone in its process
@@ -48,6 +49,26 @@ _NODE_CLAIM = re.compile(r"::test_claim_(c\d+)_", re.IGNORECASE)
 SERVED_PROCESSOR = "vllm.transformers_utils.processors.kimi_k25_vision_fused"
 
 
+# The companion libraries a family path computes with (`impl.loader.companions`): their names in provenance are
+# never an engine function (a campaign mutates only the engine's own code).
+FOREIGN = re.compile(r"\b(?:transformers|torchvision)(?:\.\w+)+(?: \([^)]*\))?(?:\.\w+)*")
+
+
+def family_modules(engine: str, family: str) -> list[str]:
+    """The engine code each model family of ``family`` (``--model``: one, a list, ``all``) is served with on
+    ``engine``, as the registry names it (`reference.system.families.Served.code`: modules, or functions of one):
+    probed beside the driver's modules, so a family path's functions are selected like Kimi-K3's. None for
+    Kimi-K3 alone (the driver's modules are its path)."""
+    from deferlab.reference.system.families import FAMILIES
+    from deferlab.reference.system.systems import DEFAULT_FAMILY
+    from deferlab.reports.core.sides import selected_families
+
+    if family == DEFAULT_FAMILY:
+        return []
+    code = [c for f in selected_families(family) for s in FAMILIES[f].served if s.engine == engine for c in s.code]
+    return list(dict.fromkeys(c for c in code if c.startswith(f"{engine}.")))
+
+
 def probed_modules(engine: str) -> list[str]:
     """The engine modules whose functions get probes in the reference run: those the engine's driver runs.
     SGLang: the loader's required, optional and whitelist modules and the kernel package its normalization
@@ -75,8 +96,9 @@ class CodeIndex:
     @classmethod
     def build(cls, root: Path, modules: Iterable[str], package: str = "sglang") -> CodeIndex:
         index = cls(Path(root), package=package)
-        for module in modules:
-            index.add_module(module)
+        for module in modules:  # a function's path (``pkg.mod.Class.method``) indexes its module
+            parts = module.split(".")
+            next((i for i in range(len(parts), 1, -1) if index.add_module(".".join(parts[:i]))), None)
         return index
 
     def module_file(self, module: str) -> str | None:
@@ -116,6 +138,7 @@ class CodeIndex:
         underscore, camel case or a call's parenthesis: plain English words are not names); a class's name alone names none of its
         methods, and a name followed by "patched" is the driver's replacement, not the engine's code."""
         named: set[str] = set()
+        text = FOREIGN.sub(" ", text)  # a companion's names (transformers, torchvision) are not the engine's
         for m in _TOKEN.finditer(text):
             tok = m.group(0).rstrip(".")
             if text[m.end() :].startswith(" patched"):

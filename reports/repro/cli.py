@@ -14,8 +14,8 @@ to refuse any other file, and a reproducer of one engine run on the other.
 ``deferlab repro FILE --sglang SPEC`` (``--vllm SPEC`` for a vLLM reproducer)
 runs one on a machine without the engine's dependencies: always a new process
 (`reports.core.runner.run_with_engine`) that loads SPEC with deferlab's loader
-(which installs the engine's modules under their real names), then runs pytest
-on the file in that process, with no plugin autoloaded, no conftest and no ini
+(which installs the engine's modules under their real names, and the companions
+the header names at the release's pins), then runs pytest on the file in that process, with no plugin autoloaded, no conftest and no ini
 file, so the file is all that runs. A SPEC that is no accepted form is refused
 before anything loads (`reports.core.sides`). Exit status: 0 the reproducer
 passes (the claim holds on SPEC), 1 it fails (the flaw is there), 2 bad usage
@@ -38,14 +38,16 @@ from pathlib import Path
 from typing import Any, TextIO
 
 from deferlab.reference.system.errors import UsageError
+from deferlab.reference.system.families import FAMILIES
+from deferlab.reference.system.systems import DEFAULT_FAMILY, System, family_column
 from deferlab.reference.system.systems import ENGINES as REGISTERED
-from deferlab.reference.system.systems import System
 from deferlab.reference.system.systems import engine as engine_facts
 from deferlab.reports.core import runner
 from deferlab.reports.core.atomic import write_text_atomic
 from deferlab.reports.core.grouping import failure_text, short
 from deferlab.reports.core.runner import LoadError
-from deferlab.reports.core.sides import resolve_side
+from deferlab.reports.core.sides import resolve_side, selected_families
+from deferlab.reports.repro.families import Column
 from deferlab.reports.repro.templates import render
 
 FORMAT = 1
@@ -55,6 +57,8 @@ ACCEPTED = (
 )
 ENGINES = tuple(REGISTERED)  # the real engines of the registry
 RUN_LINE = re.compile(r"# Run: pytest THIS_FILE .* deferlab repro THIS_FILE --(\w+) SPEC")
+FAMILY_LINE = re.compile(r"# Model family: (\S+)")
+WITH_COMPANIONS = re.compile(r"#   loader, with ([\w, ]+?) at the release's pins")
 
 
 def deferlab_version() -> str:
@@ -82,25 +86,42 @@ def _comment(label: str, text: Any) -> list[str]:
 def header(
     row: dict[str, Any], system: dict[str, Any], spec: str, source: str, what: str, engine: str = "sglang"
 ) -> str:
-    """The comment block `FIRST_LINE` opens: claim, system, the counterexample's source, deferlab's version, and
-    how to run it (its ``--<engine> SPEC`` option is what `read_header` reads the engine from)."""
+    """The comment block `FIRST_LINE` opens: claim, system, model family and served path, the counterexample's
+    source, deferlab's version, and how to run it (its ``--<engine> SPEC`` option is what `read_header` reads the
+    engine from; the companions it names, what ``deferlab repro`` loads beside the engine)."""
     name = system.get("name") or spec
+    column = Column.of(row, engine)
     lines = [f"# deferlab reproducer (format {FORMAT}): claim {row['id']} on {name}"]
     lines += _comment("Claim", f"{row['id']}: {row.get('statement', '')}")
     commit = system.get("commit") or "-"
     lines += _comment("System", f"{name} ({system.get('kind', '?')} {system.get('version', '?')}, commit {commit})")
     lines += _comment("Spec", spec)
+    if column.family != DEFAULT_FAMILY or column.path:  # Kimi-K3's default column: the header as before --model
+        served = f"served path {column.path}" if column.path else "the engine's default serving path"
+        lines += [f"# Model family: {column.family} ({FAMILIES[column.family].display}), {served}"]
     lines += _comment("Flaw", what)
     lines += _comment("Recorded failure", failure_text(str(row.get("evidence", ""))))
     lines += _comment(
         "Counterexample", f"deferlab's minimal counterexample, from {source}: {row.get('counterexample')}"
     )
     lines += _comment("Written by", f"deferlab {deferlab_version()}")
+    display = engine_facts(engine).display
+    companions = column.companions
+    needs = f", with {', '.join(companions)} at the release's pins" if companions else ""
     lines += [
         f"# Run: pytest THIS_FILE where that engine is installed, or deferlab repro THIS_FILE --{engine} SPEC (deferlab's",
-        f"#   loader: no {engine_facts(engine).display} dependencies needed). It fails while the flaw is there and passes once it is fixed.",
+        f"#   loader{needs}: no {display} dependencies needed). It fails while the flaw is there and passes once it is fixed.",
     ]
     return "\n".join(lines) + "\n"
+
+
+def file_name(cid: str, name: str, row: dict[str, Any], engine: str) -> str:
+    """``<claim>-<system>.py`` for Kimi-K3's default column; a family's prefixes the system, a served path other
+    than the default follows it (``C15-qwen3-vl-vllm-0.34.0-host-normalized.py``)."""
+    column = Column.of(row, engine)
+    family = "" if column.family == DEFAULT_FAMILY else f"{column.family}-"
+    path = f"-{column.path}" if column.path else ""
+    return safe_name(f"{cid}-{family}{name}{path}") + ".py"
 
 
 def write_reproducers(
@@ -126,13 +147,20 @@ def write_reproducers(
         failure = failure_text(str(row.get("evidence", "")))
         made = render(str(row["id"]), row.get("counterexample"), failure, engine=engine, row=row)
         if made is None:
-            missing.append(f"{row['id']} on {name}: no reproducer template fits this failure ({short(failure, 120)})")
+            where = _column_name(row, name, engine)
+            missing.append(f"{row['id']} on {where}: no reproducer template fits this failure ({short(failure, 120)})")
             continue
         code, what = made
         text = header(row, system, spec, source, what, engine)
         text += f'"""Reproducer of claim {row["id"]}: {what}."""\n\n' + code
-        written.append(write_text_atomic(out / "repro" / f"{row['id']}-{name}.py", text))
+        written.append(write_text_atomic(out / "repro" / file_name(str(row["id"]), name, row, engine), text))
     return written, missing
+
+
+def _column_name(row: dict[str, Any], name: str, engine: str) -> str:
+    """The system's name, with the family and served path of the row's column where they are not the default."""
+    column = Column.of(row, engine)
+    return family_column(name + (f" {column.path}" if column.path else ""), column.family)
 
 
 # --- deferlab repro FILE --------------------------------------------------------------------------------------------
@@ -141,6 +169,12 @@ def add_parser(sub: Any) -> argparse.ArgumentParser:
     p.add_argument("file", type=Path, metavar="FILE", help="a repro/<claim>-<system>.py written by deferlab")
     p.add_argument("--sglang", metavar="SPEC", help="the SGLang to run an SGLang reproducer on (default: its Spec)")
     p.add_argument("--vllm", metavar="SPEC", help="the vLLM to run a vLLM reproducer on (default: its Spec)")
+    p.add_argument(
+        "--model",
+        metavar="FAMILY",
+        default=None,
+        help="the model family (or families, or 'all') the reproducer must be of (default: the one its header names)",
+    )
     p.add_argument("--cold", action="store_true", help="accepted for old scripts; every run is a new process")
     return p
 
@@ -163,7 +197,13 @@ def read_header(path: Path) -> dict[str, str]:
     engine = run_line.group(1) if run_line is not None else "sglang"  # a file without one: SGLang's (the first)
     if engine not in ENGINES:
         raise UsageError(f"FILE: {str(path)!r} names engine {engine!r} in its Run line; accepted: {', '.join(ENGINES)}")
-    return {"claim": m.group(1), "system": m.group(2), "spec": spec, "engine": engine}
+    family = next((f.group(1) for f in map(FAMILY_LINE.match, head) if f is not None), DEFAULT_FAMILY)
+    if family not in FAMILIES:
+        raise UsageError(f"FILE: {str(path)!r} names model family {family!r}; accepted: {', '.join(FAMILIES)}")
+    found = next((c.group(1) for c in map(WITH_COMPANIONS.match, head) if c is not None), "")
+    companions = ",".join(c.strip() for c in found.split(",") if c.strip())
+    return {"claim": m.group(1), "system": m.group(2), "spec": spec, "engine": engine, "family": family,
+            "companions": companions}  # fmt: skip
 
 
 def pytest_args(paths: list[Path], junitxml: Path | None = None) -> list[str]:
@@ -176,14 +216,25 @@ def pytest_args(paths: list[Path], junitxml: Path | None = None) -> list[str]:
 
 
 def run_files(
-    paths: list[Path], spec: str, *, engine: str = "sglang", junitxml: Path | None = None, timeout: float = 600
+    paths: list[Path],
+    spec: str,
+    *,
+    engine: str = "sglang",
+    junitxml: Path | None = None,
+    timeout: float = 600,
+    companions: tuple[str, ...] | None = None,
 ) -> tuple[int | None, str, str]:
-    """A new process that loads ``spec`` of ``engine`` with deferlab's loader, then runs pytest on ``paths``
-    (`pytest_args`): (exit status, or None at ``timeout``; stdout; stderr). `LoadError` (the loader's one
-    line) when ``spec`` cannot be loaded."""
+    """A new process that loads ``spec`` of ``engine`` with deferlab's loader (and ``companions`` at the release's
+    pins; default: those the files' headers name), then runs pytest on ``paths`` (`pytest_args`): (exit status,
+    or None at ``timeout``; stdout; stderr). `LoadError` (the loader's one line) when ``spec`` cannot be loaded."""
     if engine not in ENGINES:
         raise ValueError(f"engine must be one of {ENGINES}, got {engine!r}")
-    return runner.run_with_engine(System(engine, spec), pytest_args(paths, junitxml), timeout=timeout)
+    if companions is None:
+        named = [c for p in paths for c in read_header(p)["companions"].split(",") if c]
+        companions = tuple(dict.fromkeys(named))
+    return runner.run_with_engine(
+        System(engine, spec), pytest_args(paths, junitxml), timeout=timeout, companions=companions
+    )
 
 
 def run(args: argparse.Namespace, log: TextIO | None = None) -> int:
@@ -191,6 +242,12 @@ def run(args: argparse.Namespace, log: TextIO | None = None) -> int:
     log = log or sys.stderr
     info = read_header(args.file)
     engine = info["engine"]
+    asked = selected_families(getattr(args, "model", None)) if getattr(args, "model", None) else None
+    if asked is not None and info["family"] not in asked:
+        raise UsageError(
+            f"--model: {str(args.file)!r} is a reproducer of model family {info['family']!r} (claim {info['claim']} "
+            f"on {info['system']}); accepted for it: --model {info['family']}, or no --model"
+        )
     given = {e: getattr(args, e, None) for e in ENGINES if getattr(args, e, None) is not None}
     for other in given:
         if other != engine:
@@ -202,9 +259,12 @@ def run(args: argparse.Namespace, log: TextIO | None = None) -> int:
     if not spec:
         raise UsageError(f"--{engine}: {str(args.file)!r} names no Spec in its header; give --{engine} SPEC")
     side = resolve_side(f"--{engine}", spec, engine=engine)  # refused at once unless a SPEC form
-    print(f"[deferlab] repro: claim {info['claim']} ({info['system']}'s counterexample) on {engine} {spec}", file=log)
+    companions = tuple(c for c in info["companions"].split(",") if c)
+    loads = f" with {', '.join(companions)} at its pins" if companions else ""
+    print(f"[deferlab] repro: claim {info['claim']} ({info['system']}'s counterexample, model family {info['family']}) "
+          f"on {engine} {spec}{loads}", file=log)  # fmt: skip
     try:
-        rc, out, err = run_files([args.file], side.run_spec, engine=engine)
+        rc, out, err = run_files([args.file], side.run_spec, engine=engine, companions=companions)
     except LoadError as e:
         raise UsageError(f"--{engine}: {e}") from None
     sys.stdout.write(out)

@@ -87,7 +87,7 @@ def vllm_processor(row: Mapping[str, Any] | None) -> tuple[str, str] | None | bo
     for key, what in ((row or {}).get("provenance") or {}).items():
         if not str(key).endswith(": serve"):
             continue
-        m = re.search(r"-> ([\w.]+)\.(\w+)\.preprocess$", str(what))
+        m = re.search(r"-> ([\w.]+)\.(\w+)\.preprocess(?: with .*)?$", str(what))
         if m is not None:
             return m.group(1), m.group(2)
         if "remote-code processor" in str(what):

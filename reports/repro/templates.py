@@ -10,7 +10,8 @@ written, and the caller says so). Nothing here is an engine's code: a
 template only *calls* it, the way the engine's own unit tests build its
 objects (``object.__new__`` and the few attributes a method reads). SGLang's
 texts are `reports.repro.sglang_texts`; its C9 template is `reports.repro.ipc`'s; the served-vs-trained ones
-(C13, C14, vLLM's C15) are `reports.repro.served`'s; `templates` gives an engine's set.
+(C13, C14, vLLM's C15) are `reports.repro.served`'s; `templates` gives an engine's set; the model families'
+columns (and vLLM's C4) are `reports.repro.families`'.
 """
 
 from __future__ import annotations
@@ -146,7 +147,15 @@ def templates(engine: str) -> dict[str, Template_]:
 def render(
     cid: str, counterexample: Any, failure: str, *, engine: str = "sglang", row: Mapping[str, Any] | None = None
 ) -> tuple[str, str] | None:
-    """(the test's code, what it reproduces) for claim ``cid`` on ``engine``, or None when no template fits."""
+    """(the test's code, what it reproduces) for claim ``cid`` on ``engine``, or None when no template fits: a model
+    family's column (and vLLM's C4) takes `reports.repro.families`' templates, Kimi-K3's the ones here."""
+    from deferlab.reference.system.systems import DEFAULT_FAMILY
+    from deferlab.reports.repro import families
+
+    column = families.Column.of(row or {}, engine)
+    made = families.render(cid, counterexample, failure, engine, row or {})
+    if made is not None or column.family != DEFAULT_FAMILY:
+        return None if made is None else made[:2]
     template = templates(engine).get(cid)
     values = template.fit(counterexample, failure, row or {}) if template else None
     if template is None or values is None:

@@ -4,13 +4,17 @@ SGLang: the releases named, else every release from its first with a Kimi-K3 pro
 (`EngineFacts.first_release`) to the newest on the package index (one ``pip index`` call). ``--vllm`` adds
 vLLM's releases (from its first with a Kimi-K3 image path): those named, else every one on the index; naming
 only vLLM releases runs only those. ``--newest`` takes only the newest release of each engine of the run
-(what CI runs); ``--claims C1,C2`` only those claims. Each release is loaded (`reports.core.runner.check_loads`)
-and its claims run (`reports.core.runner.run`, a child process each), with progress on stderr. A named
+(what CI runs); ``--claims C1,C2`` only those claims; ``--model FAMILY`` (one, a comma-separated list, or ``all``;
+default kimi-k3) the model families judged, every one in the release's one run (a column per family and served
+path, `reports.versions.columns`; a family the release does not serve is ``n/a`` with its reason, and a release
+serving none of them is not loaded). Each release is loaded (`reports.core.runner.check_loads`) and its claims
+run (`reports.core.runner.run`, a child process each), with progress on stderr. A named
 release before its engine's first, or neither cached nor on the index, is refused before any release runs
 (exit 2, naming the nearest release and the newest ones). Exit status: 0 clean; 1 a verdict changed against
 the versions baseline (`reports.versions.gate`); 2 bad usage; 3 a release could not be loaded or a claim
-test errored (the matrix is still written, with the reason). ``--format md|json|junit`` prints versions.md,
-versions.json or the JUnit XML (versions.xml) to stdout once written; ``--junit FILE`` writes the XML there
+test errored (the matrix is still written, with the reason). ``--format md|json|junit|families`` prints
+versions.md, versions.json, the JUnit XML (versions.xml) or families.md (families x engines on the newest
+release of each, `reports.versions.families`) to stdout once written; ``--junit FILE`` writes the XML there
 too; under GitHub Actions the summary and verdict table are appended to ``$GITHUB_STEP_SUMMARY``.
 """
 
@@ -22,15 +26,34 @@ import sys
 from pathlib import Path
 from typing import Any
 
+from deferlab.reference.system.claims import claim_ids
 from deferlab.reference.system.errors import DeferlabInputError, UsageError
-from deferlab.reference.system.systems import ENGINES, System, at_least, column, engine, is_release, sorted_releases
+from deferlab.reference.system.families import family as family_facts
+from deferlab.reference.system.systems import (
+    DEFAULT_FAMILY,
+    ENGINES,
+    System,
+    at_least,
+    column,
+    engine,
+    is_release,
+    sorted_releases,
+)
 from deferlab.reference.system.validate import check_choice
 from deferlab.reports.core import runner as core_runner
 from deferlab.reports.core.atomic import check_out_dir
 from deferlab.reports.core.baseline import Baseline
 from deferlab.reports.core.claims import PROFILES, default_out_dir, load_claim_statements
 from deferlab.reports.core.runner import LoadError, Request, RunRecord
-from deferlab.reports.core.sides import run_error, selected_claims, strict_switch, verdict_counts
+from deferlab.reports.core.sides import (
+    answered_by,
+    family_option,
+    run_error,
+    selected_claims,
+    selected_families,
+    strict_switch,
+    verdict_counts,
+)
 from deferlab.reports.versions import gate, matrix
 from deferlab.reports.versions import render as versions_report
 
@@ -53,6 +76,13 @@ def add_parser(sub: Any) -> argparse.ArgumentParser:
     )
     p.add_argument("--newest", action="store_true", help="only the newest release of each engine (CI's run)")
     p.add_argument("--claims", metavar="IDS", help="only these claims, comma-separated (e.g. C1,C2; default all)")
+    p.add_argument(
+        "--model",
+        metavar="FAMILY",
+        default=None,
+        help="the model families judged: one, a comma-separated list, or 'all' (default kimi-k3); one run of each "
+        "release judges them all, a column per family and served path",
+    )
     p.add_argument("--out", type=Path, help="output directory (default reports/out/versions-<UTC timestamp>)")
     p.add_argument("--profile", default="ci", help=f"hypothesis profile of the claim searches: {', '.join(PROFILES)}")
     p.add_argument(
@@ -70,7 +100,7 @@ def add_parser(sub: Any) -> argparse.ArgumentParser:
         "--format",
         default=None,
         help=f"also print one output to stdout: {', '.join(versions_report.FORMATS)} (versions.md, versions.json, "
-        "the JUnit XML); default: nothing on stdout",
+        "the JUnit XML, families.md); default: nothing on stdout",
     )
     p.add_argument(
         "--junit",
@@ -113,11 +143,13 @@ def _check(args: argparse.Namespace) -> tuple[Wanted, Path | None, Baseline | No
                 f"{flag}{', '.join(map(repr, old))}: no Kimi-K3 path before {facts.display} {facts.first_release}; "
                 f"accepted: {facts.first_release} and later"
             )
-    asked = selected_claims(getattr(args, "claims", None))
+    asked, families = selected_claims(getattr(args, "claims", None)), selected_families(getattr(args, "model", None))
     for name in wanted:
-        if asked and not any(engine(name).answers(c) for c in asked):
-            raise UsageError(f"--claims: {engine(name).display} has no verdict for {', '.join(asked)}; accepted: "
-                             f"{', '.join(engine(name).claims or ())}")  # fmt: skip
+        if asked and not any(answered_by(name, families, c) for c in asked):
+            known = [c for c in claim_ids() if answered_by(name, families, c)]
+            model = f" (model {', '.join(families)})" if families != (DEFAULT_FAMILY,) else ""
+            raise UsageError(f"--claims: {engine(name).display} has no verdict for {', '.join(asked)}{model}; "
+                             f"accepted: {', '.join(known)}")  # fmt: skip
     if args.out is not None:
         check_out_dir(args.out, "--out")
     return wanted, *_baseline(args)
@@ -198,18 +230,27 @@ def run(
     strict = strict_switch(args)
     say = lambda msg: print(f"[deferlab] versions: {msg}", file=log, flush=True)  # noqa: E731
     todo = releases(wanted, args.newest)
-    say(f"{len(todo)} release(s): {', '.join(column(e, v) for e, v in todo)} (profile {args.profile})")
+    families = selected_families(getattr(args, "model", None))
+    say(f"{len(todo)} release(s): {', '.join(column(e, v) for e, v in todo)} (profile {args.profile}"
+        + (f"; model families {', '.join(families)})" if families != (DEFAULT_FAMILY,) else ")"))  # fmt: skip
     out = args.out or default_out_dir(prefix="versions-")
     records = []
     for i, (name, version) in enumerate(todo, 1):
         label = column(name, version)
+        system = System(name, version, family=family_option(families))
+        served = [f for f in families if family_facts(f).not_served(name, version) is None]
+        if not served:
+            say(f"{label} ({i}/{len(todo)}): serves none of {', '.join(families)}; not loaded (n/a)")
+            records.append(RunRecord(system, args.profile))
+            continue
         say(f"{label} ({i}/{len(todo)}): loading and running the claims")
-        system = System(name, version)
-        request = Request(system, args.profile, claims=tuple(c for c in asked if system.answers(c)), strict=strict)
-        record = _run_release(request, runner, loader)
+        system = System(name, version, family=family_option(served))
+        claims = tuple(c for c in asked if answered_by(name, served, c))
+        record = _run_release(Request(system, args.profile, claims=claims, strict=strict), runner, loader)
         records.append(record)
         error = run_error(record.error, record.failed_tests(), record.mine())
-        say(f"{label}: {verdict_counts(record.verdicts())} in {record.seconds:.1f} s" + (f"; {error}" if error else ""))
+        counts = verdict_counts({f"{r.get('policy')}/{r.get('id')}": str(r.get("verdict")) for r in record.mine()})
+        say(f"{label}: {counts} in {record.seconds:.1f} s" + (f"; {error}" if error else ""))
     doc = matrix.matrix(records, args.profile, asked)
     if baseline is None and path is not None and path.is_file() and args.update_baseline:
         baseline = gate.load(path)  # --update-baseline: not read up front
@@ -221,7 +262,7 @@ def run(
         previous = baseline if target == path else (gate.load(target) if target.is_file() else None)
         gate.save(target, gate.updated(previous, doc))
         say(f"baseline written to {target}")
-    say(f"matrix written to {out.resolve()} (versions.md, versions.json, versions.xml, versions.png)")
+    say(f"matrix written to {out.resolve()} (versions.md, versions.json, versions.xml, versions.png, families.md)")
     for r in regs:
         say(f"REGRESSION {r['name']}: {r['baseline']} -> {r['current']}")
     if getattr(args, "format", None) is not None:

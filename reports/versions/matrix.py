@@ -1,16 +1,18 @@
 """``deferlab versions``: the claim verdicts of real engine releases side by side, and which model each matches.
 
-Engines and their facts are the registry's (`reference.system.systems`): SGLang's columns are named by the
-bare version (``0.5.23``), vLLM's ``vllm-0.33.0``; vLLM answers the served-vs-trained claims C13-C15
-(`EngineFacts.claims`), its other claims are about SGLang's PR and are ``n/a`` in its column. Each release
-runs through the one runner (`reports.core.runner`, in `reports.versions.cli`); this module turns the runs'
-records into the matrix (``versions.json``).
+Engines and their facts are the registry's (`reference.system.systems`). Each release runs once through the
+one runner (`reports.core.runner`, in `reports.versions.cli`) for every model family asked (``--model``), and
+gives a column per family and served path (`reports.versions.columns`): Kimi-K3's default path is the bare
+release (``0.5.23``, ``vllm-0.34.0``), the others are named after it (``vllm-0.34.0 host-normalized``,
+``qwen3-vl:vllm-0.34.0``). A claim a column's engine or family has no verdict for is ``n/a`` there; a family the
+release does not serve has no column, its ``n/a`` reason in ``not_served``
+(`reference.system.families.Family.not_served`).
 
-``policy_match`` compares each SGLang release's verdicts with what claims.toml expects of each of deferlab's
-modelled policies (the suite asserts the model gives exactly those): a release matching none is a finding
-about the model. A vLLM column is matched against claims.toml's ``[claim.engines]`` expectations for that
-release instead. A release that cannot be loaded gets its one-line error in ``errors`` (every claim
-``n/a`` would be a lie), and its column is left out of the verdicts.
+``policy_match`` compares each SGLang release's Kimi-K3 verdicts with what claims.toml expects of each of
+deferlab's modelled policies (the suite asserts the model gives exactly those): a release matching none is a
+finding about the model. Every other column is matched against claims.toml's ``[claim.engines]`` rows for its
+engine, release, family and path instead. A release that cannot be loaded gets its one-line error in
+``errors`` (every claim ``n/a`` would be a lie), and has no column.
 """
 
 from __future__ import annotations
@@ -21,13 +23,15 @@ from collections.abc import Callable, Sequence
 from typing import Any
 
 from deferlab.reference.system import claims as claim_registry
+from deferlab.reference.system.families import FAMILIES
 from deferlab.reference.system.signatures import signature_set
-from deferlab.reference.system.systems import at_least, column, column_key, sorted_releases, split_column
+from deferlab.reference.system.systems import DEFAULT_FAMILY, at_least, column, column_key, sorted_releases
 from deferlab.reference.system.systems import engine as engine_facts
 from deferlab.reports.core import process
 from deferlab.reports.core.claims import new_signatures, stand_ins_by_kind
 from deferlab.reports.core.runner import RunRecord
-from deferlab.reports.core.sides import run_error
+from deferlab.reports.core.sides import run_error, selected_families
+from deferlab.reports.versions import columns as cols
 
 SCHEMA_VERSION = 1  # of versions.json (the baseline's schema is `reports.core.baseline`'s)
 ENGINE_MATCH = "claims.toml"  # the "policy" a vLLM release is matched against: its [claim.engines] rows
@@ -78,52 +82,90 @@ def policy_match(release: dict[str, str], vectors: dict[str, dict[str, str]]) ->
 
 
 def engine_match(
-    release: dict[str, str], engine_name: str, version: str, registry: dict[str, claim_registry.Claim]
+    release: dict[str, str],
+    engine_name: str,
+    version: str,
+    registry: dict[str, claim_registry.Claim],
+    family: str = DEFAULT_FAMILY,
+    path: str | None = None,
 ) -> dict[str, Any]:
-    """A non-SGLang release against claims.toml's expectations for it: `policy_match`'s form, the one candidate
-    being `ENGINE_MATCH` (claims with no row covering the release are findings, not compared)."""
-    expected = {c: claim_registry.expected_for_engine(c, engine_name, version, registry) for c in release}
+    """A column other than SGLang's Kimi-K3 against claims.toml's expectations for its release, family and served
+    path: `policy_match`'s form, the one candidate being `ENGINE_MATCH` (claims with no row covering the column
+    are findings, not compared)."""
+    expected = {
+        c: claim_registry.expected_for_engine(c, engine_name, version, registry, family=family, path=path)
+        for c in release
+    }
     diffs = {c: {"release": v, ENGINE_MATCH: expected[c]} for c, v in release.items() if expected[c] not in (None, v)}
     return {"matches": [] if diffs else [ENGINE_MATCH], "closest": ENGINE_MATCH, "differences": diffs}
 
 
 def name_of(record: RunRecord) -> str:
-    """The matrix column of a run's release (`reference.system.systems.column`)."""
+    """The release column of a run (`reference.system.systems.column`): its errors, seconds and system's key."""
     return column(record.system.engine, str(record.system.spec))
 
 
+def served_columns(record: RunRecord) -> tuple[dict[str, list[dict[str, Any]]], dict[str, str]]:
+    """(matrix column -> its rows, family -> the ``n/a`` line of each family asked that the release does not
+    serve): the run's verdict columns of the families it asked, named as `reports.versions.columns` says."""
+    engine_name, version = record.system.engine, str(record.system.spec)
+    asked = selected_families(record.system.family)
+    skipped = {f: why for f in asked if (why := cols.not_served(engine_name, version, f)) is not None}
+    found: dict[str, list[dict[str, Any]]] = {}
+    for label in record.columns():
+        c = cols.of_label(engine_name, version, label)
+        if c.family in asked and c.family not in skipped:
+            found[c.name] = record.mine(label)
+    return found, skipped
+
+
+def _verdicts(c: cols.Column, rows: list[dict[str, Any]], ids: list[str], system: Any) -> dict[str, str]:
+    got = {str(r["id"]): str(r["verdict"]) for r in rows}
+    return {cid: got.get(cid, "not-run") if system.answers(cid, c.family) else "n/a" for cid in ids}
+
+
 def matrix(records: Sequence[RunRecord], profile: str, claims: Sequence[str] = ()) -> dict[str, Any]:
-    """The ``versions.json`` document (columns in `column_key` order: SGLang's, then vLLM's); ``claims``: the
-    claims the run asked for (default every claim of claims.toml)."""
+    """The ``versions.json`` document (columns in `columns.key` order: SGLang's releases, then vLLM's, in a
+    release Kimi-K3 first); ``claims``: the claims the run asked for (default every claim of claims.toml)."""
     registry = claim_registry.load_claims()
     vectors = policy_vectors(registry)
     records = sorted(records, key=lambda r: column_key(name_of(r)))
     ids = [c for c in registry if not claims or c in claims]
-    rows = {name_of(r): r.mine() for r in records}
-    ok = [r for r in records if r.verdicts()]
-    per_run = {
-        name_of(r): {c: r.verdicts().get(c, "not-run") if r.system.answers(c) else "n/a" for c in ids} for r in ok
-    }
+    rows: dict[str, list[dict[str, Any]]] = {}
+    per_run: dict[str, dict[str, str]] = {}
+    meta: dict[str, cols.Column] = {}
+    not_served: dict[str, dict[str, str]] = {}
+    for r in records:
+        found, skipped = served_columns(r)
+        if skipped:
+            not_served[name_of(r)] = skipped
+        for name, mine in sorted(found.items(), key=lambda kv: cols.key(kv[0])):
+            meta[name], rows[name] = cols.parse(name), mine
+            per_run[name] = _verdicts(meta[name], mine, ids, r.system)
 
-    def match(r: RunRecord) -> dict[str, Any]:
-        name = name_of(r)
-        engine_name, version = split_column(name)
-        if engine_name == "sglang":
+    def match(name: str) -> dict[str, Any]:
+        c = meta[name]
+        if c.engine == "sglang" and c.family == DEFAULT_FAMILY and c.default:
             return policy_match(per_run[name], vectors)
-        answered = {c: v for c, v in per_run[name].items() if r.system.answers(c)}
-        return engine_match(answered, engine_name, version, registry)
+        answered = {cid: v for cid, v in per_run[name].items() if cid in _answered(c, ids)}
+        return engine_match(answered, c.engine, c.version, registry, c.family, c.path)
 
-    errors = {name_of(r): run_error(r.error, r.failed_tests(), rows[name_of(r)]) for r in records}
+    ran = [r for r in records if any(meta[n].release == name_of(r) for n in per_run)]
+    errors = {name_of(r): run_error(r.error, r.failed_tests(), r.mine()) for r in records}
     failing = {n: [x for x in rows[n] if x.get("verdict") == "fails"] for n in per_run}
     return {
         "schema_version": SCHEMA_VERSION,
         "profile": profile,
         "versions": list(per_run),
+        "releases": [name_of(r) for r in records],
+        "families": [f for f in FAMILIES if any(f in selected_families(r.system.family) for r in records)],
+        "columns": {n: meta[n].describe() for n in per_run},
+        "not_served": not_served,
         "verdicts": {cid: {v: per_run[v][cid] for v in per_run} for cid in ids},
         "errors": {n: e for n, e in errors.items() if e},
-        "policy_match": {name_of(r): match(r) for r in ok},
+        "policy_match": {n: match(n) for n in per_run},
         "seconds": {name_of(r): round(r.seconds, 1) for r in records},
-        "systems": {name_of(r): _system_summary(r.described) for r in ok},
+        "systems": {name_of(r): _system_summary(r.described) for r in ran},
         "counterexamples": {n: {x["id"]: x.get("counterexample") for x in fs} for n, fs in failing.items()},
         "signatures": {n: {x["id"]: sorted(signature_set(x)) for x in fs} for n, fs in failing.items()},
         "new_signatures": {
@@ -132,6 +174,18 @@ def matrix(records: Sequence[RunRecord], profile: str, claims: Sequence[str] = (
         "evidence": {n: {x["id"]: x.get("evidence", "") for x in rows[n]} for n in per_run},
         "provenance": {n: {x["id"]: x.get("provenance", {}) for x in rows[n]} for n in per_run},
     }
+
+
+def _answered(c: cols.Column, ids: list[str]) -> set[str]:
+    from deferlab.reference.system.systems import System
+
+    system = System(c.engine, c.version)
+    return {cid for cid in ids if system.answers(cid, c.family)}
+
+
+def release_of(doc: dict[str, Any], name: str) -> str:
+    """The release column of matrix column ``name`` (a document written before columns were recorded: itself)."""
+    return str(doc.get("columns", {}).get(name, {}).get("release") or name)
 
 
 def _system_summary(system: dict[str, Any] | None) -> dict[str, Any]:

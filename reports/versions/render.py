@@ -1,13 +1,14 @@
-"""Writing ``deferlab versions``'s output: versions.md, versions.json, versions.xml (JUnit) and the claims x
-releases grid (PNG).
+"""Writing ``deferlab versions``'s output: versions.md, versions.json, versions.xml (JUnit), the claims x
+columns grid (PNG) and families.md (`reports.versions.families`).
 
 Kept apart from `reports.versions.matrix` (running and comparing) so each module
 stays one job. Everything is built in a staging directory and renamed into
 place whole (`reports.core.atomic`), so an interrupted run leaves the previous
 matrix readable. versions.md opens with a one-screen summary (releases run,
 failing claims by how many releases they fail on, what changed against the
-baseline) and gives each distinct failure once, with every release it applies
-to and its full text in a ``<details>`` block (`reports.core.grouping`).
+baseline) and gives each distinct failure once, with every column it applies
+to and its full text in a ``<details>`` block (`reports.core.grouping`). With
+more than one model family, the verdict table is one table per family.
 """
 
 from __future__ import annotations
@@ -16,10 +17,13 @@ import json
 from pathlib import Path
 from typing import Any, TextIO
 
-from deferlab.reference.system.systems import split_column
+from deferlab.reference.system.families import FAMILIES
 from deferlab.reports.core import grouping, junit, summary
 from deferlab.reports.core.atomic import staged_directory, write_bytes_atomic, write_text_atomic, write_with_atomic
 from deferlab.reports.core.claims import VERDICT_CELL
+from deferlab.reports.versions import columns as cols
+from deferlab.reports.versions import families as families_table
+from deferlab.reports.versions.matrix import release_of
 
 COLOURS = {
     "holds": "#4caf50",
@@ -48,7 +52,7 @@ def grid_png(doc: dict[str, Any], path: Path) -> Path | None:
             ax.add_patch(Rectangle((col, row), 1, 1, facecolor=COLOURS.get(verdict, "#ffffff"), edgecolor="#616161"))
             short = {"holds-with-caveat": "caveat", "not-run": "–"}.get(verdict, verdict)
             ax.text(col + 0.5, row + 0.5, short, ha="center", va="center", fontsize=8)
-    engines = [split_column(v)[0] for v in versions]
+    engines = [cols.parse(v).engine for v in versions]
     for col in range(1, len(versions)):
         if engines[col] != engines[col - 1]:  # SGLang's releases | vLLM's
             ax.axvline(col, color="black", linewidth=2.5)
@@ -80,7 +84,7 @@ def grid_png(doc: dict[str, Any], path: Path) -> Path | None:
     return path
 
 
-FILES = {"md": "versions.md", "json": "versions.json", "junit": "versions.xml"}
+FILES = {"md": "versions.md", "json": "versions.json", "junit": "versions.xml", "families": "families.md"}
 FORMATS = tuple(FILES)  # what ``deferlab versions --format`` can put on stdout
 SUMMARY_REGRESSIONS = 5  # regressions named in the summary (all are under their own section)
 STATEMENT_CELL = 110  # characters of a statement in the verdict table
@@ -136,7 +140,11 @@ def summary_markdown(
     groups = failure_groups(doc, statements) if groups is None else groups
     out = [f"# Claim verdicts across engine releases: SGLang, vLLM (profile `{doc['profile']}`)", "", "## Summary", ""]
     errors = f"; **{len(doc['errors'])} could not be checked or errored** ({', '.join(doc['errors'])})"
-    out.append(f"- Releases run ({len(versions)}): {', '.join(versions) or 'none'}" + (errors if doc["errors"] else ""))
+    releases = doc.get("releases") or versions
+    shown = f"; {len(versions)} columns (families and served paths)" if len(versions) > len(releases) else ""
+    out.append(
+        f"- Releases run ({len(releases)}): {', '.join(releases) or 'none'}{shown}" + (errors if doc["errors"] else "")
+    )
     failing = {cid: [v for v in versions if per.get(v) == "fails"] for cid, per in doc["verdicts"].items()}
     failing = {cid: vs for cid, vs in failing.items() if vs}
     if failing:
@@ -152,18 +160,40 @@ def summary_markdown(
         failure = ": `" + grouping.short(first["failure"], 100).replace("`", "'") + "`" if first else ""
         out.append(f"  - **{cid}**{brief} fails on {len(vs)} of {len(versions)}: {', '.join(vs)}{failure}")
     out += [f"- Against the baseline: {_regression_line(regressions, baseline)}.", ""]
-    if versions:
-        out += ["| claim | statement | " + " | ".join(versions) + " |", "|---|---|" + "---|" * len(versions)]
-        cut = []
-        for cid, per in doc["verdicts"].items():
-            cells = [_cell(doc, cid, v, per.get(v, "not-run")) for v in versions]
-            stmt = statements.get(cid, {}).get("statement", "")
-            cell = grouping.short(stmt, STATEMENT_CELL).replace("|", "\\|")
-            out.append(f"| {cid} | {cell} | " + " | ".join(cells) + " |")
-            if len(" ".join(stmt.split())) > STATEMENT_CELL:
-                cut.append((cid, stmt))
-        if cut:
-            out += ["", *grouping.details("statements cut above, in full", cut)]
+    groups_of = _by_family(versions)
+    for i, (family, shown) in enumerate(groups_of.items()):
+        head = [f"### {FAMILIES[family].display}", ""] if len(groups_of) > 1 else []
+        out += ([""] if i else []) + head + _verdict_table(doc, statements, shown, skip_na=len(groups_of) > 1)
+    return out
+
+
+def _by_family(versions: list[str]) -> dict[str, list[str]]:
+    """The columns of each family, families in registry order."""
+    found: dict[str, list[str]] = {}
+    for v in versions:
+        found.setdefault(cols.parse(v).family, []).append(v)
+    return {f: found[f] for f in FAMILIES if f in found}
+
+
+def _verdict_table(
+    doc: dict[str, Any], statements: dict[str, dict[str, str]], versions: list[str], *, skip_na: bool
+) -> list[str]:
+    """Claims x ``versions``; ``skip_na``: leave out a claim that is n/a in every one of them (another family's)."""
+    if not versions:
+        return []
+    out = ["| claim | statement | " + " | ".join(versions) + " |", "|---|---|" + "---|" * len(versions)]
+    cut = []
+    for cid, per in doc["verdicts"].items():
+        if skip_na and all(per.get(v) == "n/a" for v in versions):
+            continue
+        cells = [_cell(doc, cid, v, per.get(v, "not-run")) for v in versions]
+        stmt = statements.get(cid, {}).get("statement", "")
+        cell = grouping.short(stmt, STATEMENT_CELL).replace("|", "\\|")
+        out.append(f"| {cid} | {cell} | " + " | ".join(cells) + " |")
+        if len(" ".join(stmt.split())) > STATEMENT_CELL:
+            cut.append((cid, stmt))
+    if cut:
+        out += ["", *grouping.details("statements cut above, in full", cut)]
     return out
 
 
@@ -195,9 +225,13 @@ def markdown(
     out = summary_markdown(doc, statements, regressions, baseline, groups)
     if versions:
         out += ["", "![claims x releases](versions.png)", ""]
-        out += ["## Which modelled policy (SGLang) or claims.toml expectation (vLLM) each release matches", ""]
         out += [
-            "| release | matches | closest | claims that differ from the closest | seconds |",
+            "## Which modelled policy (SGLang, Kimi-K3) or claims.toml expectation (every other column) each "
+            "column matches",
+            "",
+        ]
+        out += [
+            "| column | matches | closest | claims that differ from the closest | seconds (its release) |",
             "|---|---|---|---|---|",
         ]
         for v in versions:
@@ -206,19 +240,26 @@ def markdown(
                 f"{c}: release {d['release']}, model {d[m['closest']]}" for c, d in m["differences"].items()
             )
             out.append(
-                f"| {v} | {', '.join(m['matches']) or '**none**'} | {m['closest']} | {diff or '–'} | {doc['seconds'][v]} |"
+                f"| {v} | {', '.join(m['matches']) or '**none**'} | {m['closest']} | {diff or '–'} | {doc['seconds'].get(release_of(doc, v))} |"
             )
     if doc["errors"]:
         out += ["", "## Releases that could not be checked, or errored", ""]
         out += [f"- **{v}**: {e}" for v, e in doc["errors"].items()]
+    if doc.get("not_served"):
+        out += ["", "## Model families a release does not serve (n/a, no column)", ""]
+        out += [
+            f"- **{r}**, {FAMILIES[f].display}: {why}" for r, per in doc["not_served"].items() for f, why in per.items()
+        ]
     out += _new_signatures(doc)
     out += ["", "## Regressions against the versions baseline", ""]
     out += [f"- {r['name']}: {r['baseline']} -> {r['current']}" for r in regressions] or ["None."]
     out += ["", "## Failing claims: the real code's minimal counterexamples, one entry per distinct failure", ""]
     out += grouping.markdown_groups(groups, statements) if groups else ["None."]
     out += ["", "## What ran", ""]
-    for v in versions:
-        sysinfo = doc["systems"].get(v, {})
+    for v in doc.get("releases") or versions:
+        if v not in doc["systems"]:
+            continue
+        sysinfo = doc["systems"][v]
         kinds = ", ".join(f"{k} {n}" for k, n in sorted(sysinfo.get("stand_ins_by_kind", {}).items()))
         out.append(f"- {v}: {sysinfo.get('name')} ({sysinfo.get('kind')}); stand-in imports by kind: {kinds or 'none'}")
     return "\n".join(out) + "\n"
@@ -263,6 +304,7 @@ def write(
         write_bytes_atomic(stage / "versions.xml", xml)
         grid_png(doc, stage / "versions.png")
         write_text_atomic(stage / "versions.md", markdown(doc, statements, regressions, baseline))
+        write_text_atomic(stage / "families.md", families_table.markdown(doc))
     if junit_file is not None:
         write_bytes_atomic(junit_file, xml)
     if summary.append_step_summary(step_summary(doc, statements, regressions, baseline)) is not None and log:

@@ -151,7 +151,9 @@ def test_an_undocumented_failure_of_the_model_is_recorded_as_new_and_fails_only_
         raise AttributeError("'NoneType' object has no attribute 'items'")
 
     verdict = claimcheck.verify_claim("C7", "PR_33921", st.integers(0, 3), check, pinned=[0], max_examples=20)
-    assert verdict == "fails" and verdict.undocumented == ("AttributeError: 'NoneType' object has no attribute 'items'",)
+    assert verdict == "fails" and verdict.undocumented == (
+        "AttributeError: 'NoneType' object has no attribute 'items'",
+    )
     (row,) = rows
     marked = {s["signature"]: s.get("documented", True) for s in row["signatures"]}
     assert marked == {f"ValueError: {documented}": True, verdict.undocumented[0]: False}

@@ -13,12 +13,12 @@ CI_OUTPUT_ROWS = [
     BadCli(
         "versions format",
         lambda t: ["versions", "0.5.23", "--format", "html", "--out", str(t / "v")],
-        r"--format must be one of 'md', 'json', 'junit'; got 'html'",
+        r"--format must be one of 'md', 'json', 'junit', 'families'; got 'html'",
     ),
     BadCli(
         "versions format case",
         lambda t: ["versions", "0.5.23", "--format", "JSON", "--out", str(t / "v")],
-        r"--format must be one of 'md', 'json', 'junit'; got 'JSON'",
+        r"--format must be one of 'md', 'json', 'junit', 'families'; got 'JSON'",
     ),
     BadCli(
         "versions junit directory",

@@ -152,7 +152,11 @@ def test_wheel_installs_only_deferlab(tmp_path: Path) -> None:
     tops = {name.split("/")[0] for name in names}
     assert {t for t in tops if not t.endswith(".dist-info")} == {"deferlab"}, sorted(tops)
     assert not set(TOPS) & tops, sorted(tops)
-    for path in ("deferlab/reference/system/claims.toml", "deferlab/properties/plugin.py", "deferlab/properties/suite.py"):
+    for path in (
+        "deferlab/reference/system/claims.toml",
+        "deferlab/properties/plugin.py",
+        "deferlab/properties/suite.py",
+    ):
         assert path in names, f"{path} missing from the wheel"
     assert any(n.startswith("deferlab/properties/claims/test_") for n in names)  # the shipped checks
     assert not [n for n in names if n.startswith(("deferlab/tests/", "tests/"))], "deferlab's own tests were shipped"

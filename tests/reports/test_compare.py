@@ -306,7 +306,12 @@ def test_engine_vllm_loads_and_runs_both_sides_as_vllm(tmp_path: Path) -> None:
     assert rc == 1 and sorted(seen["loaded"]) == ["vllm:0.32.0", "vllm:0.33.0"]
     assert sorted(seen["ran"]) == [("vllm:0.32.0", 1), ("vllm:0.33.0", 1)]
     doc = json.loads((tmp_path / "out" / "compare.json").read_text())
-    assert doc["changes"]["newly failing"] == ["C13"] and [c["id"] for c in doc["claims"]] == ["C13", "C14", "C15"]
+    assert doc["changes"]["newly failing"] == ["C13"] and [c["id"] for c in doc["claims"]] == [
+        "C4",
+        "C13",
+        "C14",
+        "C15",
+    ]
 
 
 def test_an_unknown_engine_is_refused_before_anything_loads(tmp_path: Path) -> None:

@@ -56,7 +56,7 @@ def _run(tmp: Path, engine: str, spec: Path, *argv: str, harness: Any) -> tuple[
 def test_a_vllm_campaign_mutates_what_the_served_claims_name(tmp_path: Path) -> None:
     """Default targets from the served claims' provenance, mutants selected by probes, kills by verdict and by
     failure signature, all through rows recorded under the VLLM label."""
-    rc, doc = _run(tmp_path, "vllm", VLLM_FAKE, "--sample", "40", "--seed", "3", harness=FakeVLLMHarness())
+    rc, doc = _run(tmp_path, "vllm", VLLM_FAKE, "--sample", "80", "--seed", "3", harness=FakeVLLMHarness())
     assert rc == 0 and doc["engine"] == "vllm" and doc["system"]["name"] == "vllm-9.9.9"
     assert doc["reference"]["verdicts"] == {"C13": "holds", "C14": "fails", "C15": "holds"}
     assert sorted(t["target"] for t in doc["targets"]) == [f"{SERVED}:{f}" for f in ("normalize", "to_level", "tokens")]

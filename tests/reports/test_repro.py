@@ -151,7 +151,10 @@ def test_a_reproducer_is_a_headed_standalone_pytest_file(tmp_path: Path) -> None
             "system": "sglang-0.5.23",
             "spec": "0.5.23",
             "engine": "sglang",
+            "family": "kimi-k3",
+            "companions": "",
         }
+        assert "# Model family:" not in text  # Kimi-K3's default column: the header as before --model existed
         assert "# Counterexample: deferlab's minimal counterexample, from a test of 0.5.23" in text
         assert "# Written by: deferlab " in text
         tree = ast.parse(text)

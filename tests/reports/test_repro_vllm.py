@@ -112,7 +112,8 @@ def test_a_vllm_reproducer_is_headed_for_vllm_and_imports_vllm_only(tmp_path: Pa
     for path in written:
         text = path.read_text()
         assert repro.read_header(path) == {
-            "claim": path.name.split("-")[0], "system": "vllm-0.33.0", "spec": "0.33.0", "engine": "vllm"
+            "claim": path.name.split("-")[0], "system": "vllm-0.33.0", "spec": "0.33.0", "engine": "vllm",
+            "family": "kimi-k3", "companions": "",
         }  # fmt: skip
         assert "deferlab repro THIS_FILE --vllm SPEC" in text and "no vLLM dependencies needed" in text
         imported = _imports(path)

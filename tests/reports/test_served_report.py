@@ -217,7 +217,9 @@ def test_served_vllm_end_to_end(tmp_path: Path) -> None:
     # the checkpoint's normalization (semantics §16.1, C15 on the default path).
     for cls in ("L", "RGBA opaque"):
         assert vllm[cls]["max_levels"] == 0 and vllm[cls]["bitwise_share"] < 1.0, (cls, vllm[cls])
-    geometry = [s for s in report["sweeps"] if s["kind"] == "geometry" and s["path"] == "vllm-0.33.0 (device-normalized)"]
+    geometry = [
+        s for s in report["sweeps"] if s["kind"] == "geometry" and s["path"] == "vllm-0.33.0 (device-normalized)"
+    ]
     assert [g["verdict"] for g in geometry] == ["holds", "holds"] and geometry[0]["sizes"] == 64 * 64
     assert "vllm-0.33.0 (device-normalized)" in (tmp_path / "r" / "report.md").read_text()
     target = geo.engine_function(vllm_path("0.33.0"))

@@ -48,7 +48,7 @@ def _failures(version: str) -> dict[str, tuple[str, str]]:
 
 def _run(engine_name: str, version: str) -> RunRecord:
     if engine_name == "vllm":
-        verdicts = {"C13": "holds", "C14": "fails", "C15": "holds"}
+        verdicts = {"C4": "holds", "C13": "holds", "C14": "fails", "C15": "holds"}
         fails = {"C14": ("AssertionError: [RGB] 6x2: 1 of 24 values unexplained", "RGB 6x2")}
     else:
         fails = _failures(version)
@@ -210,7 +210,7 @@ def test_step_summary_is_appended_when_set(
 @pytest.mark.parametrize(
     ("kw", "match"),
     [
-        ({"format": "html"}, r"--format must be one of 'md', 'json', 'junit'; got 'html'"),
+        ({"format": "html"}, r"--format must be one of 'md', 'json', 'junit', 'families'; got 'html'"),
         ({"junit": "DIR"}, r"--junit: '.*' is a directory; accepted: a file path for the XML"),
     ],
 )

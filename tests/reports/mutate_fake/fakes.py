@@ -15,6 +15,7 @@ from pathlib import Path
 from typing import Any
 
 from deferlab.impl.loader.__main__ import ERROR_MARK, LOAD_FAILED
+from deferlab.reference.system.systems import DEFAULT_FAMILY
 from deferlab.reports.core import process
 from deferlab.reports.core.runner import LoadError, Request
 from deferlab.reports.mutate.runs import Harness, last_line
@@ -42,6 +43,7 @@ class FakeHarness(Harness):
     def launch(self, request: Request, cmd: list[str], env: dict[str, str], cwd: Path, log: Path) -> process.Finished:
         nodes = [n.removeprefix(f"{HERE}/") for n in request.nodes]
         argv = [sys.executable, str(self.script), f"--{self.engine}", str(request.system.spec)]
+        argv += ["--model", request.system.family] if request.system.family != DEFAULT_FAMILY else []
         if request.collect_only:
             argv.append("--collect-only")
         else:

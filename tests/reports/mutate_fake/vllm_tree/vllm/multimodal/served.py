@@ -1,4 +1,5 @@
-"""A fake vLLM module: the served geometry, the pixels' levels and the normalization."""
+"""A fake vLLM module: the served geometry, the pixels' levels and the normalization (a model family's device path
+normalizes with ``fused_normalize``; ``Processor`` stands where a companion's processor would be called)."""
 
 
 def tokens(width, height, patch):
@@ -11,3 +12,12 @@ def to_level(value):
 
 def normalize(level, mean, std):
     return (level / 255 - mean) / std
+
+
+def fused_normalize(level, mean, std):
+    return level * (1 / 255 / std) + (-mean / std)
+
+
+class Processor:
+    def __call__(self, level):
+        return level
