@@ -38,6 +38,7 @@ from deferlab.reports.compare import running
 from deferlab.reports.core import runner as core_runner
 from deferlab.reports.core.atomic import check_out_dir
 from deferlab.reports.core.claims import PROFILES, default_out_dir, load_claim_statements
+from deferlab.reports.core.executor import check_cluster
 from deferlab.reports.core.runner import STRICT_ENV, Request
 from deferlab.reports.core.sides import (
     Side,
@@ -78,6 +79,12 @@ def add_parser(sub: Any) -> argparse.ArgumentParser:
     p.add_argument("--format", default="md", help=f"what goes to stdout: {', '.join(FORMATS)} (default md)")
     p.add_argument("--junit", type=Path, metavar="FILE", help="also write a JUnit XML of HEAD's claims to FILE")
     p.add_argument(
+        "--cluster",
+        metavar="ADDRESS",
+        help="run both sides on a Ray cluster: 'auto', 'ray://HOST:PORT' or 'local' (the cluster extra); a side that "
+        "is a path on this machine needs 'local'",
+    )
+    p.add_argument(
         "--strict",
         action="store_true",
         help=f"a claim failing differently (a new signature) fails too, under profile ci (also {STRICT_ENV}=1)",
@@ -103,6 +110,13 @@ def check_args(args: argparse.Namespace, *, cache: Path | None = None) -> tuple[
     base = dataclasses.replace(resolve_side("BASE", args.base, cache=cache, engine=engine), family=family)
     head = dataclasses.replace(resolve_side("HEAD", args.head, cache=cache, engine=engine), family=family)
     distinct(base, head)
+    args.cluster = check_cluster(getattr(args, "cluster", None), "compare")
+    for side in (base, head):
+        if args.cluster not in (None, "local") and side.kind != "release":
+            raise UsageError(
+                f"--cluster {args.cluster}: {side.role} {side.spec!r} is a {side.kind} on this machine, which a worker "
+                "does not have; accepted with a remote cluster: releases (or --cluster local)"
+            )
     return base, head
 
 
@@ -128,7 +142,10 @@ def run(
     work = Path(tempfile.mkdtemp(prefix="deferlab-compare-"))
     request = Request(base.system, args.profile, claims=only, threads=1, strict=strict)
     try:
-        results = running.run_both([base, head], request, work, say, runner=runner)
+        if args.cluster is None:
+            results = running.run_both([base, head], request, work, say, runner=runner)
+        else:
+            results = running.run_on_cluster([base, head], request, say, args.cluster)
         statements = load_claim_statements()
         families = selected_families(getattr(args, "model", None))
         asked = only or [c for c in statements if answered_by(engine, families, c)]  # the claims asked, not the rest

@@ -107,6 +107,27 @@ def run_both(
         done.set()
 
 
+def run_on_cluster(sides: Sequence[Side], request: Request, say: Say, cluster: str) -> dict[str, dict[str, Any]]:
+    """``request`` on every side as one task each on the Ray cluster ``cluster`` (`reports.core.executor`), both
+    submitted at once, each side loaded on its worker: role -> `result`, as `run_both` gives."""
+    from deferlab.reports.core.executor import Outcome, Task, executor_for, run_all
+
+    executor = executor_for(cluster, say=say)
+    tasks = [Task(s.role, request.with_(system=s.system), load=True) for s in sides]
+    say(f"running the claims on {' and '.join(f'{s.role} {s.spec}' for s in sides)} on {cluster} (profile "
+        f"{request.profile})")  # fmt: skip
+    found: dict[str, dict[str, Any]] = {}
+
+    def done(o: Outcome) -> None:
+        record = o.record or RunRecord(o.task.request.system, request.profile, error=o.error)
+        found[o.task.key] = out = result(record)
+        say(f"{o.task.key}: {verdict_counts(out['verdicts'])} in {out['seconds']} s on {o.node}"
+            + (f"; {out['error']}" if out["error"] else ""))  # fmt: skip
+
+    run_all(executor, tasks, done)
+    return {s.role: found[s.role] for s in sides}
+
+
 def at_once(jobs: dict[str, Callable[[], Any]], threads: int) -> dict[str, concurrent.futures.Future]:
     """Each job in a thread (``threads`` at a time), all waited for. Why the children are killed on the way out
     of an interrupt: each is the leader of its own process group (`reports.core.process`), so Ctrl-C does not

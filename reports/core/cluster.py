@@ -25,8 +25,7 @@ from pathlib import Path
 from typing import Any
 
 from deferlab.reference.system.errors import UsageError
-from deferlab.reports.core import runner as runner_mod
-from deferlab.reports.core.tasks import CLUSTER_FORMS, Outcome, Task
+from deferlab.reports.core.tasks import CLUSTER_FORMS, Outcome, Task, perform
 
 OWNER_ENV = "DEFERLAB_CLUSTER_OWNER"  # set in every task's environment: a local run's leftovers are found by it
 POLL_S = 0.5
@@ -56,7 +55,7 @@ def execute(task: Task, driver: dict[str, str]) -> dict[str, Any]:
     if mine != driver:
         differ = ", ".join(f"{k} {mine[k]} (driver {driver[k]})" for k in driver if mine.get(k) != driver[k])
         return {"refused": f"worker {node}: {differ}; accepted: a worker with the driver's deferlab, torch and Python"}
-    record = runner_mod.run(task.request)
+    record = perform(task)
     return {"record": record, "node": node, "cuda": bool(torch.cuda.is_available())}
 
 

@@ -21,7 +21,7 @@ from typing import Any, Protocol
 
 from deferlab.reference.system.errors import UsageError
 from deferlab.reports.core import runner as runner_mod
-from deferlab.reports.core.tasks import CLUSTER_FORMS, Outcome, Task
+from deferlab.reports.core.tasks import CLUSTER_FORMS, Outcome, Task, perform
 
 __all__ = [
     "CLUSTER_FORMS",
@@ -51,9 +51,16 @@ class LocalExecutor:
 
     name = "local"
 
-    def __init__(self, jobs: int = 1, launcher: runner_mod.Launcher = runner_mod.cold) -> None:
+    def __init__(
+        self,
+        jobs: int = 1,
+        launcher: runner_mod.Launcher = runner_mod.cold,
+        call: Callable[[Task], runner_mod.RunRecord] | None = None,
+    ) -> None:
+        """``call`` replaces `perform` (a command's tests give their fake runner and loader this way)."""
         self.jobs = max(1, int(jobs))
         self.launcher = launcher
+        self.call = call or (lambda task: perform(task, launcher=self.launcher))
         self._stop = threading.Event()
 
     def _attempt(self, task: Task) -> Outcome:
@@ -61,7 +68,7 @@ class LocalExecutor:
         tries = 0
         while True:
             tries += 1
-            record = runner_mod.run(task.request, work=task.work, launcher=self.launcher)
+            record = self.call(task)
             if not record.timed_out or tries > task.retries or self._stop.is_set():
                 error = record.error if record.timed_out else None
                 return Outcome(task, record, error, tries, "local", None, round(time.perf_counter() - t0, 2))
@@ -117,10 +124,11 @@ DISTRIBUTES = ("versions", "compare", "mutate")
 
 
 def executor_for(cluster: str | None, jobs: int = 1, *, say: Callable[[str], None] = print, **options: Any) -> Any:
-    """The local pool (``cluster`` None) or the Ray executor (`reports.core.cluster`, which needs the ``cluster``
-    extra: refused in one line naming it when Ray is not installed)."""
+    """The local pool (``cluster`` None; ``launcher`` and ``call`` options are its) or the Ray executor
+    (`reports.core.cluster`, which needs the ``cluster`` extra: refused in one line naming it when Ray is not
+    installed; its options: ``num_cpus``, ``resources``, ``connect_timeout``)."""
     if cluster is None:
-        return LocalExecutor(jobs, options.get("launcher", runner_mod.cold))
+        return LocalExecutor(jobs, options.get("launcher", runner_mod.cold), options.get("call"))
     from deferlab.reference.system.extras import why_missing
 
     missing = why_missing("cluster")
@@ -128,7 +136,7 @@ def executor_for(cluster: str | None, jobs: int = 1, *, say: Callable[[str], Non
         raise UsageError(f"--cluster: {missing}")
     from deferlab.reports.core.cluster import RayExecutor
 
-    return RayExecutor(cluster, say=say, **{k: v for k, v in options.items() if k != "launcher"})
+    return RayExecutor(cluster, say=say, **{k: v for k, v in options.items() if k not in ("launcher", "call")})
 
 
 def run_all(executor: Any, tasks: Iterable[Task], done: Callable[[Outcome], None] | None = None) -> dict[str, Outcome]:

@@ -27,6 +27,8 @@ class Task:
     retries: int = 1
     resources: dict[str, float] = field(default_factory=dict)
     work: Path | None = None  # the local pool's scratch folder for it (a cluster worker makes its own)
+    load: bool = False  # load the system first where the task runs (`perform`): a release that cannot load is
+    # its loader's one line, not a run of checks that all error
 
 
 @dataclass
@@ -45,3 +47,17 @@ class Outcome:
     @property
     def ok(self) -> bool:
         return self.record is not None and self.error is None
+
+
+def perform(
+    task: Task, *, work: Path | None = None, launcher: runner_mod.Launcher = runner_mod.cold
+) -> runner_mod.RunRecord:
+    """The task where it runs (this machine's pool, a cluster worker): its system loaded first when ``task.load``
+    (`runner.check_loads`; a spec that cannot load is a record with the loader's line), then the one runner."""
+    request = task.request
+    if task.load:
+        try:
+            runner_mod.check_loads(request.system)
+        except runner_mod.LoadError as e:
+            return runner_mod.RunRecord(request.system, request.profile, error=str(e))
+    return runner_mod.run(request, work=work if work is not None else task.work, launcher=launcher)

@@ -44,6 +44,7 @@ from deferlab.reports.core import runner as core_runner
 from deferlab.reports.core.atomic import check_out_dir
 from deferlab.reports.core.baseline import Baseline
 from deferlab.reports.core.claims import PROFILES, default_out_dir, load_claim_statements
+from deferlab.reports.core.executor import Outcome, Task, check_cluster, executor_for, run_all
 from deferlab.reports.core.runner import LoadError, Request, RunRecord
 from deferlab.reports.core.sides import (
     answered_by,
@@ -108,6 +109,12 @@ def add_parser(sub: Any) -> argparse.ArgumentParser:
         metavar="FILE",
         help="also write the JUnit XML (one testcase per claim and release) to FILE",
     )
+    p.add_argument(
+        "--cluster",
+        metavar="ADDRESS",
+        help="run each release on a Ray cluster: 'auto', 'ray://HOST:PORT' or 'local' (the cluster extra); "
+        "default this machine, one release after the other",
+    )
     return p
 
 
@@ -152,6 +159,7 @@ def _check(args: argparse.Namespace) -> tuple[Wanted, Path | None, Baseline | No
                              f"accepted: {', '.join(known)}")  # fmt: skip
     if args.out is not None:
         check_out_dir(args.out, "--out")
+    args.cluster = check_cluster(getattr(args, "cluster", None), "versions")
     return wanted, *_baseline(args)
 
 
@@ -234,24 +242,21 @@ def run(
     say(f"{len(todo)} release(s): {', '.join(column(e, v) for e, v in todo)} (profile {args.profile}"
         + (f"; model families {', '.join(families)})" if families != (DEFAULT_FAMILY,) else ")"))  # fmt: skip
     out = args.out or default_out_dir(prefix="versions-")
-    records = []
+    records: dict[str, RunRecord] = {}
+    tasks: list[Task] = []
     for i, (name, version) in enumerate(todo, 1):
         label = column(name, version)
-        system = System(name, version, family=family_option(families))
         served = [f for f in families if family_facts(f).not_served(name, version) is None]
         if not served:
             say(f"{label} ({i}/{len(todo)}): serves none of {', '.join(families)}; not loaded (n/a)")
-            records.append(RunRecord(system, args.profile))
+            records[label] = RunRecord(System(name, version, family=family_option(families)), args.profile)
             continue
-        say(f"{label} ({i}/{len(todo)}): loading and running the claims")
         system = System(name, version, family=family_option(served))
         claims = tuple(c for c in asked if answered_by(name, served, c))
-        record = _run_release(Request(system, args.profile, claims=claims, strict=strict), runner, loader)
-        records.append(record)
-        error = run_error(record.error, record.failed_tests(), record.mine())
-        counts = verdict_counts({f"{r.get('policy')}/{r.get('id')}": str(r.get("verdict")) for r in record.mine()})
-        say(f"{label}: {counts} in {record.seconds:.1f} s" + (f"; {error}" if error else ""))
-    doc = matrix.matrix(records, args.profile, asked)
+        tasks.append(Task(label, Request(system, args.profile, claims=claims, strict=strict), load=True))
+    records.update(_run_tasks(tasks, args, say, runner, loader))
+    records_in_order = [records[column(e, v)] for e, v in todo]
+    doc = matrix.matrix(records_in_order, args.profile, asked)
     if baseline is None and path is not None and path.is_file() and args.update_baseline:
         baseline = gate.load(path)  # --update-baseline: not read up front
     regs = gate.compare(doc, baseline, strict=strict) if baseline is not None else []
@@ -270,6 +275,34 @@ def run(
     if regs and not args.update_baseline:
         return 1
     return 3 if doc["errors"] else 0
+
+
+def _run_tasks(tasks: list[Task], args: argparse.Namespace, say: Any, runner: Any, loader: Any) -> dict[str, RunRecord]:
+    """Every release's task through the executor: this machine one after the other (``runner`` and ``loader``,
+    as tests replace them), or the cluster ``--cluster`` names, all submitted at once; label -> its record."""
+    number = {t.key: f"{t.key} ({i}/{len(tasks)})" for i, t in enumerate(tasks, 1)}
+
+    def local(task: Task) -> RunRecord:
+        say(f"{number[task.key]}: loading and running the claims")
+        return _run_release(task.request, runner, loader)
+
+    if args.cluster is None:
+        executor = executor_for(None, 1, call=local)
+    else:
+        executor = executor_for(args.cluster, say=say)
+        say(f"{len(tasks)} release(s) submitted to {args.cluster}, each loaded and run on a worker")
+
+    def done(o: Outcome) -> None:
+        record = o.record or RunRecord(o.task.request.system, o.task.request.profile, error=o.error)
+        error = run_error(record.error, record.failed_tests(), record.mine())
+        counts = verdict_counts({f"{r.get('policy')}/{r.get('id')}": str(r.get("verdict")) for r in record.mine()})
+        where = f" on {o.node}" if args.cluster else ""
+        say(f"{o.task.key}: {counts} in {record.seconds:.1f} s{where}" + (f"; {error}" if error else ""))
+
+    found = run_all(executor, tasks, done)
+    return {
+        k: o.record or RunRecord(o.task.request.system, o.task.request.profile, error=o.error) for k, o in found.items()
+    }
 
 
 def _run_release(request: Request, runner: Any, loader: Any) -> RunRecord:
