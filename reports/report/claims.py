@@ -18,19 +18,33 @@ from pathlib import Path
 from typing import Any
 
 from deferlab.reference.system import claims as registry
-from deferlab.reference.system.systems import System, claim_key, engine_of_label
+from deferlab.reference.system.families import family as family_facts
+from deferlab.reference.system.systems import (
+    DEFAULT_FAMILY,
+    System,
+    claim_key,
+    engine_of_label,
+    family_column,
+    split_label,
+)
 from deferlab.reports.core import runner
 from deferlab.reports.core.claims import new_signatures, ran_on
 from deferlab.reports.core.runner import RunRecord
+from deferlab.reports.core.sides import selected_families
 from deferlab.reports.report.steps import StepFailed
 
 REQUIRED_POLICIES = ("PR_33921", "RELEASED")  # the model's columns every claim must have
 WORKERS = os.cpu_count() or 1
 
 
-def systems(sglang: str | None, vllm: str | None, impl: str | None = None) -> list[System]:
-    """The systems one report checks: the real engines named, else deferlab's model (with ``impl``)."""
-    engines = [System(name, spec) for name, spec in (("sglang", sglang), ("vllm", vllm)) if spec is not None]
+def systems(
+    sglang: str | None, vllm: str | None, impl: str | None = None, family: str = DEFAULT_FAMILY
+) -> list[System]:
+    """The systems one report checks: the real engines named (judging ``family``: one, a list or ``all``, each
+    family's columns in the engine's one run), else deferlab's model (with ``impl``)."""
+    engines = [
+        System(name, spec, family=family) for name, spec in (("sglang", sglang), ("vllm", vllm)) if spec is not None
+    ]
     return engines or [System(impl=impl)]
 
 
@@ -67,8 +81,18 @@ def read_claims(directory: Path) -> list[RunRecord]:
 
 
 def columns(record: RunRecord) -> tuple[list[str], list[str]]:
-    """(the columns every claim must have, then every other column the record's rows carry)."""
-    required = [str(record.system.label)] if record.system.real else list(REQUIRED_POLICIES)
+    """(the columns every claim must have, then every other column the record's rows carry). A real engine must
+    have the default column of each family it was asked for (``--model``) and serves at its spec."""
+    system = record.system
+    if system.real:
+        served = [
+            f
+            for f in selected_families(system.family)
+            if family_facts(f).not_served(system.engine, str(system.spec)) is None
+        ]
+        required = [family_column(str(system.label), f) for f in served]
+    else:
+        required = list(REQUIRED_POLICIES)
     found = {str(r.get("policy")) for r in record.rows}
     return required, sorted(found - set(required))
 
@@ -92,7 +116,7 @@ def claim_table(records: list[RunRecord], statements: dict[str, dict[str, str]])
 
 
 def _row(cid: str, col: str, row: dict[str, Any] | None, statement: dict[str, str], system: System) -> dict[str, Any]:
-    if row is None and system.real and not system.answers(cid):
+    if row is None and system.real and not system.answers(cid, split_label(col)[0]):
         facts = system.facts
         row = {"verdict": "n/a", "evidence": f"n/a: {facts.display} answers {', '.join(facts.claims or ())} only; "
                f"claims.toml states nothing of {facts.display} for {cid} (the suite skips it)"}  # fmt: skip

@@ -23,12 +23,13 @@ from deferlab.reference.system.errors import DeferlabInputError, UsageError
 from deferlab.reference.system.profiles import profile as load_profile
 from deferlab.reference.system.profiles import profile_names
 from deferlab.reference.system.served import CHECKPOINT_ENV
-from deferlab.reference.system.systems import System, at_least, engine, is_release
+from deferlab.reference.system.systems import DEFAULT_FAMILY, System, at_least, engine, is_release
 from deferlab.reference.system.validate import check_choice, check_int, check_positive_int
 from deferlab.reports.core import process, runner
 from deferlab.reports.core.atomic import check_out_dir, write_text_atomic
 from deferlab.reports.core.baseline import save as save_baseline
 from deferlab.reports.core.claims import PROFILES, default_out_dir, load_claim_statements
+from deferlab.reports.core.sides import family_option, selected_families
 from deferlab.reports.report import benchmarks, claims, extras, render
 from deferlab.reports.report.regressions import DEFAULT_BASELINE, load_baseline, make_baseline
 from deferlab.reports.report.run import STEPS, ReportOptions, run_report
@@ -85,6 +86,12 @@ def add_parsers(sub: Any) -> None:
         help="also check real vLLM's Kimi-K3 image path: 'installed', a checkout path, or a release such as 0.33.0 "
         "(0.27.0 and later; fetched into ~/.cache/deferlab, never installed): the served claims C13-C15 and the "
         "skew table run on its own code",
+    )
+    rep.add_argument(
+        "--model",
+        metavar="FAMILY",
+        help="the model families the claims judge on the engines named: one, a comma-separated list, or 'all' "
+        "(default kimi-k3; `deferlab families` lists them); the skew table and figures stay Kimi-K3's",
     )
     rep.add_argument("--out", type=Path, help="report directory (default reports/out/<UTC timestamp>)")
     rep.add_argument("--baseline", help=f"baseline JSON, or 'none' (default {DEFAULT_BASELINE.name} when present)")
@@ -225,6 +232,12 @@ def _report(args: argparse.Namespace) -> int:
             load_baseline(baseline)
         except ValueError as e:
             raise UsageError(f"--baseline: {e}") from None
+    family = family_option(selected_families(getattr(args, "model", None)))
+    if family != DEFAULT_FAMILY and args.sglang is None and args.vllm is None and args.from_results is None:
+        raise UsageError(
+            f"--model {args.model}: deferlab's model serves Kimi-K3 only; accepted with --sglang SPEC or --vllm SPEC "
+            "(the engines' own code for each family)"
+        )
     out = check_out_dir(args.out if args.out is not None else default_out_dir())
     if args.junit is not None and args.junit.is_dir():
         raise UsageError(f"--junit: {str(args.junit)!r} is a directory; accepted: a file path for the XML")
@@ -250,6 +263,7 @@ def _report(args: argparse.Namespace) -> int:
         strict=args.strict or os.environ.get(runner.STRICT_ENV) == "1",
         sglang=args.sglang,
         vllm=args.vllm,
+        family=family,
         checked=True,  # every engine named was loaded once above
         media_proc_cfg=raw_cfg,
         junit=args.junit,

@@ -18,7 +18,7 @@ from pathlib import Path
 from typing import Any, TextIO
 
 from deferlab.reference.system.config import PreprocessConfig
-from deferlab.reference.system.systems import System
+from deferlab.reference.system.systems import DEFAULT_FAMILY, System
 from deferlab.reports.core import environment, junit, process, summary
 from deferlab.reports.core.atomic import staged_directory, update_latest, write_text_atomic
 from deferlab.reports.core.claims import load_claim_statements
@@ -58,6 +58,7 @@ class ReportOptions:
     strict: bool = False  # the strict switch: --strict or DEFERLAB_STRICT=1 (semantics §17.1)
     sglang: str | None = None  # check real SGLang (installed, a checkout path, a version) instead of the model
     vllm: str | None = None  # also check real vLLM's served path (installed, a checkout path, a version)
+    family: str = DEFAULT_FAMILY  # --model: the model families the engines' claims judge (`System.family`)
     checked: bool = False  # the CLI already loaded each engine once (`runner.check_loads`): the step need not again
     media_proc_cfg: dict[str, Any] | None = None  # --checkpoint: the snapshot's raw media_proc_cfg, for vLLM
     paths: RunPaths | None = None  # the run's served paths (built from the above when None)
@@ -113,7 +114,7 @@ def _bench_step(stage: Path, extra: list[str], without_vllm: bool) -> list[dict[
 def collect(opts: ReportOptions, runner: StepRunner, stage: Path) -> dict[str, Any]:
     """Run every step into ``stage`` and return the report dict (without regressions)."""
     statements = load_claim_statements()
-    records = _properties(opts, runner, stage, claims.systems(opts.sglang, opts.vllm, opts.impl))
+    records = _properties(opts, runner, stage, claims.systems(opts.sglang, opts.vllm, opts.impl, opts.family))
     table = claims.claim_table(records, statements)
     ipc = runner.run("ipc", simulation.ipc_verdicts, opts.profile)
     if ipc:

@@ -260,6 +260,12 @@ CLI_ROWS = [
         r"not allowed with",
     ),
     BadCli("report skip", lambda t: ["report", "--skip", "everything"], r"--skip: unknown step\(s\) everything"),
+    BadCli("report model", lambda t: ["report", "--model", "qwen9"], r"--model: unknown model family 'qwen9'; accepted"),
+    BadCli(
+        "report model without engine",
+        lambda t: ["report", "--model", "qwen3-vl"],
+        r"--model qwen3-vl: deferlab's model serves Kimi-K3 only; accepted with --sglang SPEC or --vllm SPEC",
+    ),
     BadCli(
         "report from-results",
         lambda t: ["report", "--from-results", str(t / "nowhere")],

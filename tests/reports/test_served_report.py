@@ -188,6 +188,7 @@ def test_an_engine_that_cannot_load_is_recorded_not_raised(tmp_path: Path) -> No
 
 
 @pytest.mark.slow
+@pytest.mark.extra("vllm")
 def test_served_vllm_end_to_end(tmp_path: Path) -> None:
     """``report --vllm 0.33.0`` on the cached wheel: the skew table has the column of vLLM's default path (device-normalized from 0.32.0, semantics §16.1) with its known findings
     (uint8 arrays refused by vLLM itself, transparency composited onto white, opaque classes bitwise), C13's
