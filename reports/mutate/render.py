@@ -22,6 +22,7 @@ from deferlab.reports.core.atomic import write_text_atomic, write_with_atomic
 from deferlab.reports.core.baseline import Baseline
 from deferlab.reports.core.grouping import fenced
 from deferlab.reports.mutate import anchor
+from deferlab.reports.mutate.rates import interval, sampled, wilson
 from deferlab.reports.mutate.select import is_property
 from deferlab.reports.mutate.store import Store
 
@@ -164,6 +165,7 @@ def document(
         "kill_rate": round(detected / judged, 4) if judged else None,
         "kill_rate_definition": "(killed + killed at load) / (mutants - equivalent - needs CUDA - error); a timeout "
         "is not a kill",
+        "kill_rate_ci95": wilson(detected, judged) if judged and sampled(plan, mutants) else None,
         "kill_rate_with_cuda_only": round(detected / (judged + counts["needs CUDA"]), 4)
         if judged + counts["needs CUDA"]
         else None,
@@ -211,7 +213,7 @@ def markdown(doc: dict[str, Any], regressions: list[dict[str, str]]) -> str:
         f"(cosmic-ray's {doc['operators']} argument-free core operators in {len(doc['targets'])} targets; "
         f"{doc.get('incompetent', 0)} drawn mutants did not compile and were skipped).",
         "",
-        f"**Kill rate {rate}**: killed {c['killed']}, killed at load {c['killed at load']}, timeout {c['timeout']}, "
+        f"**Kill rate {rate}**{interval(doc)}: killed {c['killed']}, killed at load {c['killed at load']}, timeout {c['timeout']}, "
         f"survived {c['survived']}, equivalent {c['equivalent']}, needs CUDA {c.get('needs CUDA', 0)}, error "
         f"{c['error']} ({doc['kill_rate_definition']})"
         + (
