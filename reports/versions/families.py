@@ -48,7 +48,7 @@ def cell(doc: dict[str, Any], family: str, release: str) -> str:
     c = cols.parse(release)
     name = cols.Column(c.engine, c.version, family).name
     if name not in doc["versions"]:
-        return "not run"
+        return (FAMILIES[family].not_served(c.engine, c.version) or "not run").replace("|", "\\|")
     shown = [
         f"{cid} {SHOWN[per[name]]}"
         for cid, per in doc["verdicts"].items()

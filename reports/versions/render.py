@@ -61,8 +61,9 @@ def grid_png(doc: dict[str, Any], path: Path) -> Path | None:
     matches = ["\n".join(doc["policy_match"][v]["matches"]) or "none" for v in versions]
     ax.set_xticks(
         [c + 0.5 for c in range(len(versions))],
-        [f"{v}\n≈ {m}" for v, m in zip(versions, matches, strict=True)],
+        [f"{_wrapped(v)}\n≈ {m}" for v, m in zip(versions, matches, strict=True)],
         minor=False,
+        fontsize=8,
     )
     ax.set_yticks([r + 0.5 for r in range(len(ids))], ids, fontsize=9)
     ax.tick_params(length=0)
@@ -314,3 +315,8 @@ def write(
 def stdout_text(out: Path, fmt: str) -> str:
     """The written file ``fmt`` names (`FILES`), for stdout."""
     return (Path(out) / FILES[fmt]).read_text()
+
+
+def _wrapped(column: str) -> str:
+    """A column name on up to three short lines (family, release, path), so neighbouring labels never overlap."""
+    return column.replace(":", ":\n", 1).replace(" ", "\n", 1)
