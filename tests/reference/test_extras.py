@@ -4,6 +4,7 @@ where it is missing; the extras named agree with pyproject.toml."""
 from __future__ import annotations
 
 import os
+import re
 import subprocess
 import sys
 import textwrap
@@ -61,5 +62,6 @@ def test_the_marker_skips_with_that_line(tmp_path: Path) -> None:
         cwd=tmp_path, env=env, capture_output=True, text=True, timeout=300,
     )  # fmt: skip
     assert run.returncode == 0 and "1 passed, 1 skipped" in run.stdout, run.stdout[-3000:]
-    assert "needs the optional extra 'vllm' (numba not installed" in run.stdout
+    # numba is made unfindable here; pydantic may be missing too (the README's install has neither)
+    assert re.search(r"needs the optional extra 'vllm' \(numba(, pydantic)? not installed", run.stdout)
     assert "pip install 'deferlab[vllm]'" in run.stdout
