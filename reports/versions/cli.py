@@ -21,6 +21,7 @@ too; under GitHub Actions the summary and verdict table are appended to ``$GITHU
 from __future__ import annotations
 
 import argparse
+import dataclasses
 import importlib
 import sys
 from pathlib import Path
@@ -255,7 +256,9 @@ def run(
         claims = tuple(c for c in asked if answered_by(name, served, c))
         tasks.append(Task(label, Request(system, args.profile, claims=claims, strict=strict), load=True))
     records.update(_run_tasks(tasks, args, say, runner, loader))
-    records_in_order = [records[column(e, v)] for e, v in todo]
+    # each record names every family asked (its run, only those served): the matrix lists the others as n/a
+    asked_all = family_option(families)
+    records_in_order = [_asking(records[column(e, v)], asked_all) for e, v in todo]
     doc = matrix.matrix(records_in_order, args.profile, asked)
     if baseline is None and path is not None and path.is_file() and args.update_baseline:
         baseline = gate.load(path)  # --update-baseline: not read up front
@@ -275,6 +278,10 @@ def run(
     if regs and not args.update_baseline:
         return 1
     return 3 if doc["errors"] else 0
+
+
+def _asking(record: RunRecord, family: str) -> RunRecord:
+    return dataclasses.replace(record, system=dataclasses.replace(record.system, family=family))
 
 
 def _run_tasks(tasks: list[Task], args: argparse.Namespace, say: Any, runner: Any, loader: Any) -> dict[str, RunRecord]:

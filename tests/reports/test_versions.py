@@ -129,11 +129,14 @@ def test_matrix_document_and_baseline_regressions(tmp_path: Path) -> None:
     assert kept.cells["0.5.18"]["C4"] == "fails" and kept.cells["0.5.23"]["C7"] == "fails"
 
 
-def test_the_committed_schema_1_baseline_is_read() -> None:
-    """reports/versions_baseline.json (schema 1: verdicts and some signature sets) loads as a versions baseline,
-    releases in PEP 440 order, and the newest release compares clean against itself."""
-    assert json.loads(gate.BASELINE.read_text())["schema_version"] == 1
-    base = gate.load(gate.BASELINE)
+SCHEMA_1 = Path(__file__).parent / "versions_baseline_schema1.json"  # the baseline as committed before schema 2
+
+
+def test_a_schema_1_baseline_is_read() -> None:
+    """The versions baseline as committed before schema 2 (verdicts and some signature sets) loads as a versions
+    baseline, releases in PEP 440 order, and the newest release compares clean against itself."""
+    assert json.loads(SCHEMA_1.read_text())["schema_version"] == 1
+    base = gate.load(SCHEMA_1)
     assert base.kind == "versions" and base.profile == "ci"
     assert "0.5.17" in base.cells and "vllm-0.33.0" in base.cells and base.signatures["0.5.23"]["C12"]
     row = base.cells["0.5.23"]
@@ -263,6 +266,14 @@ def test_one_real_release_through_the_runner(tmp_path: Path, capsys: pytest.Capt
     assert "0.5.23: holds 2 in " in err and process.live() == []
 
 
+def test_the_committed_baseline_has_every_familys_columns_on_the_newest_releases() -> None:
+    """reports/versions_baseline.json (schema 2, written by ``scripts/versions.sh --newest --update-baseline``):
+    the newest releases' family columns beside every older release's Kimi-K3 column."""
+    base = gate.load(gate.BASELINE)
+    assert base.kind == "versions" and "0.5.17" in base.cells
+    assert base.cells["qwen3-vl:vllm-0.34.0"]["C4"] == "fails" and base.cells["internvl:0.5.23"]["C13"] == "fails"
+
+
 def test_update_baseline_rewrites_the_schema_1_file_as_schema_2_keeping_the_releases_not_run(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
@@ -273,7 +284,7 @@ def test_update_baseline_rewrites_the_schema_1_file_as_schema_2_keeping_the_rele
     from deferlab.reports.versions import cli
 
     path = tmp_path / "versions_baseline.json"
-    path.write_text(gate.BASELINE.read_text())
+    path.write_text(SCHEMA_1.read_text())
     sigs = {"C7": [{"signature": "[x] AssertionError: new"}]}
     table = {("sglang", "0.5.23"): record("sglang", "0.5.23", {**policy("RELEASED"), "C7": "fails"}, sigs=sigs)}
     args = argparse.Namespace(versions=["0.5.23"], vllm=None, newest=False, out=tmp_path / "m", profile="ci",
@@ -282,7 +293,7 @@ def test_update_baseline_rewrites_the_schema_1_file_as_schema_2_keeping_the_rele
     log = io.StringIO()
     assert cli.run(args, log, runner=fake_runner(table), loader=loads) == 0  # updating: not gated
     assert "REGRESSION 0.5.23/C7: holds -> fails" in log.getvalue()
-    old, new = json.loads(gate.BASELINE.read_text()), json.loads(path.read_text())
+    old, new = json.loads(SCHEMA_1.read_text()), json.loads(path.read_text())
     assert new["schema_version"] == 2 and new["kind"] == "versions"
     assert new["cells"]["0.5.23"]["C7"] == "fails" and new["signatures"]["0.5.23"]["C7"] == ["[x] AssertionError: new"]
     assert {v: new["cells"][v] for v in old["verdicts"] if v != "0.5.23"} == {

@@ -25,7 +25,9 @@ from deferlab.reports.versions import columns as cols
 from deferlab.reports.versions import families, gate, matrix
 from tests.reports.test_versions import fake_runner, loads
 
-FIXTURE = json.loads((Path(__file__).parent / "versions_families.json").read_text())
+# the real run of `bash scripts/versions.sh --newest` (SGLang 0.5.23, vLLM 0.34.0, every family), as recorded
+RECORDED = Path(__file__).resolve().parents[2] / "reports" / "example" / "versions-newest" / "versions.json"
+FIXTURE = json.loads(RECORDED.read_text())
 README = Path(__file__).resolve().parents[2] / "README.md"
 # semantics §18.7's expectations, as the run gave them
 TABLE = [
