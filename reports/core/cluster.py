@@ -59,7 +59,7 @@ def execute(task: Task, driver: dict[str, str]) -> dict[str, Any]:
     return {"record": record, "node": node, "cuda": bool(torch.cuda.is_available())}
 
 
-def _reachable(address: str, timeout: float) -> str | None:
+def reachable(address: str, timeout: float) -> str | None:
     """None when ``ray://HOST:PORT`` answers a TCP connection within ``timeout``; else the one-line reason."""
     host, _, port = address[len("ray://") :].rpartition(":")
     try:
@@ -93,7 +93,7 @@ class RayExecutor:
         self._local = address == "local"
         self._running: dict[Any, tuple[Task, float, int]] = {}
         if address.startswith("ray://"):
-            why = _reachable(address, min(connect_timeout, 10.0))
+            why = reachable(address, min(connect_timeout, 10.0))
             if why is not None:
                 raise UsageError(f"--cluster: {address}: {why}; {CLUSTER_FORMS}")
         t0 = time.perf_counter()

@@ -29,6 +29,20 @@ class Task:
     work: Path | None = None  # the local pool's scratch folder for it (a cluster worker makes its own)
     load: bool = False  # load the system first where the task runs (`perform`): a release that cannot load is
     # its loader's one line, not a run of checks that all error
+    launcher: runner_mod.Launcher | None = None  # how the runner's child starts where the task runs (None: the
+    # executor's); picklable, as Ray ships the task (a fake engine's, in tests)
+
+    def perform(self, work: Path | None, launcher: runner_mod.Launcher) -> runner_mod.RunRecord:
+        """The task where it runs (`perform`): its system loaded first when ``load`` (`runner.check_loads`; a spec
+        that cannot load is a record with the loader's line), then the one runner. A subclass that needs more
+        than one call where it runs (a mutant's tree, `reports.mutate.remote`) gives its own."""
+        request = self.request
+        if self.load:
+            try:
+                runner_mod.check_loads(request.system)
+            except runner_mod.LoadError as e:
+                return runner_mod.RunRecord(request.system, request.profile, error=str(e))
+        return runner_mod.run(request, work=work, launcher=launcher)
 
 
 @dataclass
@@ -52,12 +66,6 @@ class Outcome:
 def perform(
     task: Task, *, work: Path | None = None, launcher: runner_mod.Launcher = runner_mod.cold
 ) -> runner_mod.RunRecord:
-    """The task where it runs (this machine's pool, a cluster worker): its system loaded first when ``task.load``
-    (`runner.check_loads`; a spec that cannot load is a record with the loader's line), then the one runner."""
-    request = task.request
-    if task.load:
-        try:
-            runner_mod.check_loads(request.system)
-        except runner_mod.LoadError as e:
-            return runner_mod.RunRecord(request.system, request.profile, error=str(e))
-    return runner_mod.run(request, work=work if work is not None else task.work, launcher=launcher)
+    """The task where it runs (this machine's pool, a cluster worker): `Task.perform`, started by the task's own
+    launcher when it carries one, else ``launcher``."""
+    return task.perform(work if work is not None else task.work, task.launcher or launcher)

@@ -9,9 +9,10 @@ of cosmic-ray mutants, each in a worker's private copy of the tree, every run th
 (`runs`), forked from a warm interpreter where it can be (`fork`), each result committed to the campaign's
 store (``campaign.sqlite``, `store`) as it finishes; ``--resume`` runs what is pending, and the outputs are
 rendered from the store alone. A bigger campaign than one box runs as ``--target`` slices on several
-machines; ``--mutants ID,...`` (or ``@FILE``) runs exactly those mutants. What runs on a mutant is every
-unit the suite runs on real code whose test entered its function: claim tests by claim, ``real_code``
-properties by test (``P:<test>``). ``--vllm`` runs the claims vLLM answers on vLLM's code; ``--model FAMILY``
+machines, or with ``--cluster ADDRESS`` as one Ray task per mutant (`remote`: the reference on this machine,
+each mutant's tree made on its worker, judged here); ``--mutants ID,...`` (or ``@FILE``) runs exactly those
+mutants. What runs on a mutant is every unit the suite runs on real code whose test entered its function:
+claim tests by claim, ``real_code`` properties by test (``P:<test>``). ``--vllm`` runs the claims vLLM answers on vLLM's code; ``--model FAMILY``
 (one, a comma-separated list, or ``all``; default kimi-k3) runs the claim columns of those model families (a
 claim's verdicts in every column it has, joined, `runs.claims_of`), its default targets the engine functions
 their recorded provenance names (vLLM's ``FusedMMInputNorm.forward_native``, SGLang InternVL's
@@ -43,9 +44,10 @@ from deferlab.reference.system.systems import engine as engine_facts
 from deferlab.reports.core import process
 from deferlab.reports.core.atomic import check_out_dir, write_text_atomic
 from deferlab.reports.core.claims import PROFILES, default_out_dir
+from deferlab.reports.core.executor import check_cluster, executor_for
 from deferlab.reports.core.sides import family_option, selected_families
 from deferlab.reports.mutate import anchor as manchor
-from deferlab.reports.mutate import engine, plan, render, select
+from deferlab.reports.mutate import engine, plan, remote, render, select
 from deferlab.reports.mutate import runs as mrun
 from deferlab.reports.mutate.fork import Forks
 from deferlab.reports.mutate.store import NAME, Store
@@ -71,7 +73,10 @@ def add_parser(sub: Any) -> argparse.ArgumentParser:
     p.add_argument("--update-baseline", action="store_true", help=f"write outcomes to FILE (default {render.BASELINE.name})")  # fmt: skip
     p.add_argument("--timeout", type=float, default=None, help="seconds per mutant (default 5x its claims' reference)")
     p.add_argument("--resume", action="store_true", help="continue the campaign in --out where it stopped")
-    p.add_argument("--jobs", type=int, default=min(2, os.cpu_count() or 1), help="workers (default min(2, CPUs))")
+    p.add_argument("--jobs", type=int, default=min(2, os.cpu_count() or 1),
+                   help="workers (default min(2, CPUs)); with --cluster local, the local Ray instance's CPUs")  # fmt: skip
+    p.add_argument("--cluster", metavar="ADDRESS",
+                   help="run each mutant as a task on a Ray cluster: 'auto', 'ray://HOST:PORT' or 'local' (the cluster extra); a path SPEC needs 'local'")  # fmt: skip
     p.add_argument("--profile", default="ci", help=f"hypothesis profile: {', '.join(PROFILES)} (default ci)")
     p.add_argument("--first-kill", action="store_true",
                    help="stop a mutant's run at the first claim that sees it (faster; kills per claim then count the first)")  # fmt: skip
@@ -144,6 +149,7 @@ def _check(args: argparse.Namespace, package: str) -> Front:
     if args.anchor is not None:
         manchor.front(kind, spec, None, None, args.anchor)
     claims = None if args.claims is None else _claims(args.claims, kind)
+    args.cluster = check_cluster(getattr(args, "cluster", None), "mutate")
     out = check_out_dir(args.out or default_out_dir(prefix="mutate-"))
     if args.resume and not Store.holds_campaign(out):
         raise UsageError(f"--resume: {str(out)!r} holds no campaign ({NAME}); give the --out of an interrupted one")
@@ -160,6 +166,7 @@ def _check(args: argparse.Namespace, package: str) -> Front:
         equivalent = render.load_equivalent()
     except ValueError as e:
         raise UsageError(str(e)) from None
+    remote.front(args.cluster, kind, spec, args.anchor)  # before a release is fetched
     from deferlab.impl.loader.sources import resolve
 
     try:
@@ -196,6 +203,20 @@ def run(args: argparse.Namespace, log: Any = None, harness: mrun.Harness | None 
         plan.check_resume(store.get("plan"), plan.asked(args, front), front.out)
         if not store.pending() and store.get("control") is not None:
             return _finish(args, front, store, say)  # nothing left to run: rendered from the store alone
+    cores = {"num_cpus": args.jobs} if args.cluster == "local" else {}
+    executor = None if args.cluster is None else executor_for(args.cluster, say=say, **cores)  # joined, or exit 2
+    try:
+        return _run(args, front, harness, store, executor, say, t0)
+    finally:
+        if executor is not None:
+            executor.close()  # a local instance stopped, every process its tasks started killed
+
+
+def _run(
+    args: argparse.Namespace, front: Front, harness: mrun.Harness, store: Store | None, executor: Any, say: Callable,
+    t0: float,
+) -> int:  # fmt: skip
+    """The campaign after the front door: the load check, then the runs (`_campaign`), then the outputs."""
     say(f"loading {front.engine} {front.spec} ({front.root})")
     err = harness.load_error(front.spec, 1200)
     if err is not None:
@@ -204,11 +225,12 @@ def run(args: argparse.Namespace, log: Any = None, harness: mrun.Harness | None 
     store = store or Store(front.out)
     work = Path(tempfile.mkdtemp(prefix="deferlab-mutate-"))
     pool = mrun.Pool(front.root, work, args.jobs, harness.package)
-    forks = Forks(harness.engine, front.root, enabled=bool(harness.warm), cold=harness.launcher, stop=mrun.STOP)
+    warm = bool(harness.warm) and executor is None  # a cluster's runs are cold
+    forks = Forks(harness.engine, front.root, enabled=warm, cold=harness.launcher, stop=mrun.STOP)
     harness.launcher = forks
     stopped = 0
     try:
-        _campaign(args, front, harness, pool, store, say, lambda s: forks.last.get(str(s.scratch), "cold"))
+        _campaign(args, front, harness, pool, store, say, lambda s: forks.last.get(str(s.scratch), "cold"), executor)
     except (KeyboardInterrupt, process.Stopped) as e:
         mrun.STOP.set()
         again = "--resume --out " + str(front.out) if store.get("plan") is not None else "the same arguments"
@@ -229,7 +251,7 @@ def run(args: argparse.Namespace, log: Any = None, harness: mrun.Harness | None 
 
 def _campaign(
     args: argparse.Namespace, front: Front, harness: mrun.Harness, pool: mrun.Pool, store: Store, say: Callable,
-    how: Callable[[mrun.Slot], str],
+    how: Callable[[mrun.Slot], str], executor: Any = None,
 ) -> None:  # fmt: skip
     """The reference, the plan, the anchor's reference, then the control and every pending mutant."""
     index = select.CodeIndex.build(front.root, harness.modules(), harness.package)
@@ -244,7 +266,8 @@ def _campaign(
     bench = _anchor_reference(args, front, harness, pool, store, say)
     todo = {i: plan.mutant_of(s) for i, s in store.specs().items()}
     left = store.pending()
-    say(f"{len(todo)} mutants, {len(todo) - len(left)} already done, {len(left)} to run on {args.jobs} worker(s)")
+    where = f"{args.jobs} worker(s)" if executor is None else f"the cluster {args.cluster}, one task each"
+    say(f"{len(todo)} mutants, {len(todo) - len(left)} already done, {len(left)} to run on {where}")
     guess = plan.expected_seconds(ref, reach, [todo[i] for i in left])
     say(f"expected about {guess / 60:.0f} mutant-minutes, {guess / 60 / args.jobs:.0f} min of wall time (reference timings)")  # fmt: skip
     cost = plan.cost_model(ref)
@@ -273,7 +296,13 @@ def _campaign(
         by = f" by {', '.join(rec['killed_by'])}" if rec.get("killed_by") else ""
         say(f"{finished[0]}/{len(left)} {rec['outcome']}{by}: {rec['id']} ({rec['seconds']} s); {el / 60:.1f} min, ~{el / finished[0] * (len(left) - finished[0]) / 60:.0f} min left")  # fmt: skip
 
-    pool.map(task, ([mrun.CONTROL] if store.get("control") is None else []) + left, done)
+    keys = ([mrun.CONTROL] if store.get("control") is None else []) + left
+    if executor is None:
+        return pool.map(task, keys, done)
+    source, fetch = (str(front.root), False) if args.cluster == "local" else (front.spec, True)
+    stop = stop_on.read_text() if stop_on is not None else None
+    on = remote.Remote(campaign, source, fetch, launcher=getattr(harness.launcher, "cold", harness.launcher), stop=stop)
+    on.run(executor, todo, keys, done, say)
 
 
 def _anchor_reference(

@@ -39,6 +39,7 @@ PROBES = "deferlab.properties.probes"  # the campaign's pytest plugin, named (th
 PROBES_ENV, STOP_ENV = "DEFERLAB_MUTATE_PROBES", "DEFERLAB_MUTATE_STOP_ON"
 COLLECT_ENV, OUTCOMES_ENV = "DEFERLAB_MUTATE_COLLECT", "DEFERLAB_MUTATE_OUTCOMES"
 WARM_ENV = "DEFERLAB_MUTATE_WARM"
+INCOMPETENT = "the mutation changes nothing or does not compile (cosmic-ray's incompetent)"
 CONTROL = "(control)"  # the unmutated tree, run as a mutant is: every unit, warm where the mutants are
 STOP = threading.Event()  # set when the command stops: no new process starts, and a killed run is no outcome
 
@@ -85,6 +86,10 @@ class Harness:
 
     def system(self, tree: Path | str) -> System:
         return System(self.engine, str(tree), family=self.family)
+
+    def suite_root(self) -> Path:
+        """Where the checks' node ids are anchored on this machine (a cluster worker re-anchors them here)."""
+        return runner.suite_path()
 
     def run(self, request: Request, scratch: Path) -> RunRecord:
         """``request`` in ``scratch`` (its log and results there); `Interrupted` when stopping."""
@@ -284,6 +289,12 @@ class Pool:
 
 
 # --- the reference ----------------------------------------------------------------------------------------------------
+def part(label: str, v: Verdict, seconds: float) -> dict[str, Any]:
+    """A run's verdict as a mutant's record holds it: at its top ("" label) or under its label."""
+    got = {"outcome": v.outcome, "killed_by": v.killed_by, "reasons": v.reasons, "seconds": seconds}
+    return {label: got} if label else got
+
+
 def absolute(reference: dict[str, Any], nodes: Iterable[str]) -> list[str]:
     """Node ids as the runner takes them: under the rootdir they were collected in."""
     return [f"{reference['rootdir']}/{n}" for n in nodes]
@@ -311,32 +322,42 @@ class Campaign:
     anchor: Callable[[Slot, str], dict[str, Any]] | None = None  # `anchor.run_mutant` with its reference
     how: Callable[[Slot], str] = lambda slot: "cold"  # how a slot's last run ran (the launcher's count)
 
+    def nodes(self, units: list[str]) -> list[str]:
+        """The node ids of ``units``, quick tests first (relative to the reference's rootdir)."""
+        nodes_of = select.nodes_by_unit(self.reference["nodes"])
+        return sorted((n for u in units for n in nodes_of.get(u, [])), key=lambda n: self.reference["durations"].get(n, 30.0))  # fmt: skip
+
+    def verdict(self, record: RunRecord, units: list[str], load_error: Callable[[], str | None]) -> Verdict:
+        return judge(self.reference, record, units, select.nodes_by_unit(self.reference["nodes"]), load_error)
+
     def judged(self, slot: Slot, units: list[str]) -> tuple[Verdict, float]:
         """``units`` on ``slot``'s tree, quick tests first, judged."""
-        nodes_of = select.nodes_by_unit(self.reference["nodes"])
-        nodes = sorted((n for u in units for n in nodes_of.get(u, [])), key=lambda n: self.reference["durations"].get(n, 30.0))  # fmt: skip
+        nodes = self.nodes(units)
         env = {STOP_ENV: str(self.stop_on)} if self.stop_on else None
         record = self.harness.claims(slot.tree.path, absolute(self.reference, nodes), slot.scratch, self.timeout(nodes), env)  # fmt: skip
-        v = judge(self.reference, record, units, nodes_of, lambda: self.harness.load_error(slot.tree.path))
-        return v, record.seconds
+        return self.verdict(record, units, lambda: self.harness.load_error(slot.tree.path)), record.seconds
+
+    def runs_of(self, m: engine.Mutant) -> tuple[list[str] | None, list[tuple[str, list[str]]]]:
+        """(the units the probes chose for ``m``, None: they could not say; its runs: label -> units), the first
+        run's label "" (the chosen units, or every one), then "all_claims" when it is measured both ways."""
+        chosen = select.claims_for(f"{m.file}:{m.function}" if m.function else None, self.reach)
+        every = units_of(self.reference)
+        return chosen, [("", chosen or every)] + ([("all_claims", every)] if m.id in self.both_ways else [])
 
     def mutant(self, slot: Slot, m: engine.Mutant) -> dict[str, Any]:
         """Apply, run the selected units (and every unit when measuring selection), judge, restore."""
         rec: dict[str, Any] = {**asdict(m), "id": m.id, "node": list(m.node)}
-        chosen = select.claims_for(f"{m.file}:{m.function}" if m.function else None, self.reach)
-        every = units_of(self.reference)
+        chosen, runs = self.runs_of(m)
         try:
             code = self.sources.mutated(m)
             if code is None:
-                raise ValueError("the mutation changes nothing or does not compile (cosmic-ray's incompetent)")
+                raise ValueError(INCOMPETENT)
             rec["diff"] = engine.diff(self.sources.text(m.file), code, m.file)
             slot.tree.apply(m.file, code)
             try:
-                for label, wanted in (("", chosen or every), ("all_claims", every if m.id in self.both_ways else None)):
-                    if wanted is not None:
-                        v, seconds = self.judged(slot, wanted)
-                        part = {"outcome": v.outcome, "killed_by": v.killed_by, "reasons": v.reasons, "seconds": seconds}  # fmt: skip
-                        rec.update({label: part} if label else part)
+                for label, wanted in runs:
+                    v, seconds = self.judged(slot, wanted)
+                    rec.update(part(label, v, seconds))
                 if self.anchor is not None:  # the checkout's own unit tests of the file, on the same mutant
                     rec["anchor"] = self.anchor(slot, m.file)
             finally:

@@ -140,6 +140,27 @@ MUTATE_ROWS = [
         r"--anchor: no test file or folder 'test/nope\.py'",
     ),
     BadCli(
+        "mutate cluster address",
+        lambda t: _mutate(t, "--cluster", "nowhere"),
+        r"--cluster: 'nowhere' is no cluster address; accepted: 'auto' .*'ray://HOST:PORT', or 'local'",
+    ),
+    BadCli(
+        "mutate cluster nobody answers",
+        lambda t: ["mutate", "--sglang", "0.5.23", "--cluster", "ray://127.0.0.1:1", "--out", str(t / "out")],
+        r"--cluster: ray://127\.0\.0\.1:1: nobody answers at 127\.0\.0\.1:1 \(.*\); accepted: 'auto'",
+    ),
+    BadCli(
+        "mutate cluster remote checkout",
+        lambda t: _mutate(t, "--cluster", "ray://127.0.0.1:1"),
+        r"--cluster ray://127\.0\.0\.1:1: --sglang '.*python' is a path on this machine, which a worker does not "
+        r"have; accepted with a remote cluster: a release version \(or --cluster local\)",
+    ),
+    BadCli(
+        "mutate cluster anchor",
+        lambda t: _mutate(t, "--anchor", "--cluster", "local"),
+        r"--cluster local: --anchor runs the checkout's unit tests on this machine; run the anchor without --cluster",
+    ),
+    BadCli(
         "mutate vllm update baseline",
         lambda t: _vllm(t, "--update-baseline"),
         r"--update-baseline with --vllm needs --baseline FILE \(the default, mutate_baseline\.json, is SGLang's",

@@ -13,6 +13,7 @@ import pytest
 from deferlab.reference.system.errors import UsageError
 from deferlab.reference.system.systems import System
 from deferlab.reports.core import executor, process, runner
+from tests.reports.ray_support import mark, ray_processes
 
 SUITE_PLUGIN = "deferlab.properties.suite"
 
@@ -75,12 +76,15 @@ def test_nobody_answering_is_one_line_within_30_s() -> None:
 
 @pytest.mark.extra("cluster")
 @pytest.mark.slow
-def test_a_local_cluster_runs_tasks_places_a_gpu_task_and_refuses_a_foreign_worker(tmp_path: Path) -> None:
+def test_a_local_cluster_runs_tasks_places_a_gpu_task_and_refuses_a_foreign_worker(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
     """One local Ray instance (loopback, a custom resource 'fakegpu' standing in for a GPU node): a CPU task, a
     task that asks for the GPU stand-in (placed, its CUDA read inside the task), a task no node can place
     (cancelled at its deadline, recorded), and a worker whose versions differ (refused in one line)."""
     from deferlab.reports.core import cluster
 
+    marked = mark(monkeypatch)  # its own instance's processes, not another xdist worker's
     lines: list[str] = []
     ray_exec = executor.executor_for("local", say=lines.append, num_cpus=2, resources={"fakegpu": 1})
     try:
@@ -102,19 +106,4 @@ def test_a_local_cluster_runs_tasks_places_a_gpu_task_and_refuses_a_foreign_work
         assert got["refused"].endswith("accepted: a worker with the driver's deferlab, torch and Python")
     finally:
         ray_exec.close()
-    time.sleep(1.0)
-    assert _ray_processes() == []
-
-
-def _ray_processes() -> list[int]:
-    """Ray's own processes still running (its raylet, GCS, workers)."""
-    found = []
-    for entry in Path("/proc").iterdir():
-        if entry.name.isdigit():
-            try:
-                cmd = (entry / "cmdline").read_bytes().replace(b"\0", b" ")
-            except OSError:
-                continue
-            if b"raylet" in cmd or b"gcs_server" in cmd or b"ray::" in cmd or b"default_worker.py" in cmd:
-                found.append(int(entry.name))
-    return found
+    assert ray_processes(marked, wait=10) == []
