@@ -2,8 +2,9 @@
 claims.toml's rows for its family and path, a family a release does not serve ``n/a`` with its reason, and the
 families x engines table (families.md, ``--format families``) the README embeds.
 
-``versions_families.json`` is what ``deferlab versions 0.5.23 --vllm 0.34.0 --model all`` wrote (profile ci),
-trimmed to what families.md reads; the runs here are fake (`test_versions.fake_runner`): records rebuilt from it.
+``reports/example/versions-newest/versions.json`` is what ``bash scripts/versions.sh --newest`` (SGLang 0.5.23,
+vLLM 0.34.0, ``--model all``, profile ci) wrote; the runs here are fake (`test_versions.fake_runner`): records
+rebuilt from it.
 """
 
 from __future__ import annotations
