@@ -33,6 +33,8 @@ from tests.reports.mutate_fake import claims_vllm as fake_vllm
 from tests.reports.mutate_fake.fakes import FAKE, HERE, VLLM_FAKE, FakeHarness, FakeVLLMHarness
 from tests.reports.ray_support import mark, ray_processes
 
+pytestmark = pytest.mark.extra("mutate")  # selected by CI's `-m extra` phase, skipped (naming it) without
+
 GATE = "sglang/srt/gate.py"
 CAMPAIGN = [
     "--sample",

@@ -14,6 +14,8 @@ from deferlab.reports.report.served.paths import model_paths
 from deferlab.reports.report.sweeps import compiled as comp
 from deferlab.reports.report.sweeps import geometry as geo
 
+pytestmark = pytest.mark.extra("vllm")  # selected by CI's `-m extra` phase, skipped (naming it) without
+
 pytest.importorskip("numba")
 CFG = profile("kimi-k3")
 

@@ -35,6 +35,8 @@ from deferlab.reports.mutate.store import Store
 from tests.front_door.mutate import MUTATE_ROWS
 from tests.reports.mutate_fake.fakes import FAKE, FakeHarness, descendants, still_running
 
+pytestmark = pytest.mark.extra("mutate")  # selected by CI's `-m extra` phase, skipped (naming it) without
+
 GATE = "sglang/srt/gate.py"
 
 

@@ -27,6 +27,8 @@ from deferlab.reports.mutate import render as mutate_render
 from deferlab.reports.mutate import runs as mutate_run
 from tests.reports.mutate_fake.fakes import FAKE, VLLM_FAKE, FakeHarness, FakeVLLMHarness
 
+pytestmark = pytest.mark.extra("mutate")  # selected by CI's `-m extra` phase, skipped (naming it) without
+
 SERVED = "vllm/multimodal/served.py"
 GATE = "sglang/srt/gate.py"
 TOP = FAKE.parent  # the fake SGLang checkout's top (python/ and test/ inside)

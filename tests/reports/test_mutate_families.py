@@ -24,6 +24,8 @@ from deferlab.reports.mutate import select
 from tests.reports.mutate_fake.fakes import VLLM_FAKE, FakeVLLMHarness
 from tests.reports.test_mutate_engines import _cache, _run  # noqa: F401 - the fixture, autoused here too
 
+pytestmark = pytest.mark.extra("mutate")  # selected by CI's `-m extra` phase, skipped (naming it) without
+
 SERVED = "vllm/multimodal/served.py"
 
 

@@ -10,6 +10,8 @@ from PIL import Image
 
 from deferlab.reference.system.profiles import profile
 
+pytestmark = pytest.mark.extra("vllm")  # vLLM runs for real: numba and pydantic (the vllm extra)
+
 K3 = profile("kimi-k3")
 
 

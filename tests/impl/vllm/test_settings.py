@@ -12,6 +12,8 @@ import pytest
 from deferlab.impl.vllm import serving
 from deferlab.reference.system.errors import InputTypeError, InputValueError
 
+pytestmark = pytest.mark.extra("vllm")  # vLLM runs for real: numba and pydantic (the vllm extra)
+
 
 def test_settings_refuse_bad_input_in_one_line():
     assert serving.Settings() == serving.Settings(None, {}, "bfloat16")

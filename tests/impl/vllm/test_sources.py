@@ -11,6 +11,8 @@ import pytest
 from deferlab.impl.loader.sources import Resolved
 from deferlab.impl.vllm import sources
 
+pytestmark = pytest.mark.extra("vllm")  # vLLM runs for real: numba and pydantic (the vllm extra)
+
 
 def _tree(root: Path, with_path: bool) -> Path:
     (root / "vllm" / "multimodal").mkdir(parents=True)
