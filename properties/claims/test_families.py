@@ -13,11 +13,12 @@ engine with both paths; on SGLang, and on the model, C4 is ``test_eager_deferred
 from __future__ import annotations
 
 from functools import cache
+from typing import Any
 
 import pytest
 from hypothesis import strategies as st
 
-from deferlab.properties import claimcheck, served
+from deferlab.properties import claimcheck, family_geometry, served
 from deferlab.properties import families as fam
 from deferlab.properties.strategies import served as ss
 from deferlab.reference.system import families
@@ -64,10 +65,17 @@ def sizes(family: str) -> st.SearchStrategy[tuple[int, int]]:
 
 @pytest.mark.families("others")
 @pytest.mark.claim("C13")
-def test_claim_c13_family_geometry_equals_checkpoint(served_paths, policy, model_family):
-    """C13 for a family: resize target, grid and prompt tokens equal the checkpoint's for every size."""
+def test_claim_c13_family_geometry_equals_checkpoint(served_session, served_paths, policy, model_family):
+    """C13 for a family: resize target, grid and prompt tokens equal the checkpoint's for every size; on an
+    engine, also every size up to 4096 x 4096 of the engine's own geometry function against the vectorized
+    oracle (`properties.family_geometry`), whose first differing size is pinned as a counterexample."""
     ok, why = _applies(served_paths, model_family, policy, "C13")
     cfg, want = fam.config(model_family), trained(model_family)
+    sweep = exhaustive(served_session, served_paths, model_family) if ok else None
+    pinned = list(WORKED.get(_kind(model_family), []))
+    if sweep is not None and sweep.counterexample is not None and sweep.counterexample not in pinned:
+        pinned.append(sweep.counterexample)  # the sweep's first difference, decided on the path's own geometry
+    text = f"{model_family}: worked sizes of semantics §18 and drawn sizes up to 4096 per side"
     verdict = claimcheck.verify_claim(
         "C13",
         policy,
@@ -75,13 +83,20 @@ def test_claim_c13_family_geometry_equals_checkpoint(served_paths, policy, model
         lambda v: served.problems(
             served_paths, lambda p: fam.geometry_problem(p, v[0], v[1], cfg, want), f"[{v[0]}x{v[1]}]"
         ),
-        pinned=WORKED.get(_kind(model_family), []),
-        evidence=f"{model_family}: worked sizes of semantics §18 and drawn sizes up to 4096 per side",
+        pinned=pinned,
+        evidence=text + (f"; {sweep.evidence()}" if sweep is not None else ""),
         applicable=ok,
         not_applicable=why,
         provenance=served.provenance(served_paths) if ok else {},
     )
     claimcheck.assert_expected("C13", policy, verdict)
+
+
+def exhaustive(session: Any, paths: list, family: str) -> family_geometry.Exhaustive | None:
+    """C13's exhaustive sweep on an engine (none on deferlab's model, which serves Kimi-K3 only)."""
+    if session.engine is None or _kind(family) == "norm":
+        return None
+    return family_geometry.exhaustive(session.engine, paths, fam.config(family))
 
 
 def cases() -> st.SearchStrategy[tuple[str, int, int, int]]:

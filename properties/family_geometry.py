@@ -1,0 +1,225 @@
+"""C13's exhaustive part for a full family (semantics §18): the engine's own geometry function over every width x
+height in 1..4096, compiled (`properties.geometry_sweep`), against deferlab's vectorized oracle.
+
+Which function, per engine and family (the one the path's ``geometry`` rests on):
+
+* vLLM Qwen2.5-VL: ``vllm.model_executor.models.qwen2_vl.smart_resize``; Qwen3-VL: ``qwen3_vl.image_smart_resize``
+  (both transformers' ``smart_resize`` as the release imports it), called ``(height, width, factor, min_pixels,
+  max_pixels)`` with the family config's values; compared: the resize target (width, height), `REFUSED` where
+  it raises (a side ratio over 200) and where `reference.oracle.qwen.resize_targets` gives 0.
+* SGLang Qwen: ``smart_resize`` of the module of the image processor class SGLang holds (transformers 5.19.0's).
+* vLLM InternVL: ``vllm.transformers_utils.processors.internvl.calculate_internvl_targets`` with the ratios, tile
+  size and thumbnail flag the release's processor resolves; compared: the tiled canvas (width, height) and the
+  tiles with the thumbnail, against `reference.oracle.internvl.tiles_array`.
+* SGLang InternVL: nothing to compile (its ``dynamic_preprocess`` tiles a torch tensor; numba compiles no
+  torch): the path's own ``geometry`` runs interpreted on a reduced set, and the evidence says so.
+
+Before the sweep the function (interpreted) is compared with the path's own ``geometry`` on the worked and some
+random sizes (`spot_sizes`): a sweep of a function the path does not compute with would prove nothing.
+"""
+
+from __future__ import annotations
+
+import sys
+import time
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from functools import partial
+from typing import Any
+
+import numpy as np
+
+from deferlab.properties import geometry_sweep as gs
+from deferlab.reference.oracle import internvl, qwen
+from deferlab.reference.system.family_configs import InternVLConfig, QwenVLConfig
+
+MAX_SIDE = 4096
+OUTPUTS = {"qwen": ("width", "height"), "internvl": ("width", "height", "tiles")}
+QWEN_CALL = gs.Call("f(h, w, a0, a1, a2)", ("r[1]", "r[0]"))
+INTERNVL_CALL = gs.Call(
+    "f(orig_width=w, orig_height=h, target_ratios=a0, image_size=a1, use_thumbnail=a2)", ("r[1]", "r[2]", "r[0]")
+)
+VLLM_QWEN = {"qwen2.5-vl": ("vllm.model_executor.models.qwen2_vl", "smart_resize"),
+             "qwen3-vl": ("vllm.model_executor.models.qwen3_vl", "image_smart_resize")}  # fmt: skip
+VLLM_INTERNVL = "vllm.transformers_utils.processors.internvl"
+ORACLE = {"qwen": "reference.oracle.qwen.resize_targets", "internvl": "reference.oracle.internvl.tiles_array"}
+WORKED = {  # where each rule turns (semantics §18.2, §18.4)
+    "qwen": [(1, 1), (42, 70), (70, 42), (56, 56), (200, 1), (201, 1), (3584, 3626), (28, 5600), (4096, 4096)],
+    "internvl": [(448, 448), (224, 224), (896, 448), (1344, 448), (800, 800), (1000, 1000), (3000, 1000), (7, 2),
+                 (2, 7), (500, 1000)],
+}  # fmt: skip
+SPOT_RANDOM = 200
+REDUCED_RANDOM = 1500  # random sizes of the interpreted fallback (with every size up to 48 and the boundaries)
+_SWEEPS: dict[tuple[str, ...], gs.Sweep] = {}  # one sweep per function, arguments and config (columns share one)
+
+
+def kind_of(cfg: Any) -> str:
+    if isinstance(cfg, QwenVLConfig):
+        return "qwen"
+    if isinstance(cfg, InternVLConfig):
+        return "internvl"
+    raise TypeError(f"no geometry for a {type(cfg).__name__}: the family is judged on normalization only")
+
+
+def steps(cfg: Any) -> tuple[int, ...]:
+    """The sides whose multiples (+-1) are the family's boundaries."""
+    if isinstance(cfg, QwenVLConfig):
+        return (cfg.patch_size, cfg.factor)
+    return (cfg.image_size // 2, cfg.image_size)
+
+
+def oracle_grid(cfg: Any, ws: np.ndarray, hs: np.ndarray) -> np.ndarray:
+    """int64 (K, *broadcast shape): the vectorized oracle, `REFUSED` where the checkpoint refuses the size."""
+    if isinstance(cfg, QwenVLConfig):
+        new_h, new_w = qwen.resize_targets(hs, ws, cfg)
+        found = np.stack([new_w, new_h])
+        return np.where(found == 0, gs.REFUSED, found)
+    cols, rows, tiles = internvl.tiles_array(ws, hs, cfg)
+    s = cfg.image_size
+    return np.stack([np.asarray(cols, np.int64) * s, np.asarray(rows, np.int64) * s, np.asarray(tiles, np.int64)])
+
+
+def path_row(path: Any, cfg: Any, w: int, h: int) -> list[int]:
+    """The path's own ``geometry`` as the compared values; every value `REFUSED` where it raises."""
+    try:
+        g = path.geometry(w, h, cfg)
+    except Exception:  # noqa: BLE001 - a refusal (or a failure) is compared, never raised
+        return [gs.REFUSED] * len(OUTPUTS[kind_of(cfg)])
+    return [int(g.width), int(g.height)] + ([int(g.grid[2])] if isinstance(cfg, InternVLConfig) else [])
+
+
+@dataclass
+class Target:
+    """The engine function a path's geometry rests on and its arguments; ``fn`` None when there is none to
+    compile (``why``)."""
+
+    function: str
+    fn: Callable[..., Any] | None
+    call: gs.Call | None
+    args: tuple[Any, ...]
+    why: str = ""
+
+
+def _qualified(fn: Callable[..., Any], where: str, name: str) -> str:
+    own = f"{fn.__module__}.{fn.__qualname__}"
+    version = getattr(sys.modules.get(fn.__module__.split(".")[0]), "__version__", None)
+    text = f"{where}.{name}" + (f" (= {own})" if own != f"{where}.{name}" else "")
+    return text + (f" [{fn.__module__.split('.')[0]} {version}]" if version else "")
+
+
+def engine_target(engine: str, path: Any, cfg: Any) -> Target:
+    """The function ``path`` (of ``engine``: "vllm" or "sglang") computes its geometry with (module docstring)."""
+    if isinstance(cfg, QwenVLConfig):
+        args = (cfg.factor, cfg.min_pixels, cfg.max_pixels)
+        if engine == "vllm":
+            module, name = VLLM_QWEN[path.family]
+            fn = getattr(path.source.module(module), name)
+            return Target(_qualified(fn, module, name), fn, QWEN_CALL, args)
+        ip = path.processor(cfg)._processor.image_processor
+        module = type(ip).__module__
+        fn = sys.modules[module].smart_resize
+        return Target(_qualified(fn, module, "smart_resize"), fn, QWEN_CALL, args)
+    if engine == "vllm":
+        _, processor = path.state(cfg)
+        ip = processor.image_processor
+        ratios = processor.resolve_target_ratios(use_thumbnail=False)
+        if gs.extras.missing("numba") is None:
+            from numba.typed import List
+
+            ratios = List(tuple(int(v) for v in r) for r in ratios)
+        fn = path.source.module(VLLM_INTERNVL).calculate_internvl_targets
+        return Target(
+            _qualified(fn, VLLM_INTERNVL, "calculate_internvl_targets"),
+            fn,
+            INTERNVL_CALL,
+            (ratios, int(ip.image_size), bool(ip.use_thumbnail)),
+        )
+    return Target(
+        f"{path.system} InternVLProcessor.dynamic_preprocess (through the path's geometry)",
+        None,
+        None,
+        (),
+        "SGLang's dynamic_preprocess tiles a torch tensor: numba compiles no torch, so nothing is compiled",
+    )
+
+
+def spot_sizes(kind: str, cfg: Any, seed: int = 29) -> tuple[np.ndarray, np.ndarray]:
+    """The worked sizes, 64 boundary pairs and `SPOT_RANDOM` random sizes up to `MAX_SIDE`."""
+    rng = np.random.default_rng(seed)
+    edge = gs.boundary_sides(steps(cfg), MAX_SIDE)
+    both = np.concatenate(
+        [np.asarray(WORKED[kind]), rng.choice(edge, (64, 2)), rng.integers(1, MAX_SIDE + 1, (SPOT_RANDOM, 2))]
+    )
+    both = both[(both <= MAX_SIDE).all(axis=1)].astype(np.int64)
+    return both[:, 0], both[:, 1]
+
+
+def reduced_sizes(kind: str, cfg: Any) -> tuple[np.ndarray, np.ndarray]:
+    """The interpreted fallback's sizes: the worked sizes first, then `geometry_sweep.check_sizes` with
+    `REDUCED_RANDOM` random sizes."""
+    cw, ch = gs.check_sizes(steps(cfg), MAX_SIDE, n_random=REDUCED_RANDOM)
+    worked = np.asarray(WORKED[kind], np.int64)
+    return np.concatenate([worked[:, 0], cw]), np.concatenate([worked[:, 1], ch])
+
+
+@dataclass
+class Exhaustive:
+    """The exhaustive part's result for one engine's paths of a family: the sweep, the spot check, the size to pin
+    (the first difference, or None)."""
+
+    sweep: gs.Sweep
+    spot: list[str]
+    kind: str
+    shared: bool = False  # the sweep of an earlier column of the session (same function, arguments and config)
+
+    @property
+    def counterexample(self) -> tuple[int, int] | None:
+        return self.sweep.first
+
+    def evidence(self) -> str:
+        text = self.sweep.evidence(ORACLE[self.kind], OUTPUTS[self.kind])
+        if self.shared:
+            text += " [swept once for an earlier column: the same function, arguments and config]"
+        if self.spot:
+            text += f"; the swept function differs from the path's own geometry at {'; '.join(self.spot[:2])}"
+        return text
+
+
+def exhaustive(engine: str, paths: Sequence[Any], cfg: Any) -> Exhaustive | None:
+    """C13's exhaustive sweep for ``paths`` (one engine's paths of one family; they share one geometry
+    function, checked on each path's own geometry); None when no path has one (normalization-only family)."""
+    if not paths:
+        return None
+    kind = kind_of(cfg)
+    oracle = partial(oracle_grid, cfg)
+    if gs.extras.missing("numba") is not None:
+        note = f"the compiled sweep {gs.extras.missing('numba')}; the claim decides on the drawn sizes"
+        return Exhaustive(gs.Sweep("the engine's geometry function", "skipped", note=note), [], kind)
+    t0 = time.perf_counter()
+    target = engine_target(engine, paths[0], cfg)
+    sw, sh = spot_sizes(kind, cfg)
+    spot: list[str] = []
+    if target.fn is not None:
+        theirs = gs.evaluate(gs.interpreted(target.fn, target.call, target.args), sw, sh)
+        for p in paths:
+            own = gs.evaluate(partial(path_row, p, cfg), sw, sh)
+            spot += gs.disagreements(theirs, own, sw, sh, f"function vs {p.name}")
+    key = (engine, target.function, str(target.call), str([list(a) if not np.isscalar(a) else a for a in target.args]),
+           repr(cfg), str(id(target.fn)) if target.fn is not None else paths[0].name)  # fmt: skip
+    if key in _SWEEPS:
+        return Exhaustive(_SWEEPS[key], spot, kind, shared=True)
+    found = gs.sweep_function(
+        target.fn,
+        target.call,
+        target.args,
+        target.function,
+        oracle,
+        steps=steps(cfg),
+        max_side=MAX_SIDE,
+        fallback=partial(path_row, paths[0], cfg),
+        reduced=lambda: reduced_sizes(kind, cfg),
+        why_not=target.why,
+    )
+    found.seconds = time.perf_counter() - t0
+    _SWEEPS[key] = found
+    return Exhaustive(found, spot, kind)
