@@ -28,6 +28,7 @@ import types
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any
 
 from packaging.requirements import InvalidRequirement, Requirement
 from packaging.specifiers import InvalidSpecifier, SpecifierSet
@@ -300,16 +301,14 @@ def _python_only(package: str) -> Callable[[str], bool]:
     return keep
 
 
-TRANSFORMERS = Companion(
-    Engine(
-        name="transformers",
-        distribution="transformers",
-        package="transformers",
-        display="transformers",
-        bare_packages=False,
-        example_version="5.22.2",
-    ),
-)
+def _library(name: str, example_version: str, **layout: Any) -> Engine:
+    """A companion library's `Engine`: distribution, import package and display name all ``name``; its package
+    ``__init__.py`` files run (guarded), unlike an engine's."""
+    names = dict.fromkeys(("name", "distribution", "package", "display"), name)
+    return Engine(**names, bare_packages=False, example_version=example_version, **layout)
+
+
+TRANSFORMERS = Companion(_library("transformers", "5.22.2"))
 
 # torchvision's operator schemas its ``_meta_registrations.py`` registers fake kernels for unconditionally
 # (``torch.library.register_fake("torchvision::nms")``, ``"torchvision::qnms"``): without its compiled ops they do
@@ -359,15 +358,7 @@ def torch_series() -> tuple[str, str]:
 
 
 TORCHVISION = Companion(
-    Engine(
-        name="torchvision",
-        distribution="torchvision",
-        package="torchvision",
-        display="torchvision",
-        bare_packages=False,
-        example_version="0.29.0",
-        wheel_members=_python_only("torchvision"),
-    ),
+    _library("torchvision", "0.29.0", wheel_members=_python_only("torchvision")),
     note=(
         "its Python only: the compiled extensions (_C_stable, image_stable) and bundled libraries are not unpacked "
         "(built for the torch the release pins), so its C++ ops are absent (torchvision.extension._has_ops() is "

@@ -247,22 +247,28 @@ def _build_msgspec(name: str) -> StandInModule:
     mod = StandInModule(name)
     mod.__deferlab_functional__ = True
     if name == "msgspec":
-        mod.Struct = Struct
-        mod.field = field
-        mod.NODEFAULT = NODEFAULT
-        mod.UNSET = NODEFAULT
-        mod.MsgspecError = MsgspecError
-        mod.DecodeError = DecodeError
-        mod.ValidationError = ValidationError
-        mod.EncodeError = EncodeError
-        mod.structs = build_msgspec("msgspec.structs")
+        names = {
+            "Struct": Struct,
+            "field": field,
+            "NODEFAULT": NODEFAULT,
+            "UNSET": NODEFAULT,
+            "MsgspecError": MsgspecError,
+            "DecodeError": DecodeError,
+            "ValidationError": ValidationError,
+            "EncodeError": EncodeError,
+            "structs": build_msgspec("msgspec.structs"),
+        }
     else:
-        mod.fields = _fields
-        mod.replace = _replace
-        mod.asdict = _asdict
-        mod.astuple = _astuple
-        mod.force_setattr = _force_setattr
-        mod.FieldInfo = FieldInfo
+        names = {
+            "fields": _fields,
+            "replace": _replace,
+            "asdict": _asdict,
+            "astuple": _astuple,
+            "force_setattr": _force_setattr,
+            "FieldInfo": FieldInfo,
+        }
+    for attr, value in names.items():
+        setattr(mod, attr, value)
     return mod
 
 

@@ -23,22 +23,13 @@ from deferlab.reference.system.errors import InputTypeError, InputValueError
 
 # The normalization-only families: vLLM's model class (architecture, source file) and its display name.
 NORM_FAMILIES: dict[str, tuple[serving.ModelClass, str]] = {
-    "glm-4.1v": (
-        serving.ModelClass("Glm4vForConditionalGeneration", "vllm/model_executor/models/glm4_1v.py"),
-        "GLM-4.1V",
-    ),
-    "mistral3": (
-        serving.ModelClass("Mistral3ForConditionalGeneration", "vllm/model_executor/models/mistral3.py"),
-        "Mistral 3",
-    ),
-    "gemma3": (
-        serving.ModelClass("Gemma3ForConditionalGeneration", "vllm/model_executor/models/gemma3_mm.py"),
-        "Gemma 3",
-    ),
-    "gemma4": (
-        serving.ModelClass("Gemma4ForConditionalGeneration", "vllm/model_executor/models/gemma4_mm.py"),
-        "Gemma 4",
-    ),
+    name: (serving.ModelClass(architecture, f"vllm/model_executor/models/{module}.py"), display)
+    for name, architecture, module, display in (
+        ("glm-4.1v", "Glm4vForConditionalGeneration", "glm4_1v", "GLM-4.1V"),
+        ("mistral3", "Mistral3ForConditionalGeneration", "mistral3", "Mistral 3"),
+        ("gemma3", "Gemma3ForConditionalGeneration", "gemma3_mm", "Gemma 3"),
+        ("gemma4", "Gemma4ForConditionalGeneration", "gemma4_mm", "Gemma 4"),
+    )
 }
 FULL_FAMILIES = ("kimi-k3", "qwen2.5-vl", "qwen3-vl", "internvl")
 FAMILIES = (*FULL_FAMILIES, *NORM_FAMILIES)

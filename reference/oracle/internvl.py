@@ -30,7 +30,7 @@ from PIL import Image
 
 from deferlab.reference.system.errors import InputTypeError, InputValueError
 from deferlab.reference.system.family_configs import InternVLConfig
-from deferlab.reference.system.validate import check_positive_int, type_name
+from deferlab.reference.system.validate import check_instance, check_positive_int, type_name
 
 __all__ = [
     "closest_ratio",
@@ -46,11 +46,7 @@ _PILLOW_REFUSALS = (ValueError, TypeError, OverflowError, OSError)
 
 
 def _cfg(cfg: Any) -> InternVLConfig:
-    if not isinstance(cfg, InternVLConfig):
-        raise InputTypeError(
-            f"cfg must be an InternVLConfig (reference.system.family_configs.family_profile), got {type_name(cfg)}"
-        )
-    return cfg
+    return check_instance("cfg", cfg, InternVLConfig, "reference.system.family_configs.family_profile")
 
 
 def target_ratios(min_num: int, max_num: int) -> list[tuple[int, int]]:

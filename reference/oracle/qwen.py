@@ -33,7 +33,7 @@ from deferlab.reference.oracle.family_norm import checkpoint_levels
 from deferlab.reference.system.errors import InputTypeError, InputValueError
 from deferlab.reference.system.family_configs import QwenVLConfig
 from deferlab.reference.system.systems import at_least, is_release
-from deferlab.reference.system.validate import as_array, check_positive_int, type_name
+from deferlab.reference.system.validate import as_array, check_instance, check_positive_int, type_name
 
 __all__ = [
     "COMPOSITE_FROM",
@@ -59,11 +59,7 @@ _PILLOW_REFUSALS = (ValueError, TypeError, OverflowError, OSError)
 
 
 def _cfg(cfg: Any) -> QwenVLConfig:
-    if not isinstance(cfg, QwenVLConfig):
-        raise InputTypeError(
-            f"cfg must be a QwenVLConfig (reference.system.family_configs.family_profile), got {type_name(cfg)}"
-        )
-    return cfg
+    return check_instance("cfg", cfg, QwenVLConfig, "reference.system.family_configs.family_profile")
 
 
 def _refusal(height: int, width: int) -> InputValueError:

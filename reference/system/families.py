@@ -97,6 +97,62 @@ _DEVICE = (
 )
 _HOST = "mm_device_do_normalize off: the processor rescales and normalizes on the host (not the default)"
 
+
+def _served(engine: str, low: str, code: tuple[str, ...], note: str, high: str = "") -> Served:
+    """The engine's one default path (``served``) from ``low`` (to ``high``)."""
+    return Served(engine, low, high, "served", True, code, note)
+
+
+def _on_device(low: str, code: tuple[str, ...]) -> Served:
+    """vLLM's default from ``low`` on: ``code`` leaves rescale and normalize to FusedMMInputNorm on the device."""
+    return Served("vllm", low, "", "device-normalized", True, (*code, _VLLM_NORM), _DEVICE)
+
+
+def _device_and_host(low: str, code: tuple[str, ...]) -> tuple[Served, Served]:
+    """vLLM from ``low`` on: the default device-normalized path and the host-normalized one (not the default)."""
+    return _on_device(low, code), Served("vllm", low, "", "host-normalized", False, code, _HOST)
+
+
+def _qwen(
+    name: str,
+    display: str,
+    checkpoints: tuple[str, ...],
+    config_class: str,
+    module: str,
+    host_high: str,
+    device_low: str,
+    host_note: str,
+) -> Family:
+    """A Qwen-VL family: the transformers Qwen2VL processor, normalized on the host by vLLM up to ``host_high``
+    (``host_note`` says why) and on the device by default from ``device_low``."""
+    code = (f"vllm.model_executor.models.{module}", "transformers Qwen2VLImageProcessor")
+    return Family(
+        name=name,
+        display=display,
+        scope="full",
+        checkpoints=checkpoints,
+        processor_classes=(
+            "Qwen2VLImageProcessor",
+            "Qwen2VLImageProcessorFast",
+            config_class,
+            "Qwen2VLImageProcessorPil",
+        ),
+        trained="transformers:transformers.models.qwen2_vl.image_processing_pil_qwen2_vl.Qwen2VLImageProcessorPil",
+        profile=name,
+        needs=("transformers",),
+        served=(
+            Served("vllm", "0.27.0", host_high, "host-normalized", True, code, host_note),
+            *_device_and_host(device_low, code),
+            _served(
+                "sglang",
+                "0.5.17",
+                ("sglang.srt.multimodal.processors.qwen_vl", "transformers Qwen2VLImageProcessor"),
+                "the transformers processor on the fast-processor device (the CPU here), normalized there",
+            ),
+        ),
+    )
+
+
 FAMILIES: dict[str, Family] = {
     "kimi-k3": Family(
         name="kimi-k3",
@@ -107,149 +163,41 @@ FAMILIES: dict[str, Family] = {
         trained="deferlab.reference.oracle.checkpoint",  # restated: the checkpoint ships its own code
         profile="kimi-k3",
         served=(
-            Served(
+            _served(
                 "sglang",
                 "0.5.17",
-                "",
-                "served",
-                True,
                 ("sglang.srt.multimodal.processors.kimi_k3",),
                 "eager producer and, from 0.5.18, the deferred owner path (semantics §3, §16)",
             ),
-            Served(
+            _served(
                 "vllm",
                 "0.27.0",
-                "0.31.0",
-                "served",
-                True,
                 ("vllm.models.kimi_k3.common.mm_preprocess",),
                 "the checkpoint's remote-code processor behind vLLM's parser (semantics §16.1)",
+                high="0.31.0",
             ),
-            Served(
-                "vllm",
-                "0.32.0",
-                "",
-                "device-normalized",
-                True,
-                ("vllm.transformers_utils.processors.kimi_k25_vision_fused", _VLLM_NORM),
-                _DEVICE,
-            ),
-            Served(
-                "vllm",
-                "0.32.0",
-                "",
-                "host-normalized",
-                False,
-                ("vllm.transformers_utils.processors.kimi_k25_vision_fused",),
-                _HOST,
-            ),
+            *_device_and_host("0.32.0", ("vllm.transformers_utils.processors.kimi_k25_vision_fused",)),
         ),
     ),
-    "qwen2.5-vl": Family(
-        name="qwen2.5-vl",
-        display="Qwen2.5-VL",
-        scope="full",
-        checkpoints=("Qwen/Qwen2.5-VL-7B-Instruct", "Qwen/Qwen2.5-VL-3B-Instruct", "Qwen/Qwen2.5-VL-72B-Instruct"),
-        processor_classes=(
-            "Qwen2VLImageProcessor",
-            "Qwen2VLImageProcessorFast",
-            "Qwen2_5_VLImageProcessor",
-            "Qwen2VLImageProcessorPil",
-        ),
-        trained="transformers:transformers.models.qwen2_vl.image_processing_pil_qwen2_vl.Qwen2VLImageProcessorPil",
-        profile="qwen2.5-vl",
-        needs=("transformers",),
-        served=(
-            Served(
-                "vllm",
-                "0.27.0",
-                "0.30.0",
-                "host-normalized",
-                True,
-                ("vllm.model_executor.models.qwen2_5_vl", "transformers Qwen2VLImageProcessor"),
-                "before mm_device_do_normalize (0.31.0): the processor normalizes on the host",
-            ),
-            Served(
-                "vllm",
-                "0.31.0",
-                "",
-                "device-normalized",
-                True,
-                ("vllm.model_executor.models.qwen2_5_vl", "transformers Qwen2VLImageProcessor", _VLLM_NORM),
-                _DEVICE,
-            ),
-            Served(
-                "vllm",
-                "0.31.0",
-                "",
-                "host-normalized",
-                False,
-                ("vllm.model_executor.models.qwen2_5_vl", "transformers Qwen2VLImageProcessor"),
-                _HOST,
-            ),
-            Served(
-                "sglang",
-                "0.5.17",
-                "",
-                "served",
-                True,
-                ("sglang.srt.multimodal.processors.qwen_vl", "transformers Qwen2VLImageProcessor"),
-                "the transformers processor on the fast-processor device (the CPU here), normalized there",
-            ),
-        ),
+    "qwen2.5-vl": _qwen(
+        "qwen2.5-vl",
+        "Qwen2.5-VL",
+        ("Qwen/Qwen2.5-VL-7B-Instruct", "Qwen/Qwen2.5-VL-3B-Instruct", "Qwen/Qwen2.5-VL-72B-Instruct"),
+        "Qwen2_5_VLImageProcessor",
+        "qwen2_5_vl",
+        "0.30.0",
+        "0.31.0",
+        "before mm_device_do_normalize (0.31.0): the processor normalizes on the host",
     ),
-    "qwen3-vl": Family(
-        name="qwen3-vl",
-        display="Qwen3-VL",
-        scope="full",
-        checkpoints=("Qwen/Qwen3-VL-8B-Instruct", "Qwen/Qwen3-VL-4B-Instruct", "Qwen/Qwen3.5-0.8B"),
-        processor_classes=(
-            "Qwen2VLImageProcessor",
-            "Qwen2VLImageProcessorFast",
-            "Qwen3VLProcessor",
-            "Qwen2VLImageProcessorPil",
-        ),
-        trained="transformers:transformers.models.qwen2_vl.image_processing_pil_qwen2_vl.Qwen2VLImageProcessorPil",
-        profile="qwen3-vl",
-        needs=("transformers",),
-        served=(
-            Served(
-                "vllm",
-                "0.27.0",
-                "0.31.0",
-                "host-normalized",
-                True,
-                ("vllm.model_executor.models.qwen3_vl", "transformers Qwen2VLImageProcessor"),
-                "before Qwen3-VL declared mm_device_do_normalize (0.32.0): normalized on the host",
-            ),
-            Served(
-                "vllm",
-                "0.32.0",
-                "",
-                "device-normalized",
-                True,
-                ("vllm.model_executor.models.qwen3_vl", "transformers Qwen2VLImageProcessor", _VLLM_NORM),
-                _DEVICE,
-            ),
-            Served(
-                "vllm",
-                "0.32.0",
-                "",
-                "host-normalized",
-                False,
-                ("vllm.model_executor.models.qwen3_vl", "transformers Qwen2VLImageProcessor"),
-                _HOST,
-            ),
-            Served(
-                "sglang",
-                "0.5.17",
-                "",
-                "served",
-                True,
-                ("sglang.srt.multimodal.processors.qwen_vl", "transformers Qwen2VLImageProcessor"),
-                "the transformers processor on the fast-processor device (the CPU here), normalized there",
-            ),
-        ),
+    "qwen3-vl": _qwen(
+        "qwen3-vl",
+        "Qwen3-VL",
+        ("Qwen/Qwen3-VL-8B-Instruct", "Qwen/Qwen3-VL-4B-Instruct", "Qwen/Qwen3.5-0.8B"),
+        "Qwen3VLProcessor",
+        "qwen3_vl",
+        "0.31.0",
+        "0.32.0",
+        "before Qwen3-VL declared mm_device_do_normalize (0.32.0): normalized on the host",
     ),
     "internvl": Family(
         name="internvl",
@@ -265,21 +213,15 @@ FAMILIES: dict[str, Family] = {
         trained="deferlab.reference.oracle.internvl",  # restated from the model card's load_image
         profile="internvl",
         served=(
-            Served(
+            _served(
                 "vllm",
                 "0.27.0",
-                "",
-                "served",
-                True,
                 ("vllm.transformers_utils.processors.internvl",),
                 "vLLM's own processor: the model card's tiling, normalized on the host (no device norm)",
             ),
-            Served(
+            _served(
                 "sglang",
                 "0.5.17",
-                "",
-                "served",
-                True,
                 ("sglang.srt.multimodal.processors.internvl",),
                 "SGLang's own: normalize, then tile and resize with torch on the device (the CPU here)",
             ),
@@ -317,17 +259,7 @@ for _name, _display, _checkpoint, _classes, _module, _low in (
         processor_classes=_classes,
         trained="deferlab.reference.oracle.family_norm",  # the config's rescale and normalize, transformers' arithmetic
         profile=_name,
-        served=(
-            Served(
-                "vllm",
-                _low,
-                "",
-                "device-normalized",
-                True,
-                (f"vllm.model_executor.models.{_module}", _VLLM_NORM),
-                _DEVICE,
-            ),
-        ),
+        served=(_on_device(_low, (f"vllm.model_executor.models.{_module}",)),),
     )
 
 DEFAULT = "kimi-k3"

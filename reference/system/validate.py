@@ -17,13 +17,14 @@ from __future__ import annotations
 
 import math
 from collections.abc import Iterable, Mapping, Sequence
-from typing import Any
+from typing import Any, TypeVar
 
 import numpy as np
 
 from deferlab.reference.system.errors import InputTypeError, InputValueError
 
 ARITHMETICS = ("cpu", "cuda")
+_T = TypeVar("_T")
 
 
 def type_name(value: Any) -> str:
@@ -160,6 +161,14 @@ def check_mapping(name: str, value: Any) -> Mapping[str, Any]:
     """A dict-like table (a JSON object, a TOML table)."""
     if not isinstance(value, Mapping):
         raise InputTypeError(f"{name} must be a table (dict), got {type_name(value)}")
+    return value
+
+
+def check_instance(name: str, value: Any, kind: type[_T], source: str) -> _T:
+    """``value`` when it is a ``kind`` (``source`` says where one comes from); else one InputTypeError."""
+    if not isinstance(value, kind):
+        article = "an" if kind.__name__[:1] in "AEIOU" else "a"
+        raise InputTypeError(f"{name} must be {article} {kind.__name__} ({source}), got {type_name(value)}")
     return value
 
 

@@ -50,6 +50,7 @@ from deferlab.reports.core.sides import (
     selected_families,
     strict_switch,
 )
+from deferlab.reports.families.cli import add_model_option
 
 FORMATS = ("md", "json", "junit")
 
@@ -70,12 +71,7 @@ def add_parser(sub: Any) -> argparse.ArgumentParser:
         metavar="IDS",
         help="only these claims, comma-separated (e.g. C4,C9; default every claim of the engine)",
     )
-    p.add_argument(
-        "--model",
-        metavar="FAMILY",
-        default=None,
-        help="the model families both sides judge: one, a comma-separated list, or 'all' (default kimi-k3)",
-    )
+    add_model_option(p, "the model families both sides judge: one, a comma-separated list, or 'all' (default kimi-k3)")
     p.add_argument("--format", default="md", help=f"what goes to stdout: {', '.join(FORMATS)} (default md)")
     p.add_argument("--junit", type=Path, metavar="FILE", help="also write a JUnit XML of HEAD's claims to FILE")
     p.add_argument(

@@ -36,15 +36,7 @@ SECTIONS = (
 
 
 # --- the diff: compare.json -------------------------------------------------------------------------------------------------------
-def diff(
-    base_rows: list[dict[str, Any]],
-    head_rows: list[dict[str, Any]],
-    statements: dict[str, dict[str, str]],
-    *,
-    fill: bool = True,
-) -> list[dict[str, Any]]:
-    """The diff's entries, one per (claim, verdict column) (`reports.compare.cells.diff`)."""
-    return cells.diff(base_rows, head_rows, statements, fill=fill)
+diff = cells.diff  # the diff's entries, one per (claim, verdict column)
 
 
 def document(

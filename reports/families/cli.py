@@ -28,6 +28,12 @@ def add_parser(sub: Any) -> argparse.ArgumentParser:
     return p
 
 
+def add_model_option(parser: argparse.ArgumentParser, help: str) -> None:
+    """``--model FAMILY`` as every command that judges model families takes it (None when not given: the
+    command's own default); ``help`` says what the families are for on that command."""
+    parser.add_argument("--model", metavar="FAMILY", default=None, help=help)
+
+
 def _range(low: str, high: str) -> str:
     return f"{low}-{high}" if high else f"{low}+"
 

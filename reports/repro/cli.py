@@ -47,6 +47,7 @@ from deferlab.reports.core.atomic import write_text_atomic
 from deferlab.reports.core.grouping import failure_text, short
 from deferlab.reports.core.runner import LoadError
 from deferlab.reports.core.sides import resolve_side, selected_families
+from deferlab.reports.families.cli import add_model_option
 from deferlab.reports.repro.families import Column
 from deferlab.reports.repro.templates import render
 
@@ -169,11 +170,8 @@ def add_parser(sub: Any) -> argparse.ArgumentParser:
     p.add_argument("file", type=Path, metavar="FILE", help="a repro/<claim>-<system>.py written by deferlab")
     p.add_argument("--sglang", metavar="SPEC", help="the SGLang to run an SGLang reproducer on (default: its Spec)")
     p.add_argument("--vllm", metavar="SPEC", help="the vLLM to run a vLLM reproducer on (default: its Spec)")
-    p.add_argument(
-        "--model",
-        metavar="FAMILY",
-        default=None,
-        help="the model family (or families, or 'all') the reproducer must be of (default: the one its header names)",
+    add_model_option(
+        p, "the model family (or families, or 'all') the reproducer must be of (default: the one its header names)"
     )
     p.add_argument("--cold", action="store_true", help="accepted for old scripts; every run is a new process")
     return p

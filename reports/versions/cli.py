@@ -56,6 +56,7 @@ from deferlab.reports.core.sides import (
     strict_switch,
     verdict_counts,
 )
+from deferlab.reports.families.cli import add_model_option
 from deferlab.reports.versions import gate, matrix
 from deferlab.reports.versions import render as versions_report
 
@@ -78,11 +79,9 @@ def add_parser(sub: Any) -> argparse.ArgumentParser:
     )
     p.add_argument("--newest", action="store_true", help="only the newest release of each engine (CI's run)")
     p.add_argument("--claims", metavar="IDS", help="only these claims, comma-separated (e.g. C1,C2; default all)")
-    p.add_argument(
-        "--model",
-        metavar="FAMILY",
-        default=None,
-        help="the model families judged: one, a comma-separated list, or 'all' (default kimi-k3); one run of each "
+    add_model_option(
+        p,
+        "the model families judged: one, a comma-separated list, or 'all' (default kimi-k3); one run of each "
         "release judges them all, a column per family and served path",
     )
     p.add_argument("--out", type=Path, help="output directory (default reports/out/versions-<UTC timestamp>)")

@@ -280,16 +280,21 @@ def test_the_c9_reproducer_of_0_5_19_passes_on_0_5_22(tmp_path: Path) -> None:
     `deferlab repro` itself (exit 0)."""
     _cached("0.5.22")
     (path,), _ = _write(tmp_path, "0.5.19", ["C9"])
+    passes_there(path, "sglang", "0.5.22")
+
+
+def passes_there(path: Path, engine: str, spec: str) -> None:
+    """``deferlab repro --ENGINE SPEC FILE`` runs the reproducer and exits 0, saying the claim holds there."""
     log = io.StringIO()
     t0 = time.perf_counter()
     try:
-        rc = repro.run(argparse.Namespace(file=path, sglang="0.5.22", vllm=None), log)
+        rc = repro.run(argparse.Namespace(file=path, **{"sglang": None, "vllm": None, engine: spec}), log)
     except UsageError as e:
-        skip_if_unfetched("0.5.22", str(e))
+        skip_if_unfetched(spec, str(e))
         raise
     assert rc == 0, log.getvalue()[-3000:]
-    assert "on sglang 0.5.22" in log.getvalue() and "passes: the claim holds there" in log.getvalue()
-    print(f"deferlab repro on 0.5.22: {time.perf_counter() - t0:.1f} s")
+    assert f"on {engine} {spec}" in log.getvalue() and "passes: the claim holds there" in log.getvalue()
+    print(f"deferlab repro --{engine} {spec}: {time.perf_counter() - t0:.1f} s")
 
 
 @pytest.mark.slow

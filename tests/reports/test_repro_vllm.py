@@ -17,7 +17,6 @@ from __future__ import annotations
 import argparse
 import ast
 import io
-import time
 from pathlib import Path
 from typing import Any
 
@@ -26,8 +25,7 @@ import pytest
 from deferlab.reference.system.errors import UsageError
 from deferlab.reports.compare import render as compare_render
 from deferlab.reports.repro import cli as repro
-from tests.impl.sglang.support import skip_if_unfetched
-from tests.reports.test_repro import outcomes
+from tests.reports.test_repro import outcomes, passes_there
 
 CACHE = Path.home() / ".cache" / "deferlab" / "vllm"
 FUSED = "vllm.transformers_utils.processors.kimi_k25_vision_fused.KimiK25FusedVisionProcessor"
@@ -177,13 +175,13 @@ def test_repro_refuses_the_other_engines_option_in_one_line(tmp_path: Path) -> N
 
 
 def _cached(*versions: str) -> None:
-    pytest.importorskip("numba", reason="vLLM's fused Kimi-K3 processor needs numba (the deferlab[vllm] extra)")
     missing = [v for v in versions if not (CACHE / v / "vllm").is_dir()]
     if missing:
         pytest.skip(f"vllm {', '.join(missing)} not in {CACHE}")
 
 
 @pytest.mark.slow
+@pytest.mark.extra("vllm")
 def test_each_vllm_reproducer_fails_on_the_release_it_came_from(tmp_path: Path) -> None:
     """0.33.0's C14 and C15 fail there with the recorded failures, and so does 0.30.0's C14 (the parser's part:
     0.33.0 still composites that image onto white before its own processor); C13's passes; one child."""
@@ -197,18 +195,10 @@ def test_each_vllm_reproducer_fails_on_the_release_it_came_from(tmp_path: Path) 
 
 
 @pytest.mark.slow
+@pytest.mark.extra("vllm")
 def test_the_keyed_rgb_reproducer_of_0_33_0_passes_on_0_32_0(tmp_path: Path) -> None:
     """0.32.0 serves a keyed RGB image as the checkpoint does (0.33.0 composites it onto white): 0.33.0's C14
     reproducer passes there, through `deferlab repro --vllm` (exit 0)."""
     _cached("0.32.0")
     (path,), _ = _write(tmp_path, "0.33.0", ["C14"])
-    log = io.StringIO()
-    t0 = time.perf_counter()
-    try:
-        rc = repro.run(argparse.Namespace(file=path, sglang=None, vllm="0.32.0"), log)
-    except UsageError as e:
-        skip_if_unfetched("0.32.0", str(e))
-        raise
-    assert rc == 0, log.getvalue()[-3000:]
-    assert "on vllm 0.32.0" in log.getvalue() and "passes: the claim holds there" in log.getvalue()
-    print(f"deferlab repro --vllm 0.32.0: {time.perf_counter() - t0:.1f} s")
+    passes_there(path, "vllm", "0.32.0")
