@@ -30,6 +30,7 @@ from deferlab.reports.core.atomic import check_out_dir, write_text_atomic
 from deferlab.reports.core.baseline import save as save_baseline
 from deferlab.reports.core.claims import PROFILES, default_out_dir, load_claim_statements
 from deferlab.reports.core.sides import family_option, selected_families
+from deferlab.reports.families.cli import add_model_option
 from deferlab.reports.report import benchmarks, claims, extras, render
 from deferlab.reports.report.regressions import DEFAULT_BASELINE, load_baseline, make_baseline
 from deferlab.reports.report.run import STEPS, ReportOptions, run_report
@@ -87,11 +88,10 @@ def add_parsers(sub: Any) -> None:
         "(0.27.0 and later; fetched into ~/.cache/deferlab, never installed): the served claims C13-C15 and the "
         "skew table run on its own code",
     )
-    rep.add_argument(
-        "--model",
-        metavar="FAMILY",
-        help="the model families the claims judge on the engines named: one, a comma-separated list, or 'all' "
-        "(default kimi-k3; `deferlab families` lists them); the skew table and figures stay Kimi-K3's",
+    add_model_option(
+        rep,
+        "the model families the claims judge on the engines named: one, a comma-separated list, or 'all' "
+        "(default kimi-k3; `deferlab families` lists them); with an engine, the skew table and figures per family",
     )
     rep.add_argument("--out", type=Path, help="report directory (default reports/out/<UTC timestamp>)")
     rep.add_argument("--baseline", help=f"baseline JSON, or 'none' (default {DEFAULT_BASELINE.name} when present)")

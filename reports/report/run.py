@@ -23,6 +23,7 @@ from deferlab.reports.core import environment, junit, process, summary
 from deferlab.reports.core.atomic import staged_directory, update_latest, write_text_atomic
 from deferlab.reports.core.claims import load_claim_statements
 from deferlab.reports.core.runner import RunRecord
+from deferlab.reports.core.sides import selected_families
 from deferlab.reports.report import benchmarks, claims, extras, simulation
 from deferlab.reports.report.plots.steps import plot_steps
 from deferlab.reports.report.regressions import compare, load_baseline
@@ -122,10 +123,13 @@ def collect(opts: ReportOptions, runner: StepRunner, stage: Path) -> dict[str, A
     kw = {"limits": opts.limits, "max_side": opts.max_side, "progress": runner.say}
     sweeps = runner.run("sweeps", sweep_report.collect_sweeps, opts.config, **kw) or []
     paths = opts.paths or RunPaths(sglang=opts.sglang, vllm=opts.vllm, media_proc_cfg=opts.media_proc_cfg)
-    if not {"sweeps", "served"} <= opts.skip:  # load the engines once, timed apart from the steps that use them
+    names, work = selected_families(opts.family), stage / "runs"
+    kimi = {"sweeps"} if DEFAULT_FAMILY not in names else {"sweeps", "served"}  # the steps using Kimi-K3's paths
+    if not kimi <= opts.skip:  # load the engines once, timed apart from the steps that use them
         runner.run("paths", paths.get)
     sweeps += _geometry(opts, runner, paths)
-    served, columns = runner.run("served", served_report.served_step, opts.config, paths, runner.say) or (None, [])
+    step = served_report.served_step
+    served, columns = runner.run("served", step, opts.config, paths, runner.say, names, work) or (None, [])
     sim = runner.run("sim", simulation.run_scenarios, runner.say) or []
     bench = _bench(opts, runner, stage)
     grid = (opts.max_side, opts.limits)

@@ -37,7 +37,7 @@ def slug(name: str) -> str:
 
 def _label(name: str) -> str:
     """A column label in short lines (``deferlab-model/PR_33921 (eager)`` -> three lines)."""
-    return name.replace("/", "/\n").replace(" (", "\n(")
+    return name.replace("/", "/\n").replace(" (", "\n(").replace(", ", ",\n")
 
 
 def _text_colour(rgba: tuple[float, ...]) -> str:
@@ -97,9 +97,12 @@ def skew_heatmap(served: dict[str, Any], path: Path) -> Path | None:
 
 
 def worst_cases(column: Column, path: Path) -> Path | None:
-    """One row per class whose worst image is over `WORST_OVER` levels: checkpoint | served | |difference|."""
+    """One row per class whose worst image is over `WORST_OVER` levels: checkpoint | served | |difference|, each
+    cut to the region that differs (`reports.report.served.skew.crop_box`), the row saying which region."""
     rows = [
-        (cls, c.worst) for cls, c in column.cells.items() if c.worst is not None and c.worst.max_levels > WORST_OVER
+        (cls, c.worst.cropped())
+        for cls, c in column.cells.items()
+        if c.worst is not None and c.worst.max_levels > WORST_OVER
     ]
     if not rows:
         return None
@@ -109,41 +112,47 @@ def worst_cases(column: Column, path: Path) -> Path | None:
         b.imshow(w.served, interpolation="nearest")
         im = c.imshow(w.diff, cmap="magma", vmin=0, vmax=max(int(w.diff.max()), 1), interpolation="nearest")
         fig.colorbar(im, ax=c, shrink=0.85, label="levels")
-        a.set_ylabel(f"{cls}\n{w.origin}", fontsize=8)
+        a.set_ylabel(f"{cls}\n{w.origin}\n{w.crop_text()}", fontsize=7)
         a.set_title("checkpoint (trained)", fontsize=8)
         b.set_title("served", fontsize=8)
         c.set_title(f"|difference| (max over channels), max {w.max_levels}", fontsize=8)
         for ax in (a, b, c):
             ax.set_xticks([])
             ax.set_yticks([])
-    fig.suptitle(f"{column.name}: the worst image per class over {WORST_OVER} level (padded area included)")
+    fig.suptitle(f"{column.name}: the worst image per class over {WORST_OVER} level, cut to where it differs")
     return _save(fig, path)
 
 
+def _heatmap(served: dict[str, Any], name: str, title: str, directory: Path) -> list[dict[str, str]]:
+    if skew_heatmap(served, directory / f"{name}.png") is None:
+        return []
+    caption = (
+        "Max |uint8 level difference| from the trained side per image class (rows) and served path (columns), "
+        "with the share of values bitwise equal; grey: the path refuses the class."
+    )
+    return [{"name": name, "file": f"{name}.png", "title": title, "caption": caption}]
+
+
 def served_figures(served: dict[str, Any], columns: list[Column], directory: Path) -> list[dict[str, str]]:
-    """Every served figure into ``directory``: the heatmap (from report.json's ``served``), then one worst-case
-    PNG per path that has any (from the step's `Column`s, which keep the images)."""
-    out = []
-    if skew_heatmap(served, directory / "served_skew.png") is not None:
-        out.append(
-            {
-                "name": "served_skew",
-                "file": "served_skew.png",
-                "title": "Served vs trained (skew table)",
-                "caption": "Max |uint8 level difference| from the checkpoint's own processor per image class (rows) "
-                "and served path (columns), with the share of values bitwise equal; grey: the path refuses the class.",
-            }
-        )
+    """Every served figure into ``directory``: Kimi-K3's heatmap and each other family's (from report.json's
+    ``served``), then one worst-case PNG per path that has any (from the step's `Column`s, which keep the images)."""
+    out = _heatmap(served, "served_skew", "Served vs trained (skew table)", directory)
+    for entry in served.get("families") or []:
+        name = f"served_skew_{slug(entry['family'])}_{entry['engine']}"
+        doc = {**entry, "config": f"{entry['display']}, config {entry['config']}"}
+        out += _heatmap(doc, name, f"Served vs trained, {entry['display']} on {entry['engine']}", directory)
     for col in columns:
-        name = f"served_worst_{slug(col.name)}"
+        family = "" if col.family == "kimi-k3" else f"{slug(col.family)}_"
+        name = f"served_worst_{family}{slug(col.name)}"
         if worst_cases(col, directory / f"{name}.png") is not None:
             out.append(
                 {
                     "name": name,
                     "file": f"{name}.png",
                     "title": f"Worst served images: {col.name}",
-                    "caption": f"Per class over {WORST_OVER} level: the checkpoint's levels, {col.name}'s levels "
-                    "(read back through its own normalization) and their |difference|.",
+                    "caption": f"Per class over {WORST_OVER} level: the trained side's levels, {col.name}'s levels "
+                    "(read back through its own normalization) and their |difference|, cut to the region that "
+                    "differs (the row names the region and the full size).",
                 }
             )
     return out

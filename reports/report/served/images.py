@@ -149,7 +149,8 @@ def corpus_samples() -> dict[str, list[Sample]]:
     return out
 
 
-def samples(per_class: int = PER_CLASS, with_corpus: bool = True) -> dict[str, list[Sample]]:
-    """The table's inputs per class, in `CLASSES` order: generated first, then the corpus's."""
+def samples(per_class: int = PER_CLASS, with_corpus: bool = True, corpus: int | None = None) -> dict[str, list[Sample]]:
+    """The table's inputs per class, in `CLASSES` order: generated first, then the corpus's (at most ``corpus``
+    files a class when given)."""
     found = corpus_samples() if with_corpus else {}
-    return {cls: generated(cls, per_class) + found.get(cls, []) for cls in CLASSES}
+    return {cls: generated(cls, per_class) + found.get(cls, [])[:corpus] for cls in CLASSES}

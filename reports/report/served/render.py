@@ -27,17 +27,10 @@ def skew_cell(cell: dict[str, Any] | None) -> str:
     return text
 
 
-def served_section(served: dict[str, Any] | None) -> list[str]:
-    """The skew table (classes x paths), or why there is none."""
-    if not served:
-        return ["Served vs trained not run (see Steps)."]
+def skew_rows(served: dict[str, Any]) -> list[str]:
+    """The table (classes x paths) of one ``served`` entry (Kimi-K3's or a family's) and its columns' notes."""
     cols = served["columns"]
     lines = [
-        f"Config `{served.get('config')}`. Per image class and served path, against the checkpoint's own processor "
-        "(`reference.oracle.checkpoint`): max |uint8 level| difference before normalization (lv), share of values "
-        "bitwise equal, max float32 ulps between the served value and the checkpoint's normalization of the served "
-        "level (semantics §16.5). Values are compared as the path returns them (FP32; a BF16 path is cast later).",
-        "",
         "| class | inputs | " + " | ".join(_esc(c["name"]) for c in cols) + " |",
         "|---|---|" + "---|" * len(cols),
     ]
@@ -47,8 +40,46 @@ def served_section(served: dict[str, Any] | None) -> list[str]:
     for c in cols:
         if c.get("table_error"):
             lines.append(f"\n{_esc(c['name'])}: no normalization table ({_esc(c['table_error'])}).")
+    return lines
+
+
+def family_lines(entry: dict[str, Any]) -> list[str]:
+    """One (family, engine) of ``served.families``: its table, or its ``n/a`` line, or why it has none."""
+    head = f"#### {entry['display']} on {entry['engine']} {entry['spec']} (config `{entry['config']}`)"
+    if entry.get("na"):
+        return [head, "", _esc(entry["na"])]
+    if entry.get("error") or not entry.get("columns"):
+        return [head, "", f"No table: {_esc(entry.get('error') or 'no path')}."]
+    return [head, "", *skew_rows(entry)]
+
+
+def served_section(served: dict[str, Any] | None) -> list[str]:
+    """Kimi-K3's skew table (classes x paths) and each other family's, or why there is none."""
+    if not served:
+        return ["Served vs trained not run (see Steps)."]
+    lines = []
+    if served["columns"]:
+        lines += [
+            f"Config `{served.get('config')}`. Per image class and served path, against the checkpoint's own "
+            "processor (`reference.oracle.checkpoint`): max |uint8 level| difference before normalization (lv), "
+            "share of values bitwise equal, max float32 ulps between the served value and the checkpoint's "
+            "normalization of the served level (semantics §16.5). Values are compared as the path returns them "
+            "(FP32; a BF16 path is cast later).",
+            "",
+            *skew_rows(served),
+        ]
     for engine, why in (served.get("load_errors") or {}).items():
         lines.append(f"\n{engine} could not be loaded: {_esc(why)}")
+    if served.get("families"):
+        lines += [
+            "Kimi-K3 not asked (`--model`): its table is not run." if not served["columns"] else "",
+            "",
+            "Other model families (semantics §18): the same cells against each family's trained side "
+            "(`reference.oracle.trained`), each engine path at float32 run in a child process with its release's "
+            "transformers and torchvision; values are compared where the grids agree.",
+        ]
+        for entry in served["families"]:
+            lines += ["", *family_lines(entry)]
     return lines
 
 

@@ -1,5 +1,6 @@
-"""The report's served-vs-trained steps: the skew table of every served path of the run, and the sweep step's C13
-exhaustive geometry over the same paths.
+"""The report's served-vs-trained steps: the skew table of every served path of the run (Kimi-K3's; with
+``--model``, each other family's per engine, from a child process per engine: `family_tables`), and the sweep
+step's C13 exhaustive geometry over the same paths.
 
 Why apart from `reports.report.run`: the runner orders steps; what a step does with the served paths (loaded
 once per process by `reports.report.served.paths.RunPaths`, an engine that cannot load recorded in one line)
@@ -8,27 +9,90 @@ lives here, so the runner stays one page.
 
 from __future__ import annotations
 
-from collections.abc import Callable
+import pickle
+import sys
+import tempfile
+from collections.abc import Callable, Sequence
+from pathlib import Path
 from typing import Any
 
 from deferlab.reference.system.config import PreprocessConfig
-from deferlab.reports.report.served import images, skew
+from deferlab.reference.system.families import DEFAULT
+from deferlab.reference.system.families import family as fam
+from deferlab.reports.core import process
+from deferlab.reports.report.served import family, images, skew
 from deferlab.reports.report.served.paths import RunPaths
 from deferlab.reports.report.steps import StepFailed
 
+CHILD_TIMEOUT_S = 1800.0  # one engine's family tables (its load with companions, then every family asked)
+
 
 def served_step(
-    config: PreprocessConfig, paths: RunPaths, say: Callable[[str], None]
+    config: PreprocessConfig,
+    paths: RunPaths,
+    say: Callable[[str], None],
+    names: Sequence[str] = (DEFAULT,),
+    work: Path | None = None,
 ) -> tuple[dict[str, Any], list[skew.Column]]:
-    """The skew table of every path of the run: (report.json's ``served``, the columns for the figures)."""
-    found = paths.get()
-    say(f"served: {len(found)} path(s): {', '.join(p.name for p in found)}")
-    samples = images.samples()
-    columns = skew.skew_table(found, config, samples, progress=say)
-    doc = {**skew.table_dict(columns, samples), "config": config.name, "load_errors": dict(paths.errors)}
-    if paths.errors:
-        raise StepFailed("; ".join(paths.errors.values()), (doc, columns))
+    """The skew table of every path of the run (Kimi-K3's, when ``names`` has it), then, per other family of
+    ``names`` and engine named, its table (`family_tables`): (report.json's ``served``, the figures' columns)."""
+    doc: dict[str, Any] = {"config": config.name, "classes": [], "columns": [], "load_errors": {}}
+    columns: list[skew.Column] = []
+    if DEFAULT in names:
+        found = paths.get()
+        say(f"served: {len(found)} path(s): {', '.join(p.name for p in found)}")
+        samples = images.samples()
+        columns = skew.skew_table(found, config, samples, progress=say)
+        doc.update(skew.table_dict(columns, samples), load_errors=dict(paths.errors))
+    engines = {e: s for e, s in (("sglang", paths.sglang), ("vllm", paths.vllm)) if s is not None}
+    errors = list(paths.errors.values()) if DEFAULT in names else []
+    if [n for n in names if n != DEFAULT]:
+        doc["families"], more, failed = family_tables(engines, names, work or Path(tempfile.mkdtemp()), say)
+        columns, errors = columns + more, errors + failed
+    if errors:
+        raise StepFailed("; ".join(errors), (doc, columns))
     return doc, columns
+
+
+def family_tables(
+    engines: dict[str, str], names: Sequence[str], work: Path, say: Callable[[str], None]
+) -> tuple[list[dict[str, Any]], list[skew.Column], list[str]]:
+    """Per engine, one child (`reports.report.served.family`) for the families of ``names`` it serves: (one entry
+    per (family, engine) in family order, the columns, the engines' failures in one line each)."""
+    entries: dict[tuple[str, str], dict[str, Any]] = {}
+    columns, errors = [], []
+    for engine, spec in engines.items():
+        wanted, na = family.pixel_families(engine, spec, names)
+        entries.update({(f, engine): {"na": why} for f, why in na.items()})
+        found, error = _run_child(engine, spec, wanted, work, say) if wanted else ({}, None)
+        for f in wanted:
+            got = found.get(f) or {"error": error or "the child wrote no table"}
+            entries[(f, engine)] = {k: v for k, v in got.items() if k != "columns"}
+            entries[(f, engine)]["columns"] = [c.to_dict() for c in got.get("columns", [])]
+            columns += got.get("columns", [])
+        errors += [error] if error else []
+    order = [(f, e) for f in names for e in engines if (f, e) in entries]
+    out = [{"family": f, "display": fam(f).display, "engine": e, "spec": engines[e], "config": fam(f).profile,
+            **entries[(f, e)]} for f, e in order]  # fmt: skip
+    return out, columns, errors
+
+
+def _run_child(
+    engine: str, spec: str, names: list[str], work: Path, say: Callable[[str], None]
+) -> tuple[dict[str, Any], str | None]:
+    """(family -> the child's answer, None) or ({}, why it failed in one line); its output in ``work``."""
+    work.mkdir(parents=True, exist_ok=True)
+    out, log = work / f"served-{engine}.pickle", work / f"served-{engine}.log"
+    say(f"served: {engine} {spec}: {', '.join(names)} in a child process (log {log.name})")
+    cmd = [sys.executable, "-m", "deferlab.reports.report.served.family", engine, spec, ",".join(names), str(out)]
+    done = process.run(cmd, log=log, timeout=CHILD_TIMEOUT_S)
+    if done.rc != 0 or not out.is_file():
+        lines = [x for x in log.read_text(errors="replace").splitlines() if x.strip()] if log.is_file() else []
+        why = "timed out" if done.timed_out else f"exited {done.rc}"
+        return {}, f"{engine} {spec!r} family tables: the child {why}" + (f": {lines[-1][:200]}" if lines else "")
+    found = pickle.loads(out.read_bytes())  # noqa: S301 - our own child's file, written just now
+    out.unlink()  # the arrays live on in the figures; the report keeps the log
+    return found, None
 
 
 def geometry_step(

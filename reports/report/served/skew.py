@@ -41,6 +41,8 @@ class Worst:
     served_table: np.ndarray
     diff_levels: np.ndarray  # (3, H, W)
     max_levels: int
+    crop: tuple[int, int, int, int] | None = None  # (x0, y0, x1, y1) of the compared image the arrays hold
+    full: tuple[int, int] | None = None  # (width, height) of the compared image, when cropped
 
     @property
     def trained(self) -> np.ndarray:
@@ -56,6 +58,63 @@ class Worst:
     def diff(self) -> np.ndarray:
         """Max |level difference| over the channels (H, W)."""
         return self.diff_levels.max(axis=0).astype(np.uint8)
+
+    def cropped(self) -> Worst:
+        """This image cut to where it differs (`crop_box`); itself when cut already. The arrays of a long thin
+        image shrink from the whole image to at most `CROP_LIMIT` pixels a side."""
+        if self.crop is not None:
+            return self
+        x0, y0, x1, y1 = crop_box(self.diff)
+        cut = (slice(None), slice(y0, y1), slice(x0, x1))
+        h, w = self.diff_levels.shape[1:]
+        return Worst(
+            self.origin,
+            self.trained_values[cut],
+            self.served_values[cut],
+            self.trained_table,
+            self.served_table,
+            self.diff_levels[cut],
+            self.max_levels,
+            (x0, y0, x1, y1),
+            (w, h),
+        )
+
+    def crop_text(self) -> str:
+        """The crop in words, for a caption: ``x 1203-1239, y 0-9 of 7400x9``."""
+        if self.crop is None or self.full is None:
+            return "uncropped"
+        x0, y0, x1, y1 = self.crop
+        return f"x {x0}-{x1}, y {y0}-{y1} of {self.full[0]}x{self.full[1]}"
+
+
+CROP_MARGIN = 4  # pixels kept around the differing ones
+CROP_LIMIT = 64  # at most this many pixels a side
+CROP_RATIO = 4  # and the longer side at most this many times the shorter, where the image allows
+
+
+def _window(lo: int, hi: int, size: int, centre: int, bound: int) -> tuple[int, int]:
+    """A ``size``-long span inside ``lo..hi`` (itself inside ``0..bound``) around ``centre``."""
+    size = min(size, bound)
+    start = min(max(centre - size // 2, lo), max(lo, hi - size))
+    start = min(max(0, start), bound - size)
+    return start, start + size
+
+
+def crop_box(diff: np.ndarray) -> tuple[int, int, int, int]:
+    """(x0, y0, x1, y1): the bounding box of the pixels that differ, plus `CROP_MARGIN`, cut to at most
+    `CROP_LIMIT` a side and `CROP_RATIO`:1 around the largest difference (the whole image when none differs)."""
+    h, w = diff.shape
+    ys, xs = np.nonzero(diff)
+    if ys.size == 0:
+        return 0, 0, w, h
+    y0, y1 = max(0, int(ys.min()) - CROP_MARGIN), min(h, int(ys.max()) + 1 + CROP_MARGIN)
+    x0, x1 = max(0, int(xs.min()) - CROP_MARGIN), min(w, int(xs.max()) + 1 + CROP_MARGIN)
+    bh, bw = min(y1 - y0, CROP_LIMIT), min(x1 - x0, CROP_LIMIT)
+    bw, bh = min(bw, max(CROP_RATIO * bh, bh)), min(bh, max(CROP_RATIO * bw, bw))
+    cy, cx = (int(v) for v in np.unravel_index(int(np.argmax(diff)), diff.shape))
+    ya, yb = _window(y0, y1, bh, cy, h)
+    xa, xb = _window(x0, x1, bw, cx, w)
+    return xa, ya, xb, yb
 
 
 @dataclass
@@ -102,6 +161,11 @@ def _probe_image() -> Image.Image:
     return Image.fromarray(skew.level_probe(), "RGB")
 
 
+def grid_row(grids: Any) -> np.ndarray:
+    """The first image's grid row (3,) of a path's grids."""
+    return np.asarray(grids).reshape(-1, 3)[0]
+
+
 def _first_image(pv: np.ndarray, grids: np.ndarray, patch: int) -> np.ndarray:
     return skew.split_images(np.asarray(pv, np.float32), np.asarray(grids).reshape(-1, 3), patch)[0]
 
@@ -146,28 +210,38 @@ class Trained:
         if key not in self._cache:
             try:
                 pv, grids = self.oracle.preprocess([sample.image], self.cfg)
-                self._cache[key] = (_first_image(pv, grids, self.cfg.patch_size), np.asarray(grids).reshape(-1, 3)[0])
+                self._cache[key] = (_first_image(pv, grids, self.cfg.patch_size), grid_row(grids))
             except Exception as e:  # noqa: BLE001 - the oracle refusing an input is recorded, not fatal
                 self._cache[key] = one_line(e)
         return self._cache[key]
 
 
-def compare_sample(path: Any, sample: Sample, trained: Trained, table: np.ndarray, cell: Cell) -> None:
-    """Serve ``sample`` through ``path`` and add it to ``cell`` (a raise is a refusal, recorded in one line)."""
+def served_pair(
+    path: Any, sample: Sample, trained: Any, cell: Cell, read: Callable[[Any, Any], tuple[Any, Any]]
+) -> tuple[Any, Any, Any, Any] | None:
+    """(trained values, trained grid, served values, served grid) of one image, ``read`` turning the path's
+    output into its values and grid row; None when a side refused (counted in ``cell``, the path's in one line)."""
     cell.images += 1
     ref = trained.of(sample)
     if isinstance(ref, str):
         cell.checkpoint_refused += 1
-        return
+        return None
     try:
-        pv, grids = path.serve([sample.image], trained.cfg)
-        served = _first_image(pv, grids, trained.cfg.patch_size)
-        grid = np.asarray(grids).reshape(-1, 3)[0]
+        served, grid = read(*path.serve([sample.image], trained.cfg))
     except Exception as e:  # noqa: BLE001 - a path refusing a class is a finding of the table, not a crash
         cell.refused += 1
         cell.refusal = cell.refusal or one_line(e)
+        return None
+    return (*ref, served, grid)
+
+
+def compare_sample(path: Any, sample: Sample, trained: Trained, table: np.ndarray, cell: Cell) -> None:
+    """Serve ``sample`` through ``path`` and add it to ``cell`` (a raise is a refusal, recorded in one line)."""
+    patch = trained.cfg.patch_size
+    pair = served_pair(path, sample, trained, cell, lambda pv, g: (_first_image(pv, g, patch), grid_row(g)))
+    if pair is None:
         return
-    values, grid_ref = ref
+    values, grid_ref, served, grid = pair
     result, diff = skew.compare_image(served, values, table, trained.table)
     cell.served += 1
     cell.grids_equal += int(result.grids_equal and np.array_equal(grid, grid_ref))
@@ -194,17 +268,27 @@ class Column:
     real_code: bool
     table_error: str | None = None
     cells: dict[str, Cell] = field(default_factory=dict)
+    family: str = "kimi-k3"  # the model family the path serves (`reports.report.served.family` for the others)
 
     def to_dict(self) -> dict[str, Any]:
         keep = ("name", "label", "path", "system", "dtype", "real_code", "table_error")
         return {**{k: getattr(self, k) for k in keep}, "cells": {c: v.to_dict() for c, v in self.cells.items()}}
 
 
-def column(path: Any, samples: dict[str, list[Sample]], trained: Trained, say: Callable[[str], None]) -> Column:
-    """Every class's cell for one path (its table read first: without one, every cell says why)."""
+def column(
+    path: Any,
+    samples: dict[str, list[Sample]],
+    trained: Any,
+    say: Callable[[str], None],
+    *,
+    table: Callable[[], np.ndarray] | None = None,
+    compare: Callable[..., None] | None = None,
+) -> Column:
+    """Every class's cell for one path (its table read first: without one, every cell says why). ``table`` and
+    ``compare``: how a model family's path is read (`reports.report.family.skew`); default Kimi-K3's."""
     col = Column(path.name, path.label, path.path, path.system, path.dtype, bool(path.real_code))
     try:
-        table = normalization_table(path.serve, trained.cfg)
+        found = table() if table is not None else normalization_table(path.serve, trained.cfg)
     except Exception as e:  # noqa: BLE001 - a path that cannot serve the probe still gets its column
         col.table_error = one_line(e)
         say(f"served: {path.name}: no normalization table ({col.table_error})")
@@ -212,7 +296,7 @@ def column(path: Any, samples: dict[str, list[Sample]], trained: Trained, say: C
     for cls in CLASSES:
         cell = col.cells[cls] = Cell()
         for sample in samples.get(cls, []):
-            compare_sample(path, sample, trained, table, cell)
+            (compare or compare_sample)(path, sample, trained, found, cell)
     say(f"served: {path.name}: {sum(c.served for c in col.cells.values())} images compared")
     return col
 
