@@ -260,7 +260,9 @@ CLI_ROWS = [
         r"not allowed with",
     ),
     BadCli("report skip", lambda t: ["report", "--skip", "everything"], r"--skip: unknown step\(s\) everything"),
-    BadCli("report model", lambda t: ["report", "--model", "qwen9"], r"--model: unknown model family 'qwen9'; accepted"),
+    BadCli(
+        "report model", lambda t: ["report", "--model", "qwen9"], r"--model: unknown model family 'qwen9'; accepted"
+    ),
     BadCli(
         "report model without engine",
         lambda t: ["report", "--model", "qwen3-vl"],
