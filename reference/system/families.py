@@ -277,3 +277,27 @@ def of_processor(class_name: str) -> list[Family]:
     """The families whose checkpoints' configs may name ``class_name`` (several: Qwen2.5-VL and Qwen3-VL share
     one processor class; their config values tell them apart)."""
     return [f for f in FAMILIES.values() if class_name in f.processor_classes]
+
+
+def of_config(config: dict, where: str = "preprocessor_config.json") -> Family:
+    """The family whose processor a checkpoint's ``preprocessor_config.json`` names (``--checkpoint DIR``): a
+    Kimi config (``media_proc_cfg``) is Kimi-K3's; else ``image_processor_type`` (or ``processor_class``) among the
+    families' classes, Qwen2.5-VL and Qwen3-VL (one class) told apart by ``patch_size`` (14, 16: semantics §18.5).
+    `DeferlabInputError` in one line when no family has the class."""
+    if isinstance(config.get("media_proc_cfg"), dict) or "in_patch_limit" in config:
+        return FAMILIES[DEFAULT]
+    name = str(config.get("image_processor_type") or config.get("processor_class") or "")
+    found = of_processor(name)
+    shared = len(found) > 1
+    if shared:
+        by_patch = {14: "qwen2.5-vl", 16: "qwen3-vl"}
+        chosen = by_patch.get(config.get("patch_size"))  # type: ignore[arg-type]
+        found = [f for f in found if f.name == chosen]
+    if len(found) != 1:
+        known = sorted({c for f in FAMILIES.values() for c in f.processor_classes})
+        raise DeferlabInputError(
+            f"{where}: processor class {name or '(none named)'!r} is no checked family's"
+            + (f" with patch_size {config.get('patch_size')!r} (14: Qwen2.5-VL, 16: Qwen3-VL)" if shared else "")
+            + f"; accepted: {', '.join(known)}, or a Kimi media_proc_cfg"
+        )
+    return found[0]

@@ -1,11 +1,9 @@
 """``deferlab report`` and its companions: ``sweep``, ``sim``, ``bench``, ``test``, ``calibrate``, ``claims``,
 ``baseline`` (their parsers and what each runs; `reports.cli` is the one entry point).
 
-Exit codes: 0 success / no regression, 1 a regression (or a part that failed
-when run alone), 2 bad usage, 3 a report was written but one of its steps
-failed (``reports.report.run.exit_status``). Every argument is checked before any work
-starts, and a bad one gets a message naming the option, the value and what
-is accepted.
+Exit codes: 0 success / no regression, 1 a regression (or a part that failed when run alone), 2 bad usage, 3 a
+report was written but one of its steps failed (``reports.report.run.exit_status``). Every argument is checked
+before any work starts, and a bad one gets a message naming the option, the value and what is accepted.
 """
 
 from __future__ import annotations
@@ -34,6 +32,7 @@ from deferlab.reports.families.cli import add_model_option
 from deferlab.reports.report import benchmarks, claims, extras, render
 from deferlab.reports.report.regressions import DEFAULT_BASELINE, load_baseline, make_baseline
 from deferlab.reports.report.run import STEPS, ReportOptions, run_report
+from deferlab.reports.report.served.checkpoint import checkpoint_family
 from deferlab.reports.report.sweeps import collect as sweep_report
 from deferlab.reports.report.sweeps.compute import SWEEP_LIMITS
 from deferlab.sim.calibrate import run as calibrate_cmd
@@ -178,6 +177,13 @@ def _load_or_refuse(system: System) -> None:
         raise UsageError(f"--{system.engine}: {e}") from None
 
 
+def _checkpoint_family(args: argparse.Namespace) -> str:
+    try:  # the family its processor class names, checked against --model
+        return checkpoint_family(args.checkpoint, getattr(args, "model", None))
+    except DeferlabInputError as e:
+        raise UsageError(f"--checkpoint: {e}") from None
+
+
 def _checkpoint(directory: str) -> tuple[PreprocessConfig, dict[str, Any]]:
     """--checkpoint DIR read (`reports.report.served.checkpoint`), its refusal as bad usage."""
     from deferlab.reports.report.served.checkpoint import read_checkpoint
@@ -213,9 +219,11 @@ def _report(args: argparse.Namespace) -> int:
         raise UsageError(f"--skip: unknown step(s) {', '.join(unknown)}; accepted: {', '.join(STEPS)}")
     if args.vllm is not None and args.impl is not None:
         raise UsageError("--vllm: not allowed with --impl (with --vllm the claims run on vLLM's code, not the seam's)")
-    config, source = resolve_config(args)
-    raw_cfg = _checkpoint(args.checkpoint)[1] if args.checkpoint else None
-    if args.checkpoint:  # the claim runs are child processes: the served claims read the snapshot from here
+    named = _checkpoint_family(args) if args.checkpoint else None
+    kimi = named in (None, DEFAULT_FAMILY)
+    config, source = resolve_config(args) if kimi else (load_profile(DEFAULT_FAMILY), f"preset {DEFAULT_FAMILY}")
+    raw_cfg = _checkpoint(args.checkpoint)[1] if args.checkpoint and kimi else None
+    if args.checkpoint and kimi:  # the claim runs are child processes: the served claims read the snapshot from here
         os.environ[CHECKPOINT_ENV] = str(Path(args.checkpoint).resolve())
     if args.from_results is not None:
         _results(args.from_results)
@@ -232,12 +240,10 @@ def _report(args: argparse.Namespace) -> int:
             load_baseline(baseline)
         except ValueError as e:
             raise UsageError(f"--baseline: {e}") from None
-    family = family_option(selected_families(getattr(args, "model", None)))
+    family = family_option(selected_families(getattr(args, "model", None) or named))
     if family != DEFAULT_FAMILY and args.sglang is None and args.vllm is None and args.from_results is None:
-        raise UsageError(
-            f"--model {args.model}: deferlab's model serves Kimi-K3 only; accepted with --sglang SPEC or --vllm SPEC "
-            "(the engines' own code for each family)"
-        )
+        what = f"--model {args.model}" if args.model else f"--checkpoint {args.checkpoint} ({family})"
+        raise UsageError(f"{what}: deferlab's model serves Kimi-K3 only; accepted with --sglang SPEC or --vllm SPEC")
     out = check_out_dir(args.out if args.out is not None else default_out_dir())
     if args.junit is not None and args.junit.is_dir():
         raise UsageError(f"--junit: {str(args.junit)!r} is a directory; accepted: a file path for the XML")

@@ -269,6 +269,29 @@ CLI_ROWS = [
         r"--model qwen3-vl: deferlab's model serves Kimi-K3 only; accepted with --sglang SPEC or --vllm SPEC",
     ),
     BadCli(
+        "report checkpoint class",
+        lambda t: ["report", "--checkpoint", _snapshot(t, '{"image_processor_type": "CLIPImageProcessor"}')],
+        r"--checkpoint: .*processor class 'CLIPImageProcessor' is no checked family's; accepted: .*Qwen2VL",
+    ),
+    BadCli(
+        "report checkpoint other family",
+        lambda t: [
+            "report",
+            "--vllm",
+            "0.34.0",
+            "--model",
+            "internvl",
+            "--checkpoint",
+            _snapshot(t, '{"image_processor_type": "Qwen2VLImageProcessor", "patch_size": 16}'),
+        ],
+        r"names Qwen3-VL's processor, not --model internvl's; accepted: --model qwen3-vl, or no --model",
+    ),
+    BadCli(
+        "report checkpoint family without engine",
+        lambda t: ["report", "--checkpoint", _snapshot(t, '{"image_processor_type": "Gemma3ImageProcessor"}')],
+        r"\(gemma3\): deferlab's model serves Kimi-K3 only; accepted with --sglang SPEC or --vllm SPEC",
+    ),
+    BadCli(
         "report from-results",
         lambda t: ["report", "--from-results", str(t / "nowhere")],
         r"--from-results: .*does not exist",

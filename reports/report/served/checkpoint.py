@@ -21,9 +21,8 @@ FILE = "preprocessor_config.json"
 ACCEPTED = f"accepted: a model snapshot folder holding {FILE} (flat, or with a 'media_proc_cfg' object)"
 
 
-def read_checkpoint(directory: str | Path) -> tuple[PreprocessConfig, dict[str, Any]]:
-    """(the validated config, the raw ``media_proc_cfg`` dict) of the snapshot in ``directory``."""
-    d = Path(directory)
+def _json(d: Path) -> dict[str, Any]:
+    """The snapshot's config as JSON, or `ConfigError` in one line (no folder, no file, not JSON)."""
     if not d.is_dir():
         what = "does not exist" if not d.exists() else "is not a folder"
         raise ConfigError(f"checkpoint {str(d)!r} {what}; {ACCEPTED}")
@@ -34,6 +33,28 @@ def read_checkpoint(directory: str | Path) -> tuple[PreprocessConfig, dict[str, 
         data = json.loads(f.read_text())
     except (OSError, UnicodeDecodeError, json.JSONDecodeError) as e:
         raise ConfigError(f"{str(f)!r} is not valid JSON ({type(e).__name__}: {e}); {ACCEPTED}") from None
+    return data if isinstance(data, dict) else {}
+
+
+def read_checkpoint(directory: str | Path) -> tuple[PreprocessConfig, dict[str, Any]]:
+    """(the validated config, the raw ``media_proc_cfg`` dict) of the snapshot in ``directory``."""
+    d = Path(directory)
+    f, data = d / FILE, _json(d)
     config = PreprocessConfig.from_json(f)  # its own one-line errors: missing or misspelled keys, bad values
     raw = data.get("media_proc_cfg") if isinstance(data.get("media_proc_cfg"), dict) else data
     return config.with_(name=f"checkpoint {d.name}"), dict(raw)
+
+
+def checkpoint_family(directory: str | Path, asked: str | None) -> str:
+    """The model family ``--checkpoint DIR`` names (its processor class, `reference.system.families.of_config`),
+    checked against ``--model`` when given: the family, or `ConfigError` in one line (no such folder or file,
+    a class no family has, or a family other than the one asked)."""
+    from deferlab.reference.system.families import of_config
+
+    family = of_config(_json(Path(directory)), str(Path(directory) / FILE))
+    if asked is not None and asked not in (family.name, "all") and family.name not in asked.split(","):
+        raise ConfigError(
+            f"checkpoint {str(directory)!r} names {family.display}'s processor, not --model {asked}'s; accepted: "
+            f"--model {family.name}, or no --model (the checkpoint decides)"
+        )
+    return family.name
