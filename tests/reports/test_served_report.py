@@ -190,7 +190,7 @@ def test_an_engine_that_cannot_load_is_recorded_not_raised(tmp_path: Path) -> No
 @pytest.mark.slow
 @pytest.mark.extra("vllm")
 def test_served_vllm_end_to_end(tmp_path: Path) -> None:
-    """``report --vllm 0.33.0`` on the cached wheel: the skew table has the column of vLLM's default path (device-normalized from 0.32.0, semantics §16.1) with its known findings
+    """``report --vllm 0.34.0`` (the release the vLLM tests load in-process: one vLLM a process) on the cached wheel: the skew table has the column of vLLM's default path (device-normalized from 0.32.0, semantics §16.1) with its known findings
     (uint8 arrays refused by vLLM itself, transparency composited onto white, opaque classes bitwise), C13's
     exhaustive records hold for it, and its numba-compiled geometry equals its interpreted one."""
     from deferlab.impl.vllm.sources import VLLMFetchError, load
@@ -200,15 +200,15 @@ def test_served_vllm_end_to_end(tmp_path: Path) -> None:
     from deferlab.reports.report.sweeps import geometry as geo
 
     try:
-        load("0.33.0")
+        load("0.34.0")
     except VLLMFetchError as e:
-        pytest.skip(f"vLLM 0.33.0 is not cached and cannot be fetched: {e}")
-    argv = ["report", "--vllm", "0.33.0", "--from-results", str(write_results(tmp_path / "res"))]
+        pytest.skip(f"vLLM 0.34.0 is not cached and cannot be fetched: {e}")
+    argv = ["report", "--vllm", "0.34.0", "--from-results", str(write_results(tmp_path / "res"))]
     argv += ["--out", str(tmp_path / "r"), "--baseline", "none", "--sweep-max-side", "64", "--sweep-limits", "4096"]
     assert main([*argv, "--skip", "ipc", "sim", "bench", "plots"]) == 0
     report = json.loads((tmp_path / "r" / "report.json").read_text())
     cols = {c["name"]: c["cells"] for c in report["served"]["columns"]}
-    vllm = cols["vllm-0.33.0 (device-normalized)"]
+    vllm = cols["vllm-0.34.0 (device-normalized)"]
     assert (
         vllm[images.ARRAY_CLASS]["status"] == "refused"
         and "Unsupported data type" in vllm[images.ARRAY_CLASS]["refusal"]
@@ -219,11 +219,11 @@ def test_served_vllm_end_to_end(tmp_path: Path) -> None:
     for cls in ("L", "RGBA opaque"):
         assert vllm[cls]["max_levels"] == 0 and vllm[cls]["bitwise_share"] < 1.0, (cls, vllm[cls])
     geometry = [
-        s for s in report["sweeps"] if s["kind"] == "geometry" and s["path"] == "vllm-0.33.0 (device-normalized)"
+        s for s in report["sweeps"] if s["kind"] == "geometry" and s["path"] == "vllm-0.34.0 (device-normalized)"
     ]
     assert [g["verdict"] for g in geometry] == ["holds", "holds"] and geometry[0]["sizes"] == 64 * 64
-    assert "vllm-0.33.0 (device-normalized)" in (tmp_path / "r" / "report.md").read_text()
-    target = geo.engine_function(vllm_path("0.33.0"))
+    assert "vllm-0.34.0 (device-normalized)" in (tmp_path / "r" / "report.md").read_text()
+    target = geo.engine_function(vllm_path("0.34.0"))
     assert target.name.endswith("kimi_k25_vision_fused.navit_resize_image")
     args = target.args(CFG, compiled=True)
     compiled = comp.compile_function(target.fn, args, target.name)
