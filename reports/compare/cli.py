@@ -45,6 +45,7 @@ from deferlab.reports.core.sides import (
     answered_by,
     distinct,
     family_option,
+    require_extras,
     resolve_side,
     selected_claims,
     selected_families,
@@ -102,7 +103,7 @@ def check_args(args: argparse.Namespace, *, cache: Path | None = None) -> tuple[
     if args.junit is not None and args.junit.is_dir():
         raise UsageError(f"--junit: {str(args.junit)!r} is a directory; accepted: a file path for the XML")
     selected_claims(getattr(args, "claims", None), engine)
-    family = family_option(selected_families(getattr(args, "model", None)))
+    family = family_option(require_extras(selected_families(getattr(args, "model", None))))
     base = dataclasses.replace(resolve_side("BASE", args.base, cache=cache, engine=engine), family=family)
     head = dataclasses.replace(resolve_side("HEAD", args.head, cache=cache, engine=engine), family=family)
     distinct(base, head)

@@ -201,6 +201,20 @@ def selected_families(text: str | None, option: str = "--model") -> tuple[str, .
     return tuple(FAMILIES) if ALL_FAMILIES in asked else tuple(f for f in FAMILIES if f in asked)
 
 
+def require_extras(families: tuple[str, ...], option: str = "--model") -> tuple[str, ...]:
+    """The front door's check that the extras the families' trained sides need are installed (Qwen's is
+    transformers' own processor class, `Family.needs`): `UsageError` in one line naming the extra, before
+    anything loads. The default (Kimi-K3) needs none. Returns ``families``."""
+    from deferlab.reference.system.extras import why_missing
+
+    for name in families:
+        for extra in FAMILIES[name].needs:
+            missing = why_missing(extra)
+            if missing is not None:
+                raise UsageError(f"{option} {name}: its trained side {missing}")
+    return families
+
+
 def family_option(families: Iterable[str]) -> str:
     """The ``System.family`` (and the checks' ``--model``) of ``families``: the one name, ``all``, or a list."""
     chosen = tuple(dict.fromkeys(families)) or (DEFAULT_FAMILY,)

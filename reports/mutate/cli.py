@@ -45,7 +45,7 @@ from deferlab.reports.core import process
 from deferlab.reports.core.atomic import check_out_dir, write_text_atomic
 from deferlab.reports.core.claims import PROFILES, default_out_dir
 from deferlab.reports.core.executor import check_cluster, executor_for
-from deferlab.reports.core.sides import family_option, selected_families
+from deferlab.reports.core.sides import family_option, require_extras, selected_families
 from deferlab.reports.mutate import anchor as manchor
 from deferlab.reports.mutate import engine, plan, remote, render, select
 from deferlab.reports.mutate import runs as mrun
@@ -145,7 +145,7 @@ def _check(args: argparse.Namespace, package: str) -> Front:
     if args.profile not in PROFILES:
         raise UsageError(f"--profile must be one of {', '.join(map(repr, PROFILES))}; got {args.profile!r}")
     kind, spec = engine_of(args)
-    selected_families(getattr(args, "model", None))
+    require_extras(selected_families(getattr(args, "model", None)))
     if args.anchor is not None:
         manchor.front(kind, spec, None, None, args.anchor)
     claims = None if args.claims is None else _claims(args.claims, kind)

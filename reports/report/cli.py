@@ -27,7 +27,7 @@ from deferlab.reports.core import process, runner
 from deferlab.reports.core.atomic import check_out_dir, write_text_atomic
 from deferlab.reports.core.baseline import save as save_baseline
 from deferlab.reports.core.claims import PROFILES, default_out_dir, load_claim_statements
-from deferlab.reports.core.sides import family_option, selected_families
+from deferlab.reports.core.sides import family_option, require_extras, selected_families
 from deferlab.reports.families.cli import add_model_option
 from deferlab.reports.report import benchmarks, claims, extras, render
 from deferlab.reports.report.regressions import DEFAULT_BASELINE, load_baseline, make_baseline
@@ -240,7 +240,7 @@ def _report(args: argparse.Namespace) -> int:
             load_baseline(baseline)
         except ValueError as e:
             raise UsageError(f"--baseline: {e}") from None
-    family = family_option(selected_families(getattr(args, "model", None) or named))
+    family = family_option(require_extras(selected_families(getattr(args, "model", None) or named)))
     if family != DEFAULT_FAMILY and args.sglang is None and args.vllm is None and args.from_results is None:
         what = f"--model {args.model}" if args.model else f"--checkpoint {args.checkpoint} ({family})"
         raise UsageError(f"{what}: deferlab's model serves Kimi-K3 only; accepted with --sglang SPEC or --vllm SPEC")

@@ -50,6 +50,7 @@ from deferlab.reports.core.runner import LoadError, Request, RunRecord
 from deferlab.reports.core.sides import (
     answered_by,
     family_option,
+    require_extras,
     run_error,
     selected_claims,
     selected_families,
@@ -151,6 +152,7 @@ def _check(args: argparse.Namespace) -> tuple[Wanted, Path | None, Baseline | No
                 f"accepted: {facts.first_release} and later"
             )
     asked, families = selected_claims(getattr(args, "claims", None)), selected_families(getattr(args, "model", None))
+    require_extras(families)
     for name in wanted:
         if asked and not any(answered_by(name, families, c) for c in asked):
             known = [c for c in claim_ids() if answered_by(name, families, c)]

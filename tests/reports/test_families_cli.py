@@ -33,3 +33,25 @@ def test_the_table_has_a_row_per_family_and_a_column_per_engine(capsys: pytest.C
     assert [r.split("`")[1] for r in rows] == list(FAMILIES)
     gemma = next(r for r in rows if r.startswith("| `gemma4`"))
     assert "not checked" in gemma.split("|")[-3] and "0.34.0+ device-normalized *" in gemma.split("|")[-2]
+
+
+def test_a_family_whose_trained_side_needs_a_missing_extra_is_refused_at_the_front_door(
+    monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture
+) -> None:
+    """Qwen's trained side is transformers' own class (the transformers extra): without it, every command that takes
+    --model refuses a Qwen family in one line naming the extra, before anything loads; Kimi-K3 needs nothing."""
+    from deferlab.reference.system import extras
+
+    line = "needs the optional extra 'transformers' (transformers not installed; for ...)"
+    monkeypatch.setattr(extras, "why_missing", lambda e: line if e == "transformers" else None)
+    for argv in (
+        ["versions", "0.5.23", "--model", "qwen3-vl"],
+        ["compare", "0.5.22", "0.5.23", "--model", "all"],
+        ["report", "--vllm", "0.34.0", "--model", "kimi-k3,qwen2.5-vl"],
+    ):
+        assert main(argv) == 2, argv
+        err = capsys.readouterr().err.strip().splitlines()
+        assert len(err) == 1 and "its trained side needs the optional extra 'transformers'" in err[0], err
+    from deferlab.reports.core.sides import require_extras
+
+    assert require_extras(("kimi-k3", "internvl", "gemma3")) == ("kimi-k3", "internvl", "gemma3")
