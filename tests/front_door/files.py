@@ -265,8 +265,8 @@ CLI_ROWS = [
     ),
     BadCli(
         "report model without engine",
-        lambda t: ["report", "--model", "qwen3-vl"],
-        r"--model qwen3-vl: deferlab's model serves Kimi-K3 only; accepted with --sglang SPEC or --vllm SPEC",
+        lambda t: ["report", "--model", "internvl"],
+        r"--model internvl: deferlab's model serves Kimi-K3 only; accepted with --sglang SPEC or --vllm SPEC",
     ),
     BadCli(
         "report checkpoint class",

@@ -86,6 +86,7 @@ def test_columns_keep_kimi_k3s_names_and_name_the_others_after_their_verdict_col
     assert sorted(FIXTURE["versions"], key=cols.key) == FIXTURE["versions"]
 
 
+@pytest.mark.extra("transformers")  # --model all asks for the Qwen families, whose trained side it is
 def test_one_run_per_release_judges_every_family_and_writes_families_md(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture
 ) -> None:
