@@ -6,12 +6,11 @@ one transformers per process, torchvision importable before its image backends);
 from __future__ import annotations
 
 import json
-import os
-import subprocess
-import sys
 from typing import Any
 
 import pytest
+
+from tests.impl.loader.support import json_child
 
 pytestmark = pytest.mark.extra("transformers")
 
@@ -22,17 +21,7 @@ VERTICAL_LEVELS = 24  # Pillow 13 height first, torch width first (the worst mea
 
 
 def child(*args: str, env: dict[str, str] | None = None) -> dict[str, Any]:
-    proc = subprocess.run(
-        [sys.executable, "-m", "tests.impl.transformers_tv_child", *args],
-        capture_output=True,
-        text=True,
-        timeout=600,
-        env={**os.environ, **(env or {})},
-        check=False,
-    )
-    lines = [ln for ln in proc.stdout.splitlines() if ln.startswith("JSON:")]
-    assert proc.returncode == 0 and lines, f"child exited {proc.returncode}:\n{proc.stderr[-3000:]}"
-    return json.loads(lines[-1][5:])
+    return json_child("tests.impl.transformers_tv_child", *args, env=env, timeout=600)
 
 
 @pytest.mark.parametrize("family", ["qwen2.5-vl", "qwen3-vl"])

@@ -117,11 +117,17 @@ def no_download(version: str, dest: Path) -> Path:
 
 def child(scenario: str, *args: str, env: dict[str, str] | None = None) -> dict[str, Any]:
     """Run ``tests.impl.loader.child`` SCENARIO ARGS in a child process; the JSON it prints last."""
+    return json_child("tests.impl.loader.child", scenario, *args, env=env, timeout=120)
+
+
+def json_child(module: str, *args: str, env: dict[str, str] | None = None, timeout: float = 120) -> dict[str, Any]:
+    """``python -m MODULE ARGS`` in a child process (``env`` added to ours): the object on its last ``JSON:`` line;
+    a non-zero exit or no such line fails the test with the child's stderr."""
     proc = subprocess.run(
-        [sys.executable, "-m", "tests.impl.loader.child", scenario, *args],
+        [sys.executable, "-m", module, *args],
         capture_output=True,
         text=True,
-        timeout=120,
+        timeout=timeout,
         env={**os.environ, **(env or {})},
         check=False,
     )
