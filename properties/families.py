@@ -15,11 +15,11 @@ one over every path and raises one AssertionError naming each failing path.
 from __future__ import annotations
 
 from collections.abc import Sequence
-from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
 
+from deferlab.properties.served import PixelReport, level_table
 from deferlab.reference.oracle import family_norm, skew
 from deferlab.reference.oracle.numerics import bf16_bits, float32_bits
 from deferlab.reference.oracle.trained import Trained, config
@@ -80,21 +80,6 @@ def allowance(table: np.ndarray, dtype: str) -> np.ndarray:
     return ALLOWANCE_ULPS * ulp
 
 
-@dataclass(frozen=True)
-class PixelReport:
-    total: int
-    differing: int
-    unexplained: int
-    max_levels: int
-    first: str
-
-    def __str__(self) -> str:
-        return (
-            f"{self.unexplained} of {self.total} values unexplained ({self.differing} differ, up to "
-            f"{self.max_levels} levels off; first {self.first})"
-        )
-
-
 def compare(
     served: np.ndarray, served_table: np.ndarray, want: np.ndarray, want_table: np.ndarray, dtype: str
 ) -> PixelReport:
@@ -111,7 +96,7 @@ def compare(
     if bad.any():
         n, c, i = (int(v) for v in np.argwhere(bad)[0])
         first = f"patch {n} channel {c} element {i}: level {got_levels[n, c, i]} served, {want_levels[n, c, i]} trained"
-    return PixelReport(int(served.size), int(differ.sum()), int(bad.sum()), int(off.max(initial=0)), first)
+    return PixelReport(int(served.size), int(differ.sum()), int(bad.sum()), int(off.max(initial=0)), None, first)
 
 
 def pixel_problem(path: Any, image: Any, cfg: Any, trained: Trained) -> str | None:
@@ -171,11 +156,7 @@ def normalization_problem(path: Any, cfg: Any, trained: Trained) -> str | None:
 def path_levels(path: Any, cfg: Any) -> np.ndarray:
     """(C, 256) float32: a family path's own table, or, for a Kimi-K3 `ServedPath` (no ``levels``), the levels
     image served as is (`properties.served.level_table`)."""
-    if hasattr(path, "levels"):
-        return path.levels(cfg)
-    from deferlab.properties.served import level_table
-
-    return level_table(path, cfg)
+    return path.levels(cfg) if hasattr(path, "levels") else level_table(path, cfg)
 
 
 def deferral_problem(device: Any, host: Any, images: Sequence[Any], cfg: Any) -> str | None:

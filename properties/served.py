@@ -275,20 +275,22 @@ class Trained:
 
 @dataclass(frozen=True)
 class PixelReport:
-    """How one path's values compare with the checkpoint's, element by element (§16.2's rule)."""
+    """How one path's values compare with the checkpoint's, element by element (§16.2's rule): Kimi-K3's here,
+    the families' (`properties.families.compare`) too. ``max_ulps`` is None where the harness measures no ulps
+    (the families'); their wording stays as their recorded failure signatures have it."""
 
     total: int
     differing: int
     unexplained: int
     max_levels: int
-    max_ulps: int
+    max_ulps: int | None
     first: str
 
     def __str__(self) -> str:
-        return (
-            f"{self.unexplained} of {self.total} values unexplained ({self.differing} differ; up to "
-            f"{self.max_levels} levels off and {self.max_ulps} ulps; first {self.first})"
-        )
+        spread = f"{self.max_levels} levels off"
+        spread = f", up to {spread}" if self.max_ulps is None else f"; up to {spread} and {self.max_ulps} ulps"
+        head = f"{self.unexplained} of {self.total} values unexplained"
+        return f"{head} ({self.differing} differ{spread}; first {self.first})"
 
 
 def compare(values: np.ndarray, served_table: np.ndarray, trained: Trained) -> PixelReport:

@@ -23,23 +23,9 @@ from deferlab.properties import strategies as s
 from deferlab.properties.strategies import served as ss
 from deferlab.reference.oracle import checkpoint, skew
 from deferlab.reference.system.profiles import profile
+from tests.worked import worked_k3
 
-# Semantics §3.2's worked table, Kimi-K3: (w, h) -> (new_w, new_h, pad_w, pad_h, grid, tokens).
-WORKED_K3 = {
-    (32, 32): (32, 32, 24, 24, (1, 4, 4), 4),
-    (224, 224): (224, 224, 0, 0, (1, 16, 16), 64),
-    (640, 480): (640, 480, 4, 24, (1, 36, 46), 414),
-    (1024, 1024): (1024, 1024, 12, 12, (1, 74, 74), 1369),
-    (1536, 1024): (1536, 1024, 4, 12, (1, 74, 110), 2035),
-    (1920, 1080): (1920, 1080, 12, 12, (1, 78, 138), 2691),
-    (3840, 2160): (3840, 2160, 24, 24, (1, 156, 276), 10764),
-    (4000, 3000): (4000, 3000, 4, 24, (1, 216, 286), 15444),
-    (8000, 6000): (4142, 3107, 2, 1, (1, 222, 296), 16428),
-    (3600, 3600): (3585, 3585, 27, 27, (1, 258, 258), 16641),
-    (10000, 100): (7168, 71, 0, 13, (1, 6, 512), 768),
-    (1, 1): (1, 1, 27, 27, (1, 2, 2), 1),
-    (14, 14): (14, 14, 14, 14, (1, 2, 2), 1),
-}
+WORKED_K3 = worked_k3()  # semantics §3.2's worked table, Kimi-K3: (w, h) -> (new_w, new_h, pad_w, pad_h, grid, tokens)
 TRUTH = served.CheckpointPath()
 MODEL = served.Session()  # deferlab's model (its paths are built once, on first use)
 

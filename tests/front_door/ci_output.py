@@ -7,37 +7,50 @@ named, so no package index is listed either).
 
 from __future__ import annotations
 
+from pathlib import Path
+
 from tests.front_door.files import BadCli
+
+
+def _versions(tmp: Path, *argv: str) -> list[str]:
+    """``versions 0.5.23 ARGV`` writing under ``tmp`` (were it to get that far)."""
+    return ["versions", "0.5.23", *argv, "--out", str(tmp / "v")]
+
+
+def _report(tmp: Path, *argv: str) -> list[str]:
+    """``report ARGV`` writing under ``tmp`` (were it to get that far)."""
+    return ["report", *argv, "--out", str(tmp / "r")]
+
 
 CI_OUTPUT_ROWS = [
     BadCli(
         "versions format",
-        lambda t: ["versions", "0.5.23", "--format", "html", "--out", str(t / "v")],
+        lambda t: _versions(t, "--format", "html"),
         r"--format must be one of 'md', 'json', 'junit', 'families'; got 'html'",
     ),
     BadCli(
         "versions format case",
-        lambda t: ["versions", "0.5.23", "--format", "JSON", "--out", str(t / "v")],
+        lambda t: _versions(t, "--format", "JSON"),
         r"--format must be one of 'md', 'json', 'junit', 'families'; got 'JSON'",
     ),
     BadCli(
         "versions junit directory",
-        lambda t: ["versions", "0.5.23", "--junit", str(t), "--out", str(t / "v")],
+        lambda t: _versions(t, "--junit", str(t)),
         r"--junit: '.*' is a directory; accepted: a file path for the XML",
     ),
     BadCli(
         "versions claims",
-        lambda t: ["versions", "0.5.23", "--claims", "C1,X", "--out", str(t / "v")],
+        lambda t: _versions(t, "--claims", "C1,X"),
         r"--claims: 'X' is no claim; accepted: comma-separated ids among C1, C2, ",
     ),
     BadCli(
         "report junit directory",
-        lambda t: ["report", "--junit", str(t), "--out", str(t / "r")],
+        lambda t: _report(t, "--junit", str(t)),
         r"--junit: '.*' is a directory; accepted: a file path for the XML",
     ),
     BadCli(
         "versions release before the Kimi-K3 path",
-        lambda t: ["versions", "0.5.23", "0.5.2", "--out", str(t / "v")],
+        lambda t: _versions(t, "0.5.2"),
         r"'0\.5\.2': no Kimi-K3 path before SGLang 0\.5\.17; accepted: 0\.5\.17 and later",
     ),
 ]

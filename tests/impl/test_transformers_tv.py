@@ -10,7 +10,7 @@ from typing import Any
 
 import pytest
 
-from tests.impl.loader.support import json_child
+from tests.impl.children import json_child
 
 pytestmark = pytest.mark.extra("transformers")
 

@@ -9,26 +9,13 @@ from hypothesis import strategies as st
 
 from deferlab.reference.oracle.navit import resize_config, resize_config_arrays
 from deferlab.reference.system.profiles import profile
+from tests.worked import worked_k3
 
 K3 = profile("kimi-k3")
 K25 = profile("kimi-k2.5")
 
-# (w, h) -> (new_w, new_h, pad_w, pad_h, grid, tokens); computed by hand from semantics §3.2
-# (table in semantics §3.2).
-K3_CASES = [
-    ((32, 32), (32, 32, 24, 24, (1, 4, 4), 4)),
-    ((224, 224), (224, 224, 0, 0, (1, 16, 16), 64)),
-    ((640, 480), (640, 480, 4, 24, (1, 36, 46), 414)),
-    ((1024, 1024), (1024, 1024, 12, 12, (1, 74, 74), 1369)),
-    ((1920, 1080), (1920, 1080, 12, 12, (1, 78, 138), 2691)),
-    ((3840, 2160), (3840, 2160, 24, 24, (1, 156, 276), 10764)),
-    ((4000, 3000), (4000, 3000, 4, 24, (1, 216, 286), 15444)),
-    ((8000, 6000), (4142, 3107, 2, 1, (1, 222, 296), 16428)),
-    ((3600, 3600), (3585, 3585, 27, 27, (1, 258, 258), 16641)),
-    ((10000, 100), (7168, 71, 0, 13, (1, 6, 512), 768)),
-    ((1, 1), (1, 1, 27, 27, (1, 2, 2), 1)),
-    ((14, 14), (14, 14, 14, 14, (1, 2, 2), 1)),
-]
+# (w, h) -> (new_w, new_h, pad_w, pad_h, grid, tokens), computed by hand: the table in semantics §3.2.
+K3_CASES = list(worked_k3().items())
 
 
 @pytest.mark.parametrize(("size", "expected"), K3_CASES, ids=[f"{w}x{h}" for (w, h), _ in K3_CASES])

@@ -19,9 +19,8 @@ from deferlab.reference.oracle.normalize import (
     patchify,
     scale_bias,
 )
+from deferlab.reference.system.family_configs import CLIP_MEAN, CLIP_STD
 
-CLIP_MEAN = (0.48145466, 0.4578275, 0.40821073)
-CLIP_STD = (0.26862954, 0.26130258, 0.27577711)
 means = st.tuples(*[st.floats(0.0, 1.0)] * 3)
 stds = st.tuples(*[st.floats(0.05, 1.0)] * 3)
 ALL_LEVELS = np.tile(np.arange(256, dtype=np.float32), (3, 1, 1))  # (3, 1, 256): every uint8 level per channel

@@ -4,6 +4,8 @@ the fallbacks, and the mismatch tally, on fake engine functions written like the
 
 from __future__ import annotations
 
+import importlib.util
+import inspect
 import math
 
 import numpy as np
@@ -42,29 +44,28 @@ def fake_navit(width, height, patch_size, merge_kernel_size, in_patch_limit, pat
     }
 
 
-def buggy_navit(width, height, patch_size, merge_kernel_size, in_patch_limit, patch_limit_on_one_side, fixed):
-    """The same, but padding a width that is already a multiple of the factor by a whole factor."""
-    s1 = math.sqrt(in_patch_limit / (max(1.0, width // patch_size) * max(1.0, height // patch_size)))
-    scale = min(1.0, s1, patch_limit_on_one_side * patch_size / width, patch_limit_on_one_side * patch_size / height)
-    new_w = min(max(1, int(width * scale)), patch_limit_on_one_side * patch_size)
-    new_h = min(max(1, int(height * scale)), patch_limit_on_one_side * patch_size)
-    factor = merge_kernel_size * patch_size
-    pad_height = (factor - new_h % factor) % factor
-    pad_width = factor - new_w % factor
-    num_tokens = ((new_h + pad_height) // factor) * ((new_w + pad_width) // factor)
-    return {
-        "num_tokens": num_tokens,
-        "new_width": new_w,
-        "new_height": new_h,
-        "pad_width": pad_width,
-        "pad_height": pad_height,
-    }
-
-
 def uncompilable(width, height, patch_size, merge_kernel_size, in_patch_limit, patch_limit_on_one_side, fixed):
     """Reads a Python object (the module's config), which numba cannot type."""
     new_w = min(width, CFG.patch_limit_on_one_side * patch_size)
     return {"num_tokens": 1, "new_width": new_w, "new_height": height, "pad_width": 0, "pad_height": 0}
+
+
+# The one bug the sweep must find: a width that is already a multiple of the factor padded by a whole factor.
+PAD_BUG = ("pad_width = (factor - new_w % factor) % factor", "pad_width = factor - new_w % factor")
+
+
+@pytest.fixture(scope="module")
+def buggy_navit(tmp_path_factory):
+    """`fake_navit` with `PAD_BUG` applied, as a mutant is: in a module of its own on disk, since the sweep
+    compiles an engine function from its source file."""
+    source = inspect.getsource(fake_navit)
+    assert source.count(PAD_BUG[0]) == 1, "PAD_BUG no longer matches fake_navit's padding line"
+    path = tmp_path_factory.mktemp("mutant") / "buggy_navit.py"
+    path.write_text("import math\n\n\n" + source.replace(*PAD_BUG))
+    spec = importlib.util.spec_from_file_location("buggy_navit", path)
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module.fake_navit
 
 
 def _target(fn) -> geo.EngineFunction:
@@ -102,7 +103,7 @@ def test_the_models_config_taking_function_compiles_and_agrees() -> None:
     assert comp.check(compiled, target.args(CFG, compiled=True), target.bound(CFG), ws, hs) == []
 
 
-def test_a_disagreeing_compile_is_caught_and_named() -> None:
+def test_a_disagreeing_compile_is_caught_and_named(buggy_navit) -> None:
     """Checked against a reference that differs, the check names the first sizes with both answers."""
     args = _target(fake_navit).args(CFG, compiled=True)
     compiled = comp.compile_function(fake_navit, args)
@@ -120,7 +121,7 @@ def test_an_uncompilable_function_falls_back_to_the_reduced_interpreted_set(monk
     assert job.result["sizes"] == ws.size and job.result["mismatches"] > 0  # it pads nothing: wrong off-grid
 
 
-def test_mismatches_are_counted_with_the_first_five_both_ways(monkeypatch) -> None:
+def test_mismatches_are_counted_with_the_first_five_both_ways(monkeypatch, buggy_navit) -> None:
     """A buggy engine function: compiled full-grid sweep counts every wrong size, the first five with both
     answers; the interpreted small-grid route counts the same on its grid."""
     monkeypatch.setattr(geo, "INTERPRETED_FULL", 0)

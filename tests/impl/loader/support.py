@@ -10,9 +10,6 @@ from __future__ import annotations
 import csv
 import dataclasses
 import io
-import json
-import os
-import subprocess
 import sys
 import textwrap
 import zipfile
@@ -22,6 +19,7 @@ from typing import Any
 from deferlab.impl.loader import integrity
 from deferlab.impl.loader.companions import Companion
 from deferlab.impl.loader.engine import Engine
+from tests.impl.children import json_child, json_of
 
 HERE = Path(__file__).resolve().parent
 PROJECT = HERE / "fakeproject"  # a checkout: python/fakeeng/
@@ -41,17 +39,7 @@ FAKE = Engine(
 def run(code: str, *args: str) -> dict[str, Any]:
     """Run ``code`` in a child (``PROJECT`` as argv[1], then ``args``); the JSON it prints last."""
     head = "import json, sys\nfrom tests.impl.loader.support import FAKE, MISSING, PROJECT\n"
-    proc = subprocess.run(
-        [sys.executable, "-c", head + textwrap.dedent(code), str(PROJECT), *args],
-        capture_output=True,
-        text=True,
-        timeout=120,
-        env={**os.environ},
-        check=False,
-    )
-    lines = [ln for ln in proc.stdout.splitlines() if ln.startswith("JSON:")]
-    assert proc.returncode == 0 and lines, f"child exited {proc.returncode}:\n{proc.stderr[-3000:]}"
-    return json.loads(lines[-1][5:])
+    return json_of([sys.executable, "-c", head + textwrap.dedent(code), str(PROJECT), *args], timeout=120)
 
 
 # The fake engine as a release: its wheel ships a compiled module too, which (as for vLLM) is not unpacked.
@@ -118,22 +106,6 @@ def no_download(version: str, dest: Path) -> Path:
 def child(scenario: str, *args: str, env: dict[str, str] | None = None) -> dict[str, Any]:
     """Run ``tests.impl.loader.child`` SCENARIO ARGS in a child process; the JSON it prints last."""
     return json_child("tests.impl.loader.child", scenario, *args, env=env, timeout=120)
-
-
-def json_child(module: str, *args: str, env: dict[str, str] | None = None, timeout: float = 120) -> dict[str, Any]:
-    """``python -m MODULE ARGS`` in a child process (``env`` added to ours): the object on its last ``JSON:`` line;
-    a non-zero exit or no such line fails the test with the child's stderr."""
-    proc = subprocess.run(
-        [sys.executable, "-m", module, *args],
-        capture_output=True,
-        text=True,
-        timeout=timeout,
-        env={**os.environ, **(env or {})},
-        check=False,
-    )
-    lines = [ln for ln in proc.stdout.splitlines() if ln.startswith("JSON:")]
-    assert proc.returncode == 0 and lines, f"child exited {proc.returncode}:\n{proc.stderr[-3000:]}"
-    return json.loads(lines[-1][5:])
 
 
 # A companion library (`impl.loader.companions`): its package runs its __init__ (not bare), imports a module

@@ -3,14 +3,12 @@ table D, written here as the checkpoints' files hold them) and the child runner 
 
 from __future__ import annotations
 
-import json
-import os
-import subprocess
-import sys
 from typing import Any
 
 import numpy as np
 from PIL import Image
+
+from tests.impl.children import json_child
 
 _CLIP = {"image_mean": [0.48145466, 0.4578275, 0.40821073], "image_std": [0.26862954, 0.26130258, 0.27577711]}
 _HALF = {"image_mean": [0.5] * 3, "image_std": [0.5] * 3}
@@ -42,14 +40,4 @@ def rgb(width: int, height: int, seed: int = 0) -> Image.Image:
 
 def child(scenario: str, *args: str, env: dict[str, str] | None = None, timeout: int = 600) -> dict[str, Any]:
     """Run ``tests.impl.vllm.child`` SCENARIO ARGS in a child process; the JSON it prints last."""
-    proc = subprocess.run(
-        [sys.executable, "-m", "tests.impl.vllm.child", scenario, *args],
-        capture_output=True,
-        text=True,
-        timeout=timeout,
-        env={**os.environ, **(env or {})},
-        check=False,
-    )
-    lines = [ln for ln in proc.stdout.splitlines() if ln.startswith("JSON:")]
-    assert proc.returncode == 0 and lines, f"child exited {proc.returncode}:\n{proc.stderr[-3000:]}"
-    return json.loads(lines[-1][5:])
+    return json_child("tests.impl.vllm.child", scenario, *args, env=env, timeout=timeout)

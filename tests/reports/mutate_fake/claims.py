@@ -26,11 +26,16 @@ PROPERTIES = {
 }
 
 
-def load(tree):
-    spec = importlib.util.spec_from_file_location("fake_gate", Path(tree) / "sglang" / "srt" / "gate.py")
+def load_module(name, path):
+    """The fake engine's module at ``path``, imported as ``name`` (this script's and ``claims_vllm.py``'s load)."""
+    spec = importlib.util.spec_from_file_location(name, path)
     module = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(module)
     return module
+
+
+def load(tree):
+    return load_module("fake_gate", Path(tree) / "sglang" / "srt" / "gate.py")
 
 
 def c1(g):

@@ -8,7 +8,6 @@ their provenance naming a companion's processor too (transformers', never a targ
 the probes as in ``claims.py``.
 """
 
-import importlib.util
 import json
 import os
 import sys
@@ -27,10 +26,9 @@ PROVENANCE = {
 
 
 def load(tree):
-    spec = importlib.util.spec_from_file_location("fake_served", Path(tree) / "vllm" / "multimodal" / "served.py")
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
+    from claims import load_module  # run as a script beside claims.py (as `main` imports `collect`)
+
+    return load_module("fake_served", Path(tree) / "vllm" / "multimodal" / "served.py")
 
 
 def c13(s):
