@@ -64,24 +64,14 @@ class Scenario:
     path: str | None = field(default=None, compare=False)
 
     def to_dict(self) -> dict[str, Any]:
-        return {
-            "name": self.name,
-            "description": self.description,
-            "policy": self.policy,
-            "profile": self.profile,
-            "cost_profile": self.cost_profile,
+        latency = {key: getattr(self, "latency" if key == "enabled" else key) for key in _LATENCY_KEYS}
+        if not isinstance(self.sweep_rates, str):
+            latency["sweep_rates"] = [r if math.isfinite(r) else "inf" for r in self.sweep_rates]
+        return {key: getattr(self, key) for key in ("name", "description", "policy", "profile", "cost_profile")} | {
             "topology": self.topology.to_dict(),
             "workload": self.workload.to_dict(),
-            "accounting": {"gate": self.gate, "whitelist": self.whitelist, "placement": self.placement},
-            "latency": {
-                "enabled": self.latency,
-                "decode": self.decode,
-                "overlap": self.overlap,
-                "sweep_rates": self.sweep_rates
-                if isinstance(self.sweep_rates, str)
-                else [r if math.isfinite(r) else "inf" for r in self.sweep_rates],
-                "sweep_requests": self.sweep_requests,
-            },
+            "accounting": {key: getattr(self, key) for key in _ACCOUNTING_KEYS},
+            "latency": latency,
             "path": self.path,
         }
 

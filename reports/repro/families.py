@@ -23,7 +23,7 @@ from deferlab.reference.system.family_configs import QwenVLConfig, family_profil
 from deferlab.reference.system.systems import DEFAULT_FAMILY, split_label
 from deferlab.reports.repro import family_texts as texts
 from deferlab.reports.repro.fitting import literal, stats_pair
-from deferlab.reports.repro.served_texts import _NORMALIZE
+from deferlab.reports.repro.served_texts import _NORMALIZE, ONE_LEVEL
 
 # The libraries each (engine, family) path computes with, at the release's pins: what the engine's sessions load
 # (`impl.vllm.served.COMPANIONS`, `impl.sglang.families.PATHS`; a test keeps them equal).
@@ -182,7 +182,7 @@ def internvl_c14(c: Column, ce: Any, failure: str, row: Mapping[str, Any]) -> tu
         return None
     consts = _card_consts(c.family) + _consts(MEAN=[0.485, 0.456, 0.406], STD=[0.229, 0.224, 0.225])
     consts += f"# An image of the recorded class {cls!r} and size:\n" + _consts(MODE=TRANSPARENT[cls], SIZE=(width, height), SEED=seed)  # fmt: skip
-    return texts.INTERNVL_C14_IMPORTS, consts, texts._CARD_GRID + texts.INTERNVL_C14
+    return texts.INTERNVL_C14_IMPORTS, consts, texts._CARD_GRID + texts.INTERNVL_C14 + ONE_LEVEL
 
 
 _WHAT = {

@@ -193,6 +193,21 @@ from PIL import Image
 from vllm.multimodal.parse import MultiModalDataParser
 """
 
+ONE_LEVEL = '''
+
+def _at_most_one_level_off(served, trained, whose, unit):
+    """Raise naming how many values are more than one uint8 level off ``whose`` and the first of them."""
+    off = np.abs(served - trained)
+    bad = off > 1
+    if bad.any():
+        n, c, y, x = (int(i) for i in np.argwhere(bad)[0])
+        raise AssertionError(
+            f"{int(bad.sum())} of {off.size} values more than 1 level off the {whose} (up to {int(off.max())} "
+            f"levels; first {unit} {n} channel {c} ({y}, {x}): level {served[n, c, y, x]} served, "
+            f"{trained[n, c, y, x]} trained)"
+        )
+'''
+
 C14_TEST = '''
 
 def test_${cid}_the_served_pixels_are_the_checkpoints():
@@ -207,16 +222,7 @@ def test_${cid}_the_served_pixels_are_the_checkpoints():
     assert served_grid == grid and values.shape == trained.shape, (
         f"grid {served_grid} {values.shape} != checkpoint's {grid} {trained.shape}"
     )
-    served = _served_levels(values)
-    off = np.abs(served - trained)
-    bad = off > 1
-    if bad.any():
-        n, c, y, x = (int(i) for i in np.argwhere(bad)[0])
-        raise AssertionError(
-            f"{int(bad.sum())} of {off.size} values more than 1 level off the checkpoint's (up to {int(off.max())} "
-            f"levels; first patch {n} channel {c} ({y}, {x}): level {served[n, c, y, x]} served, "
-            f"{trained[n, c, y, x]} trained)"
-        )
+    _at_most_one_level_off(_served_levels(values), trained, "checkpoint's", "patch")
 '''
 
 C13_TEST = '''
@@ -284,6 +290,6 @@ def test_${cid}_the_served_values_are_the_checkpoints_in_fp32():
 '''
 )
 
-C14 = "$imports\n$consts" + _CHECKPOINT + "$serve" + C14_TEST
+C14 = "$imports\n$consts" + _CHECKPOINT + "$serve" + ONE_LEVEL + C14_TEST
 C13 = "$imports\n$consts" + _RESIZE + "$geometry" + C13_TEST
 VLLM_C15 = "$imports\n$consts" + "$serve" + VLLM_C15_TEST

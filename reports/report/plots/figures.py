@@ -32,6 +32,11 @@ def _extent(side: np.ndarray) -> list[float]:
     return [float(side[0]), float(side[-1]), float(side[0]), float(side[-1])]
 
 
+def _map(ax: Any, values: np.ndarray, side: np.ndarray, **style: Any) -> Any:
+    """``values`` over the swept sizes, origin at the smallest size, one cell per sampled size."""
+    return ax.imshow(values, origin="lower", extent=_extent(side), interpolation="nearest", **style)
+
+
 def _size_axes(ax: Any) -> None:
     ax.set_xlabel("width (px)")
     ax.set_ylabel("height (px)")
@@ -75,16 +80,7 @@ def decision_maps(config: PreprocessConfig, step: int, side: np.ndarray, limits:
         for i, channels in enumerate(sweeps.CHANNELS):
             ax = axes[i][j]
             raw, processed, defer = sweeps.decision_grid(cfg, channels, side, side)
-            ax.imshow(
-                defer.astype(float),
-                origin="lower",
-                extent=_extent(side),
-                cmap=DEFER_CMAP,
-                vmin=0,
-                vmax=1,
-                interpolation="nearest",
-                aspect="equal",
-            )
+            _map(ax, defer.astype(float), side, cmap=DEFER_CMAP, vmin=0, vmax=1, aspect="equal")
             diff = (processed - raw).astype(float)
             if diff.min() < 0 < diff.max():
                 ax.contour(side, side, diff, levels=[0.0], colors=CURVE, linewidths=1.2)
@@ -109,14 +105,7 @@ def byte_ratio_maps(config: PreprocessConfig, step: int, side: np.ndarray, limit
     for ax, limit in panels:
         ratio = np.log2(sweeps.byte_ratio_grid(sweeps.with_limit(config, limit), 3, side, side))
         bound = max(abs(ratio.min()), abs(ratio.max()), 1e-6)
-        im = ax.imshow(
-            ratio,
-            origin="lower",
-            extent=_extent(side),
-            cmap="RdBu",
-            norm=TwoSlopeNorm(0.0, -bound, bound),
-            interpolation="nearest",
-        )
+        im = _map(ax, ratio, side, cmap="RdBu", norm=TwoSlopeNorm(0.0, -bound, bound))
         if ratio.min() < 0 < ratio.max():
             ax.contour(side, side, ratio, levels=[0.0], colors="k", linewidths=1.0)
         ax.set_title(f"in_patch_limit={limit}")
@@ -135,7 +124,7 @@ def token_maps(config: PreprocessConfig, step: int, side: np.ndarray, limits: tu
     fig, panels = _panel_per_limit(limits)
     for ax, limit in panels:
         tokens = sweeps.token_grid(sweeps.with_limit(config, limit), side, side)
-        im = ax.imshow(tokens, origin="lower", extent=_extent(side), cmap="viridis", interpolation="nearest")
+        im = _map(ax, tokens, side, cmap="viridis")
         ax.set_title(f"in_patch_limit={limit}\nmax {int(tokens.max())} tokens on this grid", fontsize=10)
         _size_axes(ax)
         fig.colorbar(im, ax=ax, label="tokens", shrink=0.8)
@@ -192,7 +181,7 @@ def aggregation_maps(config: PreprocessConfig, step: int, path: Path, max_side: 
     for ax, (name, comp) in zip(axes[0], sweeps.COMPANIONS.items(), strict=True):
         differs, cost = sweeps.aggregation_grid(cfg, comp, 3, side, side)
         shown = np.where(differs, cost / 2**20, np.nan)
-        im = ax.imshow(shown, origin="lower", extent=_extent(side), cmap="magma_r", interpolation="nearest")
+        im = _map(ax, shown, side, cmap="magma_r")
         ax.set_facecolor("#e8e8e8")
         ax.set_title(f"with {name}: {100 * differs.mean():.1f}% of sizes overridden")
         ax.set_xlabel("swept image width (px)")

@@ -84,13 +84,7 @@ class DecisionScan:
     area_flips: np.ndarray
 
     def counters(self) -> dict[str, int]:
-        return {
-            "sizes": self.sizes,
-            "deferring": self.deferring,
-            "ties": self.ties,
-            "flips_width": self.flips_width,
-            "flips_height": self.flips_height,
-        }
+        return {key: getattr(self, key) for key in ("sizes", "deferring", "ties", "flips_width", "flips_height")}
 
     def flip_density_by_area(self) -> list[dict[str, float]]:
         """Flips per one-pixel step, binned by image area: where similar requests diverge."""
