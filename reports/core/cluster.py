@@ -28,6 +28,7 @@ from deferlab.reference.system.errors import UsageError
 from deferlab.reports.core.tasks import CLUSTER_FORMS, Outcome, Task, perform
 
 OWNER_ENV = "DEFERLAB_CLUSTER_OWNER"  # set in every task's environment: a local run's leftovers are found by it
+GPU_RESOURCE_ENV = "DEFERLAB_GPU_RESOURCE"  # a Ray resource standing in for a GPU (tests: a node given one)
 POLL_S = 0.5
 QUIET = {"RAY_USAGE_STATS_ENABLED": "0", "RAY_DISABLE_USAGE_STATS": "1"}
 
@@ -120,6 +121,14 @@ class RayExecutor:
         nodes = len([n for n in self._ray.nodes() if n.get("Alive")])
         gpus = f", {int(res['GPU'])} GPU" if res.get("GPU") else ""
         return f"{nodes} node(s), {int(res.get('CPU', 0))} CPU{gpus}"
+
+    def gpu_demand(self) -> dict[str, Any] | None:
+        """What a task that needs CUDA asks for here: one ``GPU``, or one of the resource `GPU_RESOURCE_ENV` names
+        (a stand-in the tests give a node); None when no node of the cluster offers it."""
+        res, stand_in = self._ray.cluster_resources(), os.environ.get(GPU_RESOURCE_ENV)
+        if stand_in:
+            return {"resources": {stand_in: 1.0}} if res.get(stand_in, 0) >= 1 else None
+        return {"gpus": 1} if res.get("GPU", 0) >= 1 else None
 
     def _submit(self, task: Task, attempt: int) -> Any:
         opts = {

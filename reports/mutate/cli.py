@@ -301,7 +301,9 @@ def _campaign(
         return pool.map(task, keys, done)
     source, fetch = (str(front.root), False) if args.cluster == "local" else (front.spec, True)
     stop = stop_on.read_text() if stop_on is not None else None
-    on = remote.Remote(campaign, source, fetch, launcher=getattr(harness.launcher, "cold", harness.launcher), stop=stop)
+    cuda_only = frozenset(render.equivalent_for(front.equivalent, front.version, "needs CUDA"))
+    on = remote.Remote(campaign, source, fetch, launcher=getattr(harness.launcher, "cold", harness.launcher), stop=stop,
+                       cuda_only=cuda_only, gpu=executor.gpu_demand())  # fmt: skip
     on.run(executor, todo, keys, done, say)
 
 

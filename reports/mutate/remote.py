@@ -10,7 +10,9 @@ worker copies the tree (`engine.WorkTree`), applies the text, runs each run thro
 load only when a run recorded nothing, removes its copy and returns the records (`Ran`). The driver judges them
 against the reference (`runs.judge`) and commits each mutant to the store as its outcome arrives, so a campaign
 stopped on a cluster resumes with its pending mutants only; Ctrl-C and SIGTERM cancel the cluster's tasks (the
-executor's ``cancel_all``). A task whose worker is lost is retried once by Ray, then an ``error`` outcome
+executor's ``cancel_all``). A mutant the equivalents file lists as CUDA-only asks for a GPU where the cluster has one
+(`RayExecutor.gpu_demand`) and records where it ran and whether ``torch.cuda`` was there (``gpu_task``); one
+that ran on CUDA is judged by its outcome, no longer reported as needing CUDA. A task whose worker is lost is retried once by Ray, then an ``error`` outcome
 (retried by ``--resume``), never a lost campaign.
 """
 
@@ -144,6 +146,8 @@ class Remote:
     fetch: bool
     launcher: Launcher
     stop: str | None = None
+    cuda_only: frozenset[str] = frozenset()  # reviewed survivors only CUDA reaches (the equivalents file)
+    gpu: dict[str, Any] | None = None  # what such a mutant's task asks for (`RayExecutor.gpu_demand`), None: no GPU
     asked: dict[str, tuple[dict[str, Any], list[str] | None, list[tuple[str, list[str]]]]] = field(default_factory=dict)
 
     def shipped(self) -> mrun.Harness:
@@ -169,8 +173,9 @@ class Remote:
         harness = self.shipped()
         request = Request(harness.system(self.source), harness.profile, timeout=sum(r[2] for r in shipped) + LOAD_S)
         self.asked[key] = (rec, chosen, runs)
+        gpu = self.gpu if m is not None and self.gpu is not None and m.id in self.cuda_only else {}
         return MutantTask(key, request, harness=harness, source=self.source, fetch=self.fetch,
-                          file=None if m is None else m.file, text=code or "", runs=shipped, stop=self.stop)  # fmt: skip
+                          file=None if m is None else m.file, text=code or "", runs=shipped, stop=self.stop, **gpu)  # fmt: skip
 
     def record(self, o: Outcome) -> dict[str, Any] | None:
         """The mutant's record judged on the driver (None: the control had no outcome; `--resume` runs it)."""
@@ -189,6 +194,8 @@ class Remote:
                         "run": "cold"}  # fmt: skip
             rec.update(mrun.part(label, v, record.seconds))
         rec["claims_run"] = chosen
+        if o.task.gpus or o.task.resources:  # a CUDA-only mutant sent to a GPU node: where it ran, read there
+            rec["gpu_task"] = {"node": o.node, "cuda": o.cuda, "asked": {"gpus": o.task.gpus, **o.task.resources}}
         return rec
 
     def run(self, executor: Any, todo: dict[str, engine.Mutant], keys: list[str], done: Callable[[str, dict], None], say: Callable) -> None:  # fmt: skip
@@ -209,4 +216,8 @@ class Remote:
             else:
                 done(o.task.key, rec)
 
+        sent = sum(1 for t in tasks if t.gpus or t.resources)
+        if self.cuda_only & set(keys):
+            where = f"{sent} to a GPU node ({self.gpu})" if self.gpu else "no GPU on the cluster: run on CPU as before"
+            say(f"{len(self.cuda_only & set(keys))} CUDA-only mutant(s) (reviewed): {where}")
         executor.map(tasks, arrived)

@@ -134,7 +134,10 @@ def document(
     for rec in sorted(records, key=lambda r: r["id"]):
         m = dict(rec)
         m["equivalent"] = equivalent.get(m["id"]) if m["outcome"] == "survived" else None
-        m["cuda_only"] = (cuda_only or {}).get(m["id"]) if m["outcome"] == "survived" and not m["equivalent"] else None
+        on_cuda = (m.get("gpu_task") or {}).get("cuda") is True  # run on a GPU node: its outcome is measured
+        m["cuda_only"] = (
+            None if on_cuda or m["outcome"] != "survived" or m["equivalent"] else (cuda_only or {}).get(m["id"])
+        )
         mutants.append(m)
     counts = Counter(_shown(m) for m in mutants)
     side = {"anchor_side_by_side": anchor.side_by_side(mutants, _shown)} if plan.get("anchor") else {}

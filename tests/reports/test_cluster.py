@@ -133,6 +133,42 @@ def test_a_campaign_on_the_cluster_equals_the_local_pool_and_resumes_after_ctrl_
     assert ray_processes(marked, wait=15) == []
 
 
+@pytest.mark.extra("cluster")
+@pytest.mark.slow
+def test_a_cuda_only_mutant_asks_for_the_clusters_gpu_and_records_where_it_ran(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The mutants the equivalents file lists as CUDA-only ask for a GPU where a node offers one (here a custom
+    resource stands in for it): the task is placed there (it could run nowhere else), and its record says what it
+    asked for and that torch.cuda was absent where it ran, so the survivor still reads "needs CUDA". Without the
+    resource on the cluster they run on CPU as before, with one line saying so."""
+    marked = mark(monkeypatch)
+    monkeypatch.setenv("DEFERLAB_GPU_RESOURCE", "GPU_STANDIN")
+    first = _Log()
+    rc, plain = _mutate(tmp_path / "plain", "--cluster", "local", "--sample", "4", "--seed", "0", log=first)
+    assert rc == 0 and len(plain["mutants"]) == 4, "".join(first.lines)
+    ids = [m["id"] for m in plain["mutants"]]
+    survivor = next(m["id"] for m in plain["mutants"] if m["outcome"] == "survived")
+    listed = tmp_path / "cuda.toml"
+    listed.write_text("".join(f'[[cuda_only]]\nid = "{i}"\nreason = "stand-in"\n\n' for i in ids))
+    monkeypatch.setattr(mutate_render, "EQUIVALENT", listed)
+    rc, _ = _mutate(tmp_path / "no-gpu", "--cluster", "local", "--sample", "4", "--seed", "0", log=(none := _Log()))
+    assert rc == 0 and any("4 CUDA-only mutant(s) (reviewed): no GPU on the cluster" in x for x in none.lines)
+
+    with_gpu = lambda cluster, **kw: executor.executor_for(cluster, resources={"GPU_STANDIN": 1.0}, **kw)  # noqa: E731
+    monkeypatch.setattr(mutate, "executor_for", with_gpu)
+    log = _Log()
+    rc, doc = _mutate(tmp_path / "gpu", "--cluster", "local", "--sample", "4", "--seed", "0", log=log)
+    assert rc == 0, "".join(log.lines)
+    assert any("4 CUDA-only mutant(s) (reviewed): 4 to a GPU node" in x for x in log.lines), log.lines
+    for m in doc["mutants"]:
+        assert m["gpu_task"]["asked"] == {"gpus": 0, "GPU_STANDIN": 1.0} and m["gpu_task"]["cuda"] is False, m
+        assert m["gpu_task"]["node"] not in ("?", "local")
+    assert {m["id"]: m["outcome"] for m in doc["mutants"]} == {m["id"]: m["outcome"] for m in plain["mutants"]}
+    assert next(m for m in doc["mutants"] if m["id"] == survivor)["cuda_only"] == "stand-in"  # not run on CUDA
+    assert ray_processes(marked, wait=15) == []
+
+
 # --- node ids (a pure check, between the two Ray tests so pytest-xdist gives them to different workers) -------------
 def test_node_ids_are_shipped_relative_and_re_anchored_on_the_worker(tmp_path: Path) -> None:
     driver, worker = tmp_path / "driver" / "properties", tmp_path / "worker" / "properties"
