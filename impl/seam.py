@@ -170,6 +170,11 @@ class DeferlabImpl:
         model = KimiK3ForConditionalGeneration(profile("kimi-k3"), "cpu", policy)
         return can_skip_pre_embed_feature_move(model.get_image_feature, get_policy(policy))
 
+    def skips_pre_embed_move(self, fn: Any, policy: Any = None) -> bool:
+        from deferlab.impl.scheduler import can_skip_pre_embed_feature_move
+
+        return can_skip_pre_embed_feature_move(fn, get_policy(policy))
+
     def ack_counts(self, policy: Any) -> list[Any]:
         return [get_policy(policy)]  # sim.ipc reads a policy through sim.ipc.machine.PolicyCounts
 

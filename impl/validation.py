@@ -32,6 +32,7 @@ from PIL import Image
 from deferlab.reference.system.config import PreprocessConfig
 from deferlab.reference.system.contract import ACCEPTED_MODES
 from deferlab.reference.system.errors import InputTypeError, InputValueError
+from deferlab.reference.system.validate import check_image_size
 
 _CHANNELS = (1, 3, 4)
 
@@ -101,9 +102,4 @@ def validate_images(images: object, config: PreprocessConfig) -> None:
             width, height = _check_pil(i, image)
         else:
             raise InputTypeError(f"images[{i}] must be a PIL.Image.Image or a torch.Tensor, got {type(image).__name__}")
-        if width <= 0 or height <= 0:
-            raise InputValueError(f"images[{i}] is empty ({width}x{height}); images need at least one pixel")
-        if config.max_pixels is not None and width * height > config.max_pixels:
-            raise InputValueError(
-                f"images[{i}] has {width}x{height} = {width * height} pixels, over config.max_pixels={config.max_pixels}"
-            )
+        check_image_size(f"images[{i}]", width, height, config.max_pixels, "config.max_pixels")

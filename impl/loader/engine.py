@@ -4,16 +4,20 @@ Why a frozen description: resolution, the wheel cache and the importer are
 the same for every project whose code deferlab runs on a CPU; only names
 differ (distribution, import package, where the package sits in a checkout,
 the modules the driver runs). The driver states them once, e.g.
-``Engine(name="sglang", distribution="sglang", package="sglang", checkout_subdir="python", required=(...))``.
+``Engine(name="sglang", distribution="sglang", package="sglang", checkout_subdir="python", required=(...))``;
+a real engine's names are read off its registration (`registered`).
 """
 
 from __future__ import annotations
 
+import os
 import re
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from types import ModuleType
+from typing import Any
 
+from deferlab.reference.system.engines import engine as _registration
 from deferlab.reference.system.errors import SourceError as _InputSourceError
 
 # The start of the message of a fetch that failed: a child process that prints the error is read by it.
@@ -38,7 +42,9 @@ class Engine:
 
     ``marker``: a folder the package must hold for a path to count as a checkout. ``functional``:
     module name -> (builder, note) for the functional stand-ins the driver ships. ``driver_dirs``:
-    folders of the driver's own code (their frames are never the engine's import lines).
+    folders of the driver's own code (their frames are never the engine's import lines). ``required``: the
+    modules the default build imports for real (`sources.load` without ``build``; a driver's own build imports
+    its own list).
     """
 
     name: str
@@ -85,3 +91,18 @@ class Engine:
     def owns(self, module: str) -> bool:
         """Whether ``module`` is the engine's package or inside it."""
         return module == self.package or module.startswith(self.package + ".")
+
+
+def registered(name: str, driver_file: str, **layout: Any) -> Engine:
+    """The `Engine` of real engine ``name``, its names read off its registration (`reference.system.engines`):
+    distribution and import package are its name, display name, article and example release as registered; its
+    driver's code is the folder of ``driver_file``. ``layout``: the rest (`Engine`'s other fields)."""
+    facts = _registration(name)
+    return Engine(
+        **dict.fromkeys(("name", "distribution", "package"), facts.name),
+        display=facts.display,
+        article=facts.article,
+        example_version=facts.example_release,
+        driver_dirs=(os.path.dirname(os.path.abspath(driver_file)),),
+        **layout,
+    )

@@ -24,13 +24,29 @@ import warnings
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, ClassVar, TypedDict, TypeVar, cast
 
 from deferlab.impl.loader import companions, integrity, wheels
+from deferlab.impl.loader.companions import KNOWN as KNOWN_COMPANIONS
 from deferlab.impl.loader.engine import FETCH_FAILED, VERSION, Engine
 from deferlab.impl.loader.importer import Importer, IncompleteTreeError, RequiredImportError
 from deferlab.impl.loader.provenance import StandIn, describe
 from deferlab.impl.loader.standins import end_import_phase
+
+SourceT = TypeVar("SourceT", bound="Source")
+
+
+class LoadOptions(TypedDict, total=False):
+    """What every driver's ``load(spec, **options)`` takes beside the spec (`load_named`).
+
+    ``cache``: the wheel cache folder (None: deferlab's); ``downloader``: what fetches a wheel (None: ``pip
+    download``); ``companions``: names of `companions.KNOWN` (``transformers``, ``torchvision``) made active at
+    the versions the release pins before any of its code is imported (none by default).
+    """
+
+    cache: Path | None
+    downloader: wheels.Downloader | None
+    companions: tuple[str, ...]
 
 
 @dataclass
@@ -62,6 +78,8 @@ class Source:
     required: tuple[str, ...] = ()  # the modules imported for real as required (the driver runs them)
     absent: dict[str, types.ModuleType] = field(default_factory=dict)  # stand-ins for modules this tree lacks
     companions: dict[str, companions.Loaded] = field(default_factory=dict)  # the pinned libraries it runs with
+    # What a driver's module names may leave out (``"sglang.srt."``: ``module("models.kimi_k3")``); "": nothing.
+    short_prefix: ClassVar[str] = ""
 
     @property
     def engine(self) -> Engine:
@@ -77,8 +95,8 @@ class Source:
         return list(self.importer.records)
 
     def full_name(self, name: str) -> str:
-        """``name`` as a module of the engine (a driver may shorten names by overriding this)."""
-        return name
+        """``name`` as a module of the engine: a name not starting with the package's is short (`short_prefix`)."""
+        return name if not self.short_prefix or name.startswith(self.engine.package) else self.short_prefix + name
 
     def module(self, name: str) -> types.ModuleType:
         """An engine module, imported for real (or the stand-in the driver put in `absent`)."""
@@ -332,6 +350,38 @@ def load(
     return claim(source)
 
 
+def require_file(engine: Engine, spec: str, found: Resolved, rel: str, lacks: str, accepted: str, so: str = "") -> None:
+    """Refuse a tree without the file ``rel`` (below the folder holding the package), by reading it (nothing
+    imported): the engine's source error, saying that the tree has no ``lacks`` (``so``: what that means) and
+    which sources are ``accepted``."""
+    if not (found.root / rel).is_file():
+        raise engine.source_error(
+            f"{engine.name} source {spec!r} (version {found.version}, {found.root}) has no {lacks} ({rel} is absent)"
+            f"{so}; accepted: {accepted}"
+        )
+
+
+def load_named(
+    engine: Engine,
+    spec: str,
+    check: Callable[[str, Resolved], None],
+    build: Callable[[str, Resolved, Importer], SourceT],
+    *,
+    cache: Path | None = None,
+    downloader: wheels.Downloader | None = None,
+    companions: tuple[str, ...] = (),
+) -> SourceT:
+    """`load` as a driver's ``load(spec, **options)`` calls it (`LoadOptions`; another keyword is a TypeError
+    here): its companions by name, an unknown one refused with the engine's source error before anything is
+    resolved."""
+    unknown = [c for c in companions if c not in KNOWN_COMPANIONS]
+    if unknown:
+        raise engine.source_error(f"unknown companions {unknown}; accepted: {', '.join(KNOWN_COMPANIONS)}")
+    wanted = tuple(KNOWN_COMPANIONS[c] for c in companions)
+    loaded = load(engine, spec, cache=cache, downloader=downloader, check=check, build=build, with_companions=wanted)
+    return cast(SourceT, loaded)  # what ``build`` made, now or when this tree was loaded before
+
+
 def attach(
     engine: Engine,
     spec: str,
@@ -382,15 +432,30 @@ def incomplete(engine: Engine, spec: str, found: Resolved, errors: list[Incomple
     return engine.source_error(f"{engine.name} source {spec!r} (version {found.version}): {errors[0]}{also}; {fix}")
 
 
-def _build(spec: str, found: Resolved, importer: Importer) -> Source:
-    """The default `load` build: a `Source` whose `Engine.required` modules are imported for real."""
-    source = Source(spec, found.kind, found.version, found.root, found.git_rev, importer, found.downloaded)
+def build_source(
+    cls: type[SourceT],
+    spec: str,
+    found: Resolved,
+    importer: Importer,
+    required: tuple[str, ...],
+    optional: tuple[str, ...] = (),
+) -> SourceT:
+    """A ``cls`` for the resolved tree with ``required`` imported for real and ``optional`` where the tree has
+    them (why the others are not: `Source.optional_errors`), then the import phase ended. The engine's warnings
+    at import (CUDA-only features, deprecations) are not ours and are silenced."""
+    source = cls(spec, found.kind, found.version, found.root, found.git_rev, importer, found.downloaded)
     source.wheel = found.wheel
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
-        import_required(source, importer.engine.required)
+        import_required(source, required)
+        source.optional_errors.update(import_optional(importer, optional))
     end_import_phase(importer.engine.title)
     return source
+
+
+def _build(spec: str, found: Resolved, importer: Importer) -> Source:
+    """The default `load` build: a `Source` whose `Engine.required` modules are imported for real."""
+    return build_source(Source, spec, found, importer, importer.engine.required)
 
 
 def import_optional(importer: Importer, names: tuple[str, ...]) -> dict[str, str]:

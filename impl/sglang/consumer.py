@@ -50,7 +50,6 @@ def can_skip_pre_embed(source: Source, model_class_name: str) -> bool:
 
     It lives in ``managers.mm_schedule`` from 0.5.18 and in ``managers.mm_utils`` before (`Source.whitelist_module`).
     """
-    sched = source.module(source.whitelist_module)
     if model_class_name == "KimiK3ForConditionalGeneration":
         model = runtime.make_model(source, "cpu", 14)
     else:
@@ -59,7 +58,12 @@ def can_skip_pre_embed(source: Source, model_class_name: str) -> bool:
             return None
 
         model = type(model_class_name, (), {"get_image_feature": get_image_feature})()
-    return bool(sched._can_skip_pre_embed_feature_move(model.get_image_feature))
+    return skips_pre_embed_move(source, model.get_image_feature)
+
+
+def skips_pre_embed_move(source: Source, fn: Any) -> bool:
+    """SGLang's own ``_can_skip_pre_embed_feature_move`` asked about any callable ``fn``."""
+    return bool(source.module(source.whitelist_module)._can_skip_pre_embed_feature_move(fn))
 
 
 def assign_owners(source: Source, sizes: Sequence[int], num_ranks: int) -> list[list[int]]:

@@ -341,6 +341,9 @@ class SGLangImpl:
     def can_skip_pre_embed(self, model_class_name: str) -> bool:
         return consumer.can_skip_pre_embed(self.source, model_class_name)
 
+    def skips_pre_embed_move(self, fn: Any, policy: Any = None) -> bool:
+        return consumer.skips_pre_embed_move(self.source, fn)
+
     def ipc_counts(self) -> IPCCounts:
         return IPCCounts(self.source)
 

@@ -16,19 +16,14 @@ runs one subprocess per version).
 
 from __future__ import annotations
 
-import os
 import sys
 import types
-import warnings
 from dataclasses import dataclass, field
-from pathlib import Path
+from typing import ClassVar, Unpack
 
-from deferlab.impl.loader import companions as _companions
 from deferlab.impl.loader import sources as _loader
-from deferlab.impl.loader import wheels
-from deferlab.impl.loader.engine import FETCH_FAILED, Engine, FetchError, SourceError
+from deferlab.impl.loader.engine import FETCH_FAILED, FetchError, SourceError, registered
 from deferlab.impl.loader.importer import Importer, RequiredImportError
-from deferlab.impl.loader.standins import end_import_phase
 from deferlab.impl.sglang.shims import FUNCTIONAL
 
 __all__ = ["FETCH_FAILED", "RequiredImportError", "SGLangFetchError", "SGLangSourceError", "Source", "load"]
@@ -77,19 +72,13 @@ class SGLangFetchError(SGLangSourceError, FetchError):
     may skip on it, and on no other."""
 
 
-ENGINE = Engine(
-    name="sglang",
-    distribution="sglang",
-    package="sglang",
+ENGINE = registered(
+    "sglang",
+    __file__,
     checkout_subdir="python",
-    required=REQUIRED,
-    display="SGLang",
-    article="an",
     marker="srt",
-    example_version="0.5.23",
     bare_why="package __init__.py not run (it imports the serving stack)",
     functional=FUNCTIONAL,
-    driver_dirs=(os.path.dirname(os.path.abspath(__file__)),),
     source_error=SGLangSourceError,
     fetch_error=SGLangFetchError,
 )
@@ -100,7 +89,7 @@ ACCEPTED = ENGINE.accepted
 class Source(_loader.Source):
     """One loaded SGLang tree: the loader's `Source` plus what the driver read off its Kimi-K3 code."""
 
-    required: tuple[str, ...] = REQUIRED
+    short_prefix: ClassVar[str] = "sglang.srt."
     whitelist_module: str = "sglang.srt.managers.mm_schedule"  # where _can_skip_pre_embed_feature_move lives
     deferred_parts: dict[str, bool] = field(default_factory=dict)  # each piece of the deferred path: present?
 
@@ -118,45 +107,21 @@ class Source(_loader.Source):
         """
         return self.module(KIP).DEFERRED_PREPROCESSING_KEY
 
-    def full_name(self, name: str) -> str:
-        """``name`` may drop the ``sglang.srt.`` prefix."""
-        return name if name.startswith("sglang") else f"sglang.srt.{name}"
 
-
-def load(
-    spec: str = "installed",
-    *,
-    cache: Path | None = None,
-    downloader: wheels.Downloader | None = None,
-    companions: tuple[str, ...] = (),
-) -> Source:
+def load(spec: str = "installed", **options: Unpack[_loader.LoadOptions]) -> Source:
     """Resolve ``spec``, import SGLang's Kimi-K3 modules from it for real, and return the `Source`.
 
-    ``companions`` (names of `loader.companions.KNOWN`: ``transformers``, ``torchvision``) are made active at the
-    versions the release pins before any of its code is imported (the Qwen family path computes with them); a
-    process that imported another copy already is refused in one line. None by default: the Kimi-K3 load."""
-    unknown = [c for c in companions if c not in _companions.KNOWN]
-    if unknown:
-        raise SGLangSourceError(f"unknown companions {unknown}; accepted: {', '.join(_companions.KNOWN)}")
-    return _loader.load(
-        ENGINE,
-        spec,
-        cache=cache,
-        downloader=downloader,
-        check=lambda spec, found: _check_processor(spec, found.root, found.version),
-        build=_import,
-        with_companions=tuple(_companions.KNOWN[c] for c in companions),
-    )
+    ``options``: the wheel cache, the downloader and the ``companions`` (`loader.sources.LoadOptions`); the Qwen
+    family path computes with ``transformers`` and ``torchvision`` at the versions the release pins, and a process
+    that imported another copy already is refused in one line. None by default: the Kimi-K3 load."""
+    return _loader.load_named(ENGINE, spec, _check_processor, _import, **options)
 
 
-def _check_processor(spec: str, root: Path, version: str) -> None:
+def _check_processor(spec: str, found: _loader.Resolved) -> None:
     """Refuse a tree without a Kimi-K3 multimodal processor, by reading its files (nothing imported)."""
-    if not (root / _PROCESSOR_FILE).is_file():
-        raise SGLangSourceError(
-            f"sglang source {spec!r} (version {version}, {root}) has no Kimi-K3 multimodal processor "
-            f"({_PROCESSOR_FILE} is absent): no eager Kimi-K3 preprocessing and no Kimi-K3 CPU-transport deferred "
-            "preprocessing; accepted: 0.5.17 and later (or a checkout that has that processor)"
-        )
+    so = ": no eager Kimi-K3 preprocessing and no Kimi-K3 CPU-transport deferred preprocessing"
+    accepted = "0.5.17 and later (or a checkout that has that processor)"
+    _loader.require_file(ENGINE, spec, found, _PROCESSOR_FILE, "Kimi-K3 multimodal processor", accepted, so)
 
 
 def _deferred_parts(importer: Importer) -> dict[str, bool]:
@@ -205,13 +170,8 @@ def _import(spec: str, found: _loader.Resolved, importer: Importer) -> Source:
         whitelist = next((w for w in WHITELIST if importer.locate(w) is not None), WHITELIST[0])
         required = (*EAGER_REQUIRED, whitelist)
     version, root = found.version, found.root
-    source = Source(spec, found.kind, version, root, found.git_rev, importer, found.downloaded, wheel=found.wheel)
+    source = _loader.build_source(Source, spec, found, importer, required, OPTIONAL)
     source.whitelist_module = whitelist
-    with warnings.catch_warnings():
-        warnings.simplefilter("ignore")  # SGLang warns about CUDA-only features at import; they are not ours
-        _loader.import_required(source, required)
-        source.optional_errors.update(_loader.import_optional(importer, OPTIONAL))
-    end_import_phase(ENGINE.title)
     source.deferred_parts = _deferred_parts(importer)
     if not hasattr(sys.modules[PROCESSOR], "KimiK3ImageProcessor"):
         raise SGLangSourceError(

@@ -63,21 +63,21 @@ class Answers:
 Topology = Answers  # the parallel state and server arguments of one topology
 
 
-def topology_fields(
+def parallel(
     tp_size: int,
     attn_tp_size: int | None = None,
     dp_size: int = 1,
     enable_dp_attention: bool = False,
     tp_rank: int = 0,
-) -> dict[str, Any]:
-    """Every name SGLang's count, loader and ack code reads, derived from one topology.
+) -> Topology:
+    """What ``get_parallel()`` answers for this topology: every name SGLang's count, loader and ack code reads.
 
     Attention DP on: ``dp_size`` groups of ``tp_size // dp_size`` ranks; off: one group of ``tp_size``.
     No attention context parallelism (``attn_cp_rank`` 0: the VMM proxy's group start is
     ``attn_cp_rank * attn_tp_size``).
     """
     attn = attn_tp_size if attn_tp_size is not None else (tp_size // dp_size if enable_dp_attention else tp_size)
-    return {
+    fields = {
         "tp_size": tp_size,
         "attn_tp_size": attn,
         "dp_size": dp_size,
@@ -90,17 +90,7 @@ def topology_fields(
         "attn_cp_rank": 0,
         "attn_cp_size": 1,
     }
-
-
-def parallel(
-    tp_size: int,
-    attn_tp_size: int | None = None,
-    dp_size: int = 1,
-    enable_dp_attention: bool = False,
-    tp_rank: int = 0,
-) -> Topology:
-    """What ``get_parallel()`` answers for this topology."""
-    return Topology("get_parallel()", topology_fields(tp_size, attn_tp_size, dp_size, enable_dp_attention, tp_rank))
+    return Topology("get_parallel()", fields)
 
 
 def server_args(tp_size: int, dp_size: int = 1, enable_dp_attention: bool = False) -> Topology:

@@ -16,17 +16,13 @@ from __future__ import annotations
 
 import ast
 import inspect
-import os
-import warnings
 from dataclasses import dataclass
-from pathlib import Path
+from typing import ClassVar, Unpack
 
 from deferlab.impl.loader import companions as _companions
 from deferlab.impl.loader import sources as _loader
-from deferlab.impl.loader import wheels
-from deferlab.impl.loader.engine import Engine, FetchError, SourceError
+from deferlab.impl.loader.engine import FetchError, SourceError, registered
 from deferlab.impl.loader.importer import Importer
-from deferlab.impl.loader.standins import end_import_phase
 from deferlab.impl.vllm.shims import FUNCTIONAL
 
 __all__ = ["ENGINE", "Source", "VLLMFetchError", "VLLMSourceError", "load"]
@@ -56,63 +52,40 @@ def _python_sources(member: str) -> bool:
     return member.startswith("vllm/") and member.endswith((".py", ".json"))
 
 
-ENGINE = Engine(
-    name="vllm",
-    distribution="vllm",
-    package="vllm",
-    required=REQUIRED,
-    display="vLLM",
-    article="a",
+ENGINE = registered(
+    "vllm",
+    __file__,
     marker="multimodal",
-    example_version="0.33.0",
     bare_why="package __init__.py not run (it imports the serving engine)",
     functional=FUNCTIONAL,
-    driver_dirs=(os.path.dirname(os.path.abspath(__file__)),),
     source_error=VLLMSourceError,
     fetch_error=VLLMFetchError,
     wheel_members=_python_sources,
 )
-ACCEPTED = ENGINE.accepted
 
 
 @dataclass
 class Source(_loader.Source):
     """One loaded vLLM tree, plus the name of the image processor class its Kimi-K3 path serves with."""
 
-    required: tuple[str, ...] = REQUIRED
+    short_prefix: ClassVar[str] = "vllm."
     processor_name: str = ""
 
-    def full_name(self, name: str) -> str:
-        """``name`` may drop the ``vllm.`` prefix."""
-        return name if name.startswith("vllm") else f"vllm.{name}"
 
-
-def load(
-    spec: str = "installed",
-    *,
-    cache: Path | None = None,
-    downloader: wheels.Downloader | None = None,
-    companions: tuple[str, ...] = (),
-) -> Source:
+def load(spec: str = "installed", **options: Unpack[_loader.LoadOptions]) -> Source:
     """Resolve ``spec``, import vLLM's Kimi-K3 image path from it for real, and return the `Source`.
 
-    ``companions``: the libraries the release pins that a family path computes with (``"transformers"``,
-    ``"torchvision"``: `impl.loader.companions.KNOWN`), made active at the release's versions before any vLLM
-    code is imported. The Kimi-K3 path needs none (transformers' base classes are stood in for, or the
+    ``options``: the wheel cache, the downloader and the ``companions`` (`loader.sources.LoadOptions`): the
+    libraries the release pins that a family path computes with, made active at the release's versions before any
+    vLLM code is imported. The Kimi-K3 path needs none (transformers' base classes are stood in for, or the
     installed ones are used); a process that loaded vLLM without them cannot add them afterwards."""
-    wanted = tuple(_companions.KNOWN[name] for name in companions)
-    return _loader.load(
-        ENGINE, spec, cache=cache, downloader=downloader, check=_check_path, build=_import, with_companions=wanted
-    )
+    return _loader.load_named(ENGINE, spec, _check_path, _import, **options)
 
 
 def _check_path(spec: str, found: _loader.Resolved) -> None:
     """Refuse a tree without a Kimi-K3 image path, by reading its files (nothing imported)."""
-    if not (found.root / _PATH_FILE).is_file():
-        raise VLLMSourceError(
-            f"vllm source {spec!r} (version {found.version}, {found.root}) has no Kimi-K3 image path "
-            f"({_PATH_FILE} is absent); accepted: vLLM {FIRST_WITH_PATH} and later (or a checkout that has it)"
-        )
+    accepted = f"vLLM {FIRST_WITH_PATH} and later (or a checkout that has it)"
+    _loader.require_file(ENGINE, spec, found, _PATH_FILE, "Kimi-K3 image path", accepted)
 
 
 def served_processor(module: object) -> str:
@@ -133,12 +106,7 @@ def served_processor(module: object) -> str:
 
 def _import(spec: str, found: _loader.Resolved, importer: Importer) -> Source:
     """`load`'s build for vLLM: the parser and the Kimi-K3 path imported for real, the served class read off."""
-    source = Source(spec, found.kind, found.version, found.root, found.git_rev, importer, found.downloaded)
-    source.wheel = found.wheel
-    with warnings.catch_warnings():
-        warnings.simplefilter("ignore")
-        _loader.import_required(source, REQUIRED)
-    end_import_phase(ENGINE.title)
+    source = _loader.build_source(Source, spec, found, importer, REQUIRED)
     _companions.note_installed(
         _companions.TRANSFORMERS,
         found.root,

@@ -68,7 +68,7 @@ from deferlab.reference.oracle.background import background_values
 from deferlab.reference.oracle.normalize import normalize_checkpoint, patchify
 from deferlab.reference.system.config import BackgroundConfig, PreprocessConfig, ResizeConfig
 from deferlab.reference.system.errors import InputTypeError, InputValueError
-from deferlab.reference.system.validate import type_name
+from deferlab.reference.system.validate import check_image_size, type_name
 
 __all__ = [
     "DEFAULT_FILL_STAGE",
@@ -131,13 +131,7 @@ def _as_pil(name: str, image: Any, cfg: PreprocessConfig) -> Image.Image:
         height, width = int(image.shape[0]), int(image.shape[1])
     else:
         raise InputTypeError(f"{name} is a {type_name(image)}; accepted: {_ACCEPTED}")
-    if width <= 0 or height <= 0:
-        raise InputValueError(f"{name} is empty ({width}x{height}); accepted: an image with at least one pixel")
-    if cfg.max_pixels is not None and width * height > cfg.max_pixels:
-        raise InputValueError(
-            f"{name} has {width * height} pixels ({width}x{height}), over max_pixels={cfg.max_pixels}; "
-            "accepted: at most max_pixels (raise PreprocessConfig.max_pixels, or set it to None)"
-        )
+    check_image_size(name, width, height, cfg.max_pixels)
     if isinstance(image, Image.Image):
         return image
     hwc = np.ascontiguousarray(image[..., 0] if image.shape[2] == 1 else image)

@@ -17,7 +17,13 @@ from PIL import Image
 from deferlab.reference.oracle.modes import DELEGATED_MODES, to_rgb, to_rgba
 from deferlab.reference.system.config import DEFAULT_MAX_PIXELS
 from deferlab.reference.system.errors import InputTypeError, InputValueError
-from deferlab.reference.system.validate import as_array, check_positive_int, is_tensor_like, type_name
+from deferlab.reference.system.validate import (
+    as_array,
+    check_image_size,
+    check_positive_int,
+    is_tensor_like,
+    type_name,
+)
 
 __all__ = ["DELEGATED_MODES", "has_alpha", "image_size", "raw_channels", "to_chw_uint8"]
 
@@ -68,18 +74,8 @@ def raw_channels(image: Any) -> int:
     return 3 if arr.ndim == 2 or arr.shape[0] == 1 else int(arr.shape[0])
 
 
-def _check_pixels(width: int, height: int, max_pixels: int | None) -> None:
-    if width <= 0 or height <= 0:
-        raise InputValueError(f"image must have at least one pixel, got width={width}, height={height}")
-    if max_pixels is not None and width * height > max_pixels:
-        raise InputValueError(
-            f"image has {width * height} pixels ({width}x{height}), over max_pixels={max_pixels}; "
-            "raise PreprocessConfig.max_pixels or pass max_pixels=None to accept it"
-        )
-
-
 def _stage_pil(image: Image.Image, max_pixels: int | None, promote_rgb_transparency: bool) -> np.ndarray:
-    _check_pixels(image.size[0], image.size[1], max_pixels)
+    check_image_size("image", image.size[0], image.size[1], max_pixels)
     alpha = has_alpha(image) or (promote_rgb_transparency and image.mode == "RGB" and "transparency" in image.info)
     hwc = to_rgba(image) if alpha else to_rgb(image)
     return np.ascontiguousarray(hwc.transpose(2, 0, 1))
@@ -93,7 +89,7 @@ def _stage_array(arr: np.ndarray, max_pixels: int | None) -> np.ndarray:
     chw = arr[None] if arr.ndim == 2 else arr
     if chw.shape[0] not in (1, 3, 4):
         raise InputValueError(f"image array must have 1, 3 or 4 channels (CHW), got shape {arr.shape}")
-    _check_pixels(int(chw.shape[2]), int(chw.shape[1]), max_pixels)
+    check_image_size("image", int(chw.shape[2]), int(chw.shape[1]), max_pixels)
     if chw.shape[0] == 1:
         chw = np.repeat(chw, 3, axis=0)
     return np.ascontiguousarray(chw)

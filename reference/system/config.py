@@ -69,6 +69,14 @@ IGNORED_MEDIA_KEYS = frozenset(
         "config_type",
     }
 )
+# The checkpoint's ``transparent_bg_config`` key of each `BackgroundConfig` field: ``chessboard_`` and the field's
+# name, but for ``pattern``.
+_BACKGROUND_KEYS = {
+    name: name if name == "pattern" else f"chessboard_{name}"
+    for name in ("pattern", "square_size", "white_value", "gray_value", "square_on_top_left")
+}
+# The five keys of a ``resize_config`` upstream writes into the contract, in its order (`ResizeConfig` fields).
+_RESIZE_KEYS = ("num_tokens", "new_width", "new_height", "pad_width", "pad_height")
 
 
 @dataclass(frozen=True)
@@ -100,26 +108,15 @@ class BackgroundConfig:
 
     @classmethod
     def from_dict(cls, cfg: Mapping[str, Any]) -> BackgroundConfig:
-        """Read the checkpoint's key names; unknown keys are ignored as upstream does."""
+        """Read the checkpoint's key names; a missing key takes the field's default (SGLang's ``.get`` default),
+        unknown keys are ignored as upstream does."""
         if not isinstance(cfg, Mapping):
             raise InputTypeError(f"transparent_bg_config must be a dict or None, got {cfg!r}")
-        return cls(
-            pattern=cfg.get("pattern", "black"),
-            square_size=cfg.get("chessboard_square_size", 16),
-            white_value=cfg.get("chessboard_white_value", 255),
-            gray_value=cfg.get("chessboard_gray_value", 200),
-            square_on_top_left=cfg.get("chessboard_square_on_top_left", True),
-        )
+        return cls(**{name: cfg[key] for name, key in _BACKGROUND_KEYS.items() if key in cfg})
 
     def to_dict(self) -> dict[str, Any]:
         """The checkpoint-style dict that travels in the deferred contract."""
-        return {
-            "pattern": self.pattern,
-            "chessboard_square_size": self.square_size,
-            "chessboard_white_value": self.white_value,
-            "chessboard_gray_value": self.gray_value,
-            "chessboard_square_on_top_left": self.square_on_top_left,
-        }
+        return {key: getattr(self, name) for name, key in _BACKGROUND_KEYS.items()}
 
 
 @dataclass(frozen=True)
@@ -152,27 +149,14 @@ class ResizeConfig:
 
     def to_dict(self) -> dict[str, int]:
         """The five upstream keys, as the producer writes them into the contract."""
-        return {
-            "num_tokens": self.num_tokens,
-            "new_width": self.new_width,
-            "new_height": self.new_height,
-            "pad_width": self.pad_width,
-            "pad_height": self.pad_height,
-        }
+        return {key: getattr(self, key) for key in _RESIZE_KEYS}
 
     @classmethod
     def from_dict(cls, d: Mapping[str, Any], patch_size: int) -> ResizeConfig:
-        missing = [k for k in ("num_tokens", "new_width", "new_height", "pad_width", "pad_height") if k not in d]
+        missing = [k for k in _RESIZE_KEYS if k not in d]
         if missing:
             raise ConfigError(f"resize_config is missing {missing}; it has {sorted(d)}")
-        return cls(
-            new_width=int(d["new_width"]),
-            new_height=int(d["new_height"]),
-            pad_width=int(d["pad_width"]),
-            pad_height=int(d["pad_height"]),
-            num_tokens=int(d["num_tokens"]),
-            patch_size=patch_size,
-        )
+        return cls(**{key: int(d[key]) for key in _RESIZE_KEYS}, patch_size=patch_size)
 
 
 @dataclass(frozen=True)

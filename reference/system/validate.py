@@ -152,6 +152,18 @@ def check_level(name: str, value: Any) -> int:
     return check_int(name, value, minimum=0, maximum=255)
 
 
+def check_image_size(name: str, width: int, height: int, max_pixels: int | None, setting: str = "max_pixels") -> None:
+    """Refuse an empty image, or one of more than ``max_pixels`` pixels (None: no cap), before any pixel work;
+    ``setting`` names the cap as the caller's user sets it (``config.max_pixels``)."""
+    if width <= 0 or height <= 0:
+        raise InputValueError(f"{name} is empty ({width}x{height}); accepted: an image with at least one pixel")
+    if max_pixels is not None and width * height > max_pixels:
+        raise InputValueError(
+            f"{name} has {width * height} pixels ({width}x{height}), over {setting}={max_pixels}; "
+            "accepted: at most max_pixels (raise PreprocessConfig.max_pixels, or set it to None)"
+        )
+
+
 def check_arithmetic(value: Any) -> str:
     """The device arithmetic a composite models: ``"cpu"`` (true division) or ``"cuda"`` (reciprocal)."""
     return check_choice("arithmetic", value, ARITHMETICS)

@@ -15,9 +15,9 @@ import logging
 import os
 import types
 import warnings
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeVar
 
 import numpy as np
 import torch
@@ -25,11 +25,25 @@ import torch
 from deferlab.impl.loader.importer import RequiredImportError
 from deferlab.impl.sglang.runtime import run_with_globals
 from deferlab.impl.sglang.sources import SGLangSourceError, Source
+from deferlab.reference.system.errors import InputTypeError
 from deferlab.reference.system.seam import SGLANG_LABEL
+from deferlab.reference.system.validate import type_name
 
 LEVELS = 256
 _CPU_SWITCH = "SGLANG_USE_CPU_ENGINE"
 _QUIET = ("sglang.srt.utils.common", "sglang.srt.multimodal.processors.internvl")
+ConfigT = TypeVar("ConfigT")
+
+
+def typed_config(cfg: Any, cls: type[ConfigT], read: Callable[[Mapping[str, Any]], ConfigT], file: str) -> ConfigT:
+    """``cfg`` as a family's typed config ``cls``: a published ``file`` dict read by ``read`` (its reader checks
+    it), an instance as it is, anything else an `InputTypeError` naming both."""
+    if isinstance(cfg, Mapping):
+        return read(cfg)
+    if not isinstance(cfg, cls):
+        article = "an" if cls.__name__[0] in "AEIOU" else "a"
+        raise InputTypeError(f"cfg must be {article} {cls.__name__} or a {file} dict, got {type_name(cfg)}")
+    return cfg
 
 
 def source_of(source: Any) -> Source:

@@ -20,7 +20,7 @@ the expansion the request method writes (checked against a served prompt in the 
 from __future__ import annotations
 
 import types
-from collections.abc import Mapping, Sequence
+from collections.abc import Sequence
 from typing import Any
 
 import numpy as np
@@ -31,10 +31,9 @@ from deferlab.impl.sglang.families import common
 from deferlab.impl.sglang.producer import run_kept
 from deferlab.impl.sglang.runtime import capture_locals, run_with_globals
 from deferlab.impl.sglang.tokenizer import StubTokenizer
-from deferlab.reference.system.errors import InputTypeError
 from deferlab.reference.system.family_configs import InternVLConfig
 from deferlab.reference.system.served import Geometry
-from deferlab.reference.system.validate import check_positive_int, type_name
+from deferlab.reference.system.validate import check_positive_int
 
 MODULE = "sglang.srt.multimodal.processors.internvl"
 # InternVL3-8B's language model (Qwen2.5-7B): the processor's default (OpenAI-placeholder) branch. InternVL2.5's
@@ -76,11 +75,7 @@ class _Tokenizer(StubTokenizer):
 
 def config(cfg: Any) -> InternVLConfig:
     """``cfg`` as an `InternVLConfig` (a published ``config.json`` dict is read by its reader)."""
-    if isinstance(cfg, Mapping):
-        return InternVLConfig.from_preprocessor_config(cfg)
-    if not isinstance(cfg, InternVLConfig):
-        raise InputTypeError(f"cfg must be an InternVLConfig or a config.json dict, got {type_name(cfg)}")
-    return cfg
+    return common.typed_config(cfg, InternVLConfig, InternVLConfig.from_preprocessor_config, "config.json")
 
 
 def hf_config(cfg: InternVLConfig, llm_arch: str = LLM_ARCH) -> types.SimpleNamespace:

@@ -24,7 +24,7 @@ from __future__ import annotations
 
 import functools
 import types
-from collections.abc import Mapping, Sequence
+from collections.abc import Sequence
 from typing import Any
 
 import numpy as np
@@ -34,9 +34,8 @@ from PIL import Image
 from deferlab.impl.sglang import runtime, tokenizer
 from deferlab.impl.sglang.families import common
 from deferlab.reference.system.config import PreprocessConfig
-from deferlab.reference.system.errors import InputTypeError
 from deferlab.reference.system.served import Geometry
-from deferlab.reference.system.validate import check_positive_int, type_name
+from deferlab.reference.system.validate import check_positive_int
 
 MODULE = "sglang.srt.multimodal.processors.kimi_k25"
 TOWER_DTYPE = torch.bfloat16  # the vision tower is cast to the language model's dtype (the checkpoint's bfloat16)
@@ -44,11 +43,7 @@ TOWER_DTYPE = torch.bfloat16  # the vision tower is cast to the language model's
 
 def config(cfg: Any) -> PreprocessConfig:
     """``cfg`` as a `PreprocessConfig` (a checkpoint's ``media_proc_cfg`` dict is read by its reader)."""
-    if isinstance(cfg, Mapping):
-        return PreprocessConfig.from_media_proc_cfg(cfg)
-    if not isinstance(cfg, PreprocessConfig):
-        raise InputTypeError(f"cfg must be a PreprocessConfig or a media_proc_cfg dict, got {type_name(cfg)}")
-    return cfg
+    return common.typed_config(cfg, PreprocessConfig, PreprocessConfig.from_media_proc_cfg, "media_proc_cfg")
 
 
 class KimiK25Path(common.FamilyPathBase):

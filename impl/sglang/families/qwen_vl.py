@@ -39,10 +39,10 @@ from deferlab.impl.sglang.families import common
 from deferlab.impl.sglang.runtime import capture_locals, run_with_globals
 from deferlab.impl.sglang.sources import SGLangSourceError
 from deferlab.impl.sglang.tokenizer import StubTokenizer
-from deferlab.reference.system.errors import InputTypeError, InputValueError
+from deferlab.reference.system.errors import InputValueError
 from deferlab.reference.system.family_configs import QwenVLConfig
 from deferlab.reference.system.served import Geometry
-from deferlab.reference.system.validate import check_positive_int, type_name
+from deferlab.reference.system.validate import check_positive_int
 
 MODULE = "sglang.srt.multimodal.processors.qwen_vl"
 COMPANIONS = ("transformers", "torchvision")
@@ -63,11 +63,9 @@ class _Tokenizer(StubTokenizer):
 def preprocessor_config(cfg: Any) -> dict[str, Any]:
     """The ``preprocessor_config.json`` transformers reads: a published dict as given (checked by its reader), or
     the keys of a `QwenVLConfig`."""
+    common.typed_config(cfg, QwenVLConfig, QwenVLConfig.from_preprocessor_config, "preprocessor_config")
     if isinstance(cfg, Mapping):
-        QwenVLConfig.from_preprocessor_config(cfg)
         return dict(cfg)
-    if not isinstance(cfg, QwenVLConfig):
-        raise InputTypeError(f"cfg must be a QwenVLConfig or a preprocessor_config dict, got {type_name(cfg)}")
     keys = ("patch_size", "temporal_patch_size", "merge_size", "rescale_factor", "do_rescale", "do_normalize")
     return {
         "image_processor_type": "Qwen2VLImageProcessor",
