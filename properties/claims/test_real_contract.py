@@ -15,7 +15,15 @@ under no claim that could see them change (a mutation campaign's survivors):
   key) and reads a well-formed one as its image;
 * a request with as many images as placeholders is processed, whatever the
   count (``!=`` read as ``is not`` refused every count above 256, where
-  CPython's ints are no longer cached), and one off by one is refused.
+  CPython's ints are no longer cached), and one off by one is refused;
+* the owner refuses an item whose grid has any row count but one (``!= 1``
+  read as ``> 1`` let an empty grid through, as ``< 1`` two images' grids),
+  and materializes a deferred image of more than 256 patches (its length
+  check, ``!=`` read as ``is not``, refused every such image): the full
+  campaign on PR #33921's functions left these to survive;
+* the scheduler's whitelist skips the pre-embed move only for a bound
+  ``get_image_feature`` / ``get_video_feature`` (a plain function, or a method
+  of another name, of a whitelisted class is moved as before).
 """
 
 from __future__ import annotations
@@ -205,3 +213,83 @@ def test_one_image_per_placeholder_is_processed_for_any_count(impl, policy, n, o
     assert len(out.items) == n, f"{len(out.items)} items for {n} images"
     with pytest.raises(ValueError):
         impl.process_request(images, K3, placeholders=n + off, policy=policy)
+
+
+# -- 4. the owner takes one grid per item, and a deferred image of any patch count ------------------------------------
+
+
+@pytest.mark.policies(*EPD_POLICIES)
+@SETTINGS
+@given(rows=st.sampled_from([0, 2, 3]), n=st.integers(1, 3), which=st.integers(0, 2), seed=st.integers(0, 9))
+@example(rows=0, n=1, which=0, seed=0)  # an empty grid: "> 1" lets it through
+@example(rows=2, n=2, which=1, seed=0)  # two images' grids in one item: "< 1" lets it through
+def test_the_owner_refuses_an_item_without_exactly_one_grid(impl, policy, rows, n, which, seed):
+    """An item whose grid has 0 or several rows is a ValueError on its owner (one logical image per item: the DP
+    owner assignment and the IPC lease accounting are per item, semantics §5.1), deferred or not."""
+    _epd_only(impl, policy)
+    items = impl.epd_items([tiny(2 + i, 3, seed + i) for i in range(n)], K3, policy=policy, backend="gpu")
+    msd = items[which % n].model_specific_data
+    key = IMAGE_GRID_THW_KEY if msd.get(IMAGE_GRID_THW_KEY) is not None else GRID_THWS_KEY
+    one = torch.as_tensor(msd[key])
+    msd[key] = one.repeat(rows, 1) if rows else one[:0]
+    delivered = impl.deliver(items, 1, policy=policy)[0]
+    with pytest.raises(ValueError):
+        got = impl.materialize(delivered, range(n), K3, policy=policy)
+        raise AssertionError(f"an item with a {rows}-row grid was materialized: {tuple(seam.to_numpy(got).shape)}")
+
+
+@pytest.mark.policies(*EPD_POLICIES)
+@settings(SETTINGS, max_examples=4)  # each image is ~300 patches of 14 x 14: a few suffice
+@given(side=st.tuples(st.integers(230, 260), st.integers(230, 260)), seed=st.integers(0, 9))
+@example(side=(224, 238), seed=0)  # 16 x 17 patches: 272, the first whole grid past 256
+def test_the_owner_materializes_a_deferred_image_of_more_than_256_patches(impl, policy, side, seed):
+    """A deferred image whose grid has more than 256 patches (where CPython stops caching ints) materializes to
+    exactly its grid's rows."""
+    _epd_only(impl, policy)
+    (item,) = impl.epd_items([tiny(*side, seed)], K3, policy=policy, backend="gpu")
+    rows = int(_grid(item).prod())
+    assert rows > 256, f"{side}: {rows} patches (the test needs more than 256)"
+    got = seam.to_numpy(impl.materialize(impl.deliver([item], 1, policy=policy)[0], [0], K3, policy=policy))
+    assert got.shape[0] == rows, f"{side}: {got.shape[0]} rows materialized for a grid of {rows} patches"
+
+
+# -- 5. the whitelist names bound image and video feature methods only ------------------------------------------------
+
+WHITELISTED = "KimiK3ForConditionalGeneration"  # whitelisted wherever the policy skips K3's move (PR #33921)
+METHOD_NAMES = ("get_image_feature", "get_video_feature", "get_audio_feature", "forward", "get_input_embeddings")
+
+
+@pytest.mark.policies("PRE_PR", "PR_33921", "RELEASED", "HARDENED")
+@SETTINGS
+@given(
+    cls=st.sampled_from(
+        [WHITELISTED, "KimiK25ForConditionalGeneration", "Qwen3VLForConditionalGeneration", "LlamaForCausalLM"]
+    ),  # fmt: skip
+    name=st.one_of(st.sampled_from(METHOD_NAMES), st.from_regex(r"\Aget_[a-z]{1,8}_feature\Z")),
+)
+@example(cls=WHITELISTED, name="get_image_feature")
+@example(cls=WHITELISTED, name="get_audio_feature")  # another name of a whitelisted class: never skipped
+def test_the_whitelist_skips_only_bound_image_and_video_feature_methods(impl, policy, cls, name):
+    """A plain function is never skipped, nor a method of another name; a bound get_image_feature and
+    get_video_feature of one class are skipped alike, and K3's as the policy's whitelist says."""
+    if not hasattr(impl, "skips_pre_embed_move"):  # an optional seam method (the model and SGLang's driver have it)
+        pytest.skip("this implementation cannot ask its whitelist about any callable")
+
+    def method(attribute: str) -> Any:
+        def feature(self: Any, items: Any) -> None:
+            return None
+
+        feature.__name__ = feature.__qualname__ = attribute  # what the whitelist reads, as on a real model
+        return feature
+
+    model = type(cls, (), {n: method(n) for n in {*METHOD_NAMES, name}})()
+    plain = getattr(type(model), name)  # a function looked up on the class: no __self__
+    assert not impl.skips_pre_embed_move(plain, policy), f"the plain function {cls}.{name} is skipped"
+    bound = impl.skips_pre_embed_move(getattr(model, name), policy)
+    if name not in ("get_image_feature", "get_video_feature"):
+        assert not bound, f"{cls}.{name}, a bound method of another name, is skipped"
+        return
+    other = "get_video_feature" if name == "get_image_feature" else "get_image_feature"
+    assert bound == impl.skips_pre_embed_move(getattr(model, other), policy), f"{cls}: image and video disagree"
+    if cls == WHITELISTED:
+        assert bound == impl.skip_pre_embed(policy), f"{cls}.{name}: {bound}, the policy's whitelist says otherwise"

@@ -313,6 +313,13 @@ def test_pixels_equal_transformers_on_every_class(tf, name: str) -> None:
         assert_same_pixels(tf, image, published_config(name))
 
 
+def keyed(mode: str, transparency: object) -> Image.Image:
+    """A 1x1 image of ``mode`` whose ``transparency`` key is ``transparency`` (any value a file may carry)."""
+    image = Image.new(mode, (1, 1))
+    image.info["transparency"] = transparency
+    return image
+
+
 def old_rule(image: Image.Image) -> Image.Image:
     """transformers 5.0-5.20's convert_to_rgb restated here: RGB as is, anything else convert("RGB"); the result
     is rebuilt from its pixels so that 5.24.0 sees no key."""
@@ -330,11 +337,13 @@ def test_pre_5_21_rule_equals_transformers_fed_the_dropped_alpha(tf) -> None:
 @pytest.mark.filterwarnings("ignore:Palette images with Transparency:UserWarning")  # Pillow's, on convert("RGB")
 @given(image=pil_images(modes=ALL_MODES, max_side=40), old=st.booleans())
 @example(image=Image.new("La", (3, 2)), old=False).via("Pillow cannot convert La: both refuse")
+@example(image=keyed("L", (1, 2, 3)), old=True).via("an L image keyed by an RGB triple: Pillow's TypeError, a refusal")
 def test_pixels_equal_transformers_on_drawn_images(tf, image: Image.Image, old: bool) -> None:
     if old:
         try:
             fed = old_rule(image)
-        except (ValueError, OSError):  # Pillow cannot convert it: nothing to feed transformers, and we refuse
+        except (ValueError, TypeError, OverflowError, OSError):  # Pillow cannot convert it (the refusals the
+            # oracle maps to InputValueError): nothing to feed transformers, and we refuse
             with pytest.raises(InputValueError, match="refuses it"):
                 qwen.preprocess(image, SMALL, transformers_version="5.20.2")
             return
