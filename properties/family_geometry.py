@@ -32,11 +32,12 @@ import numpy as np
 from deferlab.properties import geometry_sweep as gs
 from deferlab.reference.oracle import internvl, qwen
 from deferlab.reference.system.family_configs import InternVLConfig, QwenVLConfig
+from deferlab.reports.report.sweeps import compiled as gc
 
 MAX_SIDE = 4096
 OUTPUTS = {"qwen": ("width", "height"), "internvl": ("width", "height", "tiles")}
-QWEN_CALL = gs.Call("f(h, w, a0, a1, a2)", ("r[1]", "r[0]"))
-INTERNVL_CALL = gs.Call(
+QWEN_CALL = gc.Call("f(h, w, a0, a1, a2)", ("r[1]", "r[0]"))
+INTERNVL_CALL = gc.Call(
     "f(orig_width=w, orig_height=h, target_ratios=a0, image_size=a1, use_thumbnail=a2)", ("r[1]", "r[2]", "r[0]")
 )
 VLLM_QWEN = {"qwen2.5-vl": ("vllm.model_executor.models.qwen2_vl", "smart_resize"),
@@ -73,7 +74,7 @@ def oracle_grid(cfg: Any, ws: np.ndarray, hs: np.ndarray) -> np.ndarray:
     if isinstance(cfg, QwenVLConfig):
         new_h, new_w = qwen.resize_targets(hs, ws, cfg)
         found = np.stack([new_w, new_h])
-        return np.where(found == 0, gs.REFUSED, found)
+        return np.where(found == 0, gc.REFUSED, found)
     cols, rows, tiles = internvl.tiles_array(ws, hs, cfg)
     s = cfg.image_size
     return np.stack([np.asarray(cols, np.int64) * s, np.asarray(rows, np.int64) * s, np.asarray(tiles, np.int64)])
@@ -84,7 +85,7 @@ def path_row(path: Any, cfg: Any, w: int, h: int) -> list[int]:
     try:
         g = path.geometry(w, h, cfg)
     except Exception:  # noqa: BLE001 - a refusal (or a failure) is compared, never raised
-        return [gs.REFUSED] * len(OUTPUTS[kind_of(cfg)])
+        return [gc.REFUSED] * len(OUTPUTS[kind_of(cfg)])
     return [int(g.width), int(g.height)] + ([int(g.grid[2])] if isinstance(cfg, InternVLConfig) else [])
 
 
@@ -95,7 +96,7 @@ class Target:
 
     function: str
     fn: Callable[..., Any] | None
-    call: gs.Call | None
+    call: gc.Call | None
     args: tuple[Any, ...]
     why: str = ""
 
@@ -123,7 +124,7 @@ def engine_target(engine: str, path: Any, cfg: Any) -> Target:
         _, processor = path.state(cfg)
         ip = processor.image_processor
         ratios = processor.resolve_target_ratios(use_thumbnail=False)
-        if gs.extras.missing("numba") is None:
+        if gc.extras.missing("numba") is None:
             from numba.typed import List
 
             ratios = List(tuple(int(v) for v in r) for r in ratios)
@@ -146,7 +147,7 @@ def engine_target(engine: str, path: Any, cfg: Any) -> Target:
 def spot_sizes(kind: str, cfg: Any, seed: int = 29) -> tuple[np.ndarray, np.ndarray]:
     """The worked sizes, 64 boundary pairs and `SPOT_RANDOM` random sizes up to `MAX_SIDE`."""
     rng = np.random.default_rng(seed)
-    edge = gs.boundary_sides(steps(cfg), MAX_SIDE)
+    edge = gc.boundary_sides(steps(cfg), MAX_SIDE)
     both = np.concatenate(
         [np.asarray(WORKED[kind]), rng.choice(edge, (64, 2)), rng.integers(1, MAX_SIDE + 1, (SPOT_RANDOM, 2))]
     )
@@ -155,9 +156,9 @@ def spot_sizes(kind: str, cfg: Any, seed: int = 29) -> tuple[np.ndarray, np.ndar
 
 
 def reduced_sizes(kind: str, cfg: Any) -> tuple[np.ndarray, np.ndarray]:
-    """The interpreted fallback's sizes: the worked sizes first, then `geometry_sweep.check_sizes` with
+    """The interpreted fallback's sizes: the worked sizes first, then `compiled.check_sizes` with
     `REDUCED_RANDOM` random sizes."""
-    cw, ch = gs.check_sizes(steps(cfg), MAX_SIDE, n_random=REDUCED_RANDOM)
+    cw, ch = gc.check_sizes(steps(cfg), MAX_SIDE, n_random=REDUCED_RANDOM)
     worked = np.asarray(WORKED[kind], np.int64)
     return np.concatenate([worked[:, 0], cw]), np.concatenate([worked[:, 1], ch])
 
@@ -192,18 +193,18 @@ def exhaustive(engine: str, paths: Sequence[Any], cfg: Any) -> Exhaustive | None
         return None
     kind = kind_of(cfg)
     oracle = partial(oracle_grid, cfg)
-    if gs.extras.missing("numba") is not None:
-        note = f"the compiled sweep {gs.extras.missing('numba')}; the claim decides on the drawn sizes"
+    if gc.extras.missing("numba") is not None:
+        note = f"the compiled sweep {gc.extras.missing('numba')}; the claim decides on the drawn sizes"
         return Exhaustive(gs.Sweep("the engine's geometry function", "skipped", note=note), [], kind)
     t0 = time.perf_counter()
     target = engine_target(engine, paths[0], cfg)
     sw, sh = spot_sizes(kind, cfg)
     spot: list[str] = []
     if target.fn is not None:
-        theirs = gs.evaluate(gs.interpreted(target.fn, target.call, target.args), sw, sh)
+        theirs = gc.evaluate(gc.interpreted(target.fn, target.call, target.args), sw, sh)
         for p in paths:
-            own = gs.evaluate(partial(path_row, p, cfg), sw, sh)
-            spot += gs.disagreements(theirs, own, sw, sh, f"function vs {p.name}")
+            own = gc.evaluate(partial(path_row, p, cfg), sw, sh)
+            spot += gc.disagreements(theirs, own, sw, sh, f"function vs {p.name}")
     key = (engine, target.function, str(target.call), str([list(a) if not np.isscalar(a) else a for a in target.args]),
            repr(cfg), str(id(target.fn)) if target.fn is not None else paths[0].name)  # fmt: skip
     if key in _SWEEPS:

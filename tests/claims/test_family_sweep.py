@@ -1,5 +1,6 @@
-"""C13's exhaustive geometry sweep (`properties.geometry_sweep`, `properties.family_geometry`): the machinery on
-tiny fake functions (a planted disagreement is the counterexample), and one family swept for real on vLLM 0.34.0."""
+"""C13's exhaustive geometry sweep (`properties.geometry_sweep` on `reports.report.sweeps.compiled`,
+`properties.family_geometry`): the machinery on tiny fake functions (a planted disagreement is the counterexample),
+and one family swept for real on vLLM 0.34.0."""
 
 from __future__ import annotations
 
@@ -10,6 +11,7 @@ import pytest
 
 from deferlab.properties import geometry_sweep as gs
 from deferlab.reference.system import extras
+from deferlab.reports.report.sweeps import compiled as gc
 
 PLANTED = (37, 11)  # (width, height) where the fake engine function disagrees with its oracle
 
@@ -30,34 +32,34 @@ def fake_oracle(ws: np.ndarray, hs: np.ndarray) -> np.ndarray:
     w, h = np.broadcast_arrays(np.asarray(ws, np.int64), np.asarray(hs, np.int64))
     refused = np.maximum(w, h) / np.minimum(w, h) > 8
     out = np.stack([np.maximum(4, np.rint(w / 4) * 4), np.maximum(4, np.rint(h / 4) * 4)]).astype(np.int64)
-    return np.where(refused, gs.REFUSED, out)
+    return np.where(refused, gc.REFUSED, out)
 
 
-CALL = gs.Call("f(h, w, a0, a1, a2)", ("r[1]", "r[0]"))
+CALL = gc.Call("f(h, w, a0, a1, a2)", ("r[1]", "r[0]"))
 ARGS = (8, 4, 1)
 
 
 def test_sweep_grid_finds_the_planted_size_first() -> None:
     """The chunked sweep, engine and oracle both NumPy: the planted size is the first (and only) difference,
     whichever chunk it falls in."""
-    scalar = gs.interpreted(fake_engine, CALL, ARGS)
+    scalar = gc.interpreted(fake_engine, CALL, ARGS)
 
     def engine(ws: np.ndarray, hs: np.ndarray) -> np.ndarray:
         ww, hh = np.broadcast_arrays(ws, hs)
-        return gs.evaluate(scalar, ww.ravel(), hh.ravel()).reshape(2, *ww.shape)
+        return gc.evaluate(scalar, ww.ravel(), hh.ravel()).reshape(2, *ww.shape)
 
     for rows in (1, 5, 64):
-        tally = gs.sweep_grid(engine, fake_oracle, 64, chunk_rows=rows)
-        assert (tally.first, tally.count) == (PLANTED, 1)
-        assert tally.engine == [37, 12] and tally.oracle == [36, 12]
+        tally = gc.sweep_grids([engine], fake_oracle, 64, chunk_rows=rows)[0]
+        assert (tally.found[0][:2], tally.count) == (PLANTED, 1)
+        assert tally.found == [(*PLANTED, [37, 12], [36, 12])]
 
 
 def test_sweep_agrees_without_the_plant() -> None:
-    scalar = gs.interpreted(fake_engine, CALL, (8, 4, 0))
-    tally = gs.Tally()
-    ws, hs = gs.check_sizes((4,), 64, n_random=200)
-    tally.add(ws, hs, gs.evaluate(scalar, ws, hs), fake_oracle(ws, hs))
-    assert tally.first is None and tally.count == 0
+    scalar = gc.interpreted(fake_engine, CALL, (8, 4, 0))
+    tally = gc.Tally()
+    ws, hs = gc.check_sizes((4,), 64, n_random=200)
+    tally.add(ws, hs, gc.evaluate(scalar, ws, hs), fake_oracle(ws, hs))
+    assert tally.found == [] and tally.count == 0
 
 
 @pytest.mark.extra("vllm")
@@ -94,7 +96,7 @@ def test_uncompilable_function_is_swept_interpreted_on_a_reduced_set() -> None:
 
 
 def test_without_numba_the_sweep_is_skipped(monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setattr(gs.extras, "missing", lambda module: f"needs {module} (the deferlab[vllm] extra)")
+    monkeypatch.setattr(gc.extras, "missing", lambda module: f"needs {module} (the deferlab[vllm] extra)")
     found = gs.sweep_function(fake_engine, CALL, ARGS, "fake_engine", fake_oracle, steps=(4,), max_side=64)
     assert found.route == "skipped" and found.sizes == 0
     assert found.evidence("o", ("width",)).startswith("exhaustive sweep skipped: the compiled sweep needs numba")

@@ -1,4 +1,4 @@
-"""C13 exhaustive (``reports.report.sweeps.geometry``): the numba-compiled engine function against its interpreted self,
+"""C13 exhaustive (``reports.report.sweeps.geometry`` on ``.compiled``): the numba-compiled engine function against its interpreted self,
 the fallbacks, and the mismatch tally, on fake engine functions written like the engines' own.
 """
 
@@ -13,7 +13,6 @@ import pytest
 
 from deferlab.reference.system.profiles import profile
 from deferlab.reports.report.served.paths import model_paths
-from deferlab.reports.report.sweeps import compiled as comp
 from deferlab.reports.report.sweeps import geometry as geo
 
 pytestmark = pytest.mark.extra("vllm")  # selected by CI's `-m extra` phase, skipped (naming it) without
@@ -74,7 +73,8 @@ def _target(fn) -> geo.EngineFunction:
 
 def test_the_equivalence_check_covers_at_least_20000_sizes() -> None:
     """Every size up to 64 x 64, each boundary side (multiples of patch and factor, +-1), random up to 16384."""
-    ws, hs = comp.check_sizes(14, 28)
+    ws, hs = geo.check_sizes(CFG)
+    assert CFG.patch_size == 14 and CFG.factor == 28
     assert ws.size >= 20_000
     pairs = set(zip(ws.tolist(), hs.tolist(), strict=True))
     assert {(w, h) for w in range(1, 65) for h in range(1, 65)} <= pairs
@@ -88,9 +88,9 @@ def test_compiled_engine_function_equals_the_interpreted_one(fixed) -> None:
     cfg = CFG.with_(fixed_output_tokens=fixed)
     target = _target(fake_navit)
     args = target.args(cfg, compiled=True)
-    compiled = comp.compile_function(fake_navit, args)
-    ws, hs = comp.check_sizes(cfg.patch_size, cfg.factor)
-    assert comp.check(compiled, args, target.bound(cfg), ws, hs) == []
+    compiled = geo.compile_engine(target, args)
+    ws, hs = geo.check_sizes(cfg)
+    assert geo.check(compiled, args, target.bound(cfg), ws, hs) == []
     assert compiled.grid(np.arange(1, 5), np.arange(1, 3), args).shape == (5, 2, 4)
 
 
@@ -98,16 +98,16 @@ def test_the_models_config_taking_function_compiles_and_agrees() -> None:
     """deferlab's model takes the config object and returns a dataclass: compiled with a tuple for both."""
     target = geo.engine_function(model_paths()[0])
     assert isinstance(target, geo.EngineFunction) and target.name == "deferlab.impl.navit.navit_resize_config"
-    compiled = comp.compile_function(target.fn, target.args(CFG, compiled=True), target.name)
-    ws, hs = comp.check_sizes(CFG.patch_size, CFG.factor)
-    assert comp.check(compiled, target.args(CFG, compiled=True), target.bound(CFG), ws, hs) == []
+    compiled = geo.compile_engine(target, target.args(CFG, compiled=True))
+    ws, hs = geo.check_sizes(CFG)
+    assert geo.check(compiled, target.args(CFG, compiled=True), target.bound(CFG), ws, hs) == []
 
 
 def test_a_disagreeing_compile_is_caught_and_named(buggy_navit) -> None:
     """Checked against a reference that differs, the check names the first sizes with both answers."""
     args = _target(fake_navit).args(CFG, compiled=True)
-    compiled = comp.compile_function(fake_navit, args)
-    bad = comp.check(compiled, args, _target(buggy_navit).bound(CFG), *comp.check_sizes(14, 28))
+    compiled = geo.compile_engine(_target(fake_navit), args)
+    bad = geo.check(compiled, args, _target(buggy_navit).bound(CFG), *geo.check_sizes(CFG))
     assert 0 < len(bad) <= 5 and "compiled [" in bad[0] and "!= interpreted [" in bad[0]
 
 

@@ -184,7 +184,7 @@ def test_without_numba_its_parts_are_skipped_in_one_line_naming_the_extra(
     line = extras.missing("numba")
     assert line == "needs numba (the deferlab[vllm] extra): pip install 'deferlab[vllm]'"
     with pytest.raises(compiled.CompileError, match=r"pip install 'deferlab\[vllm\]'"):
-        compiled.compile_function(lambda w, h: {"new_width": w}, ())
+        compiled.compile_call(lambda w, h: {"new_width": w}, compiled.Call("f(w, h)", ("new_width",)), (), "f")
     _fake_run(monkeypatch, lambda q: _record(q, []))
     commands: list[list[str]] = []
     monkeypatch.setattr(process, "run", lambda cmd, **kw: commands.append(cmd) or process.Finished(0, False, 0.1))

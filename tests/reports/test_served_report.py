@@ -196,7 +196,6 @@ def test_served_vllm_end_to_end(tmp_path: Path) -> None:
     from deferlab.impl.vllm.sources import VLLMFetchError, load
     from deferlab.reports.cli import main
     from deferlab.reports.report.served.paths import vllm_path
-    from deferlab.reports.report.sweeps import compiled as comp
     from deferlab.reports.report.sweeps import geometry as geo
 
     try:
@@ -226,5 +225,5 @@ def test_served_vllm_end_to_end(tmp_path: Path) -> None:
     target = geo.engine_function(vllm_path("0.34.0"))
     assert target.name.endswith("kimi_k25_vision_fused.navit_resize_image")
     args = target.args(CFG, compiled=True)
-    compiled = comp.compile_function(target.fn, args, target.name)
-    assert comp.check(compiled, args, target.bound(CFG), *comp.check_sizes(CFG.patch_size, CFG.factor)) == []
+    compiled = geo.compile_engine(target, args)
+    assert geo.check(compiled, args, target.bound(CFG), *geo.check_sizes(CFG)) == []

@@ -7,8 +7,9 @@ run's own config when it differs). Reference: the vectorized oracle
 checkpoint oracle's scalar ``resize_config`` first. Each path's engine
 function (vLLM's ``navit_resize_image``, SGLang's ``navit_resize_config``,
 the model's ``impl.navit.navit_resize_config``) is compiled with numba
-(`reports.report.sweeps.compiled`) and trusted only once it equals the interpreted
-function on `compiled.check_sizes`; a path whose function cannot be found or
+(`reports.report.sweeps.compiled`, its dict or dataclass return rewritten to a
+tuple) and trusted only once it equals the interpreted function on
+`check_sizes` (>= 20,000 sizes); a path whose function cannot be found or
 compiled, or disagrees, is swept interpreted over `reduced_sizes` instead,
 and its record says so. Grids small enough to run interpreted in about a
 second are run interpreted in full (nothing to compile).
@@ -17,10 +18,12 @@ second are run interpreted in full (nothing to compile).
 from __future__ import annotations
 
 import collections
+import hashlib
 import inspect
 import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
+from functools import partial
 from typing import Any
 
 import numpy as np
@@ -31,8 +34,9 @@ from deferlab.reference.system.profiles import profile
 from deferlab.reports.report.sweeps import compiled as comp
 
 GEOMETRIES = ("kimi-k3", "kimi-k2.5")
+KEYS = ("new_width", "new_height", "pad_width", "pad_height", "num_tokens")
+CHECK_MAX_SIDE = 16384  # the equivalence check's random sizes go this far
 INTERPRETED_FULL = 300_000  # up to this many sizes, the full grid runs interpreted (about a second)
-CHUNK_ROWS = 256  # heights per compiled chunk (5 x 256 x 4096 int64 = 42 MB)
 REDUCED_RANDOM = 20_000
 _COMPILED: dict[str, comp.Compiled | str] = {}  # function source SHA-256 -> compiled (or why not), per process
 K25 = "sglang.srt.multimodal.processors.kimi_k25"
@@ -59,6 +63,47 @@ class EngineFunction:
     def bound(self, cfg: PreprocessConfig) -> Callable[[int, int], Any]:
         args = self.args(cfg, compiled=False)
         return lambda w, h: self.fn(w, h, *args)
+
+    @property
+    def call(self) -> comp.Call:
+        return comp.Call(f"f(w, h, {'a0' if self.takes_config else 'a0, a1, a2, a3, a4'})", KEYS)
+
+
+def source_sha256(fn: Callable[..., Any]) -> str:
+    """SHA-256 of the function's source text (what a compiled result is valid for)."""
+    try:
+        text = inspect.getsource(fn)
+    except (OSError, TypeError):
+        text = repr(getattr(fn, "__code__", fn))
+    return hashlib.sha256(text.encode()).hexdigest()
+
+
+def compile_engine(target: EngineFunction, args: tuple[Any, ...]) -> comp.Compiled:
+    """The engine function compiled for ``args`` (its returns made tuples; a raise propagates, as interpreted);
+    `comp.CompileError` when it cannot be."""
+    name = target.fn.__qualname__
+    return comp.compile_call(target.fn, target.call, args, name, tuple_returns=True, refusals=False)
+
+
+def values(fn: Callable[[int, int], Any]) -> Callable[[int, int], list[int]]:
+    """``fn``'s `KEYS` per size (it returns a dict or an object with those attributes)."""
+    pick = lambda r: [r[k] for k in KEYS] if isinstance(r, dict) else [getattr(r, k) for k in KEYS]  # noqa: E731
+    return lambda w, h: pick(fn(w, h))
+
+
+def check_sizes(cfg: PreprocessConfig) -> tuple[np.ndarray, np.ndarray]:
+    """The equivalence check's sizes: every size up to 64 x 64, each boundary side (up to 4096) against 4 seeded
+    others in both orders, and 10,000 seeded sizes up to `CHECK_MAX_SIDE`."""
+    steps = (cfg.patch_size, cfg.factor)
+    return comp.check_sizes(steps, 4096, small=64, random_side=CHECK_MAX_SIDE, ends=False)
+
+
+def check(
+    compiled: comp.Compiled, args: tuple[Any, ...], reference: Callable[[int, int], Any], ws: np.ndarray, hs: np.ndarray
+) -> list[str]:
+    """Sizes (up to 5, ``WxH: compiled ... != interpreted ...``) where the compiled function disagrees."""
+    want = comp.evaluate(values(reference), ws, hs)
+    return comp.disagreements(compiled.pairs(ws, hs, args), want, ws, hs, "compiled", "interpreted ")
 
 
 def _named(fn: Callable[..., Any], takes_config: bool) -> EngineFunction:
@@ -89,7 +134,7 @@ def reduced_sizes(cfg: PreprocessConfig, max_side: int, *, seed: int = 7) -> tup
     """The interpreted fallback's sizes: every size up to 64 x 64, each boundary side (multiples of patch and
     factor, +-1) against every boundary side up to 256 and 8 seeded others, and `REDUCED_RANDOM` seeded sizes."""
     rng = np.random.default_rng(seed)
-    edge = comp.boundary_sides(cfg.patch_size, cfg.factor, max_side)
+    edge = comp.boundary_sides((cfg.patch_size, cfg.factor), max_side, ends=False)
     near = edge[edge <= 256]
     small = np.arange(1, min(64, max_side) + 1)
     pairs = [np.stack(np.meshgrid(small, small), -1).reshape(-1, 2)]
@@ -103,42 +148,16 @@ def reduced_sizes(cfg: PreprocessConfig, max_side: int, *, seed: int = 7) -> tup
 
 def _oracle(ws: np.ndarray, hs: np.ndarray, cfg: PreprocessConfig) -> np.ndarray:
     r = resize_config_arrays(ws, hs, cfg)
-    return np.stack([np.broadcast_to(getattr(r, k), np.broadcast(ws, hs).shape) for k in comp.KEYS])
+    return np.stack([np.broadcast_to(getattr(r, k), np.broadcast(ws, hs).shape) for k in KEYS])
 
 
 def check_oracle(cfg: PreprocessConfig, checkpoint: Any = None) -> list[str]:
     """Sizes where the vectorized oracle differs from the checkpoint oracle's scalar ``resize_config``."""
     if checkpoint is None:
         from deferlab.reference.oracle import checkpoint
-    ws, hs = comp.check_sizes(cfg.patch_size, cfg.factor)
-    want = comp.interpreted(lambda w, h: checkpoint.resize_config(w, h, cfg), ws, hs)
-    got = _oracle(ws, hs, cfg)
-    bad = np.flatnonzero((got != want).any(axis=0))
-    return [f"{ws[i]}x{hs[i]}: vectorized {got[:, i].tolist()} != checkpoint {want[:, i].tolist()}" for i in bad[:5]]
-
-
-class _Tally:
-    """Mismatch count and the first five, with both answers."""
-
-    def __init__(self) -> None:
-        self.count, self.first = 0, []
-
-    def add(self, ws: np.ndarray, hs: np.ndarray, got: np.ndarray, want: np.ndarray) -> None:
-        if np.array_equal(got, want):
-            return
-        bad = np.flatnonzero((got != want).any(axis=0).ravel())
-        self.count += int(bad.size)
-        g, w = got.reshape(5, -1), want.reshape(5, -1)
-        ww, hh = (np.broadcast_to(a, got.shape[1:]).ravel() for a in (ws, hs))
-        for i in bad[: 5 - len(self.first)]:
-            self.first.append(
-                {
-                    "width": int(ww[i]),
-                    "height": int(hh[i]),
-                    "engine": dict(zip(comp.KEYS, g[:, i].tolist(), strict=True)),
-                    "oracle": dict(zip(comp.KEYS, w[:, i].tolist(), strict=True)),
-                }
-            )
+    ws, hs = check_sizes(cfg)
+    want = comp.evaluate(values(lambda w, h: checkpoint.resize_config(w, h, cfg)), ws, hs)
+    return comp.disagreements(_oracle(ws, hs, cfg), want, ws, hs, "vectorized", "checkpoint ")
 
 
 @dataclass
@@ -148,7 +167,7 @@ class _Job:
     target: EngineFunction | None
     reference: Callable[[int, int], Any]  # the interpreted function (the engine's, or the path's geometry_function)
     compiled: comp.Compiled | None = None
-    tally: _Tally | None = None
+    tally: comp.Tally | None = None
     result: dict[str, Any] | None = None
 
 
@@ -156,17 +175,17 @@ def _prepare(job: _Job, cfg: PreprocessConfig, cache: dict[str, comp.Compiled | 
     """Compile (once per function source) and check ``job``'s function on ``cfg``; why not, or None when trusted."""
     if job.target is None:
         return "no engine function found for the path"
-    sha = comp.source_sha256(job.target.fn)
+    sha = source_sha256(job.target.fn)
     args = job.target.args(cfg, compiled=True)
     if sha not in cache:
         try:
-            cache[sha] = comp.compile_function(job.target.fn, args, job.target.name)
+            cache[sha] = compile_engine(job.target, args)
         except comp.CompileError as e:
             cache[sha] = str(e)
     if isinstance(cache[sha], str):
         return cache[sha]
-    ws, hs = comp.check_sizes(cfg.patch_size, cfg.factor)
-    disagree = comp.check(cache[sha], args, job.reference, ws, hs)
+    ws, hs = check_sizes(cfg)
+    disagree = check(cache[sha], args, job.reference, ws, hs)
     job.result["check"] = {"sizes": int(ws.size), "disagreements": disagree}
     if disagree:
         return f"compiled disagrees with interpreted at {disagree[0]}"
@@ -174,20 +193,15 @@ def _prepare(job: _Job, cfg: PreprocessConfig, cache: dict[str, comp.Compiled | 
     return None
 
 
-def _interpreted_grid(fn: Callable[[int, int], Any], ws: np.ndarray, hs: np.ndarray) -> np.ndarray:
-    w2, h2 = np.meshgrid(ws, hs)
-    return comp.interpreted(fn, w2.ravel(), h2.ravel()).reshape(5, len(hs), len(ws))
-
-
 def sweep_geometry(
     jobs: list[_Job], cfg: PreprocessConfig, max_side: int, cache: dict[str, comp.Compiled | str]
 ) -> None:
     """Every job on one geometry: the oracle's grid computed once per chunk of heights and compared with each
     job's (compiled, or interpreted when the grid is small); a job that cannot be trusted compiled runs
-    interpreted on `reduced_sizes`. Fills each job's ``result``."""
+    interpreted on `reduced_sizes`. Fills each job's ``result`` (the first five mismatches with both answers)."""
     full = max_side * max_side
     for job in jobs:
-        job.result, job.tally = {"sizes_total": full, "check": None, "note": None}, _Tally()
+        job.result, job.tally = {"sizes_total": full, "check": None, "note": None}, comp.Tally(keep=5)
         if full <= INTERPRETED_FULL:
             job.result.update(route="interpreted", sizes=full)
             continue
@@ -196,21 +210,22 @@ def sweep_geometry(
             job.result.update(route="compiled", sizes=full)
         else:
             ws, hs = reduced_sizes(cfg, max_side)
-            job.tally.add(ws, hs, comp.interpreted(job.reference, ws, hs), _oracle(ws, hs, cfg))
+            job.tally.add(ws, hs, comp.evaluate(values(job.reference), ws, hs), _oracle(ws, hs, cfg))
             job.result.update(route="interpreted-reduced", sizes=int(ws.size), note=f"reduced set ({why})")
     grid_jobs = [j for j in jobs if j.result["route"] in ("compiled", "interpreted")]
-    ws = np.arange(1, max_side + 1, dtype=np.int64)
-    for lo in range(1, max_side + 1 if grid_jobs else 1, CHUNK_ROWS):
-        hs = np.arange(lo, min(lo + CHUNK_ROWS, max_side + 1), dtype=np.int64)
-        want = _oracle(ws[None, :], hs[:, None], cfg)
-        for job in grid_jobs:
-            if job.compiled is not None:
-                got = job.compiled.grid(ws, hs, job.target.args(cfg, compiled=True))
-            else:
-                got = _interpreted_grid(job.reference, ws, hs)
-            job.tally.add(ws[None, :], hs[:, None], got, want)
+    engines = [
+        partial(j.compiled.grid, args=j.target.args(cfg, compiled=True))
+        if j.compiled is not None
+        else comp.interpreted_grid(values(j.reference))
+        for j in grid_jobs
+    ]
+    tallies = comp.sweep_grids(engines, partial(_oracle, cfg=cfg), max_side, keep=5)
+    for job, tally in zip(grid_jobs, tallies, strict=True):
+        job.tally = tally
+    keyed = lambda v: dict(zip(KEYS, v, strict=True))  # noqa: E731
     for job in jobs:
-        job.result.update(mismatches=job.tally.count, first_mismatches=job.tally.first)
+        first = [{"width": w, "height": h, "engine": keyed(e), "oracle": keyed(o)} for w, h, e, o in job.tally.found]
+        job.result.update(mismatches=job.tally.count, first_mismatches=first)
 
 
 def geometries(config: PreprocessConfig) -> list[tuple[str, PreprocessConfig]]:
@@ -239,7 +254,7 @@ def geometry_records(
                 per_path.append((path, None, target))
                 continue
             fn = target if isinstance(target, EngineFunction) else None
-            key = comp.source_sha256(fn.fn) if fn else f"path {id(path)}"
+            key = source_sha256(fn.fn) if fn else f"path {id(path)}"
             if key not in jobs:
                 jobs[key] = _Job(fn, fn.bound(cfg) if fn else path.geometry_function(cfg))
             per_path.append((path, key, None))
