@@ -29,10 +29,10 @@ from typing import Any
 
 import numpy as np
 
+from deferlab.impl import compiled as gc
 from deferlab.properties import geometry_sweep as gs
 from deferlab.reference.oracle import internvl, qwen
 from deferlab.reference.system.family_configs import InternVLConfig, QwenVLConfig
-from deferlab.reports.report.sweeps import compiled as gc
 
 MAX_SIDE = 4096
 OUTPUTS = {"qwen": ("width", "height"), "internvl": ("width", "height", "tiles")}
@@ -124,7 +124,7 @@ def engine_target(engine: str, path: Any, cfg: Any) -> Target:
         _, processor = path.state(cfg)
         ip = processor.image_processor
         ratios = processor.resolve_target_ratios(use_thumbnail=False)
-        if gc.extras.missing("numba") is None:
+        if gc.numba_missing() is None:
             from numba.typed import List
 
             ratios = List(tuple(int(v) for v in r) for r in ratios)
@@ -193,8 +193,8 @@ def exhaustive(engine: str, paths: Sequence[Any], cfg: Any) -> Exhaustive | None
         return None
     kind = kind_of(cfg)
     oracle = partial(oracle_grid, cfg)
-    if gc.extras.missing("numba") is not None:
-        note = f"the compiled sweep {gc.extras.missing('numba')}; the claim decides on the drawn sizes"
+    if gc.numba_missing() is not None:
+        note = f"the compiled sweep {gc.numba_missing()}; the claim decides on the drawn sizes"
         return Exhaustive(gs.Sweep("the engine's geometry function", "skipped", note=note), [], kind)
     t0 = time.perf_counter()
     target = engine_target(engine, paths[0], cfg)

@@ -2,7 +2,7 @@
 
 Why: C13's exhaustive part asks an engine's geometry function for all 16,777,216 sizes up to 4096 x 4096. The
 machinery (compiling the engine's own function with numba, the check sizes, the chunked comparison) is the one the
-report's Kimi NaViT step uses, `reports.report.sweeps.compiled` (the CLI may not import the test package); this
+report's Kimi NaViT step uses, `impl.compiled` (shared by the report and the checks); this
 module adds the family check's record (`Sweep`, its evidence line) and `sweep_function`. The compiled
 result is trusted only after it equals the interpreted function on `check_sizes`; otherwise (or when numba cannot
 compile it) the sweep runs the interpreted function on a reduced set and says so (`Sweep.route`).
@@ -17,7 +17,7 @@ from typing import Any
 
 import numpy as np
 
-from deferlab.reports.report.sweeps import compiled as gc
+from deferlab.impl import compiled as gc
 
 
 @dataclass
@@ -73,7 +73,7 @@ def sweep_function(
     it cannot compile or the compiled function disagrees with the interpreted one, ``fallback`` (default the
     interpreted ``fn``) on ``reduced()`` sizes."""
     t0 = time.perf_counter()
-    missing = gc.extras.missing("numba")
+    missing = gc.numba_missing()
     if missing is not None:
         return Sweep(name, "skipped", note=f"the compiled sweep {missing}; the claim decides on the drawn sizes")
     why, compiled, checked = why_not, None, 0

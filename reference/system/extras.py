@@ -27,10 +27,15 @@ EXTRAS: dict[str, tuple[tuple[str, ...], str]] = {
 }
 
 
+def installed(module: str) -> bool:
+    """Whether ``module`` can be imported (found, not imported: numba takes seconds to import)."""
+    return importlib.util.find_spec(module) is not None
+
+
 def missing(extra: str) -> tuple[str, ...]:
     """The modules of ``extra`` this environment lacks (empty: it is installed). KeyError for an unknown extra."""
     modules, _ = EXTRAS[extra]
-    return tuple(m for m in modules if importlib.util.find_spec(m) is None)
+    return tuple(m for m in modules if not installed(m))
 
 
 def has(extra: str) -> bool:
@@ -44,3 +49,12 @@ def why_missing(extra: str) -> str | None:
         return None
     _, purpose = EXTRAS[extra]
     return f"needs the optional extra '{extra}' ({', '.join(gone)} not installed; for {purpose}): pip install 'deferlab[{extra}]'"
+
+
+def module_missing(module: str) -> str | None:
+    """None when ``module`` imports here; else one line naming it and the extra that installs it (the report's
+    skip line for a step that needs it)."""
+    if installed(module):
+        return None
+    extra = next(name for name, (modules, _) in EXTRAS.items() if module in modules)
+    return f"needs {module} (the deferlab[{extra}] extra): pip install 'deferlab[{extra}]'"

@@ -15,6 +15,7 @@ import sys
 from pathlib import Path
 from typing import Any
 
+from deferlab.impl.compiled import numba_missing
 from deferlab.reference.system import claims as registry
 from deferlab.reference.system.config import PreprocessConfig
 from deferlab.reference.system.errors import DeferlabInputError, UsageError
@@ -29,7 +30,7 @@ from deferlab.reports.core.baseline import save as save_baseline
 from deferlab.reports.core.claims import PROFILES, default_out_dir, load_claim_statements
 from deferlab.reports.core.sides import family_option, require_extras, selected_families
 from deferlab.reports.families.cli import add_model_option
-from deferlab.reports.report import benchmarks, claims, extras, render
+from deferlab.reports.report import benchmarks, claims, render
 from deferlab.reports.report.regressions import DEFAULT_BASELINE, load_baseline, make_baseline
 from deferlab.reports.report.run import STEPS, ReportOptions, run_report
 from deferlab.reports.report.served.checkpoint import checkpoint_family
@@ -322,7 +323,7 @@ def _bench(args: argparse.Namespace) -> int:
     """``deferlab bench``: every benchmark, its ratios printed (the checkpoint-vs-vLLM one left out, with one
     line, when its extra is missing)."""
     args.json.parent.mkdir(parents=True, exist_ok=True)
-    why = extras.missing("numba")
+    why = numba_missing()
     if why is not None:
         print(f"deferlab bench: the checkpoint-vs-vLLM benchmark is skipped: it {why}", file=sys.stderr)
     cmd = benchmarks.bench_command(args.json, args.bench_args, without_vllm=why is not None)

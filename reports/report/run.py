@@ -17,6 +17,7 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any, TextIO
 
+from deferlab.impl.compiled import numba_missing
 from deferlab.reference.system.config import PreprocessConfig
 from deferlab.reference.system.systems import DEFAULT_FAMILY, System
 from deferlab.reports.core import environment, junit, process, summary
@@ -24,7 +25,7 @@ from deferlab.reports.core.atomic import staged_directory, update_latest, write_
 from deferlab.reports.core.claims import load_claim_statements
 from deferlab.reports.core.runner import RunRecord
 from deferlab.reports.core.sides import selected_families
-from deferlab.reports.report import benchmarks, claims, extras, simulation
+from deferlab.reports.report import benchmarks, claims, simulation
 from deferlab.reports.report.plots.steps import plot_steps
 from deferlab.reports.report.regressions import compare, load_baseline
 from deferlab.reports.report.render import failure_groups, junit_rows, render_markdown, step_summary
@@ -81,7 +82,7 @@ def _properties(opts: ReportOptions, runner: StepRunner, stage: Path, targets: l
 
 def _geometry(opts: ReportOptions, runner: StepRunner, paths: RunPaths) -> list[dict[str, Any]]:
     """C13 exhaustive; skipped with one line when the grid needs the numba-compiled sweep and numba is missing."""
-    why = extras.missing("numba") if opts.max_side**2 > geometry.INTERPRETED_FULL else None
+    why = numba_missing() if opts.max_side**2 > geometry.INTERPRETED_FULL else None
     if why is not None and not {"sweeps", "sweeps:geometry"} & opts.skip:
         runner.skipped("sweeps:geometry", f"the numba-compiled C13 geometry sweep {why}")
         return []
@@ -95,7 +96,7 @@ def _bench(opts: ReportOptions, runner: StepRunner, stage: Path) -> list[dict[st
     if "bench" in opts.skip or not opts.bench:
         runner.skipped("bench", "--skip" if "bench" in opts.skip else "opt-in: --bench (minutes; never gates)")
         return []
-    why = extras.missing("numba")
+    why = numba_missing()
     if why is not None:
         runner.skipped("bench:vllm", f"the checkpoint-vs-vLLM benchmark {why}")
     return runner.run("bench", _bench_step, stage, opts.bench_args, why is not None) or []

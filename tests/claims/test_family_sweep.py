@@ -1,4 +1,4 @@
-"""C13's exhaustive geometry sweep (`properties.geometry_sweep` on `reports.report.sweeps.compiled`,
+"""C13's exhaustive geometry sweep (`properties.geometry_sweep` on `impl.compiled`,
 `properties.family_geometry`): the machinery on tiny fake functions (a planted disagreement is the counterexample),
 and one family swept for real on vLLM 0.34.0."""
 
@@ -9,9 +9,9 @@ import os
 import numpy as np
 import pytest
 
+from deferlab.impl import compiled as gc
 from deferlab.properties import geometry_sweep as gs
 from deferlab.reference.system import extras
-from deferlab.reports.report.sweeps import compiled as gc
 
 PLANTED = (37, 11)  # (width, height) where the fake engine function disagrees with its oracle
 
@@ -96,7 +96,7 @@ def test_uncompilable_function_is_swept_interpreted_on_a_reduced_set() -> None:
 
 
 def test_without_numba_the_sweep_is_skipped(monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setattr(gc.extras, "missing", lambda module: f"needs {module} (the deferlab[vllm] extra)")
+    monkeypatch.setattr(gc, "numba_missing", lambda: "needs numba (the deferlab[vllm] extra)")
     found = gs.sweep_function(fake_engine, CALL, ARGS, "fake_engine", fake_oracle, steps=(4,), max_side=64)
     assert found.route == "skipped" and found.sizes == 0
     assert found.evidence("o", ("width",)).startswith("exhaustive sweep skipped: the compiled sweep needs numba")

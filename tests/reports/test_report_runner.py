@@ -14,6 +14,8 @@ from typing import Any
 
 import pytest
 
+from deferlab.impl import compiled
+from deferlab.reference.system import extras
 from deferlab.reference.system.profiles import profile
 from deferlab.reference.system.systems import System
 from deferlab.reports.cli import build_parser, main
@@ -22,9 +24,8 @@ from deferlab.reports.core.baseline import Baseline, save
 from deferlab.reports.core.claims import load_claim_statements
 from deferlab.reports.core.runner import RunRecord
 from deferlab.reports.core.runner import TestResult as Outcome  # not collected as a test class
-from deferlab.reports.report import claims, extras
+from deferlab.reports.report import claims
 from deferlab.reports.report.run import ReportOptions, run_report
-from deferlab.reports.report.sweeps import compiled
 from tests.reports.support import write_config
 
 NEW = "[RGBa, alpha band] AssertionError: RGBa: a fully transparent pixel is not background"
@@ -180,8 +181,8 @@ def test_without_numba_its_parts_are_skipped_in_one_line_naming_the_extra(
     """numba missing (``pip install -e '.[test]'``): the compiled geometry sweep is skipped (its baseline counters
     a note, not lost), the checkpoint-vs-vLLM benchmark is left out of the bench run, both with one line naming
     ``deferlab[vllm]``; the compiler itself refuses with the same line; exit 0."""
-    monkeypatch.setattr(extras, "installed", lambda module: module != "numba")
-    line = extras.missing("numba")
+    monkeypatch.setattr(extras, "installed", lambda module: module != "numba")  # reference.system.extras
+    line = compiled.numba_missing()
     assert line == "needs numba (the deferlab[vllm] extra): pip install 'deferlab[vllm]'"
     with pytest.raises(compiled.CompileError, match=r"pip install 'deferlab\[vllm\]'"):
         compiled.compile_call(lambda w, h: {"new_width": w}, compiled.Call("f(w, h)", ("new_width",)), (), "f")

@@ -7,7 +7,7 @@ run's own config when it differs). Reference: the vectorized oracle
 checkpoint oracle's scalar ``resize_config`` first. Each path's engine
 function (vLLM's ``navit_resize_image``, SGLang's ``navit_resize_config``,
 the model's ``impl.navit.navit_resize_config``) is compiled with numba
-(`reports.report.sweeps.compiled`, its dict or dataclass return rewritten to a
+(`impl.compiled`, its dict or dataclass return rewritten to a
 tuple) and trusted only once it equals the interpreted function on
 `check_sizes` (>= 20,000 sizes); a path whose function cannot be found or
 compiled, or disagrees, is swept interpreted over `reduced_sizes` instead,
@@ -28,10 +28,10 @@ from typing import Any
 
 import numpy as np
 
+from deferlab.impl import compiled as comp
 from deferlab.reference.oracle.navit import resize_config_arrays
 from deferlab.reference.system.config import PreprocessConfig
 from deferlab.reference.system.profiles import profile
-from deferlab.reports.report.sweeps import compiled as comp
 
 GEOMETRIES = ("kimi-k3", "kimi-k2.5")
 KEYS = ("new_width", "new_height", "pad_width", "pad_height", "num_tokens")

@@ -3,8 +3,9 @@
 Why: C13's exhaustive part (semantics §18) asks an engine's geometry function for all 16,777,216 sizes up to
 4096 x 4096; interpreted that is a minute or more per function, compiled about a second. One machinery for both
 users: the report's Kimi NaViT step (`reports.report.sweeps.geometry`) and the families' check
-(`properties.geometry_sweep`, `properties.family_geometry`); it lives here because the CLI may not import the
-test package, while the test package may import the CLI. What is compiled is the function object the engine
+(`properties.geometry_sweep`, `properties.family_geometry`). It lives with the systems under test because it
+is a way of running an engine's own code (as the drivers are), which both the CLI and the checks may import (the
+CLI never imports the checks). What is compiled is the function object the engine
 calls, from its own code, with only the changes numba needs: the plain functions of its own module it calls are
 compiled the same way first (vLLM's ``find_closest_aspect_ratio``); keyword-only parameters become
 positional-or-keyword (every call here passes them by name, so binding is unchanged); and, asked
@@ -30,11 +31,17 @@ from typing import Any
 
 import numpy as np
 
-from deferlab.reports.report import extras
+from deferlab.reference.system.extras import module_missing
 
 REFUSED = -1  # what the loop (and an oracle) writes where the function refuses the size
 CHUNK_ROWS = 256  # heights per chunk of the exhaustive sweep (5 x 256 x 4096 int64 = 42 MB)
 Grid = Callable[[np.ndarray, np.ndarray], np.ndarray]  # (widths (1, W), heights (H, 1)) -> int64 (K, H, W)
+
+
+def numba_missing() -> str | None:
+    """None when numba is installed; else the one line naming the extra that installs it (never imported here:
+    numba takes seconds to import)."""
+    return module_missing("numba")
 
 
 class CompileError(RuntimeError):
@@ -169,7 +176,7 @@ def compile_call(
     ``call`` describes, for arguments typed like ``args``; `CompileError` in one line when numba is missing or
     cannot compile it. ``refusals`` False: no try block (a raise propagates; numba then compiles in half the
     time)."""
-    why = extras.missing("numba")
+    why = numba_missing()
     if why is not None:
         raise CompileError(f"the compiled sweep {why}")
     import numba
