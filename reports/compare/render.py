@@ -20,7 +20,7 @@ from deferlab.reference.system.families import FAMILIES
 from deferlab.reports.compare import cells
 from deferlab.reports.core import diff as core_diff
 from deferlab.reports.core import grouping, junit, summary
-from deferlab.reports.core.atomic import staged_directory, write_text_atomic, write_with_atomic
+from deferlab.reports.core.atomic import save_figure, staged_directory, write_text_atomic
 from deferlab.reports.core.claims import VERDICT_CELL
 from deferlab.reports.versions.render import COLOURS
 
@@ -251,9 +251,7 @@ def png(doc: dict[str, Any], path: Path) -> Path:
         columnspacing=1.0,
     )
     fig.tight_layout()
-    write_with_atomic(path, lambda p: fig.savefig(p, dpi=120, bbox_inches="tight"))
-    plt.close(fig)
-    return path
+    return save_figure(fig, path, dpi=120)
 
 
 def junit_rows(doc: dict[str, Any]) -> list[dict[str, Any]]:

@@ -17,6 +17,7 @@ import shutil
 import tempfile
 from collections.abc import Callable, Iterator
 from pathlib import Path
+from typing import Any
 
 LATEST_POINTER = "latest"
 
@@ -140,3 +141,13 @@ def check_out_dir(path: str | Path, flag: str = "--out") -> Path:
     except OSError as e:
         raise UsageError(f"{flag}: {str(path)!r} cannot be written ({e.strerror or e}); {accepted}") from None
     return target
+
+
+def save_figure(fig: Any, path: str | Path, dpi: int = 110) -> Path:
+    """A matplotlib figure as a PNG at ``path``, atomically (an interrupted run never leaves a truncated figure),
+    then closed (pyplot keeps every open figure otherwise)."""
+    import matplotlib.pyplot as plt
+
+    write_with_atomic(path, lambda tmp: fig.savefig(tmp, dpi=dpi, bbox_inches="tight"))
+    plt.close(fig)
+    return Path(path)

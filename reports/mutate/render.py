@@ -18,7 +18,7 @@ from typing import Any
 
 from deferlab.reference.system.systems import claim_key
 from deferlab.reports.core import baseline, diff
-from deferlab.reports.core.atomic import write_text_atomic, write_with_atomic
+from deferlab.reports.core.atomic import save_figure, write_text_atomic
 from deferlab.reports.core.baseline import Baseline
 from deferlab.reports.core.grouping import fenced
 from deferlab.reports.mutate import anchor
@@ -386,9 +386,7 @@ def figure(doc: dict[str, Any], path: Path) -> Path | None:
         rate += f" (SGLang's unit tests: {100 * side['anchor_kill_rate']:.1f} %)"
     fig.suptitle(f"{doc['system'].get('name')}: {len(doc['mutants'])} mutants, kill rate {rate}", fontsize=11)
     fig.tight_layout()
-    write_with_atomic(path, lambda p: fig.savefig(p, dpi=110, bbox_inches="tight"))
-    plt.close(fig)
-    return path
+    return save_figure(fig, path)
 
 
 def write(out: Path, doc: dict[str, Any], regressions: list[dict[str, str]]) -> None:

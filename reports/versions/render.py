@@ -19,7 +19,12 @@ from typing import Any, TextIO
 
 from deferlab.reference.system.families import FAMILIES
 from deferlab.reports.core import grouping, junit, summary
-from deferlab.reports.core.atomic import staged_directory, write_bytes_atomic, write_text_atomic, write_with_atomic
+from deferlab.reports.core.atomic import (
+    save_figure,
+    staged_directory,
+    write_bytes_atomic,
+    write_text_atomic,
+)
 from deferlab.reports.core.claims import VERDICT_CELL
 from deferlab.reports.versions import columns as cols
 from deferlab.reports.versions import families as families_table
@@ -80,9 +85,7 @@ def grid_png(doc: dict[str, Any], path: Path) -> Path | None:
         frameon=False,
     )
     fig.tight_layout()
-    write_with_atomic(path, lambda p: fig.savefig(p, dpi=120, bbox_inches="tight"))
-    plt.close(fig)
-    return path
+    return save_figure(fig, path, dpi=120)
 
 
 FILES = {"md": "versions.md", "json": "versions.json", "junit": "versions.xml", "families": "families.md"}
