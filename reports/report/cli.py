@@ -323,8 +323,7 @@ def _bench(args: argparse.Namespace) -> int:
     """``deferlab bench``: every benchmark, its ratios printed (the checkpoint-vs-vLLM one left out, with one
     line, when its extra is missing)."""
     args.json.parent.mkdir(parents=True, exist_ok=True)
-    why = numba_missing()
-    if why is not None:
+    if (why := numba_missing()) is not None:
         print(f"deferlab bench: the checkpoint-vs-vLLM benchmark is skipped: it {why}", file=sys.stderr)
     cmd = benchmarks.bench_command(args.json, args.bench_args, without_vllm=why is not None)
     rc = attached(cmd, benchmarks.bench_env())
