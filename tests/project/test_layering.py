@@ -138,3 +138,18 @@ def test_the_probe_sees_a_forbidden_import() -> None:
     """The probe can fail: importing one of impl's torch modules as well is reported."""
     _, loaded = _probe("deferlab.impl.pipeline")
     assert "torch" in loaded and any(m.startswith("deferlab.impl") for m in loaded)
+
+
+CLI_MODULE_LINES = 400  # the one-runner issue's bound: a command's module past it is two modules
+
+
+def long_modules(root: Path, limit: int = CLI_MODULE_LINES) -> list[str]:
+    """The modules under ``root`` with more than ``limit`` lines, with their counts."""
+    counts = ((p, len(p.read_text(encoding="utf-8").splitlines())) for p in sorted(root.rglob("*.py")))
+    return [f"{p.relative_to(root)}: {n}" for p, n in counts if n > limit]
+
+
+def test_no_module_of_the_cli_is_over_400_lines(tmp_path: Path) -> None:
+    assert long_modules(ROOT / "reports") == []
+    (tmp_path / "long.py").write_text("x = 1\n" * (CLI_MODULE_LINES + 1))  # the check can fail
+    assert long_modules(tmp_path) == [f"long.py: {CLI_MODULE_LINES + 1}"]
