@@ -234,6 +234,10 @@ def test_a_property_is_a_unit_selected_by_its_probes_and_its_failure_kills(tmp_p
     ):
         _campaign(tmp_path / "b", "--target", f"{GATE}:scale", "--claims", "C1,P:test_nope")
     assert f"| P:test_scale_is_affine | property passed | {len(doc['mutants'])} | {len(killed)} |" in md
+    # a campaign of that property alone (no claim in --claims) is one, with the same kills
+    rc, alone, _ = _campaign(tmp_path / "c", "--target", f"{GATE}:scale", "--sample", "50", "--claims", "P:test_scale_is_affine")  # fmt: skip
+    assert rc == 0 and not alone["reference"].get("claims") and alone["per_claim"] == {}
+    assert {m["id"]: m["outcome"] for m in alone["mutants"]} == {m["id"]: m["outcome"] for m in doc["mutants"]}
 
 
 def test_mutants_runs_exactly_the_ids_asked(tmp_path: Path) -> None:
