@@ -23,7 +23,12 @@ under no claim that could see them change (a mutation campaign's survivors):
   campaign on PR #33921's functions left these to survive;
 * the scheduler's whitelist skips the pre-embed move only for a bound
   ``get_image_feature`` / ``get_video_feature`` (a plain function, or a method
-  of another name, of a whitelisted class is moved as before).
+  of another name, of a whitelisted class is moved as before);
+* the gate defers only under the CPU transport, whatever object spells "cpu"
+  (a value parsed from the command line is not the interned literal: ``!=``
+  read as ``is not`` never deferred there), never under another transport, and
+  never a request holding a tensor that is not uint8 (``and`` read as ``or``
+  let a float tensor through).
 """
 
 from __future__ import annotations
@@ -39,7 +44,12 @@ from hypothesis import HealthCheck, example, given, settings
 from hypothesis import strategies as st
 
 from deferlab.properties import seam
-from deferlab.reference.system.contract import DEFERRED_PREPROCESSING_KEY, GRID_THWS_KEY, IMAGE_GRID_THW_KEY
+from deferlab.reference.system.contract import (
+    DEFERRED_PREPROCESSING_KEY,
+    GRID_THWS_KEY,
+    IMAGE_GRID_THW_KEY,
+    TRANSPORTS,
+)
 from deferlab.reference.system.profiles import profile
 
 pytestmark = pytest.mark.real_code
@@ -293,3 +303,48 @@ def test_the_whitelist_skips_only_bound_image_and_video_feature_methods(impl, po
     assert bound == impl.skips_pre_embed_move(getattr(model, other), policy), f"{cls}: image and video disagree"
     if cls == WHITELISTED:
         assert bound == impl.skip_pre_embed(policy), f"{cls}.{name}: {bound}, the policy's whitelist says otherwise"
+
+
+# -- 6. the gate: the CPU transport however it is spelled, and uint8 pixels only ---------------------------------------
+
+
+def fresh(text: str) -> str:
+    """An equal string that is not the interned literal (as a value parsed from argv or a config file is)."""
+    out = "".join(list(text))
+    assert out == text and out is not text
+    return out
+
+
+@pytest.mark.policies("PR_33921", "RELEASED", "HARDENED")
+@SETTINGS
+@given(sizes=st.lists(st.tuples(st.integers(1, 6), st.integers(1, 6)), min_size=1, max_size=3))
+@example(sizes=[(2, 3)])
+def test_the_gate_defers_under_the_cpu_transport_only_however_it_is_spelled(impl, policy, sizes):
+    """Small images defer under K3's limits with the transport "cpu", the same when the string is a fresh object,
+    and never under any other transport the contract names (semantics §4: CUDA IPC, fabric)."""
+    if not impl.defers(policy):
+        pytest.skip("no deferred path here (an eager-only release): there is no gate to ask")
+    images = [tiny(h, w, i) for i, (h, w) in enumerate(sizes)]
+    want = impl.defer_decisions(images, K3, policy=policy, transport="cpu")
+    assert all(want), f"{sizes}: small images under K3's limits do not defer: {want}"
+    assert impl.defer_decisions(images, K3, policy=policy, transport=fresh("cpu")) == want, "a fresh 'cpu' differs"
+    for transport in (t for t in TRANSPORTS if t != "cpu"):
+        got = impl.defer_decisions(images, K3, policy=policy, transport=transport)
+        assert not any(got), f"{sizes}: deferred under {transport}: {got}"
+
+
+@pytest.mark.policies("PR_33921", "RELEASED", "HARDENED")
+@SETTINGS
+@given(
+    sizes=st.lists(st.tuples(st.integers(1, 6), st.integers(1, 6)), min_size=1, max_size=3),
+    which=st.integers(0, 2),
+    dtype=st.sampled_from([torch.float32, torch.int16, torch.float16, torch.int32]),
+)
+@example(sizes=[(2, 3)], which=0, dtype=torch.float32)
+def test_a_request_holding_a_tensor_that_is_not_uint8_is_never_deferred(impl, policy, sizes, which, dtype):
+    """The gate defers raw uint8 pixels (or PIL images) only: a tensor of another dtype is never deferred (a gate
+    asked per request keeps the whole request eager, one asked per image that image)."""
+    images = [tiny(h, w, i) for i, (h, w) in enumerate(sizes)]
+    images[which % len(images)] = images[which % len(images)].to(dtype)
+    got = impl.defer_decisions(images, K3, policy=policy)
+    assert not got[which % len(images)], f"{sizes}: the {dtype} tensor (image {which % len(images)}) deferred: {got}"
