@@ -14,7 +14,7 @@ from typing import Any, ClassVar
 
 from deferlab.reference.system.config import BackgroundConfig
 from deferlab.reference.system.policies import get_policy
-from deferlab.reference.system.seam import Array, Config, Floats, Images, Items, call_methods
+from deferlab.reference.system.seam import Array, Background, Config, Floats, Images, Items, call_methods
 
 
 class DeferlabImpl:
@@ -38,12 +38,14 @@ class DeferlabImpl:
         t = torch.as_tensor(x, dtype=torch.float32, device=device)[None]
         return resize_bicubic_if_needed(t, out_h, out_w)[0]
 
-    def fill_transparent_bg(self, x: Array, background: BackgroundConfig | None, device: str = "cpu") -> Any:
+    def fill_transparent_bg(self, x: Array, background: Background, device: str = "cpu") -> Any:
         import torch
 
         from deferlab.impl.background import fill_transparent_bg
 
         t = torch.as_tensor(x, dtype=torch.float32, device=device)[None]
+        if isinstance(background, Mapping):  # the checkpoint's dict, read as its processor reads it
+            background = BackgroundConfig.from_dict(background)
         return fill_transparent_bg(t, background)[0]
 
     def normalize_and_patchify(

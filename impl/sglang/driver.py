@@ -26,7 +26,7 @@ from __future__ import annotations
 
 import functools
 import os
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from functools import cached_property
 from typing import Any
 
@@ -39,10 +39,10 @@ from deferlab.impl.sglang import capabilities, consumer, features, producer, pro
 from deferlab.impl.sglang.ackcounts import SGLangAckCounts
 from deferlab.impl.sglang.counts import IPCCounts
 from deferlab.impl.sglang.sources import Source, load
-from deferlab.reference.system.config import BackgroundConfig, PreprocessConfig
+from deferlab.reference.system.config import PreprocessConfig
 from deferlab.reference.system.errors import InputTypeError
 from deferlab.reference.system.profiles import profile
-from deferlab.reference.system.seam import SGLANG_LABEL, Array, Config, Floats, Images, Items
+from deferlab.reference.system.seam import SGLANG_LABEL, Array, Background, Config, Floats, Images, Items
 
 DEFAULT_VERSION = "0.5.23"
 LABEL = SGLANG_LABEL  # the one column of claim verdicts of real code: there is no policy to choose
@@ -115,11 +115,12 @@ class SGLangImpl:
         t = torch.as_tensor(np.asarray(x), dtype=torch.float32, device=device)[None]
         return self._k25._resize_bicubic_if_needed(t, out_h, out_w)[0]
 
-    def fill_transparent_bg(self, x: Array, background: BackgroundConfig | None, device: str = "cpu") -> Any:
+    def fill_transparent_bg(self, x: Array, background: Background, device: str = "cpu") -> Any:
         """``fill_transparent_bg``, or an eager-only release's ``_fill_transparent_bg`` (same signature)."""
         t = torch.as_tensor(np.asarray(x), dtype=torch.float32, device=device)[None]
         fill = self._kip.fill_transparent_bg if self.has_deferred_path else self._pk3._fill_transparent_bg
-        return fill(t, None if background is None else background.to_dict())[0]
+        as_dict = background if background is None or isinstance(background, Mapping) else background.to_dict()
+        return fill(t, None if as_dict is None else dict(as_dict))[0]
 
     def normalization_tensors(self, mean: Sequence[float], std: Sequence[float], device: str = "cpu") -> Any:
         """(scale, bias), each float32 (1, 3, 1, 1): ``normalization_tensors``, or an eager-only release's

@@ -12,7 +12,10 @@ a flaw in ``fill_transparent_bg`` itself was seen by nothing (a mutation
 campaign's survivors). Here compositing gets exactly what the pipeline hands it,
 integer levels 0..255 in float32 (staging gives uint8; SGLang's resize rounds
 and clamps to 0..255), every channel count, alpha and background, and must equal
-the oracle bitwise with the device's ``A / 255`` arithmetic (semantics §3.4).
+the oracle bitwise with the device's ``A / 255`` arithmetic (semantics §3.4). The background may also come as
+the checkpoint's own dict with keys left out (each takes its default, as the checkpoint's dataclass and SGLang's
+``.get`` give it: the full campaign's survivors changed those defaults unseen), and a pattern the checkpoint
+does not know is refused (read as ``>=`` or ``<=``, a name sorting beside a known one was taken for it).
 """
 
 from __future__ import annotations
@@ -26,7 +29,7 @@ from hypothesis.extra import numpy as hnp
 from deferlab.properties import seam
 from deferlab.properties import strategies as s
 from deferlab.reference.oracle.background import fill_transparent_bg
-from deferlab.reference.system.config import BackgroundConfig
+from deferlab.reference.system.config import BACKGROUND_PATTERNS, BackgroundConfig
 
 pytestmark = pytest.mark.real_code
 
@@ -78,6 +81,34 @@ def test_compositing_equals_the_oracle(impl, device, case):
         f"compositing {pixels.shape} over {background}: {got.shape} vs the oracle's {want.shape}, "
         f"{int((got != want).sum()) if got.shape == want.shape else 'all'} values differ{where}"
     )
+
+
+KEYS = ("pattern", "chessboard_square_size", "chessboard_white_value", "chessboard_gray_value", "chessboard_square_on_top_left")  # fmt: skip
+
+
+@settings(suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(case=composite_inputs(), keep=st.lists(st.booleans(), min_size=len(KEYS), max_size=len(KEYS)))
+@example(case=(_RAMP, CHESS), keep=[True, False, False, False, False])  # a bare {"pattern": "chessboard"}
+def test_a_checkpoint_dict_composites_with_the_defaults_of_the_keys_it_leaves_out(impl, device, case, keep):
+    """A dict with some keys left out composites as the config its defaults make (semantics §3.4), bit for bit."""
+    pixels, background = case
+    full = (background or CHESS).to_dict()
+    partial = {k: full[k] for k, kept in zip(KEYS, keep, strict=True) if kept}
+    want = fill_transparent_bg(pixels, BackgroundConfig.from_dict(partial), arithmetic="cuda" if device.startswith("cuda") else "cpu")  # fmt: skip
+    got = seam.to_numpy(impl.fill_transparent_bg(pixels, partial, device)).astype(np.float32)
+    assert same_bits(got, want), f"compositing {pixels.shape} over the dict {partial}: differs from its defaults'"
+
+
+@settings(suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(name=st.text("abcdefghijklmnopqrstuvwxyz", min_size=1, max_size=9).filter(lambda n: n not in BACKGROUND_PATTERNS))  # fmt: skip
+@example(name="zebra")  # sorts after "white"
+@example(name="aqua")  # before "black"
+@example(name="green")  # after "gray"
+def test_a_background_pattern_the_checkpoint_does_not_know_is_refused(impl, name):
+    """Compositing over ``{"pattern": name}`` for a name that is none of the four is a ValueError."""
+    with pytest.raises(ValueError):
+        got = impl.fill_transparent_bg(_RAMP, {"pattern": name})
+        raise AssertionError(f"pattern {name!r} composited: {tuple(seam.to_numpy(got).shape)}")
 
 
 @settings(suppress_health_check=[HealthCheck.function_scoped_fixture])

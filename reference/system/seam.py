@@ -12,7 +12,7 @@ must accept and return.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from typing import Any, Protocol, runtime_checkable
 
 import numpy as np
@@ -32,6 +32,7 @@ Items = Sequence[Any]
 Config = PreprocessConfig
 Array = np.ndarray
 Floats = Sequence[float]
+Background = BackgroundConfig | Mapping[str, Any] | None  # a checkpoint's dict may leave keys to their defaults
 
 # The pipeline steps and system roles a test calls, and the facts about a version a claim asks.
 METHODS = (
@@ -71,7 +72,7 @@ class Impl(Protocol):
     def resize(self, x: Array, out_h: int, out_w: int, device: str = "cpu") -> Any:
         """Float32 (C, H, W) integer levels to (C, out_h, out_w): aa bicubic, round half even, clamp."""
 
-    def fill_transparent_bg(self, x: Array, background: BackgroundConfig | None, device: str = "cpu") -> Any:
+    def fill_transparent_bg(self, x: Array, background: Background, device: str = "cpu") -> Any:
         """Float32 (C, H, W) after resize to (3, H, W): composite 4 channels, pass 3 through."""
 
     def normalize_and_patchify(
