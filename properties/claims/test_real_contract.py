@@ -28,7 +28,10 @@ under no claim that could see them change (a mutation campaign's survivors):
   (a value parsed from the command line is not the interned literal: ``!=``
   read as ``is not`` never deferred there), never under another transport, and
   never a request holding a tensor that is not uint8 (``and`` read as ``or``
-  let a float tensor through).
+  let a float tensor through);
+* at the sizes where three and four channels fall on either side of the
+  processed bytes, every PIL mode is gated as the oracle counts its channels
+  (``mode != "RGB"`` read as ``>=`` or ``<`` counted some alpha modes as 3).
 """
 
 from __future__ import annotations
@@ -42,8 +45,12 @@ import pytest
 import torch
 from hypothesis import HealthCheck, example, given, settings
 from hypothesis import strategies as st
+from PIL import Image
 
 from deferlab.properties import seam
+from deferlab.reference.oracle import gate as gate_oracle
+from deferlab.reference.oracle.navit import resize_config
+from deferlab.reference.system.config import PreprocessConfig
 from deferlab.reference.system.contract import (
     DEFERRED_PREPROCESSING_KEY,
     GRID_THWS_KEY,
@@ -348,3 +355,54 @@ def test_a_request_holding_a_tensor_that_is_not_uint8_is_never_deferred(impl, po
     images[which % len(images)] = images[which % len(images)].to(dtype)
     got = impl.defer_decisions(images, K3, policy=policy)
     assert not got[which % len(images)], f"{sizes}: the {dtype} tensor (image {which % len(images)}) deferred: {got}"
+
+
+# -- 7. the gate's channel count decides at the byte boundary ---------------------------------------------------------
+
+BAND = PreprocessConfig(patch_size=2, merge_kernel_size=2, in_patch_limit=4, patch_limit_on_one_side=16)
+
+
+def _in_band(w: int, h: int) -> bool:
+    """3 * w * h <= processed bytes < 4 * w * h: the channel count alone decides the gate (pixel-free)."""
+    rc = resize_config(w, h, BAND)
+    return 3 * w * h <= 3 * rc.padded_width * rc.padded_height * 4 < 4 * w * h
+
+
+BAND_SIZES = [(w, h) for w in range(1, 30) for h in range(1, 30) if _in_band(w, h)]
+MODES = (
+    "RGB",
+    "RGBA",
+    "LA",
+    "PA",
+    "P+transparency",
+    "L",
+    "L+transparency",
+    "CMYK",
+    "1",
+    "I",
+)  # La: Pillow cannot convert it (C11)
+
+
+def mode_image(mode: str, w: int, h: int) -> Image.Image:
+    """A ``w`` x ``h`` image of ``mode`` ("X+transparency": mode X with a transparency key)."""
+    base, keyed = mode.split("+")[0], mode.endswith("+transparency")
+    image = Image.new(base, (w, h))
+    if keyed:
+        image.info["transparency"] = 0
+    return image
+
+
+@pytest.mark.policies("PR_33921", "RELEASED", "HARDENED")
+@SETTINGS
+@given(size=st.sampled_from(BAND_SIZES), mode=st.sampled_from(MODES))
+@example(size=(7, 7), mode="LA")  # sorts below "RGB", has alpha: 4 channels
+@example(size=(7, 7), mode="RGBA")  # sorts above "RGB"
+@example(size=(7, 7), mode="RGB")
+def test_at_the_byte_boundary_every_mode_is_gated_as_its_channels_count(impl, policy, size, mode):
+    """Where 3 * w * h <= processed < 4 * w * h, an image defers iff the oracle counts 3 channels for its mode."""
+    if not impl.defers(policy):
+        pytest.skip("no deferred path here (an eager-only release): there is no gate to ask")
+    image = mode_image(mode, *size)
+    want = gate_oracle.should_defer([image], BAND)
+    got = impl.defer_decisions([image], BAND, policy=policy)
+    assert got == [want], f"{mode} {size[0]}x{size[1]}: decided {got}, the oracle {want} ({gate_oracle.payload([image], BAND)[0]})"  # fmt: skip
