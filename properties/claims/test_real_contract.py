@@ -363,15 +363,18 @@ BAND = PreprocessConfig(patch_size=2, merge_kernel_size=2, in_patch_limit=4, pat
 
 
 def _in_band(w: int, h: int) -> bool:
-    """3 * w * h <= processed bytes < 4 * w * h: the channel count alone decides the gate (pixel-free)."""
+    """c * w * h <= processed bytes < (c + 1) * w * h for c 3 or 4: the channel count alone decides the gate
+    (pixel-free; c = 4 also tells four channels from five)."""
     rc = resize_config(w, h, BAND)
-    return 3 * w * h <= 3 * rc.padded_width * rc.padded_height * 4 < 4 * w * h
+    processed = 3 * rc.padded_width * rc.padded_height * 4
+    return any(c * w * h <= processed < (c + 1) * w * h for c in (3, 4))
 
 
 BAND_SIZES = [(w, h) for w in range(1, 30) for h in range(1, 30) if _in_band(w, h)]
 MODES = (
     "RGB",
     "RGBA",
+    "RGB+transparency",
     "LA",
     "PA",
     "P+transparency",
@@ -398,8 +401,10 @@ def mode_image(mode: str, w: int, h: int) -> Image.Image:
 @example(size=(7, 7), mode="LA")  # sorts below "RGB", has alpha: 4 channels
 @example(size=(7, 7), mode="RGBA")  # sorts above "RGB"
 @example(size=(7, 7), mode="RGB")
+@example(size=(7, 7), mode="RGB+transparency")  # RGB: 3 channels even with a transparency key
+@example(size=(5, 16), mode="RGBA")  # 4 channels defer here, 5 would not
 def test_at_the_byte_boundary_every_mode_is_gated_as_its_channels_count(impl, policy, size, mode):
-    """Where 3 * w * h <= processed < 4 * w * h, an image defers iff the oracle counts 3 channels for its mode."""
+    """Where the channel count alone decides, an image defers iff the oracle's count for its mode says so."""
     if not impl.defers(policy):
         pytest.skip("no deferred path here (an eager-only release): there is no gate to ask")
     image = mode_image(mode, *size)
