@@ -112,11 +112,13 @@ class DeferlabImpl:
         return proc.process(images)
 
     def epd_items(self, images: Images, config: Config, *, policy: Any, backend: str = "gpu") -> list[Any]:
-        from deferlab.impl.pipeline import resize_configs_for
+        from deferlab.impl.navit import navit_resize_config
         from deferlab.impl.producer import build_epd_items, encoder_media
+        from deferlab.impl.staging import encoder_dimensions
 
         images = encoder_media(images)  # dict media items {"type": "image", "image": ...} as the encoder gets them
-        return build_epd_items(images, resize_configs_for(images, config), config, get_policy(policy), backend)
+        sizes = [navit_resize_config(*encoder_dimensions(img), config) for img in images]
+        return build_epd_items(images, sizes, config, get_policy(policy), backend)
 
     def process_request(
         self, images: Images, config: Config, *, placeholders: int, policy: Any, transport: str = "cpu"

@@ -84,6 +84,14 @@ def image_dimensions(image: Image.Image | torch.Tensor) -> tuple[int, int]:
     return int(image.shape[2]), int(image.shape[1])
 
 
+def encoder_dimensions(image: Image.Image | torch.Tensor) -> tuple[int, int]:
+    """(width, height) as the EPD encoder reads them (semantics §4.3): a tensor's last two sides, so a 2-D tensor is
+    an image there (staged as its one channel), unlike `image_dimensions`."""
+    if isinstance(image, Image.Image):
+        return image.size
+    return int(image.shape[-1]), int(image.shape[-2])
+
+
 def raw_channels(image: Image.Image | torch.Tensor, *, promote_rgb_transparency: bool = False) -> int:
     """Channels the gate counts: tensor ``3 if 2-D or shape[0]==1 else shape[0]``; PIL 4 if alpha else 3."""
     if isinstance(image, Image.Image):

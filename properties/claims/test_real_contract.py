@@ -411,3 +411,22 @@ def test_at_the_byte_boundary_every_mode_is_gated_as_its_channels_count(impl, po
     want = gate_oracle.should_defer([image], BAND)
     got = impl.defer_decisions([image], BAND, policy=policy)
     assert got == [want], f"{mode} {size[0]}x{size[1]}: decided {got}, the oracle {want} ({gate_oracle.payload([image], BAND)[0]})"  # fmt: skip
+
+
+# -- 8. a 2-D tensor is staged as its one-channel image ---------------------------------------------------------------
+
+
+@pytest.mark.policies(*EPD_POLICIES)
+@SETTINGS
+@given(h=st.integers(1, 6), w=st.integers(1, 6), seed=st.integers(0, 9))
+@example(h=2, w=3, seed=0)
+def test_the_encoder_stages_a_2d_tensor_as_its_one_channel_image(impl, policy, h, w, seed):
+    """An (H, W) uint8 tensor is staged as the (1, H, W) one is (semantics §3.1: unsqueezed, then the channel
+    repeated to 3): the same grid and the same staged pixels."""
+    _epd_only(impl, policy)
+    flat = tiny(h, w, seed)[:1].clone()  # (1, h, w)
+    (got,) = impl.epd_items([flat[0].clone()], K3, policy=policy, backend="gpu")
+    (want,) = impl.epd_items([flat.clone()], K3, policy=policy, backend="gpu")
+    assert torch.equal(_grid(got), _grid(want)), f"{h}x{w}: grid {_grid(got).tolist()} != {_grid(want).tolist()}"
+    a, b = torch.as_tensor(got.feature), torch.as_tensor(want.feature)
+    assert a.shape == b.shape and torch.equal(a, b), f"{h}x{w}: staged {tuple(a.shape)} != {tuple(b.shape)}"
