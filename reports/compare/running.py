@@ -110,10 +110,10 @@ def run_both(
 def run_on_cluster(sides: Sequence[Side], request: Request, say: Say, cluster: str) -> dict[str, dict[str, Any]]:
     """``request`` on every side as one task each on the Ray cluster ``cluster`` (`reports.core.executor`), both
     submitted at once, each side loaded on its worker: role -> `result`, as `run_both` gives."""
-    from deferlab.reports.core.executor import Outcome, Task, executor_for, run_all
+    from deferlab.reports.core.executor import Outcome, Task, executor_for, on_gpu, run_all
 
     executor = executor_for(cluster, say=say)
-    tasks = [Task(s.role, request.with_(system=s.system), load=True) for s in sides]
+    tasks = on_gpu(executor, [Task(s.role, request.with_(system=s.system), load=True) for s in sides], say)
     say(f"running the claims on {' and '.join(f'{s.role} {s.spec}' for s in sides)} on {cluster} (profile "
         f"{request.profile})")  # fmt: skip
     found: dict[str, dict[str, Any]] = {}
@@ -121,7 +121,7 @@ def run_on_cluster(sides: Sequence[Side], request: Request, say: Say, cluster: s
     def done(o: Outcome) -> None:
         record = o.record or RunRecord(o.task.request.system, request.profile, error=o.error)
         found[o.task.key] = out = result(record)
-        say(f"{o.task.key}: {verdict_counts(out['verdicts'])} in {out['seconds']} s on {o.node}"
+        say(f"{o.task.key}: {verdict_counts(out['verdicts'])} in {out['seconds']} s on {o.node}{' (CUDA)' if o.cuda else ''}"
             + (f"; {out['error']}" if out["error"] else ""))  # fmt: skip
 
     run_all(executor, tasks, done)

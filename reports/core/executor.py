@@ -13,6 +13,7 @@ executor) is imported only when ``--cluster`` is given.
 
 from __future__ import annotations
 
+import dataclasses
 import threading
 import time
 from collections.abc import Callable, Iterable, Sequence
@@ -137,6 +138,17 @@ def executor_for(cluster: str | None, jobs: int = 1, *, say: Callable[[str], Non
     from deferlab.reports.core.cluster import RayExecutor
 
     return RayExecutor(cluster, say=say, **{k: v for k, v in options.items() if k not in ("launcher", "call")})
+
+
+def on_gpu(executor: Any, tasks: Iterable[Task], say: Callable[[str], None]) -> list[Task]:
+    """The claims ``tasks`` asking for the cluster's GPU where a node offers one (`RayExecutor.gpu_demand`): their
+    CUDA-parametrized tests then run there and each verdict records the device it ran on; unchanged otherwise (a
+    CPU worker skips those tests, as this machine does)."""
+    demand = getattr(executor, "gpu_demand", lambda: None)()
+    if demand is None:
+        return list(tasks)
+    say(f"a GPU node is there ({demand}): each claims task asks for it, so its CUDA tests run")
+    return [dataclasses.replace(t, **demand) for t in tasks]
 
 
 def run_all(executor: Any, tasks: Iterable[Task], done: Callable[[Outcome], None] | None = None) -> dict[str, Outcome]:

@@ -45,7 +45,7 @@ from deferlab.reports.core import runner as core_runner
 from deferlab.reports.core.atomic import check_out_dir
 from deferlab.reports.core.baseline import Baseline
 from deferlab.reports.core.claims import PROFILES, default_out_dir, load_claim_statements
-from deferlab.reports.core.executor import Outcome, Task, check_cluster, executor_for, run_all
+from deferlab.reports.core.executor import Outcome, Task, check_cluster, executor_for, on_gpu, run_all
 from deferlab.reports.core.runner import LoadError, Request, RunRecord
 from deferlab.reports.core.sides import (
     answered_by,
@@ -298,13 +298,14 @@ def _run_tasks(tasks: list[Task], args: argparse.Namespace, say: Any, runner: An
         executor = executor_for(None, 1, call=local)
     else:
         executor = executor_for(args.cluster, say=say)
+        tasks = on_gpu(executor, tasks, say)
         say(f"{len(tasks)} release(s) submitted to {args.cluster}, each loaded and run on a worker")
 
     def done(o: Outcome) -> None:
         record = o.record or RunRecord(o.task.request.system, o.task.request.profile, error=o.error)
         error = run_error(record.error, record.failed_tests(), record.mine())
         counts = verdict_counts({f"{r.get('policy')}/{r.get('id')}": str(r.get("verdict")) for r in record.mine()})
-        where = f" on {o.node}" if args.cluster else ""
+        where = f" on {o.node}{' (CUDA)' if o.cuda else ''}" if args.cluster else ""
         say(f"{o.task.key}: {counts} in {record.seconds:.1f} s{where}" + (f"; {error}" if error else ""))
 
     found = run_all(executor, tasks, done)

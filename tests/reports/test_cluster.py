@@ -246,6 +246,31 @@ def test_a_killed_worker_is_retried_once_and_a_matrix_equals_the_local_pool(
     assert "Worker" in lost.error or "worker" in lost.error, lost.error
 
 
+@pytest.mark.extra("cluster")
+@pytest.mark.slow
+def test_claims_tasks_ask_for_a_gpu_node_where_one_is_offered(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """versions' and compare's claims tasks (`executor.on_gpu`) ask for the cluster's GPU when a node offers one
+    (a custom resource stands in for it here): placed there, their records equal the local pool's and say that
+    torch.cuda was absent where they ran; where none is offered they are left as they were."""
+    marked = mark(monkeypatch)
+    monkeypatch.setenv("DEFERLAB_GPU_RESOURCE", "GPU_STANDIN")
+    lines: list[str] = []
+    plain = executor.executor_for("local", say=lines.append, num_cpus=2)
+    try:
+        unchanged = executor.on_gpu(plain, _matrix(), lines.append)  # no node offers it
+        assert [(t.key, t.gpus, t.resources) for t in unchanged] == [("sglang", 0, {}), ("vllm", 0, {})]
+    finally:
+        plain.close()
+    ray = executor.executor_for("local", say=lines.append, num_cpus=2, resources={"GPU_STANDIN": 1.0})
+    tasks = executor.on_gpu(ray, _matrix(), lines.append)
+    assert all(t.resources == {"GPU_STANDIN": 1.0} for t in tasks) and any("a GPU node is there" in x for x in lines)
+    on_gpu = executor.run_all(ray, tasks)
+    local = executor.run_all(executor.LocalExecutor(jobs=2), _matrix())
+    assert {k: _seen(o.record) for k, o in on_gpu.items()} == {k: _seen(o.record) for k, o in local.items()}
+    assert all(o.cuda is False and o.node not in ("?", "local") for o in on_gpu.values())
+    assert ray_processes(marked, wait=15) == []
+
+
 # --- the front door -----------------------------------------------------------------------------------------------
 def test_a_silent_cluster_is_one_line_within_30_s_and_nothing_is_written(
     tmp_path: Path, capsys: pytest.CaptureFixture
