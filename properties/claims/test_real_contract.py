@@ -363,11 +363,11 @@ BAND = PreprocessConfig(patch_size=2, merge_kernel_size=2, in_patch_limit=4, pat
 
 
 def _in_band(w: int, h: int) -> bool:
-    """c * w * h <= processed bytes < (c + 1) * w * h for c 3 or 4: the channel count alone decides the gate
+    """c * w * h <= processed bytes < (c + 1) * w * h for c 2, 3 or 4: the channel count alone decides the gate
     (pixel-free; c = 4 also tells four channels from five)."""
     rc = resize_config(w, h, BAND)
     processed = 3 * rc.padded_width * rc.padded_height * 4
-    return any(c * w * h <= processed < (c + 1) * w * h for c in (3, 4))
+    return any(c * w * h <= processed < (c + 1) * w * h for c in (2, 3, 4))
 
 
 BAND_SIZES = [(w, h) for w in range(1, 30) for h in range(1, 30) if _in_band(w, h)]
@@ -403,6 +403,7 @@ def mode_image(mode: str, w: int, h: int) -> Image.Image:
 @example(size=(7, 7), mode="RGB")
 @example(size=(7, 7), mode="RGB+transparency")  # RGB: 3 channels even with a transparency key
 @example(size=(5, 16), mode="RGBA")  # 4 channels defer here, 5 would not
+@example(size=(6, 22), mode="RGB")  # 3 channels stay eager here, 2 would defer
 def test_at_the_byte_boundary_every_mode_is_gated_as_its_channels_count(impl, policy, size, mode):
     """Where the channel count alone decides, an image defers iff the oracle's count for its mode says so."""
     if not impl.defers(policy):
