@@ -143,7 +143,11 @@ def test_a_stopped_command_leaves_no_process(sig: signal.Signals, seconds: str) 
     )
     try:
         assert proc.stdout.readline().strip() == "started"
-        time.sleep(1.0)
+        ready = (
+            time.time() + 30
+        )  # the shell starts its two sleeps when it gets a core: wait for them, on a busy box too
+        while len(_sleepers(seconds)) < 3 and time.time() < ready:
+            time.sleep(0.2)
         assert len(_sleepers(seconds)) >= 3
         os.kill(proc.pid, sig)
         proc.wait(timeout=30)
