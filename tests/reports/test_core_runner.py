@@ -125,8 +125,10 @@ def _sleepers(seconds: str) -> list[int]:
 
 
 COMMAND = """
-import sys
+import signal, sys
 from deferlab.reports.core import process
+signal.signal(signal.SIGINT, signal.default_int_handler)  # as a terminal starts it: a job started in the
+# background by a non-interactive shell (a CI script's `... &`) inherits SIGINT ignored, and so would this child
 n = sys.argv[1]
 with process.stopped():
     process.spawn(["sleep", n])
