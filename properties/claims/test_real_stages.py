@@ -83,7 +83,7 @@ def test_compositing_equals_the_oracle(impl, device, case):
     )
 
 
-KEYS = ("pattern", "chessboard_square_size", "chessboard_white_value", "chessboard_gray_value", "chessboard_square_on_top_left")  # fmt: skip
+KEYS = tuple(BackgroundConfig().to_dict())  # the checkpoint dict's key names, in its order (reference.system.config)
 
 
 @settings(suppress_health_check=[HealthCheck.function_scoped_fixture])
