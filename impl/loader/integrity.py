@@ -5,12 +5,23 @@ a full disk). Loaded as it was, a missing module of the engine's own would becom
 verdict about the engine ("fails on VLLM: StandInUsedError") that is only a fact about the cache. So `ensure`
 compares the tree with the sha256 of every file its wheel's RECORD lists (those the engine unpacks: vLLM's
 Python sources), and re-extracts what differs from the kept wheel, or fetches the release again where the
-wheel is gone (never under ``DEFERLAB_OFFLINE=1``: then one line naming the damage).
+wheel is gone (never under ``DEFERLAB_OFFLINE=1``: then one line naming the damage). A tree that differs is
+mended or refused, never loaded and judged.
 
 Fast: hashing a tree costs 0.1-1 s (vLLM 0.33.0's 3,861 files, SGLang 0.5.23's 5,771), so a tree that
-verified gets a stamp (``deferlab-verified.json``) keyed by its files' paths, sizes and mtimes; a load whose
-tree has that key again (a walk and a stat per file, ~50-90 ms) hashes nothing. The stamp's mtime is when the
-release was last used (``deferlab cache prune --older-than``).
+verified gets a stamp (``deferlab-verified.json``) whose fingerprint keys on every file's path, size, mtime,
+ctime and inode (`KEY`; those of the RECORD copy and the metadata too); a load whose tree has that fingerprint
+again (a walk and a stat per file, no read) hashes nothing. Why ctime and inode, not size and mtime alone: an
+edit that keeps the size (``return True`` made ``return False``) with its mtime set back (``os.utime``, ``touch
+-r``, ``cp -p``) kept the old key and loaded as verified; ctime cannot be set by a user (every write, chmod or
+utime moves it to now) and a file replaced by a rename is another inode, so either edit changes the key. Where
+the key differs, only the files whose own (size, mtime, ctime, inode) changed are hashed: the per-file keys of
+the last verification are kept beside the stamp (``deferlab-verified-keys.json``), read only then, and trusted
+only while the RECORD copy is the one they were checked against. A stamp of an older key (without ``key``)
+verifies the tree in full once. What the stamp does not stop: someone with root who sets the clock back, or a
+file system without stable inodes or ctimes (then every load re-hashes what changed: slower, never wrong);
+``deferlab cache verify`` hashes every file whatever the stamp says. The stamp's mtime is when the release was
+last used (``deferlab cache prune --older-than``).
 """
 
 from __future__ import annotations
@@ -30,6 +41,8 @@ from deferlab.impl.loader import wheels
 from deferlab.impl.loader.engine import Engine
 
 STAMP = "deferlab-verified.json"
+KEYS = "deferlab-verified-keys.json"  # the per-file keys of the last verification (read only when the key differs)
+KEY = "path size mtime_ns ctime_ns ino"  # what the fingerprint covers: a stamp of another key verifies in full
 _LOG = logging.getLogger("deferlab.loader")
 Files = dict[str, os.stat_result]
 Record = dict[str, tuple[str, int]]
@@ -93,18 +106,27 @@ def tree_files(tree: Path) -> Files:
     return found
 
 
+def file_key(st: os.stat_result) -> list[int]:
+    """What says a file is the one that was hashed: size, mtime, ctime (no user sets it back) and inode."""
+    return [st.st_size, st.st_mtime_ns, st.st_ctime_ns, st.st_ino]
+
+
+def _own_key(tree: Path, name: str) -> list[int] | None:
+    try:
+        return file_key((tree / name).stat())
+    except OSError:
+        return None
+
+
 def fingerprint(tree: Path, files: Files) -> str:
-    """The key of the stamp: every file's path, size and mtime, and those of the RECORD copy and the metadata."""
-    h = hashlib.blake2b(digest_size=20)
-    for rel in sorted(files):
-        h.update(f"{rel}\0{files[rel].st_size}\0{files[rel].st_mtime_ns}\n".encode())
+    """The key of the stamp (`KEY`): every file's path, size, mtime, ctime and inode, and those of the RECORD
+    copy and the metadata."""
+    rows = [f"{rel}\0{st.st_size}\0{st.st_mtime_ns}\0{st.st_ctime_ns}\0{st.st_ino}\n" for rel, st in files.items()]
+    rows.sort()
     for name in (wheels.RECORD, wheels.META):
-        try:
-            st = (tree / name).stat()
-            h.update(f"{name}\0{st.st_size}\0{st.st_mtime_ns}\n".encode())
-        except OSError:
-            h.update(f"no {name}\n".encode())
-    return h.hexdigest()
+        key = _own_key(tree, name)
+        rows.append(f"{name}\0{chr(0).join(map(str, key))}\n" if key else f"no {name}\n")
+    return hashlib.blake2b("".join(rows).encode(), digest_size=20).hexdigest()
 
 
 def expected(engine: Engine, record: Record) -> Record:
@@ -144,30 +166,53 @@ def digest(data: bytes) -> str:
     return base64.urlsafe_b64encode(hashlib.sha256(data).digest()).rstrip(b"=").decode()
 
 
-def compare(tree: Path, files: Files, want: Record) -> Damage:
-    """Each wanted file present with its size and sha256, and nothing else there."""
+def compare(tree: Path, files: Files, want: Record, trusted: frozenset[str] = frozenset()) -> Damage:
+    """Each wanted file present with its size and sha256 (not hashed again: ``trusted``, those whose key is the
+    one they had when they last hashed clean, `trusted_files`), and nothing else there."""
     damage = Damage(extra=[rel for rel in files if rel not in want])
     for rel, (sha, size) in want.items():
         st = files.get(rel)
         if st is None:
             damage.missing.append(rel)
-        elif (size >= 0 and st.st_size != size) or (sha and digest((tree / rel).read_bytes()) != sha):
+        elif (size >= 0 and st.st_size != size) or (
+            sha and rel not in trusted and digest((tree / rel).read_bytes()) != sha
+        ):
             damage.altered.append(rel)
     return damage
 
 
 # --- the stamp ------------------------------------------------------------------------------------------------------
 def stamped(tree: Path) -> str | None:
-    """The fingerprint the tree had when it last verified (None: never, or an unreadable stamp)."""
+    """The fingerprint the tree had when it last verified (None: never, an unreadable stamp, or a stamp of
+    another `KEY`: an older deferlab's, keyed on size and mtime alone)."""
     try:
-        return str(json.loads((tree / STAMP).read_text())["fingerprint"])
-    except (OSError, ValueError, KeyError, TypeError):
+        stamp = json.loads((tree / STAMP).read_text())
+        return str(stamp["fingerprint"]) if stamp.get("key") == KEY else None
+    except (OSError, ValueError, KeyError, TypeError, AttributeError):
         return None
 
 
+def trusted_files(tree: Path, files: Files) -> frozenset[str]:
+    """The files whose key (`file_key`) is the one they had when the tree last verified: those need no hashing.
+    None while the RECORD copy is not the one they were checked against (or the keys are missing, unreadable
+    or of another `KEY`)."""
+    try:
+        kept = json.loads((tree / KEYS).read_text())
+        if kept.get("key") != KEY or kept.get("record") != _own_key(tree, wheels.RECORD):
+            return frozenset()
+        keys = kept["files"]
+        return frozenset(rel for rel, st in files.items() if keys.get(rel) == file_key(st))
+    except (OSError, ValueError, KeyError, TypeError, AttributeError):
+        return frozenset()
+
+
 def _stamp(tree: Path, files: Files, seconds: float, *, used: float | None = None) -> None:
-    """Write the stamp (its mtime ``used`` when given: a check that is not a load keeps when it was last used)."""
+    """Write the stamp and the per-file keys (the stamp's mtime ``used`` when given: a check that is not a load
+    keeps when the release was last used)."""
+    keys = {"key": KEY, "record": _own_key(tree, wheels.RECORD), "files": {r: file_key(st) for r, st in files.items()}}
+    wheels.write_atomic(tree / KEYS, json.dumps(keys, separators=(",", ":")).encode())
     stamp = {
+        "key": KEY,
         "fingerprint": fingerprint(tree, files),
         "files": len(files),
         "verified_at": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
@@ -188,23 +233,36 @@ def last_used(tree: Path) -> float:
     return tree.stat().st_mtime
 
 
-def status(engine: Engine, tree: Path) -> tuple[str, str]:
+def status(engine: Engine, tree: Path, *, full: bool = False) -> tuple[str, str]:
     """("verified" | "damaged" | "unverifiable", detail): a stamp that still fits is trusted, any other tree is
-    hashed. Nothing of the release is changed; deferlab's own files are written (the RECORD copy, and the stamp
-    of a tree that hashed clean, keeping when it was last used)."""
+    hashed (the files whose key changed; every file with ``full``, the stamp and the kept keys ignored). Nothing
+    of the release is changed; deferlab's own files are written (the RECORD copy, and the stamp of a tree that
+    hashed clean, keeping when it was last used)."""
     t0 = time.perf_counter()
     files = tree_files(tree)
-    if stamped(tree) == fingerprint(tree, files):
+    if not full and stamped(tree) == fingerprint(tree, files):
         return "verified", ""
     record = record_of(tree)
     if record is None:
         return "unverifiable", "no RECORD (neither deferlab-RECORD nor a kept wheel holding one)"
-    damage = compare(tree, files, expected(engine, record))
+    damage = compare(tree, files, expected(engine, record), frozenset() if full else trusted_files(tree, files))
     if damage:
         return "damaged", damage.describe()
     with contextlib.suppress(OSError):
         _stamp(tree, files, time.perf_counter() - t0, used=last_used(tree))
     return "verified", ""
+
+
+def mend(engine: Engine, tree: Path) -> str:
+    """Mend a damaged release folder from its kept wheel, fetching nothing (what ``deferlab cache verify`` does):
+    what was done, or "" when the kept wheel is gone or cannot mend it. When it was last used is kept."""
+    wheel = wheels.kept_wheel(tree)
+    used = last_used(tree)
+    if wheel is None or not _from_wheel(engine, tree.name, tree, wheel):
+        return ""
+    with contextlib.suppress(OSError):
+        os.utime(tree / STAMP, (used, used))
+    return f"mended from its kept wheel {wheel.name}"
 
 
 # --- on load --------------------------------------------------------------------------------------------------------
@@ -231,7 +289,9 @@ def ensure(
     record = record_of(tree)
     if record is None and wheels.cached_tree(engine, version, cache) is not None:
         return Ensured(tree, False)  # a wheel without RECORD: nothing to check against; loads as before
-    damage = compare(tree, files, expected(engine, record)) if record is not None else Damage()
+    damage = Damage()
+    if record is not None:
+        damage = compare(tree, files, expected(engine, record), trusted_files(tree, files))
     for rel in ((f"{engine.package}/",) if record is None else ()) + (wheels.META,):
         if not (tree / rel).exists():
             damage.missing.append(rel)

@@ -7,6 +7,9 @@ except where a test hands in a downloader and counts its calls.
 
 from __future__ import annotations
 
+import json
+import os
+import time
 from pathlib import Path
 
 import pytest
@@ -153,3 +156,127 @@ def test_a_release_folder_that_lost_its_metadata_or_its_package_is_mended_offlin
     ready = integrity.ensure(WHEEL_ENGINE, "1.0.0", None, no_download)
     assert "missing (fakeeng/__init__.py" in ready.mended and (tree / HELPER).is_file()
     assert wheels.cached_versions(WHEEL_ENGINE) == ["1.0.0"]
+
+
+# --- the stamp's key: an edit that keeps the size and sets the mtime back is still seen -------------------------------
+def _same_size_edit(path: Path, how: str) -> None:
+    """``3 * x`` made ``2 * x`` (same size), the file's mtime (and atime) set back to what it was: ``in place``
+    rewrites the file's bytes, ``replaced`` renames a new file over it (as an editor saving does)."""
+    st = path.stat()
+    data = path.read_bytes()
+    edited = data.replace(b"return 3 * x", b"return 2 * x")
+    assert edited != data and len(edited) == len(data)
+    time.sleep(0.05)  # ctime is kept in jiffies: an edit a human makes is never in the same one as the check
+    if how == "in place":
+        with open(path, "r+b") as f:
+            f.write(edited)
+    else:
+        (path.parent / "edited.tmp").write_bytes(edited)
+        os.replace(path.parent / "edited.tmp", path)
+    os.utime(path, ns=(st.st_atime_ns, st.st_mtime_ns))
+    after = path.stat()
+    assert (after.st_size, after.st_mtime_ns) == (st.st_size, st.st_mtime_ns)  # what the old key saw: unchanged
+
+
+def _truncate(path: Path) -> None:
+    st = path.stat()
+    path.write_bytes(path.read_bytes()[:10])
+    os.utime(path, ns=(st.st_atime_ns, st.st_mtime_ns))
+
+
+DAMAGE = {
+    "same-size edit in place, mtime restored": (lambda p: _same_size_edit(p, "in place"), "1 altered"),
+    "same-size edit replaced, mtime restored": (lambda p: _same_size_edit(p, "replaced"), "1 altered"),
+    "truncated, mtime restored": (_truncate, "1 altered"),
+    "deleted": (lambda p: p.unlink(), "1 missing"),
+}
+
+
+@pytest.mark.parametrize("damage", list(DAMAGE))
+def test_a_damaged_file_is_seen_on_load_and_mended_from_the_kept_wheel(cache: Path, damage: str) -> None:
+    tree = _tree(cache)
+    assert integrity.ensure(WHEEL_ENGINE, "1.0.0", None, no_download).mended == ""  # stamped, fits
+    harm, said = DAMAGE[damage]
+    harm(tree / HELPER)
+    ready = integrity.ensure(WHEEL_ENGINE, "1.0.0", None, no_download)
+    assert f"{said} (fakeeng/core/helper.py)" in ready.mended and "mended from its kept wheel" in ready.mended
+    assert (tree / HELPER).read_bytes() == wheel_files()[HELPER] and not ready.downloaded
+    assert integrity.status(WHEEL_ENGINE, tree, full=True) == ("verified", "")
+
+
+@pytest.mark.parametrize("damage", list(DAMAGE))
+def test_a_damaged_file_without_the_kept_wheel_is_refused_offline(
+    cache: Path, monkeypatch: pytest.MonkeyPatch, damage: str
+) -> None:
+    tree = _tree(cache)
+    (tree / wheels.WHEEL_DIR / "fakeeng-1.0.0-py3-none-any.whl").unlink()
+    integrity.ensure(WHEEL_ENGINE, "1.0.0", None, no_download)  # the stamp fits the tree without its wheel
+    harm, said = DAMAGE[damage]
+    harm(tree / HELPER)
+    monkeypatch.setenv(wheels.OFFLINE_ENV, "1")
+    with pytest.raises(wheels.OfflineError) as info:
+        integrity.ensure(WHEEL_ENGINE, "1.0.0", None, no_download)
+    text = str(info.value)
+    assert f"fakeeng 1.0.0 is damaged (the cached tree {tree} differs from its wheel's RECORD ({said} (" in text
+    assert "its kept wheel is gone" in text and "DEFERLAB_OFFLINE=1 forbids fetching it" in text and "\n" not in text
+
+
+def test_a_same_size_edit_with_its_mtime_restored_never_runs_in_a_load(cache: Path) -> None:
+    """The flaw the key closes: ``triple`` made to return 2x loaded as "verified" and computed 28, not 42."""
+    _same_size_edit(_tree(cache) / HELPER, "in place")
+    got = child("load", "1.0.0")
+    assert got["error"] is None and got["six_times"] == 42
+    assert "1 altered (fakeeng/core/helper.py)" in got["mended"] and "mended from its kept wheel" in got["mended"]
+
+
+def test_only_the_files_whose_key_changed_are_hashed(cache: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    tree = _tree(cache)
+    hashed: list[int] = []
+    real = integrity.digest
+
+    def counting(data: bytes) -> str:
+        hashed.append(len(data))
+        return real(data)
+
+    monkeypatch.setattr(integrity, "digest", counting)
+    os.chmod(tree / HELPER, 0o644)  # the ctime moves, nothing else: hashed (and clean)
+    assert integrity.ensure(WHEEL_ENGINE, "1.0.0", None, no_download).mended == ""
+    assert hashed == [len(wheel_files()[HELPER])]
+    hashed.clear()
+    assert integrity.ensure(WHEEL_ENGINE, "1.0.0", None, no_download).mended == "" and hashed == []
+    (tree / integrity.KEYS).unlink()  # no keys kept: every file is hashed once
+    (tree / HELPER).touch()
+    integrity.ensure(WHEEL_ENGINE, "1.0.0", None, no_download)
+    assert len(hashed) == len(integrity.expected(WHEEL_ENGINE, integrity.record_of(tree) or {}))
+
+
+def test_a_stamp_of_the_old_key_verifies_the_tree_in_full_once(cache: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """A stamp an older deferlab wrote (no ``key``: size and mtime alone) is not trusted: hashed, re-stamped."""
+    tree = _tree(cache)
+    stamp = json.loads((tree / integrity.STAMP).read_text())
+    assert stamp["key"] == integrity.KEY
+    del stamp["key"]
+    (tree / integrity.STAMP).write_text(json.dumps(stamp))
+    (tree / integrity.KEYS).unlink()
+    assert integrity.stamped(tree) is None
+    hashed: list[bytes] = []
+    real = integrity.digest
+    monkeypatch.setattr(integrity, "digest", lambda data: hashed.append(data) or real(data))
+    integrity.ensure(WHEEL_ENGINE, "1.0.0", None, no_download)
+    assert len(hashed) == len(integrity.expected(WHEEL_ENGINE, integrity.record_of(tree) or {}))
+    assert json.loads((tree / integrity.STAMP).read_text())["key"] == integrity.KEY
+    hashed.clear()
+    integrity.ensure(WHEEL_ENGINE, "1.0.0", None, no_download)
+    assert hashed == []
+
+
+def test_a_full_check_ignores_a_stamp_that_fits(cache: Path) -> None:
+    """``status(full=True)`` (``deferlab cache verify``) hashes every file: a stamp made to fit a damaged tree
+    (as a same-jiffy edit, or an edited stamp, would) does not hide it; ``mend`` restores it from the wheel."""
+    tree = _tree(cache)
+    _same_size_edit(tree / HELPER, "in place")
+    integrity._stamp(tree, integrity.tree_files(tree), 0.0)  # the stamp lies
+    assert integrity.status(WHEEL_ENGINE, tree) == ("verified", "")
+    assert integrity.status(WHEEL_ENGINE, tree, full=True) == ("damaged", "1 altered (fakeeng/core/helper.py)")
+    assert integrity.mend(WHEEL_ENGINE, tree) == "mended from its kept wheel fakeeng-1.0.0-py3-none-any.whl"
+    assert integrity.status(WHEEL_ENGINE, tree, full=True) == ("verified", "")
