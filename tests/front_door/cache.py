@@ -26,6 +26,26 @@ CACHE_ROWS = [
     BadCli("cache release", lambda t: ["cache", "prune", "9.9.9"], r"RELEASE '9.9.9': no .* release 9.9.9 is cached"),
     BadCli("cache days", lambda t: ["cache", "prune", "--older-than", "-3"], r"--older-than '-3': not a number of"),
     BadCli("cache days word", lambda t: ["cache", "prune", "--older-than", "old"], r"--older-than 'old': not a num"),
+    BadCli(
+        "cache verify engine",
+        lambda t: ["cache", "verify", "--engine", "tgi"],
+        r"error: --engine 'tgi': unknown engine; accepted: sglang, vllm$",
+    ),
+    BadCli(
+        "cache verify release",
+        lambda t: ["cache", "verify", "9.9.9"],
+        r"error: RELEASE '9\.9\.9': no sglang or vllm release 9\.9\.9 is cached; cached: ",
+    ),
+    BadCli(
+        "cache verify engine's release",
+        lambda t: ["cache", "verify", "--engine", "vllm", "9.9.9"],
+        r"error: RELEASE '9\.9\.9': no vllm release 9\.9\.9 is cached; cached: ",
+    ),
+    BadCli(
+        "cache folder",
+        lambda t: ["cache", "prune", "--folder", "no-such-folder"],
+        r"error: --folder 'no-such-folder': the cache holds no such folder; accepted: one listed under 'other folders'",
+    ),
     BadCli("cache nothing", lambda t: ["cache", "prune"], r"prune: nothing selected; accepted: RELEASE \.\.\., --eng"),
     BadCli("cache format", lambda t: ["cache", "--format", "xml"], r"--format 'xml': unknown format; accepted: table"),
     BadCli("cache action", lambda t: ["cache", "clean"], r"invalid choice: 'clean'"),

@@ -14,7 +14,7 @@ from pathlib import Path
 
 import pytest
 
-from deferlab.impl.loader import bytecode, integrity
+from deferlab.impl.loader import bytecode, integrity, wheels
 from deferlab.impl.sglang.sources import ENGINE as SGLANG
 from deferlab.impl.vllm.sources import ENGINE as VLLM
 from deferlab.reports.cli import main
@@ -118,3 +118,132 @@ def test_a_bad_release_among_good_ones_removes_nothing(cache, capsys):
     assert sorted(p.name for p in (cache / "sglang").iterdir()) == ["0.5.17", "0.5.23"]
     rc, _, err = _run(capsys, "prune", "--engine", "vllm", "0.5.17")
     assert rc == 2 and "no vllm release 0.5.17 is cached; cached: vllm 0.33.0" in err
+
+
+# --- every other folder deferlab keeps, listed and pruned -----------------------------------------------------------
+def _other_folders(cache: Path) -> dict[str, Path]:
+    """Two PATH@REV trees, a companion's release folder, a mutation reference and an unknown folder."""
+    made = {
+        f"checkouts/{'a' * 40}": cache / "checkouts" / ("a" * 40) / "python" / "sglang" / "__init__.py",
+        f"checkouts/{'b' * 40}": cache / "checkouts" / ("b" * 40) / "tree" / "vllm" / "__init__.py",
+        "transformers": cache / "transformers" / "5.22.2" / "transformers" / "__init__.py",
+        "mutate": cache / "mutate" / "reference-x.json",
+        "leftover": cache / "leftover" / "x.bin",
+    }
+    for path in made.values():
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_bytes(b"x" * 5000)
+    return {name: cache / name for name in made}
+
+
+def test_list_shows_the_checkouts_the_companions_and_every_other_folder_with_sizes(cache, capsys):
+    made = _other_folders(cache)
+    rc, out, _ = _run(capsys, "--format", "json")
+    folders = {f["name"]: f for f in json.loads(out)["folders"]}
+    assert rc == 0 and sorted(folders) == sorted(made)
+    kinds = {name: f["kind"] for name, f in folders.items()}
+    assert kinds == {
+        f"checkouts/{'a' * 40}": "checkout",
+        f"checkouts/{'b' * 40}": "checkout",
+        "transformers": "companion releases",
+        "mutate": "mutation references (deferlab mutate)",
+        "leftover": "other",
+    }
+    assert all(f["bytes"] >= 5000 and f["path"] == str(made[n]) for n, f in folders.items())
+    lines = _run(capsys)[1].splitlines()
+    start = lines.index("other folders (deferlab cache prune --checkouts, or --folder NAME):")
+    assert lines[start + 1].split() == ["FOLDER", "WHAT", "SIZE", "LAST", "USED"]
+    assert [ln.split()[0] for ln in lines[start + 2 : start + 7]] == sorted(made)
+
+
+def test_prune_checkouts_and_named_folders_removes_those_and_no_release(cache, capsys):
+    made = _other_folders(cache)
+    old = time.time() - 40 * 86400
+    for path in (made[f"checkouts/{'a' * 40}"], *made[f"checkouts/{'a' * 40}"].rglob("*")):
+        os.utime(path, (old, old))
+    rc, out, _ = _run(capsys, "prune", "--checkouts", "--older-than", "30", "--format", "json")
+    assert rc == 0 and [f["name"] for f in json.loads(out)["folders"]] == [f"checkouts/{'a' * 40}"]
+    assert json.loads(out)["removed"] == [] and not made[f"checkouts/{'a' * 40}"].exists()
+    rc, out, _ = _run(capsys, "prune", "--checkouts", "--folder", "mutate", "--folder", "leftover/")
+    assert rc == 0 and not made[f"checkouts/{'b' * 40}"].exists() and not made["mutate"].exists()
+    assert not made["leftover"].exists() and made["transformers"].is_dir()
+    assert sorted(p.name for p in cache.iterdir()) == ["bytecode", "checkouts", "sglang", "transformers", "vllm"]
+    assert len(list((cache / "sglang").iterdir())) == 2 and "no release removed" in out
+
+
+def test_prune_of_a_folder_the_cache_does_not_hold_removes_nothing(cache, capsys):
+    made = _other_folders(cache)
+    rc, out, err = _run(capsys, "prune", "--checkouts", "--folder", "sglang")
+    assert rc == 2 and out == ""
+    last = err.strip().splitlines()[-1]
+    assert last == (
+        "deferlab: error: --folder 'sglang': the cache holds no such folder; accepted: one listed under 'other "
+        f"folders' by deferlab cache: checkouts/{'a' * 40}, checkouts/{'b' * 40}, leftover, mutate, transformers"
+    )
+    assert all(path.exists() for path in made.values())
+
+
+def test_prune_removes_a_link_never_what_it_points_to(cache, capsys, tmp_path_factory):
+    outside = tmp_path_factory.mktemp("outside")
+    (outside / "precious.txt").write_text("keep")
+    (cache / "linked").symlink_to(outside)
+    rc, _, _ = _run(capsys, "prune", "--folder", "linked")
+    assert rc == 0 and not (cache / "linked").exists() and (outside / "precious.txt").read_text() == "keep"
+
+
+# --- verify: every file hashed, whatever the stamp says ---------------------------------------------------------------
+def _same_size_edit(path: Path) -> None:
+    """``X = 1`` made ``X = 2``, its mtime set back: the stamp's old key (size, mtime) would not see it."""
+    st = path.stat()
+    time.sleep(0.05)
+    path.write_bytes(path.read_bytes().replace(b"1", b"2"))
+    os.utime(path, ns=(st.st_atime_ns, st.st_mtime_ns))
+
+
+def test_verify_says_each_release_is_verified(cache, capsys):
+    rc, out, _ = _run(capsys, "verify")
+    lines = out.splitlines()
+    assert rc == 0 and lines[0].split() == ["ENGINE", "RELEASE", "STATUS", "DETAIL"]
+    assert [ln.split() for ln in lines[1:4]] == [
+        ["sglang", "0.5.17", "verified", "-"],
+        ["sglang", "0.5.23", "verified", "-"],
+        ["vllm", "0.33.0", "verified", "-"],
+    ]
+    assert lines[4] == "3 verified: every release is what its wheel shipped"
+
+
+def test_verify_mends_a_damaged_release_from_its_kept_wheel_even_when_its_stamp_fits(cache, capsys):
+    x = cache / "sglang" / "0.5.23" / "sglang" / "srt" / "x.py"
+    _same_size_edit(x)
+    integrity._stamp(x.parents[2], integrity.tree_files(x.parents[2]), 0.0)  # a stamp that fits the edit
+    rc, out, _ = _run(capsys, "verify", "--engine", "sglang", "--format", "json")
+    got = json.loads(out)
+    (mended,) = [r for r in got["releases"] if r["version"] == "0.5.23"]
+    assert rc == 0 and got["ok"] and mended["status"] == "mended"
+    assert mended["detail"] == "1 altered (sglang/srt/x.py)"
+    assert mended["action"] == "mended from its kept wheel sglang-0.5.23-py3-none-any.whl"
+    assert x.read_bytes() == SGLANG_FILES["sglang/srt/x.py"]
+    assert [r["engine"] for r in got["releases"]] == ["sglang", "sglang"]
+    assert got["summary"] == "1 verified, 1 mended: every release is what its wheel shipped"
+
+
+def test_verify_exits_1_when_a_damaged_release_cannot_be_mended(cache, capsys):
+    tree = cache / "vllm" / "0.33.0"
+    (tree / wheels.WHEEL_DIR / "vllm-0.33.0-py3-none-any.whl").unlink()
+    (tree / "vllm" / "multimodal" / "y.py").write_bytes(b"")
+    rc, out, _ = _run(capsys, "verify", "0.33.0")
+    lines = out.splitlines()
+    assert rc == 1 and lines[1].split()[:3] == ["vllm", "0.33.0", "damaged"]
+    assert "1 altered (vllm/multimodal/y.py); its kept wheel is gone: its next load fetches it again" in lines[1]
+    assert lines[2] == "1 damaged: vllm 0.33.0 cannot be trusted as cached"
+    assert (tree / "vllm" / "multimodal" / "y.py").read_bytes() == b""  # nothing fetched
+
+
+def test_verify_of_a_release_that_is_not_cached_checks_nothing(cache, capsys, monkeypatch):
+    monkeypatch.setattr(integrity, "digest", lambda data: pytest.fail("hashed before the arguments were checked"))
+    rc, out, err = _run(capsys, "verify", "0.5.17", "0.5.99")
+    assert rc == 2 and out == ""
+    assert err.strip().splitlines()[-1] == (
+        "deferlab: error: RELEASE '0.5.99': no sglang or vllm release 0.5.99 is cached; "
+        "cached: sglang 0.5.17, 0.5.23; vllm 0.33.0"
+    )
