@@ -44,6 +44,7 @@ from deferlab.impl.loader import bytecode, wheels
 from deferlab.impl.loader.engine import Engine
 from deferlab.impl.loader.provenance import Records
 from deferlab.impl.loader.standins import StandInModule, module_body, module_getattr_for
+from deferlab.reference.system.errors import Stopped
 
 _IMPORT_ERRORS = {"ImportError", "ModuleNotFoundError", "Exception", "BaseException"}
 _THIS_DIR = os.path.dirname(os.path.abspath(__file__))
@@ -328,7 +329,7 @@ class _GuardedLoader(importlib.abc.Loader):
         try:
             with module_body():
                 self.inner.exec_module(module)
-        except (KeyboardInterrupt, SystemExit, RequiredImportError, IncompleteTreeError):
+        except (KeyboardInterrupt, SystemExit, Stopped, RequiredImportError, IncompleteTreeError):
             raise
         except BaseException as e:  # noqa: BLE001 - any failure of a module body is what we record
             _mark_failed(self.importer, name, module, e)
@@ -397,7 +398,7 @@ def _lazy_init(importer: Importer, module: types.ModuleType, where: Path) -> Any
         try:
             with module_body():
                 exec(compile(init.read_text(encoding="utf-8"), str(init), "exec"), module.__dict__)  # noqa: S102
-        except (KeyboardInterrupt, SystemExit, RequiredImportError, IncompleteTreeError):
+        except (KeyboardInterrupt, SystemExit, Stopped, RequiredImportError, IncompleteTreeError):
             raise
         except BaseException as e:  # noqa: BLE001
             _mark_failed(importer, module.__name__, module, e, prefix="__init__.py: ")

@@ -32,7 +32,6 @@ import json
 import os
 import re
 import shutil
-import subprocess
 import sys
 import tempfile
 import time
@@ -40,6 +39,7 @@ import zipfile
 from collections.abc import Callable
 from pathlib import Path
 
+from deferlab.impl.loader import children
 from deferlab.impl.loader.engine import FETCH_FAILED, Engine
 from deferlab.reference.system.errors import InputValueError
 from deferlab.reference.system.systems import sorted_releases
@@ -151,21 +151,20 @@ def pip_download(distribution: str, version: str, dest: Path) -> Path:
         str(dest),
         f"{distribution}=={version}",
     ]
-    try:
-        proc = subprocess.run(cmd, capture_output=True, text=True, timeout=900, check=False)
-    except subprocess.TimeoutExpired:
-        raise DownloadError(f"pip download {distribution}=={version} timed out after 900 s", None) from None
+    rc, stdout, stderr = children.capture(cmd, 900)
+    if rc is None:
+        raise DownloadError(f"pip download {distribution}=={version} timed out after 900 s", None)
     wheels = sorted(dest.glob(f"{re.sub(r'[-_.]+', '_', distribution)}-*.whl"))
-    if proc.returncode == 0 and wheels:
-        (dest / ORIGIN).write_text(json.dumps(pip_origin(proc.stdout)))
+    if rc == 0 and wheels:
+        (dest / ORIGIN).write_text(json.dumps(pip_origin(stdout)))
         return wheels[0]
-    text = proc.stderr + proc.stdout
+    text = stderr + stdout
     match = _FROM_VERSIONS.search(text)
     versions = None
     if match and match.group(1).strip() not in ("", "none"):
         versions = [v.strip() for v in match.group(1).split(",") if v.strip()]
     last = [ln.strip() for ln in text.splitlines() if ln.strip() and not ln.startswith("WARNING: Location")]
-    raise DownloadError(last[-1] if last else f"pip exited {proc.returncode}", versions)
+    raise DownloadError(last[-1] if last else f"pip exited {rc}", versions)
 
 
 def pip_origin(output: str) -> dict[str, str]:
@@ -300,14 +299,13 @@ def index_versions(distribution: str) -> list[str]:
     """Every release of ``distribution`` the package index lists (``pip index versions``, pip's own client and
     configured indexes), newest first; `DownloadError` when the index cannot be read."""
     cmd = [sys.executable, "-m", "pip", "index", "versions", "--disable-pip-version-check", "--no-input", distribution]
-    try:
-        proc = subprocess.run(cmd, capture_output=True, text=True, timeout=300, check=False)
-    except subprocess.TimeoutExpired:
-        raise DownloadError(f"pip index versions {distribution} timed out after 300 s", None) from None
-    match = re.search(r"^Available versions:\s*(.+)$", proc.stdout, re.M)
-    if proc.returncode != 0 or not match:
-        last = [ln.strip() for ln in (proc.stderr + proc.stdout).splitlines() if ln.strip()]
-        raise DownloadError(f"pip index versions {distribution}: {last[-1] if last else proc.returncode}", None)
+    rc, stdout, stderr = children.capture(cmd, 300)
+    if rc is None:
+        raise DownloadError(f"pip index versions {distribution} timed out after 300 s", None)
+    match = re.search(r"^Available versions:\s*(.+)$", stdout, re.M)
+    if rc != 0 or not match:
+        last = [ln.strip() for ln in (stderr + stdout).splitlines() if ln.strip()]
+        raise DownloadError(f"pip index versions {distribution}: {last[-1] if last else rc}", None)
     return [v.strip() for v in match.group(1).split(",") if v.strip()]
 
 

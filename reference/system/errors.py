@@ -48,3 +48,12 @@ class SourceError(InputValueError):
 
 class CorpusError(InputValueError):
     """A corpus folder, its manifest or one of its files is not what the manifest says."""
+
+
+class Stopped(BaseException):  # noqa: N818 - what happened, not an error of ours
+    """The command was told to stop (SIGTERM; Ctrl-C is `KeyboardInterrupt`).
+
+    A `BaseException`, as `KeyboardInterrupt` is: a stop must pass every ``except Exception`` on its way out
+    (a step runner recording failed steps, a harness recording a child's failure, a property engine looking
+    for flaky tests), so it is never mistaken for a failed step or a verdict. Here, not in the CLI's process
+    module, so the loader (which records what a module body raised) can let it through too."""

@@ -1,19 +1,34 @@
-"""Child processes of a command: each in its own process group, all ended when the command ends or is stopped.
+"""Child processes of a command: each in its own process group, all ended when the command ends, is stopped or dies.
 
 Why one place: every command starts children (a claims run, a load check, a reproducer, a mutant's run), a
-child may start its own (pytest-xdist workers, a warm fork), and a user may stop the command with Ctrl-C
-or ``kill``. `spawn` starts each child as the leader of a new process group and registers it; `stopped`
-(the CLI wraps every command in it) turns SIGTERM into the same path as Ctrl-C, and on the way out kills
-every registered group that is still alive. So no command leaves a process behind, on a normal exit, an
-error or a signal (`tests/reports/test_processes.py` checks it from outside).
+child may start its own (pytest-xdist workers, a warm fork), and a user may stop the command with Ctrl-C,
+``kill`` or ``kill -9``. `spawn` starts each child as the leader of a new process group and registers it;
+`stopped` (the CLI wraps every command in it) turns SIGTERM into the same path as Ctrl-C (`Stopped`, a
+`BaseException`, so no ``except Exception`` takes it for a failure), and on the way out kills every
+registered group, refuses to start new ones, and removes the command's temporary folder and output locks.
+
+A command killed outright (SIGKILL, the OOM killer) runs none of that, so a *janitor* does it: a tiny process
+of its own session, started with the first child or temporary folder, told each group, folder and lock over
+a pipe; when the pipe closes without a goodbye (the command is gone) it kills the groups and removes the
+folders (`tests/reports/test_faults.py` checks every command from outside, for each way of stopping it).
+
+Every temporary folder of a command lives under one run folder (`temp_dir`), and its children get it as
+``TMPDIR``, so what they leave behind goes with it too.
 """
 
 from __future__ import annotations
 
+import atexit
 import contextlib
+import errno
+import fcntl
+import json
 import os
+import shutil
 import signal
 import subprocess
+import sys
+import tempfile
 import threading
 import time
 from collections.abc import Iterator, Mapping, Sequence
@@ -21,12 +36,28 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from deferlab.impl.loader import children
+from deferlab.reference.system.errors import Stopped, UsageError
+
+__all__ = [
+    "Finished",
+    "Stopped",
+    "capture",
+    "kill_all",
+    "live",
+    "lock_output",
+    "reap",
+    "run",
+    "spawn",
+    "stopped",
+    "temp_dir",
+]
+
 _LIVE: dict[int, subprocess.Popen] = {}
-_LOCK = threading.Lock()
-
-
-class Stopped(Exception):  # noqa: N818 - what happened, not an error of ours
-    """The command was told to stop (SIGTERM); raised in the main thread so every ``finally`` runs."""
+_LOCK = threading.RLock()
+_STOPPING = threading.Event()  # set once the command is stopping: no child starts after it
+_STATE: dict[str, Any] = {"root": None, "janitor": None, "locks": {}}
+RUN_PREFIX = "deferlab-run-"  # the run folder in the system's temporary directory: deferlab-run-<pid>-XXXX
 
 
 @dataclass(frozen=True)
@@ -38,6 +69,132 @@ class Finished:
     seconds: float
 
 
+# --- the janitor ------------------------------------------------------------------------------------------------------
+# Runs with -I -S (no site, no deferlab): it must start in milliseconds and depend on nothing that could be broken.
+_JANITOR = r"""
+import json, os, shutil, signal, sys, time
+signal.signal(signal.SIGINT, signal.SIG_IGN)  # Ctrl-C goes to the command; it says goodbye or dies
+groups, paths = set(), set()
+for line in sys.stdin:
+    try:
+        op, arg = json.loads(line)
+    except ValueError:
+        continue
+    if op == "bye":
+        sys.exit(0)
+    {"+g": groups.add, "-g": groups.discard, "+p": paths.add, "-p": paths.discard}[op](arg)
+for g in groups:
+    try:
+        os.killpg(g, signal.SIGKILL)
+    except OSError:
+        pass
+time.sleep(0.2)
+for p in sorted(paths, reverse=True):
+    for _ in range(3):
+        if os.path.isdir(p) and not os.path.islink(p):
+            shutil.rmtree(p, ignore_errors=True)
+        else:
+            try:
+                os.unlink(p)
+            except OSError:
+                pass
+        if not os.path.lexists(p):
+            break
+        time.sleep(0.2)
+"""
+
+
+def _tell(op: str, arg: Any = None) -> None:
+    """One line to the janitor (started on first use); a janitor that is gone is not our failure."""
+    with _LOCK:
+        janitor = _STATE["janitor"]
+        if janitor is None or janitor.poll() is not None:
+            if op in ("bye", "-g", "-p"):
+                return
+            janitor = subprocess.Popen(
+                [sys.executable, "-I", "-S", "-c", _JANITOR], stdin=subprocess.PIPE, stdout=subprocess.DEVNULL,
+                stderr=subprocess.DEVNULL, start_new_session=True, text=True,
+            )  # fmt: skip
+            _STATE["janitor"] = janitor
+        try:
+            janitor.stdin.write(json.dumps([op, arg]) + "\n")
+            janitor.stdin.flush()
+        except (BrokenPipeError, OSError, ValueError):
+            pass
+        if op == "bye":
+            with contextlib.suppress(OSError, ValueError):
+                janitor.stdin.close()
+            with contextlib.suppress(subprocess.TimeoutExpired):
+                janitor.wait(timeout=5)
+            _STATE["janitor"] = None
+
+
+# --- temporary folders and output locks -------------------------------------------------------------------------------
+def run_root() -> Path:
+    """The command's run folder (made on first use): every temporary folder of it, and its children's TMPDIR."""
+    with _LOCK:
+        if _STATE["root"] is None or not Path(_STATE["root"]).is_dir():
+            root = Path(tempfile.mkdtemp(prefix=f"{RUN_PREFIX}{os.getpid()}-"))
+            _STATE["root"] = root
+            _tell("+p", str(root))
+        return Path(_STATE["root"])
+
+
+def temp_dir(prefix: str) -> Path:
+    """A new temporary folder inside the run folder: removed with it when the command ends, however it ends."""
+    return Path(tempfile.mkdtemp(prefix=prefix, dir=run_root()))
+
+
+def _drop_root() -> None:
+    with _LOCK:
+        root, _STATE["root"] = _STATE["root"], None
+    if root is not None:
+        shutil.rmtree(root, ignore_errors=True)
+        _tell("-p", str(root))
+
+
+def lock_output(path: str | Path, flag: str = "--out") -> Path:
+    """Hold ``path`` as this command's output folder until it ends: a second deferlab run writing the same
+    folder is refused in one line (`UsageError`) before any work. The lock is an ``flock`` on a hidden file
+    beside the folder, so a killed run's lock is free at once (its file is removed by the janitor)."""
+    target = Path(path).expanduser().resolve()
+    key = str(target)
+    with _LOCK:
+        if key in _STATE["locks"]:
+            return target
+        target.parent.mkdir(parents=True, exist_ok=True)
+        lock = target.parent / f".{target.name}.deferlab-lock"
+        fd = os.open(lock, os.O_RDWR | os.O_CREAT, 0o644)
+        try:
+            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except OSError as e:
+            holder = os.read(fd, 64).decode(errors="replace").strip() or "another process"
+            os.close(fd)
+            if e.errno not in (errno.EWOULDBLOCK, errno.EAGAIN, errno.EACCES):
+                raise
+            raise UsageError(
+                f"{flag}: {str(path)!r} is being written by another deferlab run (pid {holder}); accepted: a "
+                "folder no other run is writing (wait for it to end, or give another folder)"
+            ) from None
+        os.ftruncate(fd, 0)
+        os.write(fd, str(os.getpid()).encode())
+        _STATE["locks"][key] = (fd, lock)
+        _tell("+p", str(lock))
+    return target
+
+
+def _release_locks() -> None:
+    with _LOCK:
+        locks, _STATE["locks"] = _STATE["locks"], {}
+    for fd, lock in locks.values():
+        with contextlib.suppress(OSError):
+            lock.unlink()
+        with contextlib.suppress(OSError):
+            os.close(fd)
+        _tell("-p", str(lock))
+
+
+# --- children ---------------------------------------------------------------------------------------------------------
 def spawn(
     cmd: Sequence[str],
     *,
@@ -46,14 +203,21 @@ def spawn(
     stdout: Any = None,
     stderr: Any = None,
     text: bool = False,
+    stdin: Any = None,
 ) -> subprocess.Popen:
-    """Start ``cmd`` as the leader of a new process group, registered until `reap` (or `kill_all`)."""
-    proc = subprocess.Popen(
-        list(cmd), env=dict(env) if env is not None else None, cwd=cwd, stdout=stdout, stderr=stderr,
-        start_new_session=True, text=text,
-    )  # fmt: skip
+    """Start ``cmd`` as the leader of a new process group, registered until `reap` (or `kill_all`); its TMPDIR
+    is the run folder (unless ``env`` sets one). `Stopped` once the command is stopping: nothing new starts."""
+    child_env = dict(os.environ if env is None else env)
+    child_env.setdefault("TMPDIR", str(run_root()))
     with _LOCK:
+        if _STOPPING.is_set():
+            raise Stopped("the command is stopping: no new child process")
+        proc = subprocess.Popen(
+            list(cmd), env=child_env, cwd=cwd, stdin=stdin, stdout=stdout, stderr=stderr, start_new_session=True,
+            text=text,
+        )  # fmt: skip
         _LIVE[proc.pid] = proc
+        _tell("+g", proc.pid)
     return proc
 
 
@@ -70,6 +234,7 @@ def reap(proc: subprocess.Popen) -> None:
     kill_group(proc)
     with _LOCK:
         _LIVE.pop(proc.pid, None)
+        _tell("-g", proc.pid)
 
 
 def run(
@@ -124,31 +289,71 @@ def live() -> list[int]:
         return [pid for pid, p in _LIVE.items() if p.poll() is None]
 
 
-def kill_all() -> None:
-    """Kill every registered child's group (Ctrl-C, SIGTERM, a failed command)."""
+def stopping() -> bool:
+    """Whether the command is stopping (a worker thread's cue to give up rather than start or record work)."""
+    return _STOPPING.is_set()
+
+
+def kill_all(*, stop: bool = False, wait: bool = True) -> None:
+    """Kill every registered child's group (Ctrl-C, SIGTERM, a failed command); ``stop``: and start no new one.
+    ``wait=False`` (in a signal handler): only the signals, no waiting (the interrupted code may be inside a
+    ``wait`` of the same child, holding its lock); the children stay registered, reaped on the way out."""
     with _LOCK:
+        if stop:
+            _STOPPING.set()
         procs = list(_LIVE.values())
+    if not wait:
+        for proc in procs:
+            with contextlib.suppress(ProcessLookupError, PermissionError):
+                os.killpg(proc.pid, signal.SIGKILL)
+        return
     for proc in procs:
         kill_group(proc)
     with _LOCK:
         for proc in procs:
             _LIVE.pop(proc.pid, None)
+            _tell("-g", proc.pid)
 
 
-def _on_term(signum: int, frame: Any) -> None:
+def _on_signal(signum: int, frame: Any) -> None:
+    """Ctrl-C or SIGTERM: the children go first (so the threads waiting on them return now, not when they end),
+    then the stop is raised in the main thread, wherever it is."""
+    kill_all(stop=True, wait=False)
+    if signum == signal.SIGINT:
+        raise KeyboardInterrupt
     raise Stopped(f"signal {signum}")
+
+
+def _clean_up() -> None:
+    kill_all()
+    _drop_root()
+    _release_locks()
+    _tell("bye")
+
+
+atexit.register(_clean_up)
+children.install(lambda cmd, timeout: capture(cmd, timeout=timeout))  # the loader's pip runs are ours too
 
 
 @contextlib.contextmanager
 def stopped() -> Iterator[None]:
-    """Run a command: SIGTERM raises `Stopped` in the main thread (as Ctrl-C raises KeyboardInterrupt), and
-    however the block ends, every child still registered is killed with its group."""
-    previous = None
+    """Run a command: SIGTERM raises `Stopped` in the main thread (as Ctrl-C raises KeyboardInterrupt); a stop
+    refuses new children at once and kills the running ones (the threads waiting on them return), and however
+    the block ends every child is killed with its group, the run folder removed and the output locks freed."""
+    previous: dict[int, Any] = {}
+    _STOPPING.clear()
     if threading.current_thread() is threading.main_thread():
-        previous = signal.signal(signal.SIGTERM, _on_term)
+        for sig in (signal.SIGTERM, signal.SIGINT):
+            if sig == signal.SIGINT and signal.getsignal(sig) is not signal.default_int_handler:
+                continue  # Ctrl-C ignored (a background job) or handled by the caller: left as it is
+            previous[sig] = signal.signal(sig, _on_signal)
     try:
         yield
+    except (KeyboardInterrupt, Stopped):
+        kill_all(stop=True)
+        raise
     finally:
-        kill_all()
-        if previous is not None:
-            signal.signal(signal.SIGTERM, previous)
+        _clean_up()
+        _STOPPING.clear()  # the next command of this process (a test calling main() again) starts afresh
+        for sig, handler in previous.items():
+            signal.signal(sig, handler)

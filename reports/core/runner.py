@@ -21,7 +21,6 @@ import json
 import os
 import shutil
 import sys
-import tempfile
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from pathlib import Path
@@ -218,7 +217,7 @@ def run(request: Request, *, work: Path | None = None, launcher: Launcher = cold
     afterwards, when None); ``log``: where the child's output goes (default ``work/pytest.log``). A child
     that timed out, crashed or recorded nothing gives a record with ``error`` set, never an exception."""
     own = work is None
-    work = Path(tempfile.mkdtemp(prefix="deferlab-run-")) if work is None else Path(work)
+    work = process.temp_dir("run-") if work is None else Path(work)
     results = work / "results"
     shutil.rmtree(results, ignore_errors=True)
     results.mkdir(parents=True, exist_ok=True)

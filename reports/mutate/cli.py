@@ -30,7 +30,6 @@ import os
 import random
 import shutil
 import sys
-import tempfile
 import time
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -150,7 +149,7 @@ def _check(args: argparse.Namespace, package: str) -> Front:
         manchor.front(kind, spec, None, None, args.anchor)
     claims = None if args.claims is None else _claims(args.claims, kind)
     args.cluster = check_cluster(getattr(args, "cluster", None), "mutate")
-    out = check_out_dir(args.out or default_out_dir(prefix="mutate-"))
+    out = check_out_dir(args.out or default_out_dir(prefix="mutate-"), lock=True)  # one campaign a folder
     if args.resume and not Store.holds_campaign(out):
         raise UsageError(f"--resume: {str(out)!r} holds no campaign ({NAME}); give the --out of an interrupted one")
     if not args.resume and Store.holds_campaign(out):
@@ -223,7 +222,7 @@ def _run(
         raise UsageError(f"--{front.engine}: {err}")
     front.out.mkdir(parents=True, exist_ok=True)
     store = store or Store(front.out)
-    work = Path(tempfile.mkdtemp(prefix="deferlab-mutate-"))
+    work = process.temp_dir("mutate-")
     pool = mrun.Pool(front.root, work, args.jobs, harness.package)
     warm = bool(harness.warm) and executor is None  # a cluster's runs are cold
     forks = Forks(harness.engine, front.root, enabled=warm, cold=harness.launcher, stop=mrun.STOP)

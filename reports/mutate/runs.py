@@ -42,6 +42,7 @@ WARM_ENV = "DEFERLAB_MUTATE_WARM"
 INCOMPETENT = "the mutation changes nothing or does not compile (cosmic-ray's incompetent)"
 CONTROL = "(control)"  # the unmutated tree, run as a mutant is: every unit, warm where the mutants are
 STOP = threading.Event()  # set when the command stops: no new process starts, and a killed run is no outcome
+OUTSIDE_SIGNALS = (1, 2, 15)  # SIGHUP, SIGINT, SIGTERM: a stop sent to the run, not a crash the mutant caused
 
 
 class Interrupted(Exception):
@@ -196,6 +197,11 @@ def judge(
     ``load_error()`` (asked only when nothing was recorded): None when the mutant tree still loads."""
     if record.timed_out:
         return Verdict("timeout", reasons={"(run)": f"no end within the timeout ({record.seconds} s)"})
+    if STOP.is_set() or process.stopping() or (record.rc is not None and -record.rc in OUTSIDE_SIGNALS):
+        # stopped from outside (the campaign's stop killed it, or someone signalled it): no verdict on the mutant
+        why = "the campaign was stopping" if record.rc is None or -record.rc not in OUTSIDE_SIGNALS else (
+            f"the claims process was stopped from outside (signal {-record.rc})")  # fmt: skip
+        return Verdict("error", reasons={"(harness)": f"{why}: not a verdict; --resume runs it again"})
     if not record.wrote:
         error = load_error()
         if error is not None:

@@ -11,7 +11,6 @@ from __future__ import annotations
 
 import pickle
 import sys
-import tempfile
 from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
@@ -47,7 +46,7 @@ def served_step(
     engines = {e: s for e, s in (("sglang", paths.sglang), ("vllm", paths.vllm)) if s is not None}
     errors = list(paths.errors.values()) if DEFAULT in names else []
     if [n for n in names if n != DEFAULT]:
-        doc["families"], more, failed = family_tables(engines, names, work or Path(tempfile.mkdtemp()), say)
+        doc["families"], more, failed = family_tables(engines, names, work or process.temp_dir("served-"), say)
         columns, errors = columns + more, errors + failed
     if errors:
         raise StepFailed("; ".join(errors), (doc, columns))
