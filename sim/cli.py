@@ -4,7 +4,8 @@ Also ``--list`` (shipped scenarios), ``--ipc [BUDGET]`` (claim C9 verdicts)
 and ``--anchors`` (model vs the PR's reported numbers, for every shipped cost
 profile, or the one ``--cost-profile`` names: a shipped name or a TOML path such
 as the one ``deferlab calibrate`` writes). Returns a process exit code: 0 ok,
-2 bad input (the message names the file and key).
+2 bad input, refused before anything runs in one ``deferlab: error:`` line naming the option (or the file and
+key), the value and what is accepted.
 """
 
 from __future__ import annotations
@@ -13,8 +14,9 @@ import argparse
 import json
 import sys
 from collections.abc import Sequence
+from pathlib import Path
 
-from deferlab.reference.system.errors import ProfileError
+from deferlab.reference.system.errors import ProfileError, UsageError
 from deferlab.sim.corpus import CorpusMissing
 from deferlab.sim.scenario import ScenarioError, list_scenarios, load_scenario
 
@@ -104,9 +106,65 @@ def render_anchors(rows: list[dict]) -> str:
     return "\n".join(out)
 
 
+class _Parser(argparse.ArgumentParser):
+    def error(self, message: str) -> None:  # argparse's wording, as the front door's one line (exit 2, no SystemExit)
+        self.print_usage(sys.stderr)
+        raise UsageError(message)
+
+
+def check_cost_profile(value: str) -> str:
+    """``--cost-profile``: a shipped profile's name or the path of a .toml file that exists, whose constants are
+    all there and valid (`sim.costmodel.load_cost_model`); `UsageError` in one line otherwise."""
+    from deferlab.sim.costmodel import load_cost_model, shipped_profiles
+
+    shipped = shipped_profiles()
+    accepted = f"accepted: a shipped profile ({', '.join(shipped)}) or the path of a .toml file"
+    path = Path(value).expanduser()
+    if value not in shipped:
+        if path.suffix != ".toml":
+            raise UsageError(f"--cost-profile {value!r}: neither a shipped profile nor a .toml file; {accepted}")
+        if not path.exists():
+            raise UsageError(f"--cost-profile {value!r}: no such file; {accepted}")
+        if not path.is_file():
+            raise UsageError(f"--cost-profile {value!r}: not a file; {accepted}")
+    try:
+        load_cost_model(value)
+    except ProfileError as e:
+        raise UsageError(f"--cost-profile {value!r}: {e}") from None
+    return value
+
+
+def _check(args: argparse.Namespace) -> None:
+    """One mode at a time, each option where it is used, every value checked: before anything runs."""
+    modes = [m for m, on in (("SCENARIO", args.scenario), ("--list", args.list), ("--ipc", args.ipc is not None),
+                             ("--anchors", args.anchors)) if on]  # fmt: skip
+    if len(modes) > 1:
+        raise UsageError(
+            f"{modes[1]}: not allowed with {modes[0]}; accepted: one of SCENARIO, --list, --ipc, --anchors"
+        )
+    if not modes:
+        raise UsageError(
+            "SCENARIO: none given; accepted: a scenario file or shipped name, or --list / --ipc / --anchors"
+        )
+    if args.ipc is not None and args.ipc < 1:
+        raise UsageError(f"--ipc {args.ipc}: not a budget; accepted: an int >= 1 (examples per check; default 60)")
+    if args.cost_profile is not None:
+        if modes[0] not in ("SCENARIO", "--anchors"):
+            raise UsageError(f"--cost-profile: not used with {modes[0]}; accepted with SCENARIO or --anchors")
+        check_cost_profile(args.cost_profile)
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     """Entry point of ``deferlab sim``; ``argv`` excludes the subcommand name."""
-    parser = argparse.ArgumentParser(prog="deferlab sim", description=__doc__.splitlines()[0])
+    try:
+        return _main(argv)
+    except UsageError as e:
+        print(f"deferlab: error: {e}", file=sys.stderr)
+        return 2
+
+
+def _main(argv: Sequence[str] | None) -> int:
+    parser = _Parser(prog="deferlab sim", description=__doc__.splitlines()[0])
     parser.add_argument("scenario", nargs="?", help="a scenario TOML file, or a shipped scenario's name")
     parser.add_argument("--json", action="store_true", help="print the SimResult as JSON")
     parser.add_argument("--list", action="store_true", help="list the shipped scenarios")
@@ -114,6 +172,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument("--anchors", action="store_true", help="model vs the PR's reported numbers, per cost profile")
     parser.add_argument("--cost-profile", metavar="NAME|FILE", help="cost profile: a shipped name or a TOML path")
     args = parser.parse_args(list(sys.argv[1:] if argv is None else argv))
+    _check(args)
     if args.list:
         for p in list_scenarios():
             print(p.stem, "\t", p)
@@ -135,28 +194,15 @@ def main(argv: Sequence[str] | None = None) -> int:
     if args.anchors:
         from deferlab.sim.anchors import compare_profiles
 
-        try:
-            rows = compare_profiles([args.cost_profile] if args.cost_profile else None)
-        except ProfileError as e:
-            print(f"deferlab sim: {e}", file=sys.stderr)
-            return 2
+        rows = compare_profiles([args.cost_profile] if args.cost_profile else None)
         print(json.dumps(rows, indent=2) if args.json else render_anchors(rows))
         return 0
-    if not args.scenario:
-        parser.print_usage(sys.stderr)
-        print("deferlab sim: give a SCENARIO (file or shipped name), or --list / --ipc / --anchors", file=sys.stderr)
-        return 2
     from deferlab.sim.runner import run
 
     try:
         scenario = load_scenario(args.scenario)
-        if args.cost_profile:
-            from deferlab.sim.costmodel import load_cost_model
-
-            load_cost_model(args.cost_profile)
     except (ScenarioError, ProfileError, FileNotFoundError, CorpusMissing) as e:
-        print(f"deferlab sim: {e}", file=sys.stderr)
-        return 2
+        raise UsageError(str(e)) from None  # it names the file (or the shipped name) and the key
     result = run(scenario, cost_profile=args.cost_profile).to_dict()
     print(json.dumps(result, indent=2) if args.json else render(result))
     return 0
