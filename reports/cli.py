@@ -21,7 +21,7 @@ from collections.abc import Sequence
 from typing import Any
 
 from deferlab.reference.system.errors import UsageError
-from deferlab.reports.core import process
+from deferlab.reports.core import frontdoor, process
 
 # command -> the module with its ``add_parser(sub)`` (or ``add_parsers``) and ``run(args)`` (or ``COMMANDS``).
 PACKAGES = (
@@ -66,6 +66,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     argv = list(sys.argv[1:] if argv is None else argv)
     try:
         with process.stopped():
+            frontdoor.check_offline_switch()  # every command's, even one that fetches nothing (or only in a child)
             if argv[:1] and argv[0] in PASS_THROUGH:
                 from deferlab.reports.report import cli as report_cli
 

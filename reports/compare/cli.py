@@ -39,6 +39,7 @@ from deferlab.reports.core import runner as core_runner
 from deferlab.reports.core.atomic import check_out_dir
 from deferlab.reports.core.claims import PROFILES, default_out_dir, load_claim_statements
 from deferlab.reports.core.executor import check_cluster
+from deferlab.reports.core.frontdoor import check_out_file, refuse_before_first, refuse_unserved
 from deferlab.reports.core.runner import STRICT_ENV, Request
 from deferlab.reports.core.sides import (
     Side,
@@ -102,11 +103,20 @@ def check_args(args: argparse.Namespace, *, cache: Path | None = None) -> tuple[
         check_out_dir(args.out, "--out")
     if args.junit is not None and args.junit.is_dir():
         raise UsageError(f"--junit: {str(args.junit)!r} is a directory; accepted: a file path for the XML")
+    if args.junit is not None:
+        check_out_file(args.junit, "--junit")
     selected_claims(getattr(args, "claims", None), engine)
-    family = family_option(require_extras(selected_families(getattr(args, "model", None))))
+    families = require_extras(selected_families(getattr(args, "model", None)))
+    family = family_option(families)
     base = dataclasses.replace(resolve_side("BASE", args.base, cache=cache, engine=engine), family=family)
     head = dataclasses.replace(resolve_side("HEAD", args.head, cache=cache, engine=engine), family=family)
+    for side in (base, head):  # a release before the engine's Kimi-K3 path: refused without asking the index
+        refuse_before_first(side.role, engine, side.spec)
     distinct(base, head)
+    model = getattr(args, "model", None)  # every claim n/a on both sides: refused with versions' n/a line
+    refuse_unserved(
+        f"--model {model}" if model else f"--model ({family})", [(engine, base.spec), (engine, head.spec)], families
+    )
     args.cluster = check_cluster(getattr(args, "cluster", None), "compare")
     for side in (base, head):
         if args.cluster not in (None, "local") and side.kind != "release":

@@ -22,18 +22,27 @@ from deferlab.reference.system.errors import DeferlabInputError, UsageError
 from deferlab.reference.system.profiles import profile as load_profile
 from deferlab.reference.system.profiles import profile_names
 from deferlab.reference.system.served import CHECKPOINT_ENV
-from deferlab.reference.system.systems import DEFAULT_FAMILY, System, at_least, engine, is_release
-from deferlab.reference.system.validate import check_choice, check_int, check_positive_int
+from deferlab.reference.system.systems import DEFAULT_FAMILY, System
+from deferlab.reference.system.validate import check_positive_int
 from deferlab.reports.core import process, runner
 from deferlab.reports.core.atomic import check_out_dir, write_text_atomic
 from deferlab.reports.core.baseline import save as save_baseline
 from deferlab.reports.core.claims import PROFILES, default_out_dir, load_claim_statements
+from deferlab.reports.core.frontdoor import check_out_file
 from deferlab.reports.core.sides import family_option, require_extras, selected_families
 from deferlab.reports.families.cli import add_model_option
 from deferlab.reports.report import benchmarks, claims, render
+from deferlab.reports.report.front import check_calibrate, refuse_all_na
+from deferlab.reports.report.front import check_max_side as _check_max_side
+from deferlab.reports.report.front import check_profile as _check_profile
+from deferlab.reports.report.front import checkpoint_family_of as _checkpoint_family
+from deferlab.reports.report.front import load_or_refuse as _load_or_refuse
+from deferlab.reports.report.front import load_vllm_or_refuse as _load_vllm_or_refuse
+from deferlab.reports.report.front import read_checkpoint as _checkpoint
+from deferlab.reports.report.front import results as _results
+from deferlab.reports.report.front import usage as _usage
 from deferlab.reports.report.regressions import DEFAULT_BASELINE, load_baseline, make_baseline
 from deferlab.reports.report.run import STEPS, ReportOptions, run_report
-from deferlab.reports.report.served.checkpoint import checkpoint_family
 from deferlab.reports.report.sweeps import collect as sweep_report
 from deferlab.reports.report.sweeps.compute import SWEEP_LIMITS
 from deferlab.sim.calibrate import run as calibrate_cmd
@@ -152,67 +161,6 @@ def resolve_config(args: argparse.Namespace) -> tuple[PreprocessConfig, str]:
         raise UsageError(f"{flag}: {e}") from None
 
 
-def _usage(check: Any, *args: Any, **kwargs: Any) -> Any:
-    """Run a `reference.system.validate` check, turning its error into a `UsageError` (exit status 2)."""
-    try:
-        return check(*args, **kwargs)
-    except DeferlabInputError as e:
-        raise UsageError(str(e)) from None
-
-
-def _check_profile(value: str) -> str:
-    return _usage(check_choice, "--profile", value, PROFILES)
-
-
-def _check_max_side(value: int, flag: str) -> int:
-    return _usage(check_int, flag, value, minimum=2, maximum=8192)
-
-
-def _load_or_refuse(system: System) -> None:
-    """Load ``system`` once, in a fresh process, before any step runs (`runner.check_loads`): a source that cannot
-    be resolved or loaded (unknown version, not a checkout, no Kimi-K3 path, offline, an import failing inside the
-    engine) is bad usage, refused in the loader's one line (what was tried, what is accepted), nothing written."""
-    try:
-        runner.check_loads(system)
-    except runner.LoadError as e:
-        raise UsageError(f"--{system.engine}: {e}") from None
-
-
-def _checkpoint_family(args: argparse.Namespace) -> str:
-    try:  # the family its processor class names, checked against --model
-        return checkpoint_family(args.checkpoint, getattr(args, "model", None))
-    except DeferlabInputError as e:
-        raise UsageError(f"--checkpoint: {e}") from None
-
-
-def _checkpoint(directory: str) -> tuple[PreprocessConfig, dict[str, Any]]:
-    """--checkpoint DIR read (`reports.report.served.checkpoint`), its refusal as bad usage."""
-    from deferlab.reports.report.served.checkpoint import read_checkpoint
-
-    try:
-        return read_checkpoint(directory)
-    except DeferlabInputError as e:
-        raise UsageError(f"--checkpoint: {e}") from None
-
-
-def _load_vllm_or_refuse(spec: str) -> None:
-    """Load vLLM ``spec`` in this process, before any step runs (the served and sweep steps then reuse it): an
-    unknown version, a release without the Kimi-K3 path, a folder that is not a vLLM checkout, or offline is bad
-    usage, refused in the driver's one line with nothing written."""
-    from deferlab.impl.vllm.sources import VLLMSourceError, load
-
-    first = engine("vllm").first_release
-    if is_release(spec) and not at_least(spec, first):  # a release before the path: refused without fetching it
-        raise UsageError(
-            f"--vllm: vllm source {spec!r}: no Kimi-K3 image path; accepted: {first} and later "
-            f"('installed', a checkout path, or a release such as {engine('vllm').example_release})"
-        )
-    try:
-        load(spec)
-    except VLLMSourceError as e:
-        raise UsageError(f"--vllm: {(str(e).strip().splitlines() or [type(e).__name__])[0]}") from None
-
-
 def _report(args: argparse.Namespace) -> int:
     profile = _check_profile(args.profile)
     unknown = [s for s in args.skip if s not in STEPS]
@@ -245,9 +193,13 @@ def _report(args: argparse.Namespace) -> int:
     if family != DEFAULT_FAMILY and args.sglang is None and args.vllm is None and args.from_results is None:
         what = f"--model {args.model}" if args.model else f"--checkpoint {args.checkpoint} ({family})"
         raise UsageError(f"{what}: deferlab's model serves Kimi-K3 only; accepted with --sglang SPEC or --vllm SPEC")
+    if args.from_results is None:  # every claim n/a: refused with versions' n/a line, before the report runs
+        refuse_all_na(args, named)
     out = check_out_dir(args.out if args.out is not None else default_out_dir())
     if args.junit is not None and args.junit.is_dir():
         raise UsageError(f"--junit: {str(args.junit)!r} is a directory; accepted: a file path for the XML")
+    if args.junit is not None:
+        check_out_file(args.junit, "--junit")
     max_side = _check_max_side(args.sweep_max_side, "--sweep-max-side")
     limits = tuple(_usage(check_positive_int, "--sweep-limits", v) for v in (args.sweep_limits or SWEEP_LIMITS))
     if args.sglang is not None and args.from_results is None:  # a report from results runs no SGLang
@@ -284,6 +236,8 @@ def _sweep(args: argparse.Namespace) -> int:
     profile = _check_profile(args.profile)
     _check_max_side(args.max_side, "--max-side")
     config, _ = resolve_config(args)
+    if args.out is not None:  # before the sweeps run (minutes), not after
+        check_out_dir(args.out)
     records = sweep_report.collect_sweeps(config, max_side=args.max_side, progress=lambda m: print(m, file=sys.stderr))
     for r in records:
         print(f"{r['name']:<48} " + " ".join(f"{k}={v}" for k, v in r["key_counters"].items()))
@@ -322,6 +276,7 @@ def attached(cmd: list[str], env: dict[str, str] | None = None) -> int:
 def _bench(args: argparse.Namespace) -> int:
     """``deferlab bench``: every benchmark, its ratios printed (the checkpoint-vs-vLLM one left out, with one
     line, when its extra is missing)."""
+    check_out_file(args.json, "--json", ".json")
     args.json.parent.mkdir(parents=True, exist_ok=True)
     if (why := numba_missing()) is not None:
         print(f"deferlab bench: the checkpoint-vs-vLLM benchmark is skipped: it {why}", file=sys.stderr)
@@ -340,17 +295,6 @@ def _test(args: argparse.Namespace) -> int:
     )
 
 
-def _results(directory: Path) -> list[Any]:
-    """``--from-results DIR`` read as the runner's records; bad usage (one line) when it holds no results file."""
-    if not (Path(directory) / registry.RESULTS_FILE).is_file():
-        raise UsageError(f"--from-results: {str(Path(directory) / registry.RESULTS_FILE)!r} does not exist; "
-                         f"accepted: a folder holding the {registry.RESULTS_FILE} of a claim run")  # fmt: skip
-    try:
-        return claims.read_claims(directory)
-    except ValueError as e:
-        raise UsageError(f"--from-results: {e}") from None
-
-
 def _claims(args: argparse.Namespace) -> int:
     table = claims.claim_table(_results(args.from_results), load_claim_statements())
     print("\n".join(render.verdict_table(table)))
@@ -366,6 +310,7 @@ def _baseline(args: argparse.Namespace) -> int:
         raise UsageError(f"--from: cannot read report {str(args.source)!r}: {e}") from None
     if not isinstance(report, dict) or "claims" not in report or "sweeps" not in report:
         raise UsageError(f"--from: {str(args.source)!r} is not a deferlab report.json (no claims/sweeps)")
+    check_out_file(args.out, "--out", ".json")
     try:
         previous = load_baseline(args.out) if args.out.is_file() else None
     except ValueError:
@@ -376,7 +321,9 @@ def _baseline(args: argparse.Namespace) -> int:
 
 
 def _calibrate(args: argparse.Namespace) -> int:
-    """``deferlab calibrate``: `sim.calibrate.run` measures and builds the profile; it is written here, atomically."""
+    """``deferlab calibrate``: `sim.calibrate.run` measures and builds the profile; it is written here, atomically.
+    Its arguments are checked first (`reports.report.front.check_calibrate`), before any measurement."""
+    check_calibrate(args)
     return calibrate_cmd.run(args, write_text_atomic)
 
 

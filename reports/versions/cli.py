@@ -46,6 +46,7 @@ from deferlab.reports.core.atomic import check_out_dir
 from deferlab.reports.core.baseline import Baseline
 from deferlab.reports.core.claims import PROFILES, default_out_dir, load_claim_statements
 from deferlab.reports.core.executor import Outcome, Task, check_cluster, executor_for, on_gpu, run_all
+from deferlab.reports.core.frontdoor import check_out_file
 from deferlab.reports.core.runner import LoadError, Request, RunRecord
 from deferlab.reports.core.sides import (
     answered_by,
@@ -131,6 +132,8 @@ def _check(args: argparse.Namespace) -> tuple[Wanted, Path | None, Baseline | No
     junit_file = getattr(args, "junit", None)
     if junit_file is not None and Path(junit_file).is_dir():
         raise UsageError(f"--junit: {str(junit_file)!r} is a directory; accepted: a file path for the XML")
+    if junit_file is not None:  # its folder too: the XML is written last, after every release has run
+        check_out_file(junit_file, "--junit")
     vllm = getattr(args, "vllm", None)
     if args.newest and (args.versions or vllm):
         raise UsageError("--newest takes no VERSION arguments (it picks the newest release itself)")

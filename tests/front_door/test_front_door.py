@@ -27,13 +27,14 @@ from tests.front_door.arrays import ORACLE_ROWS
 from tests.front_door.cache import CACHE_ROWS, OFFLINE_ROWS
 from tests.front_door.ci_output import CI_OUTPUT_ROWS
 from tests.front_door.compare import COMPARE_CLI_ROWS
+from tests.front_door.doors import DOOR_ROWS, OFFLINE_ARGV, OFFLINE_MATCH
 from tests.front_door.files import CLI_ROWS as BASE_CLI_ROWS
 from tests.front_door.files import FILE_ROWS, BadCli
 from tests.front_door.mutate import MUTATE_ROWS
 from tests.front_door.served import SERVED_ROWS
 
 PYTHON_ROWS = API_ROWS + ORACLE_ROWS + FILE_ROWS + SERVED_ROWS + OFFLINE_ROWS
-CLI_ROWS = BASE_CLI_ROWS + COMPARE_CLI_ROWS + MUTATE_ROWS + CI_OUTPUT_ROWS + CACHE_ROWS
+CLI_ROWS = BASE_CLI_ROWS + COMPARE_CLI_ROWS + MUTATE_ROWS + CI_OUTPUT_ROWS + CACHE_ROWS + DOOR_ROWS
 
 
 @pytest.mark.parametrize("row", PYTHON_ROWS, ids=[r.id for r in PYTHON_ROWS])
@@ -70,3 +71,18 @@ def test_cli_refuses_clearly(row: BadCli, tmp_path: Path, capsys: pytest.Capture
     assert line, f"no 'deferlab: error:' line on stderr: {err!r}"
     assert any(re.search(row.match, x) for x in line), (row.match, line)
     assert not (tmp_path / "latest").exists()
+
+
+@pytest.mark.parametrize("argv", OFFLINE_ARGV, ids=[" ".join(a) for a in OFFLINE_ARGV])
+def test_offline_switch_is_refused_by_every_command(
+    argv: list[str], monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture
+) -> None:
+    """``DEFERLAB_OFFLINE=maybe`` is refused at every command's door, one line, exit 2: also by a command that
+    fetches nothing, or fetches only in a child process later (where it would have ended as a run error)."""
+    from deferlab.reports.cli import main
+
+    monkeypatch.setenv("DEFERLAB_OFFLINE", "maybe")
+    assert main(argv) == 2
+    err = capsys.readouterr().err
+    assert len([x for x in err.splitlines() if x.startswith("deferlab: error:")]) == 1, err
+    assert any(re.search(OFFLINE_MATCH, x) for x in err.splitlines()), err

@@ -1,0 +1,150 @@
+"""Front-door rows of issue 30 item 4 ("the front door, everywhere"): options that used to be checked after the
+work, or not at all.
+
+Run through ``reports.cli.main`` with the rest of the CLI rows (test_front_door.CLI_ROWS): each refusal is one
+``deferlab: error:`` line naming the option, the value, what is wrong and what is accepted, exit 2, before any
+work (sweeps, measurements, a fetch, the claim runs). ``OFFLINE_CLI_ROWS`` set ``DEFERLAB_OFFLINE`` themselves
+(`test_front_door.test_offline_switch_is_refused_by_every_command`), on commands that never fetch too.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from tests.front_door.files import BadCli, _write
+
+_CALIBRATE = r"accepted: a \.toml file path in a folder this user can write"
+_SHIPPED = r"accepted: a shipped profile \(gb300-class, calibrated-here\) or the path of a \.toml file"
+_NA = r"accepted: a family {} serves \(kimi-k3, .*; `deferlab families` lists them per release\)"
+
+DOOR_ROWS = [
+    # sweep --out: checked before the sweeps (minutes), not by a traceback after them
+    BadCli("sweep out file", lambda t: ["sweep", "--out", _write(t, "f", "")], r"--out: '.*f' exists and is not a dir"),
+    BadCli("sweep out unwritable", lambda t: ["sweep", "--out", "/proc/x"], r"--out: '/proc/x' cannot be written"),
+    # calibrate: every argument before any measurement, in the one format
+    BadCli("calibrate out dir", lambda t: ["calibrate", "--out", str(t)], r"--out '.*': is a directory; " + _CALIBRATE),
+    BadCli(
+        "calibrate out not toml",
+        lambda t: ["calibrate", "--out", str(t / "p.json")],
+        r"--out '.*p\.json': not a \.toml file; " + _CALIBRATE,
+    ),
+    BadCli(
+        "calibrate out unwritable",
+        lambda t: ["calibrate", "--out", "/proc/x/p.toml"],
+        r"--out '/proc/x/p\.toml': its folder cannot be made or written; " + _CALIBRATE,
+    ),
+    BadCli(
+        "calibrate out under a file",
+        lambda t: ["calibrate", "--out", str(Path(_write(t, "f", "")) / "p.toml")],
+        r"--out '.*f/p\.toml': its folder cannot be made or written",
+    ),
+    BadCli("calibrate repeats", lambda t: ["calibrate", "--repeats", "0"], r"--repeats 0: out of range; accepted: an"),
+    BadCli("calibrate port", lambda t: ["calibrate", "--port", "70000"], r"--port 70000: not a TCP port; accepted: "),
+    # sim --cost-profile: a shipped name or a .toml path, nothing else
+    BadCli(
+        "sim cost profile json",
+        lambda t: ["sim", "chat-tp8", "--cost-profile", "bad.json"],
+        r"--cost-profile 'bad\.json': neither a shipped profile nor a \.toml file; " + _SHIPPED,
+    ),
+    BadCli(
+        "sim cost profile missing",
+        lambda t: ["sim", "chat-tp8", "--cost-profile", str(t / "nope.toml")],
+        r"--cost-profile '.*nope\.toml': no such file; " + _SHIPPED,
+    ),
+    BadCli(
+        "sim cost profile name",
+        lambda t: ["sim", "--anchors", "--cost-profile", "tpu-class"],
+        r"--cost-profile 'tpu-class': neither a shipped profile nor a \.toml file; " + _SHIPPED,
+    ),
+    BadCli(
+        "sim cost profile content",
+        lambda t: ["sim", "chat-tp8", "--cost-profile", _write(t, "p.toml", "[host]\n")],
+        r"--cost-profile '.*p\.toml': cost profile .*unknown section\(s\) \['host'\]; accepted",
+    ),
+    BadCli("sim ipc budget", lambda t: ["sim", "--ipc", "0"], r"--ipc 0: not a budget; accepted: an int >= 1"),
+    BadCli("sim two modes", lambda t: ["sim", "--list", "--ipc"], r"--ipc: not allowed with --list; accepted: one of"),
+    BadCli(
+        "sim cost profile unused",
+        lambda t: ["sim", "--list", "--cost-profile", "gb300-class"],
+        r"--cost-profile: not used with --list; accepted with SCENARIO or --anchors",
+    ),
+    BadCli("sim no scenario", lambda t: ["sim"], r"SCENARIO: none given; accepted: a scenario file or shipped name"),
+    BadCli("sim unknown option", lambda t: ["sim", "--bogus"], r"unrecognized arguments: --bogus"),
+    BadCli("sim missing scenario", lambda t: ["sim", "nothere"], r"'nothere' does not exist; shipped scenarios: \["),
+    # a release before the engine's Kimi-K3 path: stated, no package index asked
+    BadCli(
+        "compare vllm before kimi-k3",
+        lambda t: ["compare", "--engine", "vllm", "0.5.22", "0.33.0", "--out", str(t / "c")],
+        r"BASE: vllm source '0\.5\.22': no Kimi-K3 image path; accepted: 0\.27\.0 and later",
+    ),
+    BadCli(
+        "compare sglang before kimi-k3",
+        lambda t: ["compare", "0.5.23", "0.5.16", "--out", str(t / "c")],
+        r"HEAD: sglang source '0\.5\.16': no Kimi-K3 image path; accepted: 0\.5\.17 and later",
+    ),
+    BadCli(
+        "report sglang before kimi-k3",
+        lambda t: ["report", "--sglang", "0.5.16", "--out", str(t / "r")],
+        r"--sglang: sglang source '0\.5\.16': no Kimi-K3 image path; accepted: 0\.5\.17 and later",
+    ),
+    # every claim n/a: versions' n/a line at the report's (and compare's) door, not a 2-minute report
+    BadCli(
+        "report family no column serves",
+        lambda t: ["report", "--sglang", "0.5.23", "--model", "glm-4.1v", "--out", str(t / "r")],
+        r"--model glm-4\.1v: n/a: no SGLang path for GLM-4\.1V is checked \(semantics §18\); "
+        + _NA.format("SGLang 0.5.23"),
+    ),
+    BadCli(
+        "report family no release serves",
+        lambda t: ["report", "--vllm", "0.27.0", "--model", "gemma3", "--out", str(t / "r")],
+        r"--model gemma3: n/a: vLLM 0\.27\.0 does not serve Gemma 3 \(served by 0\.34\.0 and later\); "
+        + _NA.format("vLLM 0.27.0"),
+    ),
+    BadCli(
+        "compare family no side serves",
+        lambda t: ["compare", "0.5.22", "0.5.23", "--model", "gemma3", "--out", str(t / "c")],
+        r"--model gemma3: n/a: no SGLang path for Gemma 3 is checked .*" + _NA.format("SGLang 0.5.22 or SGLang 0.5.23"),
+    ),
+    # output files written last: their folder checked first
+    BadCli(
+        "report junit unwritable",
+        lambda t: ["report", "--junit", "/proc/x/r.xml", "--out", str(t / "r")],
+        r"--junit '/proc/x/r\.xml': its folder cannot be made or written; accepted: a file path",
+    ),
+    BadCli(
+        "compare junit unwritable",
+        lambda t: ["compare", "0.5.22", "0.5.23", "--junit", "/proc/x/c.xml", "--out", str(t / "c")],
+        r"--junit '/proc/x/c\.xml': its folder cannot be made or written",
+    ),
+    BadCli(
+        "versions junit unwritable",
+        lambda t: ["versions", "0.5.23", "--junit", "/proc/x/v.xml", "--out", str(t / "v")],
+        r"--junit '/proc/x/v\.xml': its folder cannot be made or written",
+    ),
+    BadCli("bench json dir", lambda t: ["bench", "--json", str(t)], r"--json '.*': is a directory; accepted: a \.json"),
+    BadCli(
+        "baseline out unwritable",
+        lambda t: [
+            "baseline",
+            "--from",
+            _write(t, "r.json", '{"claims": {}, "sweeps": []}'),
+            "--out",
+            "/proc/x/b.json",
+        ],
+        r"--out '/proc/x/b\.json': its folder cannot be made or written; accepted: a \.json file path",
+    ),
+]
+
+# DEFERLAB_OFFLINE=maybe: every command refuses it first, those that never fetch included
+OFFLINE_ARGV = [
+    ["families"],
+    ["cache"],
+    ["sim", "--list"],
+    ["sweep", "--max-side", "64"],
+    ["claims"],
+    ["versions", "0.5.23"],
+    ["compare", "0.5.22", "0.5.23"],
+    ["report", "--from-results", "nowhere"],
+    ["test", "--co"],
+]
+OFFLINE_MATCH = r"^deferlab: error: DEFERLAB_OFFLINE='maybe' is not accepted; accepted: 1, true, yes or on .*, 0, false"
