@@ -5,7 +5,9 @@ Why before any load: loading an engine costs seconds (a child process, maybe a d
 `resolve_side` reads a SPEC without importing anything: an existing path is a checkout, ``installed`` is the
 engine importable here, a PEP 440 version is a release, ``PATH@REV`` is that git checkout at a revision
 (extracted by ``git archive`` into ``<cache>/checkouts/<sha>``, the user's working tree and repository left
-alone); anything else is refused at once (`UsageError`, one line). Whether a named release exists, or a
+alone; a revision refused, because git cannot extract it or its tree holds no package of the engine, leaves
+nothing in ``checkouts/``; ``deferlab cache`` lists those trees and ``prune --checkouts`` removes them);
+anything else is refused at once (`UsageError`, one line). Whether a named release exists, or a
 checkout loads, is the loader's answer (`reports.core.runner.check_loads`), asked next. Beside it, what the
 four commands read the same way: ``--claims`` (`selected_claims`), ``--model`` (`selected_families`: the model
 families a run judges, all in one engine load), the strict switch (`strict_switch`), and a run's outcome in
@@ -14,6 +16,7 @@ one line (`verdict_counts`, `run_error`).
 
 from __future__ import annotations
 
+import contextlib
 import os
 import re
 import shutil
@@ -130,9 +133,41 @@ def _revision_side(role: str, spec: str, where: Path, rev: str, cache: Path | No
             f"(git rev-parse --verify found no commit); accepted: a commit, branch or tag of that checkout"
         )
     rel = where.resolve().relative_to(repo).as_posix()
-    subdir = _loader_engine(engine_name).checkout_subdir or ""
-    tree = extract_revision(repo, sha, rel, cache or checkouts_root(), subdir=subdir)
+    loader = _loader_engine(engine_name)
+    subdir = loader.checkout_subdir or ""
+    cache = cache or checkouts_root()
+    try:
+        tree = extract_revision(repo, sha, rel, cache, subdir=subdir)
+    except UsageError as e:
+        raise UsageError(f"{role}: {spec!r}: {e}; {ok}") from None
+    pkg = loader.package
+    if not (tree.name == pkg or _there(tree / pkg) or (subdir and _there(tree / subdir / pkg))):
+        _remove_empty(tree, cache, whole=True)  # never loadable as the engine: not kept
+        raise UsageError(
+            f"{role}: {spec!r}: commit {sha[:12]} holds no {pkg}/ package folder in {rel if rel != '.' else 'the top'}"
+            f" of the git checkout {str(repo)!r}; {ok}"
+        )
     return Side(role, spec, "revision", str(tree), ("revision", sha, rel), sha, str(repo), engine_name)
+
+
+def _there(path: Path) -> bool:
+    return path.exists() or path.is_symlink()
+
+
+def _remove_empty(path: Path, cache: Path, *, whole: bool = False) -> None:
+    """Remove ``path`` (all of it with ``whole``, else only if empty), then each parent up to and including
+    ``cache`` that is left empty: what a refused revision made under the checkouts folder goes with it."""
+    if whole:
+        shutil.rmtree(path, ignore_errors=True)
+    for folder in [path, *path.parents]:
+        try:
+            folder.rmdir()
+        except FileNotFoundError:
+            pass
+        except OSError:
+            break  # not empty: another tree, or a run under way
+        if folder == cache or cache not in folder.parents:
+            break
 
 
 def checkouts_root() -> Path:
@@ -152,9 +187,12 @@ def extract_revision(repo: Path, sha: str, rel: str, cache: Path, *, subdir: str
         sub = python
     final = cache / sha / sub if sub else cache / sha / "tree"
     if final.is_dir():
+        with contextlib.suppress(OSError):
+            os.utime(cache / sha)  # last used (``deferlab cache prune --checkouts --older-than``)
         return final
     cache.mkdir(parents=True, exist_ok=True)
     scratch = Path(tempfile.mkdtemp(prefix=f".{sha[:12]}.partial-", dir=cache))
+    done = False
     try:
         archive, tree = scratch / "archive.tar", scratch / "tree"
         tree.mkdir()
@@ -170,8 +208,11 @@ def extract_revision(repo: Path, sha: str, rel: str, cache: Path, *, subdir: str
         except OSError:
             if not final.is_dir():  # a concurrent run put the same tree there first: use it
                 raise
+        done = True
     finally:
         shutil.rmtree(scratch, ignore_errors=True)
+        if not done:  # refused or failed: no empty <sha>/ or checkouts/ left behind
+            _remove_empty(final.parent, cache)
     return final
 
 

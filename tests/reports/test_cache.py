@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import json
 import os
+import subprocess
 import time
 from pathlib import Path
 
@@ -17,7 +18,9 @@ import pytest
 from deferlab.impl.loader import bytecode, integrity, wheels
 from deferlab.impl.sglang.sources import ENGINE as SGLANG
 from deferlab.impl.vllm.sources import ENGINE as VLLM
+from deferlab.reference.system.errors import UsageError
 from deferlab.reports.cli import main
+from deferlab.reports.core import sides
 from tests.impl.loader.support import downloader
 
 SGLANG_FILES = {"sglang/__init__.py": b"", "sglang/srt/x.py": b"X = 1\n"}
@@ -247,3 +250,39 @@ def test_verify_of_a_release_that_is_not_cached_checks_nothing(cache, capsys, mo
         "deferlab: error: RELEASE '0.5.99': no sglang or vllm release 0.5.99 is cached; "
         "cached: sglang 0.5.17, 0.5.23; vllm 0.33.0"
     )
+
+
+# --- PATH@REV: a refused revision leaves nothing in checkouts/ -------------------------------------------------------
+def _git_repo(root: Path, files: dict[str, str]) -> Path:
+    """A git checkout at ``root`` whose one commit holds ``files``."""
+    root.mkdir(parents=True)
+    for rel, text in files.items():
+        (root / rel).parent.mkdir(parents=True, exist_ok=True)
+        (root / rel).write_text(text)
+    for argv in (["init", "-q"], ["add", "-A"], ["-c", "user.name=t", "-c", "user.email=t@t", "commit", "-qm", "c"]):
+        subprocess.run(["git", "-C", str(root), *argv], check=True, capture_output=True)
+    return root
+
+
+def test_a_refused_revision_leaves_no_tree_in_checkouts(tmp_path, monkeypatch):
+    monkeypatch.setenv("DEFERLAB_CACHE", str(tmp_path / "cache"))
+    checkouts = sides.checkouts_root()
+    repo = _git_repo(tmp_path / "repo", {"python/sglang/__init__.py": "", "docs/README": "r"})
+    (repo / "new").mkdir()  # in the working tree, not in the commit: git archive refuses it
+    with pytest.raises(UsageError, match=r"^BASE: '.*/new@HEAD': git archive of [0-9a-f]{12}:new in .* failed \("):
+        sides.resolve_side("BASE", f"{repo}/new@HEAD")
+    assert not checkouts.exists()
+    with pytest.raises(UsageError) as info:  # extracted, but no sglang/ in it: never loadable, not kept
+        sides.resolve_side("BASE", f"{repo}/docs@HEAD")
+    assert "holds no sglang/ package folder in docs of the git checkout" in str(info.value)
+    assert str(info.value).endswith("or PATH@REV (that git checkout at a commit, branch or tag)")
+    assert not checkouts.exists()
+    side = sides.resolve_side("BASE", f"{repo}@HEAD")  # a good one stays (the cache lists and prunes it)
+    assert Path(side.run_spec).is_dir() and [p.name for p in checkouts.iterdir()] == [side.revision]
+    with pytest.raises(UsageError):
+        sides.resolve_side("HEAD", f"{repo}/docs@HEAD")
+    assert [p.relative_to(checkouts).as_posix() for p in checkouts.rglob("*") if p.is_dir()][:2] == [
+        side.revision,
+        f"{side.revision}/python",
+    ]
+    assert not (checkouts / side.revision / "docs").exists()
