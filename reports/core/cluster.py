@@ -20,7 +20,7 @@ import signal
 import socket
 import time
 import uuid
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -58,6 +58,32 @@ def execute(task: Task, driver: dict[str, str]) -> dict[str, Any]:
         return {"refused": f"worker {node}: {differ}; accepted: a worker with the driver's deferlab, torch and Python"}
     record = perform(task)
     return {"record": record, "node": node, "cuda": bool(torch.cuda.is_available())}
+
+
+@contextlib.contextmanager
+def loopback_node() -> Iterator[None]:
+    """Keeps the node address ``127.0.0.1`` while ``local`` starts Ray: Ray 2.60's ``ray.init`` replaces it with
+    this machine's routable address (``services.resolve_ip_for_localhost``) unless its multi-node clusters are off
+    (``ray_constants.ENABLE_RAY_CLUSTER``, what ``RAY_ENABLE_WINDOWS_OR_OSX_CLUSTER=0`` sets at import), and its
+    GCS, raylet, workers and agents listen on every interface unless the node address is 127.0.0.1. Off for
+    this start only: a later ``auto`` in this process must find its node's routable address."""
+    from ray._private import ray_constants
+
+    before = ray_constants.ENABLE_RAY_CLUSTER
+    ray_constants.ENABLE_RAY_CLUSTER = False
+    try:
+        yield
+    finally:
+        ray_constants.ENABLE_RAY_CLUSTER = before
+
+
+def auth_hint(address: str) -> str:
+    """What a failed ``ray://`` connection adds when this driver sends no token: a cluster ``ray start`` began
+    (Ray 2.60) has token authentication on, and its client server drops a call without one (the driver times out)."""
+    if not address.startswith("ray://") or os.environ.get("RAY_AUTH_MODE", "").lower() == "token":
+        return ""
+    token = "RAY_AUTH_TOKEN or ~/.ray/auth_token"
+    return f"; a cluster with token authentication needs RAY_AUTH_MODE=token and its token here ({token})"
 
 
 def reachable(address: str, timeout: float) -> str | None:
@@ -100,17 +126,24 @@ class RayExecutor:
         t0 = time.perf_counter()
         try:
             if self._local:
-                ray.init(
-                    num_cpus=num_cpus or os.cpu_count() or 1, resources=resources or {}, include_dashboard=False,
-                    _node_ip_address="127.0.0.1", log_to_driver=False, configure_logging=False,
-                )  # fmt: skip
+                with loopback_node():
+                    ray.init(
+                        num_cpus=num_cpus or os.cpu_count() or 1, resources=resources or {}, include_dashboard=False,
+                        dashboard_host="127.0.0.1", _node_ip_address="127.0.0.1", log_to_driver=False,
+                        configure_logging=False,
+                    )  # fmt: skip
+                elsewhere = sorted({n["NodeManagerAddress"] for n in ray.nodes()} - {"127.0.0.1"})
+                if elsewhere:  # a Ray whose start no longer keeps it on loopback: refused, not run open
+                    raise RuntimeError(f"Ray started on {', '.join(elsewhere)}, not on loopback only")
             else:
                 ray.init(address=address, log_to_driver=False, configure_logging=False)
         except Exception as e:  # noqa: BLE001 - any failure to connect is one line at the front door
             with contextlib.suppress(Exception):
                 ray.shutdown()
             first = (str(e).strip().splitlines() or [type(e).__name__])[0][:200]
-            raise UsageError(f"--cluster: {address}: cannot connect ({first}); {CLUSTER_FORMS}") from None
+            raise UsageError(
+                f"--cluster: {address}: cannot connect ({first}){auth_hint(address)}; {CLUSTER_FORMS}"
+            ) from None
         self.started_s = round(time.perf_counter() - t0, 1)
         self.driver = versions()
         self._remote = ray.remote(execute)

@@ -28,10 +28,10 @@ from deferlab.reports.mutate import cli as mutate
 from deferlab.reports.mutate import remote
 from deferlab.reports.mutate import render as mutate_render
 from deferlab.reports.mutate.store import Store
-from tests.reports.mutate_fake import claims as fake_claims
-from tests.reports.mutate_fake import claims_vllm as fake_vllm
-from tests.reports.mutate_fake.fakes import FAKE, HERE, VLLM_FAKE, FakeHarness, FakeVLLMHarness
+from tests.reports.mutate_fake.fakes import FAKE, HERE, FakeHarness
 from tests.reports.ray_support import mark, ray_processes
+from tests.reports.ray_support import matrix as _matrix
+from tests.reports.ray_support import seen as _seen
 
 pytestmark = pytest.mark.extra("mutate")  # selected by CI's `-m extra` phase, skipped (naming it) without
 
@@ -193,24 +193,6 @@ class KillsItsWorker:
         if len(Path(self.seen).read_text().split()) <= self.deaths:
             os.kill(os.getpid(), signal.SIGKILL)
         return runner.cold(request, cmd, env, cwd, log)
-
-
-def _matrix() -> list[executor.Task]:
-    """One task per fake system: every claim test and property of the fake SGLang, every claim of the fake vLLM."""
-    sglang = [f"{HERE}/{n}" for n in [*fake_claims.NODES.values(), *fake_claims.PROPERTIES]]
-    vllm = [f"{HERE}/{n}" for n in fake_vllm.NODES.values()]
-    return [
-        executor.Task("sglang", runner.Request(System("sglang", str(FAKE)), nodes=tuple(sglang), timeout=60),
-                      launcher=FakeHarness().launch),
-        executor.Task("vllm", runner.Request(System("vllm", str(VLLM_FAKE)), nodes=tuple(vllm), timeout=60),
-                      launcher=FakeVLLMHarness().launch),
-    ]  # fmt: skip
-
-
-def _seen(record: runner.RunRecord) -> dict:
-    tests = {n: (t.outcome, t.message) for n, t in record.tests.items()}
-    rows = sorted((r["id"], r["policy"], r["verdict"], r["evidence"]) for r in record.rows)
-    return {"tests": tests, "rows": rows, "error": record.error}
 
 
 @pytest.mark.extra("cluster")
