@@ -32,7 +32,7 @@ from deferlab.reports.core.frontdoor import check_out_file
 from deferlab.reports.core.sides import family_option, require_extras, selected_families
 from deferlab.reports.families.cli import add_model_option
 from deferlab.reports.report import benchmarks, claims, render
-from deferlab.reports.report.front import check_calibrate, refuse_all_na
+from deferlab.reports.report.front import check_calibrate, check_impl, refuse_all_na
 from deferlab.reports.report.front import check_max_side as _check_max_side
 from deferlab.reports.report.front import check_profile as _check_profile
 from deferlab.reports.report.front import checkpoint_family_of as _checkpoint_family
@@ -202,6 +202,8 @@ def _report(args: argparse.Namespace) -> int:
         check_out_file(args.junit, "--junit")
     max_side = _check_max_side(args.sweep_max_side, "--sweep-max-side")
     limits = tuple(_usage(check_positive_int, "--sweep-limits", v) for v in (args.sweep_limits or SWEEP_LIMITS))
+    if args.impl is not None and args.from_results is None:  # resolved once, not failed in every claim test
+        check_impl(args.impl)
     if args.sglang is not None and args.from_results is None:  # a report from results runs no SGLang
         _load_or_refuse(System("sglang", args.sglang))
     if args.vllm is not None:  # the served and sweep steps run vLLM's code even from results

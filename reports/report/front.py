@@ -7,6 +7,7 @@ Moved here from the CLI module so that it stays a map of the commands (and under
 from __future__ import annotations
 
 import argparse
+import sys
 from pathlib import Path
 from typing import Any
 
@@ -101,6 +102,28 @@ def results(directory: Path) -> list[Any]:
         return claims.read_claims(directory)
     except ValueError as e:
         raise UsageError(f"--from-results: {e}") from None
+
+
+_RESOLVE_IMPL = """import sys
+from deferlab.properties.seam import resolve_impl
+try:
+    resolve_impl(sys.argv[1])
+except (ValueError, TypeError) as e:
+    print(str(e).splitlines()[0], file=sys.stderr)
+    sys.exit(2)
+"""
+
+
+def check_impl(spec: str) -> None:
+    """``--impl NAME|module:object`` resolved once in a child (the seam lives in the test package, which the CLI
+    does not import), before the claims run: a name or object that is not a seam implementation is bad usage,
+    not a failure in every claim test of the report."""
+    from deferlab.reports.core import process
+
+    rc, _, err = process.capture([sys.executable, "-c", _RESOLVE_IMPL, spec], timeout=300)
+    if rc == 2:
+        line = (err.strip().splitlines() or [f"--impl {spec!r}: not a seam implementation"])[-1]
+        raise UsageError(f"{line}; accepted: a registered name or module:object naming a seam implementation")
 
 
 def check_calibrate(args: argparse.Namespace) -> None:

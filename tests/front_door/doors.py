@@ -105,6 +105,18 @@ DOOR_ROWS = [
         lambda t: ["compare", "0.5.22", "0.5.23", "--model", "gemma3", "--out", str(t / "c")],
         r"--model gemma3: n/a: no SGLang path for Gemma 3 is checked .*" + _NA.format("SGLang 0.5.22 or SGLang 0.5.23"),
     ),
+    # --impl: resolved once before the claims run, not a failure in every claim test of a finished report
+    BadCli(
+        "report impl unknown",
+        lambda t: ["report", "--impl", "nonsense", "--out", str(t / "r")],
+        r"--impl 'nonsense': not a registered name \(deferlab\) nor module:object; accepted: a registered name or "
+        r"module:object",
+    ),
+    BadCli(
+        "report impl not a seam",
+        lambda t: ["report", "--impl", "os:path", "--out", str(t / "r")],
+        r"--impl 'os:path': module lacks \['name', .*; accepted: a registered name or module:object",
+    ),
     # output files written last: their folder checked first
     BadCli(
         "report junit unwritable",
