@@ -43,8 +43,10 @@ class Records(list):
 
 
 def describe(source: Any, name: str | None = None) -> dict[str, Any]:
-    """What ran: ``name`` (default the source's), version, origin (and commit), the companion libraries it ran
-    with (`impl.loader.companions`: name -> version, requirement, root, how chosen), and every stand-in import."""
+    """What ran: ``name`` (default the source's), version, origin (and, for a git checkout, its commit and
+    whether its working tree was ``dirty``: edited since that commit, so the commit alone does not name the code),
+    the companion libraries it ran with (`impl.loader.companions`: name -> version, requirement, root, how
+    chosen), and every stand-in import."""
     return {
         "name": name or source.name,
         "version": source.version,
@@ -52,6 +54,7 @@ def describe(source: Any, name: str | None = None) -> dict[str, Any]:
         "spec": source.spec,
         "root": str(source.root),
         "commit": source.git_rev,
+        "dirty": getattr(source, "git_dirty", None),
         "load_seconds": round(float(source.load_seconds or 0.0), 2),
         "companions": {name: c.describe() for name, c in getattr(source, "companions", {}).items()},
         "stand_ins": [s.as_dict() for s in source.stand_ins],

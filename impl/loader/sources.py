@@ -59,6 +59,7 @@ class Resolved:
     git_rev: str | None = None
     downloaded: bool = False
     wheel: dict[str, str] = field(default_factory=dict)
+    git_dirty: bool | None = None  # a checkout: its working tree differs from ``git_rev`` (None: not a git one)
 
 
 @dataclass
@@ -78,6 +79,7 @@ class Source:
     required: tuple[str, ...] = ()  # the modules imported for real as required (the driver runs them)
     absent: dict[str, types.ModuleType] = field(default_factory=dict)  # stand-ins for modules this tree lacks
     companions: dict[str, companions.Loaded] = field(default_factory=dict)  # the pinned libraries it runs with
+    git_dirty: bool | None = None  # a checkout whose working tree differs from its commit (`git_dirty`)
     # What a driver's module names may leave out (``"sglang.srt."``: ``module("models.kimi_k3")``); "": nothing.
     short_prefix: ClassVar[str] = ""
 
@@ -177,7 +179,9 @@ def resolve(
     path = Path(spec).expanduser()
     if path.exists():
         root = checkout_root(engine, spec, path)
-        return Resolved("checkout", root, tree_version(engine, root), git_rev(path))
+        rev = git_rev(path)
+        dirty = git_dirty(path) if rev else None
+        return Resolved("checkout", root, tree_version(engine, root), rev, git_dirty=dirty)
     if VERSION.match(spec):
         try:
             ready = integrity.ensure(engine, spec, cache, downloader)
@@ -253,6 +257,19 @@ def git_rev(path: Path) -> str | None:
         return None
     rev = out.stdout.strip()
     return rev if out.returncode == 0 and re.fullmatch(r"[0-9a-f]{40}", rev) else None
+
+
+def git_dirty(path: Path) -> bool | None:
+    """Whether the git working tree holding ``path`` differs from its commit: ``git status --porcelain`` lists
+    anything (an edit, a staged change, an untracked file); None when git cannot say. Why: a checkout's commit
+    alone does not name the code that ran when the tree was edited since."""
+    try:
+        out = subprocess.run(
+            ["git", "-C", str(path.resolve()), "status", "--porcelain"], capture_output=True, text=True, timeout=60
+        )
+    except (OSError, subprocess.TimeoutExpired):
+        return None
+    return bool(out.stdout.strip()) if out.returncode == 0 else None
 
 
 def active(engine: Engine, spec: str, root: Path) -> Source | None:
@@ -445,6 +462,7 @@ def build_source(
     at import (CUDA-only features, deprecations) are not ours and are silenced."""
     source = cls(spec, found.kind, found.version, found.root, found.git_rev, importer, found.downloaded)
     source.wheel = found.wheel
+    source.git_dirty = found.git_dirty
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
         import_required(source, required)
