@@ -117,3 +117,14 @@ def test_cluster_local_listens_on_loopback_only(monkeypatch: pytest.MonkeyPatch)
     seen_programs = {p for snap in snapshots for _, p, _, _ in snap}
     assert {"gcs_server", "raylet"} <= seen_programs and any(p.startswith("ray::") for p in seen_programs), snapshots
     assert [x for snap in snapshots for x in _open(snap)] == [], snapshots
+
+
+def test_a_ray_client_refusal_names_the_token_when_this_driver_sends_none(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Ray Client sends the cluster's token only with RAY_AUTH_MODE=token here; without it the client server drops
+    the calls and the driver times out (about 30 s), so that one line says what is missing."""
+    from deferlab.reports.core.cluster import auth_hint
+
+    monkeypatch.delenv("RAY_AUTH_MODE", raising=False)
+    assert "RAY_AUTH_MODE=token" in auth_hint("ray://10.0.0.1:10001") and auth_hint("local") == ""
+    monkeypatch.setenv("RAY_AUTH_MODE", "token")
+    assert auth_hint("ray://10.0.0.1:10001") == ""
