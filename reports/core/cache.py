@@ -33,6 +33,7 @@ import argparse
 import importlib
 import json
 import math
+from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -126,7 +127,7 @@ def selected(args: argparse.Namespace, engines: dict[str, Any], cached: list[Any
     return [r for r in pool if not args.releases or r.version in args.releases]
 
 
-def plan(args: argparse.Namespace, engines: dict[str, Any], cached: list[Any], kept: list[Any] = ()) -> Plan:
+def plan(args: argparse.Namespace, engines: dict[str, Any], cached: list[Any], kept: Sequence[Any] = ()) -> Plan:
     """The releases, bytecode and folders (of ``kept``) ``prune`` removes; UsageError (one line) for any bad
     argument."""
     days = _days(args.older_than)
