@@ -27,7 +27,6 @@ import argparse
 import dataclasses
 import shutil
 import sys
-import tempfile
 from pathlib import Path
 from typing import Any, TextIO
 
@@ -35,6 +34,7 @@ from deferlab.reference.system.errors import DeferlabInputError, UsageError
 from deferlab.reference.system.systems import DEFAULT_FAMILY, ENGINES
 from deferlab.reference.system.validate import check_choice
 from deferlab.reports.compare import running
+from deferlab.reports.core import process
 from deferlab.reports.core import runner as core_runner
 from deferlab.reports.core.atomic import check_out_dir
 from deferlab.reports.core.claims import PROFILES, default_out_dir, load_claim_statements
@@ -99,8 +99,7 @@ def check_args(args: argparse.Namespace, *, cache: Path | None = None) -> tuple[
         check_choice("--engine", engine, tuple(ENGINES))
     except DeferlabInputError as e:
         raise UsageError(str(e)) from None
-    if args.out is not None:
-        check_out_dir(args.out, "--out")
+    args.out = check_out_dir(args.out or default_out_dir(prefix="compare-"), "--out")
     if args.junit is not None and args.junit.is_dir():
         raise UsageError(f"--junit: {str(args.junit)!r} is a directory; accepted: a file path for the XML")
     if args.junit is not None:
@@ -124,6 +123,7 @@ def check_args(args: argparse.Namespace, *, cache: Path | None = None) -> tuple[
                 f"--cluster {args.cluster}: {side.role} {side.spec!r} is a {side.kind} on this machine, which a worker "
                 "does not have; accepted with a remote cluster: releases (or --cluster local)"
             )
+    process.lock_output(args.out)  # one run a folder, taken once every argument is checked
     return base, head
 
 
@@ -145,8 +145,8 @@ def run(
     only = selected_claims(getattr(args, "claims", None), engine)
     strict = strict_switch(args)
     names = running.load_both([base, head], say, loader=loader)
-    out = args.out or default_out_dir(prefix="compare-")
-    work = Path(tempfile.mkdtemp(prefix="deferlab-compare-"))
+    out = args.out
+    work = process.temp_dir("compare-")
     request = Request(base.system, args.profile, claims=only, threads=1, strict=strict)
     try:
         if args.cluster is None:
@@ -162,6 +162,7 @@ def run(
         made = compare_render.write(out, doc, results, junit_file=args.junit, log=log)
     finally:
         shutil.rmtree(work, ignore_errors=True)
+        process.release_output(out)
     say(f"written to {out.resolve()} (compare.md, compare.json, compare.png, {len(made['written'])} reproducers)")
     for line in made["missing"]:
         say(f"no reproducer: {line}")

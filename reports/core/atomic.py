@@ -90,18 +90,23 @@ def staged_directory(final: str | Path) -> Iterator[Path]:
     """
     target = Path(final).resolve()
     target.parent.mkdir(parents=True, exist_ok=True)
+    from deferlab.reports.core import process
+
     staging = Path(tempfile.mkdtemp(prefix=f".{target.name}.partial-", dir=target.parent))
+    process.own(staging)  # a command killed outright (SIGKILL) leaves no half-built report either
     os.chmod(staging, 0o777 & ~_umask())
     try:
         yield staging
     except BaseException:
         shutil.rmtree(staging, ignore_errors=True)
+        process.disown(staging)
         raise
     old = None
     if target.exists():
         old = target.parent / f".{target.name}.old-{os.getpid()}"
         os.replace(target, old)
     os.replace(staging, target)
+    process.disown(staging)
     if old is not None:
         shutil.rmtree(old, ignore_errors=True)
 

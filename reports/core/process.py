@@ -145,6 +145,17 @@ def temp_dir(prefix: str) -> Path:
     return Path(tempfile.mkdtemp(prefix=prefix, dir=run_root()))
 
 
+def own(path: str | Path) -> None:
+    """``path`` (a staging folder, a partial file outside the run folder) is removed by the janitor should the
+    command be killed before it is renamed into place or removed (`disown` then)."""
+    _tell("+p", str(Path(path).resolve()))
+
+
+def disown(path: str | Path) -> None:
+    """``path`` is in place (or gone): the janitor leaves it alone."""
+    _tell("-p", str(Path(path).resolve()))
+
+
 def _drop_root() -> None:
     with _LOCK:
         root, _STATE["root"] = _STATE["root"], None
@@ -183,9 +194,18 @@ def lock_output(path: str | Path, flag: str = "--out") -> Path:
     return target
 
 
-def _release_locks() -> None:
+def release_output(path: str | Path) -> None:
+    """The command is done with ``path`` (called by a command run as a library function, without `stopped`)."""
+    key = str(Path(path).expanduser().resolve())
     with _LOCK:
-        locks, _STATE["locks"] = _STATE["locks"], {}
+        held = _STATE["locks"].pop(key, None)
+    _release_locks({key: held} if held else {})
+
+
+def _release_locks(locks: dict[str, tuple[int, Path]] | None = None) -> None:
+    if locks is None:
+        with _LOCK:
+            locks, _STATE["locks"] = _STATE["locks"], {}
     for fd, lock in locks.values():
         with contextlib.suppress(OSError):
             lock.unlink()

@@ -202,6 +202,7 @@ def _report(args: argparse.Namespace) -> int:
         check_out_file(args.junit, "--junit")
     max_side = _check_max_side(args.sweep_max_side, "--sweep-max-side")
     limits = tuple(_usage(check_positive_int, "--sweep-limits", v) for v in (args.sweep_limits or SWEEP_LIMITS))
+    process.lock_output(out)  # one run a folder: a second report into it is refused here, before any work
     if args.impl is not None and args.from_results is None:  # resolved once, not failed in every claim test
         check_impl(args.impl)
     if args.sglang is not None and args.from_results is None:  # a report from results runs no SGLang

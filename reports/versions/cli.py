@@ -41,6 +41,7 @@ from deferlab.reference.system.systems import (
     sorted_releases,
 )
 from deferlab.reference.system.validate import check_choice
+from deferlab.reports.core import process
 from deferlab.reports.core import runner as core_runner
 from deferlab.reports.core.atomic import check_out_dir
 from deferlab.reports.core.baseline import Baseline
@@ -162,10 +163,11 @@ def _check(args: argparse.Namespace) -> tuple[Wanted, Path | None, Baseline | No
             model = f" (model {', '.join(families)})" if families != (DEFAULT_FAMILY,) else ""
             raise UsageError(f"--claims: {engine(name).display} has no verdict for {', '.join(asked)}{model}; "
                              f"accepted: {', '.join(known)}")  # fmt: skip
-    if args.out is not None:
-        check_out_dir(args.out, "--out")
+    args.out = check_out_dir(args.out or default_out_dir(prefix="versions-"), "--out")
     args.cluster = check_cluster(getattr(args, "cluster", None), "versions")
-    return wanted, *_baseline(args)
+    found = wanted, *_baseline(args)
+    process.lock_output(args.out)  # one run a folder, taken once every argument is checked
+    return found
 
 
 def _baseline(args: argparse.Namespace) -> tuple[Path | None, Baseline | None]:
@@ -246,7 +248,7 @@ def run(
     families = selected_families(getattr(args, "model", None))
     say(f"{len(todo)} release(s): {', '.join(column(e, v) for e, v in todo)} (profile {args.profile}"
         + (f"; model families {', '.join(families)})" if families != (DEFAULT_FAMILY,) else ")"))  # fmt: skip
-    out = args.out or default_out_dir(prefix="versions-")
+    out = args.out
     records: dict[str, RunRecord] = {}
     tasks: list[Task] = []
     for i, (name, version) in enumerate(todo, 1):
