@@ -212,6 +212,20 @@ def test_judge_compares_verdicts_signatures_and_tests() -> None:
     assert judge(_record(timed_out=True)).outcome == "timeout"
 
 
+@pytest.mark.parametrize("rc", [-15, -2, -1])
+def test_a_run_stopped_from_outside_is_no_verdict(rc: int, monkeypatch: pytest.MonkeyPatch) -> None:
+    """A claims process ended by SIGTERM / SIGINT / SIGHUP (someone stopped the run, not the mutant), or any run
+    while the campaign stops, is a harness error that --resume runs again: never "killed" with nobody killing it
+    (it was recorded as killed with an empty killed_by, "the claims process died (exit -15)")."""
+    ref = {"claims": {"C2": {"verdict": "fails", "signature": "A: x"}}, "tests": {"n::test_claim_c2_x": "passed"}}
+    judged = mutate_run.judge(ref, _record(rc=rc, wrote=False), ["C2"], {"C2": ["n::test_claim_c2_x"]}, lambda: None)
+    assert judged.outcome == "error" and judged.killed_by == [] and f"signal {-rc}" in judged.reasons["(harness)"]
+    crashed = mutate_run.judge(ref, _record(rc=-11, wrote=False), ["C2"], {}, lambda: None)
+    assert crashed.outcome == "killed"  # a segfault the mutant caused is still the mutant's
+    monkeypatch.setattr(mutate_run, "STOP", type("Set", (), {"is_set": staticmethod(lambda: True)})())
+    assert mutate_run.judge(ref, _record(rc=-9, wrote=False), ["C2"], {}, lambda: None).outcome == "error"
+
+
 def test_a_property_is_a_unit_selected_by_its_probes_and_its_failure_kills(tmp_path: Path) -> None:
     """A function only a property (no claim, no verdict) enters is a valid target; its mutants run that property
     unit alone, and a test of it that passed on the unmutated code failing kills them, counted per unit."""
