@@ -160,3 +160,25 @@ OFFLINE_ARGV = [
     ["test", "--co"],
 ]
 OFFLINE_MATCH = r"^deferlab: error: DEFERLAB_OFFLINE='maybe' is not accepted; accepted: 1, true, yes or on .*, 0, false"
+
+# One run a folder (issue 30 item 4): a folder another run is writing, its lock held here as that run would hold it
+_HELD: list[int] = []  # the holders' descriptors, open for the session (the lock is theirs while open)
+
+
+def _held(tmp: Path, name: str = "out") -> str:
+    """``tmp/name`` as a folder another deferlab run (pid 4242) is writing: its lock file, flock-ed here."""
+    import fcntl
+    import os
+
+    fd = os.open(tmp / f".{name}.deferlab-lock", os.O_RDWR | os.O_CREAT, 0o644)
+    fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+    os.write(fd, b"4242")
+    _HELD.append(fd)
+    return str(tmp / name)
+
+
+_BUSY = r"--out: '.*out' is being written by another deferlab run \(pid 4242\); accepted: a folder no other run is"
+LOCK_ROWS = [
+    BadCli("report out busy", lambda t: ["report", "--out", _held(t)], _BUSY),
+    BadCli("versions out busy", lambda t: ["versions", "0.5.23", "--out", _held(t)], _BUSY),
+]

@@ -27,14 +27,14 @@ from tests.front_door.arrays import ORACLE_ROWS
 from tests.front_door.cache import CACHE_ROWS, OFFLINE_ROWS
 from tests.front_door.ci_output import CI_OUTPUT_ROWS
 from tests.front_door.compare import COMPARE_CLI_ROWS
-from tests.front_door.doors import DOOR_ROWS, OFFLINE_ARGV, OFFLINE_MATCH
+from tests.front_door.doors import DOOR_ROWS, LOCK_ROWS, OFFLINE_ARGV, OFFLINE_MATCH
 from tests.front_door.files import CLI_ROWS as BASE_CLI_ROWS
 from tests.front_door.files import FILE_ROWS, BadCli
 from tests.front_door.mutate import MUTATE_ROWS
 from tests.front_door.served import SERVED_ROWS
 
 PYTHON_ROWS = API_ROWS + ORACLE_ROWS + FILE_ROWS + SERVED_ROWS + OFFLINE_ROWS
-CLI_ROWS = BASE_CLI_ROWS + COMPARE_CLI_ROWS + MUTATE_ROWS + CI_OUTPUT_ROWS + CACHE_ROWS + DOOR_ROWS
+CLI_ROWS = BASE_CLI_ROWS + COMPARE_CLI_ROWS + MUTATE_ROWS + CI_OUTPUT_ROWS + CACHE_ROWS + DOOR_ROWS + LOCK_ROWS
 
 
 @pytest.mark.parametrize("row", PYTHON_ROWS, ids=[r.id for r in PYTHON_ROWS])
