@@ -45,8 +45,13 @@ def candidates(min_num: int, max_num: int) -> list[tuple[int, int]]:
     """The grids in visiting order. Python's sort is stable, so the order within one tile count is the set's
     iteration order; the set is rebuilt here with the same elements inserted in the same order, which CPython
     iterates identically (small-int tuples hash the same in every process)."""
-    pool = {(c, r) for n in range(min_num, max_num + 1) for c in range(1, n + 1) for r in range(1, n + 1)
-            if min_num <= c * r <= max_num}
+    pool = {
+        (c, r)
+        for n in range(min_num, max_num + 1)
+        for c in range(1, n + 1)
+        for r in range(1, n + 1)
+        if min_num <= c * r <= max_num
+    }
     return sorted(pool, key=lambda g: g[0] * g[1])
 
 

@@ -146,9 +146,9 @@ class InternVLPath:
             return value
         return {"low": 6, "medium": 12, "high": 24}.get(params.get("detail", "default"), settings["max_dynamic_patch"])
 
-    def sweep(self, widths: np.ndarray, heights: np.ndarray, cfg: Mapping[str, Any] | None = None) -> tuple[
-        np.ndarray, np.ndarray, np.ndarray, float
-    ]:
+    def sweep(
+        self, widths: np.ndarray, heights: np.ndarray, cfg: Mapping[str, Any] | None = None
+    ) -> tuple[np.ndarray, np.ndarray, np.ndarray, float]:
         """(cols, rows, tiles) for every pair of ``widths x heights`` (outer product, heights first) by
         LMDeploy's own function, and the seconds it took."""
         s = _settings(cfg or {})

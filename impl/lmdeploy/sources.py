@@ -18,10 +18,10 @@ import os
 from dataclasses import dataclass
 from typing import ClassVar, Unpack
 
+from deferlab.impl.lmdeploy.shims import FUNCTIONAL
 from deferlab.impl.loader import sources as _loader
 from deferlab.impl.loader.engine import Engine, FetchError, SourceError
 from deferlab.impl.loader.importer import Importer
-from deferlab.impl.lmdeploy.shims import FUNCTIONAL
 
 __all__ = ["ENGINE", "LMDeployFetchError", "LMDeploySourceError", "Source", "load"]
 

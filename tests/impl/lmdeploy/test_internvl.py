@@ -9,8 +9,8 @@ import numpy as np
 import pytest
 from PIL import Image
 
-from deferlab.impl.loader.standins import is_standin
 from deferlab.impl.lmdeploy import geometry
+from deferlab.impl.loader.standins import is_standin
 from deferlab.reference.oracle import internvl as card
 from deferlab.reference.system.family_configs import InternVLConfig
 
@@ -46,7 +46,9 @@ def test_the_default_equals_the_card_and_detail_low_does_not(internvl_path):
     cfg = InternVLConfig()
     for w, h in SIZES:
         assert internvl_path.geometry(w, h) == card.tiles(w, h, cfg)
-    differ = [(w, h) for w, h in SIZES if internvl_path.geometry(w, h, params={"detail": "low"}) != card.tiles(w, h, cfg)]
+    differ = [
+        (w, h) for w, h in SIZES if internvl_path.geometry(w, h, params={"detail": "low"}) != card.tiles(w, h, cfg)
+    ]
     assert differ == [(800, 600), (1920, 1080), (100, 2000), (4000, 3000)]
 
 
@@ -85,5 +87,7 @@ def test_sweep_step_8_lmdeploy_function_vs_restatement(internvl_path, capsys):
     oc, orow, on = card.tiles_array(sides[None, :], sides[:, None], InternVLConfig())
     assert np.array_equal(oc, rc) and np.array_equal(orow, rr) and np.array_equal(on, rn)
     with capsys.disabled():
-        print(f"\nC13 sweep step 8 ({n.size} sizes): lmdeploy dynamic_preprocess {t_engine:.1f} s, "
-              f"restated {t_restated:.2f} s")
+        print(
+            f"\nC13 sweep step 8 ({n.size} sizes): lmdeploy dynamic_preprocess {t_engine:.1f} s, "
+            f"restated {t_restated:.2f} s"
+        )

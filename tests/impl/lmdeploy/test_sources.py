@@ -6,8 +6,8 @@ from pathlib import Path
 
 import pytest
 
-from deferlab.impl.loader.sources import Resolved
 from deferlab.impl.lmdeploy import sources
+from deferlab.impl.loader.sources import Resolved
 
 
 def _tree(root: Path, vl: bool, internvl: bool) -> Path:
