@@ -61,12 +61,27 @@ def build_parser() -> tuple[argparse.ArgumentParser, dict[str, Any]]:
     return parser, handlers
 
 
+def _check_plugins() -> None:
+    """The engine plugins (`reference.system.engines`): each one that failed to load is one line on stderr (the
+    others still work); two claiming one name or option refuse the command (exit 2), naming both."""
+    from deferlab.reference.system import engines
+    from deferlab.reference.system.errors import DeferlabInputError
+
+    for line in engines.BROKEN:
+        print(f"deferlab: warning: {line}; the other engines still work", file=sys.stderr)
+    try:
+        engines.check_registry()
+    except DeferlabInputError as e:
+        raise UsageError(str(e)) from None
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     """Entry point of the ``deferlab`` console script; returns the exit status."""
     argv = list(sys.argv[1:] if argv is None else argv)
     try:
         with process.stopped():
             frontdoor.check_offline_switch()  # every command's, even one that fetches nothing (or only in a child)
+            _check_plugins()
             if argv[:1] and argv[0] in PASS_THROUGH:
                 from deferlab.reports.report import cli as report_cli
 

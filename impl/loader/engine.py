@@ -95,11 +95,14 @@ class Engine:
 
 def registered(name: str, driver_file: str, **layout: Any) -> Engine:
     """The `Engine` of real engine ``name``, its names read off its registration (`reference.system.engines`):
-    distribution and import package are its name, display name, article and example release as registered; its
-    driver's code is the folder of ``driver_file``. ``layout``: the rest (`Engine`'s other fields)."""
+    distribution, import package, display name, article and example release as its plugin declares them (the
+    distribution and the package may differ); its driver's code is the folder of ``driver_file``. ``layout``: the
+    rest (`Engine`'s other fields)."""
     facts = _registration(name)
     return Engine(
-        **dict.fromkeys(("name", "distribution", "package"), facts.name),
+        name=facts.name,
+        distribution=facts.distribution,
+        package=facts.package,
         display=facts.display,
         article=facts.article,
         example_version=facts.example_release,

@@ -10,7 +10,7 @@ A verdict column is an engine's label, followed by its served path where that is
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 from deferlab.reference.system.errors import DeferlabInputError
 
@@ -28,6 +28,9 @@ class EngineFacts:
     ``load(spec)`` installs one copy in a process; ``load_check``: ``module:callable`` a load check builds
     (the driver, where building it is what "loads" means); ``served``: the module whose ``paths(...)`` gives
     its served paths; ``column_prefix``: the prefix of its columns in a matrix (SGLang's are bare versions).
+    ``distribution`` / ``package``: its name on the package index and its import package (default: ``name``;
+    they may differ); ``option``: the command-line option that names a spec of it (default ``--NAME``);
+    ``order``: its place among the engines (columns, tables); ``plugin``: the entry point it came from.
     """
 
     name: str
@@ -42,6 +45,16 @@ class EngineFacts:
     load_check: str
     driver: str
     column_prefix: str
+    distribution: str = ""
+    package: str = ""
+    option: str = ""
+    order: int = 100
+    plugin: str = ""
+
+    def __post_init__(self) -> None:
+        for attr, default in (("distribution", self.name), ("package", self.name), ("option", f"--{self.name}")):
+            if not getattr(self, attr):
+                object.__setattr__(self, attr, default)
 
     @property
     def with_article(self) -> str:
@@ -53,37 +66,78 @@ class EngineFacts:
         return self.claims is None or claim_id in self.claims
 
 
-ENGINES: dict[str, EngineFacts] = {
-    "sglang": EngineFacts(
-        name="sglang",
-        display="SGLang",
-        article="an",
-        label="SGLANG",
-        first_release="0.5.17",  # the first release with a Kimi-K3 processor (semantics §12.2)
-        example_release="0.5.23",
-        claims=None,
-        suite="claims",
-        sources="deferlab.impl.sglang.sources",
-        load_check="deferlab.impl.sglang.sources:load",
-        driver="deferlab.impl.sglang.driver:SGLangImpl",
-        column_prefix="",
-    ),
-    "vllm": EngineFacts(
-        name="vllm",
-        display="vLLM",
-        article="a",
-        label="VLLM",
-        first_release="0.27.0",  # the first release with a Kimi-K3 image path (semantics §16.1)
-        example_release="0.33.0",
-        # served vs trained, and device-finished vs host-finished; C1-C12 are about SGLang's PR (semantics §16.2, §18)
-        claims=("C4", "C13", "C14", "C15"),
-        suite="claims",
-        sources="deferlab.impl.vllm.sources",
-        load_check="deferlab.impl.vllm.driver:VLLMPath",  # the driver built on the tree: what serving needs
-        driver="deferlab.impl.vllm.driver:VLLMPath",
-        column_prefix="vllm-",
-    ),
-}
+# --- the registry: every engine is a plugin ------------------------------------------------------------------------
+GROUP = "deferlab.engines"  # the entry point group: NAME = "module:attribute" naming an `EngineFacts`
+# deferlab's own plugins, loaded from here too when deferlab runs without its installed metadata (a checkout on
+# PYTHONPATH): the same entry points pyproject.toml declares.
+BUILTIN = {"sglang": "deferlab.impl.sglang.plugin:ENGINE", "vllm": "deferlab.impl.vllm.plugin:ENGINE"}
+BROKEN: list[str] = []  # one line per plugin that could not be loaded (the CLI says each; the others still work)
+CONFLICTS: list[str] = []  # one line per two plugins claiming one name or option (the CLI refuses to start)
+
+
+def _entry_points() -> list[tuple[str, str, str]]:
+    """(name, "module:attribute", distribution) of every ``deferlab.engines`` entry point, deferlab's own first."""
+    from importlib.metadata import entry_points
+
+    found = {name: (name, target, "deferlab") for name, target in BUILTIN.items()}
+    for ep in entry_points(group=GROUP):
+        dist = getattr(getattr(ep, "dist", None), "name", None) or "?"
+        if dist.lower() == "deferlab" and ep.name in BUILTIN:
+            continue
+        found[f"{ep.name}@{dist}"] = (ep.name, ep.value, dist)
+    return list(found.values())
+
+
+def _load_one(name: str, target: str, dist: str) -> EngineFacts | None:
+    import importlib
+
+    module, _, attr = target.partition(":")
+    try:
+        facts = getattr(importlib.import_module(module), attr)
+    except Exception as e:  # noqa: BLE001 - a broken plugin is one line; the others still work
+        BROKEN.append(f"engine plugin {name!r} (package {dist}, {target}): {type(e).__name__}: {e}".splitlines()[0])
+        return None
+    if not isinstance(facts, EngineFacts):
+        BROKEN.append(
+            f"engine plugin {name!r} (package {dist}, {target}): not an EngineFacts but {type(facts).__name__}"
+        )
+        return None
+    if facts.name != name:
+        BROKEN.append(f"engine plugin {name!r} (package {dist}, {target}): its EngineFacts is named {facts.name!r}")
+        return None
+    return replace(facts, plugin=f"{target} ({dist})")
+
+
+def load_registry() -> dict[str, EngineFacts]:
+    """Every engine plugin, in ``order``; broken ones in `BROKEN`, clashes (one name, option, label or column prefix
+    claimed twice) in `CONFLICTS` with the first one kept."""
+    BROKEN.clear()
+    CONFLICTS.clear()
+    loaded = [f for f in (_load_one(*ep) for ep in _entry_points()) if f is not None]
+    found: dict[str, EngineFacts] = {}
+    for facts in sorted(loaded, key=lambda f: (f.order, f.name)):
+        for other in found.values():
+            clash = next((a for a in ("name", "option", "label") if getattr(facts, a) == getattr(other, a)), None)
+            if clash is None and facts.column_prefix == other.column_prefix:
+                clash = "column_prefix"
+            if clash is not None:
+                CONFLICTS.append(
+                    f"engine plugins {other.plugin} and {facts.plugin} both claim the {clash} "
+                    f"{getattr(facts, clash)!r}; accepted: one plugin per {clash} (uninstall one of them)"
+                )
+                break
+        else:
+            found[facts.name] = facts
+    return found
+
+
+def check_registry() -> None:
+    """Raise `DeferlabInputError` (one line) when two plugins clash: a command refuses to start (exit 2)."""
+    if CONFLICTS:
+        raise DeferlabInputError(CONFLICTS[0])
+
+
+ENGINES: dict[str, EngineFacts] = load_registry()
 LABELS = {name: facts.label for name, facts in ENGINES.items()}
 
 

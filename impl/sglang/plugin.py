@@ -1,0 +1,23 @@
+"""SGLang as a deferlab engine plugin: its registration, read by the registry through the ``deferlab.engines``
+entry point (`reference.system.engines`). Plain data: this module imports only the description, so the registry
+can load it before anything else of SGLang's driver."""
+
+from __future__ import annotations
+
+from deferlab.reference.system.engines import EngineFacts
+
+ENGINE = EngineFacts(
+    name="sglang",
+    display="SGLang",
+    article="an",
+    label="SGLANG",
+    first_release="0.5.17",  # the first release with a Kimi-K3 processor (semantics §12.2)
+    example_release="0.5.23",
+    claims=None,
+    suite="claims",
+    sources="deferlab.impl.sglang.sources",
+    load_check="deferlab.impl.sglang.sources:load",
+    driver="deferlab.impl.sglang.driver:SGLangImpl",
+    column_prefix="",
+    order=0,
+)

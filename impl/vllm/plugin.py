@@ -1,0 +1,23 @@
+"""vLLM as a deferlab engine plugin: its registration, read by the registry through the ``deferlab.engines``
+entry point (`reference.system.engines`). Plain data: this module imports only the description."""
+
+from __future__ import annotations
+
+from deferlab.reference.system.engines import EngineFacts
+
+ENGINE = EngineFacts(
+    name="vllm",
+    display="vLLM",
+    article="a",
+    label="VLLM",
+    first_release="0.27.0",  # the first release with a Kimi-K3 image path (semantics §16.1)
+    example_release="0.33.0",
+    # served vs trained, and device-finished vs host-finished; C1-C12 are about SGLang's PR (semantics §16.2, §18)
+    claims=("C4", "C13", "C14", "C15"),
+    suite="claims",
+    sources="deferlab.impl.vllm.sources",
+    load_check="deferlab.impl.vllm.driver:VLLMPath",  # the driver built on the tree: what serving needs
+    driver="deferlab.impl.vllm.driver:VLLMPath",
+    column_prefix="vllm-",
+    order=1,
+)
