@@ -109,7 +109,11 @@ def _qualified(fn: Callable[..., Any], where: str, name: str) -> str:
 
 
 def engine_target(engine: str, path: Any, cfg: Any) -> Target:
-    """The function ``path`` (of ``engine``: "vllm" or "sglang") computes its geometry with (module docstring)."""
+    """The function ``path`` (of ``engine``: "vllm" or "sglang") computes its geometry with (module docstring); a
+    path that says why none can be compiled (``geometry_note``, an engine plugin's) runs interpreted."""
+    note = getattr(path, "geometry_note", None)
+    if note is not None:
+        return Target(f"{path.system} (through the path's own geometry)", None, None, (), note)
     if isinstance(cfg, QwenVLConfig):
         args = (cfg.factor, cfg.min_pixels, cfg.max_pixels)
         if engine == "vllm":

@@ -85,23 +85,16 @@ def pytest_addoption(parser: pytest.Parser) -> None:
         help="implementation under test (the `impl` fixture): a name in deferlab.properties.seam.REGISTRY "
         "(default: its DEFAULT_IMPL, deferlab's torch model) or module:object",
     )
-    parser.addoption(
-        "--sglang",
-        action="store",
-        default=None,
-        metavar="SPEC",
-        help="the `impl` fixture is real SGLang instead: 'installed', a checkout path, or a released version such "
-        "as 0.5.23 (in deferlab's suite only the claim tests run; their verdicts are recorded under the real-code "
-        "label)",
-    )
-    parser.addoption(
-        "--vllm",
-        action="store",
-        default=None,
-        metavar="SPEC",
-        help="the `served_paths` fixture is real vLLM's Kimi-K3 image path: 'installed' or a released version such "
-        "as 0.33.0 (in deferlab's suite only the served-vs-trained claim tests run, recorded under the label VLLM)",
-    )
+    for name in _engine_names():  # one option per engine plugin (reference.system.engines), named as it is
+        parser.addoption(
+            f"--{name}",
+            action="store",
+            default=None,
+            metavar="SPEC",
+            help=f"the system under test is real {name} instead: 'installed', a checkout path, or a released version "
+            "(in deferlab's suite only the checks it answers run, recorded under its label; `deferlab families` "
+            "lists the engines)",
+        )
     parser.addoption(
         "--model",
         action="store",
@@ -123,8 +116,9 @@ def pytest_addoption(parser: pytest.Parser) -> None:
 
 @pytest.hookimpl(tryfirst=True)  # before Hypothesis's own pytest_configure loads the profile it names
 def pytest_configure(config: pytest.Config) -> None:
-    if config.getoption("--sglang", None) is not None and config.getoption("--vllm", None) is not None:
-        raise pytest.UsageError("--sglang and --vllm name two systems under test; give one of them")
+    given = [f"--{name}" for name in _engine_names() if config.getoption(f"--{name}", None) is not None]
+    if len(given) > 1:
+        raise pytest.UsageError(f"{' and '.join(given)} name {len(given)} systems under test; give one of them")
     model = config.getoption("--model", None)
     if model is not None:
         from deferlab.reference.system.families import FAMILIES
@@ -142,6 +136,30 @@ def pytest_configure(config: pytest.Config) -> None:
         config.addinivalue_line("markers", marker)
     if config.getoption("hypothesis_profile", None):
         register_profiles()
+
+
+def _engine_names() -> list[str]:
+    """The engine plugins' names, read off the ``deferlab.engines`` entry points without importing any of them (the
+    plugin stays inert): each engine's option is ``--NAME`` (`EngineFacts.option`)."""
+    from importlib.metadata import entry_points
+
+    return sorted({ep.name for ep in entry_points(group="deferlab.engines")})
+
+
+def _engines() -> dict[str, Any]:
+    """The engine plugins (`reference.system.engines`: plain data, no engine code is imported)."""
+    from deferlab.reference.system.engines import ENGINES
+
+    return ENGINES
+
+
+def session_engine(config: pytest.Config) -> tuple[Any, str] | None:
+    """(`EngineFacts`, spec) of the real engine the command line names (its option), or None: deferlab's model."""
+    for facts in _engines().values():
+        spec = config.getoption(facts.option, None)
+        if spec is not None:
+            return facts, str(spec)
+    return None
 
 
 def families_of(config: pytest.Config) -> list[str]:
@@ -178,9 +196,12 @@ def impl(request: pytest.FixtureRequest) -> Any:
     a `seam.Recording` noting which methods each test calls (their provenance goes beside any claim verdict)."""
     from deferlab.properties import seam, verdicts
 
-    if request.config.getoption("--vllm") is not None:
-        pytest.skip("--vllm: vLLM has no seam implementation, only its served path (the `served_paths` fixture)")
-    spec = request.config.getoption("--sglang")
+    found = session_engine(request.config)
+    if found is not None and not found[0].seam:
+        facts = found[0]
+        pytest.skip(f"{facts.option}: {facts.display} has no seam implementation, only its served paths (the "
+                    "`served_paths` fixture)")  # fmt: skip
+    spec = found[1] if found is not None else None
     if spec is not None:
         from deferlab.properties.served import sglang_companions
 
@@ -200,15 +221,16 @@ def served_session(request: pytest.FixtureRequest) -> Any:
     ``impl`` is SGLang's under ``--sglang``, so verdicts record under their columns with the system that ran."""
     from deferlab.properties import seam, served, verdicts
 
-    spec = request.config.getoption("--vllm")
-    if spec is not None:
-        session = served.vllm_session(spec, families_of(request.config))
-        verdicts.RECORDER.system = session.describe()
-        seam.ACTIVE = seam.Recording(session.anchor)
-        return session
-    if request.config.getoption("--sglang") is not None:
+    found = session_engine(request.config)
+    if found is None:
+        return served.Session()  # deferlab's model, per policy (Kimi-K3's pipeline only)
+    facts, spec = found
+    if facts.seam:  # the engine behind the seam: its paths over the session's `impl` (traced)
         return served.sglang_session(request.getfixturevalue("impl"))
-    return served.Session()  # deferlab's model, per policy (Kimi-K3's pipeline only)
+    session = served.engine_session(facts, spec, families_of(request.config))
+    verdicts.RECORDER.system = session.describe()
+    seam.ACTIVE = seam.Recording(session.anchor)
+    return session
 
 
 @pytest.fixture

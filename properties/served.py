@@ -130,53 +130,66 @@ def sglang_companions(families_: Sequence[str]) -> tuple[str, ...]:
     )
 
 
-class VLLMSession(Session):
-    """vLLM's session: the release loaded once, with the companions every family of the session computes with.
+class EngineSession(Session):
+    """The session of an engine without a seam (`EngineFacts.served`): its release loaded once, with the
+    companions every family of the session computes with, and its paths per family from its own ``paths``.
 
-    Its device-normalized paths are built with the tower's dtype set to float32: `FusedMMInputNorm.forward_native`
-    computes in float32 and casts last, so the BF16 the tower reads is exactly the cast of these values, which C15
-    and C4 take; and C14 can recover each served level from an increasing float32 table (semantics §18.6)."""
+    The paths are asked for float32 values: vLLM's `FusedMMInputNorm.forward_native` computes in float32 and casts
+    last, LMDeploy casts the finished pixels, so the BF16 the tower reads is exactly the cast of these values,
+    which C15 and C4 take; and C14 can recover each served level from an increasing float32 table (semantics
+    §18.6). Kimi-K3's paths also get the checkpoint oracle and the snapshot's config, as its served claims do."""
 
-    def __init__(self, spec: str, families_: Sequence[str]) -> None:
-        from deferlab.impl.vllm import served as vllm_served
-        from deferlab.impl.vllm import sources
+    def __init__(self, facts: Any, spec: str, families_: Sequence[str]) -> None:
+        import importlib
 
-        wanted = sorted({c for f in families_ for c in vllm_served.COMPANIONS.get(f, ())})
-        self.source = sources.load(spec, companions=tuple(wanted))
-        self.anchor = _Anchor(self.source)
+        self.facts = facts
+        self.served = importlib.import_module(facts.served)
+        companions = getattr(self.served, "COMPANIONS", {})
+        wanted = sorted({c for f in families_ for c in companions.get(f, ())})
+        self.source = importlib.import_module(facts.sources).load(spec, companions=tuple(wanted))
+        self.anchor = _Anchor(self.source, facts.name)
         snapshot = checkpoint_snapshot()
 
         def build(family: str) -> list[Any]:
             kimi = {"checkpoint": checkpoint, "media_proc_cfg": None if snapshot is None else snapshot[1]}
             try:
-                return list(vllm_served.paths(self.source, family, {"dtype": "float32"},
+                return list(self.served.paths(self.source, family, {"dtype": "float32"},
                                               **(kimi if family == "kimi-k3" else {})))  # fmt: skip
-            except vllm_served.NotCovered:
+            except self.served.NotCovered:
                 return []  # the release does not serve the family: its claims record n/a
 
-        super().__init__("vllm", build)
+        super().__init__(facts.name, build)
 
     def describe(self) -> dict[str, Any]:
-        return {"engine": "vllm", "system": self.source.name, "spec": self.source.spec, **self.source.describe()}
+        return {"engine": self.facts.name, "system": self.source.name, "spec": self.source.spec,
+                **self.source.describe()}  # fmt: skip
 
 
 class _Anchor:
-    """What the session's real-code record (`seam.ACTIVE`) names: the loaded vLLM source."""
+    """What the session's real-code record (`seam.ACTIVE`) names: the loaded source."""
 
     real_code = True
 
-    def __init__(self, source: Any) -> None:
+    def __init__(self, source: Any, engine: str) -> None:
         self.source = source
+        self.engine = engine
 
     def describe(self) -> dict[str, Any]:
-        return {"engine": "vllm", "system": self.source.name}
+        return {"engine": self.engine, "system": self.source.name}
 
 
-def vllm_session(spec: str, families_: Sequence[str] | None = None) -> VLLMSession:
-    """vLLM's session for ``spec`` and the families asked (default every family of the registry it can serve)."""
+def engine_session(facts: Any, spec: str, families_: Sequence[str] | None = None) -> EngineSession:
+    """The session of engine ``facts`` at ``spec`` for the families asked (default every family it can serve)."""
     from deferlab.reference.system.families import FAMILIES
 
-    return VLLMSession(spec, list(families_ or FAMILIES))
+    return EngineSession(facts, spec, list(families_ or FAMILIES))
+
+
+def vllm_session(spec: str, families_: Sequence[str] | None = None) -> EngineSession:
+    """vLLM's session (`engine_session`), for the callers that name it."""
+    from deferlab.reference.system.engines import engine
+
+    return engine_session(engine("vllm"), spec, families_)
 
 
 def provenance(paths: Sequence[ServedPath]) -> dict[str, str]:

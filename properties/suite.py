@@ -32,7 +32,8 @@ from hypothesis import settings
 from deferlab.properties import plugin, verdicts
 from deferlab.reference.system import extras, families
 from deferlab.reference.system.claims import load_claims
-from deferlab.reference.system.seam import SGLANG_LABEL, label_for
+from deferlab.reference.system.engines import engine_of_label
+from deferlab.reference.system.seam import SGLANG_LABEL
 from deferlab.reference.system.systems import DEFAULT_FAMILY, family_column, path_label
 
 
@@ -59,7 +60,8 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
             config.hook.pytest_deselected(items=off)
             items[:] = keep
     _keep_the_familys(config, items)
-    if config.getoption("--vllm", None) is not None:  # VLLM_SKIP says why the others do not run
+    found = plugin.session_engine(config)
+    if found is not None and not found[0].seam:  # NO_SEAM_SKIP says why the others do not run
         off = [item for item in items if "served_paths" not in getattr(item, "fixturenames", ())]
         if off:
             config.hook.pytest_deselected(items=off)
@@ -86,11 +88,12 @@ def _keep_the_familys(config: pytest.Config, items: list[pytest.Item]) -> None:
         items[:] = [item for item in items if test_families(item, config)]
 
 
-# Why the other claim tests do not run on vLLM: C1-C12 are about SGLang's PR #33921 (its gate, deferred items,
-# owners, transports) and ask the seam's `impl`; vLLM has no such path, only what it serves (C13-C15).
-VLLM_SKIP = (
-    "--vllm: this claim is about SGLang's PR #33921 (its deferred path, through the seam's `impl`); vLLM is "
-    "checked only on what it serves the vision tower (C13-C15, the `served_paths` claims)"
+# Why the other claim tests do not run on an engine without a seam (vLLM, LMDeploy): C1-C12 are about SGLang's
+# PR #33921 (its gate, deferred items, owners, transports) and ask the seam's `impl`; such an engine has no such
+# path, only what it serves (C13-C15).
+NO_SEAM_SKIP = (
+    "this claim is about SGLang's PR #33921 (its deferred path, through the seam's `impl`); an engine without a "
+    "seam implementation is checked only on what it serves the vision tower (C13-C15, the `served_paths` claims)"
 )
 
 
@@ -140,20 +143,21 @@ def device(request: pytest.FixtureRequest) -> str:
 
 
 def _real(config: pytest.Config) -> bool:
-    return config.getoption("--sglang", None) is not None or config.getoption("--vllm", None) is not None
+    return plugin.session_engine(config) is not None
 
 
 def _label(config: pytest.Config) -> str:
-    """The real-code label of the session's engine (``SGLANG`` or ``VLLM``)."""
-    return label_for("vllm") if config.getoption("--vllm", None) is not None else SGLANG_LABEL
+    """The real-code label of the session's engine (``SGLANG``, ``VLLM``, ``LMDEPLOY``...)."""
+    found = plugin.session_engine(config)
+    return found[0].label if found is not None else SGLANG_LABEL
 
 
 def _labels(config: pytest.Config, family: str) -> list[str]:
     """The real-code columns of ``family`` in the session: one per served path of it at the named release
     (``VLLM`` for the default path, ``VLLM host-normalized`` beside it, prefixed ``FAMILY:`` for a family but
     Kimi-K3; `reference.system.families`), read from the registry without loading the engine."""
-    engine = "vllm" if config.getoption("--vllm", None) is not None else "sglang"
-    spec = str(config.getoption(f"--{engine}"))
+    facts, spec = plugin.session_engine(config) or (engine_of_label(SGLANG_LABEL), "installed")
+    engine = facts.name
     found = families.family(family).paths(engine, spec)
     labels = [path_label(engine, None if p.default else p.path, family) for p in found]
     return list(dict.fromkeys(labels)) or [path_label(engine, None, family)]
@@ -289,8 +293,7 @@ def pytest_sessionfinish(session: pytest.Session, exitstatus: int) -> None:
     verdicts.RECORDER.write_part(parts, worker or "controller")
     if worker is None:  # the controller, or the only process without xdist: merge after every worker wrote
         profile = config.getoption("hypothesis_profile", None) or settings.get_current_profile_name()
-        engine = "vllm" if config.getoption("--vllm") is not None else "sglang"
-        real = config.getoption(f"--{engine}")
+        engine, real = (found[0].name, found[1]) if (found := plugin.session_engine(config)) else (None, None)
         out = verdicts.merge_directory(
             parts,
             verdicts.RESULTS_DIR / "verdicts.json",

@@ -87,7 +87,8 @@ def _settings(cfg: Mapping[str, Any]) -> dict[str, Any]:
 
 def _encode(image: Image.Image) -> tuple[bytes, str]:
     """The image as request bytes that decode to the same mode and pixels: PNG where Pillow writes the mode,
-    else TIFF."""
+    else TIFF. RGBX (whose fourth band is padding, no information) is written by TIFF as the RGB it holds: no file
+    keeps the padding, and the pixels are the same."""
     for fmt in ("PNG", "TIFF"):
         buf = io.BytesIO()
         try:
@@ -96,7 +97,7 @@ def _encode(image: Image.Image) -> tuple[bytes, str]:
             continue
         data = buf.getvalue()
         back = Image.open(io.BytesIO(data))
-        if back.mode == image.mode:
+        if back.mode == image.mode or (image.mode, back.mode) == ("RGBX", "RGB"):
             return data, fmt
     raise ValueError(f"deferlab cannot encode a {image.mode} image losslessly as request bytes (PNG, TIFF)")
 

@@ -19,5 +19,7 @@ ENGINE = EngineFacts(
     load_check="deferlab.impl.sglang.sources:load",
     driver="deferlab.impl.sglang.driver:SGLangImpl",
     column_prefix="",
+    floor="no Kimi-K3 path",
     order=0,
+    seam="deferlab.impl.sglang.driver:SGLangImpl",  # the seam implementation: C1-C12 run on SGLang's own code
 )

@@ -13,10 +13,35 @@ from __future__ import annotations
 from dataclasses import dataclass, replace
 
 from deferlab.reference.system.errors import DeferlabInputError
+from deferlab.reference.system.releases import at_least, is_release, release_key
 
 MODEL = "model"  # deferlab's own torch model: its columns are the modelled policies, not a label
 DEFAULT_FAMILY = "kimi-k3"
 ALL_FAMILIES = "all"  # --model all: every family of the registry, in one run of one engine
+
+
+@dataclass(frozen=True)
+class Served:
+    """One engine's path for a family over a range of releases (``low``..``high`` inclusive; ``high`` "" for
+    every later release): its name, whether it is the engine's default serving setting, what of the engine
+    runs (``code``: module paths), and why it is what it is (``note``)."""
+
+    engine: str
+    low: str
+    high: str
+    path: str
+    default: bool
+    code: tuple[str, ...]
+    note: str = ""
+
+    def covers(self, engine: str, version: str) -> bool:
+        """Whether ``version`` of ``engine`` is in this range; a spec that is not a release (a checkout,
+        ``installed``) is taken to be at least the newest release (what the engine's code says decides)."""
+        if engine != self.engine:
+            return False
+        if not is_release(version):
+            return not self.high
+        return at_least(version, self.low) and (not self.high or release_key(version) <= release_key(self.high))
 
 
 @dataclass(frozen=True)
@@ -29,8 +54,7 @@ class EngineFacts:
     (the driver, where building it is what "loads" means); ``served``: the module whose ``paths(...)`` gives
     its served paths; ``column_prefix``: the prefix of its columns in a matrix (SGLang's are bare versions).
     ``distribution`` / ``package``: its name on the package index and its import package (default: ``name``;
-    they may differ); ``option``: the command-line option that names a spec of it (default ``--NAME``);
-    ``order``: its place among the engines (columns, tables); ``plugin``: the entry point it came from.
+    they may differ); ``order``: its place among the engines (columns, tables); ``plugin``: the entry point it came from.
     """
 
     name: str
@@ -47,14 +71,23 @@ class EngineFacts:
     column_prefix: str
     distribution: str = ""
     package: str = ""
-    option: str = ""
     order: int = 100
     plugin: str = ""
+    floor: str = "no path deferlab checks"  # why no release before ``first_release`` is run (one-line refusals)
+    served: str = ""  # the module whose ``paths(source, family, settings)`` gives its FamilyPaths (no seam)
+    seam: str = ""  # ``module:class`` of its seam implementation, where it has one (the seed's deferral claims)
+    serves: tuple[tuple[str, Served], ...] = ()  # (family, path) it declares itself (`reference.system.families`)
 
     def __post_init__(self) -> None:
-        for attr, default in (("distribution", self.name), ("package", self.name), ("option", f"--{self.name}")):
+        for attr, default in (("distribution", self.name), ("package", self.name)):
             if not getattr(self, attr):
                 object.__setattr__(self, attr, default)
+
+    @property
+    def option(self) -> str:
+        """The command-line option naming a spec of it: ``--NAME`` (the pytest plugin reads the names off the entry
+        points without importing a plugin, so the option is the name)."""
+        return f"--{self.name}"
 
     @property
     def with_article(self) -> str:
@@ -70,7 +103,11 @@ class EngineFacts:
 GROUP = "deferlab.engines"  # the entry point group: NAME = "module:attribute" naming an `EngineFacts`
 # deferlab's own plugins, loaded from here too when deferlab runs without its installed metadata (a checkout on
 # PYTHONPATH): the same entry points pyproject.toml declares.
-BUILTIN = {"sglang": "deferlab.impl.sglang.plugin:ENGINE", "vllm": "deferlab.impl.vllm.plugin:ENGINE"}
+BUILTIN = {
+    "sglang": "deferlab.impl.sglang.plugin:ENGINE",
+    "vllm": "deferlab.impl.vllm.plugin:ENGINE",
+    "lmdeploy": "deferlab.impl.lmdeploy.plugin:ENGINE",
+}
 BROKEN: list[str] = []  # one line per plugin that could not be loaded (the CLI says each; the others still work)
 CONFLICTS: list[str] = []  # one line per two plugins claiming one name or option (the CLI refuses to start)
 
@@ -109,15 +146,15 @@ def _load_one(name: str, target: str, dist: str) -> EngineFacts | None:
 
 
 def load_registry() -> dict[str, EngineFacts]:
-    """Every engine plugin, in ``order``; broken ones in `BROKEN`, clashes (one name, option, label or column prefix
-    claimed twice) in `CONFLICTS` with the first one kept."""
+    """Every engine plugin, in ``order``; broken ones in `BROKEN`, clashes (one name, so one option, label or column
+    prefix claimed twice) in `CONFLICTS` with the first one kept."""
     BROKEN.clear()
     CONFLICTS.clear()
     loaded = [f for f in (_load_one(*ep) for ep in _entry_points()) if f is not None]
     found: dict[str, EngineFacts] = {}
     for facts in sorted(loaded, key=lambda f: (f.order, f.name)):
         for other in found.values():
-            clash = next((a for a in ("name", "option", "label") if getattr(facts, a) == getattr(other, a)), None)
+            clash = next((a for a in ("option", "label") if getattr(facts, a) == getattr(other, a)), None)
             if clash is None and facts.column_prefix == other.column_prefix:
                 clash = "column_prefix"
             if clash is not None:

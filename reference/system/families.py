@@ -15,39 +15,14 @@ its source, in ``docs/semantics.md`` §18.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
-from deferlab.reference.system.engines import ENGINES
+from deferlab.reference.system.engines import ENGINES, Served
 from deferlab.reference.system.errors import DeferlabInputError
-from deferlab.reference.system.releases import at_least, is_release, release_key
 
 SCOPES = ("full", "normalization")
 FULL_CLAIMS = ("C4", "C13", "C14", "C15")
 NORMALIZATION_CLAIMS = ("C4", "C15")
-
-
-@dataclass(frozen=True)
-class Served:
-    """One engine's path for a family over a range of releases (``low``..``high`` inclusive; ``high`` "" for
-    every later release): its name, whether it is the engine's default serving setting, what of the engine
-    runs (``code``: module paths), and why it is what it is (``note``)."""
-
-    engine: str
-    low: str
-    high: str
-    path: str
-    default: bool
-    code: tuple[str, ...]
-    note: str = ""
-
-    def covers(self, engine: str, version: str) -> bool:
-        """Whether ``version`` of ``engine`` is in this range; a spec that is not a release (a checkout,
-        ``installed``) is taken to be at least the newest release (what the engine's code says decides)."""
-        if engine != self.engine:
-            return False
-        if not is_release(version):
-            return not self.high
-        return at_least(version, self.low) and (not self.high or release_key(version) <= release_key(self.high))
 
 
 @dataclass(frozen=True)
@@ -261,6 +236,13 @@ for _name, _display, _checkpoint, _classes, _module, _low in (
         profile=_name,
         served=(_on_device(_low, (f"vllm.model_executor.models.{_module}",)),),
     )
+
+# An engine plugin declares its own paths for the families it serves (`EngineFacts.serves`): added here, so a new
+# engine's paths live in its package, not in this table.
+for _facts in ENGINES.values():
+    for _family, _path in _facts.serves:
+        if _family in FAMILIES and _path.engine == _facts.name:
+            FAMILIES[_family] = replace(FAMILIES[_family], served=(*FAMILIES[_family].served, _path))
 
 DEFAULT = "kimi-k3"
 

@@ -104,7 +104,7 @@ class System:
         ``--model FAMILY`` for a family other than the default)."""
         family = ["--model", self.family] if self.family != DEFAULT_FAMILY else []
         if self.real:
-            return [f"--{self.engine}", str(self.spec), *family]
+            return [engine(self.engine).option, str(self.spec), *family]
         return (["--impl", self.impl] if self.impl else []) + family
 
     def answers(self, claim_id: str, family: str | None = None) -> bool:

@@ -66,20 +66,32 @@ from deferlab.reports.versions import render as versions_report
 Wanted = dict[str, list[str] | None]  # engine -> the releases named (None: every one on the index)
 
 
+def _engines() -> tuple[Any, list[Any]]:
+    """The engine whose releases are the positional VERSIONs (the registry's first), and the others: each takes its
+    own option (``--vllm``, ``--lmdeploy``: its `EngineFacts.option`)."""
+    first, *others = ENGINES.values()
+    return first, others
+
+
 def add_parser(sub: Any) -> argparse.ArgumentParser:
-    sglang, vllm = engine("sglang"), engine("vllm")
+    first, others = _engines()
     p = sub.add_parser("versions", help="claim verdicts of real engine releases side by side (versions.md/json/png)")
     p.add_argument(
-        "versions", nargs="*", metavar="VERSION", help=f"SGLang releases (default: {sglang.first_release} .. newest)"
-    )
-    p.add_argument(
-        "--vllm",
+        "versions",
         nargs="*",
-        default=None,
         metavar="VERSION",
-        help=f"also vLLM releases (none named: {vllm.first_release} .. newest on the index; named and no SGLang "
-        "VERSION: only these)",
+        help=f"{first.display} releases (default: {first.first_release} .. newest)",
     )
+    for facts in others:
+        p.add_argument(
+            facts.option,
+            dest=facts.name,
+            nargs="*",
+            default=None,
+            metavar="VERSION",
+            help=f"also {facts.display} releases (none named: {facts.first_release} .. newest on the index; named "
+            f"and no {first.display} VERSION: only these)",
+        )
     p.add_argument("--newest", action="store_true", help="only the newest release of each engine (CI's run)")
     p.add_argument("--claims", metavar="IDS", help="only these claims, comma-separated (e.g. C1,C2; default all)")
     add_model_option(
@@ -135,24 +147,27 @@ def _check(args: argparse.Namespace) -> tuple[Wanted, Path | None, Baseline | No
         raise UsageError(f"--junit: {str(junit_file)!r} is a directory; accepted: a file path for the XML")
     if junit_file is not None:  # its folder too: the XML is written last, after every release has run
         check_out_file(junit_file, "--junit")
-    vllm = getattr(args, "vllm", None)
-    if args.newest and (args.versions or vllm):
+    first, others = _engines()
+    given = {f.name: getattr(args, f.name, None) for f in others}
+    named_others = [v for named in given.values() for v in named or []]
+    if args.newest and (args.versions or named_others):
         raise UsageError("--newest takes no VERSION arguments (it picks the newest release itself)")
-    bad = [v for v in [*args.versions, *(vllm or [])] if not is_release(v)]
+    bad = [v for v in [*args.versions, *named_others] if not is_release(v)]
     if bad:
         raise UsageError(f"VERSION must look like 0.5.23 (a PEP 440 release); got {', '.join(map(repr, bad))}")
     wanted: Wanted = {}
-    if args.versions or not vllm:  # named SGLang releases, or SGLang's default unless only vLLM ones are named
-        wanted["sglang"] = list(args.versions) or None
-    if vllm is not None:
-        wanted["vllm"] = list(vllm) or None
+    if args.versions or not named_others:  # the first engine's named releases, or its default unless only others'
+        wanted[first.name] = list(args.versions) or None
+    for name, named in given.items():
+        if named is not None:
+            wanted[name] = list(named) or None
     for name, named in wanted.items():
         facts = engine(name)
         old = [v for v in named or [] if not at_least(v, facts.first_release)]
         if old:
-            flag = "" if name == "sglang" else f"--{name}: "
+            flag = "" if facts is first else f"{facts.option}: "
             raise UsageError(
-                f"{flag}{', '.join(map(repr, old))}: no Kimi-K3 path before {facts.display} {facts.first_release}; "
+                f"{flag}{', '.join(map(repr, old))}: {facts.floor} before {facts.display} {facts.first_release}; "
                 f"accepted: {facts.first_release} and later"
             )
     asked, families = selected_claims(getattr(args, "claims", None)), selected_families(getattr(args, "model", None))
@@ -205,11 +220,12 @@ def refuse_unlisted(wanted: Wanted, *, index: Any = matrix.index_versions, cache
             continue  # this engine's index is unreachable: its releases say why themselves
         unknown = [v for v in missing if v not in listed]
         if unknown:
-            flag = "" if name == "sglang" else f"--{name} "
+            facts = engine(name)
+            flag = "" if facts is _engines()[0] else f"{facts.option} "
             raise UsageError(
-                f"{flag}{unknown[0]!r}: the package index has no {name}=={unknown[0]} "
-                f"({known_releases(unknown[0], listed)}); accepted: {name} releases "
-                f"{engine(name).first_release} and later on the index"
+                f"{flag}{unknown[0]!r}: the package index has no {facts.distribution}=={unknown[0]} "
+                f"({known_releases(unknown[0], listed)}); accepted: {facts.name} releases "
+                f"{facts.first_release} and later on the index"
             )
 
 

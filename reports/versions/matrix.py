@@ -43,8 +43,9 @@ def index_versions(
 ) -> list[str]:
     """Every release of ``engine`` on the package index from ``minimum`` (default: its first release with the
     checked path, `EngineFacts.first_release`) on, in release order (one pip call)."""
-    minimum = minimum or engine_facts(engine).first_release
-    cmd = [sys.executable, "-m", "pip", "index", "versions", engine, "--disable-pip-version-check"]
+    facts = engine_facts(engine)
+    minimum = minimum or facts.first_release
+    cmd = [sys.executable, "-m", "pip", "index", "versions", facts.distribution, "--disable-pip-version-check"]
     rc, out, err = capture(cmd, timeout=300)
     m = re.search(r"Available versions:\s*(.+)", out or "")
     if rc != 0 or not m:
@@ -145,7 +146,7 @@ def matrix(records: Sequence[RunRecord], profile: str, claims: Sequence[str] = (
 
     def match(name: str) -> dict[str, Any]:
         c = meta[name]
-        if c.engine == "sglang" and c.family == DEFAULT_FAMILY and c.default:
+        if engine_facts(c.engine).seam and c.family == DEFAULT_FAMILY and c.default:  # the modelled engine's column
             return policy_match(per_run[name], vectors)
         answered = {cid: v for cid, v in per_run[name].items() if cid in _answered(c, ids)}
         return engine_match(answered, c.engine, c.version, registry, c.family, c.path)

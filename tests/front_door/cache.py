@@ -29,12 +29,12 @@ CACHE_ROWS = [
     BadCli(
         "cache verify engine",
         lambda t: ["cache", "verify", "--engine", "tgi"],
-        r"error: --engine 'tgi': unknown engine; accepted: sglang, vllm$",
+        r"error: --engine 'tgi': unknown engine; accepted: sglang, vllm, lmdeploy$",
     ),
     BadCli(
         "cache verify release",
         lambda t: ["cache", "verify", "9.9.9"],
-        r"error: RELEASE '9\.9\.9': no sglang or vllm release 9\.9\.9 is cached; cached: ",
+        r"error: RELEASE '9\.9\.9': no sglang or vllm or lmdeploy release 9\.9\.9 is cached; cached: ",
     ),
     BadCli(
         "cache verify engine's release",

@@ -70,7 +70,7 @@ COMPARE_CLI_ROWS = [
     BadCli(
         "compare engine",
         lambda t: ["compare", "0.5.22", "0.5.23", "--engine", "tensorrt"],
-        r"--engine must be one of 'sglang', 'vllm'; got 'tensorrt'",
+        r"--engine must be one of 'sglang', 'vllm', 'lmdeploy'; got 'tensorrt'",
     ),
     BadCli(
         "compare vllm revision not a git checkout",

@@ -24,7 +24,7 @@ ENGINE = EngineFacts(
     name={name!r}, display="Fake Engine", article="a", label={label!r}, first_release="1.0.0",
     example_release="1.2.0", claims=("C13",), suite="claims", sources={sources!r},
     load_check="fake_engine.sources:load", driver="fake_engine.driver:Driver", column_prefix={prefix!r},
-    distribution="fake-engine-dist", package="fake_engine_pkg", option={option!r}, order=50,
+    distribution="fake-engine-dist", package="fake_engine_pkg", order=50,
 )
 """
 
@@ -59,7 +59,7 @@ def test_a_plugin_package_adds_an_engine(tmp_path: Path) -> None:
     """Installed with its own entry point, a fake engine is in the registry (its distribution and import package
     differ from its name), is a column of `deferlab families`, and an engine choice of `deferlab cache`."""
     _install(tmp_path, "fake-engine", "fake_engine",
-             FACTS.format(name="fakeeng", label="FAKE", prefix="fake-", option="--fakeeng", sources="fake_engine.sources"))  # fmt: skip
+             FACTS.format(name="fakeeng", label="FAKE", prefix="fake-", sources="fake_engine.sources"))  # fmt: skip
     code = (
         "from deferlab.reference.system.engines import ENGINES, BROKEN;"
         "import json; f = ENGINES['fakeeng'];"
@@ -68,15 +68,15 @@ def test_a_plugin_package_adds_an_engine(tmp_path: Path) -> None:
     env = {**os.environ, "PYTHONPATH": str(tmp_path)}
     out = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True, text=True, check=True).stdout
     names, dist, package, option, plugin, broken = json.loads(out)
-    assert names == ["sglang", "vllm", "fakeeng"] and broken == []  # deferlab's own first, then by order
+    assert names == ["sglang", "vllm", "lmdeploy", "fakeeng"] and broken == []  # deferlab's own, then by order
     assert (dist, package, option) == ("fake-engine-dist", "fake_engine_pkg", "--fakeeng")
     assert plugin == "fake_engine.plugin:ENGINE (fake-engine)"
     table = _deferlab(tmp_path, "families")
     assert table.returncode == 0, table.stderr
-    assert table.stdout.splitlines()[0].endswith("| SGLang | vLLM | Fake Engine |")
+    assert table.stdout.splitlines()[0].endswith("| SGLang | vLLM | LMDeploy | Fake Engine |")
     assert all(line.endswith("| not checked |") for line in table.stdout.splitlines()[2:10])
     refused = _deferlab(tmp_path, "cache", "prune", "--engine", "tgi")
-    assert refused.returncode == 2 and "accepted: sglang, vllm, fakeeng" in refused.stderr
+    assert refused.returncode == 2 and "accepted: sglang, vllm, lmdeploy, fakeeng" in refused.stderr
 
 
 def test_a_broken_plugin_is_one_line_and_the_others_work(tmp_path: Path) -> None:
@@ -88,13 +88,14 @@ def test_a_broken_plugin_is_one_line_and_the_others_work(tmp_path: Path) -> None
     assert len(warnings) == 1, run.stderr
     assert "'fakeeng' (package broken-engine" in warnings[0] and "ModuleNotFoundError" in warnings[0]
     assert warnings[0].endswith("the other engines still work")
-    assert {e for f in json.loads(run.stdout) for e in f["engines"]} >= {"sglang", "vllm"}
+    assert {e for f in json.loads(run.stdout) for e in f["engines"]} >= {"sglang", "vllm", "lmdeploy"}
 
 
 def test_two_plugins_claiming_one_option_are_refused_naming_both(tmp_path: Path) -> None:
-    """A plugin claiming ``--vllm``: every command refuses to start (exit 2), one line naming both plugins."""
+    """Another package's plugin named ``vllm`` (so claiming ``--vllm``): every command refuses to start (exit 2), one
+    line naming both plugins."""
     _install(tmp_path, "clash-engine", "clash_engine",
-             FACTS.format(name="clash", label="CLASH", prefix="clash-", option="--vllm", sources="clash_engine.sources"), entry="clash")  # fmt: skip
+             FACTS.format(name="vllm", label="CLASH", prefix="clash-", sources="clash_engine.sources"), entry="vllm")  # fmt: skip
     run = _deferlab(tmp_path, "families")
     assert run.returncode == 2 and run.stdout == ""
     lines = [x for x in run.stderr.splitlines() if x.startswith("deferlab: error:")]

@@ -67,7 +67,7 @@ def test_a_system_is_validated_where_it_is_made() -> None:
     assert System("vllm", "0.33.0").suite == "claims" and not System("vllm", "x").answers("C1")
     assert System("sglang", "0.5.23", family="internvl").key == "internvl/sglang:0.5.23"
     assert not System("vllm", "0.34.0", family="gemma3").answers("C13") and System(family="gemma3").answers("C15")
-    with pytest.raises(DeferlabInputError, match="unknown engine 'trt'; accepted: sglang, vllm"):
+    with pytest.raises(DeferlabInputError, match="unknown engine 'trt'; accepted: sglang, vllm, lmdeploy"):
         System("trt", "1.0")
     with pytest.raises(DeferlabInputError, match="a SPEC is needed"):
         System("sglang")

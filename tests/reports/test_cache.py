@@ -115,7 +115,7 @@ def test_a_bad_release_among_good_ones_removes_nothing(cache, capsys):
     rc, out, err = _run(capsys, "prune", "0.5.17", "0.5.99")
     assert rc == 2 and out == ""
     assert err.strip().splitlines()[-1] == (
-        "deferlab: error: RELEASE '0.5.99': no sglang or vllm release 0.5.99 is cached; "
+        "deferlab: error: RELEASE '0.5.99': no sglang or vllm or lmdeploy release 0.5.99 is cached; "
         "cached: sglang 0.5.17, 0.5.23; vllm 0.33.0"
     )
     assert sorted(p.name for p in (cache / "sglang").iterdir()) == ["0.5.17", "0.5.23"]
@@ -247,7 +247,7 @@ def test_verify_of_a_release_that_is_not_cached_checks_nothing(cache, capsys, mo
     rc, out, err = _run(capsys, "verify", "0.5.17", "0.5.99")
     assert rc == 2 and out == ""
     assert err.strip().splitlines()[-1] == (
-        "deferlab: error: RELEASE '0.5.99': no sglang or vllm release 0.5.99 is cached; "
+        "deferlab: error: RELEASE '0.5.99': no sglang or vllm or lmdeploy release 0.5.99 is cached; "
         "cached: sglang 0.5.17, 0.5.23; vllm 0.33.0"
     )
 

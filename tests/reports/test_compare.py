@@ -318,7 +318,7 @@ def test_an_unknown_engine_is_refused_before_anything_loads(tmp_path: Path) -> N
     def never(*a: Any, **k: Any) -> Any:
         raise AssertionError("loaded although --engine was bad")
 
-    with pytest.raises(UsageError, match=r"^--engine must be one of 'sglang', 'vllm'; got 'tensorrt'"):
+    with pytest.raises(UsageError, match=r"^--engine must be one of 'sglang', 'vllm', 'lmdeploy'; got 'tensorrt'"):
         compare.run(_args(tmp_path, engine="tensorrt"), io.StringIO(), runner=never, loader=never)
 
 

@@ -31,8 +31,12 @@ def test_the_table_has_a_row_per_family_and_a_column_per_engine(capsys: pytest.C
     assert [h.strip() for h in head[-len(ENGINES) :]] == [e.display for e in ENGINES.values()]
     rows = [line for line in lines[2:] if line.startswith("| `")]
     assert [r.split("`")[1] for r in rows] == list(FAMILIES)
-    gemma = next(r for r in rows if r.startswith("| `gemma4`"))
-    assert "not checked" in gemma.split("|")[-3] and "0.34.0+ device-normalized *" in gemma.split("|")[-2]
+    gemma = next(r for r in rows if r.startswith("| `gemma4`")).split("|")[-1 - len(ENGINES) : -1]
+    cells = dict(zip(ENGINES, gemma, strict=True))
+    assert "not checked" in cells["sglang"] and "0.34.0+ device-normalized *" in cells["vllm"]
+    internvl = dict(zip(ENGINES, next(r for r in rows if r.startswith("| `internvl`")).split("|")[-1 - len(ENGINES) : -1],
+                        strict=True))  # fmt: skip
+    assert "0.14.0+ served *" in internvl["lmdeploy"]  # a path the LMDeploy plugin declares itself
 
 
 def test_a_family_whose_trained_side_needs_a_missing_extra_is_refused_at_the_front_door(

@@ -1,0 +1,45 @@
+"""LMDeploy as a deferlab engine plugin: its registration and the family paths it declares itself, read by the
+registry through the ``deferlab.engines`` entry point (`reference.system.engines`). Plain data: this module imports
+only the description.
+
+LMDeploy has no seam implementation (the deferral claims are SGLang's PR) and no Kimi-K3 path deferlab can check
+(its Kimi-K2.5 runs the snapshot's own remote code, semantics §19.1): it answers the served-vs-trained claims of
+the families whose preprocessing is its own code, InternVL 2.5/3 in every release read (§19.1-§19.4).
+"""
+
+from __future__ import annotations
+
+from deferlab.reference.system.engines import EngineFacts, Served
+
+ENGINE = EngineFacts(
+    name="lmdeploy",
+    display="LMDeploy",
+    article="an",
+    label="LMDEPLOY",
+    first_release="0.14.0",  # the oldest release semantics §19 read; InternVL's path is in every one read
+    example_release="0.18.0",
+    claims=("C13", "C14", "C15"),  # C4 n/a: no release normalizes on the device (§19.4)
+    suite="claims",
+    sources="deferlab.impl.lmdeploy.sources",
+    load_check="deferlab.impl.lmdeploy.sources:load",
+    driver="deferlab.impl.lmdeploy.served:paths",
+    column_prefix="lmdeploy-",
+    floor="no release semantics §19 read",
+    order=2,
+    served="deferlab.impl.lmdeploy.served",
+    serves=(
+        (
+            "internvl",
+            Served(
+                "lmdeploy",
+                "0.14.0",
+                "",
+                "served",
+                True,
+                ("lmdeploy.vl.media.image", "lmdeploy.vl.model.internvl"),
+                "LMDeploy's own: the request bytes through ImageMediaIO (convert RGB), the card's tiling with "
+                "max_num from the config (12), torchvision's Resize/ToTensor/Normalize on the host (semantics §19.2)",
+            ),
+        ),
+    ),
+)
