@@ -62,7 +62,10 @@ def run_claims(
             except runner.LoadError as e:
                 records.append(RunRecord(system, profile, error=str(e)))
                 continue
-        request = runner.Request(system, profile=profile, claims=only, strict=strict, workers=WORKERS)
+        # One torch thread per xdist worker (`compare`'s setting): the workers are the parallelism; each with
+        # torch's default pool (a thread per core) oversubscribes the cores, and OpenMP's spinning threads then
+        # burn the CPU time the other worker needs. The same checks and examples; results do not depend on it.
+        request = runner.Request(system, profile=profile, claims=only, strict=strict, workers=WORKERS, threads=1)
         records.append(runner.run(request, work=work / system.engine))
     errors = [f"{r.system.key}: {r.error}" for r in records if r.error]
     if errors:
