@@ -2,7 +2,11 @@
 
 Order: properties (the shipped checks of each system under test through the one runner, or a results file),
 IPC verdicts (C9), sweeps (with C13's exhaustive geometry over the run's served paths), served vs trained (the
-skew table), simulator, benchmarks (opt-in: ``--bench``), figures, regression check. The report is built in a
+skew table), simulator, figures, benchmarks (opt-in: ``--bench``), regression check. The properties step's work
+is its child processes, so the steps after it up to the figures run beside it, in this process, instead of after
+it (`StepRunner.start`: on two cores the report no longer waits for them once the checks end); the claim table
+is built once it ends, and the benchmarks start only then (they time a machine nothing else of the report uses).
+The report is built in a
 hidden staging directory and renamed into place only when complete (each claim run's results file and log
 under ``runs/`` in it); the ``latest`` pointer next to it is updated last.
 """
@@ -11,7 +15,8 @@ from __future__ import annotations
 
 import json
 import sys
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from pathlib import Path
@@ -67,17 +72,20 @@ class ReportOptions:
     junit: Path | None = None  # --junit FILE: one testcase per (claim, column), written after the report
 
 
-def _properties(opts: ReportOptions, runner: StepRunner, stage: Path, targets: list[System]) -> list[RunRecord]:
-    """The records of the claim runs (or of the results file); empty records when none ran, so every claim
-    still has its not-run row."""
+def _properties(
+    opts: ReportOptions, runner: StepRunner, stage: Path, targets: list[System]
+) -> Callable[[], list[RunRecord]]:
+    """Start the properties step beside the steps that follow; the function returned waits for it and gives the
+    records of the claim runs (or of the results file): empty records when none ran, so every claim still has
+    its not-run row."""
     if opts.from_results is not None:
-        found = runner.run("properties", claims.read_claims, opts.from_results)
+        wait = runner.start("properties", claims.read_claims, opts.from_results)
     else:
         names = ", ".join(s.key for s in targets)
         runner.say(f"properties: the shipped checks of {names} (profile {opts.profile}); logs in runs/ of the report")
         kw = {"profile": opts.profile, "strict": opts.strict, "work": stage / "runs", "checked": opts.checked}
-        found = runner.run("properties", claims.run_claims, targets, **kw)
-    return found or [RunRecord(s, opts.profile) for s in targets]
+        wait = runner.start("properties", claims.run_claims, targets, **kw)
+    return lambda: wait() or [RunRecord(s, opts.profile) for s in targets]
 
 
 def _geometry(opts: ReportOptions, runner: StepRunner, paths: RunPaths) -> list[dict[str, Any]]:
@@ -113,29 +121,47 @@ def _bench_step(stage: Path, extra: list[str], without_vllm: bool) -> list[dict[
     return found
 
 
+@contextmanager
+def _one_torch_thread() -> Iterator[None]:
+    """torch's intra-op pool at one thread in this process (restored after): the steps run beside the claim
+    runs, whose workers hold the cores; a pool of a thread per core then spins against them (the served step
+    took 3x the time on a loaded 2-core machine). Its results do not depend on the pool's size."""
+    torch = sys.modules.get("torch")
+    if torch is None:
+        import torch
+    before = torch.get_num_threads()
+    torch.set_num_threads(1)
+    try:
+        yield
+    finally:
+        torch.set_num_threads(before)
+
+
 def collect(opts: ReportOptions, runner: StepRunner, stage: Path) -> dict[str, Any]:
     """Run every step into ``stage`` and return the report dict (without regressions)."""
     statements = load_claim_statements()
-    records = _properties(opts, runner, stage, claims.systems(opts.sglang, opts.vllm, opts.impl, opts.family))
+    properties = _properties(opts, runner, stage, claims.systems(opts.sglang, opts.vllm, opts.impl, opts.family))
+    with _one_torch_thread():  # beside the claim runs' workers, which hold the cores
+        ipc = runner.run("ipc", simulation.ipc_verdicts, opts.profile)
+        kw = {"limits": opts.limits, "max_side": opts.max_side, "progress": runner.say}
+        sweeps = runner.run("sweeps", sweep_report.collect_sweeps, opts.config, **kw) or []
+        paths = opts.paths or RunPaths(sglang=opts.sglang, vllm=opts.vllm, media_proc_cfg=opts.media_proc_cfg)
+        names, work = selected_families(opts.family), stage / "runs"
+        kimi = {"sweeps"} if DEFAULT_FAMILY not in names else {"sweeps", "served"}  # the steps using Kimi-K3's paths
+        if not kimi <= opts.skip:  # load the engines once, timed apart from the steps that use them
+            runner.run("paths", paths.get)
+        sweeps += _geometry(opts, runner, paths)
+        step = served_report.served_step
+        served, columns = runner.run("served", step, opts.config, paths, runner.say, names, work) or (None, [])
+        sim = runner.run("sim", simulation.run_scenarios, runner.say) or []
+        grid = (opts.max_side, opts.limits)
+        figures = plot_steps(runner, stage, config=opts.config, profile=opts.profile, grid=grid, sweeps=sweeps,
+                             sim=sim, served=(served, columns))  # fmt: skip
+    records = properties()  # the claim runs' children have ended: the table, then the benchmarks
     table = claims.claim_table(records, statements)
-    ipc = runner.run("ipc", simulation.ipc_verdicts, opts.profile)
     if ipc:
         table = claims.merge_rows(table, claims.ipc_claim_rows(ipc, statements.get("C9", {})))
-    kw = {"limits": opts.limits, "max_side": opts.max_side, "progress": runner.say}
-    sweeps = runner.run("sweeps", sweep_report.collect_sweeps, opts.config, **kw) or []
-    paths = opts.paths or RunPaths(sglang=opts.sglang, vllm=opts.vllm, media_proc_cfg=opts.media_proc_cfg)
-    names, work = selected_families(opts.family), stage / "runs"
-    kimi = {"sweeps"} if DEFAULT_FAMILY not in names else {"sweeps", "served"}  # the steps using Kimi-K3's paths
-    if not kimi <= opts.skip:  # load the engines once, timed apart from the steps that use them
-        runner.run("paths", paths.get)
-    sweeps += _geometry(opts, runner, paths)
-    step = served_report.served_step
-    served, columns = runner.run("served", step, opts.config, paths, runner.say, names, work) or (None, [])
-    sim = runner.run("sim", simulation.run_scenarios, runner.say) or []
     bench = _bench(opts, runner, stage)
-    grid = (opts.max_side, opts.limits)
-    figures = plot_steps(runner, stage, config=opts.config, profile=opts.profile, grid=grid, sweeps=sweeps, sim=sim,
-                         served=(served, columns))  # fmt: skip
     cfg = opts.config.to_media_proc_cfg()
     systems = dict(paths.systems())
     systems.update({r.system.engine: r.described for r in records if r.system.real and r.described})
