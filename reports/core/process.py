@@ -74,6 +74,8 @@ class Finished:
 _JANITOR = r"""
 import json, os, shutil, signal, sys, time
 signal.signal(signal.SIGINT, signal.SIG_IGN)  # Ctrl-C goes to the command; it says goodbye or dies
+if os.fork():  # the janitor is init's child, not the command's: a sweep of the command's descendants spares it
+    os._exit(0)
 groups, paths = set(), set()
 for line in sys.stdin:
     try:
@@ -104,29 +106,48 @@ for p in sorted(paths, reverse=True):
 """
 
 
+def _start_janitor() -> Any:
+    """A new janitor; its pipe (the write end, ours alone: never inherited by an exec'd child)."""
+    launcher = subprocess.Popen(
+        [sys.executable, "-I", "-S", "-c", _JANITOR], stdin=subprocess.PIPE, stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL, start_new_session=True, text=True,
+    )  # fmt: skip
+    launcher.wait()  # it forked the janitor and left: reaped here, no zombie
+    return launcher.stdin
+
+
 def _tell(op: str, arg: Any = None) -> None:
-    """One line to the janitor (started on first use); a janitor that is gone is not our failure."""
+    """One line to the janitor (started on first use, again if it is gone: one whose every path is registered
+    again); a janitor that cannot be told is not the command's failure."""
     with _LOCK:
-        janitor = _STATE["janitor"]
-        if janitor is None or janitor.poll() is not None:
-            if op in ("bye", "-g", "-p"):
-                return
-            janitor = subprocess.Popen(
-                [sys.executable, "-I", "-S", "-c", _JANITOR], stdin=subprocess.PIPE, stdout=subprocess.DEVNULL,
-                stderr=subprocess.DEVNULL, start_new_session=True, text=True,
-            )  # fmt: skip
-            _STATE["janitor"] = janitor
-        try:
-            janitor.stdin.write(json.dumps([op, arg]) + "\n")
-            janitor.stdin.flush()
-        except (BrokenPipeError, OSError, ValueError):
-            pass
-        if op == "bye":
+        pipe = _STATE["janitor"]
+        for attempt in range(2):
+            if pipe is None:
+                if op in ("bye", "-g", "-p"):
+                    return
+                pipe = _STATE["janitor"] = _start_janitor()
+                if attempt:  # a new janitor after the old one went: it must know everything again
+                    for line in _registered():
+                        pipe.write(json.dumps(line) + "\n")
+            try:
+                pipe.write(json.dumps([op, arg]) + "\n")
+                pipe.flush()
+                break
+            except (BrokenPipeError, OSError, ValueError):
+                pipe = _STATE["janitor"] = None
+        if op == "bye" and pipe is not None:
             with contextlib.suppress(OSError, ValueError):
-                janitor.stdin.close()
-            with contextlib.suppress(subprocess.TimeoutExpired):
-                janitor.wait(timeout=5)
+                pipe.close()
             _STATE["janitor"] = None
+
+
+def _registered() -> list[list[Any]]:
+    """What a janitor must know: every live child's group, the run folder, the output locks."""
+    lines: list[list[Any]] = [["+g", pid] for pid in _LIVE]
+    if _STATE["root"] is not None:
+        lines.append(["+p", str(_STATE["root"])])
+    lines += [["+p", str(lock)] for _, lock in _STATE["locks"].values()]
+    return lines
 
 
 # --- temporary folders and output locks -------------------------------------------------------------------------------

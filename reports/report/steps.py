@@ -12,6 +12,7 @@ record keeps its place (the order the steps started in), whenever it ends.
 
 from __future__ import annotations
 
+import contextlib
 import sys
 import threading
 import time
@@ -19,6 +20,9 @@ import traceback
 from collections.abc import Callable
 from dataclasses import asdict, dataclass
 from typing import Any, TextIO
+
+from deferlab.reference.system.errors import Stopped
+from deferlab.reports.core import process
 
 
 class StepFailed(Exception):
@@ -32,7 +36,7 @@ class StepFailed(Exception):
 @dataclass
 class StepRecord:
     name: str
-    status: str  # ok | failed | skipped
+    status: str  # ok | failed | skipped | stopped (never written: a stopped report writes nothing)
     seconds: float
     error: str | None = None
 
@@ -65,13 +69,16 @@ class StepRunner:
         out: list[Any] = [None]
 
         def step() -> None:
-            out[0] = self.run(name, fn, *args, _slot=slot, **kwargs)
+            with contextlib.suppress(Stopped):  # the main thread stops the command; this thread just ends
+                out[0] = self.run(name, fn, *args, _slot=slot, **kwargs)
 
         thread = threading.Thread(target=step, name=f"deferlab-step-{name}", daemon=True)
         thread.start()
 
         def wait() -> Any:
             thread.join()
+            if process.stopping():
+                raise Stopped(f"{name}: stopped with the command")
             return out[0]
 
         return wait
@@ -89,15 +96,21 @@ class StepRunner:
         t0 = time.perf_counter()
         try:
             value = fn(*args, **kwargs)
-        except StepFailed as e:
-            self._done(name, "failed", t0, str(e), _slot)
-            return e.value
-        except Exception as e:  # noqa: BLE001 - a broken part is reported, not fatal
+        except Exception as e:
+            if process.stopping():  # the command is being stopped: its children were killed under this step
+                self._done(name, "stopped", t0, None, _slot)
+                raise Stopped(f"{name}: stopped with the command") from None
+            if isinstance(e, StepFailed):
+                self._done(name, "failed", t0, str(e), _slot)
+                return e.value
             tb = traceback.format_exc(limit=6)
             self._done(name, "failed", t0, f"{type(e).__name__}: {e}", _slot)
             with self._lock:
                 print(tb, file=self.log)
             return None
+        if process.stopping():  # what a stopped child left is no step's result
+            self._done(name, "stopped", t0, None, _slot)
+            raise Stopped(f"{name}: stopped with the command")
         self._done(name, "ok", t0, None, _slot)
         return value
 
