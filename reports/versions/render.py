@@ -17,6 +17,7 @@ import json
 from pathlib import Path
 from typing import Any, TextIO
 
+from deferlab.reference.system.engines import engine as engine_facts
 from deferlab.reference.system.families import FAMILIES
 from deferlab.reports.core import grouping, junit, summary
 from deferlab.reports.core.atomic import (
@@ -59,7 +60,7 @@ def grid_png(doc: dict[str, Any], path: Path) -> Path | None:
             ax.text(col + 0.5, row + 0.5, short, ha="center", va="center", fontsize=8)
     engines = [cols.parse(v).engine for v in versions]
     for col in range(1, len(versions)):
-        if engines[col] != engines[col - 1]:  # SGLang's releases | vLLM's
+        if engines[col] != engines[col - 1]:  # one engine's releases | the next's
             ax.axvline(col, color="black", linewidth=2.5)
     ax.set_xlim(0, len(versions))
     ax.set_ylim(len(ids), 0)
@@ -73,8 +74,10 @@ def grid_png(doc: dict[str, Any], path: Path) -> Path | None:
     ax.set_yticks([r + 0.5 for r in range(len(ids))], ids, fontsize=9)
     ax.tick_params(length=0)
     title = "Claim verdicts of real engine releases: SGLang (≈ the modelled policies giving the same verdicts)"
-    if any(engines):
-        title += ",\nvLLM (≈ claims.toml when its [claim.engines] expectations hold; C1-C12 are SGLang's PR: n/a)"
+    others = [engine_facts(e).display for e in dict.fromkeys(engines) if not engine_facts(e).seam]
+    if others:
+        title += (f",\n{', '.join(others)} (≈ claims.toml when its [claim.engines] expectations hold; C1-C12 are "
+                  "SGLang's PR: n/a)")  # fmt: skip
     ax.set_title(title, fontsize=10)
     ax.legend(
         handles=[Patch(facecolor=c, edgecolor="#616161", label=v) for v, c in COLOURS.items()],

@@ -26,22 +26,22 @@ from deferlab.reports.versions import columns as cols
 from deferlab.reports.versions import families, gate, matrix
 from tests.reports.test_versions import fake_runner, loads
 
-# the real run of `bash scripts/versions.sh --newest` (SGLang 0.5.23, vLLM 0.34.0, every family), as recorded
+# the real run of `bash scripts/versions.sh --newest` (SGLang 0.5.23, vLLM 0.34.0, LMDeploy 0.18.0, every family)
 RECORDED = Path(__file__).resolve().parents[2] / "reports" / "example" / "versions-newest" / "versions.json"
 FIXTURE = json.loads(RECORDED.read_text())
 README = Path(__file__).resolve().parents[2] / "README.md"
 # semantics §18.7's expectations, as the run gave them
 TABLE = [
-    "| model family | SGLang 0.5.23 | vLLM 0.34.0 |",
-    "|---|---|---|",
-    "| Kimi-K2.5/K3 | C4 holds, C13 holds, C14 FAILS, C15 FAILS | C4 FAILS, C13 holds, C14 FAILS, C15 FAILS |",
-    "| Qwen2.5-VL | C13 holds, C14 FAILS, C15 FAILS | C4 holds, C13 holds, C14 FAILS, C15 FAILS |",
-    "| Qwen3-VL | C13 holds, C14 FAILS, C15 FAILS | C4 FAILS, C13 holds, C14 FAILS, C15 FAILS |",
-    "| InternVL 2.5/3 | C13 FAILS, C14 FAILS, C15 holds | C13 holds, C14 FAILS, C15 holds |",
-    "| GLM-4.1V | n/a: no SGLang path for GLM-4.1V is checked (semantics §18) | C15 FAILS |",
-    "| Mistral 3 | n/a: no SGLang path for Mistral 3 is checked (semantics §18) | C15 FAILS |",
-    "| Gemma 3 | n/a: no SGLang path for Gemma 3 is checked (semantics §18) | C15 FAILS |",
-    "| Gemma 4 | n/a: no SGLang path for Gemma 4 is checked (semantics §18) | C15 FAILS |",
+    '| model family | SGLang 0.5.23 | vLLM 0.34.0 | LMDeploy 0.18.0 |',
+    '|---|---|---|---|',
+    '| Kimi-K2.5/K3 | C4 holds, C13 holds, C14 FAILS, C15 FAILS | C4 FAILS, C13 holds, C14 FAILS, C15 FAILS | n/a: no LMDeploy path for Kimi-K2.5/K3 is checked (semantics §18) |',
+    '| Qwen2.5-VL | C13 holds, C14 FAILS, C15 FAILS | C4 holds, C13 holds, C14 FAILS, C15 FAILS | n/a: no LMDeploy path for Qwen2.5-VL is checked (semantics §18) |',
+    '| Qwen3-VL | C13 holds, C14 FAILS, C15 FAILS | C4 FAILS, C13 holds, C14 FAILS, C15 FAILS | n/a: no LMDeploy path for Qwen3-VL is checked (semantics §18) |',
+    '| InternVL 2.5/3 | C13 FAILS, C14 FAILS, C15 holds | C13 holds, C14 FAILS, C15 holds | C13 holds, C14 holds, C15 holds |',
+    '| GLM-4.1V | n/a: no SGLang path for GLM-4.1V is checked (semantics §18) | C15 FAILS | n/a: no LMDeploy path for GLM-4.1V is checked (semantics §18) |',
+    '| Mistral 3 | n/a: no SGLang path for Mistral 3 is checked (semantics §18) | C15 FAILS | n/a: no LMDeploy path for Mistral 3 is checked (semantics §18) |',
+    '| Gemma 3 | n/a: no SGLang path for Gemma 3 is checked (semantics §18) | C15 FAILS | n/a: no LMDeploy path for Gemma 3 is checked (semantics §18) |',
+    '| Gemma 4 | n/a: no SGLang path for Gemma 4 is checked (semantics §18) | C15 FAILS | n/a: no LMDeploy path for Gemma 4 is checked (semantics §18) |',
 ]
 
 
@@ -64,7 +64,7 @@ def record(engine: str, version: str, family: str = "all", doc: dict[str, Any] =
 
 
 def _args(**kw: Any) -> argparse.Namespace:
-    base = {"versions": ["0.5.23"], "vllm": ["0.34.0"], "newest": False, "out": None, "profile": "ci",
+    base = {"versions": ["0.5.23"], "vllm": ["0.34.0"], "lmdeploy": ["0.18.0"], "newest": False, "out": None, "profile": "ci",
             "baseline": "none", "update_baseline": False, "format": None, "junit": None, "model": "all"}  # fmt: skip
     return argparse.Namespace(**{**base, **kw})
 
@@ -93,7 +93,7 @@ def test_one_run_per_release_judges_every_family_and_writes_families_md(
     """One run per release (its System names every family); the matrix has the fixture's columns, each matching
     claims.toml; ``--format families`` prints families.md."""
     monkeypatch.setattr(versions_cli, "refuse_unlisted", lambda wanted: None)
-    table = {("sglang", "0.5.23"): record("sglang", "0.5.23"), ("vllm", "0.34.0"): record("vllm", "0.34.0")}
+    table = {(e, v): record(e, v) for e, v in (("sglang", "0.5.23"), ("vllm", "0.34.0"), ("lmdeploy", "0.18.0"))}
     ran: list = []
     systems: list[System] = []
 
@@ -104,7 +104,8 @@ def test_one_run_per_release_judges_every_family_and_writes_families_md(
     out = tmp_path / "m"
     assert versions_cli.run(_args(out=out, format="families"), io.StringIO(), runner=runner, loader=loads) == 0
     served_by_sglang = "kimi-k3,qwen2.5-vl,qwen3-vl,internvl"  # the families SGLang 0.5.23 serves, in one run
-    assert [(s.engine, s.family) for s in systems] == [("sglang", served_by_sglang), ("vllm", "all")]
+    systems_run = [(s.engine, s.family) for s in systems]
+    assert systems_run == [("sglang", served_by_sglang), ("vllm", "all"), ("lmdeploy", "internvl")]
     doc = json.loads((out / "versions.json").read_text())
     assert doc["versions"] == FIXTURE["versions"] and doc["not_served"] == FIXTURE["not_served"]
     assert all(m["matches"] for m in doc["policy_match"].values()), doc["policy_match"]
