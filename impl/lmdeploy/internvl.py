@@ -33,20 +33,11 @@ import torch
 from PIL import Image
 
 from deferlab.impl.lmdeploy.sources import INTERNVL, MEDIA, Source
+from deferlab.reference.system.family_configs import INTERNVL_CHECKPOINT_DEFAULTS
 
 __all__ = ["CHECKPOINT_DEFAULTS", "InternVLPath", "Served", "SizeOnly"]
 
-# What the InternVL 2.5/3 checkpoints' config.json set where a config dict leaves a key out (semantics §18.5).
-CHECKPOINT_DEFAULTS: dict[str, Any] = {
-    "force_image_size": 448,
-    "image_size": 448,
-    "patch_size": 14,
-    "downsample_ratio": 0.5,
-    "min_dynamic_patch": 1,
-    "max_dynamic_patch": 12,
-    "dynamic_image_size": True,
-    "use_thumbnail": True,
-}
+CHECKPOINT_DEFAULTS = INTERNVL_CHECKPOINT_DEFAULTS  # the checkpoints' config.json values (semantics §18.5)
 
 
 class SizeOnly:

@@ -8,19 +8,17 @@ compiled TurboMind library and CUDA headers, which are never unpacked: only the 
 anything is imported; a tree without ``lmdeploy/vl/model/internvl.py`` likewise. Bad input raises one
 `LMDeploySourceError` whose message says what was tried and what is accepted.
 
-The engine is described here directly (``Engine(name="lmdeploy", ...)``), not through
-``reference.system.engines``' registry.
+Its names are read off its plugin registration (`impl.lmdeploy.plugin`, `impl.loader.engine.registered`).
 """
 
 from __future__ import annotations
 
-import os
 from dataclasses import dataclass
 from typing import ClassVar, Unpack
 
 from deferlab.impl.lmdeploy.shims import FUNCTIONAL
 from deferlab.impl.loader import sources as _loader
-from deferlab.impl.loader.engine import Engine, FetchError, SourceError
+from deferlab.impl.loader.engine import FetchError, SourceError, registered
 from deferlab.impl.loader.importer import Importer
 
 __all__ = ["ENGINE", "LMDeployFetchError", "LMDeploySourceError", "Source", "load"]
@@ -50,17 +48,12 @@ def _python_sources(member: str) -> bool:
     return member.startswith("lmdeploy/") and member.endswith(".py")
 
 
-ENGINE = Engine(
-    name="lmdeploy",
-    distribution="lmdeploy",
-    package="lmdeploy",
-    display="LMDeploy",
-    article="an",
+ENGINE = registered(  # the names (distribution, package, display, example release) from its plugin registration
+    "lmdeploy",
+    __file__,
     marker="vl",
-    example_version=DEFAULT_VERSION,
     bare_why="package __init__.py not run (it imports the serving engines)",
     functional=FUNCTIONAL,
-    driver_dirs=(os.path.dirname(os.path.abspath(__file__)),),
     source_error=LMDeploySourceError,
     fetch_error=LMDeployFetchError,
     wheel_members=_python_sources,

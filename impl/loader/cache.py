@@ -27,8 +27,15 @@ from deferlab.impl.loader.engine import Engine
 from deferlab.reference.system.systems import release_key
 
 
+class _Plain:
+    """A record the cache command prints as JSON: its fields as a dict."""
+
+    def as_dict(self) -> dict[str, Any]:
+        return asdict(self)  # type: ignore[call-overload]
+
+
 @dataclass(frozen=True)
-class Release:
+class Release(_Plain):
     """One cached release: where it is, its size, where its wheel came from, and whether it verifies."""
 
     engine: str
@@ -45,12 +52,9 @@ class Release:
     status: str  # "verified" | "damaged" | "unverifiable" | "unchecked"
     detail: str
 
-    def as_dict(self) -> dict[str, Any]:
-        return asdict(self)
-
 
 @dataclass(frozen=True)
-class Checked:
+class Checked(_Plain):
     """One release hashed in full (`verify`): "verified", "mended" (from its kept wheel), "damaged" (and stays
     so: ``action`` says why) or "unverifiable"; ``detail``: what differed from the RECORD."""
 
@@ -61,12 +65,9 @@ class Checked:
     detail: str
     action: str
 
-    def as_dict(self) -> dict[str, Any]:
-        return asdict(self)
-
 
 @dataclass(frozen=True)
-class Folder:
+class Folder(_Plain):
     """A folder (or file) deferlab keeps under its cache root that is no engine release and not the bytecode:
     ``name`` relative to the root (``checkouts/<sha>`` for each ``PATH@REV`` tree), what it is, its size, and
     the newest mtime in it (a reused checkout is touched: `reports.core.sides.extract_revision`)."""
@@ -77,9 +78,6 @@ class Folder:
     bytes: int
     last_used: str
     idle_days: float
-
-    def as_dict(self) -> dict[str, Any]:
-        return asdict(self)
 
 
 CHECKOUTS = "checkouts"

@@ -27,23 +27,14 @@ from PIL import Image
 from deferlab.impl.vllm import serving
 from deferlab.impl.vllm.family import FamilyBase, NotCovered, config_dict, config_key
 from deferlab.impl.vllm.sources import Source
+from deferlab.reference.system.family_configs import INTERNVL_CHECKPOINT_DEFAULTS
 from deferlab.reference.system.served import Geometry
 
 PROCESSORS = "vllm.transformers_utils.processors.internvl"
 MODELS = "vllm.model_executor.models.internvl"
 MODEL = serving.ModelClass("InternVLChatModel", "vllm/model_executor/models/internvl.py")
 COMPANIONS = ("transformers", "torchvision")
-# What the InternVL 2.5/3 checkpoints' config.json set where a config dict leaves a key out (the remote
-# InternVLChatConfig's own defaults differ, and no deployment relies on them).
-CHECKPOINT_DEFAULTS = {
-    "image_size": 448,
-    "patch_size": 14,
-    "downsample_ratio": 0.5,
-    "min_dynamic_patch": 1,
-    "max_dynamic_patch": 12,
-    "dynamic_image_size": True,
-    "use_thumbnail": True,
-}
+CHECKPOINT_DEFAULTS = INTERNVL_CHECKPOINT_DEFAULTS  # the checkpoints' config.json values (semantics §18.5)
 
 
 class _NoTokenizer:

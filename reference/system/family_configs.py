@@ -78,6 +78,19 @@ CLASS_DEFAULTS: dict[str, dict[str, Any]] = {
 }
 QWEN_CLASSES = ("Qwen2VLImageProcessor", "Qwen2_5_VLImageProcessor")
 INTERNVL_ARCHITECTURES = ("InternVLChatModel",)
+# What the InternVL 2.5/3 checkpoints' config.json set (semantics §18.5): an engine path reads a config dict with a
+# key left out as these checkpoints have it (the remote InternVLChatConfig's own defaults differ; no deployment
+# relies on them).
+INTERNVL_CHECKPOINT_DEFAULTS: dict[str, Any] = {
+    "force_image_size": 448,
+    "image_size": 448,
+    "patch_size": 14,
+    "downsample_ratio": 0.5,
+    "min_dynamic_patch": 1,
+    "max_dynamic_patch": 12,
+    "dynamic_image_size": True,
+    "use_thumbnail": True,
+}
 _CONFIG_JSON_KEYS = (
     "force_image_size",
     "min_dynamic_patch",

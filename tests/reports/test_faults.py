@@ -69,13 +69,18 @@ class Run:
         )  # fmt: skip
         # A terminal's Ctrl-C reaches the command as SIGINT with its default handler (Popen leaves it so)
 
-    def wait_for(self, ready: Callable[[list[tuple[int, str]]], bool], timeout: float = 180) -> None:
-        """Until ``ready(the run's processes)``; fails with the run's output if it ends or times out first."""
+    def wait_for(
+        self, ready: Callable[[list[tuple[int, str]]], bool], timeout: float = 180, ended_ok: bool = False
+    ) -> None:
+        """Until ``ready(the run's processes)``; fails with the run's output if it ends (unless ``ended_ok``: a quick
+        command may be done before the moment) or times out first."""
         deadline = time.monotonic() + timeout
         while time.monotonic() < deadline:
             if ready(marked(self.mark)):
                 return
             if self.proc.poll() is not None:
+                if ended_ok:
+                    return
                 break
             time.sleep(0.1)
         out, err = self.communicate(5)
@@ -116,6 +121,27 @@ class Run:
             self.proc.wait()
 
 
+def stopped_at(
+    run: Run, ready: Callable[[list[tuple[int, str]]], bool], sig: signal.Signals, timeout: float = 180,
+    ended_ok: bool = False,
+) -> tuple[int | None, float, str, list[tuple[int, str]], list[str]]:  # fmt: skip
+    """``run`` stopped by ``sig`` once ``ready``: (exit status, seconds to exit, stderr, processes left, TMPDIR
+    entries left); the run is cleaned up whatever happens."""
+    try:
+        run.wait_for(ready, timeout, ended_ok)
+        rc, seconds, err = run.stop(sig)
+        procs, files = run.left()
+    finally:
+        run.close()
+    return rc, seconds, err, procs, files
+
+
+def after(seconds: float) -> Callable[[list[tuple[int, str]]], bool]:
+    """Ready ``seconds`` after now, whatever runs (a stop at a moment rather than at a process)."""
+    start = time.monotonic()
+    return lambda procs: time.monotonic() - start >= seconds
+
+
 def pytest_child(procs: list[tuple[int, str]]) -> bool:
     """A claims run (the runner's pytest child) is running."""
     return any(" -m pytest " in cmd for _, cmd in procs)
@@ -129,13 +155,7 @@ REPORT = ["report", "--skip", "ipc", "sweeps", "served", "sim", "bench", "plots"
 def test_report_stopped_while_its_claims_child_runs(sig: signal.Signals, tmp_path: Path) -> None:
     """The report's properties step runs its pytest child: stopped, nothing of the run is left and no report."""
     out = tmp_path / "out"
-    run = Run(tmp_path, [*REPORT, "--out", str(out)])
-    try:
-        run.wait_for(pytest_child)
-        rc, seconds, err = run.stop(sig)
-        procs, files = run.left()
-    finally:
-        run.close()
+    rc, seconds, err, procs, files = stopped_at(Run(tmp_path, [*REPORT, "--out", str(out)]), pytest_child, sig)
     if sig == signal.SIGKILL:
         assert rc == -signal.SIGKILL
     else:
@@ -151,12 +171,7 @@ def test_report_stopped_while_its_claims_child_runs(sig: signal.Signals, tmp_pat
 def test_report_stopped_while_loading(tmp_path: Path) -> None:
     """SIGTERM a moment after the start (imports, the front door): the command ends, leaving nothing."""
     run = Run(tmp_path, [*REPORT, "--out", str(tmp_path / "out")])
-    try:
-        time.sleep(0.5)
-        rc, seconds, err = run.stop(signal.SIGTERM)
-        procs, files = run.left()
-    finally:
-        run.close()
+    rc, seconds, err, procs, files = stopped_at(run, after(0.5), signal.SIGTERM, ended_ok=True)
     assert rc in (143, -signal.SIGTERM) and seconds <= STOP_WITHIN_S, (rc, seconds, err[-1000:])
     assert (procs, files) == ([], [])
 
@@ -205,13 +220,10 @@ except process.Stopped:
 def test_the_local_executor_stops_at_once(sig: signal.Signals, tmp_path: Path) -> None:
     """versions' and compare's pool (two claims children running, two waiting): stopped within 5 s, not when
     the children end (it took 100-124 s), and no waiting task starts."""
-    run = Run(tmp_path, [], script=[sys.executable, "-c", EXECUTOR])
-    try:
-        run.wait_for(lambda procs: sum(cmd.startswith("sleep 300") for _, cmd in procs) == 2)
-        rc, seconds, err = run.stop(sig)
-        procs, files = run.left()
-    finally:
-        run.close()
+    two_children = lambda procs: sum(cmd.startswith("sleep 300") for _, cmd in procs) == 2  # noqa: E731
+    rc, seconds, err, procs, files = stopped_at(
+        Run(tmp_path, [], script=[sys.executable, "-c", EXECUTOR]), two_children, sig
+    )
     assert rc == EXITS[sig] and seconds <= STOP_WITHIN_S, (rc, seconds, err[-1000:])
     assert (procs, files) == ([], [])
 
@@ -238,12 +250,8 @@ def test_a_campaign_stopped_while_a_mutant_runs(sig: signal.Signals, tmp_path: P
         "1",
     ]
     run = Run(tmp_path, argv, script=[sys.executable, str(FAKES / "fakes.py")])
-    try:
-        run.wait_for(lambda procs: _control_done(out) and any("claims.py" in cmd for _, cmd in procs), timeout=240)
-        rc, seconds, err = run.stop(sig)
-        procs, files = run.left()
-    finally:
-        run.close()
+    mutant_runs = lambda procs: _control_done(out) and any("claims.py" in cmd for _, cmd in procs)  # noqa: E731
+    rc, seconds, err, procs, files = stopped_at(run, mutant_runs, sig, timeout=240)
     if sig == signal.SIGKILL:
         assert rc == -signal.SIGKILL
     else:
@@ -266,13 +274,7 @@ def test_a_campaign_stopped_while_a_mutant_runs(sig: signal.Signals, tmp_path: P
 def test_in_process_commands_stop_within_5_s(argv: list[str], tmp_path: Path) -> None:
     """Commands that work in their own process (sweeps, measurements, tables): SIGTERM two seconds in (mid-work
     for the long ones), exit 143 (or done already, exit 0), within 5 s, nothing left and no output written."""
-    run = Run(tmp_path, argv)
-    try:
-        time.sleep(2.0)
-        rc, seconds, err = run.stop(signal.SIGTERM)
-        procs, files = run.left()
-    finally:
-        run.close()
+    rc, seconds, err, procs, files = stopped_at(Run(tmp_path, argv), after(2.0), signal.SIGTERM, ended_ok=True)
     # -15: the signal came before the command's own handler was up (still importing): the default action ended it
     assert rc in (0, 143, -signal.SIGTERM) and seconds <= STOP_WITHIN_S, (rc, seconds, err[-1000:])
     if rc != 0:
