@@ -22,4 +22,5 @@ ENGINE = EngineFacts(
     floor="no Kimi-K3 path",
     order=0,
     seam="deferlab.impl.sglang.driver:SGLangImpl",  # the seam implementation: C1-C12 run on SGLang's own code
+    warm_fork=True,  # a fork of a loaded server runs a mutant as a new process would (reports.mutate.fork)
 )

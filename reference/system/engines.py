@@ -76,6 +76,7 @@ class EngineFacts:
     floor: str = "no path deferlab checks"  # why no release before ``first_release`` is run (one-line refusals)
     served: str = ""  # the module whose ``paths(source, family, settings)`` gives its FamilyPaths (no seam)
     seam: str = ""  # ``module:class`` of its seam implementation, where it has one (the seed's deferral claims)
+    warm_fork: bool = False  # a mutation campaign may fork runs off a loaded server (`reports.mutate.fork`)
     serves: tuple[tuple[str, Served], ...] = ()  # (family, path) it declares itself (`reference.system.families`)
 
     def __post_init__(self) -> None:

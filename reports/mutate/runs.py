@@ -50,9 +50,12 @@ class Interrupted(Exception):
 
 
 def _warm_default(engine_name: str) -> bool:
-    """Warm forks unless ``DEFERLAB_MUTATE_WARM=0``; not for vLLM: on 0.33.0 a fork's load record differs from
-    the server's on every run, so each run paid the server and the guard, then ran cold anyway."""
-    return os.environ.get(WARM_ENV, "1").strip() != "0" and engine_name != "vllm"
+    """Warm forks unless ``DEFERLAB_MUTATE_WARM=0``, for an engine whose plugin says a fork of a loaded server
+    runs as a new process would (`EngineFacts.warm_fork`: not vLLM, whose fork's load record differs from the
+    server's on every run of 0.33.0, so each run paid the server and the guard, then ran cold anyway)."""
+    from deferlab.reference.system.engines import engine
+
+    return os.environ.get(WARM_ENV, "1").strip() != "0" and engine(engine_name).warm_fork
 
 
 @dataclass

@@ -84,9 +84,10 @@ def refuse_all_na(args: argparse.Namespace, named: str | None) -> None:
     """No engine release of this report serves any family asked (--model, else the family of --checkpoint, ``named``,
     else Kimi-K3), so every claim would be n/a: refused with the n/a line `deferlab versions` gives, before the
     report runs (a release before the engine's Kimi-K3 path: that line instead)."""
+    from deferlab.reference.system.engines import ENGINES
     from deferlab.reports.core.sides import selected_families
 
-    sides = [(name, str(spec)) for name in ("sglang", "vllm") if (spec := getattr(args, name, None)) is not None]
+    sides = [(name, str(spec)) for name in ENGINES if (spec := getattr(args, name, None)) is not None]
     families = selected_families(args.model or named)
     what = f"--model {args.model}" if args.model else f"--checkpoint {args.checkpoint}" if named else "--model"
     if sides:
