@@ -73,11 +73,13 @@ def grid_png(doc: dict[str, Any], path: Path) -> Path | None:
     )
     ax.set_yticks([r + 0.5 for r in range(len(ids))], ids, fontsize=9)
     ax.tick_params(length=0)
-    title = "Claim verdicts of real engine releases: SGLang (≈ the modelled policies giving the same verdicts)"
+    modelled = [engine_facts(e).display for e in dict.fromkeys(engines) if engine_facts(e).seam]
     others = [engine_facts(e).display for e in dict.fromkeys(engines) if not engine_facts(e).seam]
+    parts = [f"{', '.join(modelled)} (≈ the modelled policies giving the same verdicts)"] if modelled else []
     if others:
-        title += (f",\n{', '.join(others)} (≈ claims.toml when its [claim.engines] expectations hold; C1-C12 are "
-                  "SGLang's PR: n/a)")  # fmt: skip
+        parts.append(f"{', '.join(others)} (≈ claims.toml when its [claim.engines] expectations hold; C1-C12 are "
+                     "SGLang's PR: n/a)")  # fmt: skip
+    title = "Claim verdicts of real engine releases: " + ",\n".join(parts)
     ax.set_title(title, fontsize=10)
     ax.legend(
         handles=[Patch(facecolor=c, edgecolor="#616161", label=v) for v, c in COLOURS.items()],
@@ -145,7 +147,8 @@ def summary_markdown(
     what changed against the baseline, then the verdict table (what the CI job summary shows)."""
     versions = doc["versions"]
     groups = failure_groups(doc, statements) if groups is None else groups
-    out = [f"# Claim verdicts across engine releases: SGLang, vLLM (profile `{doc['profile']}`)", "", "## Summary", ""]
+    names = ", ".join(engine_facts(e).display for e in dict.fromkeys(cols.parse(v).engine for v in doc["versions"]))
+    out = [f"# Claim verdicts across engine releases: {names} (profile `{doc['profile']}`)", "", "## Summary", ""]
     errors = f"; **{len(doc['errors'])} could not be checked or errored** ({', '.join(doc['errors'])})"
     releases = doc.get("releases") or versions
     shown = f"; {len(versions)} columns (families and served paths)" if len(versions) > len(releases) else ""
