@@ -49,6 +49,12 @@ def marked(mark: str) -> list[tuple[int, str]]:
     return found
 
 
+def _interruptible() -> None:
+    """In the child before exec: Ctrl-C at its default, as a terminal starts a command (a job a non-interactive
+    shell starts in the background, CI's perhaps, inherits SIGINT ignored, and Python then keeps ignoring it)."""
+    signal.signal(signal.SIGINT, signal.SIG_DFL)
+
+
 class Run:
     """A ``deferlab`` command in a child of its own session, with its mark and its private TMPDIR."""
 
@@ -65,9 +71,8 @@ class Run:
         cmd = script or [sys.executable, "-m", "deferlab.reports.cli"]
         self.proc = subprocess.Popen(
             [*cmd, *argv], env=env, cwd=tmp, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
-            start_new_session=True,
+            start_new_session=True, preexec_fn=_interruptible,
         )  # fmt: skip
-        # A terminal's Ctrl-C reaches the command as SIGINT with its default handler (Popen leaves it so)
 
     def wait_for(
         self, ready: Callable[[list[tuple[int, str]]], bool], timeout: float = 180, ended_ok: bool = False
