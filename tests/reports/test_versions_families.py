@@ -32,16 +32,16 @@ FIXTURE = json.loads(RECORDED.read_text())
 README = Path(__file__).resolve().parents[2] / "README.md"
 # semantics §18.7's expectations, as the run gave them
 TABLE = [
-    '| model family | SGLang 0.5.23 | vLLM 0.34.0 | LMDeploy 0.18.0 |',
-    '|---|---|---|---|',
-    '| Kimi-K2.5/K3 | C4 holds, C13 holds, C14 FAILS, C15 FAILS | C4 FAILS, C13 holds, C14 FAILS, C15 FAILS | n/a: no LMDeploy path for Kimi-K2.5/K3 is checked (semantics §18) |',
-    '| Qwen2.5-VL | C13 holds, C14 FAILS, C15 FAILS | C4 holds, C13 holds, C14 FAILS, C15 FAILS | n/a: no LMDeploy path for Qwen2.5-VL is checked (semantics §18) |',
-    '| Qwen3-VL | C13 holds, C14 FAILS, C15 FAILS | C4 FAILS, C13 holds, C14 FAILS, C15 FAILS | n/a: no LMDeploy path for Qwen3-VL is checked (semantics §18) |',
-    '| InternVL 2.5/3 | C13 FAILS, C14 FAILS, C15 holds | C13 holds, C14 FAILS, C15 holds | C13 holds, C14 holds, C15 holds |',
-    '| GLM-4.1V | n/a: no SGLang path for GLM-4.1V is checked (semantics §18) | C15 FAILS | n/a: no LMDeploy path for GLM-4.1V is checked (semantics §18) |',
-    '| Mistral 3 | n/a: no SGLang path for Mistral 3 is checked (semantics §18) | C15 FAILS | n/a: no LMDeploy path for Mistral 3 is checked (semantics §18) |',
-    '| Gemma 3 | n/a: no SGLang path for Gemma 3 is checked (semantics §18) | C15 FAILS | n/a: no LMDeploy path for Gemma 3 is checked (semantics §18) |',
-    '| Gemma 4 | n/a: no SGLang path for Gemma 4 is checked (semantics §18) | C15 FAILS | n/a: no LMDeploy path for Gemma 4 is checked (semantics §18) |',
+    "| model family | SGLang 0.5.23 | vLLM 0.34.0 | LMDeploy 0.18.0 |",
+    "|---|---|---|---|",
+    "| Kimi-K2.5/K3 | C4 holds, C13 holds, C14 FAILS, C15 FAILS | C4 FAILS, C13 holds, C14 FAILS, C15 FAILS | n/a: no LMDeploy path for Kimi-K2.5/K3 is checked (semantics §18) |",
+    "| Qwen2.5-VL | C13 holds, C14 FAILS, C15 FAILS | C4 holds, C13 holds, C14 FAILS, C15 FAILS | n/a: no LMDeploy path for Qwen2.5-VL is checked (semantics §18) |",
+    "| Qwen3-VL | C13 holds, C14 FAILS, C15 FAILS | C4 FAILS, C13 holds, C14 FAILS, C15 FAILS | n/a: no LMDeploy path for Qwen3-VL is checked (semantics §18) |",
+    "| InternVL 2.5/3 | C13 FAILS, C14 FAILS, C15 holds | C13 holds, C14 FAILS, C15 holds | C13 holds, C14 holds, C15 holds |",
+    "| GLM-4.1V | n/a: no SGLang path for GLM-4.1V is checked (semantics §18) | C15 FAILS | n/a: no LMDeploy path for GLM-4.1V is checked (semantics §18) |",
+    "| Mistral 3 | n/a: no SGLang path for Mistral 3 is checked (semantics §18) | C15 FAILS | n/a: no LMDeploy path for Mistral 3 is checked (semantics §18) |",
+    "| Gemma 3 | n/a: no SGLang path for Gemma 3 is checked (semantics §18) | C15 FAILS | n/a: no LMDeploy path for Gemma 3 is checked (semantics §18) |",
+    "| Gemma 4 | n/a: no SGLang path for Gemma 4 is checked (semantics §18) | C15 FAILS | n/a: no LMDeploy path for Gemma 4 is checked (semantics §18) |",
 ]
 
 

@@ -32,7 +32,9 @@ def test_a_spec_that_cannot_load_is_the_loaders_one_line(tmp_path: Path) -> None
     (line,) = [x for x in run.stderr.splitlines() if x.startswith(ERROR_MARK)]
     assert "accepted:" in line
     unknown = _loader("check", "trt", "1.0")
-    assert unknown.returncode == LOAD_FAILED and "unknown engine 'trt'; accepted: sglang, vllm, lmdeploy" in unknown.stderr
+    assert (
+        unknown.returncode == LOAD_FAILED and "unknown engine 'trt'; accepted: sglang, vllm, lmdeploy" in unknown.stderr
+    )
 
 
 def test_check_names_what_loaded_and_run_gives_the_tests_the_loaded_engine(tmp_path: Path) -> None:
