@@ -22,7 +22,6 @@ import copy
 import importlib
 import os
 import shutil
-import tempfile
 import types
 from collections.abc import Callable, Sequence
 from dataclasses import asdict, dataclass, field, fields
@@ -30,6 +29,7 @@ from pathlib import Path
 from typing import Any
 
 from deferlab.reference.system.errors import UsageError
+from deferlab.reports.core import process
 from deferlab.reports.core.runner import Launcher, Request, RunRecord
 from deferlab.reports.core.tasks import CLUSTER_FORMS, Outcome, Task
 from deferlab.reports.mutate import engine
@@ -110,7 +110,7 @@ class MutantTask(Task):
 
     def perform(self, work: Path | None, launcher: Launcher) -> RunRecord:
         harness = self.harness
-        base = Path(tempfile.mkdtemp(prefix="deferlab-mutant-"))
+        base = process.temp_dir("mutant-")  # in the run folder: a worker killed mid-task leaves it to the janitor
         try:
             root = tree_root(harness.engine, self.source) if self.fetch else Path(self.source)
             tree = engine.WorkTree.make(root, base, harness.package)
