@@ -19,7 +19,7 @@ ENGINE = EngineFacts(
     load_check="deferlab.impl.vllm.driver:VLLMPath",  # the driver built on the tree: what serving needs
     driver="deferlab.impl.vllm.driver:VLLMPath",
     column_prefix="vllm-",
-    floor="no Kimi-K3 path",
+    floor="no Kimi-K3 image path",
     order=1,
     served="deferlab.impl.vllm.served",  # its paths per family (no seam: only what it serves is judged)
 )

@@ -3,8 +3,8 @@ wrong, what is accepted), raised before any work, fetch or write.
 
 * `check_offline_switch`: ``DEFERLAB_OFFLINE`` read once, at every command's door (`reports.cli.main`), so a typo
   (``maybe``) is refused even by a command that would never fetch, or only fetch in a child process later.
-* `refuse_before_first`: a release older than its engine's first with the Kimi-K3 path
-  (`EngineFacts.first_release`), refused without asking the package index.
+* `refuse_before_first`: a release older than its engine's first checked one (`EngineFacts.first_release`,
+  the reason its `floor`), refused without asking the package index.
 * `refuse_unserved`: a run none of whose columns serves any family asked, in the ``n/a`` line `deferlab versions`
   gives (`reports.versions.columns.not_served`, the one decision).
 * `check_out_file`: an output file's path (``deferlab calibrate --out``).
@@ -30,11 +30,12 @@ def check_offline_switch() -> None:
 
 
 def refuse_before_first(what: str, engine_name: str, spec: str) -> None:
-    """``spec`` a release before ``engine_name``'s first with the Kimi-K3 path: refused, naming that first one."""
+    """``spec`` a release before ``engine_name``'s first checked one: refused with the plugin's reason
+    (`EngineFacts.floor`: SGLang's and vLLM's Kimi-K3 image path), naming that first one."""
     facts = engine(engine_name)
     if is_release(spec) and not at_least(spec, facts.first_release):
         raise UsageError(
-            f"{what}: {engine_name} source {spec!r}: no Kimi-K3 image path; accepted: {facts.first_release} and "
+            f"{what}: {engine_name} source {spec!r}: {facts.floor}; accepted: {facts.first_release} and "
             f"later ('installed', a checkout path, or a release such as {facts.example_release})"
         )
 

@@ -51,6 +51,6 @@ CI_OUTPUT_ROWS = [
     BadCli(
         "versions release before the Kimi-K3 path",
         lambda t: _versions(t, "0.5.2"),
-        r"'0\.5\.2': no Kimi-K3 path before SGLang 0\.5\.17; accepted: 0\.5\.17 and later",
+        r"'0\.5\.2': no Kimi-K3 image path before SGLang 0\.5\.17; accepted: 0\.5\.17 and later",
     ),
 ]

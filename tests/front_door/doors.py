@@ -82,6 +82,11 @@ DOOR_ROWS = [
         lambda t: ["compare", "0.5.23", "0.5.16", "--out", str(t / "c")],
         r"HEAD: sglang source '0\.5\.16': no Kimi-K3 image path; accepted: 0\.5\.17 and later",
     ),
+    BadCli(  # the reason is the engine plugin's own (EngineFacts.floor), not Kimi-K3's
+        "compare lmdeploy before its first read",
+        lambda t: ["compare", "--engine", "lmdeploy", "0.13.0", "0.18.0", "--out", str(t / "c")],
+        r"BASE: lmdeploy source '0\.13\.0': no release semantics §19 read; accepted: 0\.14\.0 and later",
+    ),
     BadCli(
         "report sglang before kimi-k3",
         lambda t: ["report", "--sglang", "0.5.16", "--out", str(t / "r")],

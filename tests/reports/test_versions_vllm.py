@@ -107,7 +107,10 @@ def test_which_releases_run(kw: dict, wanted: dict) -> None:
 @pytest.mark.parametrize(
     ("kw", "match"),
     [
-        ({"vllm": ["0.26.0"]}, r"--vllm: '0.26.0': no Kimi-K3 path before vLLM 0\.27\.0; accepted: 0\.27\.0 and later"),
+        (
+            {"vllm": ["0.26.0"]},
+            r"--vllm: '0.26.0': no Kimi-K3 image path before vLLM 0\.27\.0; accepted: 0\.27\.0 and later",
+        ),
         ({"vllm": ["latest"]}, r"VERSION must look like 0\.5\.23"),
         ({"newest": True, "vllm": ["0.33.0"]}, r"--newest takes no VERSION"),
     ],
