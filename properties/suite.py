@@ -61,7 +61,9 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
             items[:] = keep
     _keep_the_familys(config, items)
     found = plugin.session_engine(config)
-    if found is not None and not found[0].seam:  # NO_SEAM_SKIP says why the others do not run
+    if found is not None and not found[0].seam:
+        # an engine without a seam (vLLM, LMDeploy) runs only what it serves (C13-C15, the `served_paths` claims):
+        # C1-C12 are about SGLang's PR #33921 (its gate, deferred items, owners, transports) and ask the seam's impl
         off = [item for item in items if "served_paths" not in getattr(item, "fixturenames", ())]
         if off:
             config.hook.pytest_deselected(items=off)
@@ -86,15 +88,6 @@ def _keep_the_familys(config: pytest.Config, items: list[pytest.Item]) -> None:
     if off:
         config.hook.pytest_deselected(items=off)
         items[:] = [item for item in items if test_families(item, config)]
-
-
-# Why the other claim tests do not run on an engine without a seam (vLLM, LMDeploy): C1-C12 are about SGLang's
-# PR #33921 (its gate, deferred items, owners, transports) and ask the seam's `impl`; such an engine has no such
-# path, only what it serves (C13-C15).
-NO_SEAM_SKIP = (
-    "this claim is about SGLang's PR #33921 (its deferred path, through the seam's `impl`); an engine without a "
-    "seam implementation is checked only on what it serves the vision tower (C13-C15, the `served_paths` claims)"
-)
 
 
 def _mark_and_skip(config: pytest.Config, items: list[pytest.Item]) -> None:

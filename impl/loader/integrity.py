@@ -121,11 +121,10 @@ def _own_key(tree: Path, name: str) -> list[int] | None:
 def fingerprint(tree: Path, files: Files) -> str:
     """The key of the stamp (`KEY`): every file's path, size, mtime, ctime and inode, and those of the RECORD
     copy and the metadata."""
-    rows = [f"{rel}\0{st.st_size}\0{st.st_mtime_ns}\0{st.st_ctime_ns}\0{st.st_ino}\n" for rel, st in files.items()]
-    rows.sort()
+    rows = sorted("\0".join(map(str, [rel, *file_key(st)])) + "\n" for rel, st in files.items())
     for name in (wheels.RECORD, wheels.META):
         key = _own_key(tree, name)
-        rows.append(f"{name}\0{chr(0).join(map(str, key))}\n" if key else f"no {name}\n")
+        rows.append("\0".join(map(str, [name, *key])) + "\n" if key else f"no {name}\n")
     return hashlib.blake2b("".join(rows).encode(), digest_size=20).hexdigest()
 
 

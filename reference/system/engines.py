@@ -155,9 +155,9 @@ def load_registry() -> dict[str, EngineFacts]:
     found: dict[str, EngineFacts] = {}
     for facts in sorted(loaded, key=lambda f: (f.order, f.name)):
         for other in found.values():
-            clash = next((a for a in ("option", "label") if getattr(facts, a) == getattr(other, a)), None)
-            if clash is None and facts.column_prefix == other.column_prefix:
-                clash = "column_prefix"
+            clash = next(
+                (a for a in ("option", "label", "column_prefix") if getattr(facts, a) == getattr(other, a)), None
+            )
             if clash is not None:
                 CONFLICTS.append(
                     f"engine plugins {other.plugin} and {facts.plugin} both claim the {clash} "

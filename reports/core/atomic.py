@@ -126,11 +126,10 @@ def read_latest(parent: str | Path) -> Path | None:
     return (Path(parent) / name) if name else None
 
 
-def check_out_dir(path: str | Path, flag: str = "--out", *, lock: bool = False) -> Path:
+def check_out_dir(path: str | Path, flag: str = "--out") -> Path:
     """``path`` as an output folder, checked before any work: it may exist (a folder) or not yet, and a folder
     can be made beside it (tried with a scratch folder that is removed at once, so nothing is left behind).
-    A `UsageError` in one line otherwise: which option, the path, what is wrong, what is accepted. ``lock``: the
-    folder is this command's until it ends (`reports.core.process.lock_output`: a second run is refused)."""
+    A `UsageError` in one line otherwise: which option, the path, what is wrong, what is accepted."""
     from deferlab.reference.system.errors import UsageError
 
     target = Path(path).expanduser()
@@ -146,10 +145,6 @@ def check_out_dir(path: str | Path, flag: str = "--out", *, lock: bool = False) 
         shutil.rmtree(tempfile.mkdtemp(prefix=".deferlab-check-", dir=anchor))
     except OSError as e:
         raise UsageError(f"{flag}: {str(path)!r} cannot be written ({e.strerror or e}); {accepted}") from None
-    if lock:
-        from deferlab.reports.core import process
-
-        process.lock_output(target, flag)
     return target
 
 

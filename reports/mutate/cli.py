@@ -149,7 +149,7 @@ def _check(args: argparse.Namespace, package: str) -> Front:
         manchor.front(kind, spec, None, None, args.anchor)
     claims = None if args.claims is None else _claims(args.claims, kind)
     args.cluster = check_cluster(getattr(args, "cluster", None), "mutate")
-    out = check_out_dir(args.out or default_out_dir(prefix="mutate-"), lock=True)  # one campaign a folder
+    out = process.lock_output(check_out_dir(args.out or default_out_dir(prefix="mutate-")))  # one campaign a folder
     if args.resume and not Store.holds_campaign(out):
         raise UsageError(f"--resume: {str(out)!r} holds no campaign ({NAME}); give the --out of an interrupted one")
     if not args.resume and Store.holds_campaign(out):

@@ -19,6 +19,7 @@ from __future__ import annotations
 import json
 import os
 import queue
+import signal
 import tempfile
 import threading
 from collections.abc import Callable, Iterable, Sequence
@@ -42,7 +43,7 @@ WARM_ENV = "DEFERLAB_MUTATE_WARM"
 INCOMPETENT = "the mutation changes nothing or does not compile (cosmic-ray's incompetent)"
 CONTROL = "(control)"  # the unmutated tree, run as a mutant is: every unit, warm where the mutants are
 STOP = threading.Event()  # set when the command stops: no new process starts, and a killed run is no outcome
-OUTSIDE_SIGNALS = (1, 2, 15)  # SIGHUP, SIGINT, SIGTERM: a stop sent to the run, not a crash the mutant caused
+OUTSIDE_SIGNALS = (signal.SIGHUP, signal.SIGINT, signal.SIGTERM)  # a stop sent to the run, not a mutant's crash
 
 
 class Interrupted(Exception):
@@ -200,10 +201,10 @@ def judge(
     ``load_error()`` (asked only when nothing was recorded): None when the mutant tree still loads."""
     if record.timed_out:
         return Verdict("timeout", reasons={"(run)": f"no end within the timeout ({record.seconds} s)"})
-    if STOP.is_set() or process.stopping() or (record.rc is not None and -record.rc in OUTSIDE_SIGNALS):
-        # stopped from outside (the campaign's stop killed it, or someone signalled it): no verdict on the mutant
-        why = "the campaign was stopping" if record.rc is None or -record.rc not in OUTSIDE_SIGNALS else (
-            f"the claims process was stopped from outside (signal {-record.rc})")  # fmt: skip
+    signalled = record.rc is not None and -record.rc in OUTSIDE_SIGNALS
+    if signalled or STOP.is_set() or process.stopping():  # stopped from outside: no verdict on the mutant
+        why = f"the claims process was stopped from outside (signal {-record.rc})" if signalled else (
+            "the campaign was stopping")  # fmt: skip
         return Verdict("error", reasons={"(harness)": f"{why}: not a verdict; --resume runs it again"})
     if not record.wrote:
         error = load_error()

@@ -54,9 +54,9 @@ class StepRunner:
         with self._lock:
             print(f"[deferlab] {message}", file=self.log, flush=True)
 
-    def skipped(self, name: str, why: str) -> None:
+    def skipped(self, name: str, why: str, slot: int | None = None) -> None:
         with self._lock:
-            self.records.append(StepRecord(name, "skipped", 0.0, why))
+            self._record(StepRecord(name, "skipped", 0.0, why), slot)
             self.say(f"{name}: skipped ({why})")
 
     def start(self, name: str, fn: Callable[..., Any], *args: Any, **kwargs: Any) -> Callable[[], Any]:
@@ -89,8 +89,7 @@ class StepRunner:
     ) -> Any:  # fmt: skip
         """Run ``fn``; return its value, or None when skipped/failed (a `StepFailed` value is still returned)."""
         if name in self.skip or (group is not None and group in self.skip):
-            self._record(StepRecord(name, "skipped", 0.0, "--skip"), _slot)
-            self.say(f"{name}: skipped (--skip)")
+            self.skipped(name, "--skip", _slot)
             return None
         self.say(f"{name}: running")
         t0 = time.perf_counter()
