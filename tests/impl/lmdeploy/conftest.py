@@ -7,7 +7,8 @@ import os
 
 import pytest
 
-from deferlab.impl.lmdeploy.sources import COMPANIONS, DEFAULT_VERSION, LMDeployFetchError
+from deferlab.impl.lmdeploy.sources import COMPANIONS, DEFAULT_VERSION
+from deferlab.properties.engines import load_or_skip
 
 
 @pytest.fixture(scope="session")
@@ -15,10 +16,7 @@ def lmdeploy_source():
     from deferlab.impl.lmdeploy import sources
 
     spec = os.environ.get("DEFERLAB_LMDEPLOY", DEFAULT_VERSION)
-    try:
-        return sources.load(spec, companions=COMPANIONS)
-    except LMDeployFetchError as e:
-        pytest.skip(f"lmdeploy {spec} (or torchvision) is not cached and pip cannot reach the package index: {e}")
+    return load_or_skip(lambda s: sources.load(s, companions=COMPANIONS), spec, "lmdeploy")
 
 
 @pytest.fixture(scope="session")

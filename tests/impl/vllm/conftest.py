@@ -8,7 +8,8 @@ import os
 
 import pytest
 
-from deferlab.impl.vllm.sources import DEFAULT_VERSION, VLLMFetchError
+from deferlab.impl.vllm.sources import DEFAULT_VERSION
+from deferlab.properties.engines import load_or_skip
 from deferlab.reference.system import extras
 
 COMPANIONS = ("transformers", "torchvision")
@@ -23,10 +24,7 @@ def vllm_source():
     if missing:
         pytest.skip(missing)
     spec = os.environ.get("DEFERLAB_VLLM", DEFAULT_VERSION)
-    try:
-        return sources.load(spec, companions=COMPANIONS)
-    except VLLMFetchError as e:
-        pytest.skip(f"vllm {spec} (or a companion) is not cached and pip cannot reach the package index: {e}")
+    return load_or_skip(lambda s: sources.load(s, companions=COMPANIONS), spec, "vllm")
 
 
 @pytest.fixture(scope="session")
