@@ -16,13 +16,14 @@ import socket
 import subprocess
 import sys
 import tempfile
+import time
 import uuid
 from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
 
-from deferlab.reports.core import executor
+from deferlab.reports.core import cluster, executor
 from tests.reports.ray_support import listeners, mark, matrix, ray_processes, seen, stop
 
 pytestmark = pytest.mark.extra("cluster")  # selected by CI's `-m extra` phase, skipped (naming it) without
@@ -79,7 +80,11 @@ def head(monkeypatch: pytest.MonkeyPatch) -> Iterator[tuple[str, str]]:
     try:
         started = subprocess.run(command, env=env, capture_output=True, text=True, timeout=120, cwd=temp)
         assert started.returncode == 0, started.stdout[-2000:] + started.stderr[-2000:]
-        yield f"ray://127.0.0.1:{client}", marked
+        address = f"ray://127.0.0.1:{client}"
+        deadline = time.monotonic() + 60  # `ray start` returns before its client server listens (seen under load)
+        while cluster.reachable(address, 1.0) is not None and time.monotonic() < deadline:
+            time.sleep(0.5)
+        yield address, marked
     finally:
         left = stop(marked)
         shutil.rmtree(temp, ignore_errors=True)
