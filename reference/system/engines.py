@@ -78,6 +78,11 @@ class EngineFacts:
     seam: str = ""  # ``module:class`` of its seam implementation, where it has one (the seed's deferral claims)
     warm_fork: bool = False  # a mutation campaign may fork runs off a loaded server (`reports.mutate.fork`)
     serves: tuple[tuple[str, Served], ...] = ()  # (family, path) it declares itself (`reference.system.families`)
+    # Requests as a client sends them (semantics §20): the module whose ``video_paths(source, family)`` gives its
+    # `reference.system.video.VideoPath`s (none: no video path), and the one whose ``image_loaders(source)`` gives
+    # its `ImageLoader`s of encoded bytes.
+    video: str = ""
+    image_bytes: str = ""
 
     def __post_init__(self) -> None:
         for attr, default in (("distribution", self.name), ("package", self.name)):

@@ -19,6 +19,11 @@ EXTRAS: dict[str, tuple[tuple[str, ...], str]] = {
     ),
     "mutate": (("cosmic_ray",), "deferlab mutate (cosmic-ray's mutation operators)"),
     "cluster": (("ray",), "running versions, compare and mutate on a Ray cluster (--cluster)"),
+    "video": (
+        ("av", "cv2", "qwen_vl_utils"),
+        "videos and encoded images as a client sends them: clips encoded by PyAV, the engines' OpenCV video "
+        "backend, and the Qwen model cards' own recipe (qwen-vl-utils)",
+    ),
     "transformers": (
         ("transformers", "huggingface_hub"),
         "the trained side of the families whose checkpoints name a transformers image processor, and the "
