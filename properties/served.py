@@ -66,11 +66,35 @@ class Session:
     only), "sglang" or "vllm"; an engine's paths for a family are built (`build`) when a column of that family
     first asks, so one engine load judges every family of the session."""
 
-    def __init__(self, engine: str | None = None, build: Callable[[str], list[Any]] | None = None) -> None:
+    def __init__(
+        self, engine: str | None = None, build: Callable[[str], list[Any]] | None = None, source: Any = None
+    ) -> None:
         self.engine = engine
+        self.source = source  # the loaded release (`impl.loader.sources.Source`); None for deferlab's model
         self._build = build
         self._engine: dict[str, list[Any]] = {}
         self._model: dict[str, list[ServedPath]] = {}
+        self._video: dict[str, list[Any]] = {}
+
+    def video_paths(self, policy: str) -> list[Any]:
+        """The engine's video paths (`reference.system.video.VideoPath`) of the column ``policy``'s family and label,
+        from its plugin's ``video`` module (semantics §20): none for deferlab's model (it takes decoded Kimi-K3
+        images only), for an engine without a video module, or for a family it has no video path for. Raises
+        `video.Unsupported` with the reason in the last case, so the claim records it as its ``n/a``."""
+        if self.engine is None or self.source is None:
+            return []
+        family, label, path = split_label(policy)
+        if family not in self._video:
+            import importlib
+
+            from deferlab.reference.system.engines import engine
+
+            module = engine(self.engine).video
+            self._video[family] = (
+                list(importlib.import_module(module).video_paths(self.source, family)) if module else []
+            )
+        wanted = label if path is None else f"{label} {path}"
+        return [p for p in self._video[family] if getattr(p, "label", None) == wanted]
 
     def family_paths(self, family: str) -> list[Any]:
         """Every path the engine serves ``family`` with (none: the release does not serve it)."""
@@ -117,7 +141,7 @@ def sglang_session(impl: Any) -> Session:
         options = {"dtype": "float32"} if sglang_families.PATHS[family].companions else {}
         return list(sglang_families.paths(impl, family, **options))
 
-    return Session("sglang", build)
+    return Session("sglang", build, source=getattr(impl, "source", None))
 
 
 def sglang_companions(families_: Sequence[str]) -> tuple[str, ...]:
@@ -158,7 +182,7 @@ class EngineSession(Session):
             except self.served.NotCovered:
                 return []  # the release does not serve the family: its claims record n/a
 
-        super().__init__(facts.name, build)
+        super().__init__(facts.name, build, source=self.source)
 
     def describe(self) -> dict[str, Any]:
         return {"engine": self.facts.name, "system": self.source.name, "spec": self.source.spec,
