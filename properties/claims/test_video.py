@@ -1,0 +1,166 @@
+"""The video claims (semantics §20): what an engine makes of a video as a client sends it, against the trained side.
+
+C16 (frames taken), C17 (geometry and tokens) and C18 (times) are pixel-free: every clip of the 6,000-clip grid
+under every option set (`properties.video_claims.OPTION_SETS`) is swept once per engine path of the column's family,
+each claim reading its own fields of the same sweep, whose smallest differing point is pinned; drawn clips follow.
+C19 decodes the generated clips (`properties.clips`) with each side's own loader and compares the frames taken (read
+back from their pixels) and their values. Verdicts are against TRAINED (the checkpoint's video processor, §20.1);
+the model card's recipe (CARD) is swept beside it and reported in the evidence. A cell is ``n/a`` where the column
+has no video path, or where an extra the trained side needs is missing (one line naming it).
+"""
+
+from __future__ import annotations
+
+from functools import cache
+from typing import Any
+
+import pytest
+from hypothesis import strategies as st
+
+from deferlab.properties import claimcheck
+from deferlab.properties import video_claims as vc
+from deferlab.reference.system import extras
+from deferlab.reference.system.video import GRID_FPS, Clip, Unsupported, VideoRequest
+
+NO_ENGINE = "deferlab's model takes decoded Kimi-K3 images only: it serves no video (semantics §20.2)"
+
+
+def _paths(session: Any, policy: str) -> tuple[list[Any], str]:
+    """The column's video paths and, when there are none, why (the ``n/a`` reason)."""
+    if session.engine is None:
+        return [], NO_ENGINE
+    try:
+        found = session.video_paths(policy)
+    except Unsupported as exc:
+        return [], str(exc)
+    if not found:
+        return [], f"{session.engine}: no video path for this column (its plugin declares none for it, semantics §20)"
+    return found, ""
+
+
+@cache
+def _rows(family: str) -> tuple[dict[str, Any], str]:
+    """The trained rows of ``family`` (TRAINED, and CARD when the video extra is here), or why there are none."""
+    missing = extras.why_missing("transformers")
+    if missing is not None:
+        return {}, f"the trained side {missing}"
+    from deferlab.properties import video_trained
+
+    try:
+        rows = dict(video_trained.trained_paths(family))
+    except Unsupported as exc:
+        return {}, str(exc)
+    if extras.why_missing("video") is not None:
+        rows.pop(vc.CARD, None)
+    return rows, ""
+
+
+_SWEEPS: dict[tuple[str, str, str], vc.Sweep] = {}
+
+
+def _sweep(path: Any, family: str, rows: dict[str, Any]) -> vc.Sweep:
+    """One sweep per engine path and family, read by C16, C17 and C18 (the same plans, three readings)."""
+    key = (getattr(path, "system", ""), family, getattr(path, "label", ""))
+    if key not in _SWEEPS:
+        _SWEEPS[key] = vc.sweep(path, rows)
+    return _SWEEPS[key]
+
+
+def clips() -> st.SearchStrategy[tuple[Clip, VideoRequest]]:
+    """Drawn clips: 1 to 20,000 frames at a grid rate, any rate from 0.5 to 240, or an unknown one (0), under
+    each option set; shrinks towards one frame and the defaults."""
+    fps = st.one_of(st.sampled_from(GRID_FPS), st.floats(0.5, 240.0).map(lambda f: round(f, 3)), st.just(0.0))
+    return st.builds(lambda n, f, r: (Clip(n, f), r), st.integers(1, 20_000), fps, st.sampled_from(vc.OPTION_SETS))
+
+
+def _pixel_free(claim: str, session: Any, policy: str, family: str) -> None:
+    paths, why = _paths(session, policy)
+    rows, missing = _rows(family) if paths else ({}, "")
+    ok = bool(paths) and bool(rows)
+    why = why or missing
+    pinned: list[tuple[Clip, VideoRequest]] = []
+    evidence = ""
+    if ok:
+        sweeps = [_sweep(p, family, rows) for p in paths]
+        pinned = [s.first(claim) for s in sweeps if s.first(claim) is not None]
+        evidence = "; ".join(s.evidence(claim, rows) for s in sweeps)
+    trained = rows.get(vc.TRAINED)
+    verdict = claimcheck.verify_claim(
+        claim,
+        policy,
+        clips(),
+        lambda case: vc.check(claim, paths, trained, *case),
+        pinned=pinned,
+        evidence=evidence,
+        applicable=ok,
+        not_applicable=why,
+        provenance=vc.provenance(paths) if ok else {},
+        partition=lambda case: case[1].label(),
+    )
+    claimcheck.assert_expected(claim, policy, verdict)
+
+
+@pytest.mark.families("others")
+@pytest.mark.claim("C16")
+def test_claim_c16_video_sampling_equals_trained(served_session, served_paths, policy, model_family):
+    """C16: the source frames taken equal the trained side's, on every clip of the grid and drawn clips."""
+    _pixel_free("C16", served_session, policy, model_family)
+
+
+@pytest.mark.families("others")
+@pytest.mark.claim("C17")
+def test_claim_c17_video_geometry_equals_trained(served_session, served_paths, policy, model_family):
+    """C17: the per-frame size, temporal padding, ``video_grid_thw`` and video tokens equal the trained side's."""
+    _pixel_free("C17", served_session, policy, model_family)
+
+
+@pytest.mark.families("others")
+@pytest.mark.claim("C18")
+def test_claim_c18_video_times_equal_trained(served_session, served_paths, policy, model_family):
+    """C18: the times of the temporal grid steps equal the trained side's within 1e-6 s."""
+    _pixel_free("C18", served_session, policy, model_family)
+
+
+@pytest.mark.families("others")
+@pytest.mark.claim("C19")
+def test_claim_c19_video_pixels_equal_trained(served_session, served_paths, policy, model_family):
+    """C19: on every generated clip kind, the frames each side's own loader takes (read back from their pixels)
+    agree, and their values are within one level."""
+    paths, why = _paths(served_session, policy)
+    rows, missing = _rows(model_family) if paths else ({}, "")
+    video_missing = extras.why_missing("video")
+    ok = bool(paths) and vc.TRAINED in rows and video_missing is None
+    why = why or missing or (f"the clips {video_missing}" if video_missing else "")
+    kinds: list[tuple[str, Any]] = []
+    if ok:
+        from deferlab.properties import clips as clip_kinds
+
+        found = clip_kinds.KINDS
+        kinds = list(found.items()) if isinstance(found, dict) else [(getattr(k, "name", str(k)), k) for k in found]
+    trained = rows.get(vc.TRAINED)
+
+    def check(case: tuple[str, Any]) -> None:
+        from deferlab.properties import clips as clip_kinds
+
+        name, spec = case
+        data = clip_kinds.encode(spec)
+        want = vc.decoded(trained, data, VideoRequest())
+        problems = [vc.pixels_problem(vc.decoded(p, data, VideoRequest()), want) for p in paths]
+        problems = [p for p in problems if p]
+        if problems:
+            raise AssertionError(f"[{name}; defaults] " + "; ".join(problems))
+
+    verdict = claimcheck.verify_claim(
+        "C19",
+        policy,
+        st.sampled_from(kinds) if kinds else st.nothing(),
+        check,
+        pinned=kinds,
+        max_examples=max(1, len(kinds)),
+        evidence=f"{len(kinds)} generated clip kinds ({', '.join(n for n, _ in kinds)}), each side's own loader",
+        applicable=ok,
+        not_applicable=why,
+        provenance=vc.provenance(paths) if ok else {},
+        partition=lambda case: case[0],
+    )
+    claimcheck.assert_expected("C19", policy, verdict)

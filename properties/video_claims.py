@@ -1,0 +1,225 @@
+"""How the video claims (C16-C19) read an engine's video path against the trained side (semantics §20.2, §20.3).
+
+Why one harness: C16 (sampling), C17 (geometry and tokens) and C18 (times) are three readings of one pixel-free
+answer, `VideoPlan`, which each side gives for a `Clip` and a `VideoRequest`; the exhaustive grid (6,000 clips x
+the option sets) is swept once per engine path and family, and each claim reads its fields off the same sweep.
+C19 reads the frames each side's own loader decodes from encoded clips (`properties.clips`), whose pixels carry
+their index (`reference.oracle.video.read_index`).
+
+A side that does not take an option (`video.Unsupported`) has no answer for that point: the point is left out and
+counted, never a failure. A refusal (any other exception) is compared: both refusing is agreement; one refusing is
+a failure named so (semantics §20.2).
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable, Iterable, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+import numpy as np
+
+from deferlab.reference.system.video import Clip, Unsupported, VideoPlan, VideoRequest, differing, grid_clips
+
+# The option sets swept per clip (semantics §20.3): the defaults, the two ways a client asks for fewer or more
+# frames (a rate and a count), and a per-frame pixel budget as the Qwen recipes take it.
+OPTION_SETS: tuple[VideoRequest, ...] = (
+    VideoRequest(),
+    VideoRequest(fps=1.0),
+    VideoRequest(fps=4.0),
+    VideoRequest(num_frames=8),
+    VideoRequest(num_frames=16),
+    VideoRequest(min_pixels=64 * 28 * 28, max_pixels=256 * 28 * 28),
+)
+FIELDS = {"C16": ("indices",), "C17": ("size", "padded", "grid", "tokens"), "C18": ("times",)}
+WHAT = {
+    "C16": "frames taken differ from the trained side's",
+    "C17": "geometry differs from the trained side's",
+    "C18": "times differ from the trained side's",
+}
+TIME_TOLERANCE = 1e-6  # seconds (semantics §20.2): the sides compute times in float64 from the same integers
+TRAINED, CARD = "TRAINED", "CARD"
+
+
+@dataclass(frozen=True)
+class Answer:
+    """One side's answer at one point: a plan, a refusal (``"ExcType: message"``) or no answer (`Unsupported`)."""
+
+    plan: VideoPlan | None = None
+    refused: str | None = None
+    unsupported: str | None = None
+
+
+def answer(path: Any, clip: Clip, request: VideoRequest) -> Answer:
+    try:
+        return Answer(plan=path.plan(clip, request))
+    except Unsupported as exc:
+        return Answer(unsupported=str(exc))
+    except Exception as exc:  # noqa: BLE001 - a refusal of the side's own code is a result, compared below
+        return Answer(refused=f"{type(exc).__name__}: {str(exc).splitlines()[0] if str(exc) else ''}")
+
+
+def where(clip: Clip, request: VideoRequest) -> str:
+    """The counterexample's prefix: ``[120@30 64x48; fps=1]``."""
+    return f"[{clip.frames}@{clip.fps:g} {clip.width}x{clip.height}; {request.label()}]"
+
+
+def field_difference(claim: str, served: VideoPlan, trained: VideoPlan) -> str | None:
+    """What differs between two plans in the claim's fields (None: nothing)."""
+    for name in FIELDS[claim]:
+        a, b = getattr(served, name), getattr(trained, name)
+        if name == "indices" and tuple(a) != tuple(b):
+            return differing(a, b)
+        if name == "times":
+            if a is None or b is None:
+                if (a is None) != (b is None):
+                    return f"times {'not computed' if a is None else a[:4]} != {'not computed' if b is None else b[:4]}"
+                continue
+            if len(a) != len(b):
+                return f"{len(a)} times != {len(b)}"
+            gap = np.abs(np.asarray(a, float) - np.asarray(b, float))
+            if gap.size and float(gap.max()) > TIME_TOLERANCE:
+                i = int(gap.argmax())
+                return f"grid step {i}: {a[i]:.6f} s != {b[i]:.6f} s"
+            continue
+        if name != "indices" and a != b:
+            return f"{name} {a} != {b}"
+    return None
+
+
+def compare(claim: str, served: Answer, trained: Answer) -> str | None:
+    """The failure text at one point (None: agreement, or no answer on either side)."""
+    if served.unsupported is not None or trained.unsupported is not None:
+        return None
+    if served.refused is not None or trained.refused is not None:
+        if served.refused is not None and trained.refused is not None:
+            return None
+        if served.refused is not None:
+            return f"the served side refused what the trained side takes ({served.refused})"
+        return f"the served side took what the trained side refuses ({trained.refused})"
+    assert served.plan is not None and trained.plan is not None
+    found = field_difference(claim, served.plan, trained.plan)
+    return None if found is None else f"{WHAT[claim]}: {found}"
+
+
+@dataclass
+class Sweep:
+    """One engine path against the trained rows over the grid: per claim, the differing points (smallest first)."""
+
+    points: int = 0
+    seconds: float = 0.0
+    differ: dict[str, dict[str, list[tuple[Clip, VideoRequest, str]]]] = field(default_factory=dict)
+    unanswered: dict[str, int] = field(default_factory=dict)  # option label -> points a side did not answer
+
+    def first(self, claim: str, row: str = TRAINED) -> tuple[Clip, VideoRequest] | None:
+        found = self.differ.get(row, {}).get(claim, [])
+        return None if not found else found[0][:2]
+
+    def evidence(self, claim: str, rows: Iterable[str]) -> str:
+        parts = [
+            f"{self.points:,} points (6,000 clips of the grid x {len(OPTION_SETS)} option sets) in {self.seconds:.1f} s"
+        ]
+        for row in rows:
+            found = self.differ.get(row, {}).get(claim, [])
+            text = f"against {row}: {len(found):,} differ"
+            if found:
+                clip, request, what = found[0]
+                text += f" (smallest {where(clip, request)} {what})"
+            parts.append(text)
+        if self.unanswered:
+            parts.append("not answered: " + ", ".join(f"{k} ({v:,})" for k, v in sorted(self.unanswered.items())))
+        return "; ".join(parts)
+
+
+def sweep(path: Any, rows: dict[str, Any], clips: Sequence[Clip] | None = None) -> Sweep:
+    """Every clip of the grid under every option set, the path against each trained row (semantics §20.3)."""
+    clips = grid_clips() if clips is None else clips
+    order = sorted(range(len(clips)), key=lambda i: (clips[i].frames, clips[i].fps))
+    out = Sweep(differ={row: {c: [] for c in FIELDS} for row in rows})
+    started = time.perf_counter()
+    for request in OPTION_SETS:
+        for i in order:
+            clip = clips[i]
+            served = answer(path, clip, request)
+            out.points += 1
+            if served.unsupported is not None:
+                out.unanswered[request.label()] = out.unanswered.get(request.label(), 0) + 1
+                continue
+            for row, side in rows.items():
+                trained = answer(side, clip, request)
+                for claim in FIELDS:
+                    what = compare(claim, served, trained)
+                    if what is not None:
+                        out.differ[row][claim].append((clip, request, what))
+    out.seconds = time.perf_counter() - started
+    for row in out.differ.values():
+        for found in row.values():
+            found.sort(key=lambda t: (t[0].frames, t[0].fps, OPTION_SETS.index(t[1])))
+    return out
+
+
+def check(claim: str, paths: Sequence[Any], trained: Any, clip: Clip, request: VideoRequest) -> None:
+    """Raise one AssertionError naming every path that differs from the trained side at this point."""
+    want = answer(trained, clip, request)
+    found = []
+    for path in paths:
+        what = compare(claim, answer(path, clip, request), want)
+        if what is not None:
+            found.append(f"{where(clip, request)} {what}" + (f" ({name_of(path)})" if len(paths) > 1 else ""))
+    if found:
+        raise AssertionError("; ".join(found))
+
+
+def timed(fn: Callable[[], Any]) -> tuple[Any, float]:
+    started = time.perf_counter()
+    return fn(), time.perf_counter() - started
+
+
+PIXEL_ALLOWANCE = (
+    1  # uint8 levels (semantics §20.2, as C14's (a)): two decoders' YUV-to-RGB roundings may differ by one
+)
+
+
+def decoded(path: Any, data: bytes, request: VideoRequest) -> Any:
+    """A side's `DecodedVideo` of ``data``, or an `Answer` carrying its refusal or its want of a backend."""
+    try:
+        return path.decode(data, request)
+    except Unsupported as exc:
+        return Answer(unsupported=str(exc))
+    except Exception as exc:  # noqa: BLE001 - the side's own loader refusing the clip is a result
+        return Answer(refused=f"{type(exc).__name__}: {str(exc).splitlines()[0] if str(exc) else ''}")
+
+
+def pixels_problem(served: Any, trained: Any) -> str | None:
+    """C19 at one clip: the frames each side took (read back from their pixels) and, frame by frame, their values
+    within `PIXEL_ALLOWANCE` levels (None: agreement, or no answer on either side)."""
+    from deferlab.reference.oracle.video import read_index
+
+    if isinstance(served, Answer) or isinstance(trained, Answer):
+        return compare("C16", served if isinstance(served, Answer) else Answer(plan=VideoPlan(())),
+                       trained if isinstance(trained, Answer) else Answer(plan=VideoPlan(())))  # fmt: skip
+    what = "pixels differ from the trained side's"
+    got, want = [read_index(f) for f in served.frames], [read_index(f) for f in trained.frames]
+    if got != want:
+        return f"{what}: frames taken (read back) {differing(got, want)}"
+    for k, (a, b) in enumerate(zip(served.frames, trained.frames, strict=True)):
+        if a.shape != b.shape:
+            return (
+                f"{what}: frame {k} (source {got[k]}) is {a.shape[1]}x{a.shape[0]}, trained {b.shape[1]}x{b.shape[0]}"
+            )
+        gap = np.abs(a.astype(np.int16) - b.astype(np.int16))
+        off = int((gap > PIXEL_ALLOWANCE).sum())
+        if off:
+            return f"{what}: frame {k} (source {got[k]}): {off} of {gap.size} values more than {PIXEL_ALLOWANCE} level off (largest {int(gap.max())})"
+    return None
+
+
+def name_of(path: Any) -> str:
+    """A video path's name in provenance and messages: its own ``name``, else ``system (family, video)``."""
+    return getattr(path, "name", None) or f"{path.system} ({path.family}, video)"
+
+
+def provenance(paths: Sequence[Any]) -> dict[str, str]:
+    """What ran behind each video path, per step (recorded beside the verdict)."""
+    return {f"{name_of(p)}: {step}": what for p in paths for step, what in sorted(p.provenance().items())}
