@@ -21,6 +21,7 @@ ENGINE = EngineFacts(
     claims=("C13", "C14", "C15"),  # C4 n/a: no release normalizes on the device (§19.4)
     suite="claims",
     sources="deferlab.impl.lmdeploy.sources",
+    image_bytes="deferlab.impl.lmdeploy.image_bytes",  # its loader of a client's image bytes (C20, semantics §20.8)
     load_check="deferlab.impl.lmdeploy.sources:load",
     driver="deferlab.impl.lmdeploy.served:paths",
     column_prefix="lmdeploy-",

@@ -16,6 +16,7 @@ ENGINE = EngineFacts(
     claims=None,
     suite="claims",
     sources="deferlab.impl.sglang.sources",
+    image_bytes="deferlab.impl.sglang.image_bytes",  # its loader of a client's image bytes (C20, semantics §20.8)
     load_check="deferlab.impl.sglang.sources:load",
     driver="deferlab.impl.sglang.driver:SGLangImpl",
     column_prefix="",

@@ -16,6 +16,7 @@ ENGINE = EngineFacts(
     claims=("C4", "C13", "C14", "C15"),
     suite="claims",
     sources="deferlab.impl.vllm.sources",
+    image_bytes="deferlab.impl.vllm.image_bytes",  # its loader of a client's image bytes (C20, semantics §20.8)
     load_check="deferlab.impl.vllm.driver:VLLMPath",  # the driver built on the tree: what serving needs
     driver="deferlab.impl.vllm.driver:VLLMPath",
     column_prefix="vllm-",

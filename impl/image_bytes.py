@@ -1,0 +1,104 @@
+"""What every side's image loader of claim C20 shares: the request a client sends, and Pillow's process state.
+
+Why one place: the trained side (`properties.bytes_trained`) and each engine's loader (``impl.<engine>.image_bytes``)
+must receive the same bytes in the same two forms a client sends them (a base64 data URI, or a file the server
+may read), and run with the Pillow state their own process has: LMDeploy sets ``ImageFile.LOAD_TRUNCATED_IMAGES``
+at import, for its whole process (semantics §20.8), which would otherwise leak into the other sides run in the
+same pytest process. Each loader sets the flag to its process's value around its call and restores it.
+"""
+
+from __future__ import annotations
+
+import atexit
+import base64
+import hashlib
+import shutil
+import tempfile
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+from PIL import ImageFile
+
+from deferlab.reference.system.errors import InputValueError
+from deferlab.reference.system.video import Refused
+
+KINDS = ("data-uri", "file")  # how a client sends the bytes (`ImageLoader.load`'s ``kind``)
+_SIGNATURES = ((b"\xff\xd8", "image/jpeg", ".jpg"), (b"\x89PNG", "image/png", ".png"), (b"GIF8", "image/gif", ".gif"),
+               (b"II*\x00", "image/tiff", ".tiff"), (b"MM\x00*", "image/tiff", ".tiff"))  # fmt: skip
+_FOLDER: list[Path] = []
+
+
+def media_type(data: bytes) -> tuple[str, str]:
+    """(MIME type, extension) a client names ``data`` by, read off its signature (WebP: ``RIFF....WEBP``)."""
+    if data[:4] == b"RIFF" and data[8:12] == b"WEBP":
+        return "image/webp", ".webp"
+    return next(((m, e) for sig, m, e in _SIGNATURES if data.startswith(sig)), ("image/png", ".png"))
+
+
+def data_uri(data: bytes) -> str:
+    """``data:<type>;base64,<data>``: an OpenAI ``image_url`` carrying the bytes."""
+    return f"data:{media_type(data)[0]};base64,{base64.b64encode(data).decode('ascii')}"
+
+
+def folder() -> Path:
+    """The process's folder of request files (a server's ``--allowed-local-media-path``); removed at exit."""
+    if not _FOLDER:
+        made = Path(tempfile.mkdtemp(prefix="deferlab-bytes-"))
+        atexit.register(shutil.rmtree, made, True)
+        _FOLDER.append(made)
+    return _FOLDER[0]
+
+
+def write_file(data: bytes) -> Path:
+    """``data`` as a file named by its hash and extension, in `folder` (written once)."""
+    path = folder() / (hashlib.sha256(data).hexdigest()[:24] + media_type(data)[1])
+    if not path.exists():
+        path.write_bytes(data)
+    return path
+
+
+def check_kind(kind: str) -> None:
+    if kind not in KINDS:
+        raise InputValueError(f"image request kind {kind!r} is not one a client sends; accepted: {', '.join(KINDS)}")
+
+
+@contextmanager
+def truncated_images(allowed: bool) -> Iterator[None]:
+    """Pillow's ``LOAD_TRUNCATED_IMAGES`` at ``allowed`` inside, restored after (process-global in Pillow)."""
+    before = ImageFile.LOAD_TRUNCATED_IMAGES
+    ImageFile.LOAD_TRUNCATED_IMAGES = allowed
+    try:
+        yield
+    finally:
+        ImageFile.LOAD_TRUNCATED_IMAGES = before
+
+
+class Loader:
+    """One side's loader (`reference.system.video.ImageLoader`): ``run(data, kind)`` calls the side's own function
+    on the request as a client sends it; `load` runs it with the side's Pillow state, materializes a lazily
+    returned image (its decode error is the side's refusal at first use) and re-raises any refusal as `Refused`
+    naming the side's exception."""
+
+    real_code = True
+
+    def __init__(self, label: str, system: str, function: str, run: Callable[[bytes, str], Any], truncated: bool):
+        self.label, self.system, self.function = label, system, function
+        self._run, self.truncated = run, truncated
+
+    def load(self, data: bytes, kind: str) -> Any:
+        check_kind(kind)
+        with truncated_images(self.truncated):
+            try:
+                image = self._run(data, kind)
+                image = getattr(image, "media", image)  # vLLM's MediaWithBytes wraps the image
+                np.asarray(image)  # a lazy image decodes here, under the side's own flags
+            except Exception as e:  # noqa: BLE001 - any exception of the side's own call is its refusal
+                text = (str(e).strip().splitlines() or [""])[0][:200]
+                raise Refused(f"{self.label} refused: {type(e).__name__}: {text}") from e
+        return image
+
+    def provenance(self) -> dict[str, str]:
+        return {"decode": self.function, "LOAD_TRUNCATED_IMAGES": str(self.truncated)}

@@ -1,0 +1,27 @@
+"""vLLM's own loader of an image from the bytes a client sends (claim C20, semantics §20.8).
+
+What runs: the release's ``MediaConnector.fetch_image(url)`` (``vllm.multimodal.media.connector``), what the
+OpenAI server runs on an ``image_url``: a ``data:`` URI, or a ``file:`` URL under ``--allowed-local-media-path``
+(the request folder here), into ``ImageMediaIO.load_bytes`` (EXIF transpose, transparency composited onto white,
+``convert("RGB")``). vLLM leaves Pillow's flags at their defaults.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from deferlab.impl.image_bytes import Loader, data_uri, folder, write_file
+
+MODULE = "vllm.multimodal.media.connector"
+FUNCTION = f"{MODULE}.MediaConnector.fetch_image"
+
+
+def image_loaders(source: Any) -> list[Loader]:
+    """vLLM's one image loader of the loaded release ``source`` (label ``VLLM``), its server's defaults."""
+    connector = source.module(MODULE).MediaConnector(allowed_local_media_path=str(folder()))
+
+    def run(data: bytes, kind: str) -> Any:
+        url = data_uri(data) if kind == "data-uri" else write_file(data).as_uri()
+        return connector.fetch_image(url)
+
+    return [Loader("VLLM", f"vllm {source.version}", FUNCTION, run, truncated=False)]

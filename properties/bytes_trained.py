@@ -1,0 +1,86 @@
+"""The checkpoint's decode of the bytes a client sends (claim C20's trained side, semantics §20.8).
+
+Why transformers' ``load_image``: it is what a checkpoint's processor documentation and pipelines call on an image
+URL, path or base64 string before the processor runs; run for real here (transformers 5.24.0, the trained side's
+version), on the data URI and on the file path as a client sends them. It decodes with Pillow, applies the EXIF
+orientation and converts to RGB (alpha dropped), and needs no torchvision. It hands its processor a PIL ``RGB``
+image.
+
+The model card's recipe (CARD, ``qwen_vl_utils.fetch_image``) is not a row of C20: it decodes and resizes in one
+call (its ``smart_resize``), so what it returns is not the decode alone; `card` says so in one line.
+"""
+
+from __future__ import annotations
+
+import importlib
+from typing import Any
+
+import numpy as np
+
+from deferlab.impl.image_bytes import Loader, data_uri, write_file
+from deferlab.reference.system.video import Refused, Unsupported
+
+MODULE = "transformers.image_utils"
+FUNCTION = f"{MODULE}.load_image"
+CARD_NOT_RUN = (
+    "CARD not run for C20: qwen_vl_utils.fetch_image decodes and resizes (smart_resize) in one call, so it returns "
+    "no decode alone to compare (semantics §20.8)"
+)
+
+
+def trained() -> Loader:
+    """transformers' ``load_image`` as an `ImageLoader` (label ``TRAINED``), with Pillow's default flags."""
+    module = importlib.import_module(MODULE)
+    version = importlib.import_module("transformers").__version__
+
+    def run(data: bytes, kind: str) -> Any:
+        return module.load_image(data_uri(data) if kind == "data-uri" else str(write_file(data)))
+
+    return Loader("TRAINED", f"transformers {version}", FUNCTION, run, truncated=False)
+
+
+def card() -> Loader:
+    """The model card's loader: not a C20 row (`CARD_NOT_RUN`); raises `Unsupported` saying why."""
+    raise Unsupported(CARD_NOT_RUN)
+
+
+def decoded(loader: Any, data: bytes, kind: str) -> tuple[Any, str | None]:
+    """(image, None) or (None, the refusal's text): a side's answer for the bytes, a refusal kept as an answer."""
+    try:
+        return loader.load(data, kind), None
+    except Refused as e:
+        return None, str(e)
+
+
+def difference(want: Any, got: Any, label: str) -> str | None:
+    """None when ``got`` equals ``want`` (size, mode, every pixel bitwise), else the first way it differs, named
+    by ``label`` (the served side)."""
+    if got.size != want.size:
+        return f"{label}: size {got.size[0]}x{got.size[1]} != trained {want.size[0]}x{want.size[1]}"
+    if got.mode != want.mode:
+        return f"{label}: mode {got.mode} != trained {want.mode}"
+    a, b = np.asarray(got), np.asarray(want)
+    if a.shape != b.shape:
+        return f"{label}: array {a.shape} != trained {b.shape}"
+    differ = (a != b).reshape(a.shape[0], a.shape[1], -1).any(axis=-1)
+    if not differ.any():
+        return None
+    y, x = (int(i) for i in np.argwhere(differ)[0])
+    return (
+        f"{label}: {int(differ.sum())} of {differ.size} pixels differ (first at ({y}, {x}): served "
+        f"{a[y, x].tolist()}, trained {b[y, x].tolist()})"
+    )
+
+
+def decode_problem(want: Any, got: Any, data: bytes, kind: str) -> str | None:
+    """C20 on one request: the served loader ``got`` against the trained ``want``; a refusal on one side only is
+    a difference, on both an agreement (semantics §20.8)."""
+    t, t_refused = decoded(want, data, kind)
+    s, s_refused = decoded(got, data, kind)
+    if t_refused and s_refused:
+        return None
+    if t_refused:
+        return f"{got.label}: the served side took what the trained side refuses ({t_refused})"
+    if s_refused:
+        return f"{got.label}: the served side refused what the trained side takes ({s_refused})"
+    return difference(t, s, got.label)

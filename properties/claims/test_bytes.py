@@ -1,0 +1,107 @@
+"""C20: the image an engine's media loader makes of the bytes a client sends equals the checkpoint's decode of
+the same bytes (semantics §20.8).
+
+The trained side is transformers' ``load_image`` run for real (`properties.bytes_trained`); the engine's side is its
+plugin's ``image_bytes`` module (``impl.<engine>.image_bytes``), its own loader run on the loaded release. Every
+encoded class of `properties.strategies.encoded` is pinned (17x11), then drawn (13x9 to 40x30), each sent as a
+data URI and as a file. The decode does not depend on the family: it is computed once per engine and release
+(cached by request) and every family column of the engine reuses it; a second column of one family
+(``host-normalized``) records n/a. deferlab's model takes decoded images only: n/a.
+"""
+
+from __future__ import annotations
+
+import importlib
+from functools import cache
+from typing import Any
+
+import pytest
+
+from deferlab.impl.image_bytes import KINDS
+from deferlab.properties import bytes_trained, claimcheck
+from deferlab.properties.strategies import encoded
+from deferlab.reference.system.systems import split_label
+
+PINNED = [(cls, 17, 11, 0) for cls in encoded.ENCODED_CLASSES]
+NOT_MODEL = "deferlab's model takes decoded images: it has no loader of a client's bytes (semantics §20.8)"
+SECOND_COLUMN = "the decode is the engine's, judged on the family's default column (semantics §20.8)"
+SHARED = {
+    "sglang": "every family SGLang serves takes this loader's image (Kimi-K3's wrapper calls it; the Qwen processors "
+    "decode through the media-artifact cache, the same load_image without the RGB step: their processor converts)",
+    "vllm": "every vLLM model gets its image from this connector",
+    "lmdeploy": "InternVL, LMDeploy's one checked family, takes this loader's image",
+}
+
+
+@cache
+def _trained() -> Any:
+    return bytes_trained.trained()
+
+
+@cache
+def _loaders(module: str, source: Any) -> tuple[Any, ...]:
+    return tuple(importlib.import_module(module).image_loaders(source))
+
+
+@cache
+def _problem(loader: Any, case: tuple[str, int, int, int]) -> str | None:
+    """One case on one loader, both request kinds: the same for every family column (cached per loader)."""
+    cls, w, h, seed = case
+    data = encoded.make_bytes(cls, w, h, seed)
+    found = []
+    for kind in KINDS:
+        problem = bytes_trained.decode_problem(_trained(), loader, data, kind)
+        if problem:
+            found.append(f"[{cls} {w}x{h}; {kind}] {problem}")
+    return "; ".join(found) or None
+
+
+def check(loaders: tuple[Any, ...], case: tuple[str, int, int, int]) -> None:
+    found = [p for p in (_problem(loader, case) for loader in loaders) if p]
+    if found:
+        raise AssertionError("; ".join(found))
+
+
+def summary(loaders: tuple[Any, ...]) -> str:
+    """The pinned classes each loader differs on (the report's per-class line)."""
+    parts = []
+    for loader in loaders:
+        bad = [case[0] for case in PINNED if _problem(loader, case)]
+        parts.append(f"{loader.label} ({loader.system}) differs on {', '.join(bad) or 'no class'}")
+    return "; ".join(parts)
+
+
+@pytest.mark.families("others")
+@pytest.mark.claim("C20")
+def test_claim_c20_decoded_bytes_equal_checkpoint(served_session, served_paths, policy, model_family):
+    """C20: size, mode and pixels bitwise equal transformers' ``load_image``'s; refusals agree."""
+    from deferlab.reference.system.engines import engine
+
+    facts = engine(served_session.engine) if served_session.engine is not None else None
+    module = getattr(facts, "image_bytes", "") if facts is not None else ""
+    ok, why = bool(module) and bool(served_paths), NOT_MODEL
+    if facts is not None:
+        why = f"no path of {facts.display} serves {model_family} under {policy} (semantics §18)"
+        why = why if module else f"{facts.display} declares no image_bytes loader (EngineFacts.image_bytes)"
+    if ok and split_label(policy)[2] is not None:
+        ok, why = False, SECOND_COLUMN
+    loaders = _loaders(module, served_session.source) if ok else ()
+    trained = _trained()
+    evidence = (
+        f"every class at 17x11 and drawn classes 13x9-40x30, each as a data URI and a file, against "
+        f"{trained.system} {trained.function}; family-independent: {SHARED.get(str(served_session.engine), '')}; "
+        f"computed once per engine and release; {bytes_trained.CARD_NOT_RUN}"
+    )
+    verdict = claimcheck.verify_claim(
+        "C20",
+        policy,
+        encoded.encoded_cases(),
+        lambda case: check(loaders, case),
+        pinned=PINNED if ok else [],
+        evidence=(lambda: f"{evidence}; {summary(loaders)}") if ok else "",
+        applicable=ok,
+        not_applicable=why,
+        provenance={f"{x.label}: {k}": v for x in (trained, *loaders) for k, v in x.provenance().items()} if ok else {},
+        partition=lambda case: case[0],
+    )
+    claimcheck.assert_expected("C20", policy, verdict)
