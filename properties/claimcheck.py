@@ -419,6 +419,7 @@ def verify_claim(
     not_applicable: str = "this version has no deferred path: the claim cannot apply",
     provenance: dict[str, str] | None = None,
     partition: Partition | None = None,
+    figure: dict[str, Any] | Callable[[], dict[str, Any] | None] | None = None,
 ) -> Verdict:
     """Search for counterexamples to ``claim_id`` under ``policy``, record the verdict, return it.
 
@@ -431,7 +432,8 @@ def verify_claim(
     does not name is still recorded as ``fails``, its signature marked new (``documented: false``,
     `claim_fallback`), and `assert_expected` fails the test on it under the strict switch; on real code without
     a row, a crash in deferlab's own driver raises `UnexpectedFailure` (an error of the test, nothing recorded). ``applicable`` False records ``n/a`` with the reason ``not_applicable``.
-    ``provenance`` (what ran, per step) is recorded beside `seam.evidence` (the seam methods the test called).
+    ``provenance`` (what ran, per step) is recorded beside `seam.evidence` (the seam methods the test called);
+    ``figure`` (or the function making it, run after the search) the data of the verdict's picture.
     ``evidence`` may be a function (it runs the system, e.g. a level table): it runs after the search, and on
     real code a crash of the system inside it is written into the evidence instead of erroring the test.
     """
@@ -462,9 +464,11 @@ def verify_claim(
         budget = _budget(max_examples)
         text = (note or f"no counterexample in {budget} generated examples") + (f"; {evidence}" if evidence else "")
         ce = None
+    drawn = figure() if callable(figure) else figure  # the picture's data (`Recorder.record_claim`)
     verdicts.record_claim(
-        claim_id, policy, verdict, text, ce, {**seam.evidence(), **(provenance or {})}, signatures=found.records()
-    )
+        claim_id, policy, verdict, text, ce, {**seam.evidence(), **(provenance or {})}, signatures=found.records(),
+        figure=drawn,
+    )  # fmt: skip
     return Verdict(verdict, found.undocumented())
 
 

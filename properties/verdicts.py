@@ -120,6 +120,7 @@ class Recorder:
         counterexample: Any = None,
         provenance: dict[str, str] | None = None,
         signatures: Sequence[dict[str, Any]] | None = None,
+        figure: dict[str, Any] | None = None,
     ) -> None:
         """Record one verdict; the last record of a (claim, policy) pair wins at merge time.
 
@@ -128,7 +129,8 @@ class Recorder:
         ``signatures``: every distinct failure signature the claim's search found,
         ``{signature, partition, counterexample, error}`` each (`claimcheck.Failures.records`),
         written sorted by (partition, signature); None (a test that records no search) writes none,
-        and `signature_set` then reads the row's evidence.
+        and `signature_set` then reads the row's evidence. ``figure``: the data a reader draws this verdict's
+        picture from (``{"kind": ..., ...}``, JSON values; e.g. the video claims' frame strips, semantics §20).
         """
         if verdict not in VERDICTS:
             raise ValueError(f"verdict must be one of {VERDICTS}, got {verdict!r}")
@@ -141,6 +143,7 @@ class Recorder:
                 "counterexample": describe_value(counterexample),
                 "provenance": dict(provenance or {}),
                 **({"signatures": _sorted_signatures(signatures)} if signatures is not None else {}),
+                **({"figure": figure} if figure else {}),
             }
         )
 

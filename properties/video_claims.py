@@ -223,3 +223,26 @@ def name_of(path: Any) -> str:
 def provenance(paths: Sequence[Any]) -> dict[str, str]:
     """What ran behind each video path, per step (recorded beside the verdict)."""
     return {f"{name_of(p)}: {step}": what for p in paths for step, what in sorted(p.provenance().items())}
+
+
+DEMO = (Clip(120, 30.0), VideoRequest())  # a 4 s clip at 30 fps, the defaults: the strip when nothing differs
+STRIP_FRAMES = 200  # a strip draws at most this many frames a side (longer answers are cut, and say so)
+
+
+def strips(paths: Sequence[Any], rows: dict[str, Any], point: tuple[Clip, VideoRequest] | None) -> dict[str, Any]:
+    """The data of the frame-strip figure (`reports.report.plots.video`): at ``point`` (the smallest differing
+    one, else `DEMO`), which frames each side takes and the times it tells the model."""
+    clip, request = point or DEMO
+    sides = []
+    for label, side in [*((name_of(p), p) for p in paths), *rows.items()]:
+        got = answer(side, clip, request)
+        plan = got.plan
+        sides.append({
+            "side": label,
+            "indices": list(plan.indices[:STRIP_FRAMES]) if plan else None,
+            "times": list(plan.times[:STRIP_FRAMES]) if plan and plan.times else None,
+            "cut": bool(plan and len(plan.indices) > STRIP_FRAMES),
+            "note": got.refused or got.unsupported or "",
+        })  # fmt: skip
+    return {"kind": "video-strips", "frames": clip.frames, "fps": clip.fps, "request": request.label(),
+            "differs": point is not None, "sides": sides}  # fmt: skip

@@ -80,10 +80,12 @@ def _pixel_free(claim: str, session: Any, policy: str, family: str) -> None:
     why = why or missing
     pinned: list[tuple[Clip, VideoRequest]] = []
     evidence = ""
+    figure = None
     if ok:
         sweeps = [_sweep(p, family, rows) for p in paths]
         pinned = [s.first(claim) for s in sweeps if s.first(claim) is not None]
         evidence = "; ".join(s.evidence(claim, rows) for s in sweeps)
+        figure = vc.strips(paths, rows, pinned[0] if pinned else None)
     trained = rows.get(vc.TRAINED)
     verdict = claimcheck.verify_claim(
         claim,
@@ -96,6 +98,7 @@ def _pixel_free(claim: str, session: Any, policy: str, family: str) -> None:
         not_applicable=why,
         provenance=vc.provenance(paths) if ok else {},
         partition=lambda case: case[1].label(),
+        figure=figure,
     )
     claimcheck.assert_expected(claim, policy, verdict)
 

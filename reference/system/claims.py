@@ -18,7 +18,8 @@ Schema of ``verdicts.json`` (``schema_version`` 2; 1 is still read)::
     {"schema_version": 2, "generated_at": ISO-8601, "profile": str, "impl": str, "system": dict | None,
      "family": str, "strict": bool,
      "claims": [{"id", "statement", "source", "policy", "verdict", "evidence", "counterexample", "provenance",
-                 "signatures": [{"signature", "partition", "counterexample", "error", "documented"?}]}],
+                 "signatures": [{"signature", "partition", "counterexample", "error", "documented"?}],
+                 "figure"?: {"kind", ...}}],
      "properties": [{"name", "examples", "outcome", "seconds", "message"}]}
 
 Version 2 added the run's model ``family`` (semantics §18; a file without it is Kimi-K3's), each test's ``message`` (a failed or erroring test's failure line, a skip's reason, as the
@@ -256,6 +257,7 @@ def merge(
                 "counterexample": entry.get("counterexample"),
                 "provenance": entry.get("provenance", {}),
                 **({"signatures": entry["signatures"]} if "signatures" in entry else {}),
+                **({"figure": entry["figure"]} if "figure" in entry else {}),
             }
         )
     return {

@@ -23,6 +23,8 @@ from deferlab.reference.system.errors import DeferlabInputError
 SCOPES = ("full", "normalization")
 FULL_CLAIMS = ("C4", "C13", "C14", "C15")
 NORMALIZATION_CLAIMS = ("C4", "C15")
+VIDEO_CLAIMS = ("C16", "C17", "C18", "C19")  # a family whose checkpoint names a video processor (semantics §20)
+BYTES_CLAIMS = ("C20",)  # every family: the decode of a client's bytes comes before any processor (semantics §20.8)
 
 
 @dataclass(frozen=True)
@@ -39,10 +41,13 @@ class Family:
     profile: str
     served: tuple[Served, ...]
     needs: tuple[str, ...] = ()  # optional extras the trained side needs (reference.system.extras)
+    video: bool = False  # its checkpoints name a video processor: the video claims apply (semantics §20.1)
+    encoded: bool = True  # C20 is judged in its columns (Kimi-K3's engine paths are judged on decoded images, §16)
 
     @property
     def claims(self) -> tuple[str, ...]:
-        return FULL_CLAIMS if self.scope == "full" else NORMALIZATION_CLAIMS
+        still = FULL_CLAIMS if self.scope == "full" else NORMALIZATION_CLAIMS
+        return (*still, *(VIDEO_CLAIMS if self.video else ()), *(BYTES_CLAIMS if self.encoded else ()))
 
     def paths(self, engine: str, version: str) -> tuple[Served, ...]:
         """The engine's paths for this family at ``version`` (empty: the release does not serve it)."""
@@ -115,6 +120,7 @@ def _qwen(
         trained="transformers:transformers.models.qwen2_vl.image_processing_pil_qwen2_vl.Qwen2VLImageProcessorPil",
         profile=name,
         needs=("transformers",),
+        video=True,  # Qwen2VLVideoProcessor / Qwen3VLVideoProcessor in video_preprocessor_config.json (§20.1)
         served=(
             Served("vllm", "0.27.0", host_high, "host-normalized", True, code, host_note),
             *_device_and_host(device_low, code),
@@ -131,6 +137,7 @@ def _qwen(
 FAMILIES: dict[str, Family] = {
     "kimi-k3": Family(
         name="kimi-k3",
+        encoded=False,
         display="Kimi-K2.5/K3",
         scope="full",
         checkpoints=("moonshotai/Kimi-K3", "moonshotai/Kimi-K2.5"),

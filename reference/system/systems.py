@@ -26,6 +26,7 @@ from deferlab.reference.system.engines import (  # noqa: F401 - the registry's n
     split_label,
 )
 from deferlab.reference.system.errors import DeferlabInputError
+from deferlab.reference.system.families import BYTES_CLAIMS, VIDEO_CLAIMS
 from deferlab.reference.system.families import family as family_facts
 from deferlab.reference.system.releases import (  # noqa: F401
     at_least,
@@ -35,6 +36,8 @@ from deferlab.reference.system.releases import (  # noqa: F401
     sorted_claims,
     sorted_releases,
 )
+
+REQUEST_CLAIMS = (*VIDEO_CLAIMS, *BYTES_CLAIMS)  # asked of a family's columns only, Kimi-K3's too (semantics §20)
 
 
 # --- a column of a matrix ------------------------------------------------------------------------------------------
@@ -113,7 +116,7 @@ class System:
         family = family or self.family
         if family == ALL_FAMILIES:
             raise ValueError("answers: name the family of the column (this system runs every family)")
-        if family != DEFAULT_FAMILY:
+        if family != DEFAULT_FAMILY or claim_id in REQUEST_CLAIMS:
             if claim_id not in family_facts(family).claims:
                 return False
         return self.facts.answers(claim_id) if self.facts else True

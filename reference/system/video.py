@@ -68,7 +68,10 @@ class VideoRequest:
 
     def label(self) -> str:
         """``"defaults"`` or ``"fps=1, num_frames=8"``: the option part of a counterexample."""
-        return ", ".join(f"{k}={v:g}" if isinstance(v, float) else f"{k}={v}" for k, v in self.given().items()) or "defaults"
+        return (
+            ", ".join(f"{k}={v:g}" if isinstance(v, float) else f"{k}={v}" for k, v in self.given().items())
+            or "defaults"
+        )
 
 
 @dataclass(frozen=True)

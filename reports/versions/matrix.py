@@ -97,7 +97,12 @@ def engine_match(
         c: claim_registry.expected_for_engine(c, engine_name, version, registry, family=family, path=path)
         for c in release
     }
-    diffs = {c: {"release": v, ENGINE_MATCH: expected[c]} for c, v in release.items() if expected[c] not in (None, v)}
+    # a claim the run did not reach (not-run: a claims subset, a run that stopped) is shown so, not a mismatch
+    diffs = {
+        c: {"release": v, ENGINE_MATCH: expected[c]}
+        for c, v in release.items()
+        if expected[c] not in (None, v) and v != "not-run"
+    }
     return {"matches": [] if diffs else [ENGINE_MATCH], "closest": ENGINE_MATCH, "differences": diffs}
 
 
@@ -174,6 +179,7 @@ def matrix(records: Sequence[RunRecord], profile: str, claims: Sequence[str] = (
         },
         "evidence": {n: {x["id"]: x.get("evidence", "") for x in rows[n]} for n in per_run},
         "provenance": {n: {x["id"]: x.get("provenance", {}) for x in rows[n]} for n in per_run},
+        "figures": {n: {x["id"]: x["figure"] for x in rows[n] if x.get("figure")} for n in per_run},
     }
 
 

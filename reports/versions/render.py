@@ -29,6 +29,7 @@ from deferlab.reports.core.atomic import (
 from deferlab.reports.core.claims import VERDICT_CELL
 from deferlab.reports.versions import columns as cols
 from deferlab.reports.versions import families as families_table
+from deferlab.reports.versions import pictures
 from deferlab.reports.versions.matrix import release_of
 
 COLOURS = {
@@ -227,6 +228,7 @@ def markdown(
     statements: dict[str, dict[str, str]],
     regressions: list[dict[str, str]],
     baseline: str | None = None,
+    strips: list[tuple[str, str]] | None = None,
 ) -> str:
     """versions.md: the summary and matrix, which policy each release matches, errors, regressions, then one entry
     per distinct failure (claim, signature) listing every release it applies to, its full text in ``<details>``."""
@@ -261,6 +263,7 @@ def markdown(
             f"- **{r}**, {FAMILIES[f].display}: {why}" for r, per in doc["not_served"].items() for f, why in per.items()
         ]
     out += _new_signatures(doc)
+    out += pictures.markdown(strips or [])
     out += ["", "## Regressions against the versions baseline", ""]
     out += [f"- {r['name']}: {r['baseline']} -> {r['current']}" for r in regressions] or ["None."]
     out += ["", "## Failing claims: the real code's minimal counterexamples, one entry per distinct failure", ""]
@@ -313,7 +316,8 @@ def write(
         write_text_atomic(stage / "versions.json", json.dumps(full, indent=1) + "\n")
         write_bytes_atomic(stage / "versions.xml", xml)
         grid_png(doc, stage / "versions.png")
-        write_text_atomic(stage / "versions.md", markdown(doc, statements, regressions, baseline))
+        strips = pictures.video_strips(doc, stage)
+        write_text_atomic(stage / "versions.md", markdown(doc, statements, regressions, baseline, strips))
         write_text_atomic(stage / "families.md", families_table.markdown(doc))
     if junit_file is not None:
         write_bytes_atomic(junit_file, xml)
