@@ -28,6 +28,7 @@ ENGINE = EngineFacts(
     floor="no release semantics §19 read",
     order=2,
     served="deferlab.impl.lmdeploy.served",
+    video="deferlab.impl.lmdeploy.video",
     serves=(
         (
             "internvl",
