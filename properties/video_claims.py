@@ -13,6 +13,7 @@ a failure named so (semantics §20.2).
 
 from __future__ import annotations
 
+import os
 import time
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field
@@ -20,17 +21,30 @@ from typing import Any
 
 import numpy as np
 
-from deferlab.reference.system.video import Clip, Unsupported, VideoPlan, VideoRequest, differing, grid_clips
+from deferlab.reference.system.video import (
+    OPTIONS_ENV,
+    Clip,
+    Unsupported,
+    VideoPlan,
+    VideoRequest,
+    differing,
+    grid_clips,
+    user_requests,
+)
 
 # The option sets swept per clip (semantics §20.3): the defaults, the two ways a client asks for fewer or more
 # frames (a rate and a count), and a per-frame pixel budget as the Qwen recipes take it.
-OPTION_SETS: tuple[VideoRequest, ...] = (
+BASE_OPTION_SETS: tuple[VideoRequest, ...] = (
     VideoRequest(),
     VideoRequest(fps=1.0),
     VideoRequest(fps=4.0),
     VideoRequest(num_frames=8),
     VideoRequest(num_frames=16),
     VideoRequest(min_pixels=64 * 28 * 28, max_pixels=256 * 28 * 28),
+)
+# and a user's own (``--video-fps`` / ``--video-frames`` of the commands, through `OPTIONS_ENV`)
+OPTION_SETS = BASE_OPTION_SETS + tuple(
+    r for r in user_requests(os.environ.get(OPTIONS_ENV)) if r not in BASE_OPTION_SETS
 )
 FIELDS = {"C16": ("indices",), "C17": ("size", "padded", "grid", "tokens"), "C18": ("times",)}
 WHAT = {

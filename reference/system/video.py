@@ -181,3 +181,47 @@ def grid_durations() -> tuple[float, ...]:
 def grid_clips(width: int = 64, height: int = 48) -> tuple[Clip, ...]:
     """The 6,000 clips of the grid (300 durations x 20 frame rates): ``frames`` = round(duration x fps), at least 1."""
     return tuple(Clip(max(1, round(d * f)), f, width, height) for d in grid_durations() for f in GRID_FPS)
+
+
+# --- A user's own video options (semantics §20.3): added to the swept option sets ------------------------------------
+OPTIONS_ENV = "DEFERLAB_VIDEO_OPTIONS"  # JSON {"fps": F, "num_frames": N}: the commands' --video-fps / --video-frames
+FPS_RANGE = (0.1, 240.0)  # a sampling rate a client may ask (the engines cap theirs lower: each side answers itself)
+FRAMES_RANGE = (1, 10_000)  # a frame count a client may ask
+
+
+def check_options(fps: Any = None, num_frames: Any = None) -> dict[str, Any]:
+    """The user's video options, checked (one line naming the option, the value and what is accepted)."""
+    out: dict[str, Any] = {}
+    if fps is not None:
+        try:
+            value = float(fps)
+        except (TypeError, ValueError):
+            value = float("nan")
+        if not FPS_RANGE[0] <= value <= FPS_RANGE[1]:
+            raise InputValueError(
+                f"--video-fps {fps!r}: not a sampling rate deferlab checks; accepted: a number of frames per second "
+                f"from {FPS_RANGE[0]:g} to {FPS_RANGE[1]:g}"
+            )
+        out["fps"] = value
+    if num_frames is not None:
+        if isinstance(num_frames, bool) or not str(num_frames).strip().isdigit():
+            raise InputValueError(
+                f"--video-frames {num_frames!r}: not a whole number; accepted: {FRAMES_RANGE[0]} to {FRAMES_RANGE[1]:,}"
+            )
+        count = int(str(num_frames).strip())
+        if not FRAMES_RANGE[0] <= count <= FRAMES_RANGE[1]:
+            raise InputValueError(
+                f"--video-frames {num_frames}: out of range; accepted: {FRAMES_RANGE[0]} to {FRAMES_RANGE[1]:,}"
+            )
+        out["num_frames"] = count
+    return out
+
+
+def user_requests(text: str | None) -> tuple[VideoRequest, ...]:
+    """The requests a user's options add to the sweep (``OPTIONS_ENV``'s JSON; empty when unset): one per option."""
+    import json
+
+    if not text:
+        return ()
+    given = check_options(**json.loads(text))
+    return tuple(VideoRequest(**{k: v}) for k, v in given.items())

@@ -34,7 +34,7 @@ from deferlab.reference.system.errors import DeferlabInputError, UsageError
 from deferlab.reference.system.systems import DEFAULT_FAMILY, ENGINES
 from deferlab.reference.system.validate import check_choice
 from deferlab.reports.compare import running
-from deferlab.reports.core import process
+from deferlab.reports.core import process, videoopts
 from deferlab.reports.core import runner as core_runner
 from deferlab.reports.core.atomic import check_out_dir
 from deferlab.reports.core.claims import PROFILES, default_out_dir, load_claim_statements
@@ -68,6 +68,7 @@ def add_parser(sub: Any) -> argparse.ArgumentParser:
         "--engine", default="sglang", help=f"the engine both sides are: {', '.join(ENGINES)} (default sglang)"
     )
     p.add_argument("--profile", default="ci", help=f"hypothesis profile of the claim searches: {', '.join(PROFILES)}")
+    videoopts.add(p)
     p.add_argument(
         "--claims",
         metavar="IDS",
@@ -99,6 +100,7 @@ def check_args(args: argparse.Namespace, *, cache: Path | None = None) -> tuple[
         check_choice("--engine", engine, tuple(ENGINES))
     except DeferlabInputError as e:
         raise UsageError(str(e)) from None
+    videoopts.env(args)  # a bad --video-fps / --video-frames: one line before anything is loaded
     args.out = check_out_dir(args.out or default_out_dir(prefix="compare-"), "--out")
     if args.junit is not None and args.junit.is_dir():
         raise UsageError(f"--junit: {str(args.junit)!r} is a directory; accepted: a file path for the XML")
@@ -147,7 +149,7 @@ def run(
     names = running.load_both([base, head], say, loader=loader)
     out = args.out
     work = process.temp_dir("compare-")
-    request = Request(base.system, args.profile, claims=only, threads=1, strict=strict)
+    request = Request(base.system, args.profile, claims=only, threads=1, strict=strict, env=videoopts.env(args))
     try:
         if args.cluster is None:
             results = running.run_both([base, head], request, work, say, runner=runner)

@@ -41,7 +41,7 @@ from deferlab.reference.system.systems import (
     sorted_releases,
 )
 from deferlab.reference.system.validate import check_choice
-from deferlab.reports.core import process
+from deferlab.reports.core import process, videoopts
 from deferlab.reports.core import runner as core_runner
 from deferlab.reports.core.atomic import check_out_dir
 from deferlab.reports.core.baseline import Baseline
@@ -101,6 +101,7 @@ def add_parser(sub: Any) -> argparse.ArgumentParser:
     )
     p.add_argument("--out", type=Path, help="output directory (default reports/out/versions-<UTC timestamp>)")
     p.add_argument("--profile", default="ci", help=f"hypothesis profile of the claim searches: {', '.join(PROFILES)}")
+    videoopts.add(p)
     p.add_argument(
         "--baseline",
         default=None,
@@ -142,6 +143,7 @@ def _check(args: argparse.Namespace) -> tuple[Wanted, Path | None, Baseline | No
             check_choice("--format", args.format, versions_report.FORMATS)
     except DeferlabInputError as e:
         raise UsageError(str(e)) from None
+    videoopts.env(args)  # a bad --video-fps / --video-frames: one line before any release runs
     junit_file = getattr(args, "junit", None)
     if junit_file is not None and Path(junit_file).is_dir():
         raise UsageError(f"--junit: {str(junit_file)!r} is a directory; accepted: a file path for the XML")
@@ -276,7 +278,8 @@ def run(
             continue
         system = System(name, version, family=family_option(served))
         claims = tuple(c for c in asked if answered_by(name, served, c))
-        tasks.append(Task(label, Request(system, args.profile, claims=claims, strict=strict), load=True))
+        request = Request(system, args.profile, claims=claims, strict=strict, env=videoopts.env(args))
+        tasks.append(Task(label, request, load=True))
     records.update(_run_tasks(tasks, args, say, runner, loader))
     # each record names every family asked (its run, only those served): the matrix lists the others as n/a
     asked_all = family_option(families)

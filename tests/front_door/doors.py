@@ -150,6 +150,22 @@ DOOR_ROWS = [
         ],
         r"--out '/proc/x/b\.json': its folder cannot be made or written; accepted: a \.json file path",
     ),
+    # a user's own video options (semantics §20.3): checked before any release is loaded
+    BadCli(
+        "versions video fps out of range",
+        lambda t: ["versions", "0.5.23", "--video-fps", "0", "--out", str(t / "v")],
+        r"--video-fps '0': not a sampling rate deferlab checks; accepted: a number of frames per second from 0\.1 to 240",
+    ),
+    BadCli(
+        "versions video frames not a number",
+        lambda t: ["versions", "0.5.23", "--video-frames", "many", "--out", str(t / "v")],
+        r"--video-frames 'many': not a whole number; accepted: 1 to 10,000",
+    ),
+    BadCli(
+        "compare video frames out of range",
+        lambda t: ["compare", "0.5.22", "0.5.23", "--video-frames", "20000", "--out", str(t / "c")],
+        r"--video-frames 20000: out of range; accepted: 1 to 10,000",
+    ),
 ]
 
 # DEFERLAB_OFFLINE=maybe: every command refuses it first, those that never fetch included
