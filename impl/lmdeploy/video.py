@@ -150,7 +150,9 @@ class Qwen3VideoPath:
                                 ("mm_processor_kwargs", self.mm_processor_kwargs(request)))
             if given
         )  # fmt: skip
-        return VideoPlan(tuple(indices), size, grid, tokens, tuple(times), padded, notes)
+        # The processor's patchify repeats the last frame to fill the temporal patch: the plan keeps the repeats.
+        taken = tuple(indices) + (indices[-1],) * padded
+        return VideoPlan(taken, size, grid, tokens, tuple(times), padded, notes)
 
     # --- on encoded bytes ---------------------------------------------------------------------------------------
     def decode(self, data: bytes, request: VideoRequest) -> DecodedVideo:

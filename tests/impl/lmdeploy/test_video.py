@@ -74,7 +74,7 @@ def child() -> dict[str, Any]:
 @VIDEO
 def test_default_request_takes_32_frames_by_count(child):
     short, long = child["plans"][0], child["plans"][1]
-    assert short["indices"] == [0, 1, 2, 3, 4]  # N <= 32: every frame (no fps rule by default)
+    assert short["indices"] == [0, 1, 2, 3, 4, 4]  # N <= 32: every frame (no fps rule by default), 4 repeated
     assert (short["size"], short["grid"], short["tokens"], short["padded"]) == ([64, 64], [3, 4, 4], 12, 1)
     assert short["times"] == pytest.approx(pair_times([0, 1, 2, 3, 4], 5.0), abs=1e-9)
     assert long["indices"] == truncated_linspace(300, 32)
@@ -85,7 +85,7 @@ def test_default_request_takes_32_frames_by_count(child):
 @VIDEO
 def test_fps_caps_the_count_at_floor_of_duration_times_fps(child):
     ten, two = child["plans"][2], child["plans"][3]
-    assert ten["indices"] == truncated_linspace(10, math.floor(10 / 5.0 * 1.0))  # 2 s at 1 fps: [0, 9]
+    assert ten["indices"] == truncated_linspace(10, math.floor(10 / 5.0 * 1.0))  # 2 s at 1 fps: [0, 9], no pad
     assert ten["times"] == pytest.approx([4.5 / 5.0], abs=1e-9)
     assert two["error"] == "Refused" and "temporal_factor" in two["message"]  # 0.4 s: one frame, refused
 

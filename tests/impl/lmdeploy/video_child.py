@@ -82,7 +82,7 @@ def decoded(path: Any, data: bytes, request: VideoRequest) -> dict[str, Any]:
     seconds = time.perf_counter() - started
     plan = path.plan(Clip(got.total, got.fps, got.frames.shape[2], got.frames.shape[1]), request)
     return {"read_back": [read_index(f) for f in got.frames], "indices": list(got.indices or ()),
-            "planned": list(plan.indices), "shape": list(got.frames.shape), "fps": got.fps, "total": got.total,
+            "planned": list(plan.indices[: len(plan.indices) - plan.padded]), "shape": list(got.frames.shape), "fps": got.fps, "total": got.total,
             "seconds": seconds}  # fmt: skip
 
 
