@@ -31,6 +31,7 @@ PACKAGES = (
     "deferlab.reports.repro.cli",
     "deferlab.reports.mutate.cli",
     "deferlab.reports.families.cli",
+    "deferlab.reports.findings.cli",
     "deferlab.reports.core.cache",
 )
 PASS_THROUGH = {"sim", "test"}  # everything after these belongs to another parser (the simulator's, pytest's)

@@ -1,0 +1,164 @@
+"""Failing cells grouped into findings, one per root cause (semantics §21.4).
+
+Why this key: a versions.json records, per cell, the provenance of every step the served side ran (``step =>
+module.qualname ...``) but not which step made the difference. Each claim judges one stage (C13 the tiling or
+geometry, C15 the normalization, C14 what the served processor hands the tower), so the root cause is named by
+the engine function at that stage, read from the provenance: the same function failing the same way on several
+families, paths and releases is one finding. A refusal (crash) and a pixel difference in one cell are two causes,
+so the key keeps them apart; a pixel claim whose difference is a geometry change (C14 "grid != checkpoint's") in a
+column where the geometry claim fails is that geometry finding, seen again.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import re
+from collections.abc import Mapping
+from typing import Any
+
+from deferlab.reference.system.impact import Row, Severity, classify, is_crash, parts, row_from_versions, worst
+
+EFFECT = {
+    "C13": "geometry", "C17": "geometry", "C16": "sampling", "C18": "times",
+    "C2": "pixels", "C7": "pixels", "C12": "pixels", "C14": "pixels", "C19": "pixels",
+    "C3": "normalization", "C4": "normalization", "C15": "normalization",
+    "C20": "decode", "C8": "staging", "C11": "staging",
+    "C1": "gate", "C10": "gate", "C5": "placement", "C6": "placement", "C9": "ipc",
+}  # fmt: skip
+# The provenance steps that name each effect's stage, most specific first.
+STAGES = {
+    "geometry": ("tiling", "geometry", "plan", "sampling", "num_tokens", "serve"),
+    "sampling": ("sampling", "plan", "decode", "load", "serve"),
+    "times": ("times", "plan", "serve"),
+    "pixels": ("serve", "preprocess", "parse", "load", "process"),
+    "normalization": ("normalize", "normalize_and_patchify", "preprocess", "serve"),
+    "decode": ("load", "decode", "fetch", "serve"),
+    "staging": ("materialize", "process", "deliver"),
+    "gate": ("defer_decisions", "gate_paths", "defers"),
+}
+GEOMETRY_OF = {"C14": "C13", "C19": "C17"}  # a pixel claim -> the geometry claim whose change it can inherit
+_DOTTED = re.compile(r"\b([A-Za-z_]\w*(?:\.[A-Za-z_]\w*){2,})")
+_METHOD = re.compile(r"\b([A-Z]\w*\.[A-Za-z_]\w+)")
+_LEAD = re.compile(r"^(?:real: )?([A-Za-z_][\w.]*\w)")
+_LIBRARIES = ("torch.", "numpy.", "np.", "PIL.", "msgspec.", "F.")  # libraries the engines call, not their code
+
+
+@dataclasses.dataclass
+class Member:
+    """One cell's share in a finding: the cell, its class for this cause, and the failures that show it."""
+
+    claim: str
+    column: str
+    engine: str
+    version: str
+    family: str
+    path: str
+    severity: Severity
+    texts: list[str]
+    row: Row
+    given: Any  # the minimal input of this cause, as the cell recorded it (None: not recorded)
+
+
+@dataclasses.dataclass
+class Finding:
+    """One root cause: where it arises, and every cell it shows in."""
+
+    key: tuple[str, str, str, bool]
+    members: list[Member] = dataclasses.field(default_factory=list)
+
+    @property
+    def engine(self) -> str:
+        return self.key[0]
+
+    @property
+    def function(self) -> str:
+        return self.key[1]
+
+    @property
+    def effect(self) -> str:
+        return self.key[2]
+
+    @property
+    def severity(self) -> Severity:
+        return worst(m.severity for m in self.members)
+
+    def representative(self) -> Member:
+        """The member the finding is told by: the worst, then the first geometry claim, then matrix order."""
+        return max(self.members, key=lambda m: (m.severity, m.claim in GEOMETRY_OF.values()))
+
+
+def stage_function(provenance: Mapping[str, str], effect: str) -> str:
+    """The engine function at ``effect``'s stage: the first module.qualname (or Class.method) in the first step
+    of `STAGES` whose provenance names one; "" when none does."""
+    steps: dict[str, list[str]] = {}
+    for key in sorted(provenance):
+        steps.setdefault(key.rsplit(": ", 1)[-1], []).append(provenance[key])
+    names = STAGES.get(effect, ()) + tuple(steps)
+    for name in names:
+        for text in steps.get(name, ()):
+            if found := _named(text):
+                return found
+    return ""
+
+
+def _named(text: str) -> str:
+    """The function a provenance step names: the call it leads with, else its first engine (not library) name."""
+    lead = _LEAD.match(text)
+    if lead and ("." in lead.group(1) or "_" in lead.group(1)) and not lead.group(1).startswith(_LIBRARIES):
+        return lead.group(1)
+    for rx in (_DOTTED, _METHOD):
+        for m in rx.finditer(text):
+            if not m.group(1).startswith(_LIBRARIES):
+                return m.group(1)
+    return ""
+
+
+def _split(row: Row) -> list[tuple[Severity, list[tuple[Any, str]], Row]]:
+    """The row as causes: its crash failures, and what the rest shows (semantics §21.4); each with its pieces."""
+    severity = classify(row)
+    found = [(given, text) for given, text in parts(row) if re.search(r"\w+(Error|Exception): ", text)]
+    if severity != Severity.CRASH:
+        return [(severity, found or [(row.counterexample, row.failure)], row)]
+    crash = [(g, t) for g, t in found if is_crash(t)]
+    rest = [(g, t) for g, t in found if not is_crash(t)]
+    out = [(Severity.CRASH, crash, row)]
+    if rest:
+        texts = [t for _, t in rest]
+        other = dataclasses.replace(row, failure=texts[0], evidence=" also ".join(texts), signatures=())
+        out.append((classify(other), rest, other))
+    return out
+
+
+def fails(doc: Mapping[str, Any]) -> list[tuple[str, str]]:
+    """Every (claim, column) the document records as ``fails``, in matrix order."""
+    return [(c, col) for c, row in doc["verdicts"].items() for col, v in row.items() if v == "fails"]
+
+
+def group(doc: Mapping[str, Any]) -> list[Finding]:
+    """The document's failing cells as findings, worst first, then by engine and function."""
+    findings: dict[tuple[str, str, str, bool], Finding] = {}
+    failing = set(fails(doc))
+    geometry_key: dict[tuple[str, str], tuple[str, str, str, bool]] = {}
+    later: list[Member] = []
+    for claim, column in fails(doc):
+        col = doc["columns"][column]
+        row = row_from_versions(doc, claim, column)
+        effect = EFFECT.get(claim, claim)
+        function = stage_function(row.provenance, effect) or f"(no function recorded: {claim})"
+        for severity, found, part in _split(row):
+            given = next((g for g, _ in found if g is not None), None)
+            member = Member(
+                claim, column, col["engine"], col["version"], col.get("family") or "", col.get("path") or "default",
+                severity, [t for _, t in found], part, given,
+            )  # fmt: skip
+            geometry = GEOMETRY_OF.get(claim)
+            if severity == Severity.SEQUENCE and geometry and (geometry, column) in failing:
+                later.append(member)  # attached once the geometry claim's finding exists
+                continue
+            key = (col["engine"], function, effect, severity == Severity.CRASH)
+            findings.setdefault(key, Finding(key)).members.append(member)
+            if effect == "geometry":
+                geometry_key[(claim, column)] = key
+    for member in later:
+        findings[geometry_key[(GEOMETRY_OF[member.claim], member.column)]].members.append(member)
+    return sorted(findings.values(), key=lambda f: (-f.severity, f.engine, f.function, f.effect))

@@ -1,0 +1,113 @@
+"""The impact numbers a finding can state from what its cells recorded (semantics §21.6), and nothing else.
+
+Why read text: a versions.json keeps a claim's evidence and failure as the sentences the claim test wrote
+(``919 sizes differ``, ``2560 tokens != checkpoint's ... 256 tokens``, ``up to 255 levels off``, ``490 FP32 / 0
+BF16 of 768``). Each number here is parsed from one of those sentences; a number the evidence does not hold is
+reported as not measured, never estimated. The share of a realistic upload distribution a geometry finding hits
+needs the whole set of differing sizes: only a document that records it gets the share.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Iterable
+from typing import Any
+
+from deferlab.reference.system import realistic
+from deferlab.reference.system.impact import Severity, bf16_counts
+from deferlab.reports.findings.group import Finding, Member
+
+_INT = r"(\d[\d,]*)"
+_SWEPT = re.compile(r"exhaustive: " + _INT + r" sizes")
+_DIFFER = re.compile(_INT + r" sizes differ")
+_TOKENS = re.compile(r"(\d+) tokens != checkpoint's .*?(\d+) tokens")
+_NEQ = re.compile(r": ([^:;]+?) != (?:the )?(checkpoint's|trained side's|trained) ([^;]+?)(?:;|$| also )")
+_AFTER_BF16 = re.compile(r"(?:\d+) of (?:\d+) levels differ after BF16")
+_LEVEL = re.compile(r"level (\d+) served, (\d+) trained")
+_UNEXPLAINED = re.compile(_INT + r" of " + _INT + r" values unexplained \(" + _INT + r" differ")
+_LEVELS = re.compile(r"up to (\d+) levels off")
+_ULPS = re.compile(r"(\d+) ulps")
+_FP32 = re.compile(_INT + r" of " + _INT + r" (?:values|levels) differ (?:from the checkpoint )?in FP32")
+_FP32_SHORT = re.compile(_INT + r" FP32 / \d+ BF16 of " + _INT)
+_CLASS = re.compile(r"^(?:AssertionError: )?\[([^\]]+)\]")
+_EXC = re.compile(r"\b([A-Z][A-Za-z]*(?:Error|Exception)): (?=([^;)]*))")  # the message: a lookahead, so a
+# nested exception inside an AssertionError's message is found too
+_SIZE = re.compile(r"\[(\d+), (\d+)\]")
+
+
+def _n(text: str) -> int:
+    return int(text.replace(",", ""))
+
+
+def _all(rx: re.Pattern[str], texts: Iterable[str]) -> list[re.Match[str]]:
+    return [m for t in texts for m in rx.finditer(t)]
+
+
+def expected_served(m: Member) -> tuple[str, str]:
+    """What the checkpoint gives and what the engine serves at the member's counterexample, from its failure."""
+    head = m.texts[0] if m.texts else m.row.failure
+    if m.severity == Severity.CRASH:
+        inner = [e for e in _EXC.finditer(head) if e.group(1) != "AssertionError"]
+        served = f"{inner[0].group(1)}: {inner[0].group(2).strip()}" if inner else head.removeprefix("AssertionError: ")
+        return "accepted and served (the checkpoint's processor takes it)", served
+    if neq := _NEQ.search(head):
+        return neq.group(3).strip(), neq.group(1).strip()
+    if bf16 := _AFTER_BF16.search(head):
+        return "bitwise equal after the cast to BF16", bf16.group(0)
+    if level := _LEVEL.search(head):
+        return f"level {level.group(2)}", f"level {level.group(1)}"
+    if fp := _FP32.search(head) or _FP32_SHORT.search(head):
+        return "bitwise the checkpoint's float32 values", fp.group(0)
+    return "the checkpoint's (see the failure)", head
+
+
+def realistic_share(recorded: set[tuple[int, int]], differing: int | None) -> str:
+    """The share of `realistic.images()` (displayed sizes) among the differing sizes, when the document holds
+    the whole set; otherwise why it is not measured."""
+    if differing is None or len(recorded) < differing:
+        return (
+            f"not measured: the document records {len(recorded)} of the "
+            f"{'?' if differing is None else f'{differing:,}'} differing sizes, not the set"
+        )
+    images = realistic.images()
+    hit = sum(realistic.displayed(r) in recorded for r in images)
+    return f"{hit:,} of {len(images):,} realistic images ({hit / len(images):.1%})"
+
+
+def measure(f: Finding) -> dict[str, Any]:
+    """The finding's impact numbers, each from recorded text (absent when no member records it)."""
+    texts = [t for m in f.members for t in m.texts]
+    out: dict[str, Any] = {}
+    evidence = [m.row.evidence for m in f.members]
+    swept, differ = _all(_SWEPT, evidence), _all(_DIFFER, evidence)
+    if swept and differ:
+        out["sizes"] = f"{_n(differ[0].group(1)):,} of {_n(swept[0].group(1)):,} swept sizes differ"
+    rep = f.representative()
+    if tokens := _TOKENS.search(rep.texts[0] if rep.texts else rep.row.failure):
+        served, trained = int(tokens.group(1)), int(tokens.group(2))
+        out["tokens"] = f"{served} served vs {trained} trained ({served / trained:.2f}x) at the minimal input"
+    if f.effect == "geometry":
+        recorded = {(int(a), int(b)) for m in f.members for a, b in _SIZE.findall(m.row.evidence)}
+        if isinstance(rep.row.counterexample, list) and len(rep.row.counterexample) == 2:
+            recorded.add(tuple(rep.row.counterexample))  # type: ignore[arg-type]
+        out["realistic"] = realistic_share(recorded, _n(differ[0].group(1)) if differ else None)
+    if levels := [int(m.group(1)) for m in _all(_LEVELS, texts)]:
+        out["max_levels"] = max(levels)
+    if ulps := [int(m.group(1)) for m in _all(_ULPS, texts)]:
+        out["max_ulps"] = max(ulps)
+    if unexplained := _all(_UNEXPLAINED, texts):
+        worst_share = max(unexplained, key=lambda m: _n(m.group(1)) / _n(m.group(2)))
+        out["unexplained"] = f"{worst_share.group(1)} of {worst_share.group(2)} values (worst cell and class)"
+    classes = sorted({c.group(1) for m in f.members for t in m.texts if (c := _CLASS.match(t))})
+    if classes and f.effect == "pixels":
+        out["classes"] = classes
+    if f.effect == "normalization":
+        fp32 = _all(_FP32, texts) + _all(_FP32_SHORT, texts)
+        if fp32:
+            top = max(fp32, key=lambda m: _n(m.group(1)) / _n(m.group(2)))
+            out["fp32_differ"] = f"{top.group(1)} of {top.group(2)}"
+        out["bf16_differ_max"] = max((c for m in f.members for c in bf16_counts(m.row.evidence)), default=0)
+    if f.severity == Severity.CRASH:
+        errors = {e.group(1) for t in texts for e in _EXC.finditer(t) if e.group(1) != "AssertionError"}
+        out["errors"] = sorted(errors) or ["a refusal or unclear error the claim test names"]
+    return out
