@@ -23,5 +23,6 @@ ENGINE = EngineFacts(
     floor="no Kimi-K3 image path",
     order=0,
     seam="deferlab.impl.sglang.driver:SGLangImpl",  # the seam implementation: C1-C12 run on SGLang's own code
+    video="deferlab.impl.sglang.video",
     warm_fork=True,  # a fork of a loaded server runs a mutant as a new process would (reports.mutate.fork)
 )
