@@ -29,6 +29,11 @@ KINDS = ("data-uri", "file")  # how a client sends the bytes (`ImageLoader.load`
 _SIGNATURES = ((b"\xff\xd8", "image/jpeg", ".jpg"), (b"\x89PNG", "image/png", ".png"), (b"GIF8", "image/gif", ".gif"),
                (b"II*\x00", "image/tiff", ".tiff"), (b"MM\x00*", "image/tiff", ".tiff"))  # fmt: skip
 _FOLDER: list[Path] = []
+# What the engines' data-URI branch cannot run here, said in every engine loader's provenance.
+PYBASE64 = (
+    "data-uri: pybase64 (the engine's base64 decoder) is not installed here, so the decoded bytes enter the engine's "
+    "own bytes loader where its base64 step would hand them; file: the engine's whole path"
+)
 
 
 def media_type(data: bytes) -> tuple[str, str]:
@@ -84,8 +89,10 @@ class Loader:
 
     real_code = True
 
-    def __init__(self, label: str, system: str, function: str, run: Callable[[bytes, str], Any], truncated: bool):
-        self.label, self.system, self.function = label, system, function
+    def __init__(
+        self, label: str, system: str, function: str, run: Callable[[bytes, str], Any], truncated: bool, note: str = ""
+    ) -> None:
+        self.label, self.system, self.function, self.note = label, system, function, note
         self._run, self.truncated = run, truncated
 
     def load(self, data: bytes, kind: str) -> Any:
@@ -101,4 +108,5 @@ class Loader:
         return image
 
     def provenance(self) -> dict[str, str]:
-        return {"decode": self.function, "LOAD_TRUNCATED_IMAGES": str(self.truncated)}
+        found = {"decode": self.function, "LOAD_TRUNCATED_IMAGES": str(self.truncated)}
+        return found | ({"requests": self.note} if self.note else {})

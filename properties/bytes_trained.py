@@ -13,13 +13,16 @@ call (its ``smart_resize``), so what it returns is not the decode alone; `card` 
 from __future__ import annotations
 
 import importlib
+import io
 from typing import Any
 
 import numpy as np
+from PIL import Image, ImageOps
 
 from deferlab.impl.image_bytes import Loader, data_uri, write_file
 from deferlab.reference.system.video import Refused, Unsupported
 
+TRANSFORMERS_VERSION = "5.24.0"  # the trained side's (the ``transformers`` extra's pin, semantics §18.1)
 MODULE = "transformers.image_utils"
 FUNCTION = f"{MODULE}.load_image"
 CARD_NOT_RUN = (
@@ -29,7 +32,16 @@ CARD_NOT_RUN = (
 
 
 def trained() -> Loader:
-    """transformers' ``load_image`` as an `ImageLoader` (label ``TRAINED``), with Pillow's default flags."""
+    """The trained side of C20 (label ``TRAINED``), with Pillow's default flags: transformers' ``load_image`` run
+    for real where this process runs transformers `TRANSFORMERS_VERSION`; in an engine's process, which runs the
+    transformers that release pins (a companion, semantics §18.6), `restated`, checked bitwise against the real
+    one on every encoded class in a process of its own (``tests/impl/test_image_bytes.py``)."""
+    version = importlib.import_module("transformers").__version__
+    return real() if version == TRANSFORMERS_VERSION else restated(f"this process runs transformers {version}")
+
+
+def real() -> Loader:
+    """transformers' ``load_image`` run for real, on the data URI or the file path a client sends."""
     module = importlib.import_module(MODULE)
     version = importlib.import_module("transformers").__version__
 
@@ -37,6 +49,19 @@ def trained() -> Loader:
         return module.load_image(data_uri(data) if kind == "data-uri" else str(write_file(data)))
 
     return Loader("TRAINED", f"transformers {version}", FUNCTION, run, truncated=False)
+
+
+def restated(why: str = "") -> Loader:
+    """``load_image``'s rule in deferlab's words (semantics §20.8): Pillow opens the bytes (the file), applies the
+    EXIF orientation, converts to RGB. Used where the process's transformers is not the trained side's."""
+
+    def run(data: bytes, kind: str) -> Any:
+        image = Image.open(io.BytesIO(data) if kind == "data-uri" else write_file(data))
+        return ImageOps.exif_transpose(image).convert("RGB")
+
+    note = f"restated: {why}; checked bitwise against {FUNCTION} {TRANSFORMERS_VERSION}" if why else "restated"
+    return Loader("TRAINED", f"deferlab restatement of transformers {TRANSFORMERS_VERSION}", f"{__name__}.restated",
+                  run, truncated=False, note=note)  # fmt: skip
 
 
 def card() -> Loader:

@@ -4,6 +4,10 @@ What runs: the release's ``lmdeploy.vl.media.connection.load_from_url(url, Image
 on an ``image_url`` (a ``data:`` URI, or a ``file:`` URL): ``Image.open(...).convert("RGB")``. Its
 ``lmdeploy.vl.media.image`` sets ``ImageFile.LOAD_TRUNCATED_IMAGES = True`` at import, for its whole process: the
 loader runs with the value that import left (read right after it), not with the test process's.
+
+A data URI's base64 is decoded by ``pybase64``, LMDeploy's dependency, not installed here (the loader stands it
+in): a data URI's bytes go to ``ImageMediaIO.load_bytes``, where ``load_base64`` would hand them; a file goes the
+whole way through ``load_from_url``.
 """
 
 from __future__ import annotations
@@ -12,7 +16,7 @@ from typing import Any
 
 from PIL import ImageFile
 
-from deferlab.impl.image_bytes import Loader, data_uri, write_file
+from deferlab.impl.image_bytes import PYBASE64, Loader, write_file
 
 CONNECTION, IMAGE = "lmdeploy.vl.media.connection", "lmdeploy.vl.media.image"
 FUNCTION = f"{CONNECTION}.load_from_url"
@@ -25,7 +29,8 @@ def image_loaders(source: Any) -> list[Loader]:
     load_from_url = source.module(CONNECTION).load_from_url
 
     def run(data: bytes, kind: str) -> Any:
-        url = data_uri(data) if kind == "data-uri" else write_file(data).as_uri()
-        return load_from_url(url, media_io)
+        if kind == "data-uri":
+            return media_io.load_bytes(data)
+        return load_from_url(write_file(data).as_uri(), media_io)
 
-    return [Loader("LMDEPLOY", f"lmdeploy {source.version}", FUNCTION, run, truncated=truncated)]
+    return [Loader("LMDEPLOY", f"lmdeploy {source.version}", FUNCTION, run, truncated=truncated, note=PYBASE64)]

@@ -4,13 +4,17 @@ What runs: the release's ``MediaConnector.fetch_image(url)`` (``vllm.multimodal.
 OpenAI server runs on an ``image_url``: a ``data:`` URI, or a ``file:`` URL under ``--allowed-local-media-path``
 (the request folder here), into ``ImageMediaIO.load_bytes`` (EXIF transpose, transparency composited onto white,
 ``convert("RGB")``). vLLM leaves Pillow's flags at their defaults.
+
+A data URI's base64 is decoded by ``pybase64``, vLLM's dependency, not installed here (the loader stands it in): a
+data URI's bytes go to the connector's own ``ImageMediaIO`` (``_image_io("RGB")``, as ``fetch_image`` builds it)
+``load_bytes``, where ``load_base64`` would hand them; a file goes the whole way through ``fetch_image``.
 """
 
 from __future__ import annotations
 
 from typing import Any
 
-from deferlab.impl.image_bytes import Loader, data_uri, folder, write_file
+from deferlab.impl.image_bytes import PYBASE64, Loader, folder, write_file
 
 MODULE = "vllm.multimodal.media.connector"
 FUNCTION = f"{MODULE}.MediaConnector.fetch_image"
@@ -21,7 +25,8 @@ def image_loaders(source: Any) -> list[Loader]:
     connector = source.module(MODULE).MediaConnector(allowed_local_media_path=str(folder()))
 
     def run(data: bytes, kind: str) -> Any:
-        url = data_uri(data) if kind == "data-uri" else write_file(data).as_uri()
-        return connector.fetch_image(url)
+        if kind == "data-uri":
+            return connector._image_io("RGB").load_bytes(data)
+        return connector.fetch_image(write_file(data).as_uri())
 
-    return [Loader("VLLM", f"vllm {source.version}", FUNCTION, run, truncated=False)]
+    return [Loader("VLLM", f"vllm {source.version}", FUNCTION, run, truncated=False, note=PYBASE64)]
