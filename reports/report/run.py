@@ -31,6 +31,7 @@ from deferlab.reports.core.claims import load_claim_statements
 from deferlab.reports.core.runner import RunRecord
 from deferlab.reports.core.sides import selected_families
 from deferlab.reports.report import benchmarks, claims, simulation
+from deferlab.reports.report.plots import video as video_plots
 from deferlab.reports.report.plots.steps import plot_steps
 from deferlab.reports.report.regressions import compare, load_baseline
 from deferlab.reports.report.render import failure_groups, junit_rows, render_markdown, step_summary
@@ -159,6 +160,8 @@ def collect(opts: ReportOptions, runner: StepRunner, stage: Path) -> dict[str, A
                              sim=sim, served=(served, columns))  # fmt: skip
     records = properties()  # the claim runs' children have ended: the table, then the benchmarks
     table = claims.claim_table(records, statements)
+    figures += runner.run("plot:video", video_plots.report_figures, [x for r in records for x in r.rows], stage,
+                          group="plots") or []  # fmt: skip
     if ipc:
         table = claims.merge_rows(table, claims.ipc_claim_rows(ipc, statements.get("C9", {})))
     bench = _bench(opts, runner, stage)

@@ -8,34 +8,19 @@ parent draws without loading any engine, as for every figure of deferlab's.
 
 from __future__ import annotations
 
-import re
 from pathlib import Path
 from typing import Any
 
-from deferlab.reports.report.plots.video import strips_png
-
-STRIP_CLAIM = "C16"  # the claim whose record carries the strip (C17 and C18 read the same sweep)
-
-
-def slug(name: str) -> str:
-    """A column name as a file-name part (``qwen3-vl:vllm-0.34.0`` -> ``qwen3-vl-vllm-0.34.0``)."""
-    return re.sub(r"[^A-Za-z0-9.]+", "-", name).strip("-")
+from deferlab.reports.report.plots.video import STRIP_CLAIM, draw
 
 
 def video_strips(doc: dict[str, Any], out: Path) -> list[tuple[str, str]]:
-    """Draw each column's C16 strip into ``out / "video"``; (column, relative path) per figure drawn."""
-    drawn = []
-    for column, per in sorted(doc.get("figures", {}).items()):
-        figure = per.get(STRIP_CLAIM)
-        if not figure or figure.get("kind") != "video-strips":
-            continue
-        verdict = doc["verdicts"].get(STRIP_CLAIM, {}).get(column, "")
-        name = f"video/{slug(column)}.png"
-        (out / "video").mkdir(parents=True, exist_ok=True)
-        where = "smallest differing clip" if figure.get("differs") else "demonstration clip (nothing differs)"
-        strips_png(figure, f"{column}: C16 {verdict}, frames taken ({where})", out / name)
-        drawn.append((column, name))
-    return drawn
+    """Draw each versions column's C16 strip into ``out / "video"``; (column, relative path) per figure drawn."""
+    found = [
+        (column, doc["verdicts"].get(STRIP_CLAIM, {}).get(column, ""), per.get(STRIP_CLAIM))
+        for column, per in sorted(doc.get("figures", {}).items())
+    ]
+    return draw(found, out)
 
 
 def markdown(drawn: list[tuple[str, str]]) -> list[str]:

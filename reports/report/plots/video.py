@@ -8,6 +8,7 @@ video claim records (`properties.video_claims.strips`): no engine is loaded here
 
 from __future__ import annotations
 
+import re
 from pathlib import Path
 from typing import Any
 
@@ -21,6 +22,7 @@ from deferlab.reference.system.errors import InputValueError  # noqa: E402
 from deferlab.reports.report.plots import save as _save  # noqa: E402
 
 SAME, OTHER, TOLD = "#1a9850", "#d73027", "#4575b4"
+STRIP_CLAIM = "C16"  # the claim whose record carries the strip (C17 and C18 read the same sweep)
 TRAINED = "TRAINED"
 
 
@@ -75,3 +77,34 @@ def strips_png(figure: dict[str, Any], title: str, path: Path) -> Path:
     )  # fmt: skip
     fig.tight_layout()
     return _save(fig, path, dpi=110)
+
+
+def slug(name: str) -> str:
+    """A column name as a file-name part (``qwen3-vl:vllm-0.34.0`` -> ``qwen3-vl-vllm-0.34.0``)."""
+    return re.sub(r"[^A-Za-z0-9.]+", "-", name).strip("-")
+
+
+def draw(found: list[tuple[str, str, Any]], out: Path) -> list[tuple[str, str]]:
+    """(column, verdict, figure record) each drawn as ``out / video / <column>.png`` when it is a strip record."""
+    drawn = []
+    for column, verdict, figure in found:
+        if not figure or figure.get("kind") != "video-strips":
+            continue
+        name = f"video/{slug(column)}.png"
+        (out / "video").mkdir(parents=True, exist_ok=True)
+        where = "smallest differing clip" if figure.get("differs") else "demonstration clip (nothing differs)"
+        strips_png(figure, f"{column}: C16 {verdict}, frames taken ({where})", out / name)
+        drawn.append((column, name))
+    return drawn
+
+
+def report_figures(rows: list[dict[str, Any]], out: Path) -> list[dict[str, str]]:
+    """The report's figures entries (report.json's ``figures``) for the claim rows that recorded a strip."""
+    found = [(r["policy"], r["verdict"], r.get("figure")) for r in rows if r.get("id") == STRIP_CLAIM]
+    return [
+        {"name": f"video:{column}", "file": name, "title": f"Video frames taken, {column}",
+         "caption": "Which frames each side takes from one clip (the smallest differing one, else a 4 s clip at 30 "
+                    "fps): green where the checkpoint's video processor takes the frame too, red where not, "
+                    "triangles for the times told to the model (semantics §20)."}
+        for column, name in draw(found, out)
+    ]  # fmt: skip
