@@ -1,0 +1,144 @@
+"""C20's sides (semantics §20.8): the encoded classes, the trained side's restatement against transformers'
+``load_image`` itself, and each engine's own loader on its newest release, each in a child process (one engine
+and one transformers per process), against what §20.8 read in the wheels before any of them ran.
+
+The engine checks can fail: an EXIF-6 JPEG's decoded size is swapped iff the semantics say the engine transposes,
+a fully transparent pixel is white iff it composites, a truncated file is taken iff it sets
+``LOAD_TRUNCATED_IMAGES``, and the set of classes that differ from the trained side is the predicted one.
+"""
+
+from __future__ import annotations
+
+import io
+import os
+from typing import Any
+
+import numpy as np
+import pytest
+from PIL import Image
+
+from deferlab.properties.engines import skip_if_unfetched
+from deferlab.properties.strategies import encoded
+from deferlab.reference.system.errors import InputValueError
+from tests.impl.children import json_child
+
+NEWEST = {"sglang": "0.5.23", "vllm": "0.34.0", "lmdeploy": "0.18.0"}
+# semantics §20.8, read in the wheels: does the loader apply the EXIF orientation, composite alpha onto white,
+# take a truncated file; and the classes it then differs from the trained side on.
+TRANSPOSES = {"sglang": False, "vllm": True, "lmdeploy": False}
+COMPOSITES = {"sglang": False, "vllm": True, "lmdeploy": False}
+TAKES_TRUNCATED = {"sglang": False, "vllm": False, "lmdeploy": True}
+EXIF_TURNED = {f"JPEG EXIF {n}" for n in range(2, 9)}
+ALPHA = {"P PNG tRNS", "LA PNG", "RGBA PNG"}
+PREDICTED = {
+    "sglang": EXIF_TURNED,
+    "vllm": ALPHA,
+    "lmdeploy": EXIF_TURNED | {"truncated JPEG", "truncated PNG"},
+}
+
+
+def child(*args: str) -> dict[str, Any]:
+    return json_child("tests.impl.image_bytes_child", *args, timeout=600)
+
+
+@pytest.fixture(scope="module", params=sorted(NEWEST))
+def measured(request: pytest.FixtureRequest) -> tuple[str, dict[str, Any]]:
+    name = request.param
+    spec = os.environ.get(f"DEFERLAB_{name.upper()}", NEWEST[name])
+    got = child("engine", name, spec)
+    if "unfetched" in got:
+        skip_if_unfetched(spec, got["unfetched"], name)
+    return name, got
+
+
+# --- the encoded classes ------------------------------------------------------------------------------------------
+
+
+def test_every_class_is_deterministic_and_opens_as_its_structure_says() -> None:
+    for cls in encoded.ENCODED_CLASSES:
+        data = encoded.make_bytes(cls, 23, 14, 5)
+        assert data == encoded.make_bytes(cls, 23, 14, 5), cls
+        assert data != encoded.make_bytes(cls, 23, 14, 6) or cls == "bomb PNG", cls
+    exif6 = Image.open(io.BytesIO(encoded.make_bytes("JPEG EXIF 6", 23, 14, 0)))
+    assert exif6.size == (23, 14) and exif6.getexif()[encoded.EXIF_ORIENTATION] == 6
+    assert Image.open(io.BytesIO(encoded.make_bytes("CMYK JPEG", 23, 14, 0))).mode == "CMYK"
+    assert Image.open(io.BytesIO(encoded.make_bytes("I;16 PNG", 23, 14, 0))).mode == "I;16"
+    assert Image.open(io.BytesIO(encoded.make_bytes("P PNG tRNS", 23, 14, 0))).info["transparency"]
+    ycck = encoded.make_bytes("YCCK JPEG", 23, 14, 0)
+    assert ycck[ycck.find(b"Adobe") + 11] == 2  # Adobe APP14 transform 2: YCCK
+
+
+@pytest.mark.parametrize("cls", ["animated GIF", "animated WebP", "APNG"])
+def test_animated_frames_differ(cls: str) -> None:
+    image = Image.open(io.BytesIO(encoded.make_bytes(cls, 20, 12, 3)))
+    frames = []
+    for k in range(image.n_frames):
+        image.seek(k)
+        frames.append(np.asarray(image.convert("RGB")).copy())
+    assert len(frames) == 3 and not np.array_equal(frames[0], frames[1]) and not np.array_equal(frames[1], frames[2])
+
+
+def test_refused_bytes_are_refused_by_pillow() -> None:
+    with pytest.raises(Image.DecompressionBombError):
+        Image.open(io.BytesIO(encoded.make_bytes("bomb PNG", 1, 1, 0)))
+    for cls in ("truncated JPEG", "truncated PNG"):
+        with pytest.raises(OSError, match="truncated"):
+            Image.open(io.BytesIO(encoded.make_bytes(cls, 20, 12, 0))).load()
+
+
+def test_bad_input_is_one_line_naming_what_is_accepted() -> None:
+    with pytest.raises(InputValueError, match="unknown encoded image class 'HEIC'; accepted: RGB JPEG"):
+        encoded.make_bytes("HEIC", 10, 10, 0)
+    with pytest.raises(InputValueError, match="size must be positive, got 0x3"):
+        encoded.make_bytes("RGB PNG", 0, 3, 0)
+    from deferlab.properties.bytes_trained import restated
+
+    with pytest.raises(InputValueError, match="kind 'url' .* accepted: data-uri, file"):
+        restated().load(b"", "url")
+
+
+# --- the trained side ---------------------------------------------------------------------------------------------
+
+
+@pytest.mark.extra("transformers")
+def test_the_restatement_is_load_image_on_every_class() -> None:
+    got = child("trained")
+    assert got["system"] == "transformers 5.24.0"
+    assert len(got["problems"]) == len(encoded.ENCODED_CLASSES) * 4
+    assert {k: v for k, v in got["problems"].items() if v} == {}
+
+
+# --- each engine's own loader, newest release ---------------------------------------------------------------------
+
+
+def test_exif_orientation_is_applied_iff_the_semantics_say_so(measured) -> None:
+    name, got = measured
+    for kind in ("data-uri", "file"):
+        assert got["cases"][f"JPEG EXIF 6; {kind}"]["size"] == ([11, 17] if TRANSPOSES[name] else [17, 11])
+        assert got["cases"][f"JPEG EXIF 1; {kind}"]["size"] == [17, 11]
+
+
+def test_transparency_is_composited_onto_white_iff_the_semantics_say_so(measured) -> None:
+    name, got = measured
+    for cls in ("RGBA PNG", "LA PNG"):
+        corner = got["cases"][f"{cls}; file"]["corner"]  # alpha 0 there; its colour is not white
+        assert (corner == [255, 255, 255]) == COMPOSITES[name], (cls, corner)
+
+
+def test_truncated_files_are_taken_iff_the_semantics_say_so(measured) -> None:
+    name, got = measured
+    for cls in ("truncated JPEG", "truncated PNG"):
+        refused = got["cases"][f"{cls}; file"]["refused"]
+        assert (refused is None) == TAKES_TRUNCATED[name], refused
+    assert got["flag"][0] == got["flag"][1]  # the loader's flag is set around its call only
+    assert got["cases"]["bomb PNG; file"]["refused"].startswith(f"{got['label']} refused: ")
+
+
+def test_the_classes_that_differ_are_the_predicted_ones(measured) -> None:
+    name, got = measured
+    differ = {case.split(";")[0] for case, found in got["cases"].items() if found["problem"]}
+    assert differ == PREDICTED[name]
+    for case, found in got["cases"].items():  # the data URI and the file agree
+        other = case.replace("data-uri", "file") if case.endswith("data-uri") else case.replace("file", "data-uri")
+        assert (found["problem"] is None) == (got["cases"][other]["problem"] is None), case
+    print(name, got["system"], got["seconds"])
