@@ -6,7 +6,7 @@ what a run recorded (nothing is loaded, fetched or rerun), classes each failing 
 findings.md and findings.json (atomically) with an issue text per finding. ``--fail-on CLASSES`` makes CI fail
 on the classes a project cares about.
 
-    deferlab findings reports/example/versions-newest/versions.json --out /tmp/findings --fail-on crash,sequence
+    deferlab findings reports/example/versions-newest/versions.json --out findings --fail-on crash,sequence
 
 Exit status: 0 written (and no finding of a ``--fail-on`` class); 1 a finding of a ``--fail-on`` class; 2 bad
 usage (a missing file, a file of another schema, an unknown class), before anything is written.

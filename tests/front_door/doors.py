@@ -203,3 +203,30 @@ LOCK_ROWS = [
     BadCli("report out busy", lambda t: ["report", "--out", _held(t)], _BUSY),
     BadCli("versions out busy", lambda t: ["versions", "0.5.23", "--out", _held(t)], _BUSY),
 ]
+
+# deferlab findings (semantics §21): the classes, the document and its schema, before anything is written
+_EXAMPLE = str(Path(__file__).resolve().parents[2] / "reports" / "example" / "versions-newest" / "versions.json")
+_VERSIONS_JSON = r"accepted: a versions\.json written by `deferlab versions` \(schema_version 1\)"
+DOOR_ROWS += [
+    BadCli(
+        "findings unknown fail-on class",
+        lambda t: ["findings", _EXAMPLE, "--fail-on", "crash,severe", "--out", str(t / "f")],
+        r"--fail-on 'crash,severe': unknown class 'severe'; accepted: a comma list of crash, sequence, tower-input, "
+        r"float32-only, cost$",
+    ),
+    BadCli(
+        "findings results of another schema",
+        lambda t: ["findings", _write(t, "results.json", '{"schema_version": 1, "claims": {}}'), "--out", str(t / "f")],
+        r"RESULTS '.*results\.json': another schema \(no columns, verdicts, .*\); " + _VERSIONS_JSON,
+    ),
+    BadCli(
+        "findings results missing",
+        lambda t: ["findings", str(t / "nowhere.json"), "--out", str(t / "f")],
+        r"RESULTS '.*nowhere\.json': no such file; " + _VERSIONS_JSON,
+    ),
+    BadCli(
+        "findings results not json",
+        lambda t: ["findings", _write(t, "v.json", "{x"), "--out", str(t / "f")],
+        r"RESULTS '.*v\.json': not readable JSON \(JSONDecodeError\); " + _VERSIONS_JSON,
+    ),
+]

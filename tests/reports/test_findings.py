@@ -1,0 +1,125 @@
+"""``deferlab findings`` on the recorded example matrix (semantics §21.4-§21.6): findings worst first, one per
+root cause, float32-only folded last, ``--fail-on`` exit statuses, and bad input refused in one line."""
+
+from __future__ import annotations
+
+import json
+import time
+from pathlib import Path
+
+import pytest
+
+from deferlab.reference.system.impact import Severity
+from deferlab.reports.cli import main
+from deferlab.reports.findings.group import group
+
+EXAMPLE = Path(__file__).resolve().parents[2] / "reports" / "example" / "versions-newest" / "versions.json"
+
+
+@pytest.fixture(scope="module")
+def example(tmp_path_factory: pytest.TempPathFactory) -> tuple[int, dict, str, float]:
+    out = tmp_path_factory.mktemp("findings")
+    start = time.monotonic()
+    status = main(["findings", str(EXAMPLE), "--out", str(out)])
+    took = time.monotonic() - start
+    return status, json.loads((out / "findings.json").read_text()), (out / "findings.md").read_text(), took
+
+
+def _index(found: list[dict], function_part: str) -> int:
+    return next(i for i, f in enumerate(found) if function_part in f["function"])
+
+
+def test_the_internvl_tie_break_is_a_sequence_finding_listed_before_any_float32_only(example: tuple) -> None:
+    status, doc, _, took = example
+    assert status == 0
+    found = doc["findings"]
+    internvl = found[_index(found, "InternVLProcessor.dynamic_preprocess")]
+    assert internvl["severity"] == "sequence" and internvl["engine"] == "sglang"
+    assert {c["claim"] for c in internvl["cells"]} == {"C13", "C14"}  # C14's grid is the same cause
+    assert internvl["minimal_input"] == [448, 448]
+    assert "2560 tokens" in internvl["served"] and "256 tokens" in internvl["expected"]
+    assert internvl["impact"]["sizes"] == "919 of 4,270 swept sizes differ"
+    assert internvl["impact"]["realistic"].startswith("not measured")
+    first_float32 = min(i for i, f in enumerate(found) if f["severity"] == "float32-only")
+    assert found.index(internvl) < first_float32
+    ranks = [Severity[f["severity"].upper().replace("-", "_")] for f in found]
+    assert ranks == sorted(ranks, reverse=True)
+    assert took < 60, f"{took:.1f} s"  # semantics §21: measured about 1 s of CPU; generous for a shared machine
+
+
+def test_c15_rows_without_a_bf16_difference_are_float32_only_cells(example: tuple) -> None:
+    _, doc, _, _ = example
+    source = json.loads(EXAMPLE.read_text())
+    cells = {(c["claim"], c["column"]): c["severity"] for f in doc["findings"] for c in f["cells"]}
+    zero = [
+        col
+        for col, evidence in source["evidence"].items()
+        if source["verdicts"]["C15"][col] == "fails" and " 0 BF16" in evidence.get("C15", "")
+    ]
+    assert len(zero) >= 8
+    assert {cells[("C15", col)] for col in zero} == {"float32-only"}
+    # the same function, with BF16 differences on other families, makes the finding tower-input
+    norm = doc["findings"][_index(doc["findings"], "mm_input_norm.build_mm_input_norm")]
+    assert norm["severity"] == "tower-input" and norm["impact"]["bf16_differ_max"] == 3
+
+
+def test_float32_only_is_folded_into_the_informational_list_at_the_end(example: tuple) -> None:
+    _, doc, md, _ = example
+    head, informational = md.split("## Informational", 1)
+    for f in doc["findings"]:
+        where = informational if f["severity"] in ("float32-only", "cost") else head
+        assert f"{f['id']} " in where or f"| {f['id']} |" in where, f["id"]
+    assert "### [sequence] SGLang 0.5.23" in head
+
+
+def test_every_failing_cell_is_in_exactly_one_finding_unless_split_by_cause(example: tuple) -> None:
+    _, doc, _, _ = example
+    source = json.loads(EXAMPLE.read_text())
+    failing = {(c, col) for c, row in source["verdicts"].items() for col, v in row.items() if v == "fails"}
+    seen = [(c["claim"], c["column"]) for f in doc["findings"] for c in f["cells"]]
+    assert set(seen) == failing
+    twice = {cell for cell in seen if seen.count(cell) > 1}
+    crash_split = {(c["claim"], c["column"]) for f in doc["findings"] if f["severity"] == "crash" for c in f["cells"]}
+    assert twice <= crash_split  # a cell is in two findings only when a crash is split from its other cause
+
+
+def test_fail_on_sequence_exits_1(tmp_path: Path) -> None:
+    assert main(["findings", str(EXAMPLE), "--out", str(tmp_path), "--fail-on", "sequence"]) == 1
+
+
+def test_fail_on_crash_exits_0_on_a_document_without_a_crash(tmp_path: Path) -> None:
+    doc = json.loads(EXAMPLE.read_text())
+    assert main(["findings", str(EXAMPLE), "--out", str(tmp_path / "a"), "--fail-on", "crash"]) == 1
+    for f in group(doc):
+        if f.severity == Severity.CRASH:
+            for m in f.members:
+                doc["verdicts"][m.claim][m.column] = "holds"
+    assert not [f for f in group(doc) if f.severity == Severity.CRASH]
+    path = tmp_path / "versions.json"
+    path.write_text(json.dumps(doc))
+    assert main(["findings", str(path), "--out", str(tmp_path / "b"), "--fail-on", "crash"]) == 0
+    assert main(["findings", str(path), "--out", str(tmp_path / "c"), "--fail-on", "crash,sequence"]) == 1
+
+
+@pytest.mark.parametrize(
+    ("argv", "match"),
+    [
+        (["--fail-on", "severe"], "--fail-on 'severe': unknown class 'severe'; accepted: a comma list of crash, "),
+        (["RESULTS=other"], "another schema (no columns, verdicts, failure_groups, evidence, provenance)"),
+        (["RESULTS=missing"], "no such file; accepted: a versions.json written by `deferlab versions`"),
+    ],
+    ids=["unknown class", "another schema", "missing file"],
+)
+def test_bad_input_is_refused_in_one_line_with_exit_2(
+    argv: list[str], match: str, tmp_path: Path, capsys: pytest.CaptureFixture
+) -> None:
+    results = str(EXAMPLE)
+    if argv == ["RESULTS=other"]:
+        (tmp_path / "results.json").write_text(json.dumps({"schema_version": 1, "claims": {}}))
+        results, argv = str(tmp_path / "results.json"), []
+    elif argv == ["RESULTS=missing"]:
+        results, argv = str(tmp_path / "nowhere.json"), []
+    assert main(["findings", results, "--out", str(tmp_path / "out"), *argv]) == 2
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 1 and err[0].startswith("deferlab: error: ") and match in err[0], err
+    assert not (tmp_path / "out").exists()
