@@ -23,4 +23,5 @@ ENGINE = EngineFacts(
     floor="no Kimi-K3 image path",
     order=1,
     served="deferlab.impl.vllm.served",  # its paths per family (no seam: only what it serves is judged)
+    video="deferlab.impl.vllm.video",
 )
