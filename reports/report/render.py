@@ -171,7 +171,7 @@ def _config_scope(config: dict[str, Any]) -> list[str]:
     ]
 
 
-SUMMARY_CLAIMS = 15  # failing claims listed one per line in the summary (claims.toml has C1..C15)
+SUMMARY_CLAIMS = 15  # failing claims listed one per line in the summary (past it: counted, one line)
 SUMMARY_REGRESSIONS = 3  # regressions named in the summary (all are under *Regressions*)
 
 
