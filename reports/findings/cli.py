@@ -74,7 +74,7 @@ def run(args: argparse.Namespace) -> int:
         raise UsageError(
             f"RESULTS {args.results!r}: a row cannot be read ({type(e).__name__}: {e}); {ACCEPTED}"
         ) from None
-    result = render.document(findings, str(args.results))
+    result = render.document(findings, str(args.results), errored=len(doc.get("errors") or {}))
     out.mkdir(parents=True, exist_ok=True)
     write_text_atomic(out / "findings.json", json.dumps(result, indent=1) + "\n")
     write_text_atomic(out / "findings.md", render.markdown(result))

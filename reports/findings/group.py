@@ -157,8 +157,10 @@ def group(doc: Mapping[str, Any]) -> list[Finding]:
                 continue
             key = (col["engine"], function, effect, severity == Severity.CRASH)
             findings.setdefault(key, Finding(key)).members.append(member)
-            if effect == "geometry":
+            if effect == "geometry" and severity != Severity.CRASH:
                 geometry_key[(claim, column)] = key
-    for member in later:
-        findings[geometry_key[(GEOMETRY_OF[member.claim], member.column)]].members.append(member)
+    for member in later:  # a geometry claim that only crashed leaves its pixel claim's change a finding of its own
+        own = (member.engine, stage_function(member.row.provenance, "pixels"), "pixels", False)
+        key = geometry_key.get((GEOMETRY_OF[member.claim], member.column), own)
+        findings.setdefault(key, Finding(key)).members.append(member)
     return sorted(findings.values(), key=lambda f: (-f.severity, f.engine, f.function, f.effect))

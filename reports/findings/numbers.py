@@ -1,4 +1,4 @@
-"""The impact numbers a finding can state from what its cells recorded (semantics §21.6), and nothing else.
+"""The impact numbers a finding can state from what its cells recorded (semantics §21.1, §21.4), and nothing else.
 
 Why read text: a versions.json keeps a claim's evidence and failure as the sentences the claim test wrote
 (``919 sizes differ``, ``2560 tokens != checkpoint's ... 256 tokens``, ``up to 255 levels off``, ``490 FP32 / 0

@@ -1,4 +1,4 @@
-"""Findings as data, markdown and an issue text a maintainer can paste (semantics §21.6).
+"""Findings as data, markdown and an issue text a maintainer can paste (semantics §21.4).
 
 Why an issue text per finding: a red cell says that something differs; an engine maintainer needs the function,
 the releases, the smallest input, what the checkpoint gives against what is served, and how much it matters.
@@ -122,7 +122,7 @@ def issue(d: dict[str, Any], family: str, version: str) -> str:
     ]).replace("\n**", "\n\n**").replace("\n\n\n", "\n\n")  # fmt: skip
 
 
-def document(findings: list[Finding], source: str) -> dict[str, Any]:
+def document(findings: list[Finding], source: str, errored: int = 0) -> dict[str, Any]:
     """findings.json: the findings worst first, numbered, with counts per class."""
     statements = load_claim_statements()
     described = [describe(f, i, statements) for i, f in enumerate(findings, 1)]
@@ -131,6 +131,7 @@ def document(findings: list[Finding], source: str) -> dict[str, Any]:
         "schema": "deferlab-findings",
         "schema_version": 1,
         "source": source,
+        "errored": errored,
         "counts": {s.label: counts.get(s.label, 0) for s in sorted(Severity, reverse=True)},
         "findings": described,
     }
@@ -159,6 +160,8 @@ def summary(doc: dict[str, Any]) -> str:
     """The stdout summary: counts, then one line per defect finding, then the informational ones in short."""
     counts = ", ".join(f"{n} {label}" for label, n in doc["counts"].items())
     lines = [f"{len(doc['findings'])} findings ({counts}) from {doc['source']}"]
+    if doc.get("errored"):
+        lines.append(f"not findings: {doc['errored']} claim runs errored (see the document's errors)")
     lines += [_line(d) for d in doc["findings"] if LABELS[d["severity"]].defect]
     folded = [d for d in doc["findings"] if not LABELS[d["severity"]].defect]
     if folded:

@@ -123,3 +123,15 @@ def test_bad_input_is_refused_in_one_line_with_exit_2(
     err = capsys.readouterr().err.strip().splitlines()
     assert len(err) == 1 and err[0].startswith("deferlab: error: ") and match in err[0], err
     assert not (tmp_path / "out").exists()
+
+
+def test_the_realistic_share_is_computed_only_from_the_whole_set_of_differing_sizes() -> None:
+    from deferlab.reference.system import realistic
+    from deferlab.reports.findings.numbers import realistic_share
+
+    screens = {(1920, 1080), (1366, 768)}
+    expected = sum(realistic.displayed(r) in screens for r in realistic.images())
+    assert expected > 0
+    assert realistic_share(screens, 2) == f"{expected:,} of 2,000 realistic images ({expected / 2000:.1%})"
+    assert realistic_share(screens, 919).startswith("not measured: the document records 2 of the 919")
+    assert realistic_share(screens, None).startswith("not measured")
