@@ -28,8 +28,8 @@ MEANING = {
     Severity.COST: "the model gets the same input; time, memory or placement differ (informational)",
 }
 _LABELS = {
-    "sizes": "swept sizes",
-    "tokens": "tokens at the minimal input",
+    "sizes": "sizes",
+    "tokens": "tokens",
     "realistic": "share of realistic uploads",
     "max_levels": "largest difference (uint8 levels)",
     "max_ulps": "largest difference (float32 ulps, as recorded)",
