@@ -74,8 +74,8 @@ _EXC_HEAD = re.compile(r"^(?:\[[^\]]*\] )?([A-Z][A-Za-z]*(?:Error|Exception))\b:
 _EXC_ANY = re.compile(r"(?:^|: |\] )([A-Z][A-Za-z]*(?:Error|Exception)): ")
 # The prompt changes: a grid, token count, patch count, frames or times that differ, or a size after decoding.
 _SEQUENCE_TEXT = re.compile(
-    r"grid [^;]*!= checkpoint's|tokens != |needs \d+ patches|frames taken differ|times? differ|grid_thw"
-    r"|size \(?\d+, ?\d+\)? != |orientation differs"
+    r"grid [^;]*!= checkpoint's|tokens != |needs \d+ patches|frames taken differ|frames taken \(read back\)"
+    r"|geometry differs|times? differ|grid_thw|size \d+x\d+ != |size \(\d+, ?\d+\) != |orientation differs"
 )
 _BF16 = (
     re.compile(r"(\d+) BF16"),  # "490 FP32 / 0 BF16 of 768 values differ"
@@ -115,14 +115,21 @@ def row_from_versions(doc: Mapping[str, Any], claim: str, column: str) -> Row:
     )
 
 
-def pieces(row: Row) -> list[str]:
-    """The row's failures one by one: the failure line, each signature, and each ``also ...`` of the evidence."""
-    out = [row.failure] if row.failure else []
-    out += [s for s in row.signatures if s]
-    for part in re.split(r"(?:;\s*|\s)also ", row.evidence):
+def parts(row: Row) -> list[tuple[Any, str]]:
+    """The row's failures one by one, each with its input where recorded: the failure line (the row's
+    counterexample), each ``also INPUT: ...`` of the evidence, then the signatures (input not recorded)."""
+    out: list[tuple[Any, str]] = [(row.counterexample, row.failure)] if row.failure else []
+    for i, part in enumerate(re.split(r"(?:;\s*|\s)also ", row.evidence)):
         head = _EXC_ANY.search(part)  # the input's repr comes first, then its failure
-        out.append(part[head.start(1) :] if head else part)
-    return [p for p in out if p]
+        given = part[: head.start(1)].rstrip(" :") if head and i else None
+        out.append((given or None, part[head.start(1) :] if head else part))
+    out += [(None, s) for s in row.signatures if s]
+    return [(given, text) for given, text in out if text]
+
+
+def pieces(row: Row) -> list[str]:
+    """`parts` without the inputs."""
+    return [text for _, text in parts(row)]
 
 
 def bf16_counts(text: str) -> list[int]:
@@ -131,7 +138,7 @@ def bf16_counts(text: str) -> list[int]:
     return [int(m.group(1)) for rx in _BF16 for m in rx.finditer(shipped)]
 
 
-def _is_crash(piece: str) -> bool:
+def is_crash(piece: str) -> bool:
     head = _EXC_HEAD.match(piece.strip())
     return bool(_CRASH_TEXT.search(piece)) or (head is not None and head.group(1) != "AssertionError")
 
@@ -141,7 +148,7 @@ def classify(row: Row) -> Severity:
     if row.claim not in CLAIM_CLASS:
         raise InputValueError(f"claim {row.claim!r}: no severity class; accepted: {', '.join(CLAIM_CLASS)}")
     parts = pieces(row)
-    if any(_is_crash(p) for p in parts):
+    if any(is_crash(p) for p in parts):
         return Severity.CRASH
     if CLAIM_CLASS[row.claim] == Severity.SEQUENCE and row.claim != "C11":
         return Severity.SEQUENCE

@@ -36,7 +36,8 @@ STAGES = {
     "staging": ("materialize", "process", "deliver"),
     "gate": ("defer_decisions", "gate_paths", "defers"),
 }
-GEOMETRY_OF = {"C14": "C13", "C19": "C17"}  # a pixel claim -> the geometry claim whose change it can inherit
+# a pixel claim -> the sequence claims whose change it can inherit (C19's frames are C16's, its sizes C17's)
+GEOMETRY_OF = {"C14": ("C13",), "C19": ("C16", "C17")}
 _DOTTED = re.compile(r"\b([A-Za-z_]\w*(?:\.[A-Za-z_]\w*){2,})")
 _METHOD = re.compile(r"\b([A-Z]\w*\.[A-Za-z_]\w+)")
 _LEAD = re.compile(r"^(?:real: )?([A-Za-z_][\w.]*\w)")
@@ -84,7 +85,7 @@ class Finding:
 
     def representative(self) -> Member:
         """The member the finding is told by: the worst, then the first geometry claim, then matrix order."""
-        return max(self.members, key=lambda m: (m.severity, m.claim in GEOMETRY_OF.values()))
+        return max(self.members, key=lambda m: (m.severity, m.claim not in GEOMETRY_OF))
 
 
 def stage_function(provenance: Mapping[str, str], effect: str) -> str:
@@ -151,16 +152,19 @@ def group(doc: Mapping[str, Any]) -> list[Finding]:
                 claim, column, col["engine"], col["version"], col.get("family") or "", col.get("path") or "default",
                 severity, [t for _, t in found], part, given,
             )  # fmt: skip
-            geometry = GEOMETRY_OF.get(claim)
-            if severity == Severity.SEQUENCE and geometry and (geometry, column) in failing:
+            geometry = [g for g in GEOMETRY_OF.get(claim, ()) if (g, column) in failing]
+            if severity == Severity.SEQUENCE and geometry:
                 later.append(member)  # attached once the geometry claim's finding exists
                 continue
             key = (col["engine"], function, effect, severity == Severity.CRASH)
             findings.setdefault(key, Finding(key)).members.append(member)
-            if effect == "geometry" and severity != Severity.CRASH:
+            if effect in ("geometry", "sampling") and severity != Severity.CRASH:
                 geometry_key[(claim, column)] = key
     for member in later:  # a geometry claim that only crashed leaves its pixel claim's change a finding of its own
         own = (member.engine, stage_function(member.row.provenance, "pixels"), "pixels", False)
-        key = geometry_key.get((GEOMETRY_OF[member.claim], member.column), own)
+        keys = [
+            geometry_key[(g, member.column)] for g in GEOMETRY_OF[member.claim] if (g, member.column) in geometry_key
+        ]
+        key = keys[0] if keys else own
         findings.setdefault(key, Finding(key)).members.append(member)
     return sorted(findings.values(), key=lambda f: (-f.severity, f.engine, f.function, f.effect))

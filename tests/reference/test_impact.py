@@ -109,3 +109,22 @@ def test_parse_fail_on_refuses_an_unknown_name_in_one_line(name: str) -> None:
         parse_fail_on(f"crash,{name}")
     assert "\n" not in str(e.value)
     assert str(e.value).endswith("accepted: a comma list of crash, sequence, tower-input, float32-only, cost")
+
+
+# The wording the request-as-sent claim tests write (claims.toml's C16-C20 failure patterns, properties.bytes_trained)
+@pytest.mark.parametrize(
+    ("claim", "failure", "expected"),
+    [
+        ("C16", "AssertionError: [30@30.0 64x48 fps=2] frames taken differ from the trained side's: [0, 15] != [0, 14]", Severity.SEQUENCE),
+        ("C16", "AssertionError: [1@30.0 64x48] the served side refused what the trained side takes (ValueError: x)", Severity.CRASH),
+        ("C17", "AssertionError: [30@30.0 64x48] geometry differs from the trained side's: grid (2, 4, 4) != (1, 4, 4)", Severity.SEQUENCE),
+        ("C18", "AssertionError: [30@30.0 64x48] times differ from the trained side's: [0.0, 1.0] != [0.0, 0.5]", Severity.SEQUENCE),
+        ("C19", "AssertionError: [30@30.0 64x48] pixels differ from the trained side's: 3 of 2352 values unexplained", Severity.TOWER_INPUT),
+        ("C19", "AssertionError: [30@30.0 64x48] pixels differ from the trained side's: frames taken (read back) [0, 2]", Severity.SEQUENCE),
+        ("C20", "AssertionError: [JPEG EXIF 6 40x30; data-uri] SGLANG: size 40x30 != trained 30x40", Severity.SEQUENCE),
+        ("C20", "AssertionError: [RGBA PNG 8x8; file] VLLM: 12 of 64 pixels differ (first at (0, 0): served [255, 255, 255], trained [3, 4, 5])", Severity.TOWER_INPUT),
+        ("C20", "AssertionError: [JPEG truncated 8x8; file] VLLM: the served side took what the trained side refuses (OSError: x)", Severity.CRASH),
+    ],
+)  # fmt: skip
+def test_the_request_as_sent_claims_wording_gets_its_class(claim: str, failure: str, expected: Severity) -> None:
+    assert classify(impact.Row(claim=claim, column="c", failure=failure)) == expected

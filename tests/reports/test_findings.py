@@ -135,3 +135,23 @@ def test_the_realistic_share_is_computed_only_from_the_whole_set_of_differing_si
     assert realistic_share(screens, 2) == f"{expected:,} of 2,000 realistic images ({expected / 2000:.1%})"
     assert realistic_share(screens, 919).startswith("not measured: the document records 2 of the 919")
     assert realistic_share(screens, None).startswith("not measured")
+
+
+def test_a_video_pixel_failure_through_other_frames_is_the_sampling_finding_seen_again() -> None:
+    column = "qwen3-vl:vllm-0.34.0"
+    step = {"vllm-0.34.0 (qwen3-vl, served): sampling": "real: vllm.multimodal.video.sample_frames (own)"}
+    doc = {
+        "columns": {column: {"engine": "vllm", "version": "0.34.0", "family": "qwen3-vl", "path": None}},
+        "verdicts": {"C16": {column: "fails"}, "C19": {column: "fails"}},
+        "failure_groups": [
+            {"claim": "C16", "where": [column], "failure": "AssertionError: [4@2.0 64x48] frames taken differ from the trained side's: [0, 2] != [0, 1]"},
+            {"claim": "C19", "where": [column], "failure": "AssertionError: [4@2.0 64x48] pixels differ from the trained side's: frames taken (read back) [0, 2]"},
+        ],
+        "evidence": {column: {"C16": "", "C19": ""}},
+        "provenance": {column: {"C16": step, "C19": step}},
+        "signatures": {},
+        "counterexamples": {},
+    }  # fmt: skip
+    (finding,) = group(doc)
+    assert finding.severity == Severity.SEQUENCE and finding.function == "vllm.multimodal.video.sample_frames"
+    assert [m.claim for m in finding.members] == ["C16", "C19"] and finding.representative().claim == "C16"
