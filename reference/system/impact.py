@@ -147,12 +147,12 @@ def classify(row: Row) -> Severity:
     """The row's class (semantics §21.3): the worst its pieces show, crash > sequence > tower-input > the rest."""
     if row.claim not in CLAIM_CLASS:
         raise InputValueError(f"claim {row.claim!r}: no severity class; accepted: {', '.join(CLAIM_CLASS)}")
-    parts = pieces(row)
-    if any(is_crash(p) for p in parts):
+    found = pieces(row)
+    if any(is_crash(p) for p in found):
         return Severity.CRASH
     if CLAIM_CLASS[row.claim] == Severity.SEQUENCE and row.claim != "C11":
         return Severity.SEQUENCE
-    if any(_SEQUENCE_TEXT.search(p) for p in parts):
+    if any(_SEQUENCE_TEXT.search(p) for p in found):
         return Severity.SEQUENCE
     if row.claim in NUMERIC:
         counts = bf16_counts(" ".join([row.failure, row.evidence]))
