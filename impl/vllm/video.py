@@ -199,7 +199,10 @@ class VLLMVideoPath:
         metadata = self._load(clip, kwargs)
         valid = list(metadata["frames_indices"])
         grid, chosen, got = self._process(len(valid), clip, metadata, pkw)
-        indices = tuple(valid[i] for i in chosen) if chosen is not None else tuple(valid)
+        if chosen is None:  # the processor kept the frames as read: this clip's own metadata (the memo's is another's)
+            taken, got = tuple(valid), self._metadata(metadata)
+        else:
+            taken = tuple(valid[i] for i in chosen)
         vp = self.processor
         t, h, w = grid
         if _RESAMPLES[self.family]:
@@ -213,13 +216,14 @@ class VLLMVideoPath:
             times = tuple(k * step for k in range(t))
             self._ran["times"] = ("restated: second_per_grid_ts = temporal_patch_size / transformers VideoMetadata."
                                   "sampled_fps (Qwen2_5_VLProcessor._process_videos' line), x t")  # fmt: skip
+        pad = t * vp.temporal_patch_size - len(taken)  # patchify repeats the last frame: kept in the indices
         return VideoPlan(
-            indices=indices,
+            indices=taken + taken[-1:] * pad,
             size=(w * vp.patch_size, h * vp.patch_size),
             grid=grid,
             tokens=t * h * w // vp.merge_size**2,
             times=times,
-            padded=t * vp.temporal_patch_size - len(indices),
+            padded=pad,
             notes=notes,
         )
 
