@@ -19,9 +19,10 @@ from typing import Any
 import numpy as np
 from PIL import Image, ImageOps
 
-from deferlab.impl.image_bytes import Loader, data_uri, write_file
+from deferlab.impl.image_bytes import KINDS, Loader, data_uri, write_file
 from deferlab.reference.system.video import Refused, Unsupported
 
+__all__ = ["KINDS", "card", "decode_problem", "decoded", "difference", "real", "restated", "trained"]
 TRANSFORMERS_VERSION = "5.24.0"  # the trained side's (the ``transformers`` extra's pin, semantics §18.1)
 MODULE = "transformers.image_utils"
 FUNCTION = f"{MODULE}.load_image"

@@ -17,7 +17,6 @@ from typing import Any
 
 import pytest
 
-from deferlab.impl.image_bytes import KINDS
 from deferlab.properties import bytes_trained, claimcheck
 from deferlab.properties.strategies import encoded
 from deferlab.reference.system.systems import split_label
@@ -55,7 +54,7 @@ def _problem(loader: Any, case: tuple[str, int, int, int]) -> str | None:
     cls, w, h, seed = case
     data = encoded.make_bytes(cls, w, h, seed)
     found = []
-    for kind in KINDS:
+    for kind in bytes_trained.KINDS:
         problem = bytes_trained.decode_problem(_trained(), loader, data, kind)
         if problem:
             found.append(f"[{cls} {w}x{h}; {kind}] {problem}")
