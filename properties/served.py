@@ -148,10 +148,20 @@ def sglang_companions(families_: Sequence[str]) -> tuple[str, ...]:
     """The companions SGLang must be loaded with for the session's families (the Qwen path's transformers and
     torchvision, at the release's pins)."""
     from deferlab.impl.sglang import families as sglang_families
+    from deferlab.reference.system.engines import engine
 
-    return tuple(
-        sorted({c for f in families_ if f in sglang_families.PATHS for c in sglang_families.PATHS[f].companions})
-    )
+    found = {c for f in families_ if f in sglang_families.PATHS for c in sglang_families.PATHS[f].companions}
+    return tuple(sorted(found | set(video_companions(engine("sglang"), families_))))
+
+
+def video_companions(facts: Any, families_: Sequence[str]) -> tuple[str, ...]:
+    """The companions an engine's video paths of ``families_`` compute with (its video module's ``COMPANIONS``)."""
+    import importlib
+
+    if not facts.video:
+        return ()
+    wanted = getattr(importlib.import_module(facts.video), "COMPANIONS", {})
+    return tuple(sorted({c for f in families_ for c in wanted.get(f, ())}))
 
 
 class EngineSession(Session):
@@ -169,7 +179,7 @@ class EngineSession(Session):
         self.facts = facts
         self.served = importlib.import_module(facts.served)
         companions = getattr(self.served, "COMPANIONS", {})
-        wanted = sorted({c for f in families_ for c in companions.get(f, ())})
+        wanted = sorted({c for f in families_ for c in companions.get(f, ())} | set(video_companions(facts, families_)))
         self.source = importlib.import_module(facts.sources).load(spec, companions=tuple(wanted))
         self.anchor = _Anchor(self.source, facts.name)
         snapshot = checkpoint_snapshot()

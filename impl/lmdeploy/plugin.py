@@ -18,7 +18,8 @@ ENGINE = EngineFacts(
     label="LMDEPLOY",
     first_release="0.14.0",  # the oldest release semantics §19 read; InternVL's path is in every one read
     example_release="0.18.0",
-    claims=("C13", "C14", "C15"),  # C4 n/a: no release normalizes on the device (§19.4)
+    # C4 n/a: no release normalizes on the device (§19.4); the requests as sent, video and bytes (§20.7, §20.8)
+    claims=("C13", "C14", "C15", "C16", "C17", "C18", "C19", "C20"),
     suite="claims",
     sources="deferlab.impl.lmdeploy.sources",
     image_bytes="deferlab.impl.lmdeploy.image_bytes",  # its loader of a client's image bytes (C20, semantics §20.8)
@@ -41,6 +42,20 @@ ENGINE = EngineFacts(
                 ("lmdeploy.vl.media.image", "lmdeploy.vl.model.internvl"),
                 "LMDeploy's own: the request bytes through ImageMediaIO (convert RGB), the card's tiling with "
                 "max_num from the config (12), torchvision's Resize/ToTensor/Normalize on the host (semantics §19.2)",
+            ),
+        ),
+        (
+            "qwen3-vl",
+            Served(
+                "lmdeploy",
+                "0.14.0",
+                "",
+                "served",
+                True,
+                ("lmdeploy.vl.media.video_loader", "lmdeploy.vl.model.qwen3"),
+                "video (and a client's bytes) only: LMDeploy's VideoMediaIO samples the frames, the pinned "
+                "transformers' Qwen3VLVideoProcessor does the rest (semantics §20.7); its image path is "
+                "transformers' processor, not checked here (§19.1)",
             ),
         ),
     ),

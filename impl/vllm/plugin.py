@@ -13,7 +13,7 @@ ENGINE = EngineFacts(
     first_release="0.27.0",  # the first release with a Kimi-K3 image path (semantics §16.1)
     example_release="0.33.0",
     # served vs trained, and device-finished vs host-finished; C1-C12 are about SGLang's PR (semantics §16.2, §18)
-    claims=("C4", "C13", "C14", "C15"),
+    claims=("C4", "C13", "C14", "C15", "C16", "C17", "C18", "C19", "C20"),  # C16-C20: requests as sent (§20)
     suite="claims",
     sources="deferlab.impl.vllm.sources",
     image_bytes="deferlab.impl.vllm.image_bytes",  # its loader of a client's image bytes (C20, semantics §20.8)

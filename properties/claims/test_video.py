@@ -44,15 +44,39 @@ def _rows(family: str) -> tuple[dict[str, Any], str]:
     missing = extras.why_missing("transformers")
     if missing is not None:
         return {}, f"the trained side {missing}"
-    from deferlab.properties import video_trained
+    import importlib
+
+    from deferlab.properties import bytes_trained, video_trained
 
     try:
-        rows = dict(video_trained.trained_paths(family))
+        version = importlib.import_module("transformers").__version__
+        if version == bytes_trained.TRANSFORMERS_VERSION and extras.why_missing("video") is None:
+            rows = dict(video_trained.trained_paths(family))
+        else:  # an engine's process runs the transformers its release pins (a companion): the restatement
+            rows = {row: _Restated(video_trained.oracle_path(family, row), version) for row in (vc.TRAINED, vc.CARD)}
     except Unsupported as exc:
         return {}, str(exc)
-    if extras.why_missing("video") is not None:
-        rows.pop(vc.CARD, None)
     return rows, ""
+
+
+class _Restated:
+    """A trained row in an engine's process: `reference.oracle.video`'s restatement of it, which equals the real
+    row (transformers 5.24.0, qwen-vl-utils 0.0.14) on every point of the grid x option sets and on drawn clips
+    (``tests/reference/test_video_oracle.py``, in a process of its own); its provenance says so."""
+
+    def __init__(self, oracle: Any, version: str) -> None:
+        self._oracle, self._version = oracle, version
+        self.family, self.label, self.system, self.real_code = oracle.family, oracle.row, "deferlab", False
+
+    def plan(self, clip: Clip, request: VideoRequest) -> Any:
+        return self._oracle.plan(clip, request)
+
+    def decode(self, data: bytes, request: VideoRequest) -> Any:
+        return self._oracle.decode(data, request)
+
+    def provenance(self) -> dict[str, str]:
+        return {"plan": f"restated: this process runs transformers {self._version} (the engine's pin); "
+                        f"reference.oracle.video's {self.label} row, equal to the real one on the whole grid"}  # fmt: skip
 
 
 _SWEEPS: dict[tuple[str, str, str], vc.Sweep] = {}
@@ -64,6 +88,11 @@ def _sweep(path: Any, family: str, rows: dict[str, Any]) -> vc.Sweep:
     if key not in _SWEEPS:
         _SWEEPS[key] = vc.sweep(path, rows)
     return _SWEEPS[key]
+
+
+def _rows_provenance(rows: dict[str, Any]) -> dict[str, str]:
+    """What ran behind each trained row (the real processor, or the restatement in an engine's process)."""
+    return {f"{row}: {step}": what for row, side in rows.items() for step, what in sorted(side.provenance().items())}
 
 
 def clips() -> st.SearchStrategy[tuple[Clip, VideoRequest]]:
@@ -96,7 +125,7 @@ def _pixel_free(claim: str, session: Any, policy: str, family: str) -> None:
         evidence=evidence,
         applicable=ok,
         not_applicable=why,
-        provenance=vc.provenance(paths) if ok else {},
+        provenance={**vc.provenance(paths), **_rows_provenance(rows)} if ok else {},
         partition=lambda case: case[1].label(),
         figure=figure,
     )
@@ -163,7 +192,7 @@ def test_claim_c19_video_pixels_equal_trained(served_session, served_paths, poli
         evidence=f"{len(kinds)} generated clip kinds ({', '.join(n for n, _ in kinds)}), each side's own loader",
         applicable=ok,
         not_applicable=why,
-        provenance=vc.provenance(paths) if ok else {},
+        provenance={**vc.provenance(paths), **_rows_provenance(rows)} if ok else {},
         partition=lambda case: case[0],
     )
     claimcheck.assert_expected("C19", policy, verdict)

@@ -32,6 +32,10 @@ EXTRAS: dict[str, tuple[tuple[str, ...], str]] = {
 }
 
 
+# a module whose distribution on the package index is named otherwise (pyproject.toml names the distribution)
+DISTRIBUTIONS = {"cv2": "opencv-python-headless"}
+
+
 def installed(module: str) -> bool:
     """Whether ``module`` can be imported (found, not imported: numba takes seconds to import)."""
     return importlib.util.find_spec(module) is not None

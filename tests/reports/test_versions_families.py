@@ -105,7 +105,7 @@ def test_one_run_per_release_judges_every_family_and_writes_families_md(
     assert versions_cli.run(_args(out=out, format="families"), io.StringIO(), runner=runner, loader=loads) == 0
     served_by_sglang = "kimi-k3,qwen2.5-vl,qwen3-vl,internvl"  # the families SGLang 0.5.23 serves, in one run
     systems_run = [(s.engine, s.family) for s in systems]
-    assert systems_run == [("sglang", served_by_sglang), ("vllm", "all"), ("lmdeploy", "internvl")]
+    assert systems_run == [("sglang", served_by_sglang), ("vllm", "all"), ("lmdeploy", "qwen3-vl,internvl")]
     doc = json.loads((out / "versions.json").read_text())
     assert doc["versions"] == FIXTURE["versions"] and doc["not_served"] == FIXTURE["not_served"]
     assert all(m["matches"] for m in doc["policy_match"].values()), doc["policy_match"]
