@@ -30,7 +30,8 @@ ROWS = ("TRAINED", "CARD")
 
 @dataclass(frozen=True)
 class Family:
-    """One family's video settings, TRAINED's from the checkpoint's file (`properties.video_trained`)."""
+    """One family's video settings, TRAINED's from the checkpoint's file (`properties.video_trained`; semantics
+    §20.4 "The configs")."""
 
     name: str
     patch: int
@@ -43,6 +44,7 @@ class Family:
 
     @property
     def factor(self) -> int:
+        """patch_size x merge_size: the multiple every resized side is (semantics §20.4)."""
         return self.patch * self.merge
 
 
@@ -91,12 +93,14 @@ def torch_linspace_round(total: int, n: int) -> np.ndarray:
 
 
 def numpy_linspace_round(total: int, n: int) -> np.ndarray:
-    """``np.linspace(0, total - 1, n).round().astype(int)``: Qwen3VLVideoProcessor.sample_frames' index rule."""
+    """``np.linspace(0, total - 1, n).round().astype(int)``: Qwen3VLVideoProcessor.sample_frames' index rule
+    (semantics §20.4 "Indices")."""
     return np.linspace(0, total - 1, n).round().astype(np.int64)
 
 
 # --- geometry (semantics §20.4 "Per-frame size") -------------------------------------------------------------------
 def _ratio_check(height: float, width: float) -> None:
+    """Both smart_resizes refuse an aspect ratio over 200 (semantics §20.4 "Per-frame size")."""
     if max(height, width) / min(height, width) > 200:
         raise Refused(f"absolute aspect ratio must be smaller than 200, got {max(height, width) / min(height, width)}")
 
@@ -157,14 +161,16 @@ def card_resize(height: int, width: int, factor: int, min_pixels: float, max_pix
 
 # --- times (semantics §20.4 "Times") -------------------------------------------------------------------------------
 def sampled_fps(taken: int | None, total: int, fps: float | None) -> float:
-    """transformers' ``VideoMetadata.sampled_fps``: taken / total * fps, fps when no indices, 24 when unknown."""
+    """transformers' ``VideoMetadata.sampled_fps``: taken / total * fps, fps when no indices, 24 when unknown
+    (semantics §20.4 "Times")."""
     if taken is None or fps is None:
         return fps or UNKNOWN_FPS
     return taken / total * fps
 
 
 def qwen25_times(grid_t: int, tps: int, fps_sampled: float) -> tuple[float, ...]:
-    """Qwen2.5-VL's temporal positions in seconds: t * second_per_grid_t, second_per_grid_t = tps / sampled fps."""
+    """Qwen2.5-VL's temporal positions in seconds: t * second_per_grid_t, second_per_grid_t = tps / sampled fps
+    (semantics §20.4 "Times")."""
     per = tps / fps_sampled
     return tuple((np.arange(grid_t) * per).tolist())  # float64 products, as Python's t * per
 
@@ -183,6 +189,8 @@ def qwen3_times(indices: np.ndarray, fps: float, tps: int) -> tuple[float, ...]:
 def _finish(
     fam: Family, indices: np.ndarray, size: tuple[int, int], times: tuple[float, ...], notes: tuple[str, ...] = ()
 ) -> VideoPlan:
+    """Padding (the last frame repeated to a multiple of tps), grid and tokens as both processors' patchify and
+    replace_video_token make them (semantics §20.4 "Padding and grid")."""
     n = len(indices)
     pad = -n % fam.tps
     h, w = size
@@ -287,7 +295,8 @@ _GREY, _LOW, _HIGH = 128, 96, 160
 
 
 def _cells(height: int, width: int) -> list[tuple[int, int, int, int]]:
-    """(top, bottom, left, right) of each bit's cell, row-major, inside a margin of an eighth of each side."""
+    """(top, bottom, left, right) of each bit's cell, row-major, inside a margin of an eighth of each side
+    (semantics §20.3)."""
     my, mx = height // 8, width // 8
     ys = np.linspace(my, height - my, _GRID + 1).round().astype(int)
     xs = np.linspace(mx, width - mx, _GRID + 1).round().astype(int)
