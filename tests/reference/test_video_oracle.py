@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import math
 import os
+import re
 import subprocess
 import sys
 import time
@@ -208,10 +209,13 @@ def test_oracle_equals_trained_and_card_on_drawn_clips(family: str) -> None:
 @pytest.mark.extra("transformers")
 @pytest.mark.parametrize("family", FAMILIES)
 def test_trained_plan_equals_the_processor_run_on_frames(family: str) -> None:
-    """The TRAINED plan's indices, grid and tokens equal the processor's own output on index-coded frames
-    (``video_metadata.frames_indices``, ``video_grid_thw``, ``pixel_values_videos`` rows; semantics §20.4)."""
+    """The TRAINED plan's indices, grid, tokens and times equal the processor's own output on index-coded frames,
+    through the model's processor class's own ``_process_videos`` (``video_metadata.frames_indices``,
+    ``video_grid_thw``, ``pixel_values_videos`` rows, Qwen2.5-VL's ``second_per_grid_ts``, Qwen3-VL's timestamp
+    text from ``replace_video_token``; semantics §20.4)."""
     path = trained(family)["TRAINED"]
     proc, checked, refused = path.proc, 0, 0
+    outer = _model_processor(family, proc)
     for frames, fps in ((3, 30.0), (4, 24.0), (15, 30.0), (30, 30.0), (61, 29.97), (90, 12.5)):
         clip = Clip(frames, fps, 64, 48)
         video = np.stack([oracle.encode_index(48, 64, i) for i in range(frames)])
@@ -223,8 +227,9 @@ def test_trained_plan_equals_the_processor_run_on_frames(family: str) -> None:
                     "longest_edge": request.max_pixels or proc.size["longest_edge"]}  # fmt: skip
             meta = {"total_num_frames": frames, "fps": fps, "width": 64, "height": 48}
             try:
-                out = proc(videos=[video], video_metadata=[meta], do_sample_frames=sample, return_metadata=True,
-                           size=size, return_tensors="pt", cap_pixels_per_frame=False, **kw)  # fmt: skip
+                out, texts = outer._process_videos([video], video_metadata=[meta], do_sample_frames=sample,
+                                                   return_metadata=True, size=size, return_tensors="pt",
+                                                   cap_pixels_per_frame=False, **kw)  # fmt: skip
             except (ValueError, ZeroDivisionError, IndexError):
                 assert plan == "refused", label(clip, request)
                 refused += 1
@@ -235,9 +240,30 @@ def test_trained_plan_equals_the_processor_run_on_frames(family: str) -> None:
             assert plan.grid == grid, label(clip, request)
             assert plan.indices[: len(idx)] == idx and len(plan.indices) == len(idx) + plan.padded
             assert out["pixel_values_videos"].shape[0] == math.prod(grid) == plan.tokens * proc.merge_size**2
+            if family == "qwen2.5-vl":
+                times = [t * float(out["second_per_grid_ts"][0]) for t in range(grid[0])]
+                assert np.abs(np.subtract(times, plan.times)).max() <= 1e-6, label(clip, request)
+            else:
+                assert re.findall(r"<([0-9.]+) seconds>", texts[0]) == [f"{t:.1f}" for t in plan.times]
             checked += 1
     print(f"{family}: {checked} runs equal their plans, {refused} refused by both")
     assert checked + refused == 42 and checked >= 20
+
+
+def _model_processor(family: str, video_processor: Any) -> Any:
+    """The model's processor class (``Qwen2_5_VLProcessor`` / ``Qwen3VLProcessor``, transformers 5.24.0) around
+    the video processor, without a tokenizer: its ``_process_videos`` and ``replace_video_token`` run as they are,
+    with placeholder token strings (Qwen2.5-VL's ``video_token`` None: no text built)."""
+    import importlib
+
+    name = {"qwen2.5-vl": ("qwen2_5_vl", "Qwen2_5_VLProcessor"), "qwen3-vl": ("qwen3_vl", "Qwen3VLProcessor")}
+    sub, cls_name = name[family]
+    cls = getattr(importlib.import_module(f"transformers.models.{sub}.processing_{sub}"), cls_name)
+    outer = cls.__new__(cls)
+    outer.video_processor = video_processor
+    outer.video_token = None if family == "qwen2.5-vl" else "<V>"
+    outer.vision_start_token, outer.vision_end_token = "<S>", "<E>"
+    return outer
 
 
 # --- torch's index arithmetic, restated ---------------------------------------------------------------------------------
