@@ -23,7 +23,7 @@ import numpy as np
 from PIL import ImageFile
 
 from deferlab.reference.system.errors import InputValueError
-from deferlab.reference.system.video import Refused
+from deferlab.reference.system.video import Refused, Unsupported
 
 KINDS = ("data-uri", "file")  # how a client sends the bytes (`ImageLoader.load`'s ``kind``)
 _SIGNATURES = ((b"\xff\xd8", "image/jpeg", ".jpg"), (b"\x89PNG", "image/png", ".png"), (b"GIF8", "image/gif", ".gif"),
@@ -102,6 +102,8 @@ class Loader:
                 image = self._run(data, kind)
                 image = getattr(image, "media", image)  # vLLM's MediaWithBytes wraps the image
                 np.asarray(image)  # a lazy image decodes here, under the side's own flags
+            except Unsupported:
+                raise  # no answer here (the side cannot take this request at all): not a refusal of the bytes
             except Exception as e:  # noqa: BLE001 - any exception of the side's own call is its refusal
                 text = (str(e).strip().splitlines() or [""])[0][:200]
                 raise Refused(f"{self.label} refused: {type(e).__name__}: {text}") from e

@@ -6,13 +6,14 @@ version), on the data URI and on the file path as a client sends them. It decode
 orientation and converts to RGB (alpha dropped), and needs no torchvision. It hands its processor a PIL ``RGB``
 image.
 
-The model card's recipe (CARD, ``qwen_vl_utils.fetch_image``) is not a row of C20: it decodes and resizes in one
-call (its ``smart_resize``), so what it returns is not the decode alone; `card` says so in one line.
+The model card's recipe (CARD, ``qwen_vl_utils.fetch_image``) is not a row of C20 (`CARD_NOT_RUN`): `card` runs it
+in a process of its own (torchvision as a companion), at sizes its resize keeps, beside TRAINED.
 """
 
 from __future__ import annotations
 
 import importlib
+import importlib.metadata
 import io
 from typing import Any
 
@@ -25,10 +26,12 @@ from deferlab.reference.system.video import Refused, Unsupported
 __all__ = ["KINDS", "card", "decode_problem", "decoded", "difference", "real", "restated", "trained"]
 TRANSFORMERS_VERSION = "5.24.0"  # the trained side's (the ``transformers`` extra's pin, semantics §18.1)
 MODULE = "transformers.image_utils"
+CARD_MODULE = "qwen_vl_utils.vision_process"
 FUNCTION = f"{MODULE}.load_image"
 CARD_NOT_RUN = (
-    "CARD not run for C20: qwen_vl_utils.fetch_image decodes and resizes (smart_resize) in one call, so it returns "
-    "no decode alone to compare (semantics §20.8)"
+    "CARD is no C20 row: the card's qwen_vl_utils.fetch_image needs torchvision (a companion no engine process can "
+    "take beside its own) and resizes in the same call; it is compared with TRAINED in a process of its own at "
+    "sizes its resize keeps (semantics §20.8)"
 )
 
 
@@ -66,8 +69,30 @@ def restated(why: str = "") -> Loader:
 
 
 def card() -> Loader:
-    """The model card's loader: not a C20 row (`CARD_NOT_RUN`); raises `Unsupported` saying why."""
-    raise Unsupported(CARD_NOT_RUN)
+    """The Qwen model card's loader (label ``CARD``): ``qwen_vl_utils.fetch_image`` run for real on the data URI or
+    the ``file://`` URL, at the image's own size, which its ``smart_resize`` keeps only at multiples of 28 (an area
+    of at least 4 x 28 x 28): there its resize is a same-size copy and the result is the decode alone; elsewhere
+    `Unsupported`. qwen-vl-utils imports torchvision: made importable as the loader's companion
+    (`impl.transformers_tv.provide_torchvision`), so call this in a process of its own, before anything imports
+    transformers' image processors; `Unsupported` in one line when it cannot be."""
+    from deferlab.impl.loader.provenance import Records
+    from deferlab.impl.transformers_tv import Unavailable, provide_torchvision
+
+    try:
+        provide_torchvision(Records())
+        vision = importlib.import_module(CARD_MODULE)
+    except (Unavailable, ImportError) as e:
+        raise Unsupported(f"CARD: {CARD_MODULE} cannot be imported here: {e}") from e
+
+    def run(data: bytes, kind: str) -> Any:
+        w, h = Image.open(io.BytesIO(data)).size  # the stored size: CARD turns nothing
+        if vision.smart_resize(h, w, factor=28) != (h, w):
+            raise Unsupported(f"CARD resizes {w}x{h}: only multiples of 28 (area >= 3136) give its decode alone")
+        url = data_uri(data) if kind == "data-uri" else write_file(data).as_uri()
+        return vision.fetch_image({"image": url, "resized_height": h, "resized_width": w})
+
+    version = importlib.metadata.version("qwen-vl-utils")
+    return Loader("CARD", f"qwen-vl-utils {version}", f"{CARD_MODULE}.fetch_image", run, truncated=False)
 
 
 def decoded(loader: Any, data: bytes, kind: str) -> tuple[Any, str | None]:

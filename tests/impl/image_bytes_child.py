@@ -5,6 +5,9 @@ Scenarios:
 
 * ``trained``: transformers' ``load_image`` run for real (the installed 5.24.0) against deferlab's restatement of it
   (`properties.bytes_trained.restated`), every encoded class at two sizes, as a data URI and as a file.
+* ``card``: the model card's ``fetch_image`` (`properties.bytes_trained.card`, torchvision as a companion) against
+  the trained side, every class at 84x56 (a size its resize keeps), both kinds: per case the first difference.
+  ``{"refused": line}`` when CARD cannot run here.
 * ``engine ENGINE VERSION``: the engine's own loader (``impl.<engine>.image_bytes``) of that release against the
   trained side, every class at 17x11, both kinds: per class and kind the first difference (None: equal), the
   decoded size, a fully transparent pixel's value, and Pillow's truncated-images flag before and after a load.
@@ -35,6 +38,27 @@ def trained() -> dict[str, Any]:
             for kind in KINDS:
                 found[f"{cls} {w}x{h}; {kind}"] = bytes_trained.decode_problem(real, restated, data, kind)
     return {"system": real.system, "problems": found}
+
+
+def card() -> dict[str, Any]:
+    from deferlab.reference.system.video import Unsupported
+
+    try:
+        side = bytes_trained.card()
+    except Unsupported as e:
+        return {"refused": str(e)}
+    want = bytes_trained.real()
+    found = {}
+    for cls in encoded.ENCODED_CLASSES:
+        data = encoded.make_bytes(cls, 84, 56, 0)
+        for kind in KINDS:
+            found[f"{cls}; {kind}"] = bytes_trained.decode_problem(want, side, data, kind)
+    try:  # a size its resize changes: no answer, not a refusal
+        side.load(encoded.make_bytes("RGB PNG", 17, 11, 0), "file")
+        other = "answered"
+    except Unsupported as e:
+        other = str(e)
+    return {"system": side.system, "trained": want.system, "problems": found, "unkept size": other}
 
 
 def engine(name: str, version: str) -> dict[str, Any]:
@@ -69,5 +93,5 @@ def engine(name: str, version: str) -> dict[str, Any]:
 
 if __name__ == "__main__":
     scenario, *rest = sys.argv[1:]
-    result = trained() if scenario == "trained" else engine(*rest)
+    result = {"trained": trained, "card": card}[scenario]() if scenario != "engine" else engine(*rest)
     print("JSON:" + json.dumps(result))

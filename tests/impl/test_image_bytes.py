@@ -108,6 +108,18 @@ def test_the_restatement_is_load_image_on_every_class() -> None:
     assert {k: v for k, v in got["problems"].items() if v} == {}
 
 
+@pytest.mark.extra("transformers")
+def test_the_model_card_differs_from_load_image_where_the_semantics_read() -> None:
+    """CARD (qwen-vl-utils' fetch_image) beside TRAINED (§20.8): no EXIF transpose, RGBA composited onto white."""
+    got = child("card")
+    if "refused" in got:
+        pytest.skip(got["refused"])
+    assert got["system"].startswith("qwen-vl-utils ") and got["trained"] == "transformers 5.24.0"
+    differ = {case.split(";")[0] for case, found in got["problems"].items() if found}
+    assert differ == EXIF_TURNED | {"RGBA PNG"}
+    assert got["unkept size"].startswith("CARD resizes 17x11: only multiples of 28")
+
+
 # --- each engine's own loader, newest release ---------------------------------------------------------------------
 
 
