@@ -12,8 +12,9 @@ here is that code, imported from the release:
   codec reads it, lets the loader's own ``compute_frames_index_to_sample`` choose, and serves each chosen frame once
   in increasing order (OpenCV's ``read_frames``) as a 1x1 frame. The processor then runs for real on black frames of
   the clip's size (memoized by what it depends on: frame count and size, kwargs, and the metadata when it samples).
-* ``decode`` (bytes): the release's ``MediaConnector.fetch_video`` on the data URI a client sends, with the loader
-  vLLM picks and the OpenCV codec (vLLM's default); the frames the processor keeps (Qwen3-VL resamples a clip read
+* ``decode`` (bytes): the release's ``MediaConnector.fetch_video`` on the bytes a client sends, as a ``file:`` URL
+  (a data URI's base64 step is ``pybase64``, not installed here; the rest is the same ``load_bytes``), with the
+  loader vLLM picks and the OpenCV codec (vLLM's default); the frames the processor keeps (Qwen3-VL resamples a clip read
   whole) are taken by the processor's own ``sample_frames``.
 
 Options: ``fps`` and ``num_frames`` go where vLLM samples, the loader's per-request ``media_io_kwargs["video"]``;
@@ -22,7 +23,7 @@ Options: ``fps`` and ``num_frames`` go where vLLM samples, the loader's per-requ
 
 from __future__ import annotations
 
-import base64
+import hashlib
 import importlib.util
 import json
 import threading
@@ -31,6 +32,7 @@ from typing import Any
 
 import numpy as np
 
+from deferlab.impl.image_bytes import folder as bytes_folder
 from deferlab.impl.vllm import video_checkpoint as checkpoint
 from deferlab.impl.vllm import video_geometry as geometry
 from deferlab.impl.vllm.sources import Source
@@ -63,6 +65,15 @@ NO_PATH = {
 _RESAMPLES = {"qwen2.5-vl": False, "qwen3-vl": True}  # vLLM passes the loader's do_sample_frames to the processor
 
 
+def _modelled(video: Any, models: Any, family: str) -> bool:
+    """Whether the release has the pieces this module runs as 0.32.0-0.34.0 do (read off the loaded classes):
+    Qwen2.5-VL's processor hands the loader's metadata on (``_get_hf_mm_inputs``), Qwen3-VL's loader has its
+    unknown-fps fallback (``_prepare_source``)."""
+    if family == "qwen2.5-vl":
+        return "_get_hf_mm_inputs" in vars(models.Qwen2_5_VLMultiModalProcessor)
+    return "_prepare_source" in vars(video.Qwen3VLVideoBackend)
+
+
 def video_paths(source: Source, family: str) -> list[VideoPath]:
     """vLLM's video paths for ``family`` on the loaded release: the serving default (``VLLM``, the OpenCV codec).
     `Unsupported` ("n/a: ...") for a family with no path here, or a tree loaded without the companions."""
@@ -93,10 +104,17 @@ class VLLMVideoPath:
         self._video = source.module(VIDEO)
         self._media = source.module(MEDIA).VideoMediaIO
         self._image_io = source.module("vllm.multimodal.media.image").ImageMediaIO
+        models = source.module(self.spec.info_module)
+        self._info_cls = getattr(models, self.spec.info_class)
+        if not _modelled(self._video, models, family):
+            raise Unsupported(
+                f"n/a: {self.system}'s {self.spec.display} video path predates 0.32.0's (semantics §20.6, older "
+                "releases: the metadata handed to the processor or the unknown-fps fallback differ); accepted: "
+                "vLLM 0.32.0 and later"
+            )
         folder = checkpoint.folder(family)
         self.processor_name = source.module(PROCESSOR_NAME).get_video_processor_cls_name_from_config(folder)
         self.backend = self._video.get_video_loader_backend_for_processor(self.processor_name)
-        self._info_cls = getattr(source.module(self.spec.info_module), self.spec.info_class)
         self.processor = checkpoint.video_processor(family)
         self._info = object.__new__(self._info_cls)  # only _get_video_second_idx runs: it asks for the processor
         self._info.get_video_processor = lambda **_: self.processor
@@ -236,7 +254,9 @@ class VLLMVideoPath:
 
     # --- bytes ----------------------------------------------------------------------------------------------------
     def decode(self, data: bytes, request: VideoRequest) -> DecodedVideo:
-        """The frames vLLM's own loader reads from ``data`` sent as a data URI, and those its processor keeps."""
+        """The frames vLLM's own loader reads from ``data`` sent as a file (a ``file:`` URL under the server's
+        ``--allowed-local-media-path``: a data URI's base64 step is ``pybase64``, not installed here), and those its
+        processor keeps."""
         if not isinstance(data, bytes | bytearray):
             raise InputTypeError(f"data must be the encoded video's bytes, got {type(data).__name__}")
         module, install = CODECS[self.codec]
@@ -244,17 +264,21 @@ class VLLMVideoPath:
             raise Unsupported(f"vLLM's {self.codec!r} video codec needs {install}: install it to decode here")
         kwargs, _ = self._media_kwargs(request)
         video_backend = kwargs.pop("video_backend", None)
-        connector = self.source.module(CONNECTOR).MediaConnector(media_io_kwargs={"video": kwargs})
-        url = "data:video/mp4;base64," + base64.b64encode(bytes(data)).decode("ascii")
+        connector = self.source.module(CONNECTOR).MediaConnector(
+            media_io_kwargs={"video": kwargs}, allowed_local_media_path=str(bytes_folder())
+        )
+        path = bytes_folder() / (hashlib.sha256(bytes(data)).hexdigest()[:24] + ".video")
+        if not path.exists():
+            path.write_bytes(bytes(data))
         processor = self.processor_name if video_backend == self.backend else None
-        frames, metadata = connector.fetch_video(url, video_processor=processor).media
+        frames, metadata = connector.fetch_video(path.as_uri(), video_processor=processor).media
         frames = np.asarray(frames)
         indices = list(metadata["frames_indices"])
         if _RESAMPLES[self.family] and metadata["do_sample_frames"]:
             kept = [int(i) for i in self.processor.sample_frames(self._metadata(metadata))]
             frames, indices = frames[kept], [indices[i] for i in kept]
             self._ran["decode resample"] = f"real: transformers {type(self.processor).__name__}.sample_frames"
-        self._ran["decode"] = f"real: {CONNECTOR}.MediaConnector.fetch_video (data URI, codec {self.codec})"
+        self._ran["decode"] = f"real: {CONNECTOR}.MediaConnector.fetch_video (a file: URL, codec {self.codec})"
         return DecodedVideo(frames, tuple(indices), float(metadata["fps"]), int(metadata["total_num_frames"]))
 
     def provenance(self) -> dict[str, str]:

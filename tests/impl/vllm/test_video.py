@@ -192,3 +192,30 @@ def test_opencv_turns_a_rotated_clip_and_other_codecs_say_what_to_install(paths,
             VLLMVideoPath(vllm_source, "qwen3-vl", codec="torchcodec").decode(b"\0", VideoRequest())
     with pytest.raises(Unsupported, match="no video codec 'pyav'"):
         VLLMVideoPath(vllm_source, "qwen3-vl", codec="pyav")
+
+
+def test_a_release_without_the_pieces_read_is_not_judged():
+    """`_modelled` reads the 0.32.0 pieces off the loaded classes: without them the path is n/a (semantics §20.6)."""
+    from types import SimpleNamespace
+
+    from deferlab.impl.vllm.video import _modelled
+
+    class Old:
+        pass
+
+    class New:
+        def _get_hf_mm_inputs(self):
+            pass
+
+        @classmethod
+        def _prepare_source(cls, source):
+            return source
+
+    class Child(New):  # inherited, not its own: 0.32.0's classes define them themselves
+        pass
+
+    video = SimpleNamespace(Qwen3VLVideoBackend=New)
+    assert _modelled(video, SimpleNamespace(Qwen2_5_VLMultiModalProcessor=New), "qwen2.5-vl")
+    assert not _modelled(video, SimpleNamespace(Qwen2_5_VLMultiModalProcessor=Old), "qwen2.5-vl")
+    assert _modelled(video, None, "qwen3-vl")
+    assert not _modelled(SimpleNamespace(Qwen3VLVideoBackend=Child), None, "qwen3-vl")
