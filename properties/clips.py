@@ -29,7 +29,7 @@ from deferlab.reference.system.video import Clip
 CODECS = {"mp4": "libx264", "webm": "libvpx-vp9"}
 ROTATIONS = (0, 90, 180, 270)
 _JITTER = 0.3  # a VFR frame's timestamp moves by up to this fraction of the nominal frame interval
-VERSION = 1  # bump when the encoding changes: part of the cache key
+VERSION = 2  # bump when the encoding or the index code changes: part of the cache key
 
 
 @dataclass(frozen=True)

@@ -9,10 +9,10 @@ against these on the whole grid. Two rows per family:
 * ``CARD``: the model card's recipe, qwen-vl-utils 0.0.14's ``fetch_video``, then the processor on its frames.
 
 ``plan`` decodes nothing: it hands the real sampling functions a ``VideoMetadata`` (TRAINED) or a stand-in
-``decord`` reader with the clip's count and rate whose ``get_batch`` returns frames without channels (CARD), and records
-the target of ``fetch_video``'s resize instead of resizing; ``tests/reference/test_video_oracle.py`` runs the processors on real
-frames to confirm the glue. The processors and qwen-vl-utils import torchvision: it is the loader's companion,
-made importable as `impl.transformers_tv` does.
+``decord`` reader of the clip's count and rate whose ``get_batch`` returns frames without channels (CARD), and
+records the target of ``fetch_video``'s resize instead of resizing; ``tests/reference/test_video_oracle.py``
+runs the processors on real frames to confirm the glue. The processors and qwen-vl-utils import torchvision:
+it is the loader's companion, made importable as `impl.transformers_tv` does.
 """
 
 from __future__ import annotations
@@ -87,8 +87,9 @@ def processor(family: str) -> Any:
 
 
 def _size(proc: Any, request: VideoRequest) -> dict[str, int]:
-    return {"shortest_edge": request.min_pixels if request.min_pixels is not None else proc.size["shortest_edge"],
-            "longest_edge": request.max_pixels if request.max_pixels is not None else proc.size["longest_edge"]}  # fmt: skip
+    low, high = request.min_pixels, request.max_pixels
+    return {"shortest_edge": proc.size["shortest_edge"] if low is None else low,
+            "longest_edge": proc.size["longest_edge"] if high is None else high}  # fmt: skip
 
 
 def _finish(family: str, proc: Any, idx: list[int], size: tuple[int, int], times: tuple[float, ...]) -> VideoPlan:
@@ -106,8 +107,8 @@ class TrainedPath:
 
     label, real_code = "TRAINED", True
 
-    def __init__(self, family: str) -> None:
-        self.family, self.proc = family, processor(family)
+    def __init__(self, family: str, backend: str = "pyav") -> None:
+        self.family, self.proc, self.backend = family, processor(family), backend
         self.module = importlib.import_module(_MODULES[family][0])
         self.system = f"transformers-{importlib.import_module('transformers').__version__}"
 
@@ -153,8 +154,8 @@ class TrainedPath:
         return _finish(self.family, self.proc, idx, (h, w), times)
 
     def decode(self, data: bytes, request: VideoRequest) -> DecodedVideo:
-        """transformers' ``load_video`` (its default backend, PyAV) on the bytes as a file, sampling with the
-        processor's own ``sample_frames`` where the processor samples."""
+        """transformers' ``load_video`` on the bytes as a file (``backend``: its default "pyav", or another
+        installed one, "opencv"), sampling with the processor's own ``sample_frames`` where the processor samples."""
         from transformers.video_utils import load_video
 
         sample, kw = self._options(request)
@@ -163,7 +164,7 @@ class TrainedPath:
             path.write_bytes(data)
             try:
                 fn = partial(self.proc.sample_frames, **kw) if sample else None
-                frames, meta = load_video(str(path), sample_indices_fn=fn)
+                frames, meta = load_video(str(path), backend=self.backend, sample_indices_fn=fn)
             except _FAILURES as e:
                 raise Refused(f"TRAINED {self.family} load_video: {_one_line(e)}") from e
         idx = tuple(int(i) for i in meta.frames_indices)
@@ -175,7 +176,8 @@ class TrainedPath:
             "sampling": f"real: {module}.{name}.sample_frames (do_sample_frames={self.proc.do_sample_frames}; "
             "on for fps/num_frames, as apply_chat_template does), its kwargs filled as preprocess fills them",
             "size": f"real: {module}.smart_resize, called as {name}.resize calls it (cap_pixels_per_frame off)",
-            "grid": "modelled: patchify's pad (-n mod tps) and grid, replace_video_token's count (checked on real frames by tests/reference/test_video_oracle.py)",
+            "grid": "modelled: patchify's pad (-n mod tps) and grid, replace_video_token's count (checked on real "
+            "frames by tests/reference/test_video_oracle.py)",
             "times": "real: VideoMetadata.sampled_fps / Qwen3VLProcessor._calculate_timestamps; "
             "Qwen2.5's tps / sampled_fps restated from _process_videos",
             "config": VIDEO_CONFIGS[self.family][1],
@@ -272,8 +274,8 @@ class CardPath:
         tps = int(self.proc.temporal_patch_size)
         h, w = size
         if self.family == "qwen2.5-vl":
-            h, w = self.module.smart_resize(h, w, int(self.proc.patch_size * self.proc.merge_size),
-                                            self.proc.size["shortest_edge"], self.proc.size["longest_edge"])  # fmt: skip
+            size, factor = self.proc.size, int(self.proc.patch_size * self.proc.merge_size)
+            h, w = self.module.smart_resize(h, w, factor, size["shortest_edge"], size["longest_edge"])
             meta = make_batched_metadata([np.zeros((len(idx), 2, 2, 3), np.uint8)], None)[0]
             per = tps / meta.sampled_fps
             times = tuple((np.arange(-(-len(idx) // tps)) * per).tolist())  # t * per
@@ -346,10 +348,27 @@ class OraclePath:
         return {"plan": f"modelled: reference.oracle.video.plan({self.row!r})"}
 
 
-def trained_paths(family: str) -> dict[str, TrainedPath | CardPath]:
-    """``{"TRAINED": ..., "CARD": ...}`` for ``family`` (semantics §20.1); `Unsupported` for other families."""
+def model_processor(family: str, video_processor: Any) -> Any:
+    """The model's processor class (``Qwen2_5_VLProcessor`` / ``Qwen3VLProcessor``, transformers 5.24.0) around
+    ``video_processor``, without a tokenizer: its own ``_process_videos`` (Qwen2.5-VL's ``second_per_grid_ts``) and
+    ``replace_video_token`` (Qwen3-VL's timestamp text) run as they are, with placeholder token strings
+    (Qwen2.5-VL's ``video_token`` None: no text built). The tests check the times against it (semantics §20.4)."""
     _check(family)
-    return {"TRAINED": TrainedPath(family), "CARD": CardPath(family)}
+    sub, name = {"qwen2.5-vl": ("qwen2_5_vl", "Qwen2_5_VLProcessor"), "qwen3-vl": ("qwen3_vl", "Qwen3VLProcessor")}[
+        family
+    ]
+    cls = getattr(importlib.import_module(f"transformers.models.{sub}.processing_{sub}"), name)
+    outer = cls.__new__(cls)
+    outer.video_processor, outer.video_token = video_processor, None if family == "qwen2.5-vl" else "<V>"
+    outer.vision_start_token, outer.vision_end_token = "<S>", "<E>"
+    return outer
+
+
+def trained_paths(family: str, backend: str = "pyav") -> dict[str, TrainedPath | CardPath]:
+    """``{"TRAINED": ..., "CARD": ...}`` for ``family`` (semantics §20.1; ``backend``: TRAINED's ``load_video``
+    backend); `Unsupported` for other families."""
+    _check(family)
+    return {"TRAINED": TrainedPath(family, backend), "CARD": CardPath(family)}
 
 
 def oracle_path(family: str, row: str = "TRAINED") -> OraclePath:
