@@ -280,6 +280,54 @@ def card_plan(family: str, clip: Clip, request: VideoRequest, seq_len: int = MOD
     return _finish(fam, idx, (h, w), qwen3_times(idx, clip.fps, fam.tps))
 
 
+def _arange_last(total: np.ndarray, n: np.ndarray, lanes: int = ARANGE_LANES) -> np.ndarray:
+    """`torch_arange_int`'s length and last index for many (total, n) at once (semantics §20.4 "Indices")."""
+    step = total / n
+    i = (size := np.ceil(total / step).astype(np.int64)) - 1
+    base = i - i % lanes
+    vec = (np.float64((base * step).astype(F32)) + (i - base) * step).astype(F32)
+    last = np.where(i < (size // (2 * lanes)) * 2 * lanes, vec, (i * step).astype(F32)).astype(np.int64)
+    return np.where(last < total, size, -1)
+
+
+def counts(family: str, row: str, frames: np.ndarray, fps: np.ndarray, request: VideoRequest) -> np.ndarray:
+    """Frames taken (before padding) per clip, for many clips at once: `plan`'s count rules vectorized for a
+    grid's C16 column, -1 where the side refuses on the count or its indices (semantics §20.4); the geometry's
+    own refusals (an aspect ratio over 200, a 0-px side) are `plan`'s alone."""
+    fam, total, fps = family_of(family), np.asarray(frames, dtype=np.int64), np.asarray(fps, dtype=np.float64)
+    known, safe = fps > 0, np.where(fps > 0, fps, 1.0)
+    with np.errstate(divide="ignore", invalid="ignore"):
+        if row == "CARD":
+            if request.num_frames is not None:
+                n = np.full(total.shape, round(request.num_frames / 2) * 2)
+            else:
+                want = total / safe * (request.fps if request.fps is not None else 2.0)
+                cap = np.floor(np.minimum(MAX_FRAMES, total) / 2) * 2
+                n = (np.floor(np.minimum(np.minimum(np.maximum(want, MIN_FRAMES), cap), total) / 2) * 2).astype(
+                    np.int64
+                )
+            return np.where(known & (n >= 2) & (n <= total), n, -1)
+        if row != "TRAINED":
+            raise InputValueError(f"unknown video row {row!r}; accepted: {', '.join(ROWS)}")
+        if family == "qwen3-vl":
+            if request.num_frames is not None:
+                return np.full(total.shape, -1)
+            rate = np.where(known, fps, UNKNOWN_FPS)
+            want = np.trunc(total / rate * (request.fps if request.fps is not None else fam.fps)).astype(np.int64)
+            n = np.minimum(np.minimum(np.maximum(want, MIN_FRAMES), MAX_FRAMES), total)
+            return np.where(n >= fam.tps, n, -1)
+        if request.num_frames is None and request.fps is None:
+            return total.copy()
+        if request.num_frames is not None:
+            n, ok = np.full(total.shape, round(request.num_frames / fam.tps) * fam.tps), np.ones(total.shape, bool)
+        else:
+            cap = np.floor(np.minimum(MAX_FRAMES, total) / fam.tps) * fam.tps
+            x = np.minimum(np.minimum(np.maximum(total / safe * request.fps, MIN_FRAMES), cap), total)
+            n, ok = (np.floor(x / fam.tps) * fam.tps).astype(np.int64), known
+        ok = ok & (n > 0) & (n <= total)
+        return np.where(ok, _arange_last(total, np.where(ok, n, 1)), -1)
+
+
 def plan(family: str, row: str, clip: Clip, request: VideoRequest) -> VideoPlan:
     """The ``row`` side's plan (``"TRAINED"`` or ``"CARD"``) of ``clip`` under ``request`` (semantics §20.4)."""
     if row == "TRAINED":

@@ -131,20 +131,25 @@ def test_trained_sides_in_a_child() -> None:
 @pytest.mark.parametrize("family", FAMILIES)
 def test_oracle_equals_trained_and_card_on_the_grid(family: str) -> None:
     """Every clip of the 6,000-clip grid x every option set x both rows: the oracle's plan equals the real one
-    exactly (semantics §20.3, §20.4). The wall time is printed (target: 60 s per family, all sides)."""
+    exactly, and its vectorized `counts` the frames taken (semantics §20.3, §20.4). The wall time is printed
+    (target: 60 s per family, all sides)."""
     paths = trained(family)
     clips, found, counts = grid_clips(), [], {"refused": 0, "plans": 0}
+    frames, rates = np.array([c.frames for c in clips]), np.array([c.fps for c in clips])
     start = time.perf_counter()
     for row in ROWS:
         real = paths[row].plan
         mine = oracle.trained_plan if row == "TRAINED" else oracle.card_plan
         for request in options(family):
-            for clip in clips:
+            taken = oracle.counts(family, row, frames, rates, request)  # the vectorized count, -1: refused
+            for clip, k in zip(clips, taken.tolist(), strict=True):
                 a = outcome(partial(mine, family), clip, request)
                 b = outcome(real, clip, request)
                 counts["refused" if isinstance(b, str) else "plans"] += 1
                 if (d := difference(a, b)) is not None:
                     found.append(f"{row} {label(clip, request)}: {d}")
+                if k != (-1 if isinstance(b, str) else len(b.indices) - b.padded):
+                    found.append(f"{row} {label(clip, request)}: counts() {k}")
     wall = time.perf_counter() - start
     print(f"\n{family}: {2 * len(clips) * len(options(family))} plans per side in {wall:.1f} s, {counts}")
     assert not found, f"{len(found)} differ; first: " + "; ".join(found[:5])
