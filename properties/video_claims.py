@@ -217,7 +217,14 @@ def pixels_problem(served: Any, trained: Any) -> str | None:
         return compare("C16", served if isinstance(served, Answer) else Answer(plan=VideoPlan(())),
                        trained if isinstance(trained, Answer) else Answer(plan=VideoPlan(())))  # fmt: skip
     what = "pixels differ from the trained side's"
-    got, want = [read_index(f) for f in served.frames], [read_index(f) for f in trained.frames]
+    try:
+        got = [read_index(f) for f in served.frames]
+    except ValueError as exc:  # a frame whose code cannot be read: turned, cropped or other content (a result)
+        return f"{what}: a served frame's index cannot be read back ({type(exc).__name__}: {exc})"
+    try:
+        want = [read_index(f) for f in trained.frames]
+    except ValueError as exc:
+        return f"{what}: a trained frame's index cannot be read back ({type(exc).__name__}: {exc})"
     if got != want:
         return f"{what}: frames taken (read back) {differing(got, want)}"
     for k, (a, b) in enumerate(zip(served.frames, trained.frames, strict=True)):
