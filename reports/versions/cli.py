@@ -16,6 +16,10 @@ test errored (the matrix is still written, with the reason). ``--format md|json|
 versions.md, versions.json, the JUnit XML (versions.xml) or families.md (families x engines on the newest
 release of each, `reports.versions.families`) to stdout once written; ``--junit FILE`` writes the XML there
 too; under GitHub Actions the summary and verdict table are appended to ``$GITHUB_STEP_SUMMARY``.
+``--fail-on CLASSES`` (a comma list of semantics §21's classes: crash, sequence, tower-input, float32-only, cost)
+adds one reason for exit 1: a failing cell of one of those classes (`reports.versions.gate.fail_on`), with or
+without a baseline and under ``--update-baseline`` too; it wins over exit 3, as a regression does. An unknown
+class is refused (exit 2) before any release runs.
 """
 
 from __future__ import annotations
@@ -30,6 +34,7 @@ from typing import Any
 from deferlab.reference.system.claims import claim_ids
 from deferlab.reference.system.errors import DeferlabInputError, UsageError
 from deferlab.reference.system.families import family as family_facts
+from deferlab.reference.system.impact import LABELS, parse_fail_on
 from deferlab.reference.system.systems import (
     DEFAULT_FAMILY,
     ENGINES,
@@ -109,6 +114,12 @@ def add_parser(sub: Any) -> argparse.ArgumentParser:
     )
     p.add_argument("--update-baseline", action="store_true", help="write this run's verdicts into the baseline")
     p.add_argument(
+        "--fail-on",
+        metavar="CLASSES",
+        default=None,
+        help=f"exit 1 when a failing cell of these severity classes is present (comma list of {', '.join(LABELS)})",
+    )
+    p.add_argument(
         "--strict",
         action="store_true",
         help="a failing claim failing in a new way regresses too, under profile ci (also DEFERLAB_STRICT=1)",
@@ -141,6 +152,8 @@ def _check(args: argparse.Namespace) -> tuple[Wanted, Path | None, Baseline | No
         check_choice("--profile", args.profile, PROFILES)
         if getattr(args, "format", None) is not None:
             check_choice("--format", args.format, versions_report.FORMATS)
+        fail_on = getattr(args, "fail_on", None)
+        args.fail_on_classes = parse_fail_on(fail_on) if fail_on is not None else frozenset()
     except DeferlabInputError as e:
         raise UsageError(str(e)) from None
     videoopts.env(args)  # a bad --video-fps / --video-frames: one line before any release runs
@@ -300,7 +313,10 @@ def run(
         say(f"REGRESSION {r['name']}: {r['baseline']} -> {r['current']}")
     if getattr(args, "format", None) is not None:
         print(versions_report.stdout_text(out, args.format), end="")
-    if regs and not args.update_baseline:
+    hits = gate.fail_on(doc, args.fail_on_classes)
+    for hit in hits:
+        say(f"FAIL-ON {hit}")
+    if (regs and not args.update_baseline) or hits:
         return 1
     return 3 if doc["errors"] else 0
 

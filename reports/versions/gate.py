@@ -7,17 +7,21 @@ a release both runs have is a regression (exit 1), and a failing claim failing i
 the baseline's set lacks) is one too when `signatures_gated` says so (both runs under the derandomized
 ``ci`` profile and the strict switch on, ``--strict`` or ``DEFERLAB_STRICT=1``); otherwise it is a note in
 ``versions.json``'s ``signature_notes``, as is a signature that went away. Only the cells both have are
-compared: a release (or a claim, under ``--claims``) this run did not run says nothing.
+compared: a release (or a claim, under ``--claims``) this run did not run says nothing. `fail_on` is the other
+gate, ``--fail-on CLASSES``: a failing cell whose severity (semantics §21) is one of the classes, baseline or not.
 """
 
 from __future__ import annotations
 
+from collections.abc import Collection
 from pathlib import Path
 from typing import Any
 
+from deferlab.reference.system.impact import Severity
 from deferlab.reports.core import baseline as core_baseline
 from deferlab.reports.core import diff as core_diff
 from deferlab.reports.core.baseline import Baseline
+from deferlab.reports.versions.matrix import severity_of
 
 BASELINE = Path(__file__).resolve().parents[1] / "versions_baseline.json"
 KIND = "versions"
@@ -83,3 +87,13 @@ def updated(previous: Baseline | None, doc: dict[str, Any]) -> Baseline:
 def save(path: Path, baseline: Baseline) -> None:
     """Write ``baseline`` (schema 2, atomically)."""
     core_baseline.save(path, baseline)
+
+
+def fail_on(doc: dict[str, Any], classes: Collection[Severity]) -> list[str]:
+    """``--fail-on``: each failing cell whose class (the worst its failures show, as the matrix shows it) is one of
+    ``classes``, as ``column/claim (class)``, worst first. Why the cell's shown class: what gates is what a reader
+    sees in versions.md; the per-cause split is findings.md's (`deferlab findings --fail-on` reads that)."""
+    wanted = {s.label: s for s in classes}
+    hits = [(wanted[label], f"{column}/{cid} ({label})")
+            for column, per in severity_of(doc).items() for cid, label in per.items() if label in wanted]  # fmt: skip
+    return [text for _, text in sorted(hits, key=lambda h: -h[0])]

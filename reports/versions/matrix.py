@@ -24,11 +24,13 @@ from typing import Any
 
 from deferlab.reference.system import claims as claim_registry
 from deferlab.reference.system.families import FAMILIES
+from deferlab.reference.system.impact import Row, classify
 from deferlab.reference.system.signatures import signature_set
 from deferlab.reference.system.systems import DEFAULT_FAMILY, at_least, column, column_key, sorted_releases
 from deferlab.reference.system.systems import engine as engine_facts
 from deferlab.reports.core import process
 from deferlab.reports.core.claims import new_signatures, stand_ins_by_kind
+from deferlab.reports.core.grouping import failure_text
 from deferlab.reports.core.runner import RunRecord
 from deferlab.reports.core.sides import run_error, selected_families
 from deferlab.reports.versions import columns as cols
@@ -159,7 +161,7 @@ def matrix(records: Sequence[RunRecord], profile: str, claims: Sequence[str] = (
     ran = [r for r in records if any(meta[n].release == name_of(r) for n in per_run)]
     errors = {name_of(r): run_error(r.error, r.failed_tests(), r.mine()) for r in records}
     failing = {n: [x for x in rows[n] if x.get("verdict") == "fails"] for n in per_run}
-    return {
+    doc = {
         "schema_version": SCHEMA_VERSION,
         "profile": profile,
         "versions": list(per_run),
@@ -181,6 +183,37 @@ def matrix(records: Sequence[RunRecord], profile: str, claims: Sequence[str] = (
         "provenance": {n: {x["id"]: x.get("provenance", {}) for x in rows[n]} for n in per_run},
         "figures": {n: {x["id"]: x["figure"] for x in rows[n] if x.get("figure")} for n in per_run},
     }
+    doc["severity"] = severities(doc)
+    return doc
+
+
+def severities(doc: dict[str, Any]) -> dict[str, dict[str, str]]:
+    """column -> claim -> the class of each failing cell (semantics §21.3), read off what the cell recorded.
+
+    Why here: every output (versions.md, families.md, the PNG, the JUnit XML, ``--fail-on``) shows the same
+    class, so it is computed once into the document; the failure line is the cell's own (`failure_text` of its
+    evidence), the same text its failure group states."""
+    out: dict[str, dict[str, str]] = {}
+    for name in doc["versions"]:
+        for cid, per in doc["verdicts"].items():
+            if per.get(name) != "fails":
+                continue
+            evidence = str(doc.get("evidence", {}).get(name, {}).get(cid) or "")
+            row = Row(
+                claim=cid,
+                column=name,
+                failure=failure_text(evidence),
+                evidence=evidence,
+                signatures=tuple(doc.get("signatures", {}).get(name, {}).get(cid, ())),
+                counterexample=doc.get("counterexamples", {}).get(name, {}).get(cid),
+            )
+            out.setdefault(name, {})[cid] = classify(row).label
+    return out
+
+
+def severity_of(doc: dict[str, Any]) -> dict[str, dict[str, str]]:
+    """The document's ``severity`` (a document written before it was recorded: computed now)."""
+    return doc["severity"] if "severity" in doc else severities(doc)
 
 
 def _answered(c: cols.Column, ids: list[str]) -> set[str]:
