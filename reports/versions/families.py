@@ -3,7 +3,8 @@
 Why a table of its own: versions.md has a column per release, family and served path (fifteen for one SGLang
 and one vLLM release under ``--model all``); a reader asking "which family is served as trained where?" wants
 one cell per family and engine. Each cell lists the claims' verdicts on the family's default serving path
-(semantics §18.7's tables), claim order, a failure in capitals (``C13 holds, C14 FAILS, C15 FAILS``); a claim
+(semantics §18.7's tables), claim order, a failure in capitals with its severity class (semantics §21:
+``C13 holds, C14 FAILS (tower-input), C15 FAILS (float32-only)``); a claim
 with no verdict there (``n/a``: C4 where an engine has one path, C13 and C14 for a normalization-only family;
 ``not-run``: C4 on SGLang, whose C4 is the Kimi-K3 owner path's) is left out. A family the release does not
 serve is ``n/a`` with its reason (`reference.system.families.Family.not_served`), a release that could not be
@@ -18,6 +19,7 @@ from typing import Any
 from deferlab.reference.system.families import FAMILIES
 from deferlab.reference.system.systems import ENGINES, release_key
 from deferlab.reports.versions import columns as cols
+from deferlab.reports.versions.matrix import severity_of
 
 BEGIN = "<!-- deferlab versions --format families: begin -->"
 END = "<!-- deferlab versions --format families: end -->"
@@ -49,8 +51,9 @@ def cell(doc: dict[str, Any], family: str, release: str) -> str:
     name = cols.Column(c.engine, c.version, family).name
     if name not in doc["versions"]:
         return (FAMILIES[family].not_served(c.engine, c.version) or "not run").replace("|", "\\|")
+    severity = severity_of(doc).get(name, {})
     shown = [
-        f"{cid} {SHOWN[per[name]]}"
+        f"{cid} {SHOWN[per[name]]}" + (f" ({severity[cid]})" if per[name] == "fails" and cid in severity else "")
         for cid, per in doc["verdicts"].items()
         if per.get(name) in SHOWN and cid in FAMILIES[family].claims
     ]
@@ -75,7 +78,9 @@ def markdown(doc: dict[str, Any]) -> str:
         "",
         "Each engine at the newest release this run checked, each family on its default serving path (semantics "
         "§18.7); a claim not listed has no verdict there (n/a, or C4 on SGLang: its owner path's, Kimi-K3's). "
-        "versions.md has every release, path and claim.",
+        "A failure names its severity class (semantics §21.1, worst first: crash, sequence, tower-input; "
+        "float32-only and cost are informational). versions.md has every release, path and claim; findings.md "
+        "one finding per root cause.",
         "",
         *table(doc),
     ]

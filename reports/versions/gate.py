@@ -8,7 +8,8 @@ the baseline's set lacks) is one too when `signatures_gated` says so (both runs 
 ``ci`` profile and the strict switch on, ``--strict`` or ``DEFERLAB_STRICT=1``); otherwise it is a note in
 ``versions.json``'s ``signature_notes``, as is a signature that went away. Only the cells both have are
 compared: a release (or a claim, under ``--claims``) this run did not run says nothing. `fail_on` is the other
-gate, ``--fail-on CLASSES``: a failing cell whose severity (semantics §21) is one of the classes, baseline or not.
+gate, ``--fail-on CLASSES``: a failing cell showing a failure of one of the classes (semantics §21), baseline or
+not.
 """
 
 from __future__ import annotations
@@ -17,11 +18,13 @@ from collections.abc import Collection
 from pathlib import Path
 from typing import Any
 
-from deferlab.reference.system.impact import Severity
+from deferlab.reference.system.impact import LABELS, Severity
 from deferlab.reports.core import baseline as core_baseline
 from deferlab.reports.core import diff as core_diff
 from deferlab.reports.core.baseline import Baseline
+from deferlab.reports.findings.group import group
 from deferlab.reports.versions.matrix import severity_of
+from deferlab.reports.versions.render import failure_groups
 
 BASELINE = Path(__file__).resolve().parents[1] / "versions_baseline.json"
 KIND = "versions"
@@ -90,10 +93,13 @@ def save(path: Path, baseline: Baseline) -> None:
 
 
 def fail_on(doc: dict[str, Any], classes: Collection[Severity]) -> list[str]:
-    """``--fail-on``: each failing cell whose class (the worst its failures show, as the matrix shows it) is one of
-    ``classes``, as ``column/claim (class)``, worst first. Why the cell's shown class: what gates is what a reader
-    sees in versions.md; the per-cause split is findings.md's (`deferlab findings --fail-on` reads that)."""
-    wanted = {s.label: s for s in classes}
-    hits = [(wanted[label], f"{column}/{cid} ({label})")
-            for column, per in severity_of(doc).items() for cid, label in per.items() if label in wanted]  # fmt: skip
-    return [text for _, text in sorted(hits, key=lambda h: -h[0])]
+    """``--fail-on``: each failing cell that shows a failure of one of ``classes``, as ``column/claim (class)``,
+    worst first. A cell shows its class (the worst of its failures, as versions.md writes it) and the class of
+    each cause findings.md splits it into (semantics §21.4: a crash cell's other failures are classed on their
+    own), so whatever `deferlab findings --fail-on` fails on in the same document fails here too."""
+    wanted = frozenset(classes)
+    found = {(LABELS[label], column, cid) for column, per in severity_of(doc).items() for cid, label in per.items()}
+    found |= {(m.severity, m.column, m.claim) for f in group({**doc, "failure_groups": failure_groups(doc)})
+              for m in f.members}  # fmt: skip
+    hits = sorted((s, column, cid) for s, column, cid in found if s in wanted)
+    return [f"{column}/{cid} ({s.label})" for s, column, cid in sorted(hits, key=lambda h: -h[0])]

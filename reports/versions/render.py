@@ -8,91 +8,36 @@ matrix readable. versions.md opens with a one-screen summary (releases run,
 failing claims by how many releases they fail on, what changed against the
 baseline) and gives each distinct failure once, with every column it applies
 to and its full text in a ``<details>`` block (`reports.core.grouping`). With
-more than one model family, the verdict table is one table per family.
+more than one model family, the verdict table is one table per family. A failing cell carries its severity
+class (semantics §21: crash, sequence, tower-input, float32-only, cost; `reports.versions.matrix.severities`) in
+every output, and the findings of `reports.findings` lead versions.md, beside it in findings.md.
 """
 
 from __future__ import annotations
 
 import json
+import xml.etree.ElementTree as ET
+from collections import Counter
 from pathlib import Path
 from typing import Any, TextIO
 
 from deferlab.reference.system.engines import engine as engine_facts
 from deferlab.reference.system.families import FAMILIES
+from deferlab.reference.system.impact import LABELS
 from deferlab.reports.core import grouping, junit, summary
 from deferlab.reports.core.atomic import (
-    save_figure,
     staged_directory,
     write_bytes_atomic,
     write_text_atomic,
 )
 from deferlab.reports.core.claims import VERDICT_CELL
+from deferlab.reports.findings import render as findings_report
+from deferlab.reports.findings.group import group as findings_of
 from deferlab.reports.versions import columns as cols
 from deferlab.reports.versions import families as families_table
 from deferlab.reports.versions import pictures
-from deferlab.reports.versions.matrix import release_of
-
-COLOURS = {
-    "holds": "#4caf50",
-    "holds-with-caveat": "#aed581",
-    "fails": "#e53935",
-    "n/a": "#bdbdbd",
-    "not-run": "#ffffff",
-}
-
-
-def grid_png(doc: dict[str, Any], path: Path) -> Path | None:
-    """Claims (rows) x releases (columns), one coloured cell per verdict; None when no release ran."""
-    versions, ids = doc["versions"], list(doc["verdicts"])
-    if not versions:
-        return None
-    import matplotlib
-
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
-    from matplotlib.patches import Patch, Rectangle
-
-    fig, ax = plt.subplots(figsize=(max(6.5, 1.6 + 1.45 * len(versions)), 1.6 + 0.42 * len(ids)))
-    for row, cid in enumerate(ids):
-        for col, version in enumerate(versions):
-            verdict = doc["verdicts"][cid].get(version, "not-run")
-            ax.add_patch(Rectangle((col, row), 1, 1, facecolor=COLOURS.get(verdict, "#ffffff"), edgecolor="#616161"))
-            short = {"holds-with-caveat": "caveat", "not-run": "–"}.get(verdict, verdict)
-            ax.text(col + 0.5, row + 0.5, short, ha="center", va="center", fontsize=8)
-    engines = [cols.parse(v).engine for v in versions]
-    for col in range(1, len(versions)):
-        if engines[col] != engines[col - 1]:  # one engine's releases | the next's
-            ax.axvline(col, color="black", linewidth=2.5)
-    ax.set_xlim(0, len(versions))
-    ax.set_ylim(len(ids), 0)
-    matches = ["\n".join(doc["policy_match"][v]["matches"]) or "none" for v in versions]
-    ax.set_xticks(
-        [c + 0.5 for c in range(len(versions))],
-        [f"{_wrapped(v)}\n≈ {m}" for v, m in zip(versions, matches, strict=True)],
-        minor=False,
-        fontsize=8,
-    )
-    ax.set_yticks([r + 0.5 for r in range(len(ids))], ids, fontsize=9)
-    ax.tick_params(length=0)
-    modelled = [engine_facts(e).display for e in dict.fromkeys(engines) if engine_facts(e).seam]
-    others = [engine_facts(e).display for e in dict.fromkeys(engines) if not engine_facts(e).seam]
-    parts = [f"{', '.join(modelled)} (≈ the modelled policies giving the same verdicts)"] if modelled else []
-    if others:
-        parts.append(f"{', '.join(others)} (≈ claims.toml when its [claim.engines] expectations hold; C1-C12 are "
-                     "SGLang's PR: n/a)")  # fmt: skip
-    title = "Claim verdicts of real engine releases: " + ",\n".join(parts)
-    ax.set_title(title, fontsize=10)
-    ax.legend(
-        handles=[Patch(facecolor=c, edgecolor="#616161", label=v) for v, c in COLOURS.items()],
-        loc="upper left",
-        bbox_to_anchor=(1.01, 1.0),
-        ncol=1,
-        fontsize=8,
-        frameon=False,
-    )
-    fig.tight_layout()
-    return save_figure(fig, path, dpi=120)
-
+from deferlab.reports.versions.grid import grid_png
+from deferlab.reports.versions.matrix import release_of, severity_of
 
 FILES = {"md": "versions.md", "json": "versions.json", "junit": "versions.xml", "families": "families.md"}
 FORMATS = tuple(FILES)  # what ``deferlab versions --format`` can put on stdout
@@ -143,9 +88,11 @@ def summary_markdown(
     regressions: list[dict[str, str]],
     baseline: str | None = None,
     groups: list[dict[str, Any]] | None = None,
+    lead: list[str] | None = None,
 ) -> list[str]:
-    """The one-screen part: the title, the releases run, each failing claim with how many releases it fails on,
-    what changed against the baseline, then the verdict table (what the CI job summary shows)."""
+    """The one-screen part: the title, the releases run, each failing claim with how many releases it fails on
+    and the classes of those cells, what changed against the baseline, ``lead`` (versions.md: the findings), then
+    the verdict table (what the CI job summary shows)."""
     versions = doc["versions"]
     groups = failure_groups(doc, statements) if groups is None else groups
     names = ", ".join(engine_facts(e).display for e in dict.fromkeys(cols.parse(v).engine for v in doc["versions"]))
@@ -164,13 +111,17 @@ def summary_markdown(
         )
     else:
         out.append("- No claim fails on any release.")
+    severity = severity_of(doc)
     for cid, vs in sorted(failing.items(), key=lambda kv: -len(kv[1])):
         first = next((g for g in groups if g["claim"] == cid), None)
         stmt = statements.get(cid, {}).get("statement", "")
         brief = f" ({grouping.short(stmt, 70)})" if stmt else ""
         failure = ": `" + grouping.short(first["failure"], 100).replace("`", "'") + "`" if first else ""
-        out.append(f"  - **{cid}**{brief} fails on {len(vs)} of {len(versions)}: {', '.join(vs)}{failure}")
-    out += [f"- Against the baseline: {_regression_line(regressions, baseline)}.", ""]
+        classes = Counter(severity.get(v, {}).get(cid) for v in vs if severity.get(v, {}).get(cid))
+        shown = ", ".join(f"{label} {classes[label]}" for label in _worst_first(classes))
+        out.append(f"  - **{cid}**{brief} fails on {len(vs)} of {len(versions)}" + (f" ({shown})" if shown else "")
+                   + f": {', '.join(vs)}{failure}")  # fmt: skip
+    out += [f"- Against the baseline: {_regression_line(regressions, baseline)}.", "", *(lead or [])]
     groups_of = _by_family(versions)
     for i, (family, shown) in enumerate(groups_of.items()):
         head = [f"### {FAMILIES[family].display}", ""] if len(groups_of) > 1 else []
@@ -209,9 +160,30 @@ def _verdict_table(
 
 
 def _cell(doc: dict[str, Any], cid: str, version: str, verdict: str) -> str:
-    """A verdict's table cell; a failure with a signature claims.toml does not document is marked new."""
+    """A verdict's table cell, a failure with its class (``**FAILS** (sequence)``); a failure with a signature
+    claims.toml does not document is marked new."""
     new = doc.get("new_signatures", {}).get(version, {}).get(cid)
-    return VERDICT_CELL.get(verdict, verdict) + (" (new signature)" if new else "")
+    label = severity_of(doc).get(version, {}).get(cid) if verdict == "fails" else None
+    return VERDICT_CELL.get(verdict, verdict) + (f" ({label})" if label else "") + (" (new signature)" if new else "")
+
+
+def _worst_first(labels: Any) -> list[str]:
+    return sorted(labels, key=lambda label: -LABELS[label])
+
+
+def findings(doc: dict[str, Any], groups: list[dict[str, Any]]) -> dict[str, Any]:
+    """findings.json of this matrix (`reports.findings`: one finding per root cause, worst first), read off the
+    document with its failure groups, as `deferlab findings versions.json` would."""
+    found = findings_of({**doc, "failure_groups": groups})
+    return findings_report.document(found, "versions.json", errored=len(doc.get("errors") or {}))
+
+
+def findings_section(result: dict[str, Any]) -> list[str]:
+    """What leads versions.md after the summary: the findings' counts, one line per defect (worst first) and
+    the informational ones folded into one line (`reports.findings.render.summary`), linking findings.md."""
+    lines = findings_report.summary(result).splitlines()
+    head = "## Findings: one per root cause, worst first ([findings.md](findings.md) has each one's issue text)"
+    return [head, "", *(f"- {line}" for line in lines), ""]
 
 
 def _new_signatures(doc: dict[str, Any]) -> list[str]:
@@ -229,12 +201,14 @@ def markdown(
     regressions: list[dict[str, str]],
     baseline: str | None = None,
     strips: list[tuple[str, str]] | None = None,
+    found: dict[str, Any] | None = None,
 ) -> str:
-    """versions.md: the summary and matrix, which policy each release matches, errors, regressions, then one entry
+    """versions.md: the summary, the findings (``found``: `findings`, computed when None) and matrix, which policy each release matches, errors, regressions, then one entry
     per distinct failure (claim, signature) listing every release it applies to, its full text in ``<details>``."""
     versions = doc["versions"]
     groups = failure_groups(doc, statements)
-    out = summary_markdown(doc, statements, regressions, baseline, groups)
+    lead = findings_section(found if found is not None else findings(doc, groups))
+    out = summary_markdown(doc, statements, regressions, baseline, groups, lead)
     if versions:
         out += ["", "![claims x releases](versions.png)", ""]
         out += [
@@ -282,12 +256,28 @@ def junit_rows(
     doc: dict[str, Any], statements: dict[str, dict[str, str]], regressions: list[dict[str, str]]
 ) -> list[dict[str, Any]]:
     """`claim_rows` for JUnit, a regressed cell noting what the baseline had."""
-    regressed = {r["name"]: r for r in regressions}
+    regressed, severity = {r["name"]: r for r in regressions}, severity_of(doc)
     out = []
     for r in claim_rows(doc, statements):
         reg = regressed.get(f"{r['system']}/{r['id']}")
-        out.append({**r, "note": f"regression (baseline {reg['baseline']})" if reg else ""})
+        label = severity.get(r["system"], {}).get(r["id"]) if r["verdict"] == "fails" else None
+        note = [f"severity {label}"] if label else []
+        note += [f"regression (baseline {reg['baseline']})"] if reg else []
+        out.append({**r, "severity": label, "note": "; ".join(note)})
     return out
+
+
+def junit_bytes(rows: list[dict[str, Any]]) -> bytes:
+    """versions.xml: `reports.core.junit`'s tree, each failure's type naming its class (``ClaimFails.sequence``)
+    and a ``severity`` property beside the verdict, so a CI dashboard can sort failures by what they do."""
+    root = junit.junit_tree(rows, suite="deferlab versions", not_run="skipped")
+    for case, row in zip(root.iter("testcase"), rows, strict=True):
+        failure = case.find("failure")
+        if failure is not None and row.get("severity"):
+            failure.set("type", f"ClaimFails.{row['severity']}")
+            ET.SubElement(case.find("properties"), "property", {"name": "severity", "value": row["severity"]})
+    ET.indent(root)
+    return ET.tostring(root, encoding="utf-8", xml_declaration=True) + b"\n"
 
 
 def step_summary(
@@ -307,17 +297,23 @@ def write(
     junit_file: Path | None = None,
     log: TextIO | None = None,
 ) -> None:
-    """versions.json, versions.md, versions.xml (JUnit) and versions.png into ``out``, atomically as a whole; then
+    """versions.json, versions.md, versions.xml (JUnit), versions.png, families.md and findings.md/json into
+    ``out``, atomically as a whole; then
     ``junit_file`` and, under GitHub Actions, the summary appended to ``$GITHUB_STEP_SUMMARY``. ``baseline``: the
     versions baseline compared against (None: none was)."""
-    full = {**doc, "failure_groups": failure_groups(doc, statements), "baseline": baseline, "regressions": regressions}
-    xml = junit.junit_xml(junit_rows(doc, statements, regressions), suite="deferlab versions", not_run="skipped")
+    groups = failure_groups(doc, statements)
+    full = {**doc, "severity": severity_of(doc), "failure_groups": groups, "baseline": baseline,
+            "regressions": regressions}  # fmt: skip
+    xml = junit_bytes(junit_rows(doc, statements, regressions))
+    found = findings(doc, groups)
     with staged_directory(out) as stage:
         write_text_atomic(stage / "versions.json", json.dumps(full, indent=1) + "\n")
         write_bytes_atomic(stage / "versions.xml", xml)
         grid_png(doc, stage / "versions.png")
         strips = pictures.video_strips(doc, stage)
-        write_text_atomic(stage / "versions.md", markdown(doc, statements, regressions, baseline, strips))
+        write_text_atomic(stage / "versions.md", markdown(doc, statements, regressions, baseline, strips, found))
+        write_text_atomic(stage / "findings.json", json.dumps(found, indent=1) + "\n")
+        write_text_atomic(stage / "findings.md", findings_report.markdown(found))
         write_text_atomic(stage / "families.md", families_table.markdown(doc))
     if junit_file is not None:
         write_bytes_atomic(junit_file, xml)
@@ -328,8 +324,3 @@ def write(
 def stdout_text(out: Path, fmt: str) -> str:
     """The written file ``fmt`` names (`FILES`), for stdout."""
     return (Path(out) / FILES[fmt]).read_text()
-
-
-def _wrapped(column: str) -> str:
-    """A column name on up to three short lines (family, release, path), so neighbouring labels never overlap."""
-    return column.replace(":", ":\n", 1).replace(" ", "\n", 1)
