@@ -36,6 +36,7 @@ from deferlab.reports.findings.group import group as findings_of
 from deferlab.reports.versions import columns as cols
 from deferlab.reports.versions import families as families_table
 from deferlab.reports.versions import pictures
+from deferlab.reports.versions.grid import COLOURS as COLOURS  # reports.compare colours its cells alike
 from deferlab.reports.versions.grid import grid_png
 from deferlab.reports.versions.matrix import release_of, severity_of
 
