@@ -31,6 +31,7 @@ _BOTH = ("transformers", "torchvision")
 COMPANIONS: dict[tuple[str, str], tuple[str, ...]] = {
     **{("vllm", f): _BOTH for f in ("qwen2.5-vl", "qwen3-vl", "internvl")},
     **{("sglang", f): _BOTH for f in ("qwen2.5-vl", "qwen3-vl")},
+    ("lmdeploy", "qwen3-vl"): _BOTH,  # its video reproducers' trained side (`reports.repro.video`)
 }
 TRANSPARENT = {"RGBA partly transparent": "RGBA", "LA": "LA"}  # the classes C14's InternVL file can draw itself
 _SIZE = re.compile(r"AssertionError: \[(\d+)x(\d+)\]")
@@ -204,6 +205,10 @@ _FITS = {
 def render(cid: str, ce: Any, failure: str, engine: str, row: Mapping[str, Any]) -> tuple[str, str, Column] | None:
     """(the test's code, what it reproduces, the column) of the family template fitting the row, or None. Kimi-K3's
     columns keep their own templates (`reports.repro.templates`) but for vLLM's C4 and its device path's C15."""
+    if cid in ("C16", "C17", "C18", "C20"):  # the video and decoded-bytes claims, every column (semantics §20)
+        from deferlab.reports.repro import video
+
+        return video.render(cid, ce, failure, engine, row)
     c = Column.of(row, engine)
     if c.family == DEFAULT_FAMILY and (engine, cid) not in (("vllm", "C4"), ("vllm", "C15")):
         return None
