@@ -333,8 +333,8 @@ def active_release() -> tuple[str, str] | None:
     """(engine, version) of the real code under test (`seam.ACTIVE`), None for a model or an unknown source."""
     source = getattr(seam.ACTIVE, "source", None) if seam.is_real_code(seam.ACTIVE) else None
     engine = getattr(getattr(source, "engine", None), "name", None)
-    if source is None or engine is None or getattr(source, "git_rev", None):  # a checkout is no release
-        return None
+    if source is None or engine is None or getattr(source, "git_rev", None) or getattr(source, "patch", None):
+        return None  # a checkout is no release, nor a patched copy of one (`impl.loader.patching`)
     return str(engine), str(source.version)
 
 
@@ -467,7 +467,7 @@ def verify_claim(
     drawn = figure() if callable(figure) else figure  # the picture's data (`Recorder.record_claim`)
     verdicts.record_claim(
         claim_id, policy, verdict, text, ce, {**seam.evidence(), **(provenance or {})}, signatures=found.records(),
-        figure=drawn,
+        **({"figure": drawn} if drawn else {}),
     )  # fmt: skip
     return Verdict(verdict, found.undocumented())
 

@@ -103,6 +103,7 @@ def test_without_numba_the_sweep_is_skipped(monkeypatch: pytest.MonkeyPatch) -> 
 
 
 @pytest.mark.slow
+@pytest.mark.own_process  # vLLM's pinned transformers (tests/conftest.py)
 @pytest.mark.extra("vllm")
 @pytest.mark.extra("transformers")
 @pytest.mark.skipif(os.environ.get("DEFERLAB_VLLM", "0.34.0") != "0.34.0", reason="vLLM 0.34.0's function")
