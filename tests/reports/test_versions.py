@@ -169,7 +169,7 @@ def test_a_failure_with_an_undocumented_signature_is_shown_failing_with_it_marke
     assert doc["verdicts"]["C12"]["0.5.23"] == "fails"
     assert doc["new_signatures"] == {"0.5.23": {"C12": ["[LA] KeyError: 'backend'"]}}
     md = versions_report.markdown(doc, claims.load_claim_statements(), [])
-    assert "| **FAILS** (new signature) |" in md and "## New failure signatures" in md
+    assert "| **FAILS** (crash) (new signature) |" in md and "## New failure signatures" in md  # a KeyError: crash
     assert "- **C12** on 0.5.23: `[LA] KeyError: 'backend'`" in md
 
 
