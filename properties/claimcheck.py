@@ -333,7 +333,7 @@ def active_release() -> tuple[str, str] | None:
     """(engine, version) of the real code under test (`seam.ACTIVE`), None for a model or an unknown source."""
     source = getattr(seam.ACTIVE, "source", None) if seam.is_real_code(seam.ACTIVE) else None
     engine = getattr(getattr(source, "engine", None), "name", None)
-    if source is None or engine is None or getattr(source, "git_rev", None) or getattr(source, "patch", None):
+    if source is None or engine is None or getattr(source, "git_rev", None) or getattr(source, "patched_with", None):
         return None  # a checkout is no release, nor a patched copy of one (`impl.loader.patching`)
     return str(engine), str(source.version)
 
