@@ -26,6 +26,8 @@ companions      pin        the libraries a release pins (transformers, torchvisi
                            METADATA's ``Requires-Dist``, the newest satisfying release,
                            fetched and verified like a wheel, imported ahead of any
                            installed copy; `TRANSFORMERS`, `TORCHVISION`, `KNOWN`
+patching        patch      ``--patch FILE``: a unified diff applied to a copy of the tree (never the
+                           cache), named in the source's name and provenance; `PATCH_ENV`, `MARK`
 sources         resolve    ``installed`` / a checkout / a version -> `Resolved`; `Source`;
                            one tree per engine per process; `load` (with companions)
 cache           manage     what ``deferlab cache`` lists and prunes (releases, bytecode)

@@ -45,6 +45,7 @@ class Records(list):
 def describe(source: Any, name: str | None = None) -> dict[str, Any]:
     """What ran: ``name`` (default the source's), version, origin (and, for a git checkout, its commit and
     whether its working tree was ``dirty``: edited since that commit, so the commit alone does not name the code),
+    the ``patch`` applied to a copy of the tree (`patching`: the diff's file, path, sha256, files; None if none),
     the companion libraries it ran with (`impl.loader.companions`: name -> version, requirement, root, how
     chosen), and every stand-in import."""
     return {
@@ -55,6 +56,7 @@ def describe(source: Any, name: str | None = None) -> dict[str, Any]:
         "root": str(source.root),
         "commit": source.git_rev,
         "dirty": getattr(source, "git_dirty", None),
+        "patch": getattr(source, "patched_with", None) or None,  # `patching`: the diff applied to a copy (file, sha256)
         "load_seconds": round(float(source.load_seconds or 0.0), 2),
         "companions": {name: c.describe() for name, c in getattr(source, "companions", {}).items()},
         "stand_ins": [s.as_dict() for s in source.stand_ins],

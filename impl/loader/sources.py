@@ -26,7 +26,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, ClassVar, TypedDict, TypeVar, cast
 
-from deferlab.impl.loader import companions, integrity, wheels
+from deferlab.impl.loader import companions, integrity, patching, wheels
 from deferlab.impl.loader.companions import KNOWN as KNOWN_COMPANIONS
 from deferlab.impl.loader.engine import FETCH_FAILED, VERSION, Engine
 from deferlab.impl.loader.importer import Importer, IncompleteTreeError, RequiredImportError
@@ -60,6 +60,7 @@ class Resolved:
     downloaded: bool = False
     wheel: dict[str, str] = field(default_factory=dict)
     git_dirty: bool | None = None  # a checkout: its working tree differs from ``git_rev`` (None: not a git one)
+    patch: dict[str, Any] = field(default_factory=dict)  # a copy with a diff applied (`patching`): its description
 
 
 @dataclass
@@ -80,6 +81,7 @@ class Source:
     absent: dict[str, types.ModuleType] = field(default_factory=dict)  # stand-ins for modules this tree lacks
     companions: dict[str, companions.Loaded] = field(default_factory=dict)  # the pinned libraries it runs with
     git_dirty: bool | None = None  # a checkout whose working tree differs from its commit (`git_dirty`)
+    patched_with: dict[str, Any] = field(default_factory=dict)  # `patching`: the diff applied to a copy of the tree
     # What a driver's module names may leave out (``"sglang.srt."``: ``module("models.kimi_k3")``); "": nothing.
     short_prefix: ClassVar[str] = ""
 
@@ -89,7 +91,8 @@ class Source:
 
     @property
     def name(self) -> str:
-        return f"{self.engine.name}-{self.version}" + (f"+g{self.git_rev[:9]}" if self.git_rev else "")
+        name = f"{self.engine.name}-{self.version}" + (f"+g{self.git_rev[:9]}" if self.git_rev else "")
+        return name + (f"+patch.{self.patched_with['sha256'][:8]}" if self.patched_with else "")
 
     @property
     def stand_ins(self) -> list[StandIn]:
@@ -347,7 +350,9 @@ def load(
     """
     t0 = time.perf_counter()
     spec = check_spec(engine, spec)
-    found = resolve(engine, spec, cache, downloader)
+    tree_spec, diff = patching.wanted(engine, spec)  # ``--patch``: a copy of the tree with the diff applied
+    found = resolve(engine, tree_spec, cache, downloader)
+    found = patching.apply(engine, tree_spec, found, diff) if diff is not None else found
     if check is not None:
         check(spec, found)
     already = active(engine, spec, found.root)
@@ -363,6 +368,7 @@ def load(
     if importer.incomplete:  # the engine caught it (``except Exception``): the importer kept it
         raise incomplete(engine, spec, found, importer.incomplete)
     source.companions.update(attached)
+    source.patched_with = found.patch
     source.load_seconds = time.perf_counter() - t0
     return claim(source)
 
