@@ -27,10 +27,12 @@ from __future__ import annotations
 import argparse
 import dataclasses
 import importlib
+import os
 import sys
 from pathlib import Path
 from typing import Any
 
+from deferlab.impl.loader import patching
 from deferlab.reference.system.claims import claim_ids
 from deferlab.reference.system.errors import DeferlabInputError, UsageError
 from deferlab.reference.system.families import family as family_facts
@@ -107,6 +109,12 @@ def add_parser(sub: Any) -> argparse.ArgumentParser:
     p.add_argument("--out", type=Path, help="output directory (default reports/out/versions-<UTC timestamp>)")
     p.add_argument("--profile", default="ci", help=f"hypothesis profile of the claim searches: {', '.join(PROFILES)}")
     videoopts.add(p)
+    p.add_argument(
+        "--patch",
+        metavar="FILE",
+        help="a unified diff applied to a copy of every release run of the engine whose package it names (never to "
+        "the cache): verify a fix; columns stay the release's, each release's code is named +patch.<sha8>",
+    )
     p.add_argument(
         "--baseline",
         default=None,
@@ -196,6 +204,9 @@ def _check(args: argparse.Namespace) -> tuple[Wanted, Path | None, Baseline | No
     args.out = check_out_dir(args.out or default_out_dir(prefix="versions-"), "--out")
     args.cluster = check_cluster(getattr(args, "cluster", None), "versions")
     found = wanted, *_baseline(args)
+    if getattr(args, "patch", None) is not None:  # each release's load check applies it (--dry-run first): one line
+        patched = patching.check_command(args.patch, list(wanted), getattr(args, "cluster", None))
+        os.environ[patching.PATCH_ENV] = str(patched.path)  # every child of the run loads the patched copy
     process.lock_output(args.out)  # one run a folder, taken once every argument is checked
     return found
 
