@@ -230,3 +230,19 @@ DOOR_ROWS += [
         r"RESULTS '.*v\.json': not readable JSON \(JSONDecodeError\); " + _VERSIONS_JSON,
     ),
 ]
+
+# deferlab versions --fail-on (semantics §21, issue 32): an unknown class, refused before any release runs
+DOOR_ROWS += [
+    BadCli(
+        "versions unknown fail-on class",
+        lambda t: ["versions", "0.5.23", "--fail-on", "sequence,severe", "--out", str(t / "v")],
+        r"--fail-on 'sequence,severe': unknown class 'severe'; accepted: a comma list of crash, sequence, "
+        r"tower-input, float32-only, cost$",
+    ),
+    BadCli(
+        "versions empty fail-on class",
+        lambda t: ["versions", "0.5.23", "--fail-on", "crash,", "--out", str(t / "v")],
+        r"--fail-on 'crash,': an empty class name; accepted: a comma list of crash, sequence, tower-input, "
+        r"float32-only, cost$",
+    ),
+]
