@@ -16,6 +16,8 @@ from pathlib import Path
 from typing import Any
 
 from deferlab.impl.compiled import numba_missing
+from deferlab.impl.loader.patching import PATCH_ENV
+from deferlab.impl.loader.patching import check_command as check_patch
 from deferlab.reference.system import claims as registry
 from deferlab.reference.system.config import PreprocessConfig
 from deferlab.reference.system.errors import DeferlabInputError, UsageError
@@ -96,6 +98,12 @@ def add_parsers(sub: Any) -> None:
         help="also check real vLLM's Kimi-K3 image path: 'installed', a checkout path, or a release such as 0.33.0 "
         "(0.27.0 and later; fetched into ~/.cache/deferlab, never installed): the served claims C13-C15 and the "
         "skew table run on its own code",
+    )
+    rep.add_argument(
+        "--patch",
+        metavar="FILE",
+        help="a unified diff applied to a copy of the engine's tree whose package it names (--sglang or --vllm; "
+        "never to the cache) before its claims run: verify a fix; the code is named +patch.<sha8>",
     )
     add_model_option(
         rep,
@@ -202,6 +210,12 @@ def _report(args: argparse.Namespace) -> int:
         check_out_file(args.junit, "--junit")
     max_side = _check_max_side(args.sweep_max_side, "--sweep-max-side")
     limits = tuple(_usage(check_positive_int, "--sweep-limits", v) for v in (args.sweep_limits or SWEEP_LIMITS))
+    if args.patch is not None:  # applied (--dry-run first) by the load check below, in one line if it does not fit
+        engines = [name for name in ("sglang", "vllm") if getattr(args, name) is not None]
+        if not engines or args.from_results is not None:
+            raise UsageError("--patch: no engine's tree is loaded to patch (deferlab's model, or --from-results); "
+                             "accepted with --sglang SPEC or --vllm SPEC, without --from-results")  # fmt: skip
+        os.environ[PATCH_ENV] = str(check_patch(args.patch, engines).path)  # the claims' children load the copy
     process.lock_output(out)  # one run a folder: a second report into it is refused here, before any work
     if args.impl is not None and args.from_results is None:  # resolved once, not failed in every claim test
         check_impl(args.impl)
