@@ -30,6 +30,7 @@ import sys
 from pathlib import Path
 from typing import Any, TextIO
 
+from deferlab.impl.loader import patching
 from deferlab.reference.system.errors import DeferlabInputError, UsageError
 from deferlab.reference.system.systems import DEFAULT_FAMILY, ENGINES
 from deferlab.reference.system.validate import check_choice
@@ -69,6 +70,12 @@ def add_parser(sub: Any) -> argparse.ArgumentParser:
     )
     p.add_argument("--profile", default="ci", help=f"hypothesis profile of the claim searches: {', '.join(PROFILES)}")
     videoopts.add(p)
+    p.add_argument(
+        "--patch",
+        metavar="FILE",
+        help="a unified diff applied to a copy of HEAD's tree only (never BASE's, never the cache): verify a fix, "
+        "e.g. compare 0.5.23 0.5.23 --patch FIX.diff; HEAD's code is named +patch.<sha8>",
+    )
     p.add_argument(
         "--claims",
         metavar="IDS",
@@ -113,6 +120,10 @@ def check_args(args: argparse.Namespace, *, cache: Path | None = None) -> tuple[
     head = dataclasses.replace(resolve_side("HEAD", args.head, cache=cache, engine=engine), family=family)
     for side in (base, head):  # a release before the engine's Kimi-K3 path: refused without asking the index
         refuse_before_first(side.role, engine, side.spec)
+    if getattr(args, "patch", None) is not None:  # HEAD's spec carries it (its load check applies it: one line)
+        diff = patching.check_command(args.patch, [engine], getattr(args, "cluster", None))
+        head = dataclasses.replace(head, run_spec=f"{head.run_spec}{patching.MARK}{diff.path}",
+                                   identity=(*head.identity, f"patch {diff.sha256}"))  # fmt: skip
     distinct(base, head)
     model = getattr(args, "model", None)  # every claim n/a on both sides: refused with versions' n/a line
     refuse_unserved(
