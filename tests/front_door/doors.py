@@ -246,3 +246,36 @@ DOOR_ROWS += [
         r"float32-only, cost$",
     ),
 ]
+
+# --patch FILE (issue 32 item 4): a unified diff of the engine's package, checked before anything loads
+_DIFF = "accepted: a unified diff \\(git diff, diff -u\\) of text files of an engine's tree"
+_VLLM_DIFF = "--- a/python/vllm/x.py\n+++ b/python/vllm/x.py\n@@ -1 +1 @@\n-a\n+b\n"
+DOOR_ROWS += [
+    BadCli(
+        "report patch not a diff",
+        lambda t: ["report", "--sglang", "0.5.23", "--patch", _write(t, "fix.diff", "hello\n"), "--out", str(t / "r")],
+        r"--patch: patch '.*fix\.diff': not a unified diff \(no '--- a/PATH', '\+\+\+ b/PATH' and '@@' hunk\); "
+        + _DIFF,
+    ),
+    BadCli(
+        "report patch without engine",
+        lambda t: ["report", "--patch", _write(t, "fix.diff", _VLLM_DIFF), "--out", str(t / "r")],
+        r"--patch: no engine's tree is loaded to patch .*; accepted with --sglang SPEC or --vllm SPEC",
+    ),
+    BadCli(
+        "versions patch missing",
+        lambda t: ["versions", "0.5.23", "--patch", str(t / "nope.diff"), "--out", str(t / "v")],
+        r"--patch: patch '.*nope\.diff': cannot be read \(No such file or directory\); " + _DIFF,
+    ),
+    BadCli(
+        "versions patch hunk cut short",
+        lambda t: ["versions", "0.5.23", "--patch", _write(t, "f.diff", _VLLM_DIFF[:-3]), "--out", str(t / "v")],
+        r"--patch: patch '.*f\.diff': hunk #1 of python/vllm/x\.py \(line 3\) is cut short: 1/1 old and 0/1 new",
+    ),
+    BadCli(
+        "compare patch of another engine",
+        lambda t: ["compare", "0.5.22", "0.5.23", "--patch", _write(t, "f.diff", _VLLM_DIFF), "--out", str(t / "c")],
+        r"--patch: patch '.*f\.diff' changes python/vllm/x\.py, outside the package of sglang; accepted: a diff of "
+        r"files under sglang/ or python/sglang/$",
+    ),
+]
