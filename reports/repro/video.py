@@ -22,6 +22,7 @@ from typing import Any
 from deferlab.reports.repro import video_texts as texts
 from deferlab.reports.repro.families import Column
 from deferlab.reports.repro.fitting import literal
+from deferlab.reports.repro.served import _literal
 
 CLAIMS = ("C16", "C17", "C18", "C20")
 PROCESSORS = {"qwen2.5-vl": "Qwen2VLVideoProcessor", "qwen3-vl": "Qwen3VLVideoProcessor"}
@@ -102,7 +103,7 @@ def fit_video(cid: str, c: Column, ce: Any, failure: str) -> tuple[str, str, str
 
         consts += _consts(SERVER_VIDEO_CONFIG={OPTION_KEYS[k]: v for k, v in options.items()})
     consts += f"# The checkpoint's video processor ({c.family}) and its config (semantics §20.4)\n"
-    consts += _consts(PROCESSOR=PROCESSORS[c.family], VIDEO_CONFIG=_video_config(c.family))
+    consts += _consts(PROCESSOR=PROCESSORS[c.family]) + f"VIDEO_CONFIG = {_literal(_video_config(c.family))}\n"
     imports, served = _VIDEO[c.engine]
     test = texts.VIDEO_C16_TEST if cid == "C16" else texts.VIDEO_C18_TEST
     return texts.VIDEO_IMPORTS + imports, consts, served + test

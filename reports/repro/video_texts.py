@@ -12,10 +12,7 @@ engine's or transformers' code: the texts only call it.
 
 # --- video (C16, C18) ---------------------------------------------------------------------------------------------
 VIDEO_IMPORTS = """
-import inspect
-
-import numpy as np
-import pytest
+# Needs the engine, and transformers with torchvision (transformers' video processors are torchvision-backed).
 import transformers
 from transformers.video_utils import VideoMetadata
 """
@@ -97,6 +94,8 @@ def test_${cid}_video_times_equal_the_checkpoints(monkeypatch):
 '''
 
 LMDEPLOY_VIDEO_IMPORTS = """
+import inspect
+
 from lmdeploy.vl.media.video import VideoMediaIO
 from lmdeploy.vl.media.video_loader import OpenCVVideoLoader, VideoLoader
 """
@@ -118,6 +117,7 @@ def _served_indices(monkeypatch):
 )
 
 VLLM_VIDEO_IMPORTS = """
+import numpy as np
 import vllm.multimodal.video as vllm_video
 from vllm.multimodal.media.image import ImageMediaIO
 from vllm.multimodal.media.video import VideoMediaIO
