@@ -5,7 +5,9 @@ so the directory can be moved or attached to a CI run as a whole. A reviewer
 reads the summary first (what ran, what fails, what changed), so it fits one
 screen; each distinct failure is then one entry under *Details* listing every
 column it applies to (`reports.core.grouping`), and no text is cut anywhere without
-its full text beside it in a ``<details>`` block.
+its full text beside it in a ``<details>`` block. A failing cell of the verdict table names its severity class
+(semantics §21: `reference.system.impact.classify` of the row's failure, evidence and signatures), as versions.md
+does.
 """
 
 from __future__ import annotations
@@ -13,6 +15,8 @@ from __future__ import annotations
 import re
 from typing import Any
 
+from deferlab.reference.system.impact import CLAIM_CLASS, Row, classify
+from deferlab.reference.system.signatures import signature_set
 from deferlab.reference.system.systems import ENGINES
 from deferlab.reports.core import grouping
 from deferlab.reports.core.claims import VERDICT_CELL, stand_ins_by_kind
@@ -22,6 +26,24 @@ from deferlab.reports.report.sections import esc as _esc
 from deferlab.reports.report.served.render import geometry_section, served_section
 
 STATEMENT_CELL = 140  # characters of a statement in the verdict table
+
+
+def severity(row: dict[str, Any]) -> str | None:
+    """A failing claim row's class (semantics §21.3), read off what it recorded; None when it does not fail (or
+    its claim has no class)."""
+    if row.get("verdict") != "fails" or str(row.get("id")) not in CLAIM_CLASS:
+        return None
+    evidence = str(row.get("evidence") or "")
+    return classify(
+        Row(
+            claim=str(row["id"]),
+            column=str(row.get("policy", "")),
+            failure=grouping.failure_text(evidence),
+            evidence=evidence,
+            signatures=tuple(sorted(signature_set(row))),
+            counterexample=row.get("counterexample"),
+        )
+    ).label
 
 
 def verdict_table(claims: list[dict[str, Any]]) -> list[str]:
@@ -34,8 +56,9 @@ def verdict_table(claims: list[dict[str, Any]]) -> list[str]:
     rows: dict[str, dict[str, Any]] = {}
     for r in claims:  # a failure claims.toml does not document is marked new (`reports.core.claims.new_signatures`)
         new = " (**new**)" if r.get("new_signatures") else ""
+        label = f" ({found})" if (found := severity(r)) else ""
         rows.setdefault(r["id"], {"statement": r["statement"]})[r["policy"]] = (
-            VERDICT_CELL.get(r["verdict"], r["verdict"]) + new
+            VERDICT_CELL.get(r["verdict"], r["verdict"]) + label + new
         )
     lines = ["| claim | statement | " + " | ".join(policies) + " |", "|---|---|" + "---|" * len(policies)]
     cut = []
@@ -322,11 +345,12 @@ def step_summary(report: dict[str, Any]) -> str:
 
 def junit_rows(report: dict[str, Any]) -> list[dict[str, Any]]:
     """report.json's claim rows for JUnit: one testcase per (claim, column), the column naming the system, a
-    regressed verdict noting what the baseline had."""
+    failure's message naming its severity class (as versions.xml's), a regressed verdict what the baseline had."""
     regressed = {r["name"]: r for r in report.get("regressions", []) if r.get("kind") == "claim"}
     out = []
     for r in report["claims"]:
         reg = regressed.get(f"{r['id']}/{r['policy']}")
-        note = f"regression (baseline {reg['baseline']})" if reg else ""
-        out.append({**r, "system": r["policy"], "note": note})
+        note = [f"severity {label}"] if (label := severity(r)) else []
+        note += [f"regression (baseline {reg['baseline']})"] if reg else []
+        out.append({**r, "system": r["policy"], "note": "; ".join(note)})
     return out

@@ -162,7 +162,7 @@ def test_markdown_shows_failing_claim_with_counterexample() -> None:
     )
     report["baseline"] = None
     md = render_markdown(report)
-    assert "| C1 | s1 | **FAILS** |" in md
+    assert "| C1 | s1 | **FAILS** (cost) |" in md  # C1 raises nothing: its class, cost (semantics §21.2)
     assert "uint8 (32, 32) 2-D tensor" in md
 
 

@@ -135,7 +135,7 @@ def test_a_failing_claim_test_is_a_verdict_not_a_failed_step(tmp_path: Path, mon
     ]
     md = (tmp_path / "r" / "report.md").read_text()
     line = next(x for x in md.splitlines() if x.startswith("| C12 |"))  # the verdict table's row
-    assert "**FAILS** (**new**)" in line and "not run" not in line.split("|")[3]
+    assert "**FAILS** (tower-input) (**new**)" in line and "not run" not in line.split("|")[3]
     assert f"- **new** C12 on `PR_33921`: {NEW}" in md and "**Failing in a new way**" in md
     assert "### Failed tests" in md and "| AssertionError: order |" in md
 
