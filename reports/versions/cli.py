@@ -36,7 +36,7 @@ from deferlab.impl.loader import patching
 from deferlab.reference.system.claims import claim_ids
 from deferlab.reference.system.errors import DeferlabInputError, UsageError
 from deferlab.reference.system.families import family as family_facts
-from deferlab.reference.system.impact import LABELS, parse_fail_on
+from deferlab.reference.system.impact import Severity, parse_fail_on
 from deferlab.reference.system.systems import (
     DEFAULT_FAMILY,
     ENGINES,
@@ -125,7 +125,8 @@ def add_parser(sub: Any) -> argparse.ArgumentParser:
         "--fail-on",
         metavar="CLASSES",
         default=None,
-        help=f"exit 1 when a failing cell of these severity classes is present (comma list of {', '.join(LABELS)})",
+        help="exit 1 when a failing cell of these severity classes is present (comma list, semantics §21: "
+        f"{', '.join(s.label for s in sorted(Severity, reverse=True))})",
     )
     p.add_argument(
         "--strict",
