@@ -113,7 +113,7 @@ def _parse(name: str, lines: list[str]) -> tuple[FilePatch, ...]:
         if not (line.startswith("--- ") and i + 1 < len(lines) and lines[i + 1].startswith("+++ ")):
             i += 1
             continue
-        old, new = _strip(name, line), _strip(name, lines[i + 1])
+        start, old, new = i + 1, _strip(name, line), _strip(name, lines[i + 1])
         target = new or old
         if target is None:
             raise PatchError(f"{name}: line {i + 1} patches /dev/null into /dev/null; {ACCEPTED}")
@@ -141,7 +141,7 @@ def _parse(name: str, lines: list[str]) -> tuple[FilePatch, ...]:
                 )
             hunks.append(int(m.group(1)))
         if not hunks:
-            raise PatchError(f"{name}: {target} (line {i - 1}) has no hunk ('@@ -L,N +L,N @@'); {ACCEPTED}")
+            raise PatchError(f"{name}: {target} (line {start}) has no hunk ('@@ -L,N +L,N @@'); {ACCEPTED}")
         files.append(FilePatch(target, old is None, tuple(hunks)))
     if not files:
         raise PatchError(f"{name}: not a unified diff (no '--- a/PATH', '+++ b/PATH' and '@@' hunk); {ACCEPTED}")
