@@ -8,8 +8,11 @@ transformers video processor (§20.4). C18 is written where the served times are
 timestamps of the engine's frames (Qwen3-VL on SGLang and LMDeploy), so the script shows the claim with the
 engine's indices and no restatement of a time rule. C20's counterexample names the encoded class, size and seed:
 the script makes those bytes with Pillow and hands them to the engine's loader and to ``load_image`` (§20.8).
-C17 (geometry, tokens) gets no template: its served size passes through each engine's own resize, more than a
-short script can call without restating it. A row no template fits gets no file (the caller says so).
+C17 (size, padding, grid, tokens) is written where the served geometry is the pinned processor run on the
+engine's frames as the engine hands them (SGLang after its own pre-resize, LMDeploy with the kwargs its
+``preprocess`` passes): the script runs the processor on black frames of the clip's size on both sides; vLLM's
+(its processor kwargs and Qwen3-VL's resampling) gets none. A row no template fits gets no file (the caller says
+so).
 """
 
 from __future__ import annotations
@@ -19,6 +22,7 @@ from collections.abc import Mapping
 from string import Template
 from typing import Any
 
+from deferlab.reports.repro import bytes_texts
 from deferlab.reports.repro import video_texts as texts
 from deferlab.reports.repro.families import Column
 from deferlab.reports.repro.fitting import literal
@@ -30,6 +34,9 @@ PROCESSORS = {"qwen2.5-vl": "Qwen2VLVideoProcessor", "qwen3-vl": "Qwen3VLVideoPr
 # vLLM's Qwen3-VL processor resamples what its loader read, so only its Qwen2.5-VL loader's frames are final.
 VIDEO_FAMILIES = {"sglang": ("qwen2.5-vl", "qwen3-vl"), "vllm": ("qwen2.5-vl",), "lmdeploy": ("qwen3-vl",)}
 TIMES_FAMILIES = {"sglang": ("qwen3-vl",), "lmdeploy": ("qwen3-vl",)}
+GEOMETRY_FAMILIES = {"sglang": ("qwen2.5-vl", "qwen3-vl"), "lmdeploy": ("qwen3-vl",)}
+_FAMILIES = {"C16": VIDEO_FAMILIES, "C17": GEOMETRY_FAMILIES, "C18": TIMES_FAMILIES}
+_TESTS = {"C16": texts.VIDEO_C16_TEST, "C17": texts.VIDEO_C17_TEST, "C18": texts.VIDEO_C18_TEST}
 SERVED = {"sglang": "SGLang's video path", "vllm": "vLLM's video loader", "lmdeploy": "LMDeploy's video loader"}
 LOADERS = {"sglang": "SGLang's image loader", "vllm": "vLLM's media connector", "lmdeploy": "LMDeploy's image loader"}
 _VIDEO = {
@@ -39,6 +46,7 @@ _VIDEO = {
 }
 _WHAT = {
     "C16": "the source frames a served video path takes differ from the checkpoint's video processor's",
+    "C17": "the served per-frame size, temporal padding, video_grid_thw or tokens differ from the checkpoint's",
     "C18": "the times the model is told each temporal grid step sits at differ from the checkpoint's",
     "C20": "the image an engine's media loader makes of a client's bytes differs from load_image's",
 }
@@ -82,10 +90,10 @@ def _video_config(family: str) -> dict[str, Any]:
 
 
 def fit_video(cid: str, c: Column, ce: Any, failure: str) -> tuple[str, str, str] | None:
-    """(imports, constants, body) of C16's (or C18's) reproducer for the row's column; None where the engine's
+    """(imports, constants, body) of the C16, C17 or C18 reproducer for the row's column; None where the engine's
     frames are not final for the family here, the column is not the default path, or the counterexample is not
     a clip and request (or asks for what the engine takes no option for: total_pixels)."""
-    families = VIDEO_FAMILIES if cid == "C16" else TIMES_FAMILIES if cid == "C18" else {}
+    families = _FAMILIES.get(cid, {})
     case = parse_case(ce)
     if c.family not in families.get(c.engine, ()) or c.path is not None or case is None:
         return None
@@ -105,8 +113,7 @@ def fit_video(cid: str, c: Column, ce: Any, failure: str) -> tuple[str, str, str
     consts += f"# The checkpoint's video processor ({c.family}) and its config (semantics §20.4)\n"
     consts += _consts(PROCESSOR=PROCESSORS[c.family]) + f"VIDEO_CONFIG = {_literal(_video_config(c.family))}\n"
     imports, served = _VIDEO[c.engine]
-    test = texts.VIDEO_C16_TEST if cid == "C16" else texts.VIDEO_C18_TEST
-    return texts.VIDEO_IMPORTS + imports, consts, served + test
+    return texts.VIDEO_IMPORTS + imports, consts, served + _TESTS[cid]
 
 
 def fit_bytes(c: Column, ce: Any, failure: str) -> tuple[str, str, str] | None:
@@ -115,7 +122,7 @@ def fit_bytes(c: Column, ce: Any, failure: str) -> tuple[str, str, str] | None:
     from deferlab.properties.strategies.encoded import ENCODED_CLASSES, media_type
 
     got = literal(ce)
-    if c.engine not in texts.BYTES or not (isinstance(got, list | tuple) and len(got) == 4):
+    if c.engine not in bytes_texts.BYTES or not (isinstance(got, list | tuple) and len(got) == 4):
         return None
     cls, width, height, seed = got
     if cls not in ENCODED_CLASSES or not all(isinstance(v, int) and v >= 0 for v in (width, height, seed)):
@@ -127,18 +134,18 @@ def fit_bytes(c: Column, ce: Any, failure: str) -> tuple[str, str, str] | None:
     consts += _consts(CLS=cls, WIDTH=width, HEIGHT=height, SEED=seed)
     consts += "# How the client sends it: a data URI or a file: URL (semantics §20.8)\n"
     consts += _consts(KIND=kind, MEDIA_TYPE=mime, SUFFIX=suffix)
-    imports, served = texts.BYTES[c.engine]
-    return texts.BYTES_IMPORTS + imports, consts, texts.BYTES_TEST + served
+    imports, served = bytes_texts.BYTES[c.engine]
+    return bytes_texts.BYTES_IMPORTS + imports, consts, bytes_texts.BYTES_TEST + served
 
 
 def render(cid: str, ce: Any, failure: str, engine: str, row: Mapping[str, Any]) -> tuple[str, str, Column] | None:
-    """(the test's code, what it reproduces, the column) of the template fitting a C16/C18/C20 row, or None (C17,
-    another claim, or a row no template fits)."""
+    """(the test's code, what it reproduces, the column) of the template fitting a C16-C18 or C20 row, or None
+    (another claim, or a row no template fits)."""
     c = Column.of(row, engine)
     if cid == "C20":
         made = fit_bytes(c, ce, failure) if c.path is None else None
         served = LOADERS.get(engine, engine)
-    elif cid in ("C16", "C18"):
+    elif cid in _FAMILIES:
         made = fit_video(cid, c, ce, failure)
         served = SERVED.get(engine, engine)
     else:

@@ -19,8 +19,8 @@ import numpy as np
 import pytest
 
 from deferlab.properties.strategies import encoded
+from deferlab.reports.repro import bytes_texts, video
 from deferlab.reports.repro import cli as repro
-from deferlab.reports.repro import video, video_texts
 from deferlab.reports.repro.templates import render
 from tests.reports.test_repro import outcomes
 
@@ -49,6 +49,10 @@ LMDEPLOY_C20 = row("C20", "qwen3-vl:LMDEPLOY", "AssertionError: [JPEG EXIF 2 17x
                    "pixels differ (first at (0, 0): served [42, 41, 10], trained [50, 26, 42]); [JPEG EXIF 2 17x11; "
                    "file] LMDEPLOY: 176 of 187 pixels differ (first at (0, 0): served [42, 41, 10], trained [50, 26, "
                    "42])", ["JPEG EXIF 2", 17, 11, 0])  # fmt: skip
+SGLANG_C17 = row("C17", "qwen3-vl:SGLANG", "AssertionError: [2@1 64x48; defaults] geometry differs from the "
+                 "trained side's: size (384, 288) != (64, 64)", [clip(2, 1.0), DEFAULTS])  # fmt: skip
+MIN_PIXELS = DEFAULTS.replace("min_pixels=None", "min_pixels=50176")
+LMDEPLOY_C17_PIXELS = {**LMDEPLOY_C17, "counterexample": [clip(5, 5.0), MIN_PIXELS]}  # semantics §20.7's worked case
 VLLM_C16 = row("C16", "qwen2.5-vl:VLLM", "AssertionError: [1@1 64x48; defaults] the served side refused what the "
                "trained side takes (Refused: ZeroDivisionError: division by zero)", [clip(1, 1.0), DEFAULTS])  # fmt: skip
 VLLM_C20 = row("C20", "qwen2.5-vl:VLLM", "AssertionError: [P PNG tRNS 17x11; data-uri] VLLM: 31 of 187 pixels differ "
@@ -64,6 +68,7 @@ SGLANG_C20 = row("C20", "qwen3-vl:SGLANG", "AssertionError: [JPEG EXIF 2 17x11; 
 # here; a plain RGB PNG decodes the same everywhere).
 AGREE = {
     "C16": [clip(4, 2.0), DEFAULTS],
+    "C17": [clip(4, 2.0), DEFAULTS],
     "C18": [clip(4, 2.0), DEFAULTS],
     "C20": ["RGB PNG", 17, 11, 0],
 }
@@ -105,6 +110,8 @@ def imports(text: str) -> set[str]:
         (VLLM_C16, {"FRAMES": 1, "FPS": 1.0, "PROCESSOR": "Qwen2VLVideoProcessor", "MEDIA_IO_KWARGS": {}}),
         (SGLANG_C16, {"FRAMES": 3, "FPS": 1.0, "SERVER_VIDEO_CONFIG": {}}),
         (SGLANG_C18, {"FRAMES": 3, "FPS": 1.0}),
+        (SGLANG_C17, {"FRAMES": 2, "FPS": 1.0, "PROCESSOR": "Qwen3VLVideoProcessor"}),
+        (LMDEPLOY_C17_PIXELS, {"FRAMES": 5, "OPTIONS": {"min_pixels": 50176}}),
         (LMDEPLOY_C20, {"CLS": "JPEG EXIF 2", "WIDTH": 17, "HEIGHT": 11, "SEED": 0, "KIND": "file"}),
         (VLLM_C20, {"CLS": "P PNG tRNS", "KIND": "file", "MEDIA_TYPE": "image/png", "SUFFIX": ".png"}),
         (SGLANG_C20, {"CLS": "JPEG EXIF 2", "KIND": "data-uri", "SUFFIX": ".jpg"}),
@@ -138,7 +145,7 @@ def test_the_options_of_a_request_reach_each_engine_under_its_own_names() -> Non
 @pytest.mark.parametrize(
     ("r", "why"),
     [
-        (LMDEPLOY_C17, "C17 has no template (its size passes through each engine's own resize)"),
+        ({**VLLM_C16, "id": "C17"}, "vLLM's C17 has no template (its processor kwargs, Qwen3-VL's resampling)"),
         ({**VLLM_C16, "policy": "qwen3-vl:VLLM"}, "vLLM's Qwen3-VL processor resamples the loader's frames"),
         ({**VLLM_C16, "id": "C18"}, "C18 only where the times are the processor's own of the engine's frames"),
         ({**LMDEPLOY_C16, "policy": "qwen3-vl:LMDEPLOY host-normalized"}, "a served path that is not the default"),
@@ -160,7 +167,7 @@ def test_the_scripts_bytes_are_the_claims_bytes_for_every_class() -> None:
     """The C20 script's ``_make_bytes`` (a restatement: a reproducer imports nothing of deferlab) makes the very
     bytes `properties.strategies.encoded` made for the claim, every class, two sizes and seeds."""
     ns: dict[str, Any] = {}
-    exec(compile(video_texts.BYTES_IMPORTS + video_texts._MAKE_BYTES, "<repro bytes>", "exec"), ns)  # noqa: S102
+    exec(compile(bytes_texts.BYTES_IMPORTS + bytes_texts._MAKE_BYTES, "<repro bytes>", "exec"), ns)  # noqa: S102
     for cls in encoded.ENCODED_CLASSES:
         for w, h, seed in ((17, 11, 0), (23, 14, 77)):
             assert ns["_make_bytes"](cls, w, h, seed) == encoded.make_bytes(cls, w, h, seed), (cls, w, h, seed)
@@ -169,24 +176,26 @@ def test_the_scripts_bytes_are_the_claims_bytes_for_every_class() -> None:
 
 def test_deferlab_repro_writes_them_with_a_header_naming_the_companions(tmp_path: Path) -> None:
     system = {"name": "lmdeploy-0.18.0", "engine": "lmdeploy", "kind": "wheel", "version": "0.18.0", "commit": None}
-    rows = [LMDEPLOY_C16, LMDEPLOY_C17, LMDEPLOY_C20]
+    rows = [LMDEPLOY_C16, {**LMDEPLOY_C16, "id": "C19"}, LMDEPLOY_C20]
     written, missing = repro.write_reproducers(rows, system, "0.18.0", tmp_path, source="a test", engine="lmdeploy")
     assert sorted(p.name for p in written) == ["C16-qwen3-vl-lmdeploy-0.18.0.py", "C20-qwen3-vl-lmdeploy-0.18.0.py"]
-    assert len(missing) == 1 and missing[0].startswith("C17 on "), missing
+    assert len(missing) == 1 and missing[0].startswith("C19 on "), missing
     info = repro.read_header(written[0])
     assert (info["claim"], info["engine"], info["family"]) == ("C16", "lmdeploy", "qwen3-vl")
     assert info["companions"] == "transformers,torchvision"
 
 
-def _written(tmp: Path, rows: list[dict], engine: str, spec: str) -> list[Path]:
+def _written(tmp: Path, groups: dict[str, list[dict]], engine: str, spec: str) -> list[Path]:
+    """The reproducers of each group of rows (tag -> rows), renamed ``<file>-<tag>.py`` into one folder (one child
+    process runs them all)."""
     if not (CACHE / engine / spec).is_dir():
         pytest.skip(f"{engine} {spec} not in {CACHE}")
     system = {"name": f"{engine}-{spec}", "engine": engine, "kind": "wheel", "version": spec, "commit": None}
     out: list[Path] = []
-    for tag, group in (("recorded", rows), ("agree", [{**r, "counterexample": AGREE[r["id"]]} for r in rows])):
-        written, _ = repro.write_reproducers(group, system, spec, tmp / tag, source="a test", engine=engine)
-        for p in written:  # one folder for the child: the agreeing files get a name of their own
-            out.append(p.rename(tmp / (p.stem + f"-{tag}.py")))
+    for tag, rows in groups.items():
+        written, missing = repro.write_reproducers(rows, system, spec, tmp / tag, source="a test", engine=engine)
+        assert len(written) == len(rows), missing
+        out += [p.rename(tmp / f"{p.stem}-{tag}.py") for p in written]
     return out
 
 
@@ -194,29 +203,35 @@ def _written(tmp: Path, rows: list[dict], engine: str, spec: str) -> list[Path]:
 @pytest.mark.parametrize(
     ("engine", "spec", "rows", "messages"),
     [
-        ("lmdeploy", "0.18.0", [LMDEPLOY_C16, LMDEPLOY_C18, LMDEPLOY_C20], {
-            "C16": "frames taken [0, 1, 2, 3, 4, 4] != the checkpoint's [0, 1, 3, 4]",
-            "C18": "3 times [0.1, 0.5, 0.8] != the checkpoint's 2 [0.1, 0.7",
-            "C20": "176 of 187 pixels differ (first at (0, 0): served [42, 41, 10], trained [50, 26, 42])"}),
+        ("lmdeploy", "0.18.0", [LMDEPLOY_C16, LMDEPLOY_C17, LMDEPLOY_C18, LMDEPLOY_C20], {
+            "C16-recorded": "frames taken [0, 1, 2, 3, 4, 4] != the checkpoint's [0, 1, 3, 4]",
+            "C17-recorded": "(grid, padded) ([3, 4, 4], 1) != the checkpoint's ([2, 4, 4], 0)",
+            "C17-pixels": "(grid, padded) ([3, 6, 8], 1) != the checkpoint's ([2, 8, 10], 0)",
+            "C18-recorded": "3 times [0.1, 0.5, 0.8] != the checkpoint's 2 [0.1, 0.7",
+            "C20-recorded": "176 of 187 pixels differ (first at (0, 0): served [42, 41, 10], trained [50, 26, 42])"}),
         ("vllm", "0.34.0", [VLLM_C16], {
-            "C16": "frames taken refused (ZeroDivisionError: division by zero) != the checkpoint's [0, 0]"}),
-        ("sglang", "0.5.23", [SGLANG_C16, SGLANG_C18], {
-            "C16": "frames taken [0, 2] != the checkpoint's [0, 1, 2, 2]",
-            "C18": "1 times [1.0] != the checkpoint's 2 [0.5, 2.0]"}),
+            "C16-recorded": "frames taken refused (ZeroDivisionError: division by zero) != the checkpoint's [0, 0]"}),
+        ("sglang", "0.5.23", [SGLANG_C16, SGLANG_C17, SGLANG_C18], {
+            "C16-recorded": "frames taken [0, 2] != the checkpoint's [0, 1, 2, 2]",
+            "C17-recorded": "(grid, padded) ([1, 18, 24], 0) != the checkpoint's ([1, 4, 4], 0)",
+            "C17-agree": "(grid, padded) ([2, 18, 24], 0) != the checkpoint's ([2, 4, 4], 0)",
+            "C18-recorded": "1 times [1.0] != the checkpoint's 2 [0.5, 2.0]"}),
     ],
     ids=["lmdeploy", "vllm", "sglang"],
 )  # fmt: skip
 def test_a_reproducer_fails_on_its_release_as_recorded_and_passes_where_the_sides_agree(
     tmp_path: Path, engine: str, spec: str, rows: list[dict], messages: dict[str, str]
 ) -> None:
-    """Each recorded row's script fails on the cached release with the difference the claim recorded (the indices
-    and times of the row's figure, C20's first differing pixel); the same script on an agreeing counterexample
-    passes. One child process per engine, the release and its companions loaded by deferlab's loader."""
-    paths = _written(tmp_path, rows, engine, spec)
-    got = outcomes(paths, spec, tmp_path, engine=engine)
-    recorded = {n.split("-")[0]: got[n] for n in got if n.endswith("-recorded.py")}
-    assert sorted(recorded) == sorted(messages), got
-    for cid, message in messages.items():
-        assert message in recorded[cid], (cid, recorded[cid])
-    agree = [n for n in got if n.endswith("-agree.py")]
-    assert len(agree) == len(rows) and all(got[n] == "passed" for n in agree), got
+    """Each recorded row's script fails on the cached release with the difference the claim recorded (the indices,
+    times and geometry of the row's figure and failure, C20's first differing pixel; LMDeploy's C17 under
+    min_pixels, semantics §20.7's 128x96 against 160x128); the same script on an agreeing counterexample passes,
+    except SGLang's C17, which differs on every clip (§20.5: its own pre-resize). One child process per engine,
+    the release and its companions loaded by deferlab's loader."""
+    groups = {"recorded": rows, "agree": [{**r, "counterexample": AGREE[r["id"]]} for r in rows]}
+    if engine == "lmdeploy":
+        groups["pixels"] = [LMDEPLOY_C17_PIXELS]
+    got = outcomes(_written(tmp_path, groups, engine, spec), spec, tmp_path, engine=engine)
+    by = {f"{n.split('-')[0]}-{n.rsplit('-', 1)[1][:-3]}": message for n, message in got.items()}
+    assert {k for k, v in by.items() if v != "passed"} == set(messages), by
+    for key, message in messages.items():
+        assert message in by[key], (key, by[key])
