@@ -130,7 +130,8 @@ def test_the_summary_is_on_top_and_short() -> None:
     assert "Releases run (4): 0.5.21, 0.5.22, 0.5.23, vllm-0.33.0" in text
     failing = [x.strip() for x in top if re.match(r"\s+- \*\*C\d+\*\*", x)]
     assert [x.split("**")[1] for x in failing] == ["C3", "C12", "C14"]  # most releases first
-    assert "fails on 3 of 4: 0.5.21, 0.5.22, 0.5.23" in failing[0] and "fails on 2 of 4" in failing[1]
+    # each with the classes of its failing cells (semantics §21): C3 states FP32 counts only, float32-only
+    assert "fails on 3 of 4 (float32-only 3): 0.5.21, 0.5.22, 0.5.23" in failing[0] and "fails on 2 of 4" in failing[1]
     assert "**1 regression(s)** against `vb.json` (exit 1): `0.5.23/C12` holds -> fails" in text
     quiet = versions_report.markdown(_doc(), claims.load_claim_statements(), [], baseline="vb.json")
     assert "nothing changed against the baseline `vb.json`" in quiet
