@@ -115,6 +115,7 @@ def imports(text: str) -> set[str]:
         (LMDEPLOY_C20, {"CLS": "JPEG EXIF 2", "WIDTH": 17, "HEIGHT": 11, "SEED": 0, "KIND": "file"}),
         (VLLM_C20, {"CLS": "P PNG tRNS", "KIND": "file", "MEDIA_TYPE": "image/png", "SUFFIX": ".png"}),
         (SGLANG_C20, {"CLS": "JPEG EXIF 2", "KIND": "data-uri", "SUFFIX": ".jpg"}),
+        ({**SGLANG_C20, "policy": "kimi-k3:SGLANG"}, {"CLS": "JPEG EXIF 2"}),  # the default family's column too
     ],
     ids=lambda v: f"{v['id']}-{v['policy']}" if isinstance(v, dict) and "id" in v else "",
 )
@@ -206,12 +207,16 @@ def _written(tmp: Path, groups: dict[str, list[dict]], engine: str, spec: str) -
         ("lmdeploy", "0.18.0", [LMDEPLOY_C16, LMDEPLOY_C17, LMDEPLOY_C18, LMDEPLOY_C20], {
             "C16-recorded": "frames taken [0, 1, 2, 3, 4, 4] != the checkpoint's [0, 1, 3, 4]",
             "C17-recorded": "(grid, padded) ([3, 4, 4], 1) != the checkpoint's ([2, 4, 4], 0)",
-            "C17-pixels": "(grid, padded) ([3, 6, 8], 1) != the checkpoint's ([2, 8, 10], 0)",
+            "C17-more": "(grid, padded) ([3, 6, 8], 1) != the checkpoint's ([2, 8, 10], 0)",
+            "C20-more": "the served side took what the trained side refuses: refused (OSError: image file is "
+                          "truncated",
             "C18-recorded": "3 times [0.1, 0.5, 0.8] != the checkpoint's 2 [0.1, 0.7",
             "C20-recorded": "176 of 187 pixels differ (first at (0, 0): served [42, 41, 10], trained [50, 26, 42])"}),
-        ("vllm", "0.34.0", [VLLM_C16], {
-            "C16-recorded": "frames taken refused (ZeroDivisionError: division by zero) != the checkpoint's [0, 0]"}),
-        ("sglang", "0.5.23", [SGLANG_C16, SGLANG_C17, SGLANG_C18], {
+        ("vllm", "0.34.0", [VLLM_C16, VLLM_C20], {
+            "C16-recorded": "frames taken refused (ZeroDivisionError: division by zero) != the checkpoint's [0, 0]",
+            "C20-recorded": "31 of 187 pixels differ (first at (5, 6): served [205, 238, 159], trained [155, 221, 64])"}),
+        ("sglang", "0.5.23", [SGLANG_C16, SGLANG_C17, SGLANG_C18, SGLANG_C20], {
+            "C20-recorded": "176 of 187 pixels differ (first at (0, 0): served [42, 41, 10], trained [50, 26, 42])",
             "C16-recorded": "frames taken [0, 2] != the checkpoint's [0, 1, 2, 2]",
             "C17-recorded": "(grid, padded) ([1, 18, 24], 0) != the checkpoint's ([1, 4, 4], 0)",
             "C17-agree": "(grid, padded) ([2, 18, 24], 0) != the checkpoint's ([2, 4, 4], 0)",
@@ -224,12 +229,13 @@ def test_a_reproducer_fails_on_its_release_as_recorded_and_passes_where_the_side
 ) -> None:
     """Each recorded row's script fails on the cached release with the difference the claim recorded (the indices,
     times and geometry of the row's figure and failure, C20's first differing pixel; LMDeploy's C17 under
-    min_pixels, semantics §20.7's 128x96 against 160x128); the same script on an agreeing counterexample passes,
+    min_pixels, semantics §20.7's 128x96 against 160x128; its C20 on a truncated JPEG, which LMDeploy's
+    LOAD_TRUNCATED_IMAGES lets through, §20.8); the same script on an agreeing counterexample passes,
     except SGLang's C17, which differs on every clip (§20.5: its own pre-resize). One child process per engine,
     the release and its companions loaded by deferlab's loader."""
     groups = {"recorded": rows, "agree": [{**r, "counterexample": AGREE[r["id"]]} for r in rows]}
     if engine == "lmdeploy":
-        groups["pixels"] = [LMDEPLOY_C17_PIXELS]
+        groups["more"] = [LMDEPLOY_C17_PIXELS, {**LMDEPLOY_C20, "counterexample": ["truncated JPEG", 17, 11, 0]}]
     got = outcomes(_written(tmp_path, groups, engine, spec), spec, tmp_path, engine=engine)
     by = {f"{n.split('-')[0]}-{n.rsplit('-', 1)[1][:-3]}": message for n, message in got.items()}
     assert {k for k, v in by.items() if v != "passed"} == set(messages), by
