@@ -220,6 +220,7 @@ def _written(tmp: Path, groups: dict[str, list[dict]], engine: str, spec: str) -
             "C16-recorded": "frames taken [0, 2] != the checkpoint's [0, 1, 2, 2]",
             "C17-recorded": "(grid, padded) ([1, 18, 24], 0) != the checkpoint's ([1, 4, 4], 0)",
             "C17-agree": "(grid, padded) ([2, 18, 24], 0) != the checkpoint's ([2, 4, 4], 0)",
+            "C16-more": "frames taken [0, 2] != the checkpoint's [0, 1, 2, 2]",
             "C18-recorded": "1 times [1.0] != the checkpoint's 2 [0.5, 2.0]"}),
     ],
     ids=["lmdeploy", "vllm", "sglang"],
@@ -236,6 +237,8 @@ def test_a_reproducer_fails_on_its_release_as_recorded_and_passes_where_the_side
     groups = {"recorded": rows, "agree": [{**r, "counterexample": AGREE[r["id"]]} for r in rows]}
     if engine == "lmdeploy":
         groups["more"] = [LMDEPLOY_C17_PIXELS, {**LMDEPLOY_C20, "counterexample": ["truncated JPEG", 17, 11, 0]}]
+    if engine == "sglang":  # Qwen2.5-VL's processor samples nothing: every frame (semantics §20.5, 3@1)
+        groups["more"] = [{**SGLANG_C16, "policy": "qwen2.5-vl:SGLANG"}]
     got = outcomes(_written(tmp_path, groups, engine, spec), spec, tmp_path, engine=engine)
     by = {f"{n.split('-')[0]}-{n.rsplit('-', 1)[1][:-3]}": message for n, message in got.items()}
     assert {k for k, v in by.items() if v != "passed"} == set(messages), by
