@@ -16,6 +16,7 @@ every output, and the findings of `reports.findings` lead versions.md, beside it
 from __future__ import annotations
 
 import json
+import re
 import xml.etree.ElementTree as ET
 from collections import Counter
 from pathlib import Path
@@ -122,7 +123,8 @@ def summary_markdown(
         shown = ", ".join(f"{label} {classes[label]}" for label in _worst_first(classes))
         out.append(f"  - **{cid}**{brief} fails on {len(vs)} of {len(versions)}" + (f" ({shown})" if shown else "")
                    + f": {', '.join(vs)}{failure}")  # fmt: skip
-    out += [f"- Against the baseline: {_regression_line(regressions, baseline)}.", "", *(lead or [])]
+    out += [f"- Against the baseline: {_regression_line(regressions, baseline)}.", ""]
+    out += [*lead, "## Claim verdicts: claims x columns", ""] if lead else []  # the tables: not under *Findings*
     groups_of = _by_family(versions)
     for i, (family, shown) in enumerate(groups_of.items()):
         head = [f"### {FAMILIES[family].display}", ""] if len(groups_of) > 1 else []
@@ -184,7 +186,11 @@ def findings_section(result: dict[str, Any]) -> list[str]:
     the informational ones folded into one line (`reports.findings.render.summary`), linking findings.md."""
     lines = findings_report.summary(result).splitlines()
     head = "## Findings: one per root cause, worst first ([findings.md](findings.md) has each one's issue text)"
-    return [head, "", *(f"- {line}" for line in lines), ""]
+    return [head, "", *("- " + _CODE.sub(r"`\1`", line) for line in lines), ""]
+
+
+# an engine's dotted or underscored name (``KimiK3Processor.__call__``), set as code so markdown keeps it whole
+_CODE = re.compile(r"(?<![\w`.])([A-Za-z_]\w*(?:\.[A-Za-z_]\w*)+|[A-Za-z]\w*_\w*)")
 
 
 def _new_signatures(doc: dict[str, Any]) -> list[str]:
