@@ -12,6 +12,7 @@ an engine's, transformers' or Pillow's code: the texts only call it.
 BYTES_IMPORTS = """
 import io
 import os
+import pathlib
 import struct
 import tempfile
 import zlib
@@ -141,8 +142,9 @@ def _trained(data):
 
 
 def test_${cid}_decoded_bytes_equal_the_checkpoints():
-    """$served's image of the bytes equals load_image's: size, mode, every pixel bitwise; a refusal on one side
-    only is a difference, a refusal on both agreement (semantics §20.8)."""
+    """$served's image of the bytes equals load_image's:
+    size, mode, every pixel bitwise; a refusal on one side only is a difference, a refusal on both agreement
+    (semantics §20.8)."""
     data = _make_bytes(CLS, WIDTH, HEIGHT, SEED)
     served, trained = _served(data), _trained(data)
     if isinstance(served, str) and isinstance(trained, str):
@@ -160,10 +162,7 @@ def test_${cid}_decoded_bytes_equal_the_checkpoints():
 '''
 )
 
-SGLANG_BYTES_IMPORTS = """
-import pathlib
-
-from sglang.srt.multimodal.processors.base_processor import BaseMultimodalProcessor, Modality
+SGLANG_BYTES_IMPORTS = """from sglang.srt.multimodal.processors.base_processor import BaseMultimodalProcessor, Modality
 """
 
 SGLANG_BYTES = '''
@@ -175,10 +174,7 @@ def _served(data):
     return _answer(lambda r: BaseMultimodalProcessor._load_single_item(r, Modality.IMAGE), request)
 '''
 
-VLLM_BYTES_IMPORTS = """
-import pathlib
-
-from vllm.multimodal.media.connector import MediaConnector
+VLLM_BYTES_IMPORTS = """from vllm.multimodal.media.connector import MediaConnector
 """
 
 VLLM_BYTES = '''
@@ -194,10 +190,7 @@ def _served(data):
     return _answer(connector.fetch_image, pathlib.Path(path).as_uri())
 '''
 
-LMDEPLOY_BYTES_IMPORTS = """
-import pathlib
-
-from lmdeploy.vl.media.connection import load_from_url
+LMDEPLOY_BYTES_IMPORTS = """from lmdeploy.vl.media.connection import load_from_url
 from lmdeploy.vl.media.image import ImageMediaIO
 """
 

@@ -112,8 +112,9 @@ def fit_video(cid: str, c: Column, ce: Any, failure: str) -> tuple[str, str, str
         consts += _consts(SERVER_VIDEO_CONFIG={OPTION_KEYS[k]: v for k, v in options.items()})
     consts += f"# The checkpoint's video processor ({c.family}) and its config (semantics §20.4)\n"
     consts += _consts(PROCESSOR=PROCESSORS[c.family]) + f"VIDEO_CONFIG = {_literal(_video_config(c.family))}\n"
-    imports, served = _VIDEO[c.engine]
-    return texts.VIDEO_IMPORTS + imports, consts, served + _TESTS[cid]
+    (stdlib, engine), served = _VIDEO[c.engine]
+    imports = "\n" + texts.VIDEO_NEEDS + (stdlib + "\n" if stdlib else "") + engine + texts.VIDEO_IMPORTS
+    return imports, consts, served + _TESTS[cid]
 
 
 def fit_bytes(c: Column, ce: Any, failure: str) -> tuple[str, str, str] | None:

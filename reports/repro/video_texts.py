@@ -11,9 +11,8 @@ engine's or transformers' code: the texts only call it.
 """
 
 # --- video (C16, C17, C18) ---------------------------------------------------------------------------------------------
-VIDEO_IMPORTS = """
-# Needs the engine, and transformers with torchvision (transformers' video processors are torchvision-backed).
-import transformers
+VIDEO_NEEDS = "# Needs the engine, and transformers with torchvision (transformers' video processors use it).\n"
+VIDEO_IMPORTS = """import transformers
 from transformers.video_utils import VideoMetadata
 """
 
@@ -58,8 +57,9 @@ def _trained_indices():
 VIDEO_C16_TEST = '''
 
 def test_${cid}_video_frames_taken_equal_the_checkpoints(monkeypatch):
-    """The source frames $served takes for the clip (indices in order, the processor's temporal repeats kept)
-    equal the checkpoint's video processor's; a refusal on one side only is a difference, on both agreement."""
+    """The source frames $served takes for the clip
+    (indices in order, the processor's temporal repeats kept) equal the checkpoint's video processor's; a refusal
+    on one side only is a difference, on both agreement."""
     tps = int(VIDEO_CONFIG["temporal_patch_size"])
     served = _answer(lambda: _padded(_served_indices(monkeypatch), tps))
     trained = _answer(lambda: _padded(_trained_indices(), tps))
@@ -134,14 +134,13 @@ def test_${cid}_video_geometry_equals_the_checkpoints(monkeypatch):
     assert served == trained, f"(grid, padded) {served} != the checkpoint's {trained}"
 '''
 
-LMDEPLOY_VIDEO_IMPORTS = """
-import inspect
-
-import numpy as np
-
+LMDEPLOY_VIDEO_IMPORTS = (
+    "import inspect\n",
+    """import numpy as np
 from lmdeploy.vl.media.video import VideoMediaIO
 from lmdeploy.vl.media.video_loader import OpenCVVideoLoader, VideoLoader
-"""
+""",
+)
 
 LMDEPLOY_VIDEO = (
     _VIDEO_COMMON
@@ -171,12 +170,14 @@ def _served_geometry(monkeypatch):
 '''
 )
 
-VLLM_VIDEO_IMPORTS = """
-import numpy as np
+VLLM_VIDEO_IMPORTS = (
+    "",
+    """import numpy as np
 import vllm.multimodal.video as vllm_video
 from vllm.multimodal.media.image import ImageMediaIO
 from vllm.multimodal.media.video import VideoMediaIO
-"""
+""",
+)
 
 VLLM_VIDEO = (
     _VIDEO_COMMON
@@ -204,14 +205,14 @@ def _served_indices(monkeypatch):
 '''
 )
 
-SGLANG_VIDEO_IMPORTS = """
-import asyncio
-
-import numpy as np
+SGLANG_VIDEO_IMPORTS = (
+    "import asyncio\n",
+    """import numpy as np
 import torch
 from sglang.srt.multimodal.processors import qwen_vl
 from sglang.srt.utils.video_decoder import VideoDecoderWrapper
-"""
+""",
+)
 
 SGLANG_VIDEO = (
     _VIDEO_COMMON
