@@ -31,8 +31,8 @@ from deferlab.reports.repro.served import _literal
 CLAIMS = ("C16", "C17", "C18", "C20")
 PROCESSORS = {"qwen2.5-vl": "Qwen2VLVideoProcessor", "qwen3-vl": "Qwen3VLVideoProcessor"}
 # The families whose frames each engine's reproducer takes the way deferlab runs them (semantics §20.5-§20.7):
-# vLLM's Qwen3-VL processor resamples what its loader read, so only its Qwen2.5-VL loader's frames are final.
-VIDEO_FAMILIES = {"sglang": ("qwen2.5-vl", "qwen3-vl"), "vllm": ("qwen2.5-vl",), "lmdeploy": ("qwen3-vl",)}
+# vLLM's Qwen3-VL processor resamples a clip its loader read whole: its script runs that resample too.
+VIDEO_FAMILIES = {"sglang": ("qwen2.5-vl", "qwen3-vl"), "vllm": ("qwen2.5-vl", "qwen3-vl"), "lmdeploy": ("qwen3-vl",)}
 TIMES_FAMILIES = {"sglang": ("qwen3-vl",), "lmdeploy": ("qwen3-vl",)}
 GEOMETRY_FAMILIES = {"sglang": ("qwen2.5-vl", "qwen3-vl"), "lmdeploy": ("qwen3-vl",)}
 _FAMILIES = {"C16": VIDEO_FAMILIES, "C17": GEOMETRY_FAMILIES, "C18": TIMES_FAMILIES}

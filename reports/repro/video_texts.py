@@ -35,6 +35,15 @@ def _answer(side):
         return f"refused ({type(e).__name__}: {(str(e).splitlines() or [''])[0]})"
 
 
+def _sample(proc, meta, given):
+    """The processor's own sample_frames on ``meta``, its kwargs filled as BaseVideoProcessor.preprocess fills
+    them: ``given`` (fps / num_frames), every other one from the processor's attributes."""
+    kw = {name: given.get(name, getattr(proc, name, None)) for name in proc.valid_kwargs.__annotations__}
+    for name in ("input_data_format", "do_convert_rgb", "do_sample_frames", "device", "video_metadata"):
+        kw.pop(name, None)
+    return [int(i) for i in proc.sample_frames(meta, **kw)]
+
+
 def _trained_indices():
     """The checkpoint's video processor (transformers, built by from_dict from its video config as
     from_pretrained builds it): it samples when its config says so or the request names fps / num_frames
@@ -44,11 +53,8 @@ def _trained_indices():
     given = {k: v for k, v in OPTIONS.items() if k in ("fps", "num_frames")}
     if not (proc.do_sample_frames or given):
         return list(range(FRAMES))
-    kw = {name: given.get(name, getattr(proc, name, None)) for name in proc.valid_kwargs.__annotations__}
-    for name in ("input_data_format", "do_convert_rgb", "do_sample_frames", "device", "video_metadata"):
-        kw.pop(name, None)
     meta = VideoMetadata(total_num_frames=FRAMES, fps=FPS if FPS > 0 else None, width=WIDTH, height=HEIGHT)
-    indices = [int(i) for i in proc.sample_frames(meta, **kw)]
+    indices = _sample(proc, meta, given)
     if max(indices) >= FRAMES:  # the processor's video[indices] on FRAMES decoded frames
         raise IndexError(f"index {max(indices)} is out of bounds for {FRAMES} frames (video[indices])")
     return indices
@@ -187,8 +193,8 @@ def _served_indices(monkeypatch):
     """vLLM's frames: VideoMediaIO.load_bytes with the request's media_io_kwargs['video'] and the loader vLLM picks
     for the checkpoint's video processor class; its loader's own compute_frames_index_to_sample chooses. One
     stand-in, the codec call (vllm.multimodal.video.decode_video): it reports the clip's metadata as OpenCV reads
-    it and serves each chosen frame once, in increasing order, as a 1x1 frame (OpenCV's read_frames). The
-    processor keeps the frames as they come (no resampling for this family) (semantics §20.6)."""
+    it and serves each chosen frame once, in increasing order, as a 1x1 frame (OpenCV's read_frames). Qwen2.5-VL's
+    processor keeps the frames as they come; Qwen3-VL's resamples a clip read whole (semantics §20.6)."""
 
     def decode_video(backend, loader_cls, data, target, sampling_kwargs, backend_kwargs, *, frame_recovery):
         duration = FRAMES / FPS if FPS > 0 else 0.0
@@ -201,7 +207,15 @@ def _served_indices(monkeypatch):
     kwargs = dict(VideoMediaIO.merge_kwargs(None, dict(MEDIA_IO_KWARGS)))
     kwargs.setdefault("video_backend", vllm_video.get_video_loader_backend_for_processor(PROCESSOR))
     _, metadata = VideoMediaIO(ImageMediaIO(), **kwargs).load_bytes(b"").media
-    return [int(i) for i in metadata["frames_indices"]]
+    read = [int(i) for i in metadata["frames_indices"]]
+    if PROCESSOR != "Qwen3VLVideoProcessor" or not metadata["do_sample_frames"]:
+        return read
+    # Qwen3-VL: vLLM hands the processor the loader's do_sample_frames (True for a clip read whole), and the
+    # processor samples the frames read with its own sample_frames on the loader's metadata (its defaults: the
+    # request's fps / num_frames went to the loader, not to the processor)
+    proc = getattr(transformers, PROCESSOR).from_dict(dict(VIDEO_CONFIG))
+    meta = VideoMetadata(**{k: v for k, v in metadata.items() if k != "do_sample_frames"})
+    return [read[i] for i in _sample(proc, meta, {})]
 '''
 )
 

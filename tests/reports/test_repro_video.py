@@ -55,6 +55,10 @@ MIN_PIXELS = DEFAULTS.replace("min_pixels=None", "min_pixels=50176")
 LMDEPLOY_C17_PIXELS = {**LMDEPLOY_C17, "counterexample": [clip(5, 5.0), MIN_PIXELS]}  # semantics §20.7's worked case
 VLLM_C16 = row("C16", "qwen2.5-vl:VLLM", "AssertionError: [1@1 64x48; defaults] the served side refused what the "
                "trained side takes (Refused: ZeroDivisionError: division by zero)", [clip(1, 1.0), DEFAULTS])  # fmt: skip
+NUM_FRAMES_8 = DEFAULTS.replace("num_frames=None", "num_frames=8")
+VLLM_Q3_C16 = row("C16", "qwen3-vl:VLLM", "AssertionError: [2@1 64x48; num_frames=8] the served side took what the "
+                  "trained side refuses (Refused: `num_frames` and `fps` are mutually exclusive arguments (ValueError "
+                  "in sample_frames: preprocess filled the processor's fps=2))", [clip(2, 1.0), NUM_FRAMES_8])  # fmt: skip
 VLLM_C20 = row("C20", "qwen2.5-vl:VLLM", "AssertionError: [P PNG tRNS 17x11; data-uri] VLLM: 31 of 187 pixels differ "
                "(first at (5, 6): served [205, 238, 159], trained [155, 221, 64]); [P PNG tRNS 17x11; file] VLLM: 31 "
                "of 187 pixels differ", ["P PNG tRNS", 17, 11, 0])  # fmt: skip
@@ -109,6 +113,7 @@ def imports(text: str) -> set[str]:
         (LMDEPLOY_C18, {"FRAMES": 5, "FPS": 5.0, "PROCESSOR": "Qwen3VLVideoProcessor"}),
         (VLLM_C16, {"FRAMES": 1, "FPS": 1.0, "PROCESSOR": "Qwen2VLVideoProcessor", "MEDIA_IO_KWARGS": {}}),
         (SGLANG_C16, {"FRAMES": 3, "FPS": 1.0, "SERVER_VIDEO_CONFIG": {}}),
+        (VLLM_Q3_C16, {"FRAMES": 2, "PROCESSOR": "Qwen3VLVideoProcessor", "MEDIA_IO_KWARGS": {"num_frames": 8}}),
         (SGLANG_C18, {"FRAMES": 3, "FPS": 1.0}),
         (SGLANG_C17, {"FRAMES": 2, "FPS": 1.0, "PROCESSOR": "Qwen3VLVideoProcessor"}),
         (LMDEPLOY_C17_PIXELS, {"FRAMES": 5, "OPTIONS": {"min_pixels": 50176}}),
@@ -147,7 +152,6 @@ def test_the_options_of_a_request_reach_each_engine_under_its_own_names() -> Non
     ("r", "why"),
     [
         ({**VLLM_C16, "id": "C17"}, "vLLM's C17 has no template (its processor kwargs, Qwen3-VL's resampling)"),
-        ({**VLLM_C16, "policy": "qwen3-vl:VLLM"}, "vLLM's Qwen3-VL processor resamples the loader's frames"),
         ({**VLLM_C16, "id": "C18"}, "C18 only where the times are the processor's own of the engine's frames"),
         ({**LMDEPLOY_C16, "policy": "qwen3-vl:LMDEPLOY host-normalized"}, "a served path that is not the default"),
         ({**LMDEPLOY_C16, "counterexample": ["JPEG EXIF 2", 17, 11, 0]}, "not a clip and request"),
@@ -214,7 +218,9 @@ def _written(tmp: Path, groups: dict[str, list[dict]], engine: str, spec: str) -
             "C20-recorded": "176 of 187 pixels differ (first at (0, 0): served [42, 41, 10], trained [50, 26, 42])"}),
         ("vllm", "0.34.0", [VLLM_C16, VLLM_C20], {
             "C16-recorded": "frames taken refused (ZeroDivisionError: division by zero) != the checkpoint's [0, 0]",
-            "C20-recorded": "31 of 187 pixels differ (first at (5, 6): served [205, 238, 159], trained [155, 221, 64])"}),
+            "C20-recorded": "31 of 187 pixels differ (first at (5, 6): served [205, 238, 159], trained [155, 221, 64])",
+            "C16-more": "frames taken [0, 1] != the checkpoint's refused (ValueError: `num_frames` and `fps` are "
+                        "mutually exclusive"}),
         ("sglang", "0.5.23", [SGLANG_C16, SGLANG_C17, SGLANG_C18, SGLANG_C20], {
             "C20-recorded": "176 of 187 pixels differ (first at (0, 0): served [42, 41, 10], trained [50, 26, 42])",
             "C16-recorded": "frames taken [0, 2] != the checkpoint's [0, 1, 2, 2]",
@@ -237,6 +243,9 @@ def test_a_reproducer_fails_on_its_release_as_recorded_and_passes_where_the_side
     groups = {"recorded": rows, "agree": [{**r, "counterexample": AGREE[r["id"]]} for r in rows]}
     if engine == "lmdeploy":
         groups["more"] = [LMDEPLOY_C17_PIXELS, {**LMDEPLOY_C20, "counterexample": ["truncated JPEG", 17, 11, 0]}]
+    if engine == "vllm":  # Qwen3-VL: the loader ignores num_frames, the processor resamples; TRAINED refuses it
+        groups["more"] = [VLLM_Q3_C16]
+        groups["alsoagree"] = [{**VLLM_Q3_C16, "counterexample": AGREE["C16"]}]
     if engine == "sglang":  # Qwen2.5-VL's processor samples nothing: every frame (semantics §20.5, 3@1)
         groups["more"] = [{**SGLANG_C16, "policy": "qwen2.5-vl:SGLANG"}]
     got = outcomes(_written(tmp_path, groups, engine, spec), spec, tmp_path, engine=engine)
