@@ -169,6 +169,11 @@ def test_claim_c19_video_pixels_equal_trained(served_session, served_paths, poli
 
         found = clip_kinds.KINDS
         kinds = list(found.items()) if isinstance(found, dict) else [(getattr(k, "name", str(k)), k) for k in found]
+        # a column whose loader cannot decode here (a backend not installed) has no answer: n/a with its one line
+        probe = [vc.decoded(p, clip_kinds.encode(kinds[0][1]), VideoRequest()) for p in paths]
+        gone = [a.unsupported for a in probe if isinstance(a, vc.Answer) and a.unsupported is not None]
+        if len(gone) == len(paths):
+            ok, why, kinds = False, f"no loader of this column decodes here: {gone[0]}", []
     trained = rows.get(vc.TRAINED)
 
     def check(case: tuple[str, Any]) -> None:
