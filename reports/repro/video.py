@@ -4,7 +4,8 @@ the values it states (the texts are `reports.repro.video_texts`).
 Why these and not more: C16 (frames taken) and C18 (times) are pixel-free, so a reproducer needs only the clip's
 metadata, which the counterexample names (``Clip(frames=5, fps=5.0, ...)`` and its ``VideoRequest``), and both
 sides' own code: the engine's sampling function (the one deferlab runs, semantics §20.5-§20.7) and the checkpoint's
-transformers video processor (§20.4). C18 is written where the served times are the pinned processor's own
+transformers video processor (§20.4); for vLLM's Qwen3-VL, also the processor's own resample of what the loader
+read, as vLLM hands it over. C18 is written where the served times are the pinned processor's own
 timestamps of the engine's frames (Qwen3-VL on SGLang and LMDeploy), so the script shows the claim with the
 engine's indices and no restatement of a time rule. C20's counterexample names the encoded class, size and seed:
 the script makes those bytes with Pillow and hands them to the engine's loader and to ``load_image`` (§20.8).
@@ -142,6 +143,8 @@ def fit_bytes(c: Column, ce: Any, failure: str) -> tuple[str, str, str] | None:
 def render(cid: str, ce: Any, failure: str, engine: str, row: Mapping[str, Any]) -> tuple[str, str, Column] | None:
     """(the test's code, what it reproduces, the column) of the template fitting a C16-C18 or C20 row, or None
     (another claim, or a row no template fits)."""
+    if cid not in CLAIMS:
+        return None
     c = Column.of(row, engine)
     if cid == "C20":
         made = fit_bytes(c, ce, failure) if c.path is None else None
