@@ -210,7 +210,7 @@ def _report(args: argparse.Namespace) -> int:
         check_out_file(args.junit, "--junit")
     max_side = _check_max_side(args.sweep_max_side, "--sweep-max-side")
     limits = tuple(_usage(check_positive_int, "--sweep-limits", v) for v in (args.sweep_limits or SWEEP_LIMITS))
-    if args.patch is not None:  # applied (--dry-run first) by the load check below, in one line if it does not fit
+    if getattr(args, "patch", None) is not None:  # applied (--dry-run first) by the load check below: one line
         engines = [name for name in ("sglang", "vllm") if getattr(args, name) is not None]
         if not engines or args.from_results is not None:
             raise UsageError("--patch: no engine's tree is loaded to patch (deferlab's model, or --from-results); "
