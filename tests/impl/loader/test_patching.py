@@ -9,8 +9,6 @@ cached.
 
 from __future__ import annotations
 
-import json
-import os
 import sys
 import textwrap
 from pathlib import Path
@@ -209,7 +207,6 @@ def test_the_patch_reaches_the_load_check_child(monkeypatch: pytest.MonkeyPatch)
     monkeypatch.setenv(patching.PATCH_ENV, str(EXAMPLE))
     sha8 = patching.read(EXAMPLE).sha8
     assert check_loads(System("sglang", "0.5.23")) == f"sglang-0.5.23+patch.{sha8}"
-    assert json.loads(json.dumps(os.environ.get(patching.PATCH_ENV))) == str(EXAMPLE)
 
 
 def test_compare_patches_head_only_so_a_release_is_compared_with_its_fix(tmp_path: Path) -> None:
