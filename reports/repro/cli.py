@@ -11,7 +11,7 @@ the counterexample came from, deferlab's version and how to run it (its
 ``Run:`` line names the engine's option); ``deferlab repro`` reads that header
 to refuse any other file, and a reproducer of one engine run on the other.
 
-``deferlab repro FILE --sglang SPEC`` (``--vllm SPEC`` for a vLLM reproducer)
+``deferlab repro FILE --sglang SPEC`` (``--vllm SPEC``, ``--lmdeploy SPEC``: each registered engine's option)
 runs one on a machine without the engine's dependencies: always a new process
 (`reports.core.runner.run_with_engine`) that loads SPEC with deferlab's loader
 (which installs the engine's modules under their real names, and the companions
@@ -168,8 +168,9 @@ def _column_name(row: dict[str, Any], name: str, engine: str) -> str:
 def add_parser(sub: Any) -> argparse.ArgumentParser:
     p = sub.add_parser("repro", help="run one of deferlab's reproducers on its engine through deferlab's loader")
     p.add_argument("file", type=Path, metavar="FILE", help="a repro/<claim>-<system>.py written by deferlab")
-    p.add_argument("--sglang", metavar="SPEC", help="the SGLang to run an SGLang reproducer on (default: its Spec)")
-    p.add_argument("--vllm", metavar="SPEC", help="the vLLM to run a vLLM reproducer on (default: its Spec)")
+    for facts in REGISTERED.values():  # an option per registered engine (--sglang, --vllm, --lmdeploy, ...)
+        p.add_argument(facts.option, dest=facts.name, metavar="SPEC",
+                       help=f"the {facts.display} to run {facts.with_article} reproducer on (default: its Spec)")  # fmt: skip
     add_model_option(
         p, "the model family (or families, or 'all') the reproducer must be of (default: the one its header names)"
     )
