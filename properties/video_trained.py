@@ -31,23 +31,11 @@ import numpy as np
 
 from deferlab.impl.loader.provenance import Records
 from deferlab.reference.oracle import video as oracle
+from deferlab.reference.system.requests import VIDEO_CONFIGS
 from deferlab.reference.system.video import Clip, DecodedVideo, Refused, Unsupported, VideoPlan, VideoRequest
 
 FAMILIES = ("qwen2.5-vl", "qwen3-vl")
-_QWEN3_VIDEO = {"size": {"longest_edge": 25165824, "shortest_edge": 4096}, "patch_size": 16, "merge_size": 2,
-                "temporal_patch_size": 2, "image_mean": [0.5, 0.5, 0.5], "image_std": [0.5, 0.5, 0.5],
-                "processor_class": "Qwen3VLProcessor", "video_processor_type": "Qwen3VLVideoProcessor"}  # fmt: skip
-_QWEN25 = {"min_pixels": 3136, "max_pixels": 12845056, "patch_size": 14, "temporal_patch_size": 2,
-           "merge_size": 2, "image_mean": [0.48145466, 0.4578275, 0.40821073],
-           "image_std": [0.26862954, 0.26130258, 0.27577711], "image_processor_type": "Qwen2VLImageProcessor",
-           "processor_class": "Qwen2_5_VLProcessor"}  # fmt: skip
-# family -> (the dict from_dict is handed, where it comes from)
-VIDEO_CONFIGS: dict[str, tuple[dict[str, Any], str]] = {
-    "qwen2.5-vl": (_QWEN25, "Qwen/Qwen2.5-VL-7B-Instruct ships no video_preprocessor_config.json: transformers "
-                   "builds the video processor from its preprocessor_config.json (reference.system.family_configs)"),
-    "qwen3-vl": (_QWEN3_VIDEO, "Qwen/Qwen3-VL-8B-Instruct video_preprocessor_config.json, third-party copies "
-                 "(the same values in Qwen3.5/3.8 and MiniMax-H3 copies)"),
-}  # fmt: skip
+
 _MODULES = {
     "qwen2.5-vl": ("transformers.models.qwen2_vl.video_processing_qwen2_vl", "Qwen2VLVideoProcessor"),
     "qwen3-vl": ("transformers.models.qwen3_vl.video_processing_qwen3_vl", "Qwen3VLVideoProcessor"),

@@ -46,3 +46,15 @@ def pytest_pyfunc_call(pyfuncitem: pytest.Function) -> bool | None:
         pytest.skip(f"in its own process: {reason or 'skipped'}")
     pytest.fail(f"in its own process (a transformers was imported here first), exit {proc.returncode}:\n{tail}")
     return None
+
+
+# vLLM's in-process fixture loads the release's pinned transformers; the tests that import the installed one (the
+# families' trained sides, LMDeploy's InternVL path) would make it impossible on the same xdist worker after them.
+# Collected first, vLLM's tests are in the first batch each worker receives, so they run before any of those.
+FIRST = ("tests/impl/vllm/",)
+
+
+def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
+    first = [i for i in items if i.nodeid.startswith(FIRST)]
+    if first:
+        items[:] = first + [i for i in items if not i.nodeid.startswith(FIRST)]

@@ -19,47 +19,11 @@ from hypothesis import strategies as st
 from PIL import Image, ImageCms
 
 from deferlab.reference.system.errors import InputValueError
+from deferlab.reference.system.requests import ENCODED_CLASSES, _known, media_type  # noqa: F401 - re-exported
 
 EXIF_ORIENTATION = 0x0112
 # Pillow refuses (DecompressionBombError) above twice this at open; the bomb declares more, in a few bytes.
 BOMB_PIXELS = 2 * Image.MAX_IMAGE_PIXELS + 1
-
-ENCODED_CLASSES: tuple[str, ...] = (
-    "RGB JPEG",
-    "RGB PNG",
-    *(f"JPEG EXIF {n}" for n in range(1, 9)),
-    "CMYK JPEG",
-    "YCCK JPEG",
-    "progressive JPEG",
-    "I;16 PNG",
-    "I TIFF",
-    "P PNG tRNS",
-    "LA PNG",
-    "RGBA PNG",
-    "ICC PNG",
-    "animated GIF",
-    "animated WebP",
-    "APNG",
-    "truncated JPEG",
-    "truncated PNG",
-    "corrupt JPEG",
-    "bomb PNG",
-)
-
-# The media type a client's data URI names, per class (the file's extension follows it).
-_FORMATS = {"JPEG": ("image/jpeg", ".jpg"), "PNG": ("image/png", ".png"), "GIF": ("image/gif", ".gif"),
-            "WebP": ("image/webp", ".webp"), "TIFF": ("image/tiff", ".tiff"), "APNG": ("image/png", ".png")}  # fmt: skip
-
-
-def media_type(cls: str) -> tuple[str, str]:
-    """(MIME type, file extension) of ``cls``'s bytes, as a client names them."""
-    _known(cls)
-    return next(v for k, v in _FORMATS.items() if k in cls.split())
-
-
-def _known(cls: str) -> None:
-    if cls not in ENCODED_CLASSES:
-        raise InputValueError(f"unknown encoded image class {cls!r}; accepted: {', '.join(ENCODED_CLASSES)}")
 
 
 def _rgb(w: int, h: int, seed: int, shift: int = 0) -> np.ndarray:

@@ -208,7 +208,7 @@ def render(cid: str, ce: Any, failure: str, engine: str, row: Mapping[str, Any])
     if cid in ("C16", "C17", "C18", "C20"):  # the video and decoded-bytes claims, every column (semantics §20)
         from deferlab.reports.repro import video
 
-        return video.render(cid, ce, failure, engine, row)
+        return video.render(cid, ce, failure, Column.of(row, engine))
     c = Column.of(row, engine)
     if c.family == DEFAULT_FAMILY and (engine, cid) not in (("vllm", "C4"), ("vllm", "C15")):
         return None

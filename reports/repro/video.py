@@ -19,18 +19,18 @@ so).
 from __future__ import annotations
 
 import re
-from collections.abc import Mapping
 from string import Template
 from typing import Any
 
 from deferlab.reports.repro import bytes_texts
 from deferlab.reports.repro import video_texts as texts
-from deferlab.reports.repro.families import Column
 from deferlab.reports.repro.fitting import literal
 from deferlab.reports.repro.served import _literal
 
 CLAIMS = ("C16", "C17", "C18", "C20")
 PROCESSORS = {"qwen2.5-vl": "Qwen2VLVideoProcessor", "qwen3-vl": "Qwen3VLVideoProcessor"}
+# SGLang's server video dict names the count ``nframes`` (semantics §20.5); the other options keep their names
+SGLANG_NAMES = {"num_frames": "nframes"}
 # The families whose frames each engine's reproducer takes the way deferlab runs them (semantics §20.5-§20.7):
 # vLLM's Qwen3-VL processor resamples a clip its loader read whole: its script runs that resample too.
 VIDEO_FAMILIES = {"sglang": ("qwen2.5-vl", "qwen3-vl"), "vllm": ("qwen2.5-vl", "qwen3-vl"), "lmdeploy": ("qwen3-vl",)}
@@ -84,13 +84,13 @@ def parse_case(ce: Any) -> tuple[dict[str, Any], dict[str, Any]] | None:
 
 
 def _video_config(family: str) -> dict[str, Any]:
-    """The checkpoint's video processor config (`properties.video_trained.VIDEO_CONFIGS`, semantics §20.4)."""
-    from deferlab.properties.video_trained import VIDEO_CONFIGS
+    """The checkpoint's video processor config (`reference.system.requests.VIDEO_CONFIGS`, semantics §20.4)."""
+    from deferlab.reference.system.requests import VIDEO_CONFIGS
 
     return dict(VIDEO_CONFIGS[family][0])
 
 
-def fit_video(cid: str, c: Column, ce: Any, failure: str) -> tuple[str, str, str] | None:
+def fit_video(cid: str, c: Any, ce: Any, failure: str) -> tuple[str, str, str] | None:
     """(imports, constants, body) of the C16, C17 or C18 reproducer for the row's column; None where the engine's
     frames are not final for the family here, the column is not the default path, or the counterexample is not
     a clip and request (or asks for what the engine takes no option for: total_pixels)."""
@@ -107,10 +107,8 @@ def fit_video(cid: str, c: Column, ce: Any, failure: str) -> tuple[str, str, str
     consts += _consts(OPTIONS=options)
     if c.engine == "vllm":  # media_io_kwargs['video']: where vLLM samples
         consts += _consts(MEDIA_IO_KWARGS={k: v for k, v in options.items() if k in ("fps", "num_frames")})
-    if c.engine == "sglang":  # the server's video dict (--mm-process-config), SGLang's names
-        from deferlab.impl.sglang.video import OPTION_KEYS
-
-        consts += _consts(SERVER_VIDEO_CONFIG={OPTION_KEYS[k]: v for k, v in options.items()})
+    if c.engine == "sglang":  # the server's video dict (--mm-process-config), SGLang's names (semantics §20.5)
+        consts += _consts(SERVER_VIDEO_CONFIG={SGLANG_NAMES.get(k, k): v for k, v in options.items()})
     consts += f"# The checkpoint's video processor ({c.family}) and its config (semantics §20.4)\n"
     consts += _consts(PROCESSOR=PROCESSORS[c.family]) + f"VIDEO_CONFIG = {_literal(_video_config(c.family))}\n"
     (stdlib, engine), served = _VIDEO[c.engine]
@@ -118,10 +116,10 @@ def fit_video(cid: str, c: Column, ce: Any, failure: str) -> tuple[str, str, str
     return imports, consts, served + _TESTS[cid]
 
 
-def fit_bytes(c: Column, ce: Any, failure: str) -> tuple[str, str, str] | None:
+def fit_bytes(c: Any, ce: Any, failure: str) -> tuple[str, str, str] | None:
     """(imports, constants, body) of C20's reproducer: the recorded (class, width, height, seed) and the request
     kind the failure names first (a file where it names both); None for another counterexample."""
-    from deferlab.properties.strategies.encoded import ENCODED_CLASSES, media_type
+    from deferlab.reference.system.requests import ENCODED_CLASSES, media_type
 
     got = literal(ce)
     if c.engine not in bytes_texts.BYTES or not (isinstance(got, list | tuple) and len(got) == 4):
@@ -140,18 +138,17 @@ def fit_bytes(c: Column, ce: Any, failure: str) -> tuple[str, str, str] | None:
     return bytes_texts.BYTES_IMPORTS + imports, consts, bytes_texts.BYTES_TEST + served
 
 
-def render(cid: str, ce: Any, failure: str, engine: str, row: Mapping[str, Any]) -> tuple[str, str, Column] | None:
-    """(the test's code, what it reproduces, the column) of the template fitting a C16-C18 or C20 row, or None
-    (another claim, or a row no template fits)."""
+def render(cid: str, ce: Any, failure: str, c: Any) -> tuple[str, str, Any] | None:
+    """(the test's code, what it reproduces, the column) of the template fitting a C16-C18 or C20 row of column
+    ``c`` (`reports.repro.families.Column`), or None (another claim, or a row no template fits)."""
     if cid not in CLAIMS:
         return None
-    c = Column.of(row, engine)
     if cid == "C20":
         made = fit_bytes(c, ce, failure) if c.path is None else None
-        served = LOADERS.get(engine, engine)
+        served = LOADERS.get(c.engine, c.engine)
     elif cid in _FAMILIES:
         made = fit_video(cid, c, ce, failure)
-        served = SERVED.get(engine, engine)
+        served = SERVED.get(c.engine, c.engine)
     else:
         return None
     if made is None:
