@@ -74,33 +74,6 @@ class Session:
         self._build = build
         self._engine: dict[str, list[Any]] = {}
         self._model: dict[str, list[ServedPath]] = {}
-        self._video: dict[str, list[Any]] = {}
-
-    def video_paths(self, policy: str) -> list[Any]:
-        """The engine's video paths (`reference.system.video.VideoPath`) of the column ``policy``'s family and label,
-        from its plugin's ``video`` module (semantics §20): none for deferlab's model (it takes decoded Kimi-K3
-        images only), for an engine without a video module, or for a family it has no video path for. Raises
-        `video.Unsupported` with the reason in the last case, so the claim records it as its ``n/a``."""
-        if self.engine is None or self.source is None:
-            return []
-        family, label, path = split_label(policy)
-        if family not in self._video:
-            import importlib
-
-            from deferlab.reference.system.engines import engine
-
-            module = engine(self.engine).video
-            self._video[family] = (
-                list(importlib.import_module(module).video_paths(self.source, family)) if module else []
-            )
-        wanted = label if path is None else f"{label} {path}"
-        return [p for p in self._video[family] if getattr(p, "label", None) == wanted]
-
-    def family_paths(self, family: str) -> list[Any]:
-        """Every path the engine serves ``family`` with (none: the release does not serve it)."""
-        if family not in self._engine:
-            self._engine[family] = self._build(family) if self._build is not None else []
-        return list(self._engine[family])
 
     def paths(self, policy: str) -> list[Any]:
         """Every path of the session's system for the verdict column ``policy`` (``[FAMILY:]LABEL``): an engine's
@@ -148,20 +121,11 @@ def sglang_companions(families_: Sequence[str]) -> tuple[str, ...]:
     """The companions SGLang must be loaded with for the session's families (the Qwen path's transformers and
     torchvision, at the release's pins)."""
     from deferlab.impl.sglang import families as sglang_families
+    from deferlab.properties.video_claims import video_companions
     from deferlab.reference.system.engines import engine
 
     found = {c for f in families_ if f in sglang_families.PATHS for c in sglang_families.PATHS[f].companions}
     return tuple(sorted(found | set(video_companions(engine("sglang"), families_))))
-
-
-def video_companions(facts: Any, families_: Sequence[str]) -> tuple[str, ...]:
-    """The companions an engine's video paths of ``families_`` compute with (its video module's ``COMPANIONS``)."""
-    import importlib
-
-    if not facts.video:
-        return ()
-    wanted = getattr(importlib.import_module(facts.video), "COMPANIONS", {})
-    return tuple(sorted({c for f in families_ for c in wanted.get(f, ())}))
 
 
 class EngineSession(Session):
@@ -178,6 +142,8 @@ class EngineSession(Session):
 
         self.facts = facts
         self.served = importlib.import_module(facts.served)
+        from deferlab.properties.video_claims import video_companions
+
         companions = getattr(self.served, "COMPANIONS", {})
         wanted = sorted({c for f in families_ for c in companions.get(f, ())} | set(video_companions(facts, families_)))
         self.source = importlib.import_module(facts.sources).load(spec, companions=tuple(wanted))

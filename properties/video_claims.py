@@ -270,3 +270,37 @@ def strips(paths: Sequence[Any], rows: dict[str, Any], point: tuple[Clip, VideoR
         })  # fmt: skip
     return {"kind": "video-strips", "frames": clip.frames, "fps": clip.fps, "request": request.label(),
             "differs": point is not None, "sides": sides}  # fmt: skip
+
+
+def video_companions(facts: Any, families_: Sequence[str]) -> tuple[str, ...]:
+    """The companions an engine's video paths of ``families_`` compute with (its video module's ``COMPANIONS``)."""
+    import importlib
+
+    if not facts.video:
+        return ()
+    wanted = getattr(importlib.import_module(facts.video), "COMPANIONS", {})
+    return tuple(sorted({c for f in families_ for c in wanted.get(f, ())}))
+
+
+_VIDEO: dict[tuple[int, str], list[Any]] = {}
+
+
+def video_paths(session: Any, policy: str) -> list[Any]:
+    """The engine's video paths (`reference.system.video.VideoPath`) of the column ``policy``'s family and label,
+    from its plugin's ``video`` module (semantics §20): none for deferlab's model (it takes decoded Kimi-K3
+    images only), for an engine without a video module, or for a family it has no video path for. Raises
+    `Unsupported` with the reason in the last case, so the claim records it as its ``n/a``."""
+    import importlib
+
+    from deferlab.reference.system.engines import engine
+    from deferlab.reference.system.systems import split_label
+
+    if session.engine is None or session.source is None:
+        return []
+    family, label, path = split_label(policy)
+    key = (id(session), family)
+    if key not in _VIDEO:
+        module = engine(session.engine).video
+        _VIDEO[key] = list(importlib.import_module(module).video_paths(session.source, family)) if module else []
+    wanted = label if path is None else f"{label} {path}"
+    return [p for p in _VIDEO[key] if getattr(p, "label", None) == wanted]

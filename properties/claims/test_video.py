@@ -30,7 +30,7 @@ def _paths(session: Any, policy: str) -> tuple[list[Any], str]:
     if session.engine is None:
         return [], NO_ENGINE
     try:
-        found = session.video_paths(policy)
+        found = vc.video_paths(session, policy)
     except Unsupported as exc:
         return [], str(exc)
     if not found:
