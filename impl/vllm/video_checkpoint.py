@@ -17,20 +17,13 @@ from functools import lru_cache
 from pathlib import Path
 from typing import Any
 
-from deferlab.reference.system.family_configs import HALF, published_config
+from deferlab.reference.system.family_configs import published_config
+from deferlab.reference.system.requests import VIDEO_CONFIGS
 
 # Qwen3-VL ships its video processor's own file (Qwen/Qwen3-VL-8B-Instruct video_preprocessor_config.json): a
-# budget over all frames of 768 tokens' worth of 32x32 pixels per frame x 32 frames, 4,096 pixels at least.
-QWEN3_VIDEO_CONFIG: dict[str, Any] = {
-    "size": {"longest_edge": 25165824, "shortest_edge": 4096},
-    "patch_size": 16,
-    "temporal_patch_size": 2,
-    "merge_size": 2,
-    "image_mean": list(HALF),
-    "image_std": list(HALF),
-    "processor_class": "Qwen3VLProcessor",
-    "video_processor_type": "Qwen3VLVideoProcessor",
-}
+# budget over all frames of 768 tokens' worth of 32x32 pixels per frame x 32 frames, 4,096 pixels at least; the
+# description holds its values (semantics §20.4).
+QWEN3_VIDEO_CONFIG: dict[str, Any] = dict(VIDEO_CONFIGS["qwen3-vl"][0])
 
 
 @dataclass(frozen=True)
