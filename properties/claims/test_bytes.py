@@ -85,6 +85,23 @@ def summary(loaders: tuple[Any, ...]) -> str:
     return "; ".join(parts)
 
 
+def figure(loaders: tuple[Any, ...]) -> dict[str, Any] | None:
+    """The side-by-side figure's data (`reports.report.plots.bytes`): the first pinned class a loader decodes
+    differently from the trained side (both decoding, as a file), both images as RGB lists (17x11: small)."""
+    import numpy as np
+
+    for cls, w, h, seed in PINNED:
+        data = encoded.make_bytes(cls, w, h, seed)
+        want, refused = bytes_trained.decoded(_trained(), data, "file")
+        for loader in loaders:
+            got, gone = bytes_trained.decoded(loader, data, "file")
+            if refused is None and gone is None and _problem(loader, (cls, w, h, seed)):
+                rgb = [np.asarray(x.convert("RGB") if hasattr(x, "convert") else x, np.uint8) for x in (want, got)]
+                return {"kind": "bytes-side-by-side", "class": f"{cls} {w}x{h}", "side": loader.label,
+                        "trained": rgb[0].tolist(), "served": rgb[1].tolist()}  # fmt: skip
+    return None
+
+
 @pytest.mark.families("all")  # the decode is every family's, Kimi-K3's too
 @pytest.mark.claim("C20")
 def test_claim_c20_decoded_bytes_equal_checkpoint(served_session, served_paths, policy, model_family):
@@ -117,5 +134,6 @@ def test_claim_c20_decoded_bytes_equal_checkpoint(served_session, served_paths, 
         not_applicable=why,
         provenance={f"{x.label}: {k}": v for x in (trained, *loaders) for k, v in x.provenance().items()} if ok else {},
         partition=lambda case: case[0],
+        figure=(lambda: figure(loaders)) if ok else None,
     )
     claimcheck.assert_expected("C20", policy, verdict)

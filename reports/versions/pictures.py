@@ -11,14 +11,16 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
-from deferlab.reports.report.plots.video import STRIP_CLAIM, draw
+from deferlab.reports.report.plots.video import BYTES_CLAIM, STRIP_CLAIM, draw
 
 
 def video_strips(doc: dict[str, Any], out: Path) -> list[tuple[str, str]]:
     """Draw each versions column's C16 strip into ``out / "video"``; (column, relative path) per figure drawn."""
     found = [
-        (column, doc["verdicts"].get(STRIP_CLAIM, {}).get(column, ""), per.get(STRIP_CLAIM))
+        (column, doc["verdicts"].get(claim, {}).get(column, ""), per.get(claim))
         for column, per in sorted(doc.get("figures", {}).items())
+        for claim in (STRIP_CLAIM, BYTES_CLAIM)
+        if per.get(claim)
     ]
     return draw(found, out)
 
@@ -27,9 +29,11 @@ def markdown(drawn: list[tuple[str, str]]) -> list[str]:
     """versions.md's section of frame strips (empty when no column drew one)."""
     if not drawn:
         return []
-    out = ["", "## Video: the frames each side takes (C16)", ""]
-    out += ["Green: a frame the checkpoint's video processor (TRAINED) takes too; red: one it does not; triangles: "
-            "the times told to the model. The model card's recipe (CARD) is drawn beside it.", ""]  # fmt: skip
+    out = ["", "## Requests as sent: the frames each side takes (C16), the decoded images (C20)", ""]
+    out += ["Strips: green, a frame the checkpoint's video processor (TRAINED) takes too; red, one it does not; "
+            "triangles, the times told to the model; the model card's recipe (CARD) beside it. Images: the "
+            "checkpoint's decode, the engine's, and their amplified difference.", ""]  # fmt: skip
     for column, name in drawn:
-        out += [f"### {column}", "", f"![{column} frames taken]({name})", ""]
+        what = "frames taken" if name.startswith("video/") else "decoded image"
+        out += [f"### {column}, {what}", "", f"![{column} {what}]({name})", ""]
     return out

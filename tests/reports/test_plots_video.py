@@ -58,3 +58,19 @@ def test_the_report_lists_a_figure_per_strip(tmp_path: Path) -> None:
             {"id": "C17", "policy": "qwen3-vl:VLLM", "verdict": "fails", "figure": _record()}]  # fmt: skip
     found = video.report_figures(rows, tmp_path)
     assert [f["file"] for f in found] == ["video/qwen3-vl-VLLM.png"]
+
+
+def test_a_c20_record_is_drawn_side_by_side(tmp_path: Path) -> None:
+    import numpy as np
+
+    trained = np.zeros((11, 17, 3), np.uint8)
+    served = trained.copy()
+    served[3:5, 4:9] = 255  # a white band where the trained decode kept the colour
+    record = {"kind": "bytes-side-by-side", "class": "RGBA PNG 17x11", "side": "VLLM", "trained": trained.tolist(),
+              "served": served.tolist()}  # fmt: skip
+    drawn = video.draw([("qwen3-vl:vllm-0.34.0", "fails", record)], tmp_path)
+    assert drawn == [("qwen3-vl:vllm-0.34.0", "bytes/qwen3-vl-vllm-0.34.0.png")]
+    with Image.open(tmp_path / "bytes" / "qwen3-vl-vllm-0.34.0.png") as im:
+        assert im.size == (900, 360)
+    rows = [{"id": "C20", "policy": "qwen3-vl:VLLM", "verdict": "fails", "figure": record}]
+    assert [f["file"] for f in video.report_figures(rows, tmp_path)] == ["bytes/qwen3-vl-VLLM.png"]

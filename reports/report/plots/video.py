@@ -23,6 +23,7 @@ from deferlab.reports.report.plots import save as _save  # noqa: E402
 
 SAME, OTHER, TOLD = "#1a9850", "#d73027", "#4575b4"
 STRIP_CLAIM = "C16"  # the claim whose record carries the strip (C17 and C18 read the same sweep)
+BYTES_CLAIM = "C20"  # the claim whose record carries the decoded images side by side
 TRAINED = "TRAINED"
 
 
@@ -86,21 +87,32 @@ def slug(name: str) -> str:
 
 def draw(found: list[tuple[str, str, Any]], out: Path) -> list[tuple[str, str]]:
     """(column, verdict, figure record) each drawn as ``out / video / <column>.png`` when it is a strip record."""
+    import numpy as np
+
+    from deferlab.reports.report.plots.bytes import side_by_side
+
     drawn = []
     for column, verdict, figure in found:
-        if not figure or figure.get("kind") != "video-strips":
+        kind = (figure or {}).get("kind")
+        if kind == "video-strips":
+            name = f"video/{slug(column)}.png"
+            where = "smallest differing clip" if figure.get("differs") else "demonstration clip (nothing differs)"
+            (out / "video").mkdir(parents=True, exist_ok=True)
+            strips_png(figure, f"{column}: C16 {verdict}, frames taken ({where})", out / name)
+        elif kind == "bytes-side-by-side":
+            name = f"bytes/{slug(column)}.png"
+            (out / "bytes").mkdir(parents=True, exist_ok=True)
+            pair = [np.asarray(figure[k], np.uint8) for k in ("trained", "served")]
+            side_by_side(*pair, f"{column}: C20 {verdict}, {figure['class']} decoded by {figure['side']}", out / name)
+        else:
             continue
-        name = f"video/{slug(column)}.png"
-        (out / "video").mkdir(parents=True, exist_ok=True)
-        where = "smallest differing clip" if figure.get("differs") else "demonstration clip (nothing differs)"
-        strips_png(figure, f"{column}: C16 {verdict}, frames taken ({where})", out / name)
         drawn.append((column, name))
     return drawn
 
 
 def report_figures(rows: list[dict[str, Any]], out: Path) -> list[dict[str, str]]:
     """The report's figures entries (report.json's ``figures``) for the claim rows that recorded a strip."""
-    found = [(r["policy"], r["verdict"], r.get("figure")) for r in rows if r.get("id") == STRIP_CLAIM]
+    found = [(r["policy"], r["verdict"], r.get("figure")) for r in rows if r.get("id") in (STRIP_CLAIM, BYTES_CLAIM)]
     return [
         {"name": f"video:{column}", "file": name, "title": f"Video frames taken, {column}",
          "caption": "Which frames each side takes from one clip (the smallest differing one, else a 4 s clip at 30 "
