@@ -75,6 +75,12 @@ class Session:
         self._engine: dict[str, list[Any]] = {}
         self._model: dict[str, list[ServedPath]] = {}
 
+    def family_paths(self, family: str) -> list[Any]:
+        """Every path the engine serves ``family`` with (none: the release does not serve it)."""
+        if family not in self._engine:
+            self._engine[family] = self._build(family) if self._build is not None else []
+        return list(self._engine[family])
+
     def paths(self, policy: str) -> list[Any]:
         """Every path of the session's system for the verdict column ``policy`` (``[FAMILY:]LABEL``): an engine's
         paths of that family labelled so (``VLLM`` for the default serving setting, ``VLLM host-normalized``...),
