@@ -21,6 +21,7 @@ from deferlab.impl.loader.patching import check_command as check_patch
 from deferlab.reference.system import claims as registry
 from deferlab.reference.system.config import PreprocessConfig
 from deferlab.reference.system.errors import DeferlabInputError, UsageError
+from deferlab.reference.system.impact import parse_fail_on
 from deferlab.reference.system.profiles import profile as load_profile
 from deferlab.reference.system.profiles import profile_names
 from deferlab.reference.system.served import CHECKPOINT_ENV
@@ -127,6 +128,9 @@ def add_parsers(sub: Any) -> None:
     rep.add_argument(
         "--junit", type=Path, metavar="FILE", help="also write a JUnit XML, one testcase per (claim, column), to FILE"
     )
+    rep.add_argument("--fail-on", metavar="CLASSES", default=None,
+                     help="exit 1 when a failing claim is of one of these severity classes (semantics §21: crash, "
+                          "sequence, tower-input, float32-only, cost), comma-separated")  # fmt: skip
 
     sw = sub.add_parser("sweep", help="boundary sweeps alone: counters on stdout, PNGs with --out")
     _add_config_args(sw)
@@ -208,6 +212,10 @@ def _report(args: argparse.Namespace) -> int:
         raise UsageError(f"--junit: {str(args.junit)!r} is a directory; accepted: a file path for the XML")
     if args.junit is not None:
         check_out_file(args.junit, "--junit")
+    try:  # --fail-on: the classes known before any step runs (one line otherwise)
+        fail_on = parse_fail_on(args.fail_on) if args.fail_on is not None else frozenset()
+    except ValueError as e:
+        raise UsageError(str(e)) from None
     max_side = _check_max_side(args.sweep_max_side, "--sweep-max-side")
     limits = tuple(_usage(check_positive_int, "--sweep-limits", v) for v in (args.sweep_limits or SWEEP_LIMITS))
     if getattr(args, "patch", None) is not None:  # applied (--dry-run first) by the load check below: one line
@@ -243,6 +251,7 @@ def _report(args: argparse.Namespace) -> int:
         checked=True,  # every engine named was loaded once above
         media_proc_cfg=raw_cfg,
         junit=args.junit,
+        fail_on=fail_on,
     )
     return run_report(opts)
 

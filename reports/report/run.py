@@ -71,6 +71,7 @@ class ReportOptions:
     media_proc_cfg: dict[str, Any] | None = None  # --checkpoint: the snapshot's raw media_proc_cfg, for vLLM
     paths: RunPaths | None = None  # the run's served paths (built from the above when None)
     junit: Path | None = None  # --junit FILE: one testcase per (claim, column), written after the report
+    fail_on: frozenset[Any] = frozenset()  # --fail-on: severity classes whose failing claim exits 1 (semantics §21)
 
 
 def _properties(
@@ -198,13 +199,14 @@ def collect(opts: ReportOptions, runner: StepRunner, stage: Path) -> dict[str, A
     }
 
 
-def exit_status(report: dict[str, Any]) -> int:
-    """0: clean; 1: a regression against the baseline; 3: no regression, but a step failed.
+def exit_status(report: dict[str, Any], fail_on: frozenset[Any] = frozenset()) -> int:
+    """0: clean; 1: a regression against the baseline, or a failing claim of a ``fail_on`` severity class
+    (``--fail-on``); 3: neither, but a step failed.
 
     A failed step never passes for a clean report: its part of the report is missing or partial, so the run
     must not exit 0 (the report is still written, with the step and its error listed). Benchmark ratios are
     never regressions, so the status never depends on timing."""
-    if report["regressions"]:
+    if report["regressions"] or failing_classes(report, fail_on):
         return EXIT_REGRESSION
     if any(s["status"] == "failed" for s in report["steps"]):
         return EXIT_STEP_FAILED
@@ -230,7 +232,18 @@ def run_report(opts: ReportOptions, log: TextIO | None = None) -> int:
         runner.say(f"failed steps: {', '.join(failed)}")
     for r in report["regressions"]:
         runner.say(f"REGRESSION {r['kind']} {r['name']}: {r['detail']}")
-    return exit_status(report)
+    for cid, policy, cls in failing_classes(report, opts.fail_on):
+        runner.say(f"FAIL-ON {cls}: {cid} fails under {policy}")
+    return exit_status(report, opts.fail_on)
+
+
+def failing_classes(report: dict[str, Any], fail_on: frozenset[Any]) -> list[tuple[str, str, str]]:
+    """(claim, column, class) of each failing claim row whose severity (semantics §21.3) ``fail_on`` names."""
+    from deferlab.reports.report.render import severity
+
+    wanted = {getattr(c, "label", str(c)) for c in fail_on}
+    found = ((r["id"], r.get("policy", ""), severity(r)) for r in report.get("claims", []))
+    return [(cid, pol, cls) for cid, pol, cls in found if cls is not None and cls in wanted]
 
 
 def write_ci_outputs(report: dict[str, Any], junit_file: Path | None, say: Callable[[str], None]) -> None:
