@@ -27,9 +27,19 @@ EFFECT = {
 }  # fmt: skip
 # The provenance steps that name each effect's stage, most specific first.
 STAGES = {
-    "geometry": ("tiling", "geometry", "plan", "sampling", "num_tokens", "serve"),
-    "sampling": ("sampling", "plan", "decode", "load", "serve"),
-    "times": ("times", "plan", "serve"),
+    "geometry": (
+        "tiling",
+        "pre_resize",
+        "geometry",
+        "processor kwargs",
+        "plan",
+        "sampling",
+        "sample",
+        "num_tokens",
+        "serve",
+    ),
+    "sampling": ("sampling", "sample", "indices", "plan", "decode", "load", "serve"),
+    "times": ("times", "plan", "sampling", "sample", "serve"),
     "pixels": ("serve", "preprocess", "parse", "load", "process"),
     "normalization": ("normalize", "normalize_and_patchify", "preprocess", "serve"),
     "decode": ("load", "decode", "fetch", "serve"),
@@ -42,6 +52,7 @@ _DOTTED = re.compile(r"\b([A-Za-z_]\w*(?:\.[A-Za-z_]\w*){2,})")
 _METHOD = re.compile(r"\b([A-Z]\w*\.[A-Za-z_]\w+)")
 _LEAD = re.compile(r"^(?:real: )?([A-Za-z_][\w.]*\w)")
 _LIBRARIES = ("torch.", "numpy.", "np.", "PIL.", "msgspec.", "F.")  # libraries the engines call, not their code
+TRAINED_ROWS = ("TRAINED: ", "CARD: ")  # the video claims' trained sides in a row's provenance (semantics §20.1)
 
 
 @dataclasses.dataclass
@@ -88,17 +99,25 @@ class Finding:
         return max(self.members, key=lambda m: (m.severity, m.claim not in GEOMETRY_OF))
 
 
-def stage_function(provenance: Mapping[str, str], effect: str) -> str:
+def stage_function(provenance: Mapping[str, str], effect: str, package: str = "") -> str:
     """The engine function at ``effect``'s stage: the first module.qualname (or Class.method) in the first step
-    of `STAGES` whose provenance names one; "" when none does."""
+    of `STAGES` whose provenance names one, one of the engine's own ``package`` first (a library it hands the
+    work to, transformers' processor, is where the difference shows, not where it arises); "" when none does.
+    The trained rows' steps (``TRAINED: ...``, ``CARD: ...``) are the other side, never a cause."""
     steps: dict[str, list[str]] = {}
     for key in sorted(provenance):
+        if key.startswith(TRAINED_ROWS):
+            continue
         steps.setdefault(key.rsplit(": ", 1)[-1], []).append(provenance[key])
-    names = STAGES.get(effect, ()) + tuple(steps)
-    for name in names:
-        for text in steps.get(name, ()):
-            if found := _named(text):
-                return found
+    passes = [(names, own) for names in (STAGES.get(effect, ()), tuple(steps)) for own in (True, False)]
+    for names, own in passes:  # the stage's steps first (the engine's own function first), then any step
+        if own and not package:
+            continue
+        for name in names:
+            for text in steps.get(name, ()):
+                found = _named(text)
+                if found and (not own or found.startswith(package + ".")):
+                    return found
     return ""
 
 
@@ -135,6 +154,14 @@ def fails(doc: Mapping[str, Any]) -> list[tuple[str, str]]:
     return [(c, col) for c, row in doc["verdicts"].items() for col, v in row.items() if v == "fails"]
 
 
+def _package(engine: str) -> str:
+    """The import package of a registered engine (its own code's prefix); "" for one the registry lacks."""
+    from deferlab.reference.system.engines import ENGINES
+
+    facts = ENGINES.get(engine)
+    return facts.package if facts is not None else ""
+
+
 def group(doc: Mapping[str, Any]) -> list[Finding]:
     """The document's failing cells as findings, worst first, then by engine and function."""
     findings: dict[tuple[str, str, str, bool], Finding] = {}
@@ -145,7 +172,8 @@ def group(doc: Mapping[str, Any]) -> list[Finding]:
         col = doc["columns"][column]
         row = row_from_versions(doc, claim, column)
         effect = EFFECT.get(claim, claim)
-        function = stage_function(row.provenance, effect) or f"(no function recorded: {claim})"
+        package = _package(col["engine"])
+        function = stage_function(row.provenance, effect, package) or f"(no function recorded: {claim})"
         for severity, found, part in _split(row):
             given = next((g for g, _ in found if g is not None), None)
             member = Member(
@@ -161,7 +189,7 @@ def group(doc: Mapping[str, Any]) -> list[Finding]:
             if effect in ("geometry", "sampling") and severity != Severity.CRASH:
                 geometry_key[(claim, column)] = key
     for member in later:  # a geometry claim that only crashed leaves its pixel claim's change a finding of its own
-        own = (member.engine, stage_function(member.row.provenance, "pixels"), "pixels", False)
+        own = (member.engine, stage_function(member.row.provenance, "pixels", _package(member.engine)), "pixels", False)
         keys = [
             geometry_key[(g, member.column)] for g in GEOMETRY_OF[member.claim] if (g, member.column) in geometry_key
         ]

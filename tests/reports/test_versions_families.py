@@ -30,18 +30,18 @@ from tests.reports.test_versions import fake_runner, loads
 RECORDED = Path(__file__).resolve().parents[2] / "reports" / "example" / "versions-newest" / "versions.json"
 FIXTURE = json.loads(RECORDED.read_text())
 README = Path(__file__).resolve().parents[2] / "README.md"
-# semantics §18.7's expectations, as the run gave them, each failure with its severity class (semantics §21)
+# semantics §18.7's and §20's expectations, as the run gave them, each failure with its severity class (semantics §21)
 TABLE = [
     "| model family | SGLang 0.5.23 | vLLM 0.34.0 | LMDeploy 0.18.0 |",
     "|---|---|---|---|",
     "| Kimi-K2.5/K3 | C4 holds, C13 holds, C14 FAILS (crash), C15 FAILS (float32-only) | C4 FAILS (tower-input), C13 holds, C14 FAILS (crash), C15 FAILS (tower-input) | n/a: no LMDeploy path for Kimi-K2.5/K3 is checked (semantics §18) |",
-    "| Qwen2.5-VL | C13 holds, C14 FAILS (tower-input), C15 FAILS (float32-only) | C4 holds, C13 holds, C14 FAILS (tower-input), C15 FAILS (float32-only) | n/a: no LMDeploy path for Qwen2.5-VL is checked (semantics §18) |",
-    "| Qwen3-VL | C13 holds, C14 FAILS (tower-input), C15 FAILS (float32-only) | C4 FAILS (tower-input), C13 holds, C14 FAILS (tower-input), C15 FAILS (tower-input) | n/a: no LMDeploy path for Qwen3-VL is checked (semantics §18) |",
-    "| InternVL 2.5/3 | C13 FAILS (sequence), C14 FAILS (sequence), C15 holds | C13 holds, C14 FAILS (tower-input), C15 holds | C13 holds, C14 holds, C15 holds |",
-    "| GLM-4.1V | n/a: no SGLang path for GLM-4.1V is checked (semantics §18) | C15 FAILS (float32-only) | n/a: no LMDeploy path for GLM-4.1V is checked (semantics §18) |",
-    "| Mistral 3 | n/a: no SGLang path for Mistral 3 is checked (semantics §18) | C15 FAILS (float32-only) | n/a: no LMDeploy path for Mistral 3 is checked (semantics §18) |",
-    "| Gemma 3 | n/a: no SGLang path for Gemma 3 is checked (semantics §18) | C15 FAILS (tower-input) | n/a: no LMDeploy path for Gemma 3 is checked (semantics §18) |",
-    "| Gemma 4 | n/a: no SGLang path for Gemma 4 is checked (semantics §18) | C15 FAILS (float32-only) | n/a: no LMDeploy path for Gemma 4 is checked (semantics §18) |",
+    "| Qwen2.5-VL | C13 holds, C14 FAILS (tower-input), C15 FAILS (float32-only), C16 FAILS (crash), C17 FAILS (crash), C18 FAILS (crash), C20 FAILS (sequence) | C4 holds, C13 holds, C14 FAILS (tower-input), C15 FAILS (float32-only), C16 FAILS (crash), C17 FAILS (crash), C18 FAILS (crash), C19 FAILS (crash), C20 FAILS (tower-input) | n/a: no LMDeploy path for Qwen2.5-VL is checked (semantics §18) |",
+    "| Qwen3-VL | C13 holds, C14 FAILS (tower-input), C15 FAILS (float32-only), C16 FAILS (crash), C17 FAILS (crash), C18 FAILS (crash), C20 FAILS (sequence) | C4 FAILS (tower-input), C13 holds, C14 FAILS (tower-input), C15 FAILS (tower-input), C16 FAILS (crash), C17 FAILS (crash), C18 FAILS (crash), C19 FAILS (crash), C20 FAILS (tower-input) | C16 FAILS (crash), C17 FAILS (crash), C18 FAILS (crash), C19 FAILS (crash), C20 FAILS (crash) |",
+    "| InternVL 2.5/3 | C13 FAILS (sequence), C14 FAILS (sequence), C15 holds, C20 FAILS (sequence) | C13 holds, C14 FAILS (tower-input), C15 holds, C20 FAILS (tower-input) | C13 holds, C14 holds, C15 holds, C20 FAILS (crash) |",
+    "| GLM-4.1V | n/a: no SGLang path for GLM-4.1V is checked (semantics §18) | C15 FAILS (float32-only), C20 FAILS (tower-input) | n/a: no LMDeploy path for GLM-4.1V is checked (semantics §18) |",
+    "| Mistral 3 | n/a: no SGLang path for Mistral 3 is checked (semantics §18) | C15 FAILS (float32-only), C20 FAILS (tower-input) | n/a: no LMDeploy path for Mistral 3 is checked (semantics §18) |",
+    "| Gemma 3 | n/a: no SGLang path for Gemma 3 is checked (semantics §18) | C15 FAILS (tower-input), C20 FAILS (tower-input) | n/a: no LMDeploy path for Gemma 3 is checked (semantics §18) |",
+    "| Gemma 4 | n/a: no SGLang path for Gemma 4 is checked (semantics §18) | C15 FAILS (float32-only), C20 FAILS (tower-input) | n/a: no LMDeploy path for Gemma 4 is checked (semantics §18) |",
 ]
 SEVERITY = re.compile(r" \((?:crash|sequence|tower-input|float32-only|cost)\)")
 PLAIN = [SEVERITY.sub("", line) for line in TABLE]  # the verdicts alone (a fake run's evidence classes otherwise)
