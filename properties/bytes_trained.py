@@ -40,7 +40,10 @@ def trained() -> Loader:
     for real where this process runs transformers `TRANSFORMERS_VERSION`; in an engine's process, which runs the
     transformers that release pins (a companion, semantics §18.6), `restated`, checked bitwise against the real
     one on every encoded class in a process of its own (``tests/impl/test_image_bytes.py``)."""
-    version = importlib.import_module("transformers").__version__
+    try:
+        version = importlib.import_module("transformers").__version__
+    except (ImportError, AttributeError):  # not installed (the README's install), or the loader's stand-in for it
+        return restated("transformers is not installed here (the transformers extra)")
     return real() if version == TRANSFORMERS_VERSION else restated(f"this process runs transformers {version}")
 
 

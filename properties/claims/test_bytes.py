@@ -117,11 +117,13 @@ def test_claim_c20_decoded_bytes_equal_checkpoint(served_session, served_paths, 
     if ok and split_label(policy)[2] is not None:
         ok, why = False, SECOND_COLUMN
     loaders = _loaders(module, served_session.source) if ok else ()
-    trained = _trained()
+    trained = _trained() if ok else None
     evidence = (
         f"every class at 17x11 and drawn classes 13x9-40x30, each as a data URI and a file, against "
         f"{trained.system} {trained.function}; family-independent: {SHARED.get(str(served_session.engine), '')}; "
         f"computed once per engine and release; {bytes_trained.CARD_NOT_RUN}"
+        if trained is not None
+        else ""
     )
     verdict = claimcheck.verify_claim(
         "C20",
