@@ -86,6 +86,25 @@ def auth_hint(address: str) -> str:
     return f"; a cluster with token authentication needs RAY_AUTH_MODE=token and its token here ({token})"
 
 
+TRANSIENT = "Initialization failure from server"  # Ray Client's server could not start this client's session yet
+
+
+def _client_init(ray: Any, address: str, t0: float, timeout: float) -> None:
+    """``ray.init`` on a Ray Client address, tried again while the server answers `TRANSIENT` and the connect
+    timeout lasts: the head's client server starts a session process per client, which a loaded machine may not
+    start in Ray's own time (seen on CI's 2 cores); any other failure is the caller's one line at once."""
+    while True:
+        try:
+            ray.init(address=address, log_to_driver=False, configure_logging=False)
+            return
+        except Exception as e:  # noqa: BLE001 - re-raised unless it is the transient one
+            if TRANSIENT not in str(e) or time.perf_counter() - t0 > timeout:
+                raise
+            with contextlib.suppress(Exception):
+                ray.shutdown()
+            time.sleep(2.0)
+
+
 def reachable(address: str, timeout: float) -> str | None:
     """None when ``ray://HOST:PORT`` answers a TCP connection within ``timeout``; else the one-line reason."""
     host, _, port = address[len("ray://") :].rpartition(":")
@@ -136,7 +155,7 @@ class RayExecutor:
                 if elsewhere:  # a Ray whose start no longer keeps it on loopback: refused, not run open
                     raise RuntimeError(f"Ray started on {', '.join(elsewhere)}, not on loopback only")
             else:
-                ray.init(address=address, log_to_driver=False, configure_logging=False)
+                _client_init(ray, address, t0, connect_timeout)
         except Exception as e:  # noqa: BLE001 - any failure to connect is one line at the front door
             with contextlib.suppress(Exception):
                 ray.shutdown()
