@@ -28,8 +28,11 @@ DEFAULT_OUT_PARENT = _HERE / "out" if (_HERE.parent / "pyproject.toml").is_file(
 
 
 def default_out_dir(now: datetime | None = None, prefix: str = "") -> Path:
-    """``reports/out/<prefix><UTC timestamp>`` (``versions-``, ``compare-``, ``mutate-`` for the other commands)."""
-    return DEFAULT_OUT_PARENT / f"{prefix}{(now or datetime.now(UTC)).strftime('%Y%m%dT%H%M%SZ')}"
+    """``reports/out/<prefix><UTC timestamp>`` (``versions-``, ``compare-``, ``mutate-`` for the other commands);
+    ``-2``, ``-3``... after it when a run of the same second already has that folder (or holds its lock)."""
+    base = DEFAULT_OUT_PARENT / f"{prefix}{(now or datetime.now(UTC)).strftime('%Y%m%dT%H%M%SZ')}"
+    taken = lambda p: p.exists() or (p.parent / f".{p.name}.deferlab-lock").exists()  # noqa: E731
+    return next(p for n in range(1, 10_000) if not taken(p := base if n == 1 else base.with_name(f"{base.name}-{n}")))
 
 
 def load_claim_statements(path: Path = registry.CLAIMS_PATH) -> dict[str, dict[str, str]]:
