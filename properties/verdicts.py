@@ -147,6 +147,15 @@ class Recorder:
             }
         )
 
+    def attach_impact(self, claim_id: str, policy: str, impact: dict[str, Any]) -> None:
+        """Add the §21.7 impact numbers to the last verdict recorded for (claim, policy): the claim's test measures
+        them after its search, on a failing cell only (semantics §21.7). JSON values only."""
+        for row in reversed(self.claims):
+            if row["id"] == claim_id and row["policy"] == policy:
+                row["impact"] = impact
+                return
+        raise ValueError(f"attach_impact: no verdict of {claim_id} under {policy} recorded in this process")
+
     def record_property(self, name: str, examples: int | None, outcome: str, seconds: float, message: str = "") -> None:
         """One test's outcome (``passed``, ``failed``, ``error``, ``skipped``) and, unless it passed, its failure
         line (or skip reason): what a caller reads instead of pytest's output."""
@@ -170,6 +179,7 @@ RECORDER = Recorder()
 
 # What the claim tests call: record into this process's recorder (one signature, `Recorder.record_claim`'s).
 record_claim = RECORDER.record_claim
+attach_impact = RECORDER.attach_impact
 
 
 def _atomic_write(path: Path, payload: dict[str, Any]) -> Path:

@@ -17,7 +17,7 @@ from typing import Any
 
 import pytest
 
-from deferlab.properties import bytes_trained, claimcheck
+from deferlab.properties import bytes_trained, claimcheck, impact, verdicts
 from deferlab.properties.strategies import encoded
 from deferlab.reference.system import families
 from deferlab.reference.system.systems import split_label
@@ -138,4 +138,31 @@ def test_claim_c20_decoded_bytes_equal_checkpoint(served_session, served_paths, 
         partition=lambda case: case[0],
         figure=(lambda: figure(loaders)) if ok else None,
     )
+    if verdict == "fails":  # what the failure does to realistic uploads (semantics §21.7)
+        verdicts.attach_impact("C20", policy, measure(loaders, model_family))
     claimcheck.assert_expected("C20", policy, verdict)
+
+
+def measure(loaders: tuple[Any, ...], family: str) -> dict[str, Any]:
+    """C20's §21.7 numbers: the realistic share, and ``pixels`` at the first pinned class a loader decodes to the
+    trained side's size and mode with other values (a size or mode difference is the grid's, not pixels)."""
+    import numpy as np
+
+    from deferlab.reference.system import family_configs
+
+    out = impact.bytes_impact(loaders, _trained(), bytes_trained.decode_problem)
+    norm = family_configs.norm_of(family_configs.family_profile(family))
+    for cls, w, h, seed in PINNED:
+        data = encoded.make_bytes(cls, w, h, seed)
+        want, refused = bytes_trained.decoded(_trained(), data, "file")
+        for loader in loaders:
+            got, gone = bytes_trained.decoded(loader, data, "file")
+            if refused or gone or got.size != want.size or got.mode != want.mode:
+                continue
+            a, b = (np.asarray(x.convert("RGB"), np.uint8) for x in (got, want))
+            if np.array_equal(a, b):
+                continue
+            numbers = impact.pixel_numbers(a, b, norm.image_mean, norm.image_std)
+            out["pixels"] = {"input": f"{cls} {w}x{h}", "side": loader.label, **numbers}
+            return out
+    return out

@@ -19,7 +19,7 @@ Schema of ``verdicts.json`` (``schema_version`` 2; 1 is still read)::
      "family": str, "strict": bool,
      "claims": [{"id", "statement", "source", "policy", "verdict", "evidence", "counterexample", "provenance",
                  "signatures": [{"signature", "partition", "counterexample", "error", "documented"?}],
-                 "figure"?: {"kind", ...}}],
+                 "figure"?: {"kind", ...}, "impact"?: {...}}],
      "properties": [{"name", "examples", "outcome", "seconds", "message"}]}
 
 Version 2 added the run's model ``family`` (semantics §18; a file without it is Kimi-K3's), each test's ``message`` (a failed or erroring test's failure line, a skip's reason, as the
@@ -258,6 +258,7 @@ def merge(
                 "provenance": entry.get("provenance", {}),
                 **({"signatures": entry["signatures"]} if "signatures" in entry else {}),
                 **({"figure": entry["figure"]} if "figure" in entry else {}),
+                **({"impact": entry["impact"]} if "impact" in entry else {}),  # semantics §21.7
             }
         )
     return {

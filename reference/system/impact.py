@@ -96,6 +96,7 @@ class Row:
     signatures: tuple[str, ...] = ()
     counterexample: Any = None
     provenance: Mapping[str, str] = dataclasses.field(default_factory=dict)
+    impact: Mapping[str, Any] = dataclasses.field(default_factory=dict)  # measured by the claim's test (§21.7)
 
 
 def row_from_versions(doc: Mapping[str, Any], claim: str, column: str) -> Row:
@@ -112,6 +113,7 @@ def row_from_versions(doc: Mapping[str, Any], claim: str, column: str) -> Row:
         signatures=tuple(doc.get("signatures", {}).get(column, {}).get(claim, ())),
         counterexample=doc.get("counterexamples", {}).get(column, {}).get(claim),
         provenance=doc.get("provenance", {}).get(column, {}).get(claim, {}),
+        impact=doc.get("impact", {}).get(column, {}).get(claim, {}),
     )
 
 

@@ -25,6 +25,9 @@ EFFECT = {
     "C20": "decode", "C8": "staging", "C11": "staging",
     "C1": "gate", "C10": "gate", "C5": "placement", "C6": "placement", "C9": "ipc",
 }  # fmt: skip
+# Effects one function makes together are one cause: a sampler's frames decide the times told (C18 fails where
+# C16 does when both arise in the same function, semantics §21.4).
+CAUSE = {"times": "sampling"}
 # The provenance steps that name each effect's stage, most specific first.
 STAGES = {
     "geometry": (
@@ -88,7 +91,8 @@ class Finding:
 
     @property
     def effect(self) -> str:
-        return self.key[2]
+        """The effects its members show (``sampling/times`` when one sampler makes both, semantics §21.4)."""
+        return "/".join(dict.fromkeys(EFFECT.get(m.claim, m.claim) for m in self.members)) or self.key[2]
 
     @property
     def severity(self) -> Severity:
@@ -184,7 +188,7 @@ def group(doc: Mapping[str, Any]) -> list[Finding]:
             if severity == Severity.SEQUENCE and geometry:
                 later.append(member)  # attached once the geometry claim's finding exists
                 continue
-            key = (col["engine"], function, effect, severity == Severity.CRASH)
+            key = (col["engine"], function, CAUSE.get(effect, effect), severity == Severity.CRASH)
             findings.setdefault(key, Finding(key)).members.append(member)
             if effect in ("geometry", "sampling") and severity != Severity.CRASH:
                 geometry_key[(claim, column)] = key

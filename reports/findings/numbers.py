@@ -74,10 +74,47 @@ def realistic_share(recorded: set[tuple[int, int]], differing: int | None) -> st
     return f"{hit:,} of {len(images):,} realistic images ({hit / len(images):.1%})"
 
 
-def measure(f: Finding) -> dict[str, Any]:
-    """The finding's impact numbers, each from recorded text (absent when no member records it)."""
-    texts = [t for m in f.members for t in m.texts]
+def measured(f: Finding) -> dict[str, Any]:
+    """The numbers its cells' tests measured (semantics §21.7), the representative's first, then each other cell's
+    realistic share: what the finding states before anything read from text."""
+    rep = f.representative()
+    cells = sorted((m for m in f.members if m.row.impact), key=lambda m: m is not rep)
     out: dict[str, Any] = {}
+    shares = []
+    for m in cells:
+        r = m.row.impact.get("realistic")
+        if r and m.column not in [c for c, _ in shares]:
+            what = "clips" if m.claim in ("C16", "C17", "C18", "C19") else "images"
+            shares.append(
+                (m.column, f"{r['affected']:,} of {r['of']:,} realistic {what} ({r['share']:.1%}) on {m.column}")
+            )
+    if shares:
+        out["realistic"] = [s for _, s in shares]
+    for m in cells:
+        imp = m.row.impact
+        if "tokens" in imp and "realistic_tokens" not in out and "ratio_median" in imp["tokens"]:
+            t = imp["tokens"]
+            out["realistic_tokens"] = (
+                f"served/trained tokens on the affected clips: median {t['ratio_median']:.2f}x (min "
+                f"{t['ratio_min']:.2f}x, max {t['ratio_max']:.2f}x); {t['served_total']:,} served vs "
+                f"{t['trained_total']:,} trained in all ({m.column})"
+            )
+        if "pixels" in imp and "pixels" not in out:
+            p = imp["pixels"]
+            psnr = "inf" if p["psnr_db"] == "inf" else f"{p['psnr_db']:.1f} dB"
+            out["pixels"] = (
+                f"{p['bf16_differ']:,} of {p['compared']:,} values differ in the tower's bf16 (largest "
+                f"{p['max_bf16_ulps']:g} bf16 ulps); {p['differ']:,} in uint8 (largest {p['max_levels']} levels); "
+                f"PSNR {psnr}; at {p.get('input', 'the minimal input')} ({m.column})"
+            )
+    return out
+
+
+def measure(f: Finding) -> dict[str, Any]:
+    """The finding's impact numbers: what its cells' tests measured (§21.7), then each number parsed from
+    recorded text (absent when no member records it)."""
+    texts = [t for m in f.members for t in m.texts]
+    out: dict[str, Any] = measured(f)
     evidence = [m.row.evidence for m in f.members]
     swept, differ = _all(_SWEPT, evidence), _all(_DIFFER, evidence)
     if swept and differ:
@@ -90,7 +127,7 @@ def measure(f: Finding) -> dict[str, Any]:
         recorded = {(int(a), int(b)) for m in f.members for a, b in _SIZE.findall(m.row.evidence)}
         if isinstance(rep.row.counterexample, list) and len(rep.row.counterexample) == 2:
             recorded.add(tuple(rep.row.counterexample))  # type: ignore[arg-type]
-        out["realistic"] = realistic_share(recorded, _n(differ[0].group(1)) if differ else None)
+        out.setdefault("realistic", realistic_share(recorded, _n(differ[0].group(1)) if differ else None))
     if levels := [int(m.group(1)) for m in _all(_LEVELS, texts)]:
         out["max_levels"] = max(levels)
     if ulps := [int(m.group(1)) for m in _all(_ULPS, texts)]:

@@ -30,7 +30,9 @@ MEANING = {
 _LABELS = {
     "sizes": "sizes",
     "tokens": "tokens",
-    "realistic": "share of realistic uploads",
+    "realistic": "share of realistic uploads (semantics §21.5, measured in the claim run)",
+    "realistic_tokens": "tokens on the affected realistic inputs",
+    "pixels": "the tower's input at the minimal input",
     "max_levels": "largest difference (uint8 levels)",
     "max_ulps": "largest difference (float32 ulps, as recorded)",
     "unexplained": "values unexplained",
@@ -140,7 +142,8 @@ def document(findings: list[Finding], source: str, errored: int = 0) -> dict[str
 def _line(d: dict[str, Any]) -> str:
     span = _span(d)
     said = {
-        "sizes": "{}", "tokens": "{}", "max_levels": "up to {} levels", "bf16_differ_max": "{} values differ after BF16",
+        "sizes": "{}", "tokens": "{}", "realistic": "{}", "max_levels": "up to {} levels",
+        "bf16_differ_max": "{} values differ after BF16",
         "errors": "raises {}",
     }  # fmt: skip
     impact = d["impact"]

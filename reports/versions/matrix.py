@@ -182,6 +182,8 @@ def matrix(records: Sequence[RunRecord], profile: str, claims: Sequence[str] = (
         "evidence": {n: {x["id"]: x.get("evidence", "") for x in rows[n]} for n in per_run},
         "provenance": {n: {x["id"]: x.get("provenance", {}) for x in rows[n]} for n in per_run},
         "figures": {n: {x["id"]: x["figure"] for x in rows[n] if x.get("figure")} for n in per_run},
+        # the impact numbers a failing cell's test measured (semantics §21.7)
+        "impact": {n: {x["id"]: x["impact"] for x in fs if x.get("impact")} for n, fs in failing.items()},
     }
     doc["severity"] = severities(doc)
     return doc

@@ -1,0 +1,210 @@
+"""Impact numbers a failing cell's test measures after its search (semantics §21.7).
+
+Why in the claim run: a versions.json keeps a claim's evidence as sentences, and what they do not say (the share
+of real uploads a defect hits, the largest difference in the tower's bf16, PSNR) cannot be read back later. The
+test has the served side and TRAINED in hand, so it measures these once, with the claim's own comparison, under
+the engine's defaults, on the realistic distribution of `reference.system.realistic`, and records a structured
+``impact`` object beside the verdict (`properties.verdicts.attach_impact`). Severity is not set here (§21.3).
+"""
+
+from __future__ import annotations
+
+import functools
+import io
+import math
+import statistics
+import time
+from collections.abc import Callable, Sequence
+from typing import Any
+
+import numpy as np
+
+from deferlab.reference.system import realistic
+
+LONG_SIDE = 24  # a realistic image is remade this small: the loaders part on mode, orientation, alpha (§21.7)
+JPEG_CLASSES = frozenset(
+    {"phone 12 MP", "phone 48 MP binned", "android 12.5 MP", "camera 24 MP", "panorama", "scanned A4 / Letter"}
+)
+TRANSPARENT_CLASSES = frozenset({"RGBA PNG with transparency", "icon"})  # screenshots' alpha is opaque
+_BF16_MIN_NORMAL_EXP = -126
+
+
+# -- pixels in the tower's dtype ------------------------------------------------------------------------------
+
+
+def bf16(x: np.ndarray) -> np.ndarray:
+    """float32 values rounded to bfloat16 (nearest, ties to even), returned as float32 (semantics §21.7)."""
+    bits = np.ascontiguousarray(x, dtype=np.float32).view(np.uint32).astype(np.uint64)
+    rounded = (bits + 0x7FFF + ((bits >> 16) & 1)) & 0xFFFF0000
+    return rounded.astype(np.uint32).view(np.float32)
+
+
+def bf16_ulps(served: np.ndarray, trained: np.ndarray) -> np.ndarray:
+    """|served - trained| in bf16 ulps of the trained value's binade (an exact zero: the smallest normal's)."""
+    b = np.abs(trained.astype(np.float64))
+    exp = np.where(b > 0, np.floor(np.log2(np.where(b > 0, b, 1.0))), _BF16_MIN_NORMAL_EXP)
+    exp = np.maximum(exp, _BF16_MIN_NORMAL_EXP)
+    return np.abs(served.astype(np.float64) - trained.astype(np.float64)) / np.exp2(exp - 7)
+
+
+def psnr(served: np.ndarray, trained: np.ndarray) -> float:
+    """PSNR in dB, peak 255, over every element (inf when equal)."""
+    mse = float(np.mean((served.astype(np.float64) - trained.astype(np.float64)) ** 2))
+    return math.inf if mse == 0 else 10 * math.log10(255.0**2 / mse)
+
+
+def pixel_numbers(
+    served: np.ndarray, trained: np.ndarray, mean: Sequence[float], std: Sequence[float]
+) -> dict[str, Any]:
+    """The §21.7 ``pixels`` of two uint8 (..., C) arrays of one shape: levels and PSNR, then both normalized with
+    the family's checkpoint mean and std in float32 and rounded to bf16, what the tower gets."""
+    if served.shape != trained.shape:
+        raise ValueError(f"pixel_numbers: shapes {served.shape} and {trained.shape} differ (a size, not pixels)")
+    s, t = served.astype(np.int32), trained.astype(np.int32)
+    channels = s.shape[-1] if s.ndim == 3 else 1
+    m = np.asarray(mean[:channels], np.float32)
+    d = np.asarray(std[:channels], np.float32)
+
+    def norm(x: np.ndarray) -> np.ndarray:
+        y = x.astype(np.float32) / np.float32(255.0)
+        return bf16((y.reshape(*y.shape[:2], channels) - m) / d)
+
+    ns, nt = norm(s), norm(t)
+    ulps = bf16_ulps(ns, nt)
+    return {
+        "compared": int(s.size),
+        "differ": int(np.count_nonzero(s != t)),
+        "max_levels": int(np.abs(s - t).max(initial=0)),
+        "psnr_db": round(psnr(s, t), 2) if np.any(s != t) else "inf",
+        "bf16_differ": int(np.count_nonzero(ns != nt)),
+        "max_bf16_ulps": round(float(ulps.max(initial=0.0)), 2),
+    }
+
+
+# -- the realistic distribution ---------------------------------------------------------------------------------
+
+
+def share(affected: dict[str, list[int]]) -> dict[str, Any]:
+    """``{affected, of, share, by_class}`` from class -> [affected, of]."""
+    hit = sum(a for a, _ in affected.values())
+    of = sum(n for _, n in affected.values())
+    return {"affected": hit, "of": of, "share": round(hit / of, 4) if of else 0.0,
+            "by_class": {k: list(v) for k, v in sorted(affected.items())}}  # fmt: skip
+
+
+def ratios(pairs: Sequence[tuple[int, int]]) -> dict[str, Any]:
+    """Tokens served and trained over ``pairs``: the ratio's min, median and max, and both totals."""
+    rs = [s / t for s, t in pairs if t]
+    out: dict[str, Any] = {"served_total": sum(s for s, _ in pairs), "trained_total": sum(t for _, t in pairs)}
+    if rs:
+        out.update(
+            ratio_min=round(min(rs), 4), ratio_median=round(statistics.median(rs), 4), ratio_max=round(max(rs), 4)
+        )
+    return out
+
+
+_VIDEO_ANSWERS: dict[tuple[Any, ...], tuple[float, list[tuple[str, Any, list[Any]]]]] = {}
+
+
+def _video_answers(paths: Sequence[Any], trained: Any, n: int) -> tuple[float, list[tuple[str, Any, list[Any]]]]:
+    """Both sides' plans of the realistic clips under the defaults, once per paths and trained row (C16, C17 and
+    C18 read the same plans, as they read one grid sweep), and the seconds they took."""
+    from deferlab.properties import video_claims as vc
+    from deferlab.reference.system.video import Clip, VideoRequest
+
+    key = (tuple(id(p) for p in paths), id(trained), n)
+    if key not in _VIDEO_ANSWERS:
+        started, request, found = time.perf_counter(), VideoRequest(), []
+        for record in realistic.videos(n):
+            clip = Clip(record.frames, record.fps, record.width, record.height)
+            found.append((record.kind, vc.answer(trained, clip, request), [vc.answer(p, clip, request) for p in paths]))
+        _VIDEO_ANSWERS[key] = (time.perf_counter() - started, found)
+    return _VIDEO_ANSWERS[key]
+
+
+def video_impact(claim: str, paths: Sequence[Any], trained: Any, n: int = 200) -> dict[str, Any]:
+    """C16/C17/C18: the realistic clips (semantics §21.5) each path plans otherwise than TRAINED, under the defaults,
+    by the claim's own comparison; C17 adds the tokens of the affected clips. ``seconds``: the plans' time, counted
+    by the first claim that needed them (0 for the claims reading them after)."""
+    from deferlab.properties import video_claims as vc
+
+    started = time.perf_counter()
+    fresh = (tuple(id(p) for p in paths), id(trained), n) not in _VIDEO_ANSWERS
+    planned, answers = _video_answers(paths, trained, n)
+    affected: dict[str, list[int]] = {}
+    tokens: list[tuple[int, int]] = []
+    for kind, want, got in answers:
+        if want.unsupported is not None or any(g.unsupported is not None for g in got):
+            continue
+        row = affected.setdefault(kind, [0, 0])
+        row[1] += 1
+        if any(vc.compare(claim, g, want) is not None for g in got):
+            row[0] += 1
+            if claim == "C17" and want.plan is not None:
+                tokens += [(g.plan.tokens, want.plan.tokens) for g in got if g.plan is not None]
+    out: dict[str, Any] = {"realistic": {**share(affected), "distribution": f"realistic.videos({n}, seed 0), defaults"}}
+    if tokens:
+        out["tokens"] = ratios(tokens)
+    out["seconds"] = round(time.perf_counter() - started, 3)  # the plans' time included when this claim made them
+    out["planned_seconds"] = round(planned, 3) if fresh else 0.0
+    return out
+
+
+def _small(record: realistic.ImageRecord) -> tuple[int, int]:
+    w, h = record.width, record.height
+    scale = LONG_SIDE / max(w, h)
+    return max(1, round(w * scale)), max(1, round(h * scale))
+
+
+@functools.cache
+def image_bytes(kind: str, mode: str, orientation: int, w: int, h: int) -> bytes:
+    """A realistic record's image, small: its mode, its EXIF orientation, sent as its class is (§21.7)."""
+    from PIL import Image
+
+    from deferlab.properties.strategies import encoded
+
+    rgb = encoded._rgb(w, h, 0)
+    alpha = encoded._alpha(w, h, 0) if kind in TRANSPARENT_CLASSES else np.full((h, w), 255, np.uint8)
+    image = {
+        "RGB": lambda: Image.fromarray(rgb),
+        "RGBA": lambda: Image.fromarray(np.dstack([rgb, alpha])),
+        "L": lambda: Image.fromarray(rgb[..., 0]),
+        "LA": lambda: Image.fromarray(np.stack([rgb[..., 0], alpha], -1)),
+        "1": lambda: Image.fromarray(rgb[..., 0]).convert("1"),
+        "P": lambda: Image.fromarray(rgb).quantize(16, dither=Image.Dither.NONE),
+    }[mode]()
+    jpeg = kind in JPEG_CLASSES and mode in ("RGB", "L")
+    options: dict[str, Any] = {"quality": 95} if jpeg else {}
+    if mode == "P" and kind in TRANSPARENT_CLASSES:
+        options["transparency"] = bytes([0, 128] + [255] * 14)
+    if orientation != 1:
+        exif = Image.Exif()
+        exif[encoded.EXIF_ORIENTATION] = orientation
+        options["exif"] = exif.tobytes()
+    buf = io.BytesIO()
+    image.save(buf, "JPEG" if jpeg else "PNG", **options)
+    return buf.getvalue()
+
+
+def bytes_impact(
+    loaders: Sequence[Any], trained: Any, problem: Callable[[Any, Any, bytes, str], str | None], n: int = 2000
+) -> dict[str, Any]:
+    """C20: the realistic images (semantics §21.5) whose bytes a loader decodes otherwise than TRAINED; ``problem``
+    is the claim's own comparison (`bytes_trained.decode_problem`). Each distinct small image is decoded once."""
+    started = time.perf_counter()
+    seen: dict[tuple[Any, ...], bool] = {}
+    affected: dict[str, list[int]] = {}
+    for record in realistic.images(n):
+        w, h = _small(record)
+        key = (record.kind in JPEG_CLASSES, record.kind in TRANSPARENT_CLASSES, record.mode, record.orientation, w, h)
+        if key not in seen:
+            data = image_bytes(record.kind, record.mode, record.orientation, w, h)
+            seen[key] = any(problem(trained, loader, data, "file") is not None for loader in loaders)
+        row = affected.setdefault(record.kind, [0, 0])
+        row[1] += 1
+        row[0] += int(seen[key])
+    return {
+        "realistic": {**share(affected), "distribution": f"realistic.images({n}, seed 0), each remade at long side "
+                      f"{LONG_SIDE} px in its mode and orientation, sent as its class is; {len(seen)} distinct files"},
+        "seconds": round(time.perf_counter() - started, 3),
+    }  # fmt: skip

@@ -1,0 +1,137 @@
+"""The §21.7 impact numbers (`properties.impact`): bf16 rounding and ulps, PSNR, the tower-dtype pixel numbers,
+the realistic images as sent, and the verdict row that carries them (semantics §21.7)."""
+
+from __future__ import annotations
+
+import io
+import math
+
+import numpy as np
+import pytest
+from hypothesis import example, given
+from hypothesis import strategies as st
+from PIL import Image
+
+from deferlab.properties import impact
+from deferlab.properties.verdicts import Recorder
+from deferlab.reference.system import realistic
+
+
+def _bf16_by_decimal(x: float) -> float:
+    """bf16 rounding restated another way: the float32 value's 8-bit significand rounded to nearest, ties to even,
+    with Python's exact arithmetic (no bit tricks)."""
+    if x == 0 or not math.isfinite(x):
+        return x
+    if abs(x) < 2**-126:  # subnormal: the quantum is fixed at 2**-133 (8 bits below the smallest normal binade)
+        return round(x / 2**-133) * 2**-133
+    m, e = math.frexp(x)  # x = m * 2**e, 0.5 <= |m| < 1
+    scaled = m * 2**8  # 8 significant bits (1 implicit + 7 stored)
+    return math.ldexp(round(scaled), e - 8)  # Python's round: ties to even
+
+
+@given(st.floats(-(2.0**100), 2.0**100, allow_nan=False, width=32))
+@example(1.0 + 2**-8)  # a tie between 1 and 1 + 2**-7: to even (1.0)
+@example(1.0 + 3 * 2**-8)  # a tie: to even (1 + 2**-6)
+@example(-2.2)
+@example(1e-45)  # float32's smallest subnormal rounds to 0 in bf16
+@example(3 * 2**-134)  # a subnormal tie: to even (2**-132)
+def test_bf16_rounds_to_nearest_even(x: float) -> None:
+    got = float(impact.bf16(np.array([x], np.float32))[0])
+    assert got == _bf16_by_decimal(float(np.float32(x)))
+
+
+def test_bf16_ulps_are_the_trained_binade_s() -> None:
+    trained = np.array([1.0, 1.0, 2.0, -0.5, 0.0], np.float32)
+    served = np.array([1.0 + 2**-7, 1.0 - 2**-7, 2.0 + 2**-5, -0.5 - 2**-8, 0.0], np.float32)
+    assert impact.bf16_ulps(served, trained).tolist() == [1.0, 1.0, 2.0, 1.0, 0.0]
+
+
+def test_psnr_of_one_level_everywhere_and_of_equal_arrays() -> None:
+    a = np.zeros((4, 4, 3), np.uint8)
+    assert impact.psnr(a + 1, a) == pytest.approx(20 * math.log10(255), abs=1e-12)
+    assert impact.psnr(a, a) == math.inf
+
+
+def test_pixel_numbers_count_levels_and_what_survives_bf16() -> None:
+    trained = np.full((2, 2, 3), 128, np.uint8)
+    served = trained.copy()
+    served[0, 0, 0] = 129  # one level: does it survive the bf16 cast of (x/255 - 0.5)/0.5?
+    served[1, 1, 2] = 0  # 128 levels: it does
+    got = impact.pixel_numbers(served, trained, (0.5, 0.5, 0.5), (0.5, 0.5, 0.5))
+    assert (got["compared"], got["differ"], got["max_levels"]) == (12, 2, 128)
+    # 128/255*2-1 = 0.00392...; 129/255*2-1 = 0.01176...: both exactly representable apart in bf16
+    a = impact.bf16(np.array([(128 / 255 - 0.5) / 0.5, (129 / 255 - 0.5) / 0.5], np.float32))
+    assert got["bf16_differ"] == 1 + int(a[0] != a[1])
+    assert got["psnr_db"] == round(impact.psnr(served, trained), 2)
+    with pytest.raises(ValueError, match="shapes"):
+        impact.pixel_numbers(served[:1], trained, (0.5,) * 3, (0.5,) * 3)
+
+
+def test_pixel_numbers_of_equal_images_say_so() -> None:
+    a = np.arange(24, dtype=np.uint8).reshape(2, 4, 3)
+    got = impact.pixel_numbers(a, a.copy(), (0.48, 0.45, 0.4), (0.27, 0.26, 0.28))
+    assert (got["differ"], got["bf16_differ"], got["max_bf16_ulps"], got["psnr_db"]) == (0, 0, 0.0, "inf")
+
+
+@pytest.mark.parametrize("record", realistic.images(300), ids=lambda r: f"{r.kind}-{r.mode}-{r.orientation}")
+def test_a_realistic_image_is_sent_in_its_mode_orientation_and_format(record: realistic.ImageRecord) -> None:
+    w, h = impact._small(record)
+    data = impact.image_bytes(record.kind, record.mode, record.orientation, w, h)
+    image = Image.open(io.BytesIO(data))
+    jpeg = record.kind in impact.JPEG_CLASSES and record.mode in ("RGB", "L")
+    assert image.format == ("JPEG" if jpeg else "PNG")
+    assert image.size == (w, h) and max(w, h) == impact.LONG_SIDE
+    assert image.mode == record.mode
+    assert image.getexif().get(0x0112, 1) == record.orientation
+    if record.mode in ("RGBA", "LA"):
+        alpha = np.asarray(image.getchannel("A"))
+        assert (alpha.min() < 255) == (record.kind in impact.TRANSPARENT_CLASSES)
+    if record.mode == "P":
+        assert ("transparency" in image.info) == (record.kind in impact.TRANSPARENT_CLASSES)
+
+
+def test_share_and_ratios() -> None:
+    got = impact.share({"b": [1, 4], "a": [0, 6]})
+    assert got == {"affected": 1, "of": 10, "share": 0.1, "by_class": {"a": [0, 6], "b": [1, 4]}}
+    r = impact.ratios([(20, 10), (5, 10), (10, 10)])
+    assert (r["ratio_min"], r["ratio_median"], r["ratio_max"], r["served_total"], r["trained_total"]) == (
+        0.5, 1.0, 2.0, 35, 30,
+    )  # fmt: skip
+
+
+class _Loader:
+    """A loader that decodes with Pillow and, when ``exif`` is False, ignores the orientation tag."""
+
+    def __init__(self, label: str, exif: bool) -> None:
+        self.label, self.exif = label, exif
+
+    def load(self, data: bytes, kind: str) -> Image.Image:
+        from PIL import ImageOps
+
+        image = Image.open(io.BytesIO(data))
+        return (ImageOps.exif_transpose(image) if self.exif else image).convert("RGB")
+
+
+def _problem(want, got, data, kind):
+    a, b = want.load(data, kind), got.load(data, kind)
+    return None if a.size == b.size and np.array_equal(np.asarray(a), np.asarray(b)) else "differs"
+
+
+def test_bytes_impact_counts_exactly_the_oriented_records_when_a_loader_ignores_exif() -> None:
+    got = impact.bytes_impact([_Loader("served", exif=False)], _Loader("trained", exif=True), _problem, n=400)
+    records = realistic.images(400)
+    # a mirror (2, 4, 5, 7) or a turn changes a gradient image: every orientation other than 1 differs
+    assert got["realistic"]["affected"] == sum(r.orientation != 1 for r in records)
+    assert got["realistic"]["of"] == 400
+    same = impact.bytes_impact([_Loader("served", exif=True)], _Loader("trained", exif=True), _problem, n=400)
+    assert same["realistic"]["affected"] == 0
+
+
+def test_an_impact_is_attached_to_the_last_verdict_of_its_claim_and_policy() -> None:
+    rec = Recorder()
+    rec.record_claim("C20", "p", "fails", "first")
+    rec.record_claim("C20", "p", "fails", "second")
+    rec.attach_impact("C20", "p", {"realistic": {"affected": 1}})
+    assert "impact" not in rec.claims[0] and rec.claims[1]["impact"] == {"realistic": {"affected": 1}}
+    with pytest.raises(ValueError, match="no verdict of C16"):
+        rec.attach_impact("C16", "p", {})
