@@ -21,9 +21,7 @@ from __future__ import annotations
 import numpy as np
 
 from deferlab.reference.oracle.numerics import to_bf16
-from deferlab.reference.system.errors import InputTypeError
 from deferlab.reference.system.family_configs import NormConfig
-from deferlab.reference.system.validate import type_name
 
 __all__ = ["LEVELS", "bf16", "checkpoint_levels"]
 
@@ -32,8 +30,7 @@ LEVELS = 256
 
 def checkpoint_levels(cfg: NormConfig) -> np.ndarray:
     """(256, C) float32: row u is what the checkpoint's processor gives level u in each channel."""
-    if not isinstance(cfg, NormConfig):
-        raise InputTypeError(f"cfg must be a NormConfig (reference.system.family_configs), got {type_name(cfg)}")
+    cfg = NormConfig.checked(cfg)
     levels = np.arange(LEVELS, dtype=np.uint8)
     if cfg.do_rescale:
         x = (levels.astype(np.float64) * cfg.rescale_factor).astype(np.float32)

@@ -44,39 +44,53 @@ class Trained:
         self.name = f"{self.system} (trained)"
 
     def geometry(self, width: int, height: int, cfg: Any) -> Geometry:
-        if isinstance(cfg, QwenVLConfig):
-            new_h, new_w = qwen.resize_target(height, width, cfg)
-            return Geometry(new_w, new_h, tuple(qwen.grid(height, width, cfg)), qwen.num_tokens(height, width, cfg))
-        if isinstance(cfg, InternVLConfig):
-            cols, rows, n = internvl.tiles(width, height, cfg)
-            s = cfg.image_size
-            return Geometry(cols * s, rows * s, (rows, cols, n), n * INTERNVL_TOKENS_PER_TILE)
-        raise TypeError(f"{self.family}: judged on normalization only; it has no geometry here")
+        side = _GEOMETRY.get(getattr(cfg, "kind", None))
+        if side is None:
+            raise TypeError(f"{self.family}: judged on normalization only; it has no geometry here")
+        return side(width, height, cfg)
 
     def serve(self, images: Sequence[Any], cfg: Any) -> tuple[np.ndarray, np.ndarray]:
         values, grids = [], []
         for image in images:
-            if isinstance(cfg, QwenVLConfig):
-                pv, grid = qwen.preprocess(image, cfg)
-                values.append(pv.reshape(pv.shape[0], 3, -1))
-                grids.append(grid[0])
-            elif isinstance(cfg, InternVLConfig):
-                tiles = internvl.preprocess(image, cfg)
-                cols, rows, n = internvl.tiles(image.size[0], image.size[1], cfg)
-                values.append(tiles.reshape(n, 3, -1))
-                grids.append(np.array([rows, cols, n], dtype=np.int64))
-            else:
+            side = _SERVE.get(getattr(cfg, "kind", None))
+            if side is None:
                 raise TypeError(f"{self.family}: judged on normalization only; it serves no pixels here")
+            v, g = side(image, cfg)
+            values.append(v)
+            grids.append(g)
         return np.concatenate(values), np.stack(grids).astype(np.int64)
 
     def levels(self, cfg: Any) -> np.ndarray:
-        if isinstance(cfg, InternVLConfig):
-            table = internvl.normalize_levels(cfg)
-        elif isinstance(cfg, QwenVLConfig):
-            table = qwen.normalize_levels(cfg)
-        else:
-            table = family_norm.checkpoint_levels(cfg)
+        table = _LEVELS.get(getattr(cfg, "kind", None), family_norm.checkpoint_levels)(cfg)
         return np.ascontiguousarray(table.T, dtype=np.float32)
 
     def provenance(self) -> dict[str, str]:
         return {"trained": f"deferlab.reference.oracle ({self.family}'s checkpoint processor, restated; semantics §18)"}
+
+
+# --- each family kind's restatement, chosen by the config's declared ``kind`` (`reference.system.family_configs`) ---
+def _qwen_geometry(width: int, height: int, cfg: QwenVLConfig) -> Geometry:
+    new_h, new_w = qwen.resize_target(height, width, cfg)
+    return Geometry(new_w, new_h, tuple(qwen.grid(height, width, cfg)), qwen.num_tokens(height, width, cfg))
+
+
+def _internvl_geometry(width: int, height: int, cfg: InternVLConfig) -> Geometry:
+    cols, rows, n = internvl.tiles(width, height, cfg)
+    s = cfg.image_size
+    return Geometry(cols * s, rows * s, (rows, cols, n), n * INTERNVL_TOKENS_PER_TILE)
+
+
+def _qwen_serve(image: Any, cfg: QwenVLConfig) -> tuple[np.ndarray, np.ndarray]:
+    pv, grid = qwen.preprocess(image, cfg)
+    return pv.reshape(pv.shape[0], 3, -1), grid[0]
+
+
+def _internvl_serve(image: Any, cfg: InternVLConfig) -> tuple[np.ndarray, np.ndarray]:
+    tiles = internvl.preprocess(image, cfg)
+    cols, rows, n = internvl.tiles(image.size[0], image.size[1], cfg)
+    return tiles.reshape(n, 3, -1), np.array([rows, cols, n], dtype=np.int64)
+
+
+_GEOMETRY = {"qwen": _qwen_geometry, "internvl": _internvl_geometry}
+_SERVE = {"qwen": _qwen_serve, "internvl": _internvl_serve}
+_LEVELS = {"qwen": qwen.normalize_levels, "internvl": internvl.normalize_levels}  # else the normalization's own

@@ -14,7 +14,10 @@ transformers ignores them.
   families, and the normalization part of the two above).
 
 ``PROFILES`` maps each family's profile name to ``(config, source)``; the published dicts themselves are
-in ``PUBLISHED`` (the tests hand them to transformers).
+in ``PUBLISHED`` (the tests hand them to transformers), with transformers' class defaults in
+`reference.system.family_configs_published` (re-exported here); how a config is read is
+`reference.system.family_configs_read`. Each type declares its family ``kind`` and its ``norm``: what code
+elsewhere asks of a config, instead of testing its type.
 """
 
 from __future__ import annotations
@@ -22,123 +25,36 @@ from __future__ import annotations
 import copy
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
-from typing import Any, TypeVar
+from typing import Any, ClassVar, TypeVar
 
+from deferlab.reference.system import family_configs_read as read
 from deferlab.reference.system.errors import ConfigError, InputTypeError, InputValueError
-from deferlab.reference.system.validate import (
-    check_bool,
-    check_int,
-    check_mapping,
-    check_number,
-    check_positive_int,
-    check_str,
-    type_name,
+from deferlab.reference.system.family_configs_published import (
+    BICUBIC,
+    CLASS_DEFAULTS,
+    CLIP_MEAN,
+    CLIP_STD,
+    HALF,
+    IMAGENET_MEAN,
+    IMAGENET_STD,
+    INTERNVL_ARCHITECTURES,
+    INTERNVL_CHECKPOINT_DEFAULTS,
+    PUBLISHED,
+    QWEN_CLASSES,
+    RESAMPLE,
+    RESCALE,
+    SOURCES,
 )
+from deferlab.reference.system.family_configs_read import base_class, processor_class
+from deferlab.reference.system.validate import check_bool, check_int, check_number, check_positive_int, type_name
 
-CLIP_MEAN = (0.48145466, 0.4578275, 0.40821073)
-CLIP_STD = (0.26862954, 0.26130258, 0.27577711)
-IMAGENET_MEAN = (0.485, 0.456, 0.406)
-IMAGENET_STD = (0.229, 0.224, 0.225)
-HALF = (0.5, 0.5, 0.5)
-RESCALE = 1 / 255  # transformers' default rescale_factor, 0.00392156862745098 as the configs write it
-# Pillow's filter numbers (PIL.Image.Resampling), as a config's ``resample`` writes them.
-RESAMPLE = {0: "NEAREST", 1: "LANCZOS", 2: "BILINEAR", 3: "BICUBIC", 4: "BOX", 5: "HAMMING"}
-BICUBIC = 3
+__all__ = [  # the published values and the readers' helpers are read from here too
+    "BICUBIC", "CLASS_DEFAULTS", "CLIP_MEAN", "CLIP_STD", "CONFIG_TYPES", "HALF", "IMAGENET_MEAN", "IMAGENET_STD",
+    "INTERNVL_ARCHITECTURES", "INTERNVL_CHECKPOINT_DEFAULTS", "PROFILES", "PUBLISHED", "QWEN_CLASSES", "RESAMPLE",
+    "RESCALE", "SOURCES", "InternVLConfig", "NormConfig", "QwenVLConfig", "base_class",
+    "family_profile", "norm_of", "processor_class", "published_config",
+]  # fmt: skip
 _C = TypeVar("_C")
-
-# Class defaults of the transformers 5.24.0 image processors the families' configs name (the class
-# attributes of each ``*ImageProcessorPil``; the torchvision class shares them). Keyed by the base name: a
-# config's ``Fast``/``Pil`` suffix names the same class (image_processing_auto maps both).
-_NORM = ("image_mean", "image_std", "rescale_factor", "do_rescale", "do_normalize")
-_CLIP_NORM = {"image_mean": CLIP_MEAN, "image_std": CLIP_STD, "rescale_factor": RESCALE}
-_ON = {"do_rescale": True, "do_normalize": True}
-CLASS_DEFAULTS: dict[str, dict[str, Any]] = {
-    "Qwen2VLImageProcessor": {
-        **_CLIP_NORM,
-        **_ON,
-        "do_convert_rgb": True,
-        "resample": BICUBIC,
-        "patch_size": 14,
-        "temporal_patch_size": 2,
-        "merge_size": 2,
-        "min_pixels": 56 * 56,
-        "max_pixels": 28 * 28 * 1280,
-    },
-    "Glm4vImageProcessor": {**_CLIP_NORM, **_ON},
-    "PixtralImageProcessor": {**_CLIP_NORM, **_ON},
-    "Gemma3ImageProcessor": {"image_mean": HALF, "image_std": HALF, "rescale_factor": RESCALE, **_ON},
-    "Gemma4ImageProcessor": {
-        "image_mean": (0.0,) * 3,
-        "image_std": (1.0,) * 3,
-        "rescale_factor": RESCALE,
-        "do_rescale": True,
-        "do_normalize": False,
-    },
-    "GotOcr2ImageProcessor": {**_CLIP_NORM, **_ON, "resample": BICUBIC, "min_patches": 1, "max_patches": 12},
-}
-QWEN_CLASSES = ("Qwen2VLImageProcessor", "Qwen2_5_VLImageProcessor")
-INTERNVL_ARCHITECTURES = ("InternVLChatModel",)
-# What the InternVL 2.5/3 checkpoints' config.json set (semantics §18.5): an engine path reads a config dict with a
-# key left out as these checkpoints have it (the remote InternVLChatConfig's own defaults differ; no deployment
-# relies on them).
-INTERNVL_CHECKPOINT_DEFAULTS: dict[str, Any] = {
-    "force_image_size": 448,
-    "image_size": 448,
-    "patch_size": 14,
-    "downsample_ratio": 0.5,
-    "min_dynamic_patch": 1,
-    "max_dynamic_patch": 12,
-    "dynamic_image_size": True,
-    "use_thumbnail": True,
-}
-_CONFIG_JSON_KEYS = (
-    "force_image_size",
-    "min_dynamic_patch",
-    "max_dynamic_patch",
-    "use_thumbnail",
-    "dynamic_image_size",
-)
-
-
-def base_class(name: str) -> str:
-    """A processor class name without transformers' backend suffix (``Fast``, ``Pil``)."""
-    for suffix in ("Fast", "Pil"):
-        if name.endswith(suffix) and name != suffix:
-            return name[: -len(suffix)]
-    return name
-
-
-def _image_processor(cfg: Mapping[str, Any]) -> Mapping[str, Any]:
-    """The image processor's own table: a ``processor_config.json`` nests it under ``image_processor``."""
-    check_mapping("preprocessor config", cfg)
-    inner = cfg.get("image_processor")
-    return inner if isinstance(inner, Mapping) else cfg
-
-
-def processor_class(cfg: Mapping[str, Any]) -> str:
-    """The class a config names: ``image_processor_type``, else ``processor_class``, else the first of
-    InternVL's ``architectures``; `ConfigError` in one line when it names none."""
-    table = _image_processor(cfg)
-    for key in ("image_processor_type", "processor_class"):
-        for where in (table, cfg):
-            if where.get(key) is not None:
-                return check_str(key, where[key])
-    arch = cfg.get("architectures")
-    if isinstance(arch, list) and arch:
-        return check_str("architectures[0]", arch[0])
-    raise ConfigError(
-        "preprocessor config names no class: it has none of image_processor_type, processor_class, "
-        f"architectures (a non-empty list); its keys: {sorted(cfg)}"
-    )
-
-
-def _class_defaults(cfg: Mapping[str, Any]) -> dict[str, Any]:
-    """The defaults of the class ``cfg`` names ({} for a class not in `CLASS_DEFAULTS`, or none named)."""
-    try:
-        name = processor_class(cfg)
-    except ConfigError:
-        return {}
-    return CLASS_DEFAULTS.get(base_class(name), {})
 
 
 def _floats(name: str, value: Any, *, positive: bool = False) -> tuple[float, ...]:
@@ -162,6 +78,8 @@ def _three(name: str, value: tuple[float, ...]) -> tuple[float, ...]:
 class NormConfig:
     """A transformers image processor's rescale and normalize: ``x = f32(f64(u) * rescale_factor)`` when
     ``do_rescale``, then ``(x - mean) / std`` in float32 when ``do_normalize`` (semantics §18.1)."""
+
+    kind: ClassVar[str] = "norm"  # the family kind this type is (`CONFIG_TYPES`): normalization only
 
     image_mean: tuple[float, ...]
     image_std: tuple[float, ...]
@@ -188,29 +106,23 @@ class NormConfig:
     def channels(self) -> int:
         return len(self.image_mean)
 
+    @property
+    def norm(self) -> NormConfig:
+        return self
+
+    @classmethod
+    def checked(cls, cfg: Any) -> NormConfig:
+        """``cfg`` itself when it is a `NormConfig`; else `InputTypeError` in one line (what a normalization-only
+        oracle takes)."""
+        if not isinstance(cfg, cls):
+            raise InputTypeError(f"cfg must be a NormConfig (reference.system.family_configs), got {type_name(cfg)}")
+        return cfg
+
     @classmethod
     def from_preprocessor_config(cls, cfg: Mapping[str, Any], *, name: str = "config") -> NormConfig:
         """Read the five keys as transformers does: a missing or ``null`` key takes the named class's default;
         `ConfigError` when neither says (an unknown class that leaves a key out)."""
-        return _reading(name, lambda: cls(**_values(cfg, _NORM, name)))
-
-
-def _values(cfg: Mapping[str, Any], keys: tuple[str, ...], name: str) -> dict[str, Any]:
-    """``keys`` of ``cfg``'s image-processor table, class defaults for the missing or null ones."""
-    table, defaults = _image_processor(cfg), _class_defaults(cfg)
-    out: dict[str, Any] = {}
-    for key in keys:
-        value = table.get(key)
-        if value is None:
-            if key not in defaults:
-                cls_name = table.get("image_processor_type") or cfg.get("processor_class") or "no class"
-                raise ConfigError(
-                    f"preprocessor config {name!r} has no {key!r} and names {cls_name!r}, whose default deferlab "
-                    f"does not know; accepted: the key, or a class of {sorted(CLASS_DEFAULTS)}"
-                )
-            value = defaults[key]
-        out[key] = value
-    return out
+        return _reading(name, lambda: cls(**read.values(cfg, read.NORM_KEYS, name)))
 
 
 def _reading(name: str, build: Callable[[], _C]) -> _C:
@@ -226,6 +138,8 @@ def _reading(name: str, build: Callable[[], _C]) -> _C:
 @dataclass(frozen=True)
 class QwenVLConfig:
     """Qwen2-VL's image processor settings (transformers ``Qwen2VLImageProcessor``; semantics §18.2)."""
+
+    kind: ClassVar[str] = "qwen"  # the family kind this type is (`CONFIG_TYPES`)
 
     patch_size: int = 14
     temporal_patch_size: int = 2
@@ -271,39 +185,7 @@ class QwenVLConfig:
         ``size.longest_edge`` bound the pixels, the legacy top-level ``min_pixels`` / ``max_pixels`` override
         them; a ``size`` without both bounds is refused (transformers' resize refuses it at call time);
         ``do_resize`` must be true (the restatement always resizes)."""
-        return _reading(name, lambda: cls(**_qwen_values(cfg, name)))
-
-
-def _qwen_values(cfg: Mapping[str, Any], name: str) -> dict[str, Any]:
-    table = _image_processor(cfg)
-    kind = table.get("image_processor_type")
-    if kind is not None and base_class(str(kind)) not in QWEN_CLASSES:
-        raise ConfigError(
-            f"preprocessor config {name!r} names {kind!r}; accepted: a Qwen2-VL image processor "
-            f"({', '.join(QWEN_CLASSES)}, with or without Fast/Pil)"
-        )
-    if table.get("do_resize") is not None and table["do_resize"] is not True:
-        raise ConfigError(f"preprocessor config {name!r}: do_resize must be true, got {table['do_resize']!r}")
-    defaults = CLASS_DEFAULTS["Qwen2VLImageProcessor"]
-    keys = ("patch_size", "temporal_patch_size", "merge_size", *_NORM, "do_convert_rgb", "resample")
-    out = {k: defaults[k] if table.get(k) is None else table[k] for k in keys}
-    size = table.get("size")
-    bounds = {"min_pixels": defaults["min_pixels"], "max_pixels": defaults["max_pixels"]}
-    if size is not None:
-        check_mapping("size", size)
-        for key, edge in (("min_pixels", "shortest_edge"), ("max_pixels", "longest_edge")):
-            bounds[key] = size.get(edge)
-    for key in bounds:  # the legacy keys win over size, as Qwen2VLImageProcessor.__init__ applies them
-        if table.get(key) is not None:
-            bounds[key] = table[key]
-    for key, edge in (("min_pixels", "shortest_edge"), ("max_pixels", "longest_edge")):
-        if bounds[key] is None:
-            raise ConfigError(
-                f"preprocessor config {name!r}: size has no {edge!r} (and no {key!r}): {size!r}; accepted: size with "
-                "both shortest_edge and longest_edge, or the min_pixels / max_pixels keys"
-            )
-        bounds[key] = check_positive_int(f"{key} (size.{edge})", bounds[key])
-    return {**out, **bounds}
+        return _reading(name, lambda: cls(**read.qwen_values(cfg, name)))
 
 
 @dataclass(frozen=True)
@@ -311,6 +193,8 @@ class InternVLConfig:
     """InternVL 2.5/3 preprocessing as the model card's ``load_image`` runs it (semantics §18.4): tiles of
     ``image_size``, a grid of ``min_num``..``max_num`` tiles, a thumbnail when ``use_thumbnail`` and more than
     one tile; ``dynamic_image_size`` off means one tile (min = max = 1, as vLLM reads it)."""
+
+    kind: ClassVar[str] = "internvl"  # the family kind this type is (`CONFIG_TYPES`)
 
     image_size: int = 448
     min_num: int = 1
@@ -339,6 +223,11 @@ class InternVLConfig:
         """(min, max) tiles the grid may have: the config's when dynamic, else (1, 1)."""
         return (self.min_num, self.max_num) if self.dynamic_image_size else (1, 1)
 
+    @property
+    def norm(self) -> NormConfig:
+        """The card's ImageNet mean/std with rescale 1/255, the values GotOcr2 is configured with (`norm_of`)."""
+        return NormConfig(self.image_mean, self.image_std)
+
     @classmethod
     def from_preprocessor_config(cls, cfg: Mapping[str, Any], *, name: str = "config") -> InternVLConfig:
         """Read InternVL's ``config.json`` (``force_image_size``, else ``vision_config.image_size``;
@@ -347,153 +236,13 @@ class InternVLConfig:
         ``GotOcr2ImageProcessor`` config (``size`` square, ``min_patches``, ``max_patches``, its mean/std;
         thumbnail on, as ``crop_image_to_patches`` defaults it). What the card cannot express (a resample other
         than BICUBIC, rescale or normalize off, another rescale factor) is refused."""
-        return _reading(name, lambda: cls(**_internvl_values(cfg, name)))
+        return _reading(name, lambda: cls(**read.internvl_values(cfg, name)))
 
 
-def _internvl_values(cfg: Mapping[str, Any], name: str) -> dict[str, Any]:
-    check_mapping("config", cfg)
-    table = _image_processor(cfg)
-    if base_class(str(table.get("image_processor_type", ""))) == "GotOcr2ImageProcessor":
-        return _got_ocr2_values(table, name)
-    architectures = cfg.get("architectures") if isinstance(cfg.get("architectures"), list) else []
-    if not any(k in cfg for k in _CONFIG_JSON_KEYS) and not set(architectures) & set(INTERNVL_ARCHITECTURES):
-        raise ConfigError(
-            f"config {name!r} is neither InternVL's config.json (keys {list(_CONFIG_JSON_KEYS)} or architectures "
-            f"{list(INTERNVL_ARCHITECTURES)}) nor a GotOcr2ImageProcessor preprocessor config; its keys: {sorted(cfg)}"
-        )
-    vision = cfg.get("vision_config") if isinstance(cfg.get("vision_config"), Mapping) else {}
-    size = cfg.get("force_image_size") if cfg.get("force_image_size") is not None else vision.get("image_size", 448)
-    given = {
-        "min_num": cfg.get("min_dynamic_patch"),
-        "max_num": cfg.get("max_dynamic_patch"),
-        "use_thumbnail": cfg.get("use_thumbnail"),
-        "dynamic_image_size": cfg.get("dynamic_image_size"),
-    }
-    return {"image_size": size, **{k: v for k, v in given.items() if v is not None}}
-
-
-def _got_ocr2_values(table: Mapping[str, Any], name: str) -> dict[str, Any]:
-    got = {
-        k: CLASS_DEFAULTS["GotOcr2ImageProcessor"][k] if table.get(k) is None else table[k]
-        for k in ("resample", "min_patches", "max_patches", *_NORM)
-    }
-    size = table.get("size")
-    if not isinstance(size, Mapping) or size.get("height") is None or size.get("height") != size.get("width"):
-        raise ConfigError(
-            f"preprocessor config {name!r}: size must be a square {{'height': n, 'width': n}}, got {size!r}"
-        )
-    for key, wanted in (
-        ("resample", BICUBIC),
-        ("do_rescale", True),
-        ("do_normalize", True),
-        ("rescale_factor", RESCALE),
-    ):
-        if got[key] != wanted or isinstance(got[key], bool) != isinstance(wanted, bool):
-            raise ConfigError(
-                f"preprocessor config {name!r}: {key} is {got[key]!r}; accepted: {wanted!r} (the model card's "
-                "load_image resizes BICUBIC and runs ToTensor and Normalize)"
-            )
-    return {
-        "image_size": size["height"],
-        "min_num": got["min_patches"],
-        "max_num": got["max_patches"],
-        "image_mean": got["image_mean"],
-        "image_std": got["image_std"],
-    }
-
-
-# name -> the published dict (third-party copies where said; semantics §18.5 gives the sources in full)
-PUBLISHED: dict[str, dict[str, Any]] = {
-    "qwen2.5-vl": {
-        "min_pixels": 3136,
-        "max_pixels": 12845056,
-        "patch_size": 14,
-        "temporal_patch_size": 2,
-        "merge_size": 2,
-        "image_mean": list(CLIP_MEAN),
-        "image_std": list(CLIP_STD),
-        "image_processor_type": "Qwen2VLImageProcessor",
-        "processor_class": "Qwen2_5_VLProcessor",
-    },
-    "qwen3-vl": {
-        "size": {"longest_edge": 16777216, "shortest_edge": 65536},
-        "patch_size": 16,
-        "temporal_patch_size": 2,
-        "merge_size": 2,
-        "image_mean": list(HALF),
-        "image_std": list(HALF),
-        "processor_class": "Qwen3VLProcessor",
-        "image_processor_type": "Qwen2VLImageProcessorFast",
-    },
-    "internvl": {
-        "architectures": ["InternVLChatModel"],
-        "force_image_size": 448,
-        "dynamic_image_size": True,
-        "min_dynamic_patch": 1,
-        "max_dynamic_patch": 12,
-    },
-    "glm-4.1v": {
-        "size": {"shortest_edge": 12544, "longest_edge": 9633792},
-        "do_rescale": True,
-        "patch_size": 14,
-        "temporal_patch_size": 2,
-        "merge_size": 2,
-        "image_mean": list(CLIP_MEAN),
-        "image_std": list(CLIP_STD),
-        "image_processor_type": "Glm4vImageProcessor",
-        "processor_class": "Glm4vProcessor",
-    },
-    "mistral3": {
-        "image_mean": list(CLIP_MEAN),
-        "image_std": list(CLIP_STD),
-        "rescale_factor": 0.00392156862745098,
-        "patch_size": 14,
-        "size": {"longest_edge": 1540},
-        "resample": 3,
-        "image_processor_type": "PixtralImageProcessorFast",
-        "processor_class": "PixtralProcessor",
-    },
-    "gemma3": {
-        "image_mean": list(HALF),
-        "image_std": list(HALF),
-        "rescale_factor": 0.00392156862745098,
-        "size": {"height": 896, "width": 896},
-        "resample": 2,
-        "image_seq_length": 256,
-        "image_processor_type": "Gemma3ImageProcessor",
-        "processor_class": "Gemma3Processor",
-    },
-    "gemma4": {
-        "do_normalize": False,
-        "do_rescale": True,
-        "image_mean": [0.0, 0.0, 0.0],
-        "image_std": [1.0, 1.0, 1.0],
-        "rescale_factor": 0.00392156862745098,
-        "patch_size": 16,
-        "pooling_kernel_size": 3,
-        "max_soft_tokens": 280,
-        "resample": 3,
-        "image_processor_type": "Gemma4ImageProcessor",
-        "processor_class": "Gemma4Processor",
-    },
-}
-
-_THIRD = "third-party copy of the official file"
-SOURCES: dict[str, str] = {
-    "qwen2.5-vl": f"Qwen/Qwen2.5-VL-7B-Instruct preprocessor_config.json, {_THIRD} "
-    "(unsloth/Qwen2.5-VL-7B-Instruct-bnb-4bit; the same values in 32B and 72B copies)",
-    "qwen3-vl": f"Qwen/Qwen3-VL-8B-Instruct preprocessor_config.json, {_THIRD} "
-    "(cdreetz/Qwen3-VL-8B-Instruct; the same values in Qwen3-VL-4B and Qwen3.5 copies)",
-    "internvl": "OpenGVLab/InternVL3_5-8B config.json (refs/pr/12) and an InternVL2_5-8B copy for the tiling keys; "
-    "use_thumbnail and the ImageNet mean/std from the model card's load_image (use_thumbnail=True), "
-    "the config's own use_thumbnail unverified",
-    "glm-4.1v": f"a GLM-4.1V-based checkpoint's preprocessor_config.json, {_THIRD} (hsb47gx6/AutoGLM-Phone-9B); "
-    "GLM-4.1V-9B-Thinking's own image config unverified (its video config has the same mean/std)",
-    "mistral3": f"mistralai/Mistral-Small-3.1-24B-Base-2503 preprocessor_config.json, {_THIRD} "
-    "(MtTinker/Mistral-Small-3.1-24B-Base-2503)",
-    "gemma3": f"google/gemma-3-4b-it preprocessor_config.json, {_THIRD} (Synthetica-AI/gemma-3-4b-it)",
-    "gemma4": f"a Gemma 4 processor_config.json, {_THIRD} (win10/K1-31B; rnagabh/gemma4-vision-encoder agrees)",
-}
+# The family config types. Each declares its ``kind`` once (``qwen``, ``internvl``: a geometry and pixels;
+# ``norm``: normalization only) and its ``norm``: code elsewhere reads those, never the type (issue 29;
+# tests/project/test_name_switches.py).
+CONFIG_TYPES: tuple[type, ...] = (QwenVLConfig, InternVLConfig, NormConfig)
 
 _READERS: dict[str, Any] = {
     "qwen2.5-vl": QwenVLConfig,
@@ -526,13 +275,9 @@ def published_config(name: str) -> dict[str, Any]:
 
 
 def norm_of(cfg: QwenVLConfig | InternVLConfig | NormConfig) -> NormConfig:
-    """The rescale and normalize a family config implies in transformers' terms (InternVL: ImageNet
+    """The rescale and normalize a family config implies in transformers' terms (its ``norm``; InternVL: ImageNet
     mean/std with rescale 1/255, the values GotOcr2 is configured with; the card's own ToTensor order is
     `reference.oracle.internvl.normalize_levels`)."""
-    if isinstance(cfg, NormConfig):
-        return cfg
-    if isinstance(cfg, QwenVLConfig):
-        return cfg.norm
-    if isinstance(cfg, InternVLConfig):
-        return NormConfig(cfg.image_mean, cfg.image_std)
-    raise InputTypeError(f"cfg must be a QwenVLConfig, InternVLConfig or NormConfig, got {type_name(cfg)}")
+    if not isinstance(cfg, CONFIG_TYPES):
+        raise InputTypeError(f"cfg must be a QwenVLConfig, InternVLConfig or NormConfig, got {type_name(cfg)}")
+    return cfg.norm
