@@ -157,15 +157,17 @@ def _small(record: realistic.ImageRecord) -> tuple[int, int]:
 
 
 @functools.cache
-def image_bytes(kind: str, mode: str, orientation: int, w: int, h: int) -> bytes:
-    """A realistic record's image, small: its mode, its EXIF orientation, sent as its class is (§21.7)."""
+def image(kind: str, mode: str, w: int, h: int) -> Any:
+    """A realistic record's decoded image, small (§21.7): its mode, the class's alpha (transparent bands for the
+    transparency classes, opaque otherwise), a gradient with noise (no symmetry); a palette image of a
+    transparency class carries its transparency as Pillow's ``info`` does after decoding a ``tRNS`` chunk."""
     from PIL import Image
 
     from deferlab.properties.strategies import encoded
 
     rgb = encoded._rgb(w, h, 0)
     alpha = encoded._alpha(w, h, 0) if kind in TRANSPARENT_CLASSES else np.full((h, w), 255, np.uint8)
-    image = {
+    made = {
         "RGB": lambda: Image.fromarray(rgb),
         "RGBA": lambda: Image.fromarray(np.dstack([rgb, alpha])),
         "L": lambda: Image.fromarray(rgb[..., 0]),
@@ -173,16 +175,33 @@ def image_bytes(kind: str, mode: str, orientation: int, w: int, h: int) -> bytes
         "1": lambda: Image.fromarray(rgb[..., 0]).convert("1"),
         "P": lambda: Image.fromarray(rgb).quantize(16, dither=Image.Dither.NONE),
     }[mode]()
+    if mode == "P" and kind in TRANSPARENT_CLASSES:
+        made.info["transparency"] = PALETTE_ALPHA
+    return made
+
+
+PALETTE_ALPHA = bytes([0, 128] + [255] * 14)  # entry 0 transparent, entry 1 half: what a tRNS chunk says
+
+
+@functools.cache
+def image_bytes(kind: str, mode: str, orientation: int, w: int, h: int) -> bytes:
+    """A realistic record's image, small: its mode, its EXIF orientation, sent as its class is (§21.7)."""
+    from PIL import Image
+
+    from deferlab.properties.strategies import encoded
+
+    image_ = image(kind, mode, w, h).copy()
+    image_.info.pop("transparency", None)
     jpeg = kind in JPEG_CLASSES and mode in ("RGB", "L")
     options: dict[str, Any] = {"quality": 95} if jpeg else {}
     if mode == "P" and kind in TRANSPARENT_CLASSES:
-        options["transparency"] = bytes([0, 128] + [255] * 14)
+        options["transparency"] = PALETTE_ALPHA
     if orientation != 1:
         exif = Image.Exif()
         exif[encoded.EXIF_ORIENTATION] = orientation
         options["exif"] = exif.tobytes()
     buf = io.BytesIO()
-    image.save(buf, "JPEG" if jpeg else "PNG", **options)
+    image_.save(buf, "JPEG" if jpeg else "PNG", **options)
     return buf.getvalue()
 
 
@@ -208,3 +227,83 @@ def bytes_impact(
                       f"{LONG_SIDE} px in its mode and orientation, sent as its class is; {len(seen)} distinct files"},
         "seconds": round(time.perf_counter() - started, 3),
     }  # fmt: skip
+
+
+def images_impact(problem: Callable[[Any], str | None], n: int = 2000) -> dict[str, Any]:
+    """C14: the realistic images (semantics §21.5), each remade small and decoded (`image`), that the served side
+    treats otherwise than TRAINED by the claim's own comparison ``problem(image)`` (None: the same). Each distinct
+    small image is served once."""
+    started = time.perf_counter()
+    seen: dict[tuple[Any, ...], bool] = {}
+    affected: dict[str, list[int]] = {}
+    for record in realistic.images(n):
+        w, h = _small(record)
+        key = (record.kind in TRANSPARENT_CLASSES, record.mode, w, h)
+        if key not in seen:
+            seen[key] = problem(image(record.kind, record.mode, w, h)) is not None
+        row = affected.setdefault(record.kind, [0, 0])
+        row[1] += 1
+        row[0] += int(seen[key])
+    return {
+        "realistic": {**share(affected), "distribution": f"realistic.images({n}, seed 0), each remade decoded at "
+                      f"long side {LONG_SIDE} px in its mode and its class's alpha; {len(seen)} distinct images"},
+        "seconds": round(time.perf_counter() - started, 3),
+    }  # fmt: skip
+
+
+def geometry_impact(
+    served: Sequence[Callable[[int, int], Any]], trained: Callable[[int, int], Any], n: int = 2000
+) -> dict[str, Any]:
+    """C13: the realistic images (semantics §21.5) at their displayed size whose geometry any served side gives
+    otherwise than TRAINED (a refusal on one side counts; both refusing is agreement), with the tokens of the
+    affected sizes. ``served`` and ``trained`` give a geometry with ``tokens`` or raise to refuse."""
+    started = time.perf_counter()
+
+    def answer(fn: Callable[[int, int], Any], w: int, h: int) -> Any:
+        try:
+            return fn(w, h)
+        except Exception as exc:  # noqa: BLE001 - a refusal is an answer, compared below
+            return ("refused", type(exc).__name__)
+
+    seen: dict[tuple[int, int], tuple[bool, list[tuple[int, int]]]] = {}
+    affected: dict[str, list[int]] = {}
+    tokens: list[tuple[int, int]] = []
+    for record in realistic.images(n):
+        size = realistic.displayed(record)
+        if size not in seen:
+            want = answer(trained, *size)
+            got = [answer(fn, *size) for fn in served]
+            differ = any(g != want for g in got)  # a refusal is a tuple: unequal to any geometry
+            pairs = [(int(g.tokens), int(want.tokens)) for g in got if not isinstance(g, tuple)
+                     and not isinstance(want, tuple) and g != want]  # fmt: skip
+            seen[size] = (differ, pairs)
+        differ, pairs = seen[size]
+        row = affected.setdefault(record.kind, [0, 0])
+        row[1] += 1
+        row[0] += int(differ)
+        tokens += pairs if differ else []
+    out: dict[str, Any] = {
+        "realistic": {**share(affected), "distribution": f"realistic.images({n}, seed 0) at their displayed sizes; "
+                      f"{len(seen)} distinct sizes"},
+    }  # fmt: skip
+    if tokens:
+        out["tokens"] = ratios(tokens)
+    out["seconds"] = round(time.perf_counter() - started, 3)
+    return out
+
+
+def tower_numbers(
+    served: np.ndarray, trained: np.ndarray, served_levels: np.ndarray, trained_levels: np.ndarray
+) -> dict[str, Any]:
+    """C14's ``pixels`` at one input (semantics §21.7): the two sides' normalized tensors as the tower gets them,
+    rounded to bf16, and the uint8 levels each side's values stand for (recovered through its own table)."""
+    a, b = bf16(served.astype(np.float32)), bf16(trained.astype(np.float32))
+    s, t = served_levels.astype(np.int32), trained_levels.astype(np.int32)
+    return {
+        "compared": int(served.size),
+        "differ": int(np.count_nonzero(s != t)),
+        "max_levels": int(np.abs(s - t).max(initial=0)),
+        "psnr_db": round(psnr(s, t), 2) if np.any(s != t) else "inf",
+        "bf16_differ": int(np.count_nonzero(a != b)),
+        "max_bf16_ulps": round(float(bf16_ulps(a, b).max(initial=0.0)), 2),
+    }
