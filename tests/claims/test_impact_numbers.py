@@ -135,3 +135,53 @@ def test_an_impact_is_attached_to_the_last_verdict_of_its_claim_and_policy() -> 
     assert "impact" not in rec.claims[0] and rec.claims[1]["impact"] == {"realistic": {"affected": 1}}
     with pytest.raises(ValueError, match="no verdict of C16"):
         rec.attach_impact("C16", "p", {})
+
+
+class _G:
+    """A geometry: equal when its tokens are."""
+
+    def __init__(self, tokens: int) -> None:
+        self.tokens = tokens
+
+    def __eq__(self, other: object) -> bool:
+        return isinstance(other, _G) and other.tokens == self.tokens
+
+    __hash__ = None  # type: ignore[assignment]
+
+
+def test_geometry_impact_counts_the_displayed_sizes_that_differ_and_their_tokens() -> None:
+    def trained(w: int, h: int) -> _G:
+        return _G(w * h // 1000)
+
+    def served(w: int, h: int) -> _G:  # doubles the tokens of portrait sizes, refuses sizes over 10,000 wide
+        if w > 10_000:
+            raise ValueError("too wide")
+        return _G(w * h // 1000 * (2 if h > w else 1))
+
+    records = realistic.images(500)
+    got = impact.geometry_impact([served], trained, n=500)
+    sizes = [realistic.displayed(r) for r in records]
+    assert got["realistic"]["affected"] == sum(h > w or w > 10_000 for w, h in sizes)
+    assert got["tokens"]["ratio_min"] == got["tokens"]["ratio_max"] == 2.0  # refusals have no tokens
+    same = impact.geometry_impact([trained], trained, n=500)
+    assert same["realistic"]["affected"] == 0 and "tokens" not in same
+
+
+def test_images_impact_reads_the_problem_on_each_mode_and_alpha() -> None:
+    def drops_alpha(image) -> str | None:  # a served side differing only where alpha is below 255
+        if image.mode in ("RGBA", "LA"):
+            return "differs" if np.asarray(image.getchannel("A")).min() < 255 else None
+        return "differs" if image.mode == "P" and "transparency" in image.info else None
+
+    records = realistic.images(600)
+    got = impact.images_impact(drops_alpha, n=600)
+    want = sum(r.kind in impact.TRANSPARENT_CLASSES and r.mode in ("RGBA", "LA", "P") for r in records)
+    assert got["realistic"]["affected"] == want > 0
+
+
+def test_tower_numbers_count_bf16_and_levels() -> None:
+    trained = np.array([0.5, -1.0, 0.25], np.float32)
+    served = np.array([0.5 + 2**-9, -1.0, 0.25 + 2**-5], np.float32)  # the first vanishes in bf16; the last:
+    # 2**-5 at 0.25, whose bf16 ulp is 2**(-2 - 7): 16 ulps
+    got = impact.tower_numbers(served, trained, np.array([10, 20, 31]), np.array([10, 20, 30]))
+    assert (got["bf16_differ"], got["max_bf16_ulps"], got["differ"], got["max_levels"]) == (1, 16.0, 1, 1)
