@@ -12,6 +12,7 @@ from __future__ import annotations
 import functools
 import io
 import math
+import os
 import statistics
 import time
 from collections.abc import Callable, Sequence
@@ -20,6 +21,13 @@ from typing import Any
 import numpy as np
 
 from deferlab.reference.system import realistic
+
+
+def wanted() -> bool:
+    """Whether this run measures impact: not inside a mutation campaign's runs (``DEFERLAB_MUTATE_OUTCOMES`` set by
+    `reports.mutate`), which read verdicts only; there the measurement would only slow each mutant."""
+    return os.environ.get("DEFERLAB_MUTATE_OUTCOMES") is None
+
 
 LONG_SIDE = 24  # a realistic image is remade this small: the loaders part on mode, orientation, alpha (§21.7)
 JPEG_CLASSES = frozenset(
