@@ -3,7 +3,8 @@
 Why a command: the versions matrix paints float32 rounding and a ten-fold token count the same red. This reads
 what a run recorded (nothing is loaded, fetched or rerun), classes each failing cell by what it does to the model
 (`reference.system.impact`, semantics §21), groups cells by the engine function they arise in, and writes
-findings.md and findings.json (atomically) with an issue text per finding. ``--fail-on CLASSES`` makes CI fail
+findings.md and findings.json (atomically) with an issue text per finding, and a picture per defect finding
+(``F<n>.png``, `reports.findings.pictures`). ``--fail-on CLASSES`` makes CI fail
 on the classes a project cares about.
 
     deferlab findings reports/example/versions-newest/versions.json --out findings --fail-on crash,sequence
@@ -23,7 +24,7 @@ from deferlab.reference.system.errors import InputValueError, UsageError
 from deferlab.reference.system.impact import LABELS, parse_fail_on
 from deferlab.reports.core.atomic import check_out_dir, write_text_atomic
 from deferlab.reports.core.claims import default_out_dir
-from deferlab.reports.findings import render
+from deferlab.reports.findings import pictures, render
 from deferlab.reports.findings.group import group
 
 NEEDED = ("schema_version", "columns", "verdicts", "failure_groups", "evidence", "provenance")
@@ -76,9 +77,11 @@ def run(args: argparse.Namespace) -> int:
         ) from None
     result = render.document(findings, str(args.results), errored=len(doc.get("errors") or {}))
     out.mkdir(parents=True, exist_ok=True)
+    drawn = pictures.draw(doc, result, out)  # each defect's F<n>.png, or why it has none (in the result)
     write_text_atomic(out / "findings.json", json.dumps(result, indent=1) + "\n")
     write_text_atomic(out / "findings.md", render.markdown(result))
-    print(render.summary(result) + f"written: {out / 'findings.md'}, {out / 'findings.json'}")
+    pngs = f", {len(drawn)} pictures (F<n>.png)" if drawn else ""
+    print(render.summary(result) + f"written: {out / 'findings.md'}, {out / 'findings.json'}{pngs}")
     hit = sorted({f.severity for f in findings} & fail_on, reverse=True)
     if hit:
         print(f"--fail-on: {', '.join(s.label for s in hit)} present")

@@ -123,7 +123,7 @@ def measure(f: Finding) -> dict[str, Any]:
     if tokens := _TOKENS.search(rep.texts[0] if rep.texts else rep.row.failure):
         served, trained = int(tokens.group(1)), int(tokens.group(2))
         out["tokens"] = f"{served} served vs {trained} trained ({served / trained:.2f}x) at the minimal input"
-    if f.effect == "geometry":
+    if f.key[2] == "geometry":  # the cause (its members may show pixels too: C14 with C13)
         recorded = {(int(a), int(b)) for m in f.members for a, b in _SIZE.findall(m.row.evidence)}
         if isinstance(rep.row.counterexample, list) and len(rep.row.counterexample) == 2:
             recorded.add(tuple(rep.row.counterexample))  # type: ignore[arg-type]
@@ -136,9 +136,9 @@ def measure(f: Finding) -> dict[str, Any]:
         worst_share = max(unexplained, key=lambda m: _n(m.group(1)) / _n(m.group(2)))
         out["unexplained"] = f"{worst_share.group(1)} of {worst_share.group(2)} values (worst cell and class)"
     classes = sorted({c.group(1) for m in f.members for t in m.texts if (c := _CLASS.match(t))})
-    if classes and f.effect == "pixels":
+    if classes and f.key[2] == "pixels":
         out["classes"] = classes
-    if f.effect == "normalization":
+    if f.key[2] == "normalization":
         fp32 = _all(_FP32, texts) + _all(_FP32_SHORT, texts)
         if fp32:
             top = max(fp32, key=lambda m: _n(m.group(1)) / _n(m.group(2)))

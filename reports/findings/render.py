@@ -16,6 +16,7 @@ from packaging.version import InvalidVersion, Version
 
 from deferlab.reference.system.impact import LABELS, Severity
 from deferlab.reference.system.systems import ENGINES
+from deferlab.reference.system.systems import MODEL as MODEL_ENGINE
 from deferlab.reports.core.claims import load_claim_statements
 from deferlab.reports.findings.group import Finding
 from deferlab.reports.findings.numbers import expected_served, measure
@@ -55,13 +56,24 @@ def _short(value: Any, limit: int = 240) -> str:
     return text if len(text) <= limit else text[: limit - 3] + "..."
 
 
-def _span(d: dict[str, Any]) -> str:
+def span(d: dict[str, Any]) -> str:
+    """The releases a finding spans: one, or first-last."""
     first, last = d["releases"]["first"], d["releases"]["last"]
     return first if first == last else f"{first}-{last}"
 
 
+def display(engine: str) -> str:
+    """An engine's display name; deferlab's own model (a report's policy columns) is named as such."""
+    facts = ENGINES.get(engine)
+    if facts is not None:
+        return facts.display
+    return "deferlab's model" if engine in (MODEL_ENGINE, "deferlab") else engine
+
+
 def _reproduce(engine: str, version: str, family: str, claim: str) -> str:
-    facts = ENGINES[engine]
+    facts = ENGINES.get(engine)
+    if facts is None:  # deferlab's model: its claim tests, under the policy column that failed
+        return f"deferlab report --profile ci (the {claim} column {version} of deferlab's model)"
     where = version if engine == next(iter(ENGINES)) else f"{facts.option} {version}"
     model = f" --model {family}" if family else ""
     return f"deferlab versions {where}{model} --claims {claim}"
@@ -100,17 +112,17 @@ def describe(f: Finding, number: int, statements: dict[str, dict[str, str]] | No
 
 def issue(d: dict[str, Any], family: str, version: str) -> str:
     """A markdown issue a maintainer can paste: the finding, its evidence and how to reproduce it."""
-    engine = ENGINES[d["engine"]].display
-    span = _span(d)
+    engine = display(d["engine"])
+    releases = span(d)
     impact = "\n".join(
         f"- {_LABELS.get(k, k)}: {', '.join(v) if isinstance(v, list) else v}" for k, v in d["impact"].items()
     )
     cells = ", ".join(f"{c['claim']} `{c['column']}` ({c['severity']})" for c in d["cells"])
     return "\n".join([
-        f"### [{d['severity']}] {engine} {span}: {', '.join(d['claims'])} ({d['effect']}) in `{d['function']}`",
+        f"### [{d['severity']}] {engine} {releases}: {', '.join(d['claims'])} ({d['effect']}) in `{d['function']}`",
         "",
         f"**What the model gets.** {MEANING[LABELS[d['severity']]]}.",
-        f"**Where.** `{d['function']}` ({engine} {span}); families: {', '.join(d['families']) or 'the default'}; "
+        f"**Where.** `{d['function']}` ({engine} {releases}); families: {', '.join(d['families']) or 'the default'}; "
         f"paths: {', '.join(d['paths'])}.",
         f"**Minimal input.** `{_short(d['minimal_input'])}` (claim {d['minimal_cell']['claim']}, column "
         f"`{d['minimal_cell']['column']}`)",
@@ -122,6 +134,14 @@ def issue(d: dict[str, Any], family: str, version: str) -> str:
         f"**Reproduce.** `{_reproduce(d['engine'], version, family, d['minimal_cell']['claim'])}` "
         "(deferlab runs the release's own code from its wheel; semantics §21)",
     ]).replace("\n**", "\n\n**").replace("\n\n\n", "\n\n")  # fmt: skip
+
+
+def picture_line(d: dict[str, Any]) -> str:
+    """The finding's picture in findings.md (`pictures.draw`), or why it has none: never a blank."""
+    if d.get("picture"):
+        return f"**Picture.** ![{d['id']}]({d['picture']})"
+    why = d.get("no_picture") or "not drawn here (`deferlab findings RESULTS` draws each finding's picture)"
+    return f"**Picture.** no picture: {why}"
 
 
 def document(findings: list[Finding], source: str, errored: int = 0) -> dict[str, Any]:
@@ -140,7 +160,7 @@ def document(findings: list[Finding], source: str, errored: int = 0) -> dict[str
 
 
 def _line(d: dict[str, Any]) -> str:
-    span = _span(d)
+    releases = span(d)
     said = {
         "sizes": "{}", "tokens": "{}", "realistic": "{}", "max_levels": "up to {} levels",
         "bf16_differ_max": "{} values differ after BF16",
@@ -153,7 +173,7 @@ def _line(d: dict[str, Any]) -> str:
         if k in impact and impact[k] != 0
     )
     return (
-        f"{d['id']} [{d['severity']}] {ENGINES[d['engine']].display} {span} {d['function']} "
+        f"{d['id']} [{d['severity']}] {display(d['engine'])} {releases} {d['function']} "
         f"({', '.join(d['claims'])}; {', '.join(d['families']) or 'default family'})"
         + (f": {numbers}" if numbers else "")
     )
@@ -187,14 +207,14 @@ def markdown(doc: dict[str, Any]) -> str:
         "|---|---|---|---|---|---|---|---|",
     ]
     for d in defects:
-        span = _span(d)
+        releases = span(d)
         out.append(
-            f"| {d['id']} | {d['severity']} | {ENGINES[d['engine']].display} | {span} | `{d['function']}` | "
+            f"| {d['id']} | {d['severity']} | {display(d['engine'])} | {releases} | `{d['function']}` | "
             f"{', '.join(d['claims'])} | {', '.join(d['families'])} | {len(d['cells'])} |"
         )
     out.append("")
     for d in defects:
-        out += [d["issue"], ""]
+        out += [d["issue"], "", picture_line(d), ""]
     if folded:
         out += ["", "## Informational (float32-only and cost: never a defect)", ""]
         for d in folded:
