@@ -189,12 +189,11 @@ VLLM_VIDEO = (
     _VIDEO_COMMON
     + '''
 
-def _served_indices(monkeypatch):
-    """vLLM's frames: VideoMediaIO.load_bytes with the request's media_io_kwargs['video'] and the loader vLLM picks
-    for the checkpoint's video processor class; its loader's own compute_frames_index_to_sample chooses. One
-    stand-in, the codec call (vllm.multimodal.video.decode_video): it reports the clip's metadata as OpenCV reads
-    it and serves each chosen frame once, in increasing order, as a 1x1 frame (OpenCV's read_frames). Qwen2.5-VL's
-    processor keeps the frames as they come; Qwen3-VL's resamples a clip read whole (semantics §20.6)."""
+def _loaded(monkeypatch):
+    """vLLM's loader metadata: VideoMediaIO.load_bytes with the request's media_io_kwargs['video'] and the loader
+    vLLM picks for the checkpoint's video processor class; its loader's own compute_frames_index_to_sample
+    chooses. One stand-in, the codec call (vllm.multimodal.video.decode_video): it reports the clip's metadata as
+    OpenCV reads it and serves each chosen frame once, in increasing order, as a 1x1 frame (OpenCV's read_frames)."""
 
     def decode_video(backend, loader_cls, data, target, sampling_kwargs, backend_kwargs, *, frame_recovery):
         duration = FRAMES / FPS if FPS > 0 else 0.0
@@ -206,7 +205,13 @@ def _served_indices(monkeypatch):
     monkeypatch.setattr(vllm_video, "decode_video", decode_video)
     kwargs = dict(VideoMediaIO.merge_kwargs(None, dict(MEDIA_IO_KWARGS)))
     kwargs.setdefault("video_backend", vllm_video.get_video_loader_backend_for_processor(PROCESSOR))
-    _, metadata = VideoMediaIO(ImageMediaIO(), **kwargs).load_bytes(b"").media
+    return VideoMediaIO(ImageMediaIO(), **kwargs).load_bytes(b"").media[1]
+
+
+def _served_indices(monkeypatch):
+    """vLLM's frames: those its loader read (`_loaded`); Qwen2.5-VL's processor keeps them as they come, Qwen3-VL's
+    resamples a clip read whole (semantics §20.6)."""
+    metadata = _loaded(monkeypatch)
     read = [int(i) for i in metadata["frames_indices"]]
     if PROCESSOR != "Qwen3VLVideoProcessor" or not metadata["do_sample_frames"]:
         return read

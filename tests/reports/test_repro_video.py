@@ -151,8 +151,8 @@ def test_the_options_of_a_request_reach_each_engine_under_its_own_names() -> Non
 @pytest.mark.parametrize(
     ("r", "why"),
     [
-        ({**VLLM_C16, "id": "C17"}, "vLLM's C17 has no template (its processor kwargs, Qwen3-VL's resampling)"),
-        ({**VLLM_C16, "id": "C18"}, "C18 only where the times are the processor's own of the engine's frames"),
+        ({**VLLM_C16, "id": "C17", "policy": "internvl:VLLM"}, "a family with no video path"),
+        ({**LMDEPLOY_C16, "id": "C18", "policy": "qwen2.5-vl:LMDEPLOY"}, "LMDeploy serves no Qwen2.5-VL video"),
         ({**LMDEPLOY_C16, "policy": "qwen3-vl:LMDEPLOY host-normalized"}, "a served path that is not the default"),
         ({**LMDEPLOY_C16, "counterexample": ["JPEG EXIF 2", 17, 11, 0]}, "not a clip and request"),
         (
@@ -161,7 +161,7 @@ def test_the_options_of_a_request_reach_each_engine_under_its_own_names() -> Non
         ),
         ({**LMDEPLOY_C20, "counterexample": ["BMP", 17, 11, 0]}, "a class the script cannot make"),
         ({**LMDEPLOY_C20, "counterexample": [clip(5, 5.0), DEFAULTS]}, "C20's row with a clip"),
-        ({**LMDEPLOY_C16, "id": "C19"}, "C19 decodes real clips: no template"),
+        ({**LMDEPLOY_C16, "id": "C19"}, "C19's counterexample is a clip kind, not a clip and request"),
     ],
 )
 def test_rows_that_are_not_a_templates_get_no_file(r: dict, why: str) -> None:
