@@ -159,7 +159,7 @@ def document(findings: list[Finding], source: str, errored: int = 0) -> dict[str
     }
 
 
-def _line(d: dict[str, Any]) -> str:
+def _line(d: dict[str, Any], code: bool = False) -> str:
     releases = span(d)
     said = {
         "sizes": "{}", "tokens": "{}", "realistic": "{}", "max_levels": "up to {} levels",
@@ -173,22 +173,27 @@ def _line(d: dict[str, Any]) -> str:
         if k in impact and impact[k] != 0
     )
     return (
-        f"{d['id']} [{d['severity']}] {display(d['engine'])} {releases} {d['function']} "
+        f"{d['id']} [{d['severity']}] {display(d['engine'])} {releases} {_fn(d, code)} "
         f"({', '.join(d['claims'])}; {', '.join(d['families']) or 'default family'})"
         + (f": {numbers}" if numbers else "")
     )
 
 
-def summary(doc: dict[str, Any]) -> str:
-    """The stdout summary: counts, then one line per defect finding, then the informational ones in short."""
+def _fn(d: dict[str, Any], code: bool) -> str:
+    return f"`{d['function']}`" if code else d["function"]
+
+
+def summary(doc: dict[str, Any], code: bool = False) -> str:
+    """The stdout summary: counts, then one line per defect finding, then the informational ones in short
+    (``code``: each function set as markdown code, for report.md)."""
     counts = ", ".join(f"{n} {label}" for label, n in doc["counts"].items())
     lines = [f"{len(doc['findings'])} findings ({counts}) from {doc['source']}"]
     if doc.get("errored"):
         lines.append(f"not findings: {doc['errored']} claim runs errored (see the document's errors)")
-    lines += [_line(d) for d in doc["findings"] if LABELS[d["severity"]].defect]
+    lines += [_line(d, code) for d in doc["findings"] if LABELS[d["severity"]].defect]
     folded = [d for d in doc["findings"] if not LABELS[d["severity"]].defect]
     if folded:
-        lines.append(f"informational ({len(folded)}): " + "; ".join(f"{d['id']} {d['function']}" for d in folded))
+        lines.append(f"informational ({len(folded)}): " + "; ".join(f"{d['id']} {_fn(d, code)}" for d in folded))
     return "\n".join(lines) + "\n"
 
 

@@ -1,13 +1,13 @@
-"""report.md: a one-screen summary, the verdict table, then the figures inline, then the details.
+"""report.md: the findings, a one-screen summary, the verdict table, then the figures inline, then the details.
 
 Plain GitHub-flavoured markdown; figures are referenced by relative file name
 so the directory can be moved or attached to a CI run as a whole. A reviewer
-reads the summary first (what ran, what fails, what changed), so it fits one
+reads the findings and the summary first (what ran, what fails, what changed), so they fit one
 screen; each distinct failure is then one entry under *Details* listing every
 column it applies to (`reports.core.grouping`), and no text is cut anywhere without
 its full text beside it in a ``<details>`` block. A failing cell of the verdict table names its severity class
 (semantics §21: `reference.system.impact.classify` of the row's failure, evidence and signatures), as versions.md
-does.
+does; the findings the failing rows make (one per root cause, worst first, `reports.findings.fromreport`) lead it.
 """
 
 from __future__ import annotations
@@ -20,6 +20,7 @@ from deferlab.reference.system.signatures import signature_set
 from deferlab.reference.system.systems import ENGINES
 from deferlab.reports.core import grouping
 from deferlab.reports.core.claims import VERDICT_CELL, stand_ins_by_kind
+from deferlab.reports.findings.fromreport import section as findings_section
 from deferlab.reports.report import sections
 from deferlab.reports.report.sections import ERROR_CELL, cut_errors, in_full, short
 from deferlab.reports.report.sections import esc as _esc
@@ -292,6 +293,7 @@ def render_markdown(report: dict[str, Any]) -> str:
     out = [
         f"# deferlab report, {report['generated_at']}",
         "",
+        *findings_section(report),
         *summary_markdown(report, groups),
         "",
         *_system(report),

@@ -144,6 +144,7 @@ def test_no_line_is_cut_without_its_full_text_in_a_details_block_beside_it() -> 
 
 def _summary(md: str) -> list[str]:
     lines = md.splitlines()
+    lines = lines[:2] + lines[lines.index("## Summary") :]  # the findings section between them leads report.md
     end = next(i for i, x in enumerate(lines[1:], 1) if x.startswith("## ") and x != "## Summary")
     return lines[:end]
 
