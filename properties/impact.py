@@ -237,24 +237,35 @@ def bytes_impact(
     }  # fmt: skip
 
 
+PIXEL_SIZE = (16, 12)  # C14's remade image (12 x 16 for a portrait record): its pixels, not its size (§21.7)
+_GRID_CHANGE = "!= checkpoint's"  # C14's wording for a grid or shape change (semantics §21.1's sequence)
+
+
 def images_impact(problem: Callable[[Any], str | None], n: int = 2000) -> dict[str, Any]:
-    """C14: the realistic images (semantics §21.5), each remade small and decoded (`image`), that the served side
-    treats otherwise than TRAINED by the claim's own comparison ``problem(image)`` (None: the same). Each distinct
-    small image is served once."""
+    """C14: the realistic images (semantics §21.5), each remade decoded at `PIXEL_SIZE` in its mode and its class's
+    alpha (`image`), whose pixels the served side gives otherwise than TRAINED by the claim's own comparison
+    ``problem(image)`` (None: the same). A grid change at the remade size is not counted (it is the remade size's,
+    not the upload's: C13's share at the real sizes says it), and is reported as ``grid_at_remade_size``. Each
+    distinct image is served once."""
     started = time.perf_counter()
-    seen: dict[tuple[Any, ...], bool] = {}
+    seen: dict[tuple[Any, ...], str | None] = {}
     affected: dict[str, list[int]] = {}
+    grid = 0
     for record in realistic.images(n):
-        w, h = _small(record)
+        w, h = PIXEL_SIZE if record.width >= record.height else PIXEL_SIZE[::-1]
         key = (record.kind in TRANSPARENT_CLASSES, record.mode, w, h)
         if key not in seen:
-            seen[key] = problem(image(record.kind, record.mode, w, h)) is not None
+            seen[key] = problem(image(record.kind if key[0] else "", record.mode, w, h))
+        found = seen[key]
+        changed = found is not None and _GRID_CHANGE in found
         row = affected.setdefault(record.kind, [0, 0])
         row[1] += 1
-        row[0] += int(seen[key])
+        row[0] += int(found is not None and not changed)
+        grid += int(changed)
     return {
-        "realistic": {**share(affected), "distribution": f"realistic.images({n}, seed 0), each remade decoded at "
-                      f"long side {LONG_SIDE} px in its mode and its class's alpha; {len(seen)} distinct images"},
+        "realistic": {**share(affected), "grid_at_remade_size": grid,
+                      "distribution": f"realistic.images({n}, seed 0), each remade decoded at {PIXEL_SIZE[0]}x"
+                      f"{PIXEL_SIZE[1]} (portrait: turned) in its mode and its class's alpha; {len(seen)} distinct"},
         "seconds": round(time.perf_counter() - started, 3),
     }  # fmt: skip
 

@@ -18,11 +18,10 @@ from typing import Any
 import pytest
 from hypothesis import strategies as st
 
-from deferlab.properties import claimcheck, family_geometry, served
+from deferlab.properties import claimcheck, family_geometry, family_impact, impact, served, verdicts
 from deferlab.properties import families as fam
 from deferlab.properties.strategies import served as ss
 from deferlab.reference.system import families
-from deferlab.reference.system.family_configs import InternVLConfig, QwenVLConfig
 from deferlab.reference.system.systems import family_column
 
 # Sizes where each family's geometry rule turns (semantics §18.2, §18.4): Qwen's rounding ties (42 and 70 at
@@ -39,7 +38,7 @@ NOT_FULL = "{family} is judged on normalization only (semantics §18.3): no geom
 
 def _kind(family: str) -> str:
     cfg = fam.config(family)
-    return "qwen" if isinstance(cfg, QwenVLConfig) else "internvl" if isinstance(cfg, InternVLConfig) else "norm"
+    return cfg.kind  # "qwen", "internvl" or "norm": declared by the config's type (reference.system.family_configs)
 
 
 def _applies(paths: list, family: str, policy: str, claim: str) -> tuple[bool, str]:
@@ -89,6 +88,8 @@ def test_claim_c13_family_geometry_equals_checkpoint(served_session, served_path
         not_applicable=why,
         provenance=served.provenance(served_paths) if ok else {},
     )
+    if verdict == "fails" and served_paths and impact.wanted():  # semantics §21.7
+        verdicts.attach_impact("C13", policy, family_impact.geometry(served_paths, model_family, want))
     claimcheck.assert_expected("C13", policy, verdict)
 
 
@@ -129,6 +130,11 @@ def test_claim_c14_family_pixels_equal_checkpoint(served_paths, policy, model_fa
         provenance=served.provenance(served_paths) if ok else {},
         partition=lambda case: case[0],
     )
+    if verdict == "fails" and served_paths and impact.wanted():  # semantics §21.7, at the recorded minimal input
+        rows = [r for r in verdicts.RECORDER.claims if r["id"] == "C14" and r["policy"] == policy]
+        case = rows[-1].get("counterexample") if rows else None
+        found = family_impact.pixels(served_paths, model_family, trained(model_family), case)
+        verdicts.attach_impact("C14", policy, found)
     claimcheck.assert_expected("C14", policy, verdict)
 
 
