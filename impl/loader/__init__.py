@@ -14,9 +14,13 @@ provenance      record     `StandIn` / `Records` (every module not the real thin
                            `describe` (what ran, for a report)
 standins        stand in   stand-in classes and modules; `end_import_phase`,
                            `StandInUsedError` once a stand-in is called at run time
+release_files   vouch      what a release folder holds beside its tree: the wheel's RECORD
+                           and METADATA verbatim, ``deferlab-source.json``, the kept wheel
 wheels          fetch      ``pip download --no-deps`` into ``~/.cache/deferlab/<name>/``,
                            atomic, the wheel kept; `DownloadError`; ``DEFERLAB_OFFLINE``
 bytecode        compile    compiled engine files kept by content (``<cache>/bytecode``)
+guards          read       which import statements of an engine file are guarded
+                           (``try ... except ImportError``), from its text
 integrity       check      a cached release against its wheel's RECORD, stamped; mended
                            from the kept wheel (or fetched again) where it differs
 importer        import     `Importer`: bare packages, guarded module bodies, stand-ins only
@@ -28,8 +32,10 @@ companions      pin        the libraries a release pins (transformers, torchvisi
                            installed copy; `TRANSFORMERS`, `TORCHVISION`, `KNOWN`
 patching        patch      ``--patch FILE``: a unified diff applied to a copy of the tree (never the
                            cache), named in the source's name and provenance; `PATCH_ENV`, `MARK`
-sources         resolve    ``installed`` / a checkout / a version -> `Resolved`; `Source`;
-                           one tree per engine per process; `load` (with companions)
+resolution      resolve    ``installed`` / a checkout / a version -> `Resolved`, nothing
+                           imported
+sources         load       `Source`; one tree per engine per process; `load` (with
+                           companions)
 cache           manage     what ``deferlab cache`` lists and prunes (releases, bytecode)
 ==============  =========  ===============================================================
 

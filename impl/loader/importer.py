@@ -15,7 +15,8 @@ Four rules keep the run honest (the model is Sphinx autodoc's mock importer):
    that is not installed gets a stand-in only when the importing line is an
    engine ``import`` statement outside any ``try ... except ImportError``; a
    guarded import fails as on any machine without it, so the engine's own
-   fallback runs. Imports from torch, the stdlib or deferlab never get one.
+   fallback runs. Imports from torch, the stdlib or deferlab never get one
+   (which statements are guarded: `guards`, a reading of the file's text).
 4. **Never the engine's own Python.** A module of the engine's package that its wheel ships as a ``.py``
    (the tree's ``deferlab-RECORD`` says so) but the tree lacks is a damaged tree, not a missing dependency:
    `IncompleteTreeError` naming the module, however it is imported. A compiled module the wheel ships
@@ -27,26 +28,22 @@ Stand-ins raise if the engine *calls* them after the import phase
 
 from __future__ import annotations
 
-import ast
 import importlib.abc
 import importlib.machinery
 import importlib.util
-import linecache
 import os
 import sys
 import types
 from collections.abc import Callable, Iterable
-from functools import lru_cache
 from pathlib import Path
 from typing import Any
 
-from deferlab.impl.loader import bytecode, wheels
+from deferlab.impl.loader import bytecode, guards, release_files
 from deferlab.impl.loader.engine import Engine
 from deferlab.impl.loader.provenance import Records
 from deferlab.impl.loader.standins import StandInModule, module_body, module_getattr_for
 from deferlab.reference.system.errors import Stopped
 
-_IMPORT_ERRORS = {"ImportError", "ModuleNotFoundError", "Exception", "BaseException"}
 _THIS_DIR = os.path.dirname(os.path.abspath(__file__))
 
 
@@ -68,67 +65,6 @@ class IncompleteTreeError(RuntimeError):
     def __init__(self, module: str, message: str) -> None:
         super().__init__(message)
         self.module = module
-
-
-@lru_cache(maxsize=4096)
-def _import_lines(path: str) -> dict[int, bool]:
-    """Line -> guarded? for every import statement of an engine file (guarded: inside try/except ImportError);
-    kept on disk by the file's bytes (`bytecode.lines_for`)."""
-    try:
-        data = Path(path).read_bytes()
-    except OSError:
-        return {}
-    return bytecode.lines_for(data, lambda: _scan_import_lines(data))
-
-
-def _scan_import_lines(data: bytes) -> dict[int, bool]:
-    try:
-        tree = ast.parse(data.decode("utf-8", errors="replace"))
-    except (SyntaxError, ValueError):
-        return {}
-    lines: dict[int, bool] = {}
-
-    def handler_catches(handler: ast.ExceptHandler) -> bool:
-        if handler.type is None:
-            return True
-        names = handler.type.elts if isinstance(handler.type, ast.Tuple) else [handler.type]
-        for n in names:
-            ident = n.attr if isinstance(n, ast.Attribute) else getattr(n, "id", None)
-            if ident in _IMPORT_ERRORS:
-                return True
-        return False
-
-    def visit(node: ast.AST, guarded: bool) -> None:
-        if isinstance(node, (ast.Import, ast.ImportFrom)):
-            for line in range(node.lineno, (node.end_lineno or node.lineno) + 1):
-                lines[line] = guarded
-            return
-        if isinstance(node, ast.Try) or type(node).__name__ == "TryStar":
-            catches = any(handler_catches(h) for h in node.handlers)  # type: ignore[attr-defined]
-            for child in node.body:  # type: ignore[attr-defined]
-                visit(child, guarded or catches)
-            for part in ("handlers", "orelse", "finalbody"):
-                for child in getattr(node, part):
-                    visit(child, guarded)
-            return
-        for child in ast.iter_child_nodes(node):
-            visit(child, guarded)
-
-    visit(tree, False)
-    return lines
-
-
-def _guarded(path: str, line: int) -> bool | None:
-    """Is line ``line`` of ``path`` an import statement, and is it inside ``try ... except ImportError``?
-
-    A statement starting in column 0 is a module-level import, never inside a ``try``: answered from the
-    text. Anything else is answered from the file's AST (parsed once per file).
-    """
-    text = linecache.getline(path, line)
-    stripped = text.lstrip()
-    if text and stripped.startswith(("import ", "from ")) and len(text) == len(stripped):
-        return False
-    return _import_lines(path).get(line)
 
 
 class Importer:
@@ -193,7 +129,7 @@ class Importer:
         """("python" | "compiled", path in the wheel) when the tree's wheel ships module ``name``; None when it
         does not, or when the tree has no RECORD (a checkout, the installed copy, a wheel without one)."""
         if self._shipped is None:
-            self._shipped = wheels.shipped_modules(self.root)
+            self._shipped = release_files.shipped_modules(self.root)
         return self._shipped.get(name)
 
     def unpacked(self, name: str) -> tuple[str, str] | None:
@@ -254,7 +190,7 @@ class Importer:
                 return None  # importlib.import_module(...): a call the engine guards itself, never a stand-in
             if not self.in_tree(fn):
                 return None
-            guarded = _guarded(fn, frame.f_lineno)
+            guarded = guards.guarded(fn, frame.f_lineno)
             if guarded is None:
                 return None  # not an import statement (find_spec probes, __import__ calls)
             return (fn, frame.f_lineno, guarded)
