@@ -23,7 +23,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.reports.test_mutate import _control_done
+from tests.reports.mutate_support import control_done
 
 FAKES = Path(__file__).parent / "mutate_fake"
 FAKE_TREE = FAKES / "python"
@@ -255,7 +255,7 @@ def test_a_campaign_stopped_while_a_mutant_runs(sig: signal.Signals, tmp_path: P
         "1",
     ]
     run = Run(tmp_path, argv, script=[sys.executable, str(FAKES / "fakes.py")])
-    mutant_runs = lambda procs: _control_done(out) and any("claims.py" in cmd for _, cmd in procs)  # noqa: E731
+    mutant_runs = lambda procs: control_done(out) and any("claims.py" in cmd for _, cmd in procs)  # noqa: E731
     rc, seconds, err, procs, files = stopped_at(run, mutant_runs, sig, timeout=240)
     if sig == signal.SIGKILL:
         assert rc == -signal.SIGKILL

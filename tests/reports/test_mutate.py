@@ -1,5 +1,5 @@
 """``deferlab mutate`` on a fake engine tree: cosmic-ray's own mutations, the tree copy, outcomes, selection,
-resume, the baseline and the equivalents file, and the front door.
+and the front door (the store, resume, the baseline and the equivalents file: `test_mutate_resume`).
 
 The fake (``mutate_fake/``) is a checkout-shaped ``sglang`` tree of five tiny
 functions and a script standing in for the claim tests, so a whole campaign
@@ -13,7 +13,6 @@ import json
 import os
 import re
 import shutil
-import sqlite3
 import subprocess
 import sys
 from pathlib import Path
@@ -31,33 +30,16 @@ from deferlab.reports.mutate import cli as mutate
 from deferlab.reports.mutate import engine, plan, select
 from deferlab.reports.mutate import render as mutate_render
 from deferlab.reports.mutate import runs as mutate_run
-from deferlab.reports.mutate.store import Store
 from tests.front_door.mutate import MUTATE_ROWS
-from tests.reports.mutate_fake.fakes import FAKE, FakeHarness, descendants, still_running
+from tests.reports.mutate_fake.fakes import FAKE, FakeHarness
+from tests.reports.mutate_support import GATE, campaign, isolate
 
 pytestmark = pytest.mark.extra("mutate")  # selected by CI's `-m extra` phase, skipped (naming it) without
-
-GATE = "sglang/srt/gate.py"
-
-
-def _args(*argv: str) -> argparse.Namespace:
-    parser = argparse.ArgumentParser()
-    mutate.add_parser(parser.add_subparsers())
-    return parser.parse_args(["mutate", "--sglang", str(FAKE), *argv])
 
 
 @pytest.fixture(autouse=True)
 def _cache(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setenv("DEFERLAB_CACHE", str(tmp_path / "cache"))  # the reference cache, per test
-    monkeypatch.setattr(mutate_render, "EQUIVALENT", tmp_path / "none.toml")
-
-
-def _campaign(tmp_path: Path, *argv: str, harness: FakeHarness | None = None) -> tuple[int, dict, FakeHarness]:
-    harness = harness or FakeHarness()
-    out = tmp_path / "out"
-    rc = mutate.run(_args("--out", str(out), "--timeout", "4", *argv), log=open(os.devnull, "w"), harness=harness)
-    doc = json.loads((out / "mutate.json").read_text()) if (out / "mutate.json").is_file() else {}
-    return rc, doc, harness
+    isolate(tmp_path, monkeypatch)  # the reference cache, per test
 
 
 # --- mutants -------------------------------------------------------------------------------------------------------
@@ -134,7 +116,7 @@ def fake_campaign(tmp_path_factory: pytest.TempPathFactory) -> tuple[int, dict, 
     with pytest.MonkeyPatch.context() as mp:
         mp.setenv("DEFERLAB_CACHE", str(tmp / "cache"))
         mp.setattr(mutate_render, "EQUIVALENT", tmp / "none.toml")
-        rc, doc, harness = _campaign(tmp, "--sample", "24", "--seed", "16", "--timeout", "2")
+        rc, doc, harness = campaign(tmp, "--sample", "24", "--seed", "16", "--timeout", "2")
     return rc, doc, harness, tmp / "out"
 
 
@@ -171,12 +153,12 @@ def test_outcomes_survived_timeout_killed_and_signature(fake_campaign: tuple) ->
 
 
 def test_killed_at_load_and_a_target_no_claim_calls(tmp_path: Path) -> None:
-    rc, doc, _ = _campaign(tmp_path, "--target", f"{GATE}:_self_check", "--sample", "50")
+    rc, doc, _ = campaign(tmp_path, "--target", f"{GATE}:_self_check", "--sample", "50")
     assert rc == 0 and doc["counts"]["killed at load"] >= 1
     at_load = [m for m in doc["mutants"] if m["outcome"] == "killed at load"]
     assert all("importing gate failed inside SGLang" in m["reasons"]["(load)"] for m in at_load)
     with pytest.raises(UsageError, match="no claim test entered it in the reference run; nothing would be measured"):
-        _campaign(tmp_path / "b", "--target", f"{GATE}:never_called")
+        campaign(tmp_path / "b", "--target", f"{GATE}:never_called")
 
 
 SYSTEM = System("sglang", "tree")
@@ -229,7 +211,7 @@ def test_a_run_stopped_from_outside_is_no_verdict(rc: int, monkeypatch: pytest.M
 def test_a_property_is_a_unit_selected_by_its_probes_and_its_failure_kills(tmp_path: Path) -> None:
     """A function only a property (no claim, no verdict) enters is a valid target; its mutants run that property
     unit alone, and a test of it that passed on the unmutated code failing kills them, counted per unit."""
-    rc, doc, harness = _campaign(tmp_path, "--target", f"{GATE}:scale", "--sample", "50")
+    rc, doc, harness = campaign(tmp_path, "--target", f"{GATE}:scale", "--sample", "50")
     assert rc == 0 and doc["mutants"]
     assert {tuple(m["claims_run"]) for m in doc["mutants"]} == {("P:test_scale_is_affine",)}
     # every run that is not the reference's or the campaign's own is a mutant's; each ran the unit alone (cpu + cuda),
@@ -249,10 +231,10 @@ def test_a_property_is_a_unit_selected_by_its_probes_and_its_failure_kills(tmp_p
     with pytest.raises(
         UsageError, match=r"--claims: no property P:test_nope runs on real code \(the suite's: P:test_scale"
     ):
-        _campaign(tmp_path / "b", "--target", f"{GATE}:scale", "--claims", "C1,P:test_nope")
+        campaign(tmp_path / "b", "--target", f"{GATE}:scale", "--claims", "C1,P:test_nope")
     assert f"| P:test_scale_is_affine | property passed | {len(doc['mutants'])} | {len(killed)} |" in md
     # a campaign of that property alone (no claim in --claims) is one, with the same kills
-    rc, alone, _ = _campaign(tmp_path / "c", "--target", f"{GATE}:scale", "--sample", "50", "--claims", "P:test_scale_is_affine")  # fmt: skip
+    rc, alone, _ = campaign(tmp_path / "c", "--target", f"{GATE}:scale", "--sample", "50", "--claims", "P:test_scale_is_affine")  # fmt: skip
     assert rc == 0 and not alone["reference"].get("claims") and alone["per_claim"] == {}
     assert {m["id"]: m["outcome"] for m in alone["mutants"]} == {m["id"]: m["outcome"] for m in doc["mutants"]}
 
@@ -263,7 +245,7 @@ def test_mutants_runs_exactly_the_ids_asked(tmp_path: Path) -> None:
     ids = [f"{GATE}:5:15:ReplaceComparisonOperator_LtE_Lt:0", f"{GATE}:28:13:ReplaceBinaryOperator_Mul_Add:0"]
     listed = tmp_path / "ids.txt"
     listed.write_text(f"# two survivors\n{ids[0]}\n{ids[1]}  # the scale\n")
-    rc, doc, harness = _campaign(tmp_path, "--mutants", f"@{listed}")
+    rc, doc, harness = campaign(tmp_path, "--mutants", f"@{listed}")
     assert rc == 0 and sorted(m["id"] for m in doc["mutants"]) == sorted(ids) and doc["mutants_asked"] == ids
     assert len(harness.runs) == 6 + 1 + 2  # the reference's five units and the failing property, the control, the two
     out = {m["id"]: m for m in doc["mutants"]}
@@ -271,7 +253,7 @@ def test_mutants_runs_exactly_the_ids_asked(tmp_path: Path) -> None:
     assert out[ids[1]]["killed_by"] == ["P:test_scale_is_affine"]
     assert sorted(t["target"] for t in doc["targets"]) == [f"{GATE}:scale", f"{GATE}:should_defer"]
     with pytest.raises(UsageError, match="started with other mutants_asked"):
-        _campaign(tmp_path, "--mutants", ids[0], "--resume")
+        campaign(tmp_path, "--mutants", ids[0], "--resume")
 
 
 def test_signature_of_reads_a_rows_signature_set_or_its_evidence() -> None:
@@ -313,7 +295,7 @@ def test_judge_kills_on_a_property_that_broke_and_on_a_changed_signature_set() -
 
 def test_a_worker_that_dies_is_an_outcome_not_a_lost_campaign(tmp_path: Path) -> None:
     harness = FakeHarness(die=True)
-    rc, doc, _ = _campaign(tmp_path, "--target", f"{GATE}:should_defer", "--sample", "3", harness=harness)
+    rc, doc, _ = campaign(tmp_path, "--target", f"{GATE}:should_defer", "--sample", "3", harness=harness)
     assert rc == 0 and len(doc["mutants"]) == 3
     assert all(m["outcome"] == "killed" and "(run)" in m["reasons"] for m in doc["mutants"])
 
@@ -366,172 +348,6 @@ def test_the_plugin_collects_probes_and_records_outcomes_in_a_real_session(tmp_p
     (tmp_path / "test_broken.py").write_text("import no_such_module_here\n")
     _session(tmp_path, tmp_path / "test_broken.py", env)
     assert "no_such_module_here" in json.loads((tmp_path / "o.json").read_text())["errors"]["test_broken.py"]
-
-
-# --- resume, baseline, equivalents ---------------------------------------------------------------------------------
-def test_an_interrupted_campaign_resumes_its_pending_rows_from_the_store(tmp_path: Path) -> None:
-    argv = ("--target", f"{GATE}:patches", "--sample", "8")
-    rc, doc, first = _campaign(tmp_path, *argv)
-    store = Store(tmp_path / "out")
-    done = store.records()
-    rows = sorted(m["id"] for m in done)
-    store.db.execute("UPDATE mutant SET outcome = NULL, record = NULL WHERE id IN (?, ?, ?)", rows[:3])
-    store.db.execute("UPDATE mutant SET outcome = 'error' WHERE id = ?", (rows[3],))  # a harness error: retried
-    assert store.pending() == rows[:4]
-    store.close()
-    harness = FakeHarness()
-    rc2, doc2, harness = _campaign(tmp_path, *argv, "--resume", harness=harness)
-    assert rc2 == 0 and len(harness.runs) == 4  # only the pending ones ran: no reference, no control
-    assert doc2["runs"]["cold"] == {"cold: warm forks off": len(first.runs) + 4}  # both sessions' runs
-    assert [(m["id"], m["outcome"]) for m in doc2["mutants"]] == [(m["id"], m["outcome"]) for m in doc["mutants"]]
-    with pytest.raises(UsageError, match="started with other seed"):
-        _campaign(tmp_path, *argv, "--seed", "9", "--resume")
-
-
-def test_a_rerender_reads_only_the_store(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    """With nothing pending, ``--resume`` renders mutate.json/md/png from the store alone: nothing runs and
-    nothing loads (the engine's broken tree would not)."""
-    tree = tmp_path / "tree"
-    shutil.copytree(FAKE, tree)
-    argv = ("--sglang", str(tree), "--target", f"{GATE}:should_defer", "--sample", "4")
-    rc, doc, _ = _campaign(tmp_path, *argv)
-    for name in ("mutate.json", "mutate.md", "mutate.png"):
-        (tmp_path / "out" / name).unlink()
-    (tree / GATE).write_text((tree / GATE).read_text().replace("if not 1 < 2", "if 1 < 2"))  # no longer loads
-    monkeypatch.setattr(mutate_run.Harness, "load_error", lambda *a, **k: pytest.fail("a re-render loaded the tree"))
-    monkeypatch.setattr(mutate_run.Pool, "map", lambda *a, **k: pytest.fail("a re-render ran something"))
-    harness = FakeHarness()
-    parser = argparse.ArgumentParser()
-    mutate.add_parser(parser.add_subparsers())
-    args = parser.parse_args(["mutate", *argv, "--out", str(tmp_path / "out"), "--timeout", "4", "--resume"])
-    assert mutate.run(args, log=open(os.devnull, "w"), harness=harness) == 0 and harness.runs == []
-    again = json.loads((tmp_path / "out" / "mutate.json").read_text())
-    same = ("mutants", "counts", "kill_rate", "control", "reference", "targets", "runs")
-    assert {k: again[k] for k in same} == {k: doc[k] for k in same}
-    assert (tmp_path / "out" / "mutate.png").is_file() and (tmp_path / "out" / "mutate.md").is_file()
-
-
-class _CtrlC:
-    """A log that raises KeyboardInterrupt (as Ctrl-C does) once the second mutant has finished."""
-
-    def write(self, text: str) -> None:
-        if text.startswith("[deferlab] mutate: 2/"):
-            raise KeyboardInterrupt
-
-    def flush(self) -> None:
-        pass
-
-
-def test_ctrl_c_keeps_what_finished_and_resume_finishes(tmp_path: Path) -> None:
-    argv = ("--out", str(tmp_path / "out"), "--timeout", "4", "--target", f"{GATE}:patches", "--sample", "8")
-    assert mutate.run(_args(*argv, "--jobs", "1"), log=_CtrlC(), harness=FakeHarness()) == 130
-    store = Store(tmp_path / "out")
-    kept = store.records()
-    assert 2 <= len(kept) < 8 and len(store.pending()) == 8 - len(kept)
-    assert not (tmp_path / "out" / "mutate.json").exists()
-    store.close()
-    harness = FakeHarness()
-    assert mutate.run(_args(*argv, "--resume"), log=open(os.devnull, "w"), harness=harness) == 0
-    assert len(harness.runs) == 8 - len(kept)
-    doc = json.loads((tmp_path / "out" / "mutate.json").read_text())
-    assert len(doc["mutants"]) == 8 and doc["timing"]["wall_seconds"] > 0  # both sessions' time
-
-
-def test_sigterm_mid_campaign_leaves_no_process_and_exits_143(tmp_path: Path) -> None:
-    """``deferlab mutate`` (the CLI's main, the fake's harness) stopped with SIGTERM while it runs a hanging mutant:
-    exit 143, no process of its left, and the campaign resumable from its store."""
-    import signal
-    import time
-
-    out = tmp_path / "out"
-    hangs = f"{GATE}:14:14:ReplaceBinaryOperator_Sub_Add:0"  # countdown's n - 1 -> n + 1: never ends
-    cmd = [sys.executable, str(FAKE.parent / "fakes.py"), "mutate", "--sglang", str(FAKE), "--out", str(out),
-           "--mutants", hangs, "--timeout", "60", "--jobs", "1"]  # fmt: skip
-    env = {**os.environ, "DEFERLAB_CACHE": str(tmp_path / "cache")}
-    proc = subprocess.Popen(cmd, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, cwd=tmp_path)
-    try:
-        deadline = time.monotonic() + 120
-        while time.monotonic() < deadline and not (_control_done(out) and descendants(proc.pid)):
-            time.sleep(0.2)  # the control finished: the hanging mutant's claims process runs
-        running = descendants(proc.pid)
-        assert any("claims.py" in p for p in running), running
-        proc.send_signal(signal.SIGTERM)
-        _, err = proc.communicate(timeout=60)
-    finally:
-        proc.kill()
-    assert proc.returncode == 143, err
-    assert not still_running(running), running
-    assert "--resume --out" in err and Store(out).pending() == [hangs]  # resumable: the mutant is pending
-
-
-def _control_done(out: Path) -> bool:
-    """Whether the campaign's store (another process writes it) holds the control's outcome."""
-    if not Store.holds_campaign(out):
-        return False
-    db = sqlite3.connect(f"file:{out / 'campaign.sqlite'}?mode=ro", uri=True)
-    try:
-        return db.execute("SELECT 1 FROM doc WHERE name = 'control'").fetchone() is not None
-    finally:
-        db.close()
-
-
-def test_a_newly_surviving_mutant_is_a_regression(tmp_path: Path) -> None:
-    """The baseline (`reports.core.baseline`, written as schema 2) gates every changed outcome (`reports.core.diff`,
-    the mutant as subject): a mutant it saw killed that survives now; the committed schema-1 file still reads."""
-    base = tmp_path / "baseline.json"
-    argv = ("--target", f"{GATE}:should_defer", "--sample", "7")
-    rc, doc, _ = _campaign(tmp_path / "a", *argv, "--baseline", str(base), "--update-baseline")
-    saved = json.loads(base.read_text())
-    assert rc == 0 and saved["schema_version"] == 2 and saved["kind"] == "mutate"
-    assert saved["cells"][str(FAKE)] == {m["id"]: m["outcome"] for m in doc["mutants"]}
-    survivor = doc["survivors"][0]
-    saved["cells"][str(FAKE)][survivor] = "killed"
-    base.write_text(json.dumps(saved))
-    rc, doc, _ = _campaign(tmp_path / "b", *argv, "--baseline", str(base))
-    assert rc == 1 and doc["regressions"] == [{"id": survivor, "baseline": "killed", "current": "survived"}]
-    assert f"- `{survivor}`: killed -> survived" in (tmp_path / "b" / "out" / "mutate.md").read_text()
-    saved["cells"] = {"x": {"elsewhere:1:1:X:0": "killed"}}
-    base.write_text(json.dumps(saved))
-    with pytest.raises(UsageError, match="shares no mutant"):
-        _campaign(tmp_path / "c", *argv, "--baseline", str(base))
-
-
-def test_equivalent_survivors_come_from_a_person(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    rc, doc, _ = _campaign(tmp_path / "a", "--target", f"{GATE}:should_defer", "--sample", "7")
-    survivor = doc["survivors"][0]
-    eq = tmp_path / "eq.toml"
-    eq.write_text(f'[[equivalent]]\nid = "{survivor}"\nreason = "a tie never reaches the gate"\n')
-    monkeypatch.setattr(mutate_render, "EQUIVALENT", eq)
-    rc, doc, _ = _campaign(tmp_path / "b", "--target", f"{GATE}:should_defer", "--sample", "7")
-    assert survivor not in doc["survivors"] and doc["counts"]["equivalent"] == 1
-    eq.write_text('[[equivalent]]\nid = "x"\n')
-    with pytest.raises(ValueError, match="needs a non-empty 'id' and 'reason'"):
-        mutate_render.load_equivalent(eq)
-
-
-def test_committed_files_load() -> None:
-    """The equivalents file parses (it may be empty) and the CI baseline is a mutate baseline (schema 1 or 2)."""
-    assert isinstance(mutate_render.load_equivalent(mutate_render.HERE / "mutate_equivalent.toml"), dict)
-    pinned = mutate_render.load_baseline(mutate_render.BASELINE)
-    assert pinned.kind == "mutate" and pinned.meta["spec"] == "0.5.23" and len(pinned.cells["0.5.23"]) >= 8
-
-
-def test_the_store_keeps_what_finished_and_retries_errors(tmp_path: Path) -> None:
-    store = Store(tmp_path)
-    assert not Store.holds_campaign(tmp_path)  # no plan yet
-    store.plan_mutants({"a": {"x": 1}, "b": {"x": 2}, "c": {"x": 3}})
-    store.put("plan", {"seed": 1})
-    store.finish({"id": "a", "outcome": "killed", "seconds": 1.5})
-    store.finish({"id": "c", "outcome": "error", "seconds": 0})
-    store.add_session(2.0, {"enabled": True, "warm": 3, "cold": {"cold: x": 1}})
-    store.add_session(1.0, {"enabled": True, "warm": 1, "cold": {"cold: x": 2}})
-    store.close()
-    again = Store(tmp_path)
-    assert Store.holds_campaign(tmp_path) and again.get("plan") == {"seed": 1}
-    assert again.pending() == ["b", "c"]  # an error is retried
-    assert [r["id"] for r in again.records()] == ["a", "c"] and again.specs()["b"] == {"x": 2}
-    assert again.sessions() == (3.0, {"enabled": True, "warm": 4, "cold": {"cold: x": 3}})
-    again.close()
 
 
 def test_provenance_text_names_functions() -> None:
