@@ -21,7 +21,7 @@ The composite (§11.1): no background config -> ``convert("RGB")``; mode
 ``getbands()`` and no ``transparency`` key -> ``convert("RGB")``; otherwise
 ``convert("RGBA")`` and ``a*rgb + (1 - a)*bg`` in float32 with ``a =
 alpha/255``, truncated by ``astype(uint8)``. What that means per mode
-(Pillow 13, measured; tests in ``tests/reference/test_checkpoint.py``):
+(Pillow 13, measured; tests in ``tests/reference/test_checkpoint_modes.py``):
 
 * ``RGBA``, ``LA``, ``PA``: composited. ``PA`` is not among the modes Pillow
   resizes NEAREST: with ``after_resize`` it is resized bicubic (indices
