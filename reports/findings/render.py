@@ -183,14 +183,19 @@ def _fn(d: dict[str, Any], code: bool) -> str:
     return f"`{d['function']}`" if code else d["function"]
 
 
-def summary(doc: dict[str, Any], code: bool = False) -> str:
+def summary(doc: dict[str, Any], code: bool = False, linked: bool = False) -> str:
     """The stdout summary: counts, then one line per defect finding, then the informational ones in short
-    (``code``: each function set as markdown code, for report.md)."""
+    (``code``: each function set as markdown code, for markdown; ``linked``: a defect's line links its picture,
+    `pictures.draw`, when it has one)."""
     counts = ", ".join(f"{n} {label}" for label, n in doc["counts"].items())
     lines = [f"{len(doc['findings'])} findings ({counts}) from {doc['source']}"]
     if doc.get("errored"):
         lines.append(f"not findings: {doc['errored']} claim runs errored (see the document's errors)")
-    lines += [_line(d, code) for d in doc["findings"] if LABELS[d["severity"]].defect]
+    lines += [
+        _line(d, code) + (f" ([picture]({d['picture']}))" if linked and d.get("picture") else "")
+        for d in doc["findings"]
+        if LABELS[d["severity"]].defect
+    ]
     folded = [d for d in doc["findings"] if not LABELS[d["severity"]].defect]
     if folded:
         lines.append(f"informational ({len(folded)}): " + "; ".join(f"{d['id']} {_fn(d, code)}" for d in folded))

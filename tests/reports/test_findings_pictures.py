@@ -177,6 +177,9 @@ def test_findings_md_links_each_picture_and_says_why_for_the_others(tmp_path: Pa
         entry = md.split(f"### [{by_claim[claim]['severity']}]", 1)[1].split("\n### ", 1)[0]
         assert f"**Picture.** no picture: {by_claim[claim]['no_picture']}" in entry
     assert md.count("**Picture.**") == 3
+    lines = render.summary(result, linked=True).splitlines()  # what versions.md's findings section can link
+    assert [x.endswith(f" ([picture]({geometry['picture']}))") for x in lines[1:]] == [False, True, False]
+    assert "([picture]" not in render.summary(result)
 
 
 def test_the_token_map_is_refused_in_one_line_when_its_shape_is_wrong(tmp_path: Path) -> None:
