@@ -9,6 +9,7 @@ matches messages of its own.
 
 from __future__ import annotations
 
+import importlib
 import os
 from collections.abc import Callable
 from typing import TypeVar
@@ -16,17 +17,16 @@ from typing import TypeVar
 import pytest
 
 from deferlab.impl.loader.engine import FETCH_FAILED, FetchError
+from deferlab.reference.system.engines import engine as engine_facts
 
 T = TypeVar("T")
 
 
 def default_spec(engine: str = "sglang") -> str:
-    """The release a check loads: ``DEFERLAB_SGLANG`` / ``DEFERLAB_VLLM``, else the driver's own default."""
-    if engine == "vllm":
-        from deferlab.impl.vllm.sources import DEFAULT_VERSION
-    else:
-        from deferlab.impl.sglang.driver import DEFAULT_VERSION
-    return os.environ.get(f"DEFERLAB_{engine.upper()}", DEFAULT_VERSION)
+    """The release a check loads: ``DEFERLAB_<ENGINE>`` (``DEFERLAB_SGLANG``, ``DEFERLAB_VLLM``...), else the
+    driver's own default (its plugin's ``hooks.default_version()``)."""
+    hooks = importlib.import_module(engine_facts(engine).hooks)
+    return os.environ.get(f"DEFERLAB_{engine.upper()}", hooks.default_version())
 
 
 def _reason(engine: str, spec: str, error: str) -> str:

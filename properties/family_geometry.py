@@ -1,7 +1,8 @@
 """C13's exhaustive part for a full family (semantics §18): the engine's own geometry function over every width x
 height in 1..4096, compiled (`properties.geometry_sweep`), against deferlab's vectorized oracle.
 
-Which function, per engine and family (the one the path's ``geometry`` rests on):
+Which function, per engine and family (the one the path's ``geometry`` rests on; each engine's plugin names it,
+``hooks.geometry_function``, and the family config's ``kind`` picks the oracle):
 
 * vLLM Qwen2.5-VL: ``vllm.model_executor.models.qwen2_vl.smart_resize``; Qwen3-VL: ``qwen3_vl.image_smart_resize``
   (both transformers' ``smart_resize`` as the release imports it), called ``(height, width, factor, min_pixels,
@@ -20,6 +21,7 @@ random sizes (`spot_sizes`): a sweep of a function the path does not compute wit
 
 from __future__ import annotations
 
+import importlib
 import sys
 import time
 from collections.abc import Callable, Sequence
@@ -32,7 +34,7 @@ import numpy as np
 from deferlab.impl import compiled as gc
 from deferlab.properties import geometry_sweep as gs
 from deferlab.reference.oracle import internvl, qwen
-from deferlab.reference.system.family_configs import InternVLConfig, QwenVLConfig
+from deferlab.reference.system.engines import engine as engine_facts
 
 MAX_SIDE = 4096
 OUTPUTS = {"qwen": ("width", "height"), "internvl": ("width", "height", "tiles")}
@@ -40,9 +42,7 @@ QWEN_CALL = gc.Call("f(h, w, a0, a1, a2)", ("r[1]", "r[0]"))
 INTERNVL_CALL = gc.Call(
     "f(orig_width=w, orig_height=h, target_ratios=a0, image_size=a1, use_thumbnail=a2)", ("r[1]", "r[2]", "r[0]")
 )
-VLLM_QWEN = {"qwen2.5-vl": ("vllm.model_executor.models.qwen2_vl", "smart_resize"),
-             "qwen3-vl": ("vllm.model_executor.models.qwen3_vl", "image_smart_resize")}  # fmt: skip
-VLLM_INTERNVL = "vllm.transformers_utils.processors.internvl"
+CALLS = {"qwen": QWEN_CALL, "internvl": INTERNVL_CALL}  # how each family kind's function is called
 ORACLE = {"qwen": "reference.oracle.qwen.resize_targets", "internvl": "reference.oracle.internvl.tiles_array"}
 WORKED = {  # where each rule turns (semantics §18.2, §18.4)
     "qwen": [(1, 1), (42, 70), (70, 42), (56, 56), (200, 1), (201, 1), (3584, 3626), (28, 5600), (4096, 4096)],
@@ -55,29 +55,41 @@ _SWEEPS: dict[tuple[str, ...], gs.Sweep] = {}  # one sweep per function, argumen
 
 
 def kind_of(cfg: Any) -> str:
-    if isinstance(cfg, QwenVLConfig):
-        return "qwen"
-    if isinstance(cfg, InternVLConfig):
-        return "internvl"
-    raise TypeError(f"no geometry for a {type(cfg).__name__}: the family is judged on normalization only")
+    """The family kind of ``cfg`` (its type declares it: `reference.system.family_configs`) when it has a geometry."""
+    kind = getattr(cfg, "kind", None)
+    if kind not in OUTPUTS:
+        raise TypeError(f"no geometry for a {type(cfg).__name__}: the family is judged on normalization only")
+    return kind
+
+
+def _qwen_grid(cfg: Any, ws: np.ndarray, hs: np.ndarray) -> np.ndarray:
+    new_h, new_w = qwen.resize_targets(hs, ws, cfg)
+    found = np.stack([new_w, new_h])
+    return np.where(found == 0, gc.REFUSED, found)
+
+
+def _internvl_grid(cfg: Any, ws: np.ndarray, hs: np.ndarray) -> np.ndarray:
+    cols, rows, tiles = internvl.tiles_array(ws, hs, cfg)
+    s = cfg.image_size
+    return np.stack([np.asarray(cols, np.int64) * s, np.asarray(rows, np.int64) * s, np.asarray(tiles, np.int64)])
+
+
+# per family kind: the sides whose multiples (+-1) are its boundaries, and the vectorized oracle
+STEPS = {
+    "qwen": lambda cfg: (cfg.patch_size, cfg.factor),
+    "internvl": lambda cfg: (cfg.image_size // 2, cfg.image_size),
+}
+GRIDS = {"qwen": _qwen_grid, "internvl": _internvl_grid}
 
 
 def steps(cfg: Any) -> tuple[int, ...]:
     """The sides whose multiples (+-1) are the family's boundaries."""
-    if isinstance(cfg, QwenVLConfig):
-        return (cfg.patch_size, cfg.factor)
-    return (cfg.image_size // 2, cfg.image_size)
+    return STEPS[kind_of(cfg)](cfg)
 
 
 def oracle_grid(cfg: Any, ws: np.ndarray, hs: np.ndarray) -> np.ndarray:
     """int64 (K, *broadcast shape): the vectorized oracle, `REFUSED` where the checkpoint refuses the size."""
-    if isinstance(cfg, QwenVLConfig):
-        new_h, new_w = qwen.resize_targets(hs, ws, cfg)
-        found = np.stack([new_w, new_h])
-        return np.where(found == 0, gc.REFUSED, found)
-    cols, rows, tiles = internvl.tiles_array(ws, hs, cfg)
-    s = cfg.image_size
-    return np.stack([np.asarray(cols, np.int64) * s, np.asarray(rows, np.int64) * s, np.asarray(tiles, np.int64)])
+    return GRIDS[kind_of(cfg)](cfg, ws, hs)
 
 
 def path_row(path: Any, cfg: Any, w: int, h: int) -> list[int]:
@@ -86,7 +98,8 @@ def path_row(path: Any, cfg: Any, w: int, h: int) -> list[int]:
         g = path.geometry(w, h, cfg)
     except Exception:  # noqa: BLE001 - a refusal (or a failure) is compared, never raised
         return [gc.REFUSED] * len(OUTPUTS[kind_of(cfg)])
-    return [int(g.width), int(g.height)] + ([int(g.grid[2])] if isinstance(cfg, InternVLConfig) else [])
+    row = [int(g.width), int(g.height)]
+    return row + [int(g.grid[2])] if len(OUTPUTS[kind_of(cfg)]) > len(row) else row  # InternVL's: the tiles too
 
 
 @dataclass
@@ -109,43 +122,17 @@ def _qualified(fn: Callable[..., Any], where: str, name: str) -> str:
 
 
 def engine_target(engine: str, path: Any, cfg: Any) -> Target:
-    """The function ``path`` (of ``engine``: "vllm" or "sglang") computes its geometry with (module docstring); a
-    path that says why none can be compiled (``geometry_note``, an engine plugin's) runs interpreted."""
+    """The function ``path`` (of ``engine``) computes its geometry with (module docstring), as the engine's plugin
+    names it (``hooks.geometry_function``); a path that says why none can be compiled (``geometry_note``, an
+    engine plugin's) runs interpreted."""
     note = getattr(path, "geometry_note", None)
     if note is not None:
         return Target(f"{path.system} (through the path's own geometry)", None, None, (), note)
-    if isinstance(cfg, QwenVLConfig):
-        args = (cfg.factor, cfg.min_pixels, cfg.max_pixels)
-        if engine == "vllm":
-            module, name = VLLM_QWEN[path.family]
-            fn = getattr(path.source.module(module), name)
-            return Target(_qualified(fn, module, name), fn, QWEN_CALL, args)
-        ip = path.processor(cfg)._processor.image_processor
-        module = type(ip).__module__
-        fn = sys.modules[module].smart_resize
-        return Target(_qualified(fn, module, "smart_resize"), fn, QWEN_CALL, args)
-    if engine == "vllm":
-        _, processor = path.state(cfg)
-        ip = processor.image_processor
-        ratios = processor.resolve_target_ratios(use_thumbnail=False)
-        if gc.numba_missing() is None:
-            from numba.typed import List
-
-            ratios = List(tuple(int(v) for v in r) for r in ratios)
-        fn = path.source.module(VLLM_INTERNVL).calculate_internvl_targets
-        return Target(
-            _qualified(fn, VLLM_INTERNVL, "calculate_internvl_targets"),
-            fn,
-            INTERNVL_CALL,
-            (ratios, int(ip.image_size), bool(ip.use_thumbnail)),
-        )
-    return Target(
-        f"{path.system} InternVLProcessor.dynamic_preprocess (through the path's geometry)",
-        None,
-        None,
-        (),
-        "SGLang's dynamic_preprocess tiles a torch tensor: numba compiles no torch, so nothing is compiled",
-    )
+    found = importlib.import_module(engine_facts(engine).hooks).geometry_function(path, cfg)
+    if len(found) == 2:  # (what runs, why nothing is compiled)
+        return Target(found[0], None, None, (), found[1])
+    module, name, fn, args = found
+    return Target(_qualified(fn, module, name), fn, CALLS[kind_of(cfg)], args)
 
 
 def spot_sizes(kind: str, cfg: Any, seed: int = 29) -> tuple[np.ndarray, np.ndarray]:

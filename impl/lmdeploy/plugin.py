@@ -30,6 +30,8 @@ ENGINE = EngineFacts(
     order=2,
     served="deferlab.impl.lmdeploy.served",
     video="deferlab.impl.lmdeploy.video",
+    hooks="deferlab.impl.lmdeploy.hooks",
+    repro="deferlab.reports.repro.engine_sets:LMDEPLOY",  # its reproducers' companions (`reports.repro`)
     serves=(
         (
             "internvl",

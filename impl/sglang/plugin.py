@@ -24,5 +24,9 @@ ENGINE = EngineFacts(
     order=0,
     seam="deferlab.impl.sglang.driver:SGLangImpl",  # the seam implementation: C1-C12 run on SGLang's own code
     video="deferlab.impl.sglang.video",
+    hooks="deferlab.impl.sglang.hooks",
+    repro="deferlab.reports.repro.engine_sets:SGLANG",  # its reproducer templates (`reports.repro`)
+    mutate_baseline=True,  # reports/mutate_baseline.json is a sample of its campaign
+    anchor=True,  # a checkout carries SGLang's own unit tests (`reports.mutate.anchor`)
     warm_fork=True,  # a fork of a loaded server runs a mutant as a new process would (reports.mutate.fork)
 )

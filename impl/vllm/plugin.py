@@ -24,4 +24,6 @@ ENGINE = EngineFacts(
     order=1,
     served="deferlab.impl.vllm.served",  # its paths per family (no seam: only what it serves is judged)
     video="deferlab.impl.vllm.video",
+    hooks="deferlab.impl.vllm.hooks",
+    repro="deferlab.reports.repro.engine_sets:VLLM",  # its reproducer templates (`reports.repro`)
 )

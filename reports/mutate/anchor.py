@@ -37,6 +37,8 @@ from functools import cache
 from pathlib import Path
 from typing import Any
 
+from deferlab.reference.system.engines import ENGINES
+from deferlab.reference.system.engines import engine as engine_facts
 from deferlab.reference.system.errors import UsageError
 from deferlab.reports.core.runner import LoadError
 from deferlab.reports.mutate import runs as mrun
@@ -141,8 +143,10 @@ class Anchor:
 def front(engine: str, spec: str, kind: str | None, root: Path | None, asked: list[str]) -> Anchor:
     """``--anchor`` checked before anything runs (``kind``/``root``: None before the spec is resolved: then only
     what the spec's text says is checked); UsageError in one line."""
-    if engine != "sglang":
-        raise UsageError(f"--anchor: the anchor is SGLang's own unit tests; it runs with --sglang CHECKOUT, not --{engine}")  # fmt: skip
+    if not engine_facts(engine).anchor:
+        anchors = [f"{e.option} CHECKOUT" for e in ENGINES.values() if e.anchor]  # SGLang's, the one today
+        whose = " or ".join(f"{e.display}'s" for e in ENGINES.values() if e.anchor) or "an engine's"
+        raise UsageError(f"--anchor: the anchor is {whose} own unit tests; it runs with {' or '.join(anchors)}, not --{engine}")  # fmt: skip
     if kind is None or root is None:
         if spec != "installed" and not Path(spec).expanduser().exists():
             raise UsageError(

@@ -154,7 +154,7 @@ def _check(args: argparse.Namespace, package: str) -> Front:
         raise UsageError(f"--resume: {str(out)!r} holds no campaign ({NAME}); give the --out of an interrupted one")
     if not args.resume and Store.holds_campaign(out):
         raise UsageError(f"--out: {str(out)!r} already holds a campaign; add --resume to continue it, or pick a new --out")  # fmt: skip
-    if args.update_baseline and not args.baseline and kind != "sglang":
+    if args.update_baseline and not args.baseline and not engine_facts(kind).mutate_baseline:
         raise UsageError(f"--update-baseline with --{kind} needs --baseline FILE (the default, {render.BASELINE.name}, is SGLang's CI sample)")  # fmt: skip
     baseline_path = Path(args.baseline) if args.baseline else (render.BASELINE if args.update_baseline else None)
     try:

@@ -43,12 +43,6 @@ _CAMEL = re.compile(r"^_?[A-Z][a-z0-9]+[A-Z]")
 _NODE_CLAIM = re.compile(r"::test_claim_(c\d+)_", re.IGNORECASE)
 
 
-# The module of the image processor class vLLM's Kimi-K3 path serves with in 0.32.0 and 0.33.0 (the driver reads
-# the class off the code: `impl.vllm.sources.served_processor`). A release that moves it still has its functions
-# named by provenance (default targets), only not probed: their mutants then run every claim.
-SERVED_PROCESSOR = "vllm.transformers_utils.processors.kimi_k25_vision_fused"
-
-
 # The companion libraries a family path computes with (`impl.loader.companions`): their names in provenance are
 # never an engine function (a campaign mutates only the engine's own code).
 FOREIGN = re.compile(r"\b(?:transformers|torchvision)(?:\.\w+)+(?: \([^)]*\))?(?:\.\w+)*")
@@ -70,17 +64,15 @@ def family_modules(engine: str, family: str) -> list[str]:
 
 
 def probed_modules(engine: str) -> list[str]:
-    """The engine modules whose functions get probes in the reference run: those the engine's driver runs.
-    SGLang: the loader's required, optional and whitelist modules and the kernel package its normalization
-    calls; vLLM: the input parser, ``convert_image_mode``'s module, the Kimi-K3 path and processor, and the
-    served image processor's module."""
-    if engine == "vllm":
-        from deferlab.impl.vllm import driver, sources
+    """The engine modules whose functions get probes in the reference run: those the engine's driver runs, as its
+    plugin names them (``hooks.probed_modules``). SGLang: the loader's required, optional and whitelist modules and
+    the kernel package its normalization calls; vLLM: the input parser, ``convert_image_mode``'s module, the
+    Kimi-K3 path and processor, and the served image processor's module."""
+    import importlib
 
-        return [*sources.REQUIRED, driver.K3_PROCESSOR, SERVED_PROCESSOR]
-    from deferlab.impl.sglang import sources as sglang
+    from deferlab.reference.system.engines import engine as engine_facts
 
-    return [*sglang.REQUIRED, *sglang.OPTIONAL, *sglang.WHITELIST, "sglang.kernels.ops.mm.process"]
+    return list(importlib.import_module(engine_facts(engine).hooks).probed_modules())
 
 
 @dataclass

@@ -19,6 +19,7 @@ import pytest
 
 pytest.importorskip("cosmic_ray", reason="deferlab mutate's operators are the deferlab[mutate] extra (cosmic-ray)")
 
+from deferlab.impl.vllm import hooks as vllm_hooks
 from deferlab.reference.system.systems import System, engine
 from deferlab.reports.core import runner
 from deferlab.reports.mutate import anchor, select
@@ -88,7 +89,7 @@ def test_a_vllm_campaign_runs_the_served_claims_through_the_one_runner(tmp_path:
     collect = runner.command(request.with_(nodes=(), collect_only=True))
     assert collect[3] == suite and "--collect-only" in collect
     assert request.system == System("vllm", str(tmp_path)) and not request.system.answers("C3")
-    assert "vllm.multimodal.parse" in harness.modules() and select.SERVED_PROCESSOR in harness.modules()
+    assert "vllm.multimodal.parse" in harness.modules() and vllm_hooks.SERVED_PROCESSOR in harness.modules()
 
 
 def test_probes_leave_jit_compiled_functions_alone() -> None:

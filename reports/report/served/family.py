@@ -22,6 +22,7 @@ class (`SAMPLES`). A normalization-only family has no pixels to compare (C15 alo
 
 from __future__ import annotations
 
+import importlib
 import pickle
 import sys
 from collections.abc import Callable, Sequence
@@ -32,8 +33,7 @@ import numpy as np
 from PIL import Image
 
 from deferlab.reference.oracle import skew as oracle_skew
-from deferlab.reference.system import families
-from deferlab.reference.system.family_configs import InternVLConfig, QwenVLConfig
+from deferlab.reference.system import engines, families
 from deferlab.reports.report.served import images, skew
 from deferlab.reports.report.served.skew import Cell, Column, Worst, one_line
 
@@ -41,20 +41,30 @@ SAMPLES = {"per_class": 2, "corpus": 2}  # `images.samples` arguments of the fam
 NORMALIZATION_ONLY = "n/a: judged on normalization only (C15); the engine ships its pixels raw (semantics §18.3)"
 
 
+def _qwen_picture(v: np.ndarray, g: list[int], cfg: Any) -> np.ndarray:
+    _, gh, gw = g
+    m, p, t, c = cfg.merge_size, cfg.patch_size, cfg.temporal_patch_size, v.shape[1]
+    blocks = v.reshape(gh // m, gw // m, m, m, c, t, p, p)[:, :, :, :, :, 0]
+    return blocks.transpose(4, 0, 2, 5, 1, 3, 6).reshape(c, gh * p, gw * p)
+
+
+def _internvl_picture(v: np.ndarray, g: list[int], cfg: Any) -> np.ndarray:
+    rows, cols, _ = g
+    s, c = cfg.image_size, v.shape[1]
+    return v[: rows * cols].reshape(rows, cols, c, s, s).transpose(2, 0, 3, 1, 4).reshape(c, rows * s, cols * s)
+
+
+PICTURES = {"qwen": _qwen_picture, "internvl": _internvl_picture}  # per family kind (its config type declares it)
+
+
 def layout(values: np.ndarray, grid: Any, cfg: Any) -> np.ndarray:
     """(C, H, W): one image's values (N, C, L) as the picture they cover."""
     v = np.asarray(values, np.float32)
     g = [int(x) for x in np.asarray(grid).reshape(-1)[:3]]
-    if isinstance(cfg, QwenVLConfig):
-        _, gh, gw = g
-        m, p, t, c = cfg.merge_size, cfg.patch_size, cfg.temporal_patch_size, v.shape[1]
-        blocks = v.reshape(gh // m, gw // m, m, m, c, t, p, p)[:, :, :, :, :, 0]
-        return blocks.transpose(4, 0, 2, 5, 1, 3, 6).reshape(c, gh * p, gw * p)
-    if isinstance(cfg, InternVLConfig):
-        rows, cols, _ = g
-        s, c = cfg.image_size, v.shape[1]
-        return v[: rows * cols].reshape(rows, cols, c, s, s).transpose(2, 0, 3, 1, 4).reshape(c, rows * s, cols * s)
-    raise TypeError(f"no picture of a {type(cfg).__name__}: the family is judged on normalization only")
+    picture = PICTURES.get(getattr(cfg, "kind", None))
+    if picture is None:
+        raise TypeError(f"no picture of a {type(cfg).__name__}: the family is judged on normalization only")
+    return picture(v, g, cfg)
 
 
 class TrainedSide:
@@ -123,33 +133,19 @@ def family_table(
 
 def engine_paths(engine: str, spec: str, family: str) -> list[Any] | str:
     """The engine's float32 paths of ``family`` on the loaded ``spec`` (the processor's own values; the tower's
-    BF16 is their cast), or the ``n/a`` line where the release (or deferlab) has none."""
-    if engine == "vllm":
-        from deferlab.impl.vllm import served
-
-        try:
-            return list(served.paths(spec, family, {"dtype": "float32"}))
-        except served.NotCovered as e:
-            return str(e)
-    from deferlab.impl.sglang import families as sglang_families
-    from deferlab.impl.sglang.sources import load
-
-    if family not in sglang_families.PATHS:
-        return f"n/a: deferlab runs no SGLang path of {families.family(family).display}"
-    spec_of = sglang_families.PATHS[family]
-    options = {"dtype": "float32"} if spec_of.companions else {}
-    return list(sglang_families.paths(load(spec, companions=spec_of.companions), family, **options))
+    BF16 is their cast), or the ``n/a`` line where the release (or deferlab) has none: its plugin's
+    ``hooks.table_paths``."""
+    return _hooks(engine).table_paths(spec, family)
 
 
 def companions(engine: str, names: Sequence[str]) -> tuple[str, ...]:
-    """The companions the engine's paths of ``names`` compute with (the one load must have them all)."""
-    if engine == "vllm":
-        from deferlab.impl.vllm.served import COMPANIONS
+    """The companions the engine's paths of ``names`` compute with (the one load must have them all): its plugin's
+    ``hooks.table_companions``."""
+    return tuple(_hooks(engine).table_companions(names))
 
-        return tuple(sorted({c for f in names for c in COMPANIONS.get(f, ())}))
-    from deferlab.impl.sglang.families import PATHS
 
-    return tuple(sorted({c for f in names if f in PATHS for c in PATHS[f].companions}))
+def _hooks(engine: str) -> Any:
+    return importlib.import_module(engines.engine(engine).hooks)
 
 
 def pixel_families(engine: str, spec: str, names: Sequence[str]) -> tuple[list[str], dict[str, str]]:

@@ -1,0 +1,76 @@
+"""vLLM's answers to the few questions deferlab's engine-free code asks of an engine (`EngineFacts.hooks`): the
+release a check loads by default, the modules a mutation campaign probes, the family paths of the report's skew
+table and their companions, and the function C13's exhaustive sweep compiles.
+
+Why here: each answer is vLLM's own (its driver's modules, its served paths), so the code asking
+(`properties.engines`, `properties.family_geometry`, `reports.mutate.select`, `reports.report.served.family`)
+reads it through the registry instead of testing the engine's name. Imports are inside the functions: the
+registry names this module without loading vLLM's driver.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+from typing import Any
+
+# The module of the image processor class vLLM's Kimi-K3 path serves with in 0.32.0 and 0.33.0 (the driver reads
+# the class off the code: `impl.vllm.sources.served_processor`). A release that moves it still has its functions
+# named by provenance (default targets), only not probed: their mutants then run every claim.
+SERVED_PROCESSOR = "vllm.transformers_utils.processors.kimi_k25_vision_fused"
+# C13's exhaustive sweep: the function each path's geometry rests on (transformers' smart_resize as the release
+# imports it; InternVL's target calculation).
+QWEN_GEOMETRY = {"qwen2.5-vl": ("vllm.model_executor.models.qwen2_vl", "smart_resize"),
+                 "qwen3-vl": ("vllm.model_executor.models.qwen3_vl", "image_smart_resize")}  # fmt: skip
+INTERNVL = "vllm.transformers_utils.processors.internvl"
+
+
+def default_version() -> str:
+    """The release a check loads when ``DEFERLAB_VLLM`` does not name one (`properties.engines.default_spec`)."""
+    from deferlab.impl.vllm.sources import DEFAULT_VERSION
+
+    return DEFAULT_VERSION
+
+
+def probed_modules() -> list[str]:
+    """The modules whose functions a mutation campaign's reference run probes: the input parser,
+    ``convert_image_mode``'s module, the Kimi-K3 path and processor, and the served image processor's module."""
+    from deferlab.impl.vllm import driver, sources
+
+    return [*sources.REQUIRED, driver.K3_PROCESSOR, SERVED_PROCESSOR]
+
+
+def table_paths(spec: str, family: str) -> list[Any] | str:
+    """vLLM's float32 paths of ``family`` on the loaded ``spec`` (the report's skew table), or the ``n/a`` line."""
+    from deferlab.impl.vllm import served
+
+    try:
+        return list(served.paths(spec, family, {"dtype": "float32"}))
+    except served.NotCovered as e:
+        return str(e)
+
+
+def table_companions(names: Sequence[str]) -> tuple[str, ...]:
+    """The companions vLLM's paths of ``names`` compute with (the one load must have them all)."""
+    from deferlab.impl.vllm.served import COMPANIONS
+
+    return tuple(sorted({c for f in names for c in COMPANIONS.get(f, ())}))
+
+
+def geometry_function(path: Any, cfg: Any) -> tuple[str, str, Callable[..., Any], tuple[Any, ...]] | tuple[str, str]:
+    """(module, name, function, arguments) C13's exhaustive sweep compiles for ``path``: Qwen's resize function of
+    the family's model module, with the config's factor and pixel bounds; InternVL's
+    ``calculate_internvl_targets`` with the ratios, tile size and thumbnail flag the release's processor resolves."""
+    if cfg.kind == "qwen":
+        module, name = QWEN_GEOMETRY[path.family]
+        return module, name, getattr(path.source.module(module), name), (cfg.factor, cfg.min_pixels, cfg.max_pixels)
+    from deferlab.impl import compiled as gc
+
+    _, processor = path.state(cfg)
+    ip = processor.image_processor
+    ratios = processor.resolve_target_ratios(use_thumbnail=False)
+    if gc.numba_missing() is None:
+        from numba.typed import List
+
+        ratios = List(tuple(int(v) for v in r) for r in ratios)
+    fn = path.source.module(INTERNVL).calculate_internvl_targets
+    return INTERNVL, "calculate_internvl_targets", fn, (ratios, int(ip.image_size), bool(ip.use_thumbnail))
