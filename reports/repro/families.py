@@ -6,8 +6,8 @@ normalization (``FusedMMInputNorm.forward_native`` built by ``build_mm_input_nor
 host path's values for C4, SGLang's and vLLM's InternVL tiling, SGLang's Qwen path (transformers' processor at
 SGLang's pin). The trained side is stated in the file from deferlab's published configs
 (`reference.system.family_configs`), never imported. Where the path computes with transformers and
-torchvision, the file names them as companions (`COMPANIONS`): ``deferlab repro`` loads them at the release's
-pins (`reports.core.runner.run_with_engine`). A row no template fits gets no file (the caller says so).
+torchvision, the file names them as companions (its engine's `EngineRepro.companions`): ``deferlab repro``
+loads them at the release's pins (`reports.core.runner.run_with_engine`). A row no template fits gets no file (the caller says so).
 """
 
 from __future__ import annotations
@@ -19,20 +19,13 @@ from string import Template
 from typing import Any
 
 from deferlab.reference.system.families import FAMILIES
-from deferlab.reference.system.family_configs import QwenVLConfig, family_profile, norm_of, published_config
+from deferlab.reference.system.family_configs import family_profile, norm_of, published_config
 from deferlab.reference.system.systems import DEFAULT_FAMILY, split_label
 from deferlab.reports.repro import family_texts as texts
+from deferlab.reports.repro.engines import repro_of
 from deferlab.reports.repro.fitting import literal, stats_pair
 from deferlab.reports.repro.served_texts import _NORMALIZE, ONE_LEVEL
 
-# The libraries each (engine, family) path computes with, at the release's pins: what the engine's sessions load
-# (`impl.vllm.served.COMPANIONS`, `impl.sglang.families.PATHS`; a test keeps them equal).
-_BOTH = ("transformers", "torchvision")
-COMPANIONS: dict[tuple[str, str], tuple[str, ...]] = {
-    **{("vllm", f): _BOTH for f in ("qwen2.5-vl", "qwen3-vl", "internvl")},
-    **{("sglang", f): _BOTH for f in ("qwen2.5-vl", "qwen3-vl")},
-    ("lmdeploy", "qwen3-vl"): _BOTH,  # its video reproducers' trained side (`reports.repro.video`)
-}
 TRANSPARENT = {"RGBA partly transparent": "RGBA", "LA": "LA"}  # the classes C14's InternVL file can draw itself
 _SIZE = re.compile(r"AssertionError: \[(\d+)x(\d+)\]")
 _LEVEL = re.compile(r"first level (\d+)")
@@ -53,7 +46,8 @@ class Column:
 
     @property
     def companions(self) -> tuple[str, ...]:
-        return COMPANIONS.get((self.engine, self.family), ())
+        """The libraries the path computes with, at the release's pins (the engine's reproducers say)."""
+        return tuple(repro_of(self.engine).companions.get(self.family, ()))
 
 
 def _consts(**values: Any) -> str:
@@ -138,7 +132,7 @@ def vllm_c4(c: Column, ce: Any, failure: str, row: Mapping[str, Any]) -> tuple[s
 
 def sglang_c15(c: Column, ce: Any, failure: str, row: Mapping[str, Any]) -> tuple[str, str, str] | None:
     cfg = family_profile(c.family) if c.family in FAMILIES else None
-    if not isinstance(cfg, QwenVLConfig) or "differ from the checkpoint in FP32" not in failure:
+    if getattr(cfg, "kind", None) != "qwen" or "differ from the checkpoint in FP32" not in failure:
         return None
     consts = _published(c.family) + _norm_consts(c.family)
     consts += _consts(FACTOR=cfg.patch_size * cfg.merge_size, MIN_PIXELS=cfg.min_pixels)
@@ -160,7 +154,7 @@ def internvl_c13(c: Column, ce: Any, failure: str, row: Mapping[str, Any]) -> tu
     size = _size(ce, failure)
     if c.family != "internvl" or size is None:
         return None
-    extra, served = texts.SGLANG_INTERNVL_TILES if c.engine == "sglang" else texts.VLLM_INTERNVL_TILES
+    extra, served = repro_of(c.engine).internvl_tiles
     consts = _card_consts(c.family) + _consts(SIZE=size) + "# (width, height) of the counterexample\n"
     return extra, consts, served + texts.INTERNVL_C13_TEST
 
@@ -168,7 +162,7 @@ def internvl_c13(c: Column, ce: Any, failure: str, row: Mapping[str, Any]) -> tu
 def qwen_c13(c: Column, ce: Any, failure: str, row: Mapping[str, Any]) -> tuple[str, str, str] | None:
     cfg = family_profile(c.family) if c.family in FAMILIES else None
     size = _size(ce, failure)
-    if c.engine != "vllm" or not isinstance(cfg, QwenVLConfig) or size is None:
+    if getattr(cfg, "kind", None) != "qwen" or size is None:  # vLLM's fit (`reports.repro.engine_sets`)
         return None
     consts = _consts(FACTOR=cfg.patch_size * cfg.merge_size, MIN_PIXELS=cfg.min_pixels, MAX_PIXELS=cfg.max_pixels)
     return texts.QWEN_C13_IMPORTS, consts + _consts(SIZE=size), texts.QWEN_C13
@@ -176,7 +170,7 @@ def qwen_c13(c: Column, ce: Any, failure: str, row: Mapping[str, Any]) -> tuple[
 
 def internvl_c14(c: Column, ce: Any, failure: str, row: Mapping[str, Any]) -> tuple[str, str, str] | None:
     got = literal(ce)
-    if c.engine != "vllm" or c.family != "internvl" or not (isinstance(got, list | tuple) and len(got) == 4):
+    if c.family != "internvl" or not (isinstance(got, list | tuple) and len(got) == 4):  # vLLM's fit
         return None
     cls, width, height, seed = got
     if cls not in TRANSPARENT:
@@ -192,14 +186,6 @@ _WHAT = {
     "C14": "the served pixels of an image are more than one level off the checkpoint's",
     "C15": "the served normalization differs from the checkpoint's float32 values",
 }
-_FITS = {
-    ("vllm", "C15"): (vllm_c15,),
-    ("vllm", "C4"): (vllm_c4,),
-    ("vllm", "C13"): (internvl_c13, qwen_c13),
-    ("vllm", "C14"): (internvl_c14,),
-    ("sglang", "C15"): (sglang_c15,),
-    ("sglang", "C13"): (internvl_c13,),
-}
 
 
 def render(cid: str, ce: Any, failure: str, engine: str, row: Mapping[str, Any]) -> tuple[str, str, Column] | None:
@@ -209,15 +195,15 @@ def render(cid: str, ce: Any, failure: str, engine: str, row: Mapping[str, Any])
         from deferlab.reports.repro import video
 
         return video.render(cid, ce, failure, Column.of(row, engine))
-    c = Column.of(row, engine)
-    if c.family == DEFAULT_FAMILY and (engine, cid) not in (("vllm", "C4"), ("vllm", "C15")):
+    c, repro = Column.of(row, engine), repro_of(engine)
+    if c.family == DEFAULT_FAMILY and cid not in repro.kimi_family_claims:
         return None
-    for fit in _FITS.get((engine, cid), ()):
+    for fit in repro.family_fits.get(cid, ()):
         made = fit(c, ce, failure, row)
         if made is None:
             continue
         imports, consts, body = made
-        served = "vLLM's device normalization" if engine == "vllm" else "SGLang's Qwen path"
+        served = repro.family_served
         test = texts.C15_TEST if cid == "C15" else texts.C4_TEST if cid == "C4" else ""
         where = c.path or "default path"
         code = Template(imports + "\n" + consts + body + test).safe_substitute(

@@ -28,6 +28,7 @@ from typing import Any
 
 from deferlab.reference.system.config import PreprocessConfig
 from deferlab.reference.system.profiles import DEFAULT_PROFILE, profile
+from deferlab.reports.repro.engines import repro_of
 from deferlab.reports.repro.fitting import GEOMETRY, PIL_IMAGE, stats_pair
 from deferlab.reports.repro.served_texts import (
     _IMAGE_ARRAY,
@@ -59,13 +60,16 @@ _C14_PREFIX = re.compile(
 
 
 def media_proc_cfg(cfg: PreprocessConfig, engine: str) -> dict[str, Any]:
-    """The ``media_proc_cfg`` a reproducer states: the config's, plus the video keys vLLM's processor reads."""
-    out = cfg.to_media_proc_cfg()
-    if engine == "vllm":
-        from deferlab.impl.vllm.driver import VIDEO_DEFAULTS
+    """The ``media_proc_cfg`` a reproducer states: the config's, plus the keys the engine's processor reads beside
+    them (vLLM's: the video keys; `reports.repro.engines.EngineRepro.media_proc_defaults`)."""
+    return {**repro_of(engine).media_proc_defaults(), **cfg.to_media_proc_cfg()}
 
-        out = {**VIDEO_DEFAULTS, **out}
-    return out
+
+def vllm_media_proc_defaults() -> dict[str, Any]:
+    """The video keys vLLM's processor reads from a ``media_proc_cfg`` (its driver's defaults)."""
+    from deferlab.impl.vllm.driver import VIDEO_DEFAULTS
+
+    return dict(VIDEO_DEFAULTS)
 
 
 def _literal(value: Any, indent: str = "") -> str:
@@ -96,9 +100,17 @@ def vllm_processor(row: Mapping[str, Any] | None) -> tuple[str, str] | None | bo
 
 
 def _serving(engine: str, row: Mapping[str, Any] | None) -> dict[str, str] | None:
-    """The imports and ``_serve`` text for ``engine`` (None: vLLM's processor unknown)."""
-    if engine == "sglang":
-        return {"imports": SGLANG_IMPORTS, "serve": SGLANG_SERVE}
+    """The imports and ``_serve`` text for ``engine`` (None: its served side unknown from the row)."""
+    return repro_of(engine).serving(row)
+
+
+def sglang_serving(row: Mapping[str, Any] | None) -> dict[str, str]:
+    """SGLang's served side: its owner pipeline, whatever the row."""
+    return {"imports": SGLANG_IMPORTS, "serve": SGLANG_SERVE}
+
+
+def vllm_serving(row: Mapping[str, Any] | None) -> dict[str, str] | None:
+    """vLLM's served side: the processor its provenance names (None: the row does not say)."""
     found = vllm_processor(row)
     if found is None:
         return None
@@ -131,7 +143,7 @@ def _image_code(text: str) -> str | None:
 def _geometry_values(cfg: PreprocessConfig, engine: str, note: str) -> str:
     consts = f"# The checkpoint's media_proc_cfg (its preprocessor_config.json): {note}\n"
     consts += f"CFG = {_literal(media_proc_cfg(cfg, engine))}\n"
-    if engine == "sglang":
+    if repro_of(engine).geometry_args:
         consts += f"GEOMETRY = {GEOMETRY!r}  # navit_resize_config's arguments\n"
     return consts
 
@@ -186,24 +198,35 @@ def fit_c13(
     cfg = _geometry_config(ce[2])
     if cfg is None:
         return None
-    if engine == "sglang":
-        imports, geometry = SGLANG_GEOMETRY_IMPORTS, SGLANG_GEOMETRY
-    else:
-        found = vllm_processor(row)
-        if not found:
-            return None
-        imports = VLLM_GEOMETRY_IMPORTS.replace("$processor_module", found[0]).replace("$processor_class", found[1])
-        geometry = VLLM_GEOMETRY
+    found = repro_of(engine).geometry(row)
+    if found is None:
+        return None
+    imports, geometry = found
     consts = _geometry_values(cfg, engine, f"the {ce[2]!r} config C13 drew it under")
     consts += f"SIZE = {(width, height)!r}  # (width, height) of the counterexample\n"
     return {"imports": imports, "consts": consts, "geometry": geometry}
+
+
+def sglang_geometry(row: Mapping[str, Any] | None) -> tuple[str, str]:
+    """(imports, geometry text) of SGLang's C13 file: ``navit_resize_config``, whatever the row."""
+    return SGLANG_GEOMETRY_IMPORTS, SGLANG_GEOMETRY
+
+
+def vllm_geometry(row: Mapping[str, Any] | None) -> tuple[str, str] | None:
+    """(imports, geometry text) of vLLM's C13 file: the processor its provenance names; None where the row does not
+    say or vLLM serves the checkpoint's remote code."""
+    found = vllm_processor(row)
+    if not found:
+        return None
+    imports = VLLM_GEOMETRY_IMPORTS.replace("$processor_module", found[0]).replace("$processor_class", found[1])
+    return imports, VLLM_GEOMETRY
 
 
 def fit_vllm_c15(ce: Any, failure: str, row: Mapping[str, Any] | None = None) -> dict[str, Any] | None:
     """vLLM's C15 counterexample, the (mean, std) pair whose levels differ; None for another, or where vLLM
     serves the checkpoint's remote code (C15 is not vLLM's there)."""
     stats = stats_pair(ce, failure, "levels differ from the checkpoint in FP32")
-    serving = _serving("vllm", row)
+    serving = vllm_serving(row)
     if stats is None or serving is None or "ImageProcessor" not in serving["imports"]:
         return None
     mean, std = stats

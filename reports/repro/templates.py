@@ -23,6 +23,7 @@ from string import Template
 from typing import Any
 
 from deferlab.reference.system.systems import ENGINES as REGISTERED
+from deferlab.reports.repro.engines import repro_of
 from deferlab.reports.repro.fitting import GEOMETRY, K3_GEOMETRY, PIL_IMAGE, Template_, ints, literal, stats_pair
 from deferlab.reports.repro.sglang_texts import C3, C10, C11, C12, C15, OWNER_GRID
 
@@ -116,32 +117,46 @@ TEMPLATES: dict[str, Template_] = {
 ENGINES = tuple(REGISTERED)
 
 
-@functools.cache
-def templates(engine: str) -> dict[str, Template_]:
-    """Claim -> template for ``engine`` (SGLang's: `TEMPLATES` plus C9, C13, C14; vLLM's: C13, C14, C15)."""
+_SERVED = "the served pixels of an image are more than one level off the checkpoint processor's"
+_GEOMETRY = "the served resize target, padding or prompt tokens differ from the checkpoint's"
+
+
+def sglang_templates() -> dict[str, Template_]:
+    """SGLang's: `TEMPLATES` plus C9, C13, C14 (`reports.repro.engine_sets`)."""
     from deferlab.reports.repro import ipc as repro_ipc
     from deferlab.reports.repro import served as repro_served
 
-    served = "the served pixels of an image are more than one level off the checkpoint processor's"
-    geometry = "the served resize target, padding or prompt tokens differ from the checkpoint's"
-    if engine == "sglang":
-        return {
-            **TEMPLATES,
-            "C9": Template_(
-                repro_ipc.C9,
-                repro_ipc.fit_c9,
-                "a CUDA IPC feature-pool slot never frees once every rank is done (acknowledgement counts)",
-            ),
-            "C13": Template_(repro_served.C13, repro_served.fit_c13, geometry),
-            "C14": Template_(repro_served.C14, repro_served.fit_c14, served),
-        }
-    if engine == "vllm":
-        return {
-            "C13": Template_(repro_served.C13, functools.partial(repro_served.fit_c13, engine="vllm"), geometry),
-            "C14": Template_(repro_served.C14, functools.partial(repro_served.fit_c14, engine="vllm"), served),
-            "C15": Template_(repro_served.VLLM_C15, repro_served.fit_vllm_c15, TEMPLATES["C15"].what),
-        }
-    raise ValueError(f"engine must be one of {ENGINES}, got {engine!r}")
+    return {
+        **TEMPLATES,
+        "C9": Template_(
+            repro_ipc.C9,
+            repro_ipc.fit_c9,
+            "a CUDA IPC feature-pool slot never frees once every rank is done (acknowledgement counts)",
+        ),
+        "C13": Template_(repro_served.C13, repro_served.fit_c13, _GEOMETRY),
+        "C14": Template_(repro_served.C14, repro_served.fit_c14, _SERVED),
+    }
+
+
+def vllm_templates() -> dict[str, Template_]:
+    """vLLM's: C13, C14, C15 (`reports.repro.engine_sets`)."""
+    from deferlab.reports.repro import served as repro_served
+
+    return {
+        "C13": Template_(repro_served.C13, functools.partial(repro_served.fit_c13, engine="vllm"), _GEOMETRY),
+        "C14": Template_(repro_served.C14, functools.partial(repro_served.fit_c14, engine="vllm"), _SERVED),
+        "C15": Template_(repro_served.VLLM_C15, repro_served.fit_vllm_c15, TEMPLATES["C15"].what),
+    }
+
+
+@functools.cache
+def templates(engine: str) -> dict[str, Template_]:
+    """Claim -> template for ``engine``, as its plugin's reproducers give them (`reports.repro.engines`; SGLang's:
+    `TEMPLATES` plus C9, C13, C14; vLLM's: C13, C14, C15); ValueError for an engine with none."""
+    made = repro_of(engine).templates
+    if made is None:
+        raise ValueError(f"engine must be one of {ENGINES}, got {engine!r}")
+    return made()
 
 
 def render(

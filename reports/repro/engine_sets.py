@@ -1,0 +1,46 @@
+"""The reproducers of deferlab's own engines (`reports.repro.engines.EngineRepro`), named by each plugin's ``repro``
+(``deferlab.reports.repro.engine_sets:SGLANG``): which templates, fits and texts are whose.
+
+Why one table: the texts and the fits are engine-free code in `reports.repro`; this says which an engine's rows
+take, so a fit never tests the engine's name. An engine outside deferlab names its own set.
+"""
+
+from __future__ import annotations
+
+from deferlab.reports.repro import families, served, templates
+from deferlab.reports.repro import family_texts as texts
+from deferlab.reports.repro.engines import EngineRepro
+
+# The libraries a path computes with, at the release's pins: what the engine's sessions load
+# (`impl.vllm.served.COMPANIONS`, `impl.sglang.families.PATHS`; a test keeps them equal).
+_BOTH = ("transformers", "torchvision")
+
+SGLANG = EngineRepro(
+    templates=templates.sglang_templates,
+    family_fits={"C15": (families.sglang_c15,), "C13": (families.internvl_c13,)},
+    family_served="SGLang's Qwen path",
+    internvl_tiles=texts.SGLANG_INTERNVL_TILES,
+    companions={f: _BOTH for f in ("qwen2.5-vl", "qwen3-vl")},
+    serving=served.sglang_serving,
+    geometry=served.sglang_geometry,
+    geometry_args=True,
+)
+VLLM = EngineRepro(
+    templates=templates.vllm_templates,
+    family_fits={
+        "C15": (families.vllm_c15,),
+        "C4": (families.vllm_c4,),
+        "C13": (families.internvl_c13, families.qwen_c13),
+        "C14": (families.internvl_c14,),
+    },
+    kimi_family_claims=("C4", "C15"),  # its Kimi-K3 column's C4 and device path's C15 take the family templates
+    family_served="vLLM's device normalization",
+    internvl_tiles=texts.VLLM_INTERNVL_TILES,
+    companions={f: _BOTH for f in ("qwen2.5-vl", "qwen3-vl", "internvl")},
+    serving=served.vllm_serving,
+    geometry=served.vllm_geometry,
+    media_proc_defaults=served.vllm_media_proc_defaults,
+)
+LMDEPLOY = EngineRepro(
+    companions={"qwen3-vl": _BOTH},  # its video reproducers' trained side (`reports.repro.video`)
+)
