@@ -77,15 +77,18 @@ def pixel_numbers(
         y = x.astype(np.float32) / np.float32(255.0)
         return bf16((y.reshape(*y.shape[:2], channels) - m) / d)
 
-    ns, nt = norm(s), norm(t)
-    ulps = bf16_ulps(ns, nt)
+    return _numbers(norm(s), norm(t), s, t)
+
+
+def _numbers(a: np.ndarray, b: np.ndarray, s: np.ndarray, t: np.ndarray) -> dict[str, Any]:
+    """The ``pixels`` entries of bf16 values ``a`` (served) and ``b`` (trained) and their levels ``s`` and ``t``."""
     return {
-        "compared": int(s.size),
+        "compared": int(a.size),
         "differ": int(np.count_nonzero(s != t)),
         "max_levels": int(np.abs(s - t).max(initial=0)),
         "psnr_db": round(psnr(s, t), 2) if np.any(s != t) else "inf",
-        "bf16_differ": int(np.count_nonzero(ns != nt)),
-        "max_bf16_ulps": round(float(ulps.max(initial=0.0)), 2),
+        "bf16_differ": int(np.count_nonzero(a != b)),
+        "max_bf16_ulps": round(float(bf16_ulps(a, b).max(initial=0.0)), 2),
     }
 
 
@@ -317,12 +320,4 @@ def tower_numbers(
     """C14's ``pixels`` at one input (semantics §21.7): the two sides' normalized tensors as the tower gets them,
     rounded to bf16, and the uint8 levels each side's values stand for (recovered through its own table)."""
     a, b = bf16(served.astype(np.float32)), bf16(trained.astype(np.float32))
-    s, t = served_levels.astype(np.int32), trained_levels.astype(np.int32)
-    return {
-        "compared": int(served.size),
-        "differ": int(np.count_nonzero(s != t)),
-        "max_levels": int(np.abs(s - t).max(initial=0)),
-        "psnr_db": round(psnr(s, t), 2) if np.any(s != t) else "inf",
-        "bf16_differ": int(np.count_nonzero(a != b)),
-        "max_bf16_ulps": round(float(bf16_ulps(a, b).max(initial=0.0)), 2),
-    }
+    return _numbers(a, b, served_levels.astype(np.int32), trained_levels.astype(np.int32))
