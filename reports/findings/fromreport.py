@@ -86,10 +86,14 @@ def section(report: Mapping[str, Any]) -> list[str]:
     """What leads report.md after its title: one line per defect finding (class, engine and release, function,
     claims, families, key numbers) and the informational ones folded into one line, as versions.md's section."""
     head = ["## Findings: one per root cause, worst first (semantics §21.4)", ""]
+    written = report.get("findings")  # written beside report.md with the pictures (`reports.report.run`)
     try:
-        result = findings(report)
+        result = written if isinstance(written, dict) else findings(report)
     except (KeyError, TypeError, InputValueError) as e:
         return [*head, f"- The claim rows could not be read as findings ({type(e).__name__}: {e}).", ""]
     if not result["findings"]:
         return [*head, "- No finding: no claim with a severity class fails.", ""]
-    return [*head, *("- " + line for line in render.summary(result, code=True).splitlines()), ""]
+    if written:
+        head[0] += " ([findings.md](findings.md) has each one's issue text)"
+    lines = render.summary(result, code=True, linked=bool(written)).splitlines()
+    return [*head, *("- " + line for line in lines), ""]

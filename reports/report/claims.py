@@ -138,6 +138,9 @@ def _row(cid: str, col: str, row: dict[str, Any] | None, statement: dict[str, st
     }
     if isinstance(row.get("signatures"), list):
         out["signatures"] = row["signatures"]
+    for key in ("impact", "figure"):  # what a finding states and draws (semantics §21.4, §21.7)
+        if isinstance(row.get(key), dict):
+            out[key] = row[key]
     new = new_signatures(row) if out["verdict"] == "fails" else []
     if new:  # a way of failing claims.toml does not document: failing, marked new (semantics §17.1)
         out["new_signatures"] = new

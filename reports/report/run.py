@@ -260,5 +260,24 @@ def write_report(report: dict[str, Any], directory: Path) -> None:
     """report.json and report.md into ``directory``, each atomically; report.json keeps the grouped failures
     report.md shows (``failure_groups``), so a reader of the JSON meets each distinct failure once too."""
     report["failure_groups"] = failure_groups(report["claims"])
+    write_findings(report, directory)
     write_text_atomic(directory / "report.json", json.dumps(report, indent=1, default=str) + "\n")
     write_text_atomic(directory / "report.md", render_markdown(report))
+
+
+def write_findings(report: dict[str, Any], directory: Path) -> None:
+    """findings.json, findings.md and each defect finding's F<n>.png beside report.md (semantics §21.4); the
+    result is kept in ``report["findings"]`` so report.md's leading section links the pictures. Rows that cannot
+    be read as findings leave the section to say so (`fromreport.section`)."""
+    from deferlab.reference.system.errors import InputValueError
+    from deferlab.reports.findings import fromreport, pictures
+    from deferlab.reports.findings import render as findings_render
+
+    try:
+        result = fromreport.findings(report)
+    except (KeyError, TypeError, InputValueError):
+        return
+    pictures.draw(fromreport.versions_like(report), result, directory)
+    write_text_atomic(directory / "findings.json", json.dumps(result, indent=1) + "\n")
+    write_text_atomic(directory / "findings.md", findings_render.markdown(result))
+    report["findings"] = result

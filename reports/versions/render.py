@@ -32,6 +32,7 @@ from deferlab.reports.core.atomic import (
     write_text_atomic,
 )
 from deferlab.reports.core.claims import VERDICT_CELL
+from deferlab.reports.findings import pictures as finding_pictures
 from deferlab.reports.findings import render as findings_report
 from deferlab.reports.findings.group import group as findings_of
 from deferlab.reports.versions import columns as cols
@@ -184,7 +185,7 @@ def findings(doc: dict[str, Any], groups: list[dict[str, Any]]) -> dict[str, Any
 def findings_section(result: dict[str, Any]) -> list[str]:
     """What leads versions.md after the summary: the findings' counts, one line per defect (worst first) and
     the informational ones folded into one line (`reports.findings.render.summary`), linking findings.md."""
-    lines = findings_report.summary(result).splitlines()
+    lines = findings_report.summary(result, linked=True).splitlines()
     head = "## Findings: one per root cause, worst first ([findings.md](findings.md) has each one's issue text)"
     return [head, "", *("- " + _CODE.sub(r"`\1`", line) for line in lines), ""]
 
@@ -318,6 +319,7 @@ def write(
         write_bytes_atomic(stage / "versions.xml", xml)
         grid_png(doc, stage / "versions.png")
         strips = pictures.video_strips(doc, stage)
+        finding_pictures.draw(doc, found, stage)  # F<n>.png per defect finding (semantics §21.4)
         write_text_atomic(stage / "versions.md", markdown(doc, statements, regressions, baseline, strips, found))
         write_text_atomic(stage / "findings.json", json.dumps(found, indent=1) + "\n")
         write_text_atomic(stage / "findings.md", findings_report.markdown(found))
