@@ -136,6 +136,18 @@ def issue(d: dict[str, Any], family: str, version: str) -> str:
     ]).replace("\n**", "\n\n**").replace("\n\n\n", "\n\n")  # fmt: skip
 
 
+def reproducer_line(d: dict[str, Any]) -> str:
+    """The finding's standalone reproducer (`reports.findings.repro`), or why it has none: never a blank."""
+    if d.get("reproducer"):
+        return (
+            f"**Standalone reproducer.** [{d['reproducer']}]({d['reproducer']}): `pytest {d['reproducer']}` where "
+            f"the release is installed or its wheel unpacked on `sys.path` (no deferlab import); it fails while the "
+            "defect is there"
+        )
+    why = d.get("no_reproducer") or "not written here (`deferlab findings RESULTS` writes each finding's script)"
+    return f"**Standalone reproducer.** none: {why}"
+
+
 def picture_line(d: dict[str, Any]) -> str:
     """The finding's picture in findings.md (`pictures.draw`), or why it has none: never a blank."""
     if d.get("picture"):
@@ -224,7 +236,7 @@ def markdown(doc: dict[str, Any]) -> str:
         )
     out.append("")
     for d in defects:
-        out += [d["issue"], "", picture_line(d), ""]
+        out += [d["issue"], "", reproducer_line(d), "", picture_line(d), ""]
     if folded:
         out += ["", "## Informational (float32-only and cost: never a defect)", ""]
         for d in folded:

@@ -191,10 +191,10 @@ _WHAT = {
 def render(cid: str, ce: Any, failure: str, engine: str, row: Mapping[str, Any]) -> tuple[str, str, Column] | None:
     """(the test's code, what it reproduces, the column) of the family template fitting the row, or None. Kimi-K3's
     columns keep their own templates (`reports.repro.templates`) but for vLLM's C4 and its device path's C15."""
-    if cid in ("C16", "C17", "C18", "C20"):  # the video and decoded-bytes claims, every column (semantics §20)
-        from deferlab.reports.repro import video
+    from deferlab.reports.repro import video
 
-        return video.render(cid, ce, failure, Column.of(row, engine))
+    if cid in video.CLAIMS:  # the video and decoded-bytes claims, every column (semantics §20)
+        return video.render(cid, ce, failure, Column.of(row, engine), row)
     c, repro = Column.of(row, engine), repro_of(engine)
     if c.family == DEFAULT_FAMILY and cid not in repro.kimi_family_claims:
         return None

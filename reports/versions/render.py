@@ -34,6 +34,7 @@ from deferlab.reports.core.atomic import (
 from deferlab.reports.core.claims import VERDICT_CELL
 from deferlab.reports.findings import pictures as finding_pictures
 from deferlab.reports.findings import render as findings_report
+from deferlab.reports.findings import repro as finding_repro
 from deferlab.reports.findings.group import group as findings_of
 from deferlab.reports.versions import columns as cols
 from deferlab.reports.versions import families as families_table
@@ -320,6 +321,7 @@ def write(
         grid_png(doc, stage / "versions.png")
         strips = pictures.video_strips(doc, stage)
         finding_pictures.draw(doc, found, stage)  # F<n>.png per defect finding (semantics §21.4)
+        finding_repro.write(doc, found, stage, "versions.json")  # F<n>-repro.py, standalone
         write_text_atomic(stage / "versions.md", markdown(doc, statements, regressions, baseline, strips, found))
         write_text_atomic(stage / "findings.json", json.dumps(found, indent=1) + "\n")
         write_text_atomic(stage / "findings.md", findings_report.markdown(found))

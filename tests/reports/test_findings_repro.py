@@ -1,0 +1,43 @@
+"""Each defect finding's standalone reproducer (`reports.findings.repro`, semantics §21.4), on the recorded
+newest-release matrix: scripts that import nothing of deferlab, for findings of every engine, and a reason for
+each finding none fits."""
+
+from __future__ import annotations
+
+import ast
+import json
+from pathlib import Path
+
+from deferlab.reports.findings import render, repro
+from deferlab.reports.findings.group import group
+
+EXAMPLE = Path(__file__).resolve().parents[2] / "reports" / "example" / "versions-newest" / "versions.json"
+
+
+def test_each_defect_finding_has_a_standalone_script_or_says_why(tmp_path: Path) -> None:
+    doc = json.loads(EXAMPLE.read_text())
+    result = render.document(group(doc), "versions.json")
+    written = repro.write(doc, result, tmp_path, "versions.json")
+    defects = [d for d in result["findings"] if d["severity"] not in ("float32-only", "cost")]
+    assert {p.name for p in written} == {d["reproducer"] for d in defects if d["reproducer"]}
+    assert all(bool(d["reproducer"]) != bool(d["no_reproducer"]) for d in result["findings"])
+    assert {d["engine"] for d in defects if d["reproducer"]} == {"sglang", "vllm", "lmdeploy"}
+    assert len(written) >= len(defects) * 3 // 4  # most defects have one; the rest say why
+    for path in written:
+        text = path.read_text()
+        tree = ast.parse(text)  # a script Python reads
+        imported = [n.module or "" for n in ast.walk(tree) if isinstance(n, ast.ImportFrom)]
+        imported += [a.name for n in ast.walk(tree) if isinstance(n, ast.Import) for a in n.names]
+        assert not [m for m in imported if m.split(".")[0] == "deferlab"], path.name
+        finding = next(d for d in defects if d["reproducer"] == path.name)
+        assert f"finding {finding['id']} (" in text and text.startswith("# deferlab reproducer")
+
+
+def test_informational_findings_get_no_script(tmp_path: Path) -> None:
+    doc = json.loads(EXAMPLE.read_text())
+    result = render.document(group(doc), "versions.json")
+    repro.write(doc, result, tmp_path, "versions.json")
+    folded = [d for d in result["findings"] if d["severity"] in ("float32-only", "cost")]
+    assert folded and all(d["reproducer"] is None and "informational" in d["no_reproducer"] for d in folded)
+    md = render.markdown(result)
+    assert md.count("**Standalone reproducer.**") == len(result["findings"]) - len(folded)
