@@ -86,7 +86,8 @@ class EngineFacts:
     # What deferlab's engine-free code asks of it, answered in its package so nothing tests its name (issue 29):
     # ``hooks``: the module with ``default_version()`` (the release a check loads), ``probed_modules()`` (what a
     # mutation campaign probes), ``table_paths(spec, family)`` / ``table_companions(names)`` (the report's skew
-    # table) and ``geometry_function(path, cfg)`` (C13's compiled sweep) where it has them; ``repro``:
+    # table), ``geometry_function(path, cfg)`` (C13's compiled sweep) and ``releases()`` (its releases, where they
+    # are not on the package index: `reports.versions.matrix.index_versions`) where it has them; ``repro``:
     # ``module:attribute`` of its reproducers (a `reports.repro.engines.EngineRepro`; "" for none);
     # ``mutate_baseline``: the shipped mutation baseline is a sample of its campaign (the default of
     # ``--update-baseline``); ``anchor``: its checkout's own unit tests anchor a campaign (``--anchor``).

@@ -44,9 +44,13 @@ def index_versions(
     minimum: str | None = None, *, capture: Capture = process.capture, engine: str = "sglang"
 ) -> list[str]:
     """Every release of ``engine`` on the package index from ``minimum`` (default: its first release with the
-    checked path, `EngineFacts.first_release`) on, in release order (one pip call)."""
+    checked path, `EngineFacts.first_release`) on, in release order (one pip call; none for a plugin that lists
+    its own releases, `_listed_by_plugin`)."""
     facts = engine_facts(engine)
     minimum = minimum or facts.first_release
+    listed = _listed_by_plugin(facts.hooks)
+    if listed is not None:  # an engine whose releases are not on the index lists its own: no pip call
+        return sorted_releases(v for v in listed if at_least(v, minimum))
     cmd = [sys.executable, "-m", "pip", "index", "versions", facts.distribution, "--disable-pip-version-check"]
     rc, out, err = capture(cmd, timeout=300)
     m = re.search(r"Available versions:\s*(.+)", out or "")
@@ -55,6 +59,18 @@ def index_versions(
         raise RuntimeError(f"cannot list {engine} releases on the package index ({why}); name the versions instead")
     found = [v.strip() for v in m.group(1).split(",") if v.strip()]
     return sorted_releases(v for v in found if at_least(v, minimum))
+
+
+def _listed_by_plugin(hooks: str) -> list[str] | None:
+    """The releases an engine plugin lists itself (its ``hooks.releases()``, `EngineFacts.hooks`), or None: its
+    releases are the package index's. Why: a plugin whose releases are not wheels on the index (trees it ships, a
+    private mirror) is still run by ``versions``, and a named release it lacks is refused, without a pip call."""
+    if not hooks:
+        return None
+    import importlib
+
+    lister = getattr(importlib.import_module(hooks), "releases", None)
+    return None if lister is None else [str(v) for v in lister()]
 
 
 def policy_vectors(registry: dict[str, claim_registry.Claim] | None = None) -> dict[str, dict[str, str]]:

@@ -16,6 +16,7 @@ import sys
 from pathlib import Path
 
 from deferlab.reference.system import engines
+from tests.project import fake_engine_files
 
 FACTS = """
 from deferlab.reference.system.engines import EngineFacts
@@ -113,3 +114,46 @@ def test_deferlab_declares_its_own_engines_as_entry_points() -> None:
     declared = pyproject["project"]["entry-points"][engines.GROUP]
     assert declared == engines.BUILTIN
     assert [engines.ENGINES[name].plugin for name in declared] == [f"{v} (deferlab)" for v in declared.values()]
+
+
+def test_a_plugin_engine_gets_verdicts(tmp_path: Path) -> None:
+    """The recipe of docs/layout.md, whole: a package outside deferlab (`tests/project/fake_engine_files.py`:
+    plugin, sources, served, hooks and its release trees) is a column of `deferlab families` and gets verdicts from
+    `deferlab versions`: C15 ``holds`` on the release whose normalization is the checkpoint's, ``fails`` on the one
+    that rescales in float32, with no claims.toml row (recorded, not asserted) and no pip call."""
+    site = tmp_path / "site"
+    fake_engine_files.install(site)
+    table = _deferlab(site, "families")
+    assert table.returncode == 0, table.stderr
+    rows = table.stdout.splitlines()
+    assert rows[0].endswith("| LMDeploy | Fake Engine |")
+    assert next(r for r in rows if r.startswith("| `gemma3`")).endswith("| 1.0.0+ served * |")
+    unlisted = _deferlab(site, "versions", "--fakeeng", "1.2.0", "--out", str(tmp_path / "refused"))
+    assert unlisted.returncode == 2 and "--fakeeng '1.2.0'" in unlisted.stderr, unlisted.stderr  # its own listing
+    assert "nearest: 1.1.0" in unlisted.stderr and "accepted: fakeeng releases 1.0.0 and later" in unlisted.stderr
+    out = tmp_path / "out"
+    run = _deferlab(site, "versions", "--fakeeng", "1.0.0", "1.1.0", "--model", "gemma3", "--claims", "C15",
+                    "--profile", "dev", "--baseline", "none", "--out", str(out))  # fmt: skip
+    assert run.returncode == 0, run.stderr[-3000:]
+    doc = json.loads((out / "versions.json").read_text())
+    assert doc["verdicts"] == {"C15": {"gemma3:fake-1.0.0": "holds", "gemma3:fake-1.1.0": "fails"}}, doc["verdicts"]
+    assert doc["columns"]["gemma3:fake-1.1.0"]["engine"] == "fakeeng" and not doc["errors"]
+    ran = doc["provenance"]["gemma3:fake-1.1.0"]["C15"]  # the release's own function ran, from its tree
+    assert ran == {"fakeeng-1.1.0 (gemma3, served): normalization": "fakeeng_rt.norm.normalize of fakeeng-1.1.0"}
+    assert "differ from the checkpoint in FP32" in json.dumps(doc), "the failing release's evidence"
+
+
+def test_the_layout_recipe_lists_the_fake_engines_files(tmp_path: Path) -> None:
+    """docs/layout.md's numbered files of a new engine are exactly the modules of the fake package that gets verdicts
+    above (one more file, or one fewer, in either and this fails)."""
+    import re
+
+    doc = (Path(__file__).resolve().parents[2] / "docs" / "layout.md").read_text()
+    recipe = doc[doc.index("* *An engine* is a plugin") : doc.index("Optional:", doc.index("* *An engine*"))]
+    listed = set(re.findall(r"^  \d\. `(\w+\.py)`", recipe, re.M))
+    fake_engine_files.install(tmp_path)
+    shipped = {p.name for p in (tmp_path / "fake_engine").glob("*.py")} - {"__init__.py"}
+    assert listed == shipped == {"plugin.py", "sources.py", "served.py", "hooks.py"}
+    assert "the group `deferlab.engines`" in recipe  # item 2: the entry point (the fake's own dist-info)
+    entry = (tmp_path / "fake_engine_dist-0.1.dist-info" / "entry_points.txt").read_text()
+    assert entry.startswith("[deferlab.engines]\nfakeeng = fake_engine.plugin:ENGINE")
