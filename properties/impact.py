@@ -29,6 +29,15 @@ def wanted() -> bool:
     return os.environ.get("DEFERLAB_MUTATE_OUTCOMES") is None
 
 
+def guarded(measure: Callable[[], dict[str, Any]]) -> dict[str, Any]:
+    """``measure()``, or ``{"not_measured": why}`` when it raises: the verdict is recorded already, and a number
+    that cannot be measured is said, never a reason to lose the claim's result."""
+    try:
+        return measure()
+    except Exception as exc:  # noqa: BLE001 - recorded in the impact, in one line
+        return {"not_measured": f"{type(exc).__name__}: {(str(exc).splitlines() or [''])[0][:200]}"}
+
+
 LONG_SIDE = 24  # a realistic image is remade this small: the loaders part on mode, orientation, alpha (§21.7)
 JPEG_CLASSES = frozenset(
     {"phone 12 MP", "phone 48 MP binned", "android 12.5 MP", "camera 24 MP", "panorama", "scanned A4 / Letter"}

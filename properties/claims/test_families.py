@@ -89,7 +89,8 @@ def test_claim_c13_family_geometry_equals_checkpoint(served_session, served_path
         provenance=served.provenance(served_paths) if ok else {},
     )
     if verdict == "fails" and served_paths and impact.wanted():  # semantics §21.7
-        verdicts.attach_impact("C13", policy, family_impact.geometry(served_paths, model_family, want))
+        found = impact.guarded(lambda: family_impact.geometry(served_paths, model_family, want))
+        verdicts.attach_impact("C13", policy, found)
     claimcheck.assert_expected("C13", policy, verdict)
 
 
@@ -133,7 +134,7 @@ def test_claim_c14_family_pixels_equal_checkpoint(served_paths, policy, model_fa
     if verdict == "fails" and served_paths and impact.wanted():  # semantics §21.7, at the recorded minimal input
         rows = [r for r in verdicts.RECORDER.claims if r["id"] == "C14" and r["policy"] == policy]
         case = rows[-1].get("counterexample") if rows else None
-        found = family_impact.pixels(served_paths, model_family, trained(model_family), case)
+        found = impact.guarded(lambda: family_impact.pixels(served_paths, model_family, trained(model_family), case))
         verdicts.attach_impact("C14", policy, found)
     claimcheck.assert_expected("C14", policy, verdict)
 

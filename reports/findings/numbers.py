@@ -90,6 +90,9 @@ def measured(f: Finding) -> dict[str, Any]:
             )
     if shares:
         out["realistic"] = [s for _, s in shares]
+    missed = [f"{m.column}: {m.row.impact['not_measured']}" for m in cells if "not_measured" in m.row.impact]
+    if missed:
+        out["not_measured"] = missed
     for m in cells:
         imp = m.row.impact
         if "tokens" in imp and "realistic_tokens" not in out and "ratio_median" in imp["tokens"]:

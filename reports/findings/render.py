@@ -34,6 +34,7 @@ _LABELS = {
     "realistic": "share of realistic uploads (semantics §21.5, measured in the claim run)",
     "realistic_tokens": "tokens on the affected realistic inputs",
     "pixels": "the tower's input at the minimal input",
+    "not_measured": "impact numbers the claim run could not measure",
     "max_levels": "largest difference (uint8 levels)",
     "max_ulps": "largest difference (float32 ulps, as recorded)",
     "unexplained": "values unexplained",

@@ -185,3 +185,12 @@ def test_tower_numbers_count_bf16_and_levels() -> None:
     # 2**-5 at 0.25, whose bf16 ulp is 2**(-2 - 7): 16 ulps
     got = impact.tower_numbers(served, trained, np.array([10, 20, 31]), np.array([10, 20, 30]))
     assert (got["bf16_differ"], got["max_bf16_ulps"], got["differ"], got["max_levels"]) == (1, 16.0, 1, 1)
+
+
+def test_a_measurement_that_raises_is_said_in_one_line() -> None:
+    def broken() -> dict:
+        raise ValueError("no such family\nsecond line")
+
+    got = impact.guarded(broken)
+    assert got == {"not_measured": "ValueError: no such family"}
+    assert impact.guarded(lambda: {"realistic": 1}) == {"realistic": 1}
