@@ -14,8 +14,6 @@ from __future__ import annotations
 import hashlib
 import io
 import json
-import os
-import tempfile
 from dataclasses import asdict, dataclass
 from fractions import Fraction
 from pathlib import Path
@@ -145,16 +143,10 @@ def encode(spec: ClipSpec) -> bytes:
     path = cache_dir() / f"{spec.key()}.{spec.container}"
     if path.is_file():
         return path.read_bytes()
+    from deferlab.impl.loader.release_files import write_atomic
+
     data = _encode(spec)
-    path.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=".clip-")
-    try:
-        with os.fdopen(fd, "wb") as f:
-            f.write(data)
-        os.replace(tmp, path)
-    except BaseException:
-        Path(tmp).unlink(missing_ok=True)
-        raise
+    write_atomic(path, data, mode=None)
     return data
 
 

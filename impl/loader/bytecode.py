@@ -26,12 +26,12 @@ import json
 import marshal
 import os
 import sys
-import tempfile
 import time
 import types
 from collections.abc import Callable
 from pathlib import Path
 
+from deferlab.impl.loader.release_files import write_atomic
 from deferlab.impl.loader.wheels import deferlab_cache
 
 ENV = "DEFERLAB_BYTECODE"
@@ -108,18 +108,10 @@ def _entry(data: bytes, suffix: str) -> Path:
 
 
 def _write(path: Path, payload: bytes) -> None:
-    """Atomic: a reader sees the whole entry or none (two processes writing one entry both write the same)."""
+    """Atomic: a reader sees the whole entry or none (two processes writing one entry both write the same); a
+    cache that cannot be written only costs the next load its compile."""
     with contextlib.suppress(OSError):
-        path.parent.mkdir(parents=True, exist_ok=True)
-        fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=".tmp-")
-        try:
-            with os.fdopen(fd, "wb") as fh:
-                fh.write(payload)
-            os.replace(tmp, path)
-        except BaseException:
-            with contextlib.suppress(FileNotFoundError):
-                os.unlink(tmp)
-            raise
+        write_atomic(path, payload, mode=None)
 
 
 def _with_filename(code: types.CodeType, path: str) -> types.CodeType:

@@ -120,14 +120,17 @@ def source_meta(tree: Path) -> dict[str, str]:
         return {}
 
 
-def write_atomic(path: Path, data: bytes) -> None:
-    """``data`` at ``path`` through a temporary sibling renamed over it (a reader sees the old or the new)."""
+def write_atomic(path: Path, data: bytes, *, mode: int | None = 0o644) -> None:
+    """``data`` at ``path`` through a temporary sibling renamed over it (a reader sees the old or the new; two
+    processes writing one path leave one whole file). ``mode`` None keeps mkstemp's 0600 (a private cache entry:
+    `bytecode`, `properties.clips`). The sibling's name starts ``.tmp-`` (`bytecode.entries` counts a leftover)."""
     path.parent.mkdir(parents=True, exist_ok=True)
     fd, tmp = tempfile.mkstemp(prefix=f".tmp-{path.name}.", dir=path.parent)
     try:
         with os.fdopen(fd, "wb") as fh:
             fh.write(data)
-        os.chmod(tmp, 0o644)
+        if mode is not None:
+            os.chmod(tmp, mode)
         os.replace(tmp, path)
     except BaseException:
         Path(tmp).unlink(missing_ok=True)
