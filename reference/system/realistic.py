@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import dataclasses
 from collections.abc import Callable
+from typing import TypeVar
 
 import numpy as np
 
@@ -152,6 +153,9 @@ VIDEO_CLASSES = (
 )  # fmt: skip
 
 
+_C = TypeVar("_C", ImageClass, VideoClass)
+
+
 def _pick(rng: np.random.Generator, options: tuple[tuple[object, float], ...]) -> object:
     weights = np.array([w for _, w in options], dtype=float)
     return options[int(rng.choice(len(options), p=weights / weights.sum()))][0]
@@ -162,14 +166,20 @@ def _check(n: int, what: str) -> None:
         raise InputValueError(f"{what} n={n!r}: not a positive whole number; accepted: 1 or more")
 
 
+def _classes(classes: tuple[_C, ...], n: int, seed: int, what: str) -> tuple[np.random.Generator, list[_C]]:
+    """The generator of ``seed`` and ``n`` classes drawn from it by weight, all before any record's own draws
+    (images and videos draw their lists the same way, so one seed means the same thing to both)."""
+    _check(n, what)
+    rng = np.random.default_rng(seed)
+    weights = np.array([c.weight for c in classes])
+    return rng, [classes[int(i)] for i in rng.choice(len(classes), size=n, p=weights / weights.sum())]
+
+
 def images(n: int = 2000, seed: int = 0) -> list[ImageRecord]:
     """``n`` image records drawn by class weight (semantics §21.5); the same ``seed`` gives the same list."""
-    _check(n, "images")
-    rng = np.random.default_rng(seed)
-    weights = np.array([c.weight for c in IMAGE_CLASSES])
+    rng, drawn = _classes(IMAGE_CLASSES, n, seed, "images")
     out = []
-    for i in rng.choice(len(IMAGE_CLASSES), size=n, p=weights / weights.sum()):
-        c = IMAGE_CLASSES[int(i)]
+    for c in drawn:
         w, h = c.draw(rng)
         out.append(ImageRecord(c.name, w, h, str(_pick(rng, c.modes)), int(_pick(rng, c.orientations))))  # type: ignore[call-overload]
     return out
@@ -177,12 +187,9 @@ def images(n: int = 2000, seed: int = 0) -> list[ImageRecord]:
 
 def videos(n: int = 200, seed: int = 0) -> list[VideoRecord]:
     """``n`` clip records: durations log-uniform in the class's range, frames ``round(duration x fps)``, >= 1."""
-    _check(n, "videos")
-    rng = np.random.default_rng(seed)
-    weights = np.array([c.weight for c in VIDEO_CLASSES])
+    rng, drawn = _classes(VIDEO_CLASSES, n, seed, "videos")
     out = []
-    for i in rng.choice(len(VIDEO_CLASSES), size=n, p=weights / weights.sum()):
-        c = VIDEO_CLASSES[int(i)]
+    for c in drawn:
         w, h = c.sizes[int(rng.integers(len(c.sizes)))]
         fps = c.rates[int(rng.integers(len(c.rates)))]
         low, high = c.duration
