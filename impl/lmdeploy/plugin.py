@@ -11,6 +11,13 @@ from __future__ import annotations
 
 from deferlab.reference.system.engines import EngineFacts, Served
 
+
+def _every_release(code: tuple[str, ...], note: str) -> Served:
+    """A family's path in every release semantics §19 read (0.14.0 on): named ``served``, LMDeploy's default
+    serving setting, running the modules ``code``."""
+    return Served("lmdeploy", "0.14.0", "", "served", True, code, note)
+
+
 ENGINE = EngineFacts(
     name="lmdeploy",
     display="LMDeploy",
@@ -35,12 +42,7 @@ ENGINE = EngineFacts(
     serves=(
         (
             "internvl",
-            Served(
-                "lmdeploy",
-                "0.14.0",
-                "",
-                "served",
-                True,
+            _every_release(
                 ("lmdeploy.vl.media.image", "lmdeploy.vl.model.internvl"),
                 "LMDeploy's own: the request bytes through ImageMediaIO (convert RGB), the card's tiling with "
                 "max_num from the config (12), torchvision's Resize/ToTensor/Normalize on the host (semantics §19.2)",
@@ -48,12 +50,7 @@ ENGINE = EngineFacts(
         ),
         (
             "qwen3-vl",
-            Served(
-                "lmdeploy",
-                "0.14.0",
-                "",
-                "served",
-                True,
+            _every_release(
                 ("lmdeploy.vl.media.video_loader", "lmdeploy.vl.model.qwen3"),
                 "video (and a client's bytes) only: LMDeploy's VideoMediaIO samples the frames, the pinned "
                 "transformers' Qwen3VLVideoProcessor does the rest (semantics §20.7); its image path is "
