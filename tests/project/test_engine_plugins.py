@@ -126,8 +126,9 @@ def test_a_plugin_engine_gets_verdicts(tmp_path: Path) -> None:
     table = _deferlab(site, "families")
     assert table.returncode == 0, table.stderr
     rows = table.stdout.splitlines()
-    assert rows[0].endswith("| LMDeploy | Fake Engine |")
-    assert next(r for r in rows if r.startswith("| `gemma3`")).endswith("| 1.0.0+ served * |")
+    assert rows[0].endswith("| LMDeploy | Fake Engine |"), table.stdout + table.stderr
+    gemma3 = next((r for r in rows if r.startswith("| `gemma3`")), "")
+    assert gemma3.endswith("| 1.0.0+ served * |"), table.stdout + table.stderr
     unlisted = _deferlab(site, "versions", "--fakeeng", "1.2.0", "--out", str(tmp_path / "refused"))
     assert unlisted.returncode == 2 and "--fakeeng '1.2.0'" in unlisted.stderr, unlisted.stderr  # its own listing
     assert "nearest: 1.1.0" in unlisted.stderr and "accepted: fakeeng releases 1.0.0 and later" in unlisted.stderr
