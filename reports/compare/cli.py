@@ -38,9 +38,9 @@ from deferlab.reports.compare import running
 from deferlab.reports.core import process, videoopts
 from deferlab.reports.core import runner as core_runner
 from deferlab.reports.core.atomic import check_out_dir
-from deferlab.reports.core.claims import PROFILES, default_out_dir, load_claim_statements
+from deferlab.reports.core.claims import PROFILES, add_run_options, default_out_dir, load_claim_statements
 from deferlab.reports.core.executor import check_cluster
-from deferlab.reports.core.frontdoor import check_out_file, refuse_before_first, refuse_unserved
+from deferlab.reports.core.frontdoor import check_junit, refuse_before_first, refuse_unserved
 from deferlab.reports.core.runner import STRICT_ENV, Request
 from deferlab.reports.core.sides import (
     Side,
@@ -68,12 +68,9 @@ def add_parser(sub: Any) -> argparse.ArgumentParser:
     p.add_argument(
         "--engine", default="sglang", help=f"the engine both sides are: {', '.join(ENGINES)} (default sglang)"
     )
-    p.add_argument("--profile", default="ci", help=f"hypothesis profile of the claim searches: {', '.join(PROFILES)}")
-    videoopts.add(p)
-    p.add_argument(
-        "--patch",
-        metavar="FILE",
-        help="a unified diff applied to a copy of HEAD's tree only (never BASE's, never the cache): verify a fix, "
+    add_run_options(
+        p,
+        "a unified diff applied to a copy of HEAD's tree only (never BASE's, never the cache): verify a fix, "
         "e.g. compare 0.5.23 0.5.23 --patch FIX.diff; HEAD's code is named +patch.<sha8>",
     )
     p.add_argument(
@@ -109,10 +106,7 @@ def check_args(args: argparse.Namespace, *, cache: Path | None = None) -> tuple[
         raise UsageError(str(e)) from None
     videoopts.env(args)  # a bad --video-fps / --video-frames: one line before anything is loaded
     args.out = check_out_dir(args.out or default_out_dir(prefix="compare-"), "--out")
-    if args.junit is not None and args.junit.is_dir():
-        raise UsageError(f"--junit: {str(args.junit)!r} is a directory; accepted: a file path for the XML")
-    if args.junit is not None:
-        check_out_file(args.junit, "--junit")
+    check_junit(args.junit)
     selected_claims(getattr(args, "claims", None), engine)
     families = require_extras(selected_families(getattr(args, "model", None)))
     family = family_option(families)

@@ -8,11 +8,13 @@ the shared room of the commands.
 
 from __future__ import annotations
 
+import argparse
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
 from deferlab.reference.system import claims as registry
+from deferlab.reports.core import videoopts
 
 PROFILES = ("ci", "dev", "thorough")  # ci first: derandomized, the default of every command
 VERDICT_CELL = {
@@ -25,6 +27,14 @@ VERDICT_CELL = {
 _HERE = Path(__file__).resolve().parents[1]
 # A source checkout keeps outputs in reports/out; an installed package never writes into site-packages.
 DEFAULT_OUT_PARENT = _HERE / "out" if (_HERE.parent / "pyproject.toml").is_file() else Path.cwd() / "deferlab-reports"
+
+
+def add_run_options(p: argparse.ArgumentParser, patch_help: str) -> None:
+    """``--profile``, the video options and ``--patch FILE``, in that order, as ``compare`` and ``versions`` take
+    them: one wording of what both run the claims with; ``patch_help`` says which trees the diff goes to."""
+    p.add_argument("--profile", default="ci", help=f"hypothesis profile of the claim searches: {', '.join(PROFILES)}")
+    videoopts.add(p)
+    p.add_argument("--patch", metavar="FILE", help=patch_help)
 
 
 def default_out_dir(now: datetime | None = None, prefix: str = "") -> Path:

@@ -7,7 +7,8 @@ wrong, what is accepted), raised before any work, fetch or write.
   the reason its `floor`), refused without asking the package index.
 * `refuse_unserved`: a run none of whose columns serves any family asked, in the ``n/a`` line `deferlab versions`
   gives (`reports.versions.columns.not_served`, the one decision).
-* `check_out_file`: an output file's path (``deferlab calibrate --out``).
+* `check_out_file`: an output file's path (``deferlab calibrate --out``); `check_junit` the ``--junit FILE`` of
+  report, versions and compare.
 """
 
 from __future__ import annotations
@@ -86,3 +87,13 @@ def check_out_file(path: str | Path, flag: str, suffix: str | None = None) -> Pa
     except UsageError:
         raise UsageError(f"{flag} {str(path)!r}: its folder cannot be made or written; {accepted}") from None
     return target
+
+
+def check_junit(path: Path | None) -> None:
+    """``--junit FILE`` (None: not given) as report, versions and compare take it: not a folder (their one line
+    for that), else `check_out_file`'s checks; the XML itself is written after the run."""
+    if path is None:
+        return
+    if Path(path).is_dir():
+        raise UsageError(f"--junit: {str(path)!r} is a directory; accepted: a file path for the XML")
+    check_out_file(path, "--junit")

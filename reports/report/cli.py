@@ -31,7 +31,7 @@ from deferlab.reports.core import process, runner
 from deferlab.reports.core.atomic import check_out_dir, write_text_atomic
 from deferlab.reports.core.baseline import save as save_baseline
 from deferlab.reports.core.claims import PROFILES, default_out_dir, load_claim_statements
-from deferlab.reports.core.frontdoor import check_out_file
+from deferlab.reports.core.frontdoor import check_junit, check_out_file
 from deferlab.reports.core.sides import family_option, require_extras, selected_families
 from deferlab.reports.families.cli import add_model_option
 from deferlab.reports.report import benchmarks, claims, render
@@ -208,10 +208,7 @@ def _report(args: argparse.Namespace) -> int:
     if args.from_results is None:  # every claim n/a: refused with versions' n/a line, before the report runs
         refuse_all_na(args, named)
     out = check_out_dir(args.out if args.out is not None else default_out_dir())
-    if args.junit is not None and args.junit.is_dir():
-        raise UsageError(f"--junit: {str(args.junit)!r} is a directory; accepted: a file path for the XML")
-    if args.junit is not None:
-        check_out_file(args.junit, "--junit")
+    check_junit(args.junit)
     try:  # --fail-on: the classes known before any step runs (one line otherwise)
         fail_on = parse_fail_on(args.fail_on) if args.fail_on is not None else frozenset()
     except ValueError as e:

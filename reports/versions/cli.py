@@ -52,9 +52,9 @@ from deferlab.reports.core import process, videoopts
 from deferlab.reports.core import runner as core_runner
 from deferlab.reports.core.atomic import check_out_dir
 from deferlab.reports.core.baseline import Baseline
-from deferlab.reports.core.claims import PROFILES, default_out_dir, load_claim_statements
+from deferlab.reports.core.claims import PROFILES, add_run_options, default_out_dir, load_claim_statements
 from deferlab.reports.core.executor import Outcome, Task, check_cluster, executor_for, on_gpu, run_all
-from deferlab.reports.core.frontdoor import check_out_file
+from deferlab.reports.core.frontdoor import check_junit
 from deferlab.reports.core.runner import LoadError, Request, RunRecord
 from deferlab.reports.core.sides import (
     answered_by,
@@ -107,12 +107,9 @@ def add_parser(sub: Any) -> argparse.ArgumentParser:
         "release judges them all, a column per family and served path",
     )
     p.add_argument("--out", type=Path, help="output directory (default reports/out/versions-<UTC timestamp>)")
-    p.add_argument("--profile", default="ci", help=f"hypothesis profile of the claim searches: {', '.join(PROFILES)}")
-    videoopts.add(p)
-    p.add_argument(
-        "--patch",
-        metavar="FILE",
-        help="a unified diff applied to a copy of every release run of the engine whose package it names (never to "
+    add_run_options(
+        p,
+        "a unified diff applied to a copy of every release run of the engine whose package it names (never to "
         "the cache): verify a fix; columns stay the release's, each release's code is named +patch.<sha8>",
     )
     p.add_argument(
@@ -166,11 +163,7 @@ def _check(args: argparse.Namespace) -> tuple[Wanted, Path | None, Baseline | No
     except DeferlabInputError as e:
         raise UsageError(str(e)) from None
     videoopts.env(args)  # a bad --video-fps / --video-frames: one line before any release runs
-    junit_file = getattr(args, "junit", None)
-    if junit_file is not None and Path(junit_file).is_dir():
-        raise UsageError(f"--junit: {str(junit_file)!r} is a directory; accepted: a file path for the XML")
-    if junit_file is not None:  # its folder too: the XML is written last, after every release has run
-        check_out_file(junit_file, "--junit")
+    check_junit(getattr(args, "junit", None))  # its folder too: the XML is written last, after every release has run
     first, others = _engines()
     given = {f.name: getattr(args, f.name, None) for f in others}
     named_others = [v for named in given.values() for v in named or []]
