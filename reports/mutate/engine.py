@@ -234,7 +234,9 @@ class Sources:
 
     def mutated(self, mutant: Mutant) -> str | None:
         """The file with ``mutant`` applied by its operator's own ``mutate`` (as cosmic-ray's visitor applies it);
-        None when that changes nothing or the result does not compile (cosmic-ray's "incompetent")."""
+        None when that changes nothing, the result does not compile, or the operator cannot apply itself to the node
+        it offered (cosmic-ray's "incompetent"; its ExceptionReplacer raises AttributeError on an ``except (A, B)``
+        tuple in vLLM 0.34.0's ``multimodal/media/image.py``): one mutant is never a reason to stop the campaign."""
         from cosmic_ray.plugins import get_operator
 
         op = get_operator(mutant.operator)()
@@ -247,7 +249,10 @@ class Sources:
                 count += 1
                 continue
             parent = node.parent
-            new = op.mutate(node, mutant.index)
+            try:
+                new = op.mutate(node, mutant.index)
+            except (AttributeError, IndexError, TypeError, ValueError):
+                return None
             if parent is not None and new is not node:
                 i = parent.children.index(node)
                 if new is None:
