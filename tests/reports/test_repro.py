@@ -229,18 +229,26 @@ def _cached(*versions: str) -> None:
         pytest.skip(f"sglang {', '.join(missing)} not in {CACHE}")
 
 
-def outcomes(paths: list[Path], spec: str, tmp: Path, engine: str = "sglang") -> dict[str, str]:
-    """file name -> "passed" or the failure's message, from one `repro.run_files` child on ``spec``."""
-    xml = tmp / f"{engine}-{spec}.xml"
+def run_cases(paths: list[Path], spec: str, xml: Path, engine: str = "sglang") -> tuple[list[ET.Element], str]:
+    """The JUnit testcases of one `repro.run_files` child on ``spec`` (none errored: a script that errors is a bug
+    of its text) and the child's stdout; skipped when the release is not fetched and cannot be."""
     try:
         rc, out, err = repro.run_files(paths, spec, engine=engine, junitxml=xml)
     except LoadError as e:
         skip_if_unfetched(spec, str(e))
         raise
     assert rc in (0, 1) and xml.is_file(), out[-3000:] + err[-3000:]
-    got = {}
-    for case in ET.parse(xml).getroot().iter("testcase"):
+    cases = list(ET.parse(xml).getroot().iter("testcase"))
+    for case in cases:
         assert case.find("error") is None, case.find("error").get("message")
+    return cases, out
+
+
+def outcomes(paths: list[Path], spec: str, tmp: Path, engine: str = "sglang") -> dict[str, str]:
+    """file name -> "passed" or the failure's message, from one `repro.run_files` child on ``spec``."""
+    cases, out = run_cases(paths, spec, tmp / f"{engine}-{spec}.xml", engine)
+    got = {}
+    for case in cases:
         failure = case.find("failure")
         (path,) = [p for p in paths if case.get("classname").endswith(p.stem)]
         got[path.name] = "passed" if failure is None else failure.get("message", "")

@@ -13,7 +13,6 @@ from __future__ import annotations
 
 import io
 import os
-import xml.etree.ElementTree as ET
 from pathlib import Path
 from typing import Any
 
@@ -26,7 +25,7 @@ from deferlab.reports.repro import cli as repro
 from deferlab.reports.repro import video, video_pixels
 from deferlab.reports.repro import video_pixels_texts as texts
 from deferlab.reports.repro.families import Column
-from tests.impl.sglang.support import skip_if_unfetched
+from tests.reports.test_repro import run_cases
 from tests.reports.test_repro_video import consts
 
 CACHE = Path(os.path.expanduser("~/.cache/deferlab"))
@@ -125,16 +124,8 @@ def _run(tmp: Path, engine: str, spec: str, rows: list[dict[str, Any]]) -> dict[
         family = r["policy"].split(":")[0]
         paths.append(tmp / f"C19-{family}-{engine}-{spec}.py")
         paths[-1].write_text(repro.header(r, system, spec, "a test", what, engine) + code, encoding="utf-8")
-    xml = tmp / "results.xml"
-    try:
-        rc, out, err = repro.run_files(paths, spec, engine=engine, junitxml=xml)
-    except repro.LoadError as e:
-        skip_if_unfetched(spec, str(e))
-        raise
-    assert rc in (0, 1) and xml.is_file(), out[-3000:] + err[-3000:]
     got = {}
-    for case in ET.parse(xml).getroot().iter("testcase"):
-        assert case.find("error") is None, case.find("error").get("message")
+    for case in run_cases(paths, spec, tmp / "results.xml", engine)[0]:
         family = case.get("classname").split("C19-")[1].split(f"-{engine}")[0]
         failure = case.find("failure")
         message = "passed" if failure is None else failure.get("message", "").splitlines()[0]
