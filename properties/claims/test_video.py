@@ -95,11 +95,23 @@ def _rows_provenance(rows: dict[str, Any]) -> dict[str, str]:
     return {f"{row}: {step}": what for row, side in rows.items() for step, what in sorted(side.provenance().items())}
 
 
+# Frame sizes of the drawn clips (semantics §20.3): the grid's 64x48 first (what shrinking reaches), then the sizes
+# clients send, where a per-frame or total pixel budget binds (a 64x48 frame never reaches ``max_pixels``: the
+# stop-35 mutation campaign found SGLang's max_pixels arithmetic untested at that size alone).
+FRAME_SIZES = ((64, 48), (640, 480), (1280, 720), (1920, 1080), (1080, 1920), (3840, 2160))
+
+
 def clips() -> st.SearchStrategy[tuple[Clip, VideoRequest]]:
-    """Drawn clips: 1 to 20,000 frames at a grid rate, any rate from 0.5 to 240, or an unknown one (0), under
-    each option set; shrinks towards one frame and the defaults."""
+    """Drawn clips: 1 to 20,000 frames at a grid rate, any rate from 0.5 to 240, or an unknown one (0), of a
+    `FRAME_SIZES` size, under each option set; shrinks towards one frame, 64x48 and the defaults."""
     fps = st.one_of(st.sampled_from(GRID_FPS), st.floats(0.5, 240.0).map(lambda f: round(f, 3)), st.just(0.0))
-    return st.builds(lambda n, f, r: (Clip(n, f), r), st.integers(1, 20_000), fps, st.sampled_from(vc.OPTION_SETS))
+    return st.builds(
+        lambda n, f, size, r: (Clip(n, f, *size), r),
+        st.integers(1, 20_000),
+        fps,
+        st.sampled_from(FRAME_SIZES),
+        st.sampled_from(vc.OPTION_SETS),
+    )
 
 
 def _pixel_free(claim: str, session: Any, policy: str, family: str) -> None:
