@@ -78,8 +78,10 @@ def measured(f: Finding) -> dict[str, Any]:
     """The numbers its cells' tests measured (semantics §21.7), the representative's first, then each other cell's
     realistic share: what the finding states before anything read from text."""
     rep = f.representative()
-    cells = sorted((m for m in f.members if m.row.impact), key=lambda m: m is not rep)
     out: dict[str, Any] = {}
+    if f.severity == Severity.CRASH:  # the cell's numbers count every way it differs: its other finding states them
+        return out
+    cells = sorted((m for m in f.members if m.row.impact), key=lambda m: m is not rep)
     shares = []
     for m in cells:
         r = m.row.impact.get("realistic")
