@@ -272,7 +272,26 @@ def _build_msgspec(name: str) -> StandInModule:
     return mod
 
 
+def build_pybase64(name: str) -> StandInModule:
+    """``pybase64``: SGLang decodes a data URI's base64 with ``pybase64.b64decode(s, validate=True)``, whose contract
+    is the standard library's ``base64.b64decode`` (same arguments, same bytes, ``binascii.Error`` on bad input), so
+    the stand-in is that function: a client's data URI then takes SGLang's own string path (semantics §20.8)."""
+    import base64
+
+    mod = StandInModule(name)
+    mod.__deferlab_functional__ = True
+    for attr in ("b64decode", "b64encode", "standard_b64decode", "standard_b64encode", "urlsafe_b64decode",
+                 "urlsafe_b64encode"):  # fmt: skip
+        setattr(mod, attr, getattr(base64, attr))
+    return mod
+
+
 FUNCTIONAL: dict[str, tuple[Callable[[str], StandInModule], str]] = {
+    "pybase64": (
+        build_pybase64,
+        "functional stand-in (impl/sglang/shims.py): pybase64's b64decode/b64encode are the standard library's "
+        "base64 functions, the same contract",
+    ),
     "msgspec": (
         build_msgspec,
         "functional stand-in (impl/sglang/shims.py): msgspec.Struct construction, defaults, field(), "
