@@ -90,8 +90,12 @@ def measured(f: Finding) -> dict[str, Any]:
             shares.append(
                 (m.column, f"{r['affected']:,} of {r['of']:,} realistic {what} ({r['share']:.1%}) on {m.column}")
             )
-    if shares:
-        out["realistic"] = [s for _, s in shares]
+    if shares:  # one line per distinct share, naming its columns (a loader shared by seven families: one line)
+        same: dict[str, list[str]] = {}
+        for column, text in shares:
+            same.setdefault(text.rsplit(" on ", 1)[0], []).append(column)
+        out["realistic"] = [f"{k} on {', '.join(v)}" if len(v) < 3 else f"{k} on each of {len(v)} columns ({', '.join(v)})"
+                            for k, v in same.items()]  # fmt: skip
     missed = [f"{m.column}: {m.row.impact['not_measured']}" for m in cells if "not_measured" in m.row.impact]
     if missed:
         out["not_measured"] = missed
@@ -128,7 +132,9 @@ def measure(f: Finding) -> dict[str, Any]:
     if tokens := _TOKENS.search(rep.texts[0] if rep.texts else rep.row.failure):
         served, trained = int(tokens.group(1)), int(tokens.group(2))
         out["tokens"] = f"{served} served vs {trained} trained ({served / trained:.2f}x) at the minimal input"
-    if f.key[2] == "geometry":  # the cause (its members may show pixels too: C14 with C13)
+    if (
+        f.key[2] == "geometry" and f.severity != Severity.CRASH
+    ):  # the cause (its members may show pixels too: C14 with C13)
         recorded = {(int(a), int(b)) for m in f.members for a, b in _SIZE.findall(m.row.evidence)}
         if isinstance(rep.row.counterexample, list) and len(rep.row.counterexample) == 2:
             recorded.add(tuple(rep.row.counterexample))  # type: ignore[arg-type]

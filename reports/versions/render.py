@@ -188,10 +188,11 @@ def findings_section(result: dict[str, Any]) -> list[str]:
     the informational ones folded into one line (`reports.findings.render.summary`), linking findings.md."""
     lines = findings_report.summary(result, linked=True).splitlines()
     head = "## Findings: one per root cause, worst first ([findings.md](findings.md) has each one's issue text)"
-    return [head, "", *("- " + _CODE.sub(r"`\1`", line) for line in lines), ""]
+    return [head, "", *("- " + _LINK.sub(r"](\1)", _CODE.sub(r"`\1`", line)) for line in lines), ""]
 
 
 # an engine's dotted or underscored name (``KimiK3Processor.__call__``), set as code so markdown keeps it whole
+_LINK = re.compile(r"\]\(`([^`]+)`\)")  # a picture's link the code marking wrapped: unwrapped again
 _CODE = re.compile(r"(?<![\w`.])([A-Za-z_]\w*(?:\.[A-Za-z_]\w*)+|[A-Za-z]\w*_\w*)")
 
 
