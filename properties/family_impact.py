@@ -77,10 +77,25 @@ def pixels(paths: list[Any], family: str, trained: fam.Trained, case: Any) -> di
         if not numbers["differ"] and not numbers["bf16_differ"]:
             continue
 
-        def by_channel(levels: np.ndarray) -> list[list[int]]:
-            return levels.transpose(1, 0, 2).reshape(levels.shape[1], -1).astype(int).tolist()
-
+        served_rows, trained_rows, offset = window(got_levels, want_levels)
         out["pixels"] = {"input": f"{cls} {w}x{h} seed {seed}", "side": getattr(path, "name", ""), **numbers,
-                         "served_levels": by_channel(got_levels), "trained_levels": by_channel(want_levels)}  # fmt: skip
+                         "served_levels": served_rows, "trained_levels": trained_rows,
+                         "levels_offset": offset}  # fmt: skip
         break
     return out
+
+
+WINDOW = 256  # elements per channel kept for the picture (a tiled InternVL input has millions: never all of them)
+
+
+def window(served: np.ndarray, trained: np.ndarray) -> tuple[list[list[int]], list[list[int]], int]:
+    """Both sides' levels as (channels, elements) rows, cut to `WINDOW` elements from a little before the first
+    that differs, and that window's offset: what a finding's picture draws, small enough for a versions.json."""
+
+    def rows(levels: np.ndarray) -> np.ndarray:
+        return levels.transpose(1, 0, 2).reshape(levels.shape[1], -1).astype(int)
+
+    a, b = rows(served), rows(trained)
+    differ = np.flatnonzero((a != b).any(axis=0))
+    start = max(0, int(differ[0]) - WINDOW // 8) if differ.size else 0
+    return a[:, start : start + WINDOW].tolist(), b[:, start : start + WINDOW].tolist(), start

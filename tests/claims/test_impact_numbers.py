@@ -194,3 +194,15 @@ def test_a_measurement_that_raises_is_said_in_one_line() -> None:
     got = impact.guarded(broken)
     assert got == {"not_measured": "ValueError: no such family"}
     assert impact.guarded(lambda: {"realistic": 1}) == {"realistic": 1}
+
+
+def test_the_levels_kept_for_a_picture_are_a_window_around_the_first_difference() -> None:
+    from deferlab.properties.family_impact import WINDOW, window
+
+    served = np.zeros((40, 3, 100), np.uint8)  # 40 patches x 3 channels x 100 elements: 4,000 per channel
+    trained = served.copy()
+    trained[25, 2, 7] = 9  # element 2,507 of channel 2
+    s, t, offset = window(served, trained)
+    assert len(s) == len(t) == 3 and len(s[0]) == len(t[0]) == WINDOW
+    assert np.argwhere(np.array(t) != np.array(s)).tolist() == [[2, 2507 - offset]]
+    assert offset == 2507 - WINDOW // 8
