@@ -104,7 +104,7 @@ def measured(f: Finding) -> dict[str, Any]:
         if "tokens" in imp and "realistic_tokens" not in out and "ratio_median" in imp["tokens"]:
             t = imp["tokens"]
             out["realistic_tokens"] = (
-                f"served/trained tokens on the affected clips: median {t['ratio_median']:.2f}x (min "
+                f"served/trained tokens on the affected {'clips' if m.claim == 'C17' else 'images'}: median {t['ratio_median']:.2f}x (min "
                 f"{t['ratio_min']:.2f}x, max {t['ratio_max']:.2f}x); {t['served_total']:,} served vs "
                 f"{t['trained_total']:,} trained in all ({m.column})"
             )
