@@ -27,7 +27,8 @@ def _row(doc: Mapping[str, Any], claim: str, column: str) -> dict[str, Any] | No
     policy = (f"{family}:" if family else "") + facts.label + (f" {path}" if path else "")
     evidence = str(doc.get("evidence", {}).get(column, {}).get(claim) or "")
     return {"id": claim, "verdict": "fails", "policy": policy, "evidence": evidence,
-            "counterexample": doc.get("counterexamples", {}).get(column, {}).get(claim)}  # fmt: skip
+            "counterexample": doc.get("counterexamples", {}).get(column, {}).get(claim),
+            "provenance": doc.get("provenance", {}).get(column, {}).get(claim, {})}  # fmt: skip
 
 
 def _cells(d: Mapping[str, Any]) -> Iterator[tuple[str, str]]:
