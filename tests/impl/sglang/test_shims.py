@@ -39,4 +39,19 @@ def test_frozen_refuses_assignment_and_one_module_per_name():
         f.a = 2
     assert hash(f) == hash(Frozen(1))
     assert shims.build_msgspec("msgspec") is shims.build_msgspec("msgspec")
-    assert set(shims.FUNCTIONAL) == {"msgspec", "msgspec.structs"}
+    assert set(shims.FUNCTIONAL) == {"msgspec", "msgspec.structs", "pybase64"}
+
+
+def test_the_pybase64_stand_in_decodes_as_its_contract_says():
+    """SGLang calls ``pybase64.b64decode(s, validate=True)`` on a data URI's payload (semantics §20.8): the stand-in
+    gives the same bytes for valid base64 and refuses invalid characters under ``validate``."""
+    import base64
+    import binascii
+
+    mod = shims.build_pybase64("pybase64")
+    data = bytes(range(256))
+    text = base64.b64encode(data).decode("ascii")
+    assert mod.b64decode(text, validate=True) == data and mod.b64decode(text.encode(), validate=True) == data
+    with pytest.raises(binascii.Error):
+        mod.b64decode(text[:-4] + "!!==", validate=True)
+    assert mod.b64encode(data) == text.encode()
