@@ -112,6 +112,13 @@ def share(affected: dict[str, list[int]]) -> dict[str, Any]:
             "by_class": {k: list(v) for k, v in sorted(affected.items())}}  # fmt: skip
 
 
+def _count(affected: dict[str, list[int]], kind: str, hit: bool) -> None:
+    """One record of class ``kind`` into ``affected`` (class -> [affected, of]), as `share` reads it."""
+    row = affected.setdefault(kind, [0, 0])
+    row[0] += int(hit)
+    row[1] += 1
+
+
 def ratios(pairs: Sequence[tuple[int, int]]) -> dict[str, Any]:
     """Tokens served and trained over ``pairs``: the ratio's min, median and max, and both totals."""
     rs = [s / t for s, t in pairs if t]
@@ -156,10 +163,9 @@ def video_impact(claim: str, paths: Sequence[Any], trained: Any, n: int = 200) -
     for kind, want, got in answers:
         if want.unsupported is not None or any(g.unsupported is not None for g in got):
             continue
-        row = affected.setdefault(kind, [0, 0])
-        row[1] += 1
-        if any(vc.compare(claim, g, want) is not None for g in got):
-            row[0] += 1
+        hit = any(vc.compare(claim, g, want) is not None for g in got)
+        _count(affected, kind, hit)
+        if hit:
             if claim == "C17" and want.plan is not None:
                 tokens += [(g.plan.tokens, want.plan.tokens) for g in got if g.plan is not None]
     out: dict[str, Any] = {"realistic": {**share(affected), "distribution": f"realistic.videos({n}, seed 0), defaults"}}
@@ -210,18 +216,14 @@ def image_bytes(kind: str, mode: str, orientation: int, w: int, h: int) -> bytes
 
     from deferlab.properties.strategies import encoded
 
-    image_ = image(kind, mode, w, h).copy()
-    image_.info.pop("transparency", None)
     jpeg = kind in JPEG_CLASSES and mode in ("RGB", "L")
-    options: dict[str, Any] = {"quality": 95} if jpeg else {}
-    if mode == "P" and kind in TRANSPARENT_CLASSES:
-        options["transparency"] = PALETTE_ALPHA
+    options: dict[str, Any] = {"quality": 95} if jpeg else {}  # PNG writes a palette's transparency from its info
     if orientation != 1:
         exif = Image.Exif()
         exif[encoded.EXIF_ORIENTATION] = orientation
         options["exif"] = exif.tobytes()
     buf = io.BytesIO()
-    image_.save(buf, "JPEG" if jpeg else "PNG", **options)
+    image(kind, mode, w, h).save(buf, "JPEG" if jpeg else "PNG", **options)
     return buf.getvalue()
 
 
@@ -239,9 +241,7 @@ def bytes_impact(
         if key not in seen:
             data = image_bytes(record.kind, record.mode, record.orientation, w, h)
             seen[key] = any(problem(trained, loader, data, "file") is not None for loader in loaders)
-        row = affected.setdefault(record.kind, [0, 0])
-        row[1] += 1
-        row[0] += int(seen[key])
+        _count(affected, record.kind, seen[key])
     return {
         "realistic": {**share(affected), "distribution": f"realistic.images({n}, seed 0), each remade at long side "
                       f"{LONG_SIDE} px in its mode and orientation, sent as its class is; {len(seen)} distinct files"},
@@ -264,15 +264,12 @@ def images_impact(problem: Callable[[Any], str | None], n: int = 2000) -> dict[s
     affected: dict[str, list[int]] = {}
     grid = 0
     for record in realistic.images(n):
-        w, h = PIXEL_SIZE
-        key = (record.kind in TRANSPARENT_CLASSES, record.mode, w, h)
+        key = (record.kind in TRANSPARENT_CLASSES, record.mode)
         if key not in seen:
-            seen[key] = problem(image(record.kind if key[0] else "", record.mode, w, h))
+            seen[key] = problem(image(record.kind if key[0] else "", record.mode, *PIXEL_SIZE))
         found = seen[key]
         changed = found is not None and _GRID_CHANGE in found
-        row = affected.setdefault(record.kind, [0, 0])
-        row[1] += 1
-        row[0] += int(found is not None and not changed)
+        _count(affected, record.kind, found is not None and not changed)
         grid += int(changed)
     return {
         "realistic": {**share(affected), "grid_at_remade_size": grid,
@@ -309,10 +306,8 @@ def geometry_impact(
                      and not isinstance(want, tuple) and g != want]  # fmt: skip
             seen[size] = (differ, pairs)
         differ, pairs = seen[size]
-        row = affected.setdefault(record.kind, [0, 0])
-        row[1] += 1
-        row[0] += int(differ)
-        tokens += pairs if differ else []
+        _count(affected, record.kind, differ)
+        tokens += pairs  # non-empty only where a side differs
     out: dict[str, Any] = {
         "realistic": {**share(affected), "distribution": f"realistic.images({n}, seed 0) at their displayed sizes; "
                       f"{len(seen)} distinct sizes"},
