@@ -22,9 +22,9 @@ from typing import Any
 
 from deferlab.reference.system.errors import InputValueError, UsageError
 from deferlab.reference.system.impact import LABELS, parse_fail_on
-from deferlab.reports.core.atomic import check_out_dir, write_text_atomic
+from deferlab.reports.core.atomic import check_out_dir
 from deferlab.reports.core.claims import default_out_dir
-from deferlab.reports.findings import pictures, render, repro
+from deferlab.reports.findings import outputs, render
 from deferlab.reports.findings.group import group
 
 NEEDED = ("schema_version", "columns", "verdicts", "failure_groups", "evidence", "provenance")
@@ -77,10 +77,7 @@ def run(args: argparse.Namespace) -> int:
         ) from None
     result = render.document(findings, str(args.results), errored=len(doc.get("errors") or {}))
     out.mkdir(parents=True, exist_ok=True)
-    drawn = pictures.draw(doc, result, out)  # each defect's F<n>.png, or why it has none (in the result)
-    repro.write(doc, result, out, str(args.results))  # each defect's F<n>-repro.py, or why it has none
-    write_text_atomic(out / "findings.json", json.dumps(result, indent=1) + "\n")
-    write_text_atomic(out / "findings.md", render.markdown(result))
+    drawn = outputs.write(doc, result, out, str(args.results))  # pictures, reproducers (or why none), json, md
     pngs = f", {len(drawn)} pictures (F<n>.png)" if drawn else ""
     print(render.summary(result) + f"written: {out / 'findings.md'}, {out / 'findings.json'}{pngs}")
     hit = sorted({f.severity for f in findings} & fail_on, reverse=True)

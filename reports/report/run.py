@@ -270,16 +270,11 @@ def write_findings(report: dict[str, Any], directory: Path) -> None:
     result is kept in ``report["findings"]`` so report.md's leading section links the pictures. Rows that cannot
     be read as findings leave the section to say so (`fromreport.section`)."""
     from deferlab.reference.system.errors import InputValueError
-    from deferlab.reports.findings import fromreport, pictures, repro
-    from deferlab.reports.findings import render as findings_render
+    from deferlab.reports.findings import fromreport, outputs
 
     try:
         result = fromreport.findings(report)
     except (KeyError, TypeError, InputValueError):
         return
-    like = fromreport.versions_like(report)
-    pictures.draw(like, result, directory)
-    repro.write(like, result, directory, "report.json")
-    write_text_atomic(directory / "findings.json", json.dumps(result, indent=1) + "\n")
-    write_text_atomic(directory / "findings.md", findings_render.markdown(result))
+    outputs.write(fromreport.versions_like(report), result, directory, "report.json")
     report["findings"] = result

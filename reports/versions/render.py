@@ -32,9 +32,8 @@ from deferlab.reports.core.atomic import (
     write_text_atomic,
 )
 from deferlab.reports.core.claims import VERDICT_CELL
-from deferlab.reports.findings import pictures as finding_pictures
+from deferlab.reports.findings import outputs as finding_outputs
 from deferlab.reports.findings import render as findings_report
-from deferlab.reports.findings import repro as finding_repro
 from deferlab.reports.findings.group import group as findings_of
 from deferlab.reports.versions import columns as cols
 from deferlab.reports.versions import families as families_table
@@ -321,11 +320,8 @@ def write(
         write_bytes_atomic(stage / "versions.xml", xml)
         grid_png(doc, stage / "versions.png")
         strips = pictures.video_strips(doc, stage)
-        finding_pictures.draw(doc, found, stage)  # F<n>.png per defect finding (semantics §21.4)
-        finding_repro.write(doc, found, stage, "versions.json")  # F<n>-repro.py, standalone
+        finding_outputs.write(doc, found, stage, "versions.json")  # pictures, reproducers, findings.json/md
         write_text_atomic(stage / "versions.md", markdown(doc, statements, regressions, baseline, strips, found))
-        write_text_atomic(stage / "findings.json", json.dumps(found, indent=1) + "\n")
-        write_text_atomic(stage / "findings.md", findings_report.markdown(found))
         write_text_atomic(stage / "families.md", families_table.markdown(doc))
     if junit_file is not None:
         write_bytes_atomic(junit_file, xml)
