@@ -312,3 +312,33 @@ def test_the_citation_rule_can_fail() -> None:
         f"docs/semantics.md:6: again {fact}",
     ]
     assert old_citations("docs/CITATIONS.md", text) == []
+
+
+def section_problems(text: str) -> list[str]:
+    """Headings ``## N.`` / ``### N.M`` of the semantics that repeat a number or break the order: code cites
+    ``semantics §x.y``, so a number must name one section (a merge once left §21.7 twice)."""
+    problems: list[str] = []
+    seen: set[tuple[int, ...]] = set()
+    last: tuple[int, ...] = ()
+    for lineno, line in enumerate(text.splitlines(), 1):
+        m = re.match(r"#{2,3} (\d+(?:\.\d+)?)\.? ", line)
+        if not m:
+            continue
+        number = tuple(int(x) for x in m.group(1).split("."))
+        if number in seen:
+            problems.append(f"line {lineno}: §{m.group(1)} again")
+        elif number < last:
+            problems.append(f"line {lineno}: §{m.group(1)} after §{'.'.join(map(str, last))}")
+        seen.add(number)
+        last = max(last, number)
+    return problems
+
+
+def test_semantics_sections_are_unique_and_in_order() -> None:
+    text = (ROOT / "docs" / "semantics.md").read_text(encoding="utf-8")
+    assert section_problems(text) == []
+
+
+def test_the_section_rule_can_fail() -> None:
+    text = "## 2. A\n### 2.1 x\n### 2.3 y\n### 2.2 z\n### 2.3 again\n## 3. B\n"
+    assert section_problems(text) == ["line 4: §2.2 after §2.3", "line 5: §2.3 again"]
