@@ -50,6 +50,7 @@ __all__ = [
     "default_results_dir",
     "describe",
     "describe_value",
+    "structure",
     "failure_signature",
     "load_claims",
     "merge",
@@ -78,6 +79,43 @@ def describe_value(value: Any) -> Any:
     if isinstance(value, (list, tuple)):
         return [describe_value(v) for v in value]
     return describe(value)
+
+
+def structure(value: Any) -> dict[str, Any] | None:
+    """A counterexample's kind and arguments, for schema 3's ``counterexample_input`` (`reference.system.rows`):
+    what a reproducer rebuilds the input from without reading `describe`'s text. JSON values (a claim's drawn
+    parameters: ``["JPEG EXIF 2", 17, 11, 0]``) are ``arguments``; a small image or array, whose `describe` carries
+    every byte, is ``image`` / ``array``; anything else is ``text`` (only the description is known)."""
+    if value is None:
+        return None
+    if _native(value):
+        args = {"args": list(value)} if isinstance(value, (list, tuple)) else {"value": value}
+        return {"kind": "arguments", "arguments": value if isinstance(value, dict) else args}
+    mode = getattr(value, "mode", None)
+    if mode is not None and hasattr(value, "size") and hasattr(value, "info") and value.size[0] * value.size[1] <= 64:
+        image = {"mode": mode, "size": list(value.size), "data": value.tobytes().hex()}
+        if mode in ("P", "PA"):
+            image["palette"] = bytes(value.getpalette() or []).hex()
+        if "transparency" in value.info and _native(value.info["transparency"]):
+            image["transparency"] = value.info["transparency"]
+        return {"kind": "image", "arguments": image}
+    shape, dtype = getattr(value, "shape", None), getattr(value, "dtype", None)
+    if shape is not None and dtype is not None and hasattr(value, "tolist"):
+        small = getattr(value, "numel", lambda: getattr(value, "size", 99))()
+        if isinstance(small, int) and small <= 64:
+            kind = type(value).__module__.split(".")[0]
+            array = {"module": kind, "dtype": str(dtype), "shape": list(shape), "values": value.tolist()}
+            return {"kind": "array", "arguments": array}
+    return {"kind": "text", "arguments": {}}
+
+
+def _native(value: Any) -> bool:
+    """Whether ``value`` is JSON as it stands (tuples as lists): nothing in it needs describing."""
+    if value is None or isinstance(value, (bool, int, float, str)):
+        return True
+    if isinstance(value, dict):
+        return all(isinstance(k, str) and _native(v) for k, v in value.items())
+    return isinstance(value, (list, tuple)) and all(_native(v) for v in value)
 
 
 def describe(value: Any) -> str:
@@ -141,6 +179,7 @@ class Recorder:
                 "verdict": verdict,
                 "evidence": evidence,
                 "counterexample": describe_value(counterexample),
+                "counterexample_input": structure(counterexample),
                 "provenance": dict(provenance or {}),
                 **({"signatures": _sorted_signatures(signatures)} if signatures is not None else {}),
                 **({"figure": figure} if figure else {}),

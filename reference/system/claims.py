@@ -13,18 +13,22 @@ version ``"vllm 0.33.0"``), derived from the semantics like ``expected``; a
 range expected to fail names how in ``[claim.failure]`` under the same key.
 `expected_for_engine` answers for a loaded release.
 
-Schema of ``verdicts.json`` (``schema_version`` 2; 1 is still read)::
+Schema of ``verdicts.json`` (``schema_version`` 3; 1 and 2 are still read)::
 
-    {"schema_version": 2, "generated_at": ISO-8601, "profile": str, "impl": str, "system": dict | None,
+    {"schema_version": 3, "generated_at": ISO-8601, "profile": str, "impl": str, "system": dict | None,
      "family": str, "strict": bool,
      "claims": [{"id", "statement", "source", "policy", "verdict", "evidence", "counterexample", "provenance",
                  "signatures": [{"signature", "partition", "counterexample", "error", "documented"?}],
-                 "figure"?: {"kind", ...}, "impact"?: {...}}],
+                 "figure"?: {"kind", ...}, "impact"?: {...},
+                 "column": {"family", "label", "engine", "release", "path"},
+                 "counterexample_input": {"kind", "arguments", "blob"?} | None}],
      "properties": [{"name", "examples", "outcome", "seconds", "message"}]}
 
 Version 2 added the run's model ``family`` (semantics §18; a file without it is Kimi-K3's), each test's ``message`` (a failed or erroring test's failure line, a skip's reason, as the
 recorder saw the test's report: nobody reads pytest's output for it) and ``strict`` (whether the run failed
-a claim test on a failure its pattern does not name, semantics §17.1).
+a claim test on a failure its pattern does not name, semantics §17.1). Version 3 added, beside each row's
+``policy`` and ``counterexample`` (unchanged), the column as a structure and the counterexample's kind and
+arguments (`reference.system.rows`, whose `Row` reads a row of any of the three).
 """
 
 from __future__ import annotations
@@ -40,13 +44,15 @@ from pathlib import Path
 from typing import Any
 
 from deferlab.reference.system.families import FAMILIES
+from deferlab.reference.system.rows import Column, Counterexample, Row, Verdict
 from deferlab.reference.system.systems import DEFAULT_FAMILY, LABELS, is_release, release_key
 
 CLAIMS_PATH = Path(__file__).resolve().with_name("claims.toml")
 # "n/a": the implementation has no such feature (e.g. no deferred path before the PR), so the claim cannot apply.
 VERDICTS = ("holds", "fails", "holds-with-caveat", "n/a", "not-run")
-SCHEMA_VERSION = 2  # of verdicts.json
-READABLE_SCHEMAS = (1, 2)  # what `load_results` reads (1: before failure lines and ``strict``)
+SCHEMA_VERSION = 3  # of verdicts.json
+READABLE_SCHEMAS = (1, 2, 3)  # what `load_results` reads (1: before failure lines and ``strict``; 2: before the
+# typed column and counterexample, `reference.system.rows`)
 RESULTS_FILE = "verdicts.json"
 ENGINES = tuple(LABELS)  # the real systems an ``[claim.engines]`` key may name
 # "[FAMILY ]ENGINE[:PATH] LOW[-HIGH]": a family other than the default (Kimi-K3), and a served path other than the
@@ -237,7 +243,7 @@ def merge(
         for entry in part.get("claims", []):
             recorded[(entry["id"], entry["policy"])] = entry
         properties.extend(part.get("properties", []))
-    rows: list[dict[str, Any]] = []
+    rows: list[dict[str, Any]] = []  # `Row.to_dict`: the old keys as they were, then schema 3's typed ones
     if labels is None:
         keys = {(cid, pol) for cid, c in claims.items() for pol in c.expected} | set(recorded)
     else:
@@ -246,21 +252,21 @@ def merge(
     for cid, pol in sorted(keys, key=lambda k: (order.index(k[0]) if k[0] in order else len(order), k[1])):
         claim = claims.get(cid)
         entry = recorded.get((cid, pol), {"verdict": "not-run", "evidence": "no test recorded it in this run"})
-        rows.append(
-            {
-                "id": cid,
-                "statement": claim.statement if claim else "",
-                "source": claim.source if claim else "",
-                "policy": pol,
-                "verdict": entry["verdict"],
-                "evidence": entry.get("evidence", ""),
-                "counterexample": entry.get("counterexample"),
-                "provenance": entry.get("provenance", {}),
-                **({"signatures": entry["signatures"]} if "signatures" in entry else {}),
-                **({"figure": entry["figure"]} if "figure" in entry else {}),
-                **({"impact": entry["impact"]} if "impact" in entry else {}),  # semantics §21.7
-            }
+        typed, ce = entry.get("counterexample_input"), entry.get("counterexample")
+        row = Row(
+            id=cid,
+            column=Column.parse(pol),
+            verdict=Verdict.parse(entry["verdict"]),
+            evidence=entry.get("evidence", ""),
+            statement=claim.statement if claim else "",
+            source=claim.source if claim else "",
+            counterexample=None if ce is None and not typed else Counterexample.from_dict(typed, ce),
+            provenance=entry.get("provenance", {}),
+            signatures=entry.get("signatures"),
+            figure=entry.get("figure"),
+            impact=entry.get("impact"),  # semantics §21.7
         )
+        rows.append(row.to_dict())
     return {
         "schema_version": SCHEMA_VERSION,
         "generated_at": now().isoformat(timespec="seconds"),

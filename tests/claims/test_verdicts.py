@@ -34,7 +34,7 @@ def test_merge_fills_unrecorded_pairs_with_not_run_and_last_record_wins():
     assert set(rows) == {("C1", "PR_33921"), ("C1", "RELEASED"), ("C2", "PRE_PR")}
     assert rows[("C1", "PR_33921")]["verdict"] == "holds" and rows[("C1", "PR_33921")]["evidence"] == "b"
     assert rows[("C1", "RELEASED")]["verdict"] == "not-run" and rows[("C2", "PRE_PR")]["verdict"] == "not-run"
-    assert doc["schema_version"] == 2 and doc["strict"] is False and doc["generated_at"] == "2026-01-02T03:04:05+00:00"
+    assert doc["schema_version"] == 3 and doc["strict"] is False and doc["generated_at"] == "2026-01-02T03:04:05+00:00"
     assert doc["profile"] == "ci" and doc["impl"] == "x" and doc["properties"][0]["examples"] == 3
     assert rows[("C1", "RELEASED")]["statement"] == "one"
 

@@ -39,7 +39,7 @@ def test_the_command_names_the_system_and_its_checks() -> None:
 
 def test_a_run_of_the_model_gives_its_verdicts_and_every_tests_outcome(tmp_path: Path) -> None:
     rec = runner.run(runner.Request(System(), profile="dev", claims=("C1",)), work=tmp_path)
-    assert rec.error is None and rec.rc == 0 and rec.wrote and rec.schema_version == 2
+    assert rec.error is None and rec.rc == 0 and rec.wrote and rec.schema_version == 3
     assert {r["id"] for r in rec.rows} == {"C1"} and {r["policy"] for r in rec.rows} >= {"PR_33921", "RELEASED"}
     assert rec.tests and all(t.outcome == "passed" and t.message == "" for t in rec.tests.values())
     assert rec.recorded() and (tmp_path / "pytest.log").is_file()
