@@ -22,11 +22,14 @@ import numpy as np
 
 from deferlab.reference.system import realistic
 
+IMPACT_ENV = "DEFERLAB_IMPACT"  # "0": no impact numbers (the side-by-side cost benchmark's other arm)
+
 
 def wanted() -> bool:
     """Whether this run measures impact: not inside a mutation campaign's runs (``DEFERLAB_MUTATE_OUTCOMES`` set by
-    `reports.mutate`), which read verdicts only; there the measurement would only slow each mutant."""
-    return os.environ.get("DEFERLAB_MUTATE_OUTCOMES") is None
+    `reports.mutate`), which read verdicts only and would only be slowed, nor where ``DEFERLAB_IMPACT=0`` (the
+    benchmark that times a family's claims with and without the measurement, semantics §21.7)."""
+    return os.environ.get("DEFERLAB_MUTATE_OUTCOMES") is None and os.environ.get(IMPACT_ENV, "1").strip() != "0"
 
 
 def guarded(measure: Callable[[], dict[str, Any]]) -> dict[str, Any]:

@@ -2,7 +2,8 @@
 
 Why JUnit: it is what CI systems (GitHub Actions reporters, GitLab, Jenkins)
 read as per-test results without knowing deferlab. A failing claim is a
-``<failure>`` whose message is the failure and whose text carries the
+``<failure>`` whose message is the failure, whose type names its severity class (``ClaimFails.sequence``,
+semantics §21.3; also a ``severity`` property) and whose text carries the
 evidence and the minimal counterexample; ``n/a`` (the system has no such
 feature) is ``<skipped>``; ``not-run`` is an ``<error>`` by default, because a
 claim nobody checked must not look like one that holds (``deferlab report`` and
@@ -20,6 +21,7 @@ from typing import Any
 
 from deferlab.reports.core.atomic import write_bytes_atomic
 from deferlab.reports.core.grouping import failure_text
+from deferlab.reports.core.severity import severity
 
 
 def _system(row: dict[str, Any], system: str | None) -> str:
@@ -64,7 +66,11 @@ def junit_tree(
             body = f"evidence: {evidence}"
             if row.get("counterexample") is not None:
                 body += f"\ncounterexample: {row['counterexample']}"
-            el = ET.SubElement(case, "failure", {"message": note + failure_text(evidence), "type": "ClaimFails"})
+            found = severity(row)  # semantics §21.3: a dashboard can sort and filter on it
+            if found:
+                ET.SubElement(props, "property", {"name": "severity", "value": found})
+            kind = f"ClaimFails.{found}" if found else "ClaimFails"
+            el = ET.SubElement(case, "failure", {"message": note + failure_text(evidence), "type": kind})
             el.text = body
         elif verdict == "n/a":
             counts["skipped"] += 1

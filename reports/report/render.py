@@ -15,11 +15,10 @@ from __future__ import annotations
 import re
 from typing import Any
 
-from deferlab.reference.system.impact import CLAIM_CLASS, Row, classify
-from deferlab.reference.system.signatures import signature_set
 from deferlab.reference.system.systems import ENGINES
 from deferlab.reports.core import grouping
 from deferlab.reports.core.claims import VERDICT_CELL, stand_ins_by_kind
+from deferlab.reports.core.severity import severity
 from deferlab.reports.findings.fromreport import section as findings_section
 from deferlab.reports.report import sections
 from deferlab.reports.report.sections import ERROR_CELL, cut_errors, in_full, short
@@ -27,24 +26,6 @@ from deferlab.reports.report.sections import esc as _esc
 from deferlab.reports.report.served.render import geometry_section, served_section
 
 STATEMENT_CELL = 140  # characters of a statement in the verdict table
-
-
-def severity(row: dict[str, Any]) -> str | None:
-    """A failing claim row's class (semantics §21.3), read off what it recorded; None when it does not fail (or
-    its claim has no class)."""
-    if row.get("verdict") != "fails" or str(row.get("id")) not in CLAIM_CLASS:
-        return None
-    evidence = str(row.get("evidence") or "")
-    return classify(
-        Row(
-            claim=str(row["id"]),
-            column=str(row.get("policy", "")),
-            failure=grouping.failure_text(evidence),
-            evidence=evidence,
-            signatures=tuple(sorted(signature_set(row))),
-            counterexample=row.get("counterexample"),
-        )
-    ).label
 
 
 def verdict_table(claims: list[dict[str, Any]]) -> list[str]:

@@ -239,7 +239,7 @@ def run_report(opts: ReportOptions, log: TextIO | None = None) -> int:
 
 def failing_classes(report: dict[str, Any], fail_on: frozenset[Any]) -> list[tuple[str, str, str]]:
     """(claim, column, class) of each failing claim row whose severity (semantics §21.3) ``fail_on`` names."""
-    from deferlab.reports.report.render import severity
+    from deferlab.reports.core.severity import severity
 
     wanted = {getattr(c, "label", str(c)) for c in fail_on}
     found = ((r["id"], r.get("policy", ""), severity(r)) for r in report.get("claims", []))
