@@ -4,12 +4,12 @@ Why both at once: a comparison is two independent runs of one system's claims, e
 own (`reports.core.runner`), so on two cores it takes the time of the slower side. Each child's torch gets
 one thread (`Request.threads`): two sides already fill two cores, and a thread per core in each would
 oversubscribe them (the claim tests' tensors are small). Progress is the seconds each side has run and what
-each finished with, never anything read from pytest's output.
+each finished with, never anything read from pytest's output. Both sides are tasks of the one executor
+(`reports.core.executor`): this machine's pool, or the Ray cluster with ``--cluster``.
 """
 
 from __future__ import annotations
 
-import concurrent.futures
 import os
 import threading
 import time
@@ -18,8 +18,8 @@ from pathlib import Path
 from typing import Any
 
 from deferlab.reference.system.errors import UsageError
-from deferlab.reports.core import process
 from deferlab.reports.core import runner as core_runner
+from deferlab.reports.core.executor import Outcome, Task, each, executor_for, on_gpu, run_all
 from deferlab.reports.core.runner import LoadError, Request, RunRecord
 from deferlab.reports.core.sides import Side, run_error, verdict_counts
 
@@ -37,13 +37,20 @@ def load_both(sides: Sequence[Side], say: Say, *, loader: Loader = core_runner.c
     """Load every side at once (a fresh process each): role -> the loaded code's name (a revision's with its
     commit), or `UsageError` naming the first side that cannot be loaded and the loader's line."""
     say("loading " + " and ".join(f"{s.role} {s.spec}" for s in sides) + " (an uncached release downloads once)")
-    found = at_once({s.role: (lambda s=s: loader(s.system)) for s in sides}, len(sides))
+    found: dict[str, str | LoadError] = {}
+
+    def load(side: Side) -> str | LoadError:
+        try:
+            return loader(side.system)
+        except LoadError as e:  # every side's load ends; the first side's refusal is the one said
+            return e
+
+    each(sides, load, lambda side, got: found.__setitem__(side.role, got), len(sides))
     names = {}
     for s in sides:
-        try:
-            name = found[s.role].result()
-        except LoadError as e:
-            raise UsageError(f"{s.role}: {e}") from None
+        name = found[s.role]
+        if isinstance(name, LoadError):
+            raise UsageError(f"{s.role}: {name}") from None
         if s.revision and "+g" not in name:  # an extracted revision is no git checkout: name its commit
             name += f"+g{s.revision[:9]}"
         names[s.role] = name
@@ -88,21 +95,26 @@ def run_both(
             parts = [f"{s.role} {finished.get(s.role, 'running')}" for s in sides]
             say(f"{time.perf_counter() - t0:.0f} s: " + ", ".join(parts))
 
-    def one(side: Side) -> dict[str, Any]:
-        folder = work / side.role.lower()
-        record = runner(request.with_(system=side.system), work=folder)
-        log = folder / "pytest.log"
-        out = result(record, log.read_text(errors="replace") if log.is_file() else "")
+    by_role = {s.role: s for s in sides}
+
+    def done_side(o: Outcome) -> None:
+        side, folder = by_role[o.task.key], o.task.work
+        record = o.record or RunRecord(o.task.request.system, request.profile, error=o.error)
+        log = folder / "pytest.log" if folder is not None else None
+        out = result(record, log.read_text(errors="replace") if log is not None and log.is_file() else "")
+        found[side.role] = out
         finished[side.role] = f"done in {time.perf_counter() - t0:.0f} s"
         say(f"{side.role} {side.spec}: {verdict_counts(out['verdicts'])} in {out['seconds']} s"
             + (f"; {out['error']}" if out["error"] else ""))  # fmt: skip
-        return out
 
+    found: dict[str, dict[str, Any]] = {}
+    tasks = [Task(s.role, request.with_(system=s.system), retries=0, work=work / s.role.lower()) for s in sides]
+    executor = executor_for(None, workers(), call=lambda task: runner(task.request, work=task.work))
     ticker = threading.Thread(target=beat, daemon=True)
     ticker.start()
     try:
-        found = at_once({s.role: (lambda s=s: one(s)) for s in sides}, workers())
-        return {s.role: found[s.role].result() for s in sides}
+        run_all(executor, tasks, done_side)
+        return {s.role: found[s.role] for s in sides}
     finally:
         done.set()
 
@@ -110,8 +122,6 @@ def run_both(
 def run_on_cluster(sides: Sequence[Side], request: Request, say: Say, cluster: str) -> dict[str, dict[str, Any]]:
     """``request`` on every side as one task each on the Ray cluster ``cluster`` (`reports.core.executor`), both
     submitted at once, each side loaded on its worker: role -> `result`, as `run_both` gives."""
-    from deferlab.reports.core.executor import Outcome, Task, executor_for, on_gpu, run_all
-
     executor = executor_for(cluster, say=say)
     tasks = on_gpu(executor, [Task(s.role, request.with_(system=s.system), load=True) for s in sides], say)
     say(f"running the claims on {' and '.join(f'{s.role} {s.spec}' for s in sides)} on {cluster} (profile "
@@ -126,19 +136,3 @@ def run_on_cluster(sides: Sequence[Side], request: Request, say: Say, cluster: s
 
     run_all(executor, tasks, done)
     return {s.role: found[s.role] for s in sides}
-
-
-def at_once(jobs: dict[str, Callable[[], Any]], threads: int) -> dict[str, concurrent.futures.Future]:
-    """Each job in a thread (``threads`` at a time), all waited for. Why the children are killed on the way out
-    of an interrupt: each is the leader of its own process group (`reports.core.process`), so Ctrl-C does not
-    reach it, and the threads would wait for children nobody waits for any more."""
-    pool = concurrent.futures.ThreadPoolExecutor(max_workers=threads)
-    try:
-        futures = {key: pool.submit(job) for key, job in jobs.items()}
-        concurrent.futures.wait(futures.values())
-        return futures
-    except BaseException:
-        process.kill_all()
-        raise
-    finally:
-        pool.shutdown(wait=True, cancel_futures=True)

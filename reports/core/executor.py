@@ -9,12 +9,16 @@ files as a local run, written once by the driver, whole or not at all.
 Faults: a task past its timeout, or lost with its worker, is tried once more, then recorded as that task's
 outcome (an error, never a lost command). The local pool never imports Ray; `reports.core.cluster` (the Ray
 executor) is imported only when ``--cluster`` is given.
+
+One scheduler on this machine: `each` is the only place deferlab runs work in threads (``jobs`` at a time, results
+in the caller's thread, one way of stopping). `LocalExecutor.map` is `each` over runner tasks; ``compare`` submits
+its two sides as tasks, the report its claim runs and family tables, and ``mutate``'s `reports.mutate.runs.Pool`
+lends each of its threads a work tree around `each` (see its docstring for why the slots stay there).
 """
 
 from __future__ import annotations
 
 import dataclasses
-import sys
 import threading
 import time
 from collections.abc import Callable, Iterable, Sequence
@@ -34,6 +38,7 @@ __all__ = [
     "Outcome",
     "Task",
     "check_cluster",
+    "each",
     "executor_for",
     "run_all",
 ]
@@ -49,6 +54,44 @@ class Executor(Protocol):
     def close(self) -> None: ...
 
 
+def each(
+    items: Iterable[Any],
+    fn: Callable[[Any], Any],
+    done: Callable[[Any, Any], None],
+    jobs: int = 1,
+    *,
+    on_stop: Callable[[BaseException], None] | None = None,
+) -> None:
+    """``fn(item)`` for every item, ``jobs`` at a time in worker threads, in order; ``done(item, result)`` in the
+    calling thread as each finishes. An exception from ``fn`` or ``done`` (Ctrl-C, SIGTERM's `process.Stopped`, a
+    failure) stops it: ``on_stop(exception)``, no item starts after it, and every child of the command is killed
+    until each running ``fn`` has returned (so nothing it holds, a work tree, is removed under it), then the
+    exception goes on. Why kill rather than wait: each child leads its own process group (`reports.core.process`),
+    so Ctrl-C does not reach it, and a thread would wait out the rest of a claims run."""
+    pending = list(items)
+    jobs = max(1, int(jobs))
+    pool = ThreadPoolExecutor(max_workers=jobs)
+    running: dict[Future, Any] = {}
+    try:
+        while pending or running:
+            while pending and len(running) < jobs:
+                item = pending.pop(0)
+                running[pool.submit(fn, item)] = item
+            finished, _ = wait(running, return_when=FIRST_COMPLETED)
+            for future in finished:
+                item = running.pop(future)
+                done(item, future.result())
+    except BaseException as e:
+        if on_stop is not None:
+            on_stop(e)
+        while not all(f.done() for f in running):
+            process.kill_all()
+            wait(running, timeout=0.2)
+        pool.shutdown(wait=False, cancel_futures=True)
+        raise
+    pool.shutdown(wait=True)
+
+
 class LocalExecutor:
     """This machine: ``jobs`` tasks at once, each a child process through the runner (its own process group)."""
 
@@ -60,7 +103,8 @@ class LocalExecutor:
         launcher: runner_mod.Launcher = runner_mod.cold,
         call: Callable[[Task], runner_mod.RunRecord] | None = None,
     ) -> None:
-        """``call`` replaces `perform` (a command's tests give their fake runner and loader this way)."""
+        """``call`` replaces `perform` (a command's tests give their fake runner and loader this way; ``compare``
+        its runner with each side's work folder)."""
         self.jobs = max(1, int(jobs))
         self.launcher = launcher
         self.call = call or (lambda task: perform(task, launcher=self.launcher))
@@ -69,38 +113,25 @@ class LocalExecutor:
     def _attempt(self, task: Task) -> Outcome:
         t0 = time.perf_counter()
         tries = 0
-        while True:
-            tries += 1
-            record = self.call(task)
-            if not record.timed_out or tries > task.retries or self._stop.is_set():
-                error = record.error if record.timed_out else None
-                return Outcome(task, record, error, tries, "local", None, round(time.perf_counter() - t0, 2))
+        try:
+            while True:
+                tries += 1
+                record = self.call(task)
+                if not record.timed_out or tries > task.retries or self._stop.is_set():
+                    error = record.error if record.timed_out else None
+                    return Outcome(task, record, error, tries, "local", None, round(time.perf_counter() - t0, 2))
+        except Exception as e:  # noqa: BLE001 - a harness failure is this task's outcome
+            return Outcome(task, None, f"{type(e).__name__}: {e}")
 
     def map(self, tasks: Sequence[Task], done: Callable[[Outcome], None]) -> None:
-        """Stopped (Ctrl-C, SIGTERM, an error in ``done``): no task starts after it and every running child is
-        killed *before* the pool is waited for, so the stop takes a moment, not the rest of a claims run."""
-        pending = list(tasks)
-        pool = ThreadPoolExecutor(max_workers=self.jobs)
-        running: dict[Future, Task] = {}
-        try:
-            while pending or running:
-                while pending and len(running) < self.jobs:
-                    task = pending.pop(0)
-                    running[pool.submit(self._attempt, task)] = task
-                finished, _ = wait(running, return_when=FIRST_COMPLETED)
-                for future in finished:
-                    task = running.pop(future)
-                    try:
-                        outcome = future.result()
-                    except Exception as e:  # noqa: BLE001 - a harness failure is this task's outcome
-                        outcome = Outcome(task, None, f"{type(e).__name__}: {e}")
-                    done(outcome)
-        except BaseException:
-            self._stop.set()
-            process.kill_all(stop=isinstance(sys.exc_info()[1], KeyboardInterrupt | process.Stopped))
-            pool.shutdown(wait=False, cancel_futures=True)
-            raise
-        pool.shutdown(wait=True)
+        """Through `each`. Stopped (Ctrl-C, SIGTERM, an error in ``done``): no task starts after it, a Ctrl-C or
+        SIGTERM refuses every new child of the command, and every running child is killed before the threads
+        are waited for, so the stop takes a moment, not the rest of a claims run."""
+        each(tasks, self._attempt, lambda _task, outcome: done(outcome), self.jobs, on_stop=self._stopping)
+
+    def _stopping(self, error: BaseException) -> None:
+        self._stop.set()
+        process.kill_all(stop=isinstance(error, KeyboardInterrupt | process.Stopped))
 
     def close(self) -> None:
         self._stop.set()

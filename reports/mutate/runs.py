@@ -23,13 +23,13 @@ import signal
 import tempfile
 import threading
 from collections.abc import Callable, Iterable, Sequence
-from concurrent.futures import ThreadPoolExecutor, as_completed, wait
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
 
 from deferlab.reference.system.systems import DEFAULT_FAMILY, LABELS, System, claim_key
 from deferlab.reports.core import process, runner
+from deferlab.reports.core.executor import each
 from deferlab.reports.core.runner import Launcher, LoadError, Request, RunRecord
 from deferlab.reports.core.sides import answered_by, selected_families
 from deferlab.reports.mutate import engine, select
@@ -260,7 +260,14 @@ class Slot:
 
 
 class Pool:
-    """``jobs`` worker threads, each holding a slot (its tree made once, on first use), running tasks."""
+    """``jobs`` worker slots (a tree made once, on first use, and a scratch folder each) lent to the runs of the
+    one local scheduler (`reports.core.executor.each`).
+
+    Why the slots stay here and the executor gains none: an executor task is one picklable runner call that can
+    run anywhere (a cluster worker makes its own tree from the mutated text: `reports.mutate.remote`), while a
+    slot is this machine's mutable state that several runs in a row reuse (apply, run, restore), so it belongs to
+    the campaign, not to the protocol every command shares. The threads, their order, and how a stop kills the
+    children are the executor's."""
 
     def __init__(self, source: Path, work: Path, jobs: int, package: str) -> None:
         self.source, self.work, self.jobs, self.package = source, work, jobs, package
@@ -282,20 +289,8 @@ class Pool:
 
     def map(self, fn: Callable[[Slot, Any], Any], items: Iterable[Any], done: Callable[[Any, Any], None]) -> None:
         """``done(item, result)`` in the calling thread as each finishes. Stopped (Ctrl-C, SIGTERM, an error):
-        no new run starts, every child is killed until each worker has returned, then the stop goes on."""
-        with ThreadPoolExecutor(max_workers=self.jobs) as ex:
-            futures = {ex.submit(self._task, fn, it): it for it in items}
-            try:
-                for f in as_completed(futures):
-                    done(futures[f], f.result())
-            except BaseException:
-                STOP.set()
-                for f in futures:
-                    f.cancel()
-                while not all(f.done() for f in futures):
-                    process.kill_all()
-                    wait(futures, timeout=0.2)
-                raise
+        no new run starts (`STOP`), every child is killed until each worker has returned, then the stop goes on."""
+        each(items, lambda item: self._task(fn, item), done, self.jobs, on_stop=lambda _e: STOP.set())
 
 
 # --- the reference ----------------------------------------------------------------------------------------------------

@@ -29,6 +29,7 @@ from deferlab.reference.system.systems import (
 )
 from deferlab.reports.core import runner
 from deferlab.reports.core.claims import new_signatures, ran_on
+from deferlab.reports.core.executor import LocalExecutor, Task, run_all
 from deferlab.reports.core.runner import RunRecord
 from deferlab.reports.core.sides import selected_families
 from deferlab.reports.report.steps import StepFailed
@@ -53,20 +54,27 @@ def run_claims(
 ) -> list[RunRecord]:
     """One runner record per system, each run's results and log under ``work/<engine>``; `StepFailed` (carrying
     every record) when a system could not be loaded or a run recorded nothing. ``checked``: the CLI already
-    loaded each engine once (`runner.check_loads`), so the step need not again; ``only``: these claims' tests."""
-    records = []
-    for system in targets:
-        if system.real and not checked:
-            try:
-                runner.check_loads(system)
-            except runner.LoadError as e:
-                records.append(RunRecord(system, profile, error=str(e)))
-                continue
-        # One torch thread per xdist worker (`compare`'s setting): the workers are the parallelism; each with
-        # torch's default pool (a thread per core) oversubscribes the cores, and OpenMP's spinning threads then
-        # burn the CPU time the other worker needs. The same checks and examples; results do not depend on it.
-        request = runner.Request(system, profile=profile, claims=only, strict=strict, workers=WORKERS, threads=1)
-        records.append(runner.run(request, work=work / system.engine))
+    loaded each engine once (`runner.check_loads`), so the step need not again; ``only``: these claims' tests.
+
+    Each system is a task of the one local executor (`reports.core.executor`), as ``versions``' releases are: its
+    load check where it runs (`Task.load`: a spec that cannot load is a record with the loader's line), then the
+    runner's child, whose results file the record is read from. One at a time: each run's xdist workers are the
+    parallelism."""
+    # One torch thread per xdist worker (`compare`'s setting): the workers are the parallelism; each with
+    # torch's default pool (a thread per core) oversubscribes the cores, and OpenMP's spinning threads then
+    # burn the CPU time the other worker needs. The same checks and examples; results do not depend on it.
+    tasks = [
+        Task(
+            f"{i}:{system.key}",
+            runner.Request(system, profile=profile, claims=only, strict=strict, workers=WORKERS, threads=1),
+            retries=0,
+            work=work / system.engine,
+            load=system.real and not checked,
+        )
+        for i, system in enumerate(targets)
+    ]
+    found = run_all(LocalExecutor(1), tasks)
+    records = [found[t.key].record or RunRecord(t.request.system, profile, error=found[t.key].error) for t in tasks]
     errors = [f"{r.system.key}: {r.error}" for r in records if r.error]
     if errors:
         raise StepFailed("; ".join(errors), records)
