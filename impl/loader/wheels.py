@@ -272,17 +272,35 @@ def unpack(engine: Engine, wheel: Path, dest: Path) -> None:
         raise DownloadError(f"{wheel.name} holds no {engine.package}/ package", None, download_failed=False)
 
 
-def index_versions(distribution: str) -> list[str]:
-    """Every release of ``distribution`` the package index lists (``pip index versions``, pip's own client and
-    configured indexes), newest first; `DownloadError` when the index cannot be read."""
-    cmd = [sys.executable, "-m", "pip", "index", "versions", "--disable-pip-version-check", "--no-input", distribution]
-    rc, stdout, stderr = children.capture(cmd, 300)
-    if rc is None:
-        raise DownloadError(f"pip index versions {distribution} timed out after 300 s", None)
-    match = re.search(r"^Available versions:\s*(.+)$", stdout, re.M)
-    if rc != 0 or not match:
+class IndexUnreadable(DownloadError):
+    """The package index could not be listed: pip's exit status (None: it timed out) and output kept, so a caller
+    that words the refusal its own way (``versions``) reads the same run."""
+
+    def __init__(self, distribution: str, rc: int | None, stdout: str, stderr: str) -> None:
         last = [ln.strip() for ln in (stderr + stdout).splitlines() if ln.strip()]
-        raise DownloadError(f"pip index versions {distribution}: {last[-1] if last else rc}", None)
+        if rc is None:
+            message = f"pip index versions {distribution} timed out after {INDEX_TIMEOUT_S} s"
+        else:
+            message = f"pip index versions {distribution}: {last[-1] if last else rc}"
+        super().__init__(message, None)
+        self.rc, self.stdout, self.stderr = rc, stdout, stderr
+
+
+INDEX_TIMEOUT_S = 300
+
+
+def index_versions(
+    distribution: str, *, capture: Callable[..., tuple[int | None, str, str]] | None = None
+) -> list[str]:
+    """Every release of ``distribution`` the package index lists (``pip index versions``, pip's own client and
+    configured indexes), newest first; `IndexUnreadable` when the index cannot be read. The one place deferlab
+    asks the index for a release list: the engines' (``versions``, through `reports.versions.matrix`) and the
+    companions' (`impl.loader.companions`). ``capture``: how pip runs (default the loader's, `children.capture`)."""
+    cmd = [sys.executable, "-m", "pip", "--no-input", "index", "versions", distribution, "--disable-pip-version-check"]
+    rc, stdout, stderr = (capture or children.capture)(cmd, timeout=INDEX_TIMEOUT_S)
+    match = re.search(r"^Available versions:\s*(.+)$", stdout or "", re.M)
+    if rc != 0 or not match:
+        raise IndexUnreadable(distribution, rc, stdout or "", stderr or "")
     return [v.strip() for v in match.group(1).split(",") if v.strip()]
 
 

@@ -27,9 +27,19 @@ def is_release(version: str) -> bool:
     return release_key(version)[0] == 0
 
 
+def in_range(version: str, low: str, high: str = "") -> bool:
+    """Whether ``version`` is in ``low``..``high`` (inclusive; ``high`` "" for every later release), in release order.
+
+    The one version-range rule (an engine's path for a family, a claims.toml expectation, the releases listed from
+    a first one): a spec that is not a release (a checkout, ``installed``) sorts after every release
+    (`release_key`), so it is in every open-ended range (what its code says decides) and in no closed one."""
+    key = release_key(version)
+    return key >= release_key(low) and (not high or key <= release_key(high))
+
+
 def at_least(version: str, minimum: str) -> bool:
-    """Whether release ``version`` is ``minimum`` or later (False for a non-version)."""
-    return is_release(version) and release_key(version) >= release_key(minimum)
+    """Whether release ``version`` is ``minimum`` or later (False for a non-version): a release in the open range."""
+    return is_release(version) and in_range(version, minimum)
 
 
 def sorted_releases(versions: Iterable[str]) -> list[str]:

@@ -17,11 +17,10 @@ engine, release, family and path instead. A release that cannot be loaded gets i
 
 from __future__ import annotations
 
-import re
-import sys
 from collections.abc import Callable, Sequence
 from typing import Any
 
+from deferlab.impl.loader import wheels
 from deferlab.reference.system import claims as claim_registry
 from deferlab.reference.system.families import FAMILIES
 from deferlab.reference.system.impact import Row, classify
@@ -43,22 +42,22 @@ Capture = Callable[..., tuple[int | None, str, str]]
 def index_versions(
     minimum: str | None = None, *, capture: Capture = process.capture, engine: str = "sglang"
 ) -> list[str]:
-    """Every release of ``engine`` on the package index from ``minimum`` (default: its first release with the
-    checked path, `EngineFacts.first_release`) on, in release order (one pip call; none for a plugin that lists
-    its own releases, `_listed_by_plugin`)."""
+    """Every release of ``engine`` from ``minimum`` (default: its first release with the checked path,
+    `EngineFacts.first_release`) on, in release order: the ones its plugin lists itself (`_listed_by_plugin`, no
+    pip call), else the package index's (`impl.loader.wheels.index_versions`, the one pip listing deferlab has).
+    Whether a release is in range is `reference.system.releases.in_range`'s one rule (`at_least`)."""
     facts = engine_facts(engine)
     minimum = minimum or facts.first_release
     listed = _listed_by_plugin(facts.hooks)
-    if listed is not None:  # an engine whose releases are not on the index lists its own: no pip call
-        return sorted_releases(v for v in listed if at_least(v, minimum))
-    cmd = [sys.executable, "-m", "pip", "index", "versions", facts.distribution, "--disable-pip-version-check"]
-    rc, out, err = capture(cmd, timeout=300)
-    m = re.search(r"Available versions:\s*(.+)", out or "")
-    if rc != 0 or not m:
-        why = ((err or out).strip().splitlines() or [f"pip exited {rc}"])[-1][:400]
-        raise RuntimeError(f"cannot list {engine} releases on the package index ({why}); name the versions instead")
-    found = [v.strip() for v in m.group(1).split(",") if v.strip()]
-    return sorted_releases(v for v in found if at_least(v, minimum))
+    if listed is None:
+        try:
+            listed = wheels.index_versions(facts.distribution, capture=capture)
+        except wheels.IndexUnreadable as e:
+            why = ((e.stderr or e.stdout).strip().splitlines() or [f"pip exited {e.rc}"])[-1][:400]
+            raise RuntimeError(
+                f"cannot list {engine} releases on the package index ({why}); name the versions instead"
+            ) from None
+    return sorted_releases(v for v in listed if at_least(v, minimum))  # releases only, from the first
 
 
 def _listed_by_plugin(hooks: str) -> list[str] | None:
