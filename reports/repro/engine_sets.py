@@ -7,7 +7,7 @@ take, so a fit never tests the engine's name. An engine outside deferlab names i
 
 from __future__ import annotations
 
-from deferlab.reports.repro import families, served, templates
+from deferlab.reports.repro import families, qwen_pixels, served, templates
 from deferlab.reports.repro import family_texts as texts
 from deferlab.reports.repro.engines import EngineRepro
 
@@ -17,13 +17,14 @@ _BOTH = ("transformers", "torchvision")
 
 SGLANG = EngineRepro(
     templates=templates.sglang_templates,
-    family_fits={"C15": (families.sglang_c15,), "C13": (families.internvl_c13,)},
+    family_fits={"C15": (families.sglang_c15,), "C13": (families.internvl_c13,), "C14": (qwen_pixels.qwen_c14,)},
     family_served="SGLang's Qwen path",
     internvl_tiles=texts.SGLANG_INTERNVL_TILES,
     companions={f: _BOTH for f in ("qwen2.5-vl", "qwen3-vl")},
     serving=served.sglang_serving,
     geometry=served.sglang_geometry,
     geometry_args=True,
+    qwen_pixels=qwen_pixels.sglang_served,
 )
 VLLM = EngineRepro(
     templates=templates.vllm_templates,
@@ -31,7 +32,7 @@ VLLM = EngineRepro(
         "C15": (families.vllm_c15,),
         "C4": (families.vllm_c4,),
         "C13": (families.internvl_c13, families.qwen_c13),
-        "C14": (families.internvl_c14,),
+        "C14": (families.internvl_c14, qwen_pixels.qwen_c14),
     },
     kimi_family_claims=("C4", "C15"),  # its Kimi-K3 column's C4 and device path's C15 take the family templates
     family_served="vLLM's device normalization",
@@ -40,6 +41,7 @@ VLLM = EngineRepro(
     serving=served.vllm_serving,
     geometry=served.vllm_geometry,
     media_proc_defaults=served.vllm_media_proc_defaults,
+    qwen_pixels=qwen_pixels.vllm_served,
 )
 LMDEPLOY = EngineRepro(
     companions={"qwen3-vl": _BOTH},  # its video reproducers' trained side (`reports.repro.video`)

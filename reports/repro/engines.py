@@ -28,7 +28,9 @@ class EngineRepro:
     ``internvl_tiles``: (imports, served text) of its InternVL tiling; ``companions``: family -> the libraries its
     path computes with, loaded at the release's pins; ``serving`` / ``geometry``: row -> the imports and served
     text of C14 / C13 (None: the row does not say); ``geometry_args``: C13's file states ``navit_resize_config``'s
-    arguments; ``media_proc_defaults``: keys its processor reads beside a ``media_proc_cfg``'s own.
+    arguments; ``media_proc_defaults``: keys its processor reads beside a ``media_proc_cfg``'s own;
+    ``qwen_pixels``: row -> the imports, constants and served text of a Qwen column's C14 (None: the row does not
+    say).
     """
 
     templates: Callable[[], dict[str, Any]] | None = None
@@ -41,6 +43,7 @@ class EngineRepro:
     geometry: Callable[[Mapping[str, Any] | None], tuple[str, str] | None] = lambda row: None
     geometry_args: bool = False
     media_proc_defaults: Callable[[], dict[str, Any]] = dict
+    qwen_pixels: Callable[[Mapping[str, Any] | None], tuple[str, str, str] | None] = lambda row: None
 
 
 NONE = EngineRepro()
