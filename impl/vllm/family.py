@@ -10,7 +10,7 @@ A family path takes as ``cfg`` the family's published config dict (``preprocesso
 back as that file (`config_dict`).
 
 `NormPath` is the families whose pixels vLLM hands the device raw and only normalizes there (GLM-4.1V,
-Mistral 3, Gemma 3, Gemma 4): deferlab checks their normalization (``levels``), not their pixels.
+Mistral 3, Gemma 3, Gemma 4, the three Nemotron families): deferlab checks their normalization (``levels``), not their pixels.
 """
 
 from __future__ import annotations
@@ -22,7 +22,7 @@ from typing import Any
 
 import numpy as np
 
-from deferlab.impl.vllm import serving
+from deferlab.impl.vllm import norm_call, serving
 from deferlab.impl.vllm.sources import Source
 from deferlab.reference.system.errors import InputTypeError, InputValueError
 from deferlab.reference.system.served import Geometry
@@ -160,6 +160,23 @@ class NormPath(FamilyBase):
                 f"n/a: {self.system} does not normalize {display} on the device ({why}); deferlab checks only "
                 f"{display}'s device normalization"
             )
+
+    def norm(self, cfg: Any) -> Any:
+        """``build_mm_input_norm``'s norm, or, for a class that builds ``FusedMMInputNorm`` itself (the Nemotron
+        families), the release's class with the arguments its own call passes (`norm_call`)."""
+        if norm_call.call(Path(self.source.root), self.model) is None:
+            return super().norm(cfg)
+        found = config_dict(cfg)
+        key = config_key(found)
+        if key not in self._norms:
+            self._norms[key] = norm_call.build(self.source, self.model, found)
+        return self._norms[key]
+
+    def provenance(self) -> dict[str, str]:
+        steps = super().provenance()
+        if "normalize" in steps and norm_call.call(Path(self.source.root), self.model) is not None:
+            steps["normalize"] = norm_call.step(self.model, self.dtype)
+        return steps
 
     def geometry(self, width: int, height: int, cfg: Any) -> Geometry:
         raise NotCovered(f"n/a: {self.name}: normalization only (vLLM ships {self.display}'s pixels raw)")

@@ -29,6 +29,9 @@ NORM_FAMILIES: dict[str, tuple[serving.ModelClass, str]] = {
         ("mistral3", "Mistral3ForConditionalGeneration", "mistral3", "Mistral 3"),
         ("gemma3", "Gemma3ForConditionalGeneration", "gemma3_mm", "Gemma 3"),
         ("gemma4", "Gemma4ForConditionalGeneration", "gemma4_mm", "Gemma 4"),
+        ("nemotron-vl", "LlamaNemotronVLForEmbedding", "nemotron_vl", "Nemotron VL"),
+        ("nemotron-parse", "NemotronParseForConditionalGeneration", "nemotron_parse", "Nemotron Parse"),
+        ("nano-nemotron-vl", "NemotronH_Nano_VL_V2", "nano_nemotron_vl", "Nano Nemotron VL"),
     )
 }
 FULL_FAMILIES = ("kimi-k3", "qwen2.5-vl", "qwen3-vl", "internvl")

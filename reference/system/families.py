@@ -232,6 +232,32 @@ for _name, _display, _checkpoint, _classes, _module, _low in (
         "0.34.0",
     ),
     ("gemma4", "Gemma 4", "google/gemma-4", ("Gemma4ImageProcessor",), "gemma4_mm", "0.34.0"),
+    # The Nemotron classes that declare it (semantics §18.9): the embedding model (its norm vLLM's SigLIP constants),
+    # Parse (the processor config's), Nano VL (config.json's norm_mean / norm_std).
+    (
+        "nemotron-vl",
+        "Nemotron VL",
+        "nvidia/llama-nemotron-embed-vl-1b-v2",
+        ("LlamaNemotronVLModel", "LlamaNemotronVLForSequenceClassification"),
+        "nemotron_vl",
+        "0.32.0",
+    ),
+    (
+        "nemotron-parse",
+        "Nemotron Parse",
+        "nvidia/NVIDIA-Nemotron-Parse-v1.1",
+        ("NemotronParseImageProcessor",),
+        "nemotron_parse",
+        "0.33.0",
+    ),
+    (
+        "nano-nemotron-vl",
+        "Nano Nemotron VL",
+        "nvidia/NVIDIA-Nemotron-Nano-12B-v2-VL-BF16",
+        ("NemotronH_Nano_VL_V2",),
+        "nano_nemotron_vl",
+        "0.34.0",
+    ),
 ):
     FAMILIES[_name] = Family(
         name=_name,

@@ -252,6 +252,9 @@ _READERS: dict[str, Any] = {
     "mistral3": NormConfig,
     "gemma3": NormConfig,
     "gemma4": NormConfig,
+    "nemotron-vl": NormConfig,
+    "nemotron-parse": NormConfig,
+    "nano-nemotron-vl": NormConfig,
 }
 
 PROFILES: dict[str, tuple[QwenVLConfig | InternVLConfig | NormConfig, str]] = {

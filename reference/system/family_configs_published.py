@@ -50,6 +50,10 @@ CLASS_DEFAULTS: dict[str, dict[str, Any]] = {
     },
     "GotOcr2ImageProcessor": {**_CLIP_NORM, **_ON, "resample": BICUBIC, "min_patches": 1, "max_patches": 12},
 }
+# The same for a checkpoint whose preprocessing is its own remote code, keyed by the class its config names (its
+# architecture): Nano Nemotron VL divides by 255 and normalizes with config.json's norm_mean / norm_std (read as
+# image_mean / image_std: family_configs_read.ALIASES; semantics §18.9).
+REMOTE_DEFAULTS: dict[str, dict[str, Any]] = {"NemotronH_Nano_VL_V2": {"rescale_factor": RESCALE, **_ON}}
 QWEN_CLASSES = ("Qwen2VLImageProcessor", "Qwen2_5_VLImageProcessor")
 INTERNVL_ARCHITECTURES = ("InternVLChatModel",)
 # What the InternVL 2.5/3 checkpoints' config.json set (semantics §18.5): an engine path reads a config dict with a
@@ -141,6 +145,33 @@ PUBLISHED: dict[str, dict[str, Any]] = {
         "image_processor_type": "Gemma4ImageProcessor",
         "processor_class": "Gemma4Processor",
     },
+    # The Nemotron families vLLM device-normalizes (semantics §18.9): what each checkpoint's own preprocessing
+    # divides by 255 and normalizes with.
+    "nemotron-vl": {
+        "architectures": ["LlamaNemotronVLModel"],
+        "image_mean": list(HALF),
+        "image_std": list(HALF),
+        "rescale_factor": RESCALE,
+        "do_rescale": True,
+        "do_normalize": True,
+    },
+    "nemotron-parse": {
+        "image_processor_type": "NemotronParseImageProcessor",
+        "image_mean": list(CLIP_MEAN),
+        "image_std": list(CLIP_STD),
+        "rescale_factor": 0.00392156862745098,
+        "do_rescale": True,
+        "do_normalize": True,
+    },
+    "nano-nemotron-vl": {
+        "architectures": ["NemotronH_Nano_VL_V2"],
+        "force_image_size": 512,
+        "patch_size": 16,
+        "downsample_ratio": 0.5,
+        "use_thumbnail": True,
+        "norm_mean": list(CLIP_MEAN),
+        "norm_std": list(CLIP_STD),
+    },
 }
 
 _THIRD = "third-party copy of the official file"
@@ -158,4 +189,15 @@ SOURCES: dict[str, str] = {
     "(MtTinker/Mistral-Small-3.1-24B-Base-2503)",
     "gemma3": f"google/gemma-3-4b-it preprocessor_config.json, {_THIRD} (Synthetica-AI/gemma-3-4b-it)",
     "gemma4": f"a Gemma 4 processor_config.json, {_THIRD} (win10/K1-31B; rnagabh/gemma4-vision-encoder agrees)",
+    "nemotron-vl": "no file states them: nvidia/llama-nemotron-embed-vl-1b-v2's remote-code SigLIP transform "
+    "(ToTensor, then Normalize(0.5, 0.5)) as vLLM 0.34.0's adaptation states it "
+    "(vllm/transformers_utils/processors/nemotron_vl.py SIGLIP_MEAN / SIGLIP_STD, build_siglip_transform); "
+    "the checkpoint's own code unverified",
+    "nemotron-parse": "nvidia/NVIDIA-Nemotron-Parse-v1.1's processor at revision fd1e3c6, which normalizes in the "
+    "processor (NVIDIA-NeMo/Automodel PR #3331); its rescale 1/255 and CLIP mean/std as a third-party converter "
+    "validates that processor's config; the file itself unverified (earlier revisions left normalization to "
+    "RADIO's input conditioner and ship no mean/std)",
+    "nano-nemotron-vl": "nvidia/NVIDIA-Nemotron-Nano-12B-v2-VL-BF16 config.json norm_mean / norm_std, a third-party "
+    "fixture modelled on it (a NemotronH_Nano_VL_V2 converter test; the Nemotron Nano Omni "
+    "preprocessor_config.json in mlx-vlm's tests agrees); the checkpoint's own file unverified",
 }

@@ -17,11 +17,14 @@ from deferlab.reference.system.family_configs_published import (
     CLASS_DEFAULTS,
     INTERNVL_ARCHITECTURES,
     QWEN_CLASSES,
+    REMOTE_DEFAULTS,
     RESCALE,
 )
 from deferlab.reference.system.validate import check_mapping, check_positive_int, check_str
 
 NORM_KEYS = ("image_mean", "image_std", "rescale_factor", "do_rescale", "do_normalize")
+# A RADIO checkpoint's config.json names its statistics norm_mean / norm_std (Nano Nemotron VL, semantics §18.9).
+ALIASES = {"image_mean": "norm_mean", "image_std": "norm_std"}
 _CONFIG_JSON_KEYS = (
     "force_image_size",
     "min_dynamic_patch",
@@ -69,7 +72,7 @@ def class_defaults(cfg: Mapping[str, Any]) -> dict[str, Any]:
         name = processor_class(cfg)
     except ConfigError:
         return {}
-    return CLASS_DEFAULTS.get(base_class(name), {})
+    return CLASS_DEFAULTS.get(base_class(name), REMOTE_DEFAULTS.get(name, {}))
 
 
 def values(cfg: Mapping[str, Any], keys: tuple[str, ...], name: str) -> dict[str, Any]:
@@ -78,6 +81,8 @@ def values(cfg: Mapping[str, Any], keys: tuple[str, ...], name: str) -> dict[str
     out: dict[str, Any] = {}
     for key in keys:
         value = table.get(key)
+        if value is None and key in ALIASES:
+            value = table.get(ALIASES[key])
         if value is None:
             if key not in defaults:
                 cls_name = table.get("image_processor_type") or cfg.get("processor_class") or "no class"

@@ -13,6 +13,7 @@ from deferlab.reference.system.families import FAMILIES
 from deferlab.reference.system.family_configs import (
     CLASS_DEFAULTS,
     CLIP_MEAN,
+    CLIP_STD,
     HALF,
     IMAGENET_MEAN,
     IMAGENET_STD,
@@ -30,11 +31,28 @@ from deferlab.reference.system.family_configs import (
 QWEN = QwenVLConfig.from_preprocessor_config
 
 
+NEMOTRON = ("nemotron-vl", "nemotron-parse", "nano-nemotron-vl")
+
+
 def test_profiles_are_the_registry_families_beyond_kimi() -> None:
     assert set(PROFILES) == {f.profile for f in FAMILIES.values() if f.name != "kimi-k3"}
     for name, (cfg, source) in PROFILES.items():
         assert family_profile(name) is cfg and source
-        assert ("third-party copy" in source) == (name != "internvl"), name  # InternVL's is the official repo's
+        # InternVL's is the official repo's; the Nemotron families' are read from code or fixtures (semantics §18.9)
+        assert ("third-party copy" in source) == (name not in ("internvl", *NEMOTRON)), name
+        assert name not in NEMOTRON or "unverified" in source, name
+
+
+def test_nemotron_profiles_by_hand() -> None:
+    """Nemotron VL's SigLIP constants; Parse's processor config; Nano's config.json norm_mean / norm_std read as
+    the statistics, with its remote code's rescale (semantics §18.9)."""
+    assert family_profile("nemotron-vl") == NormConfig(HALF, HALF)
+    assert family_profile("nemotron-parse") == NormConfig(CLIP_MEAN, CLIP_STD)
+    assert family_profile("nano-nemotron-vl") == NormConfig(CLIP_MEAN, CLIP_STD)
+    nano = {"architectures": ["NemotronH_Nano_VL_V2"], "norm_mean": [0.25] * 3, "norm_std": [0.5] * 3}
+    assert NormConfig.from_preprocessor_config(nano) == NormConfig((0.25,) * 3, (0.5,) * 3)
+    with pytest.raises(ConfigError, match="has no 'image_mean'"):
+        NormConfig.from_preprocessor_config({"architectures": ["NemotronH_Nano_VL_V2"], "norm_std": [0.5] * 3})
 
 
 def test_published_values_by_hand() -> None:

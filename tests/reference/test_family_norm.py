@@ -108,8 +108,12 @@ def transformers_table(processor) -> np.ndarray:
     return np.asarray(image, dtype=np.float32)[:, 0, :].T
 
 
+# The families whose checkpoints preprocess with their own code, ToTensor then Normalize (semantics §18.9).
+TORCHVISION_ORDER = ("nemotron-vl", "nemotron-parse", "nano-nemotron-vl")
+
+
 @pytest.mark.extra("transformers")
-@pytest.mark.parametrize("name", [n for n in PROFILES if n != "internvl"])
+@pytest.mark.parametrize("name", [n for n in PROFILES if n not in ("internvl", *TORCHVISION_ORDER)])
 def test_every_profile_matches_transformers_bitwise(name: str) -> None:
     cfg = published_config(name)
     processor = pil_processor(base_class(processor_class(cfg)), cfg)
@@ -128,3 +132,16 @@ def test_internvl_card_table_equals_got_ocr2_with_imagenet_stats() -> None:
     card = internvl.normalize_levels(cfg)
     assert (bits(card) == bits(transformers_table(got))).all()
     assert (bits(card) == bits(fn.checkpoint_levels(norm_of(cfg)))).all()
+
+
+@pytest.mark.parametrize("name", TORCHVISION_ORDER)
+def test_the_remote_code_order_equals_the_table(name: str) -> None:
+    """ToTensor's float32 ``div(255)`` then Normalize's float32 ``sub(mean)``, ``div(std)`` (torch's operations, as
+    torchvision runs them) give the trained table bitwise at every level, so §18.1's table is these families'."""
+    torch = pytest.importorskip("torch")
+    cfg = norm_of(PROFILES[name][0])
+    u = torch.arange(256, dtype=torch.uint8).reshape(1, 256).expand(3, 256)
+    x = u.to(torch.float32).div(255)
+    x = x.sub(torch.tensor(cfg.image_mean, dtype=torch.float32)[:, None])
+    x = x.div(torch.tensor(cfg.image_std, dtype=torch.float32)[:, None])
+    assert (bits(x.T.numpy()) == bits(fn.checkpoint_levels(cfg))).all()

@@ -109,7 +109,12 @@ def test_one_run_per_release_judges_every_family_and_writes_families_md(
     systems_run = [(s.engine, s.family) for s in systems]
     assert systems_run == [("sglang", served_by_sglang), ("vllm", "all"), ("lmdeploy", "qwen3-vl,internvl")]
     doc = json.loads((out / "versions.json").read_text())
-    assert doc["versions"] == FIXTURE["versions"] and doc["not_served"] == FIXTURE["not_served"]
+    # families registered after the recorded run (semantics §18.9's Nemotron rows) are columns it has no rows for
+    recorded = set(FIXTURE["families"])
+    assert [c for c in doc["versions"] if cols.parse(c).family in recorded] == FIXTURE["versions"]
+    assert {e: {f: why for f, why in per.items() if f in recorded} for e, per in doc["not_served"].items()} == (
+        FIXTURE["not_served"]
+    )
     assert all(m["matches"] for m in doc["policy_match"].values()), doc["policy_match"]
     assert "RELEASED" in doc["policy_match"]["0.5.23"]["matches"]
     printed = capsys.readouterr().out

@@ -29,6 +29,13 @@ CONFIGS: dict[str, dict[str, Any]] = {
     | {"image_processor_type": "Gemma3ImageProcessor", "image_seq_length": 256},
     "gemma4": dict(do_normalize=False, do_rescale=True, image_mean=[0.0] * 3, image_std=[1.0] * 3)
     | {"rescale_factor": 1 / 255, "patch_size": 16, "image_processor_type": "Gemma4ImageProcessor"},
+    # The Nemotron families (semantics §18.9): the files their classes read (Nemotron VL's reads none).
+    "nemotron-vl": dict(_HALF, rescale_factor=1 / 255, do_rescale=True, do_normalize=True)
+    | {"architectures": ["LlamaNemotronVLModel"]},
+    "nemotron-parse": dict(_CLIP, rescale_factor=1 / 255, do_rescale=True, do_normalize=True)
+    | {"image_processor_type": "NemotronParseImageProcessor"},
+    "nano-nemotron-vl": {"architectures": ["NemotronH_Nano_VL_V2"], "norm_mean": _CLIP["image_mean"]}
+    | {"norm_std": _CLIP["image_std"], "force_image_size": 512, "patch_size": 16},
 }
 CONFIGS["qwen2.5-vl"]["processor_class"] = "Qwen2_5_VLProcessor"
 
