@@ -31,7 +31,7 @@ from hypothesis import settings
 
 from deferlab.properties import plugin, verdicts
 from deferlab.reference.system import extras, families
-from deferlab.reference.system.claims import load_claims
+from deferlab.reference.system.claims import claims_by_property, load_claims
 from deferlab.reference.system.engines import engine_of_label
 from deferlab.reference.system.seam import SGLANG_LABEL
 from deferlab.reference.system.systems import DEFAULT_FAMILY, family_column, path_label
@@ -46,8 +46,36 @@ def _cuda_available() -> bool:
         return False
 
 
+def claim_of(item_or_definition: Any) -> str | None:
+    """The claim a test checks: its ``claim`` marker, else the claim whose claims.toml ``property`` it is (path
+    relative to the shipped checks, ``::``, the function's name); None for a test of no claim."""
+    mark = item_or_definition.get_closest_marker("claim")
+    if mark is not None:
+        return str(mark.args[0])
+    try:
+        rel = Path(item_or_definition.path).resolve().relative_to(SUITE_ROOT).as_posix()
+    except ValueError:
+        return None  # not a shipped check (deferlab's own tests, a user's)
+    name = getattr(item_or_definition, "originalname", None) or item_or_definition.name.split("[", 1)[0]
+    return claims_by_property().get(f"{rel}::{name}")
+
+
+SUITE_ROOT = Path(verdicts.__file__).resolve().parent  # the shipped checks, the root of claims.toml's properties
+
+
+def _mark_claims(items: list[pytest.Item]) -> None:
+    """Give every claims.toml ``property`` its ``claim`` marker (a test that names its claim keeps its own), so the
+    recorder and the real-code selection read the claim from the marker, never from the test's name."""
+    for item in items:
+        if item.get_closest_marker("claim") is None:
+            cid = claim_of(item)
+            if cid is not None:
+                item.add_marker(pytest.mark.claim(cid))
+
+
 @pytest.hookimpl(tryfirst=True)
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
+    _mark_claims(items)
     if _real(config):
         # Real code: the claim tests, whose verdicts are findings, and the properties marked `real_code` (no
         # verdict: they hold on every release, so a failure is the run's; they are what a mutation campaign's
@@ -190,12 +218,12 @@ def pytest_generate_tests(metafunc: pytest.Metafunc) -> None:
     ``--vllm``; of a ``policies``-marked test: the listed ones (the label then)."""
     if "policy" not in metafunc.fixturenames:
         return
-    claim = metafunc.definition.get_closest_marker("claim")
+    claim = claim_of(metafunc.definition)  # its marker, else claims.toml's `property` (`_mark_claims` marks it)
     listed = metafunc.definition.get_closest_marker("policies")
     if claim is None and listed is None:
         return
     found = test_families(metafunc.definition, metafunc.config)
-    names = _columns(metafunc.config, found, claim.args[0] if claim is not None else None, listed)
+    names = _columns(metafunc.config, found, claim, listed)
     metafunc.parametrize("policy", names)
 
 
@@ -260,7 +288,12 @@ def pytest_runtest_makereport(item: pytest.Item, call: pytest.CallInfo):
     if report.when == "call" or (report.when == "setup" and report.outcome != "passed"):
         outcome = "error" if report.when == "setup" and report.failed else report.outcome
         verdicts.RECORDER.record_property(
-            item.nodeid, getattr(item, "_deferlab_examples", None), outcome, report.duration, failure_line(report)
+            item.nodeid,
+            getattr(item, "_deferlab_examples", None),
+            outcome,
+            report.duration,
+            failure_line(report),
+            claim=claim_of(item),
         )
 
 

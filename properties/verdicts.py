@@ -195,11 +195,21 @@ class Recorder:
                 return
         raise ValueError(f"attach_impact: no verdict of {claim_id} under {policy} recorded in this process")
 
-    def record_property(self, name: str, examples: int | None, outcome: str, seconds: float, message: str = "") -> None:
+    def record_property(
+        self, name: str, examples: int | None, outcome: str, seconds: float, message: str = "", claim: str | None = None
+    ) -> None:
         """One test's outcome (``passed``, ``failed``, ``error``, ``skipped``) and, unless it passed, its failure
-        line (or skip reason): what a caller reads instead of pytest's output."""
+        line (or skip reason): what a caller reads instead of pytest's output; a claim test's ``claim`` (its
+        marker), so no reader takes the claim from the test's name."""
         self.properties.append(
-            {"name": name, "examples": examples, "outcome": outcome, "seconds": round(seconds, 3), "message": message}
+            {
+                "name": name,
+                "examples": examples,
+                "outcome": outcome,
+                "seconds": round(seconds, 3),
+                "message": message,
+                **({"claim": claim} if claim else {}),
+            }  # fmt: skip
         )
 
     def write_part(self, directory: Path, name: str) -> Path:

@@ -22,17 +22,19 @@ Schema of ``verdicts.json`` (``schema_version`` 3; 1 and 2 are still read)::
                  "figure"?: {"kind", ...}, "impact"?: {...},
                  "column": {"family", "label", "engine", "release", "path"},
                  "counterexample_input": {"kind", "arguments", "blob"?} | None}],
-     "properties": [{"name", "examples", "outcome", "seconds", "message"}]}
+     "properties": [{"name", "examples", "outcome", "seconds", "message", "claim"?}]}
 
 Version 2 added the run's model ``family`` (semantics §18; a file without it is Kimi-K3's), each test's ``message`` (a failed or erroring test's failure line, a skip's reason, as the
 recorder saw the test's report: nobody reads pytest's output for it) and ``strict`` (whether the run failed
 a claim test on a failure its pattern does not name, semantics §17.1). Version 3 added, beside each row's
 ``policy`` and ``counterexample`` (unchanged), the column as a structure and the counterexample's kind and
-arguments (`reference.system.rows`, whose `Row` reads a row of any of the three).
+arguments (`reference.system.rows`, whose `Row` reads a row of any of the three), and each claim test's
+``claim`` (its ``claim`` marker, `properties.suite`), so no reader takes it from the test's name.
 """
 
 from __future__ import annotations
 
+import functools
 import json
 import os
 import re
@@ -208,6 +210,35 @@ def expected_for_engine(
         raise KeyError(f"unknown engine {engine!r}; known: {', '.join(ENGINES)}")
     row = engine_range(claims[claim_id], engine, version, family, path)
     return row.verdict if row is not None else None
+
+
+_NAMED = re.compile(r"test_claim_(c\d+)_", re.IGNORECASE)  # the fallback: a claim test named after its claim
+
+
+def claims_by_property(claims: dict[str, Claim] | None = None) -> dict[str, str]:
+    """``property`` (``claims/test_gate.py::test_claim_c1_byte_rule``, relative to the shipped checks) -> claim
+    id: how a collected test gets its ``claim`` marker when it carries none (`properties.suite`)."""
+    if claims is None:
+        return dict(_shipped_properties())
+    return {c.property: c.id for c in claims.values()}
+
+
+@functools.cache
+def _shipped_properties() -> tuple[tuple[str, str], ...]:
+    """The shipped claims.toml's (property, id) pairs, read once per process (a node lookup per test)."""
+    return tuple((c.property, c.id) for c in load_claims().values())
+
+
+def claim_of_node(node: str, claims: dict[str, Claim] | None = None) -> str | None:
+    """The claim a test node id (``.../claims/test_gate.py::test_claim_c1_byte_rule[PR_33921]``) checks: the claim
+    whose ``property`` it is, else (a test with no entry, e.g. a family's own C13) the claim its name carries;
+    None for a test of no claim. A run's records carry the marker's claim instead (`reports.core.runner`)."""
+    bare = str(node).split("[", 1)[0]
+    for prop, cid in claims_by_property(claims).items():
+        if bare == prop or bare.endswith("/" + prop):
+            return cid
+    m = _NAMED.search(bare.rsplit("::", 1)[-1])
+    return m.group(1).upper() if m else None
 
 
 def claim_ids(path: Path = CLAIMS_PATH) -> tuple[str, ...]:

@@ -110,7 +110,7 @@ def environment(request: Request, results: Path) -> dict[str, str]:
 @dataclass(frozen=True)
 class TestResult:
     """One test of the run: ``passed`` / ``failed`` / ``error`` / ``skipped``, its seconds, and (unless it
-    passed) its failure line or skip reason as the recorder saw it."""
+    passed) its failure line or skip reason as the recorder saw it (its claim: `RunRecord.claim_of`)."""
 
     outcome: str
     seconds: float = 0.0
@@ -126,6 +126,9 @@ class RunRecord:
     profile: str
     rows: list[dict[str, Any]] = field(default_factory=list)
     tests: dict[str, TestResult] = field(default_factory=dict)
+    # node id -> the claim its test checks: its ``claim`` marker as the recorder wrote it (a results file before
+    # schema 3: claims.toml's ``property``, else the test's name; `reference.system.claims.claim_of_node`)
+    test_claims: dict[str, str] = field(default_factory=dict)
     described: dict[str, Any] | None = None  # the code that ran (real engines: version, commit, stand-ins)
     strict: bool = False
     rc: int | None = None
@@ -155,6 +158,10 @@ class RunRecord:
     def verdicts(self, column: str | None = None) -> dict[str, str]:
         """claim id -> verdict in ``column`` (default the engine's own label: Kimi-K3 on its default path)."""
         return {str(r["id"]): str(r["verdict"]) for r in self.mine(column or self.label)}
+
+    def claim_of(self, node: str) -> str | None:
+        """The claim test ``node`` checks (None: a test of no claim)."""
+        return self.test_claims.get(node)
 
     def failed_tests(self) -> dict[str, str]:
         """node id -> failure line, for every test that failed or errored."""
@@ -195,9 +202,13 @@ def read_results(record: RunRecord, results: Path) -> RunRecord:
     record.described = doc.get("system")
     record.strict = bool(doc.get("strict", False))
     for p in doc.get("properties", []):
-        record.tests[str(p["name"])] = TestResult(
+        name = str(p["name"])
+        record.tests[name] = TestResult(
             str(p.get("outcome", "")), float(p.get("seconds") or 0.0), str(p.get("message") or ""), p.get("examples")
         )
+        claim = p.get("claim") or registry.claim_of_node(name)
+        if claim:
+            record.test_claims[name] = str(claim)
     return record
 
 

@@ -26,12 +26,11 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from deferlab.reference.system.claims import claim_of_node
 from deferlab.reference.system.errors import DeferlabInputError, UsageError
 from deferlab.reference.system.families import FAMILIES
 from deferlab.reference.system.systems import ALL_FAMILIES, DEFAULT_FAMILY, System, engine, is_release, sorted_claims
 from deferlab.reports.core import process
-
-_FAILED_CLAIM = re.compile(r"test_claim_(c\d+)_", re.I)
 
 
 def accepted(engine_name: str = "sglang") -> str:
@@ -330,5 +329,5 @@ def run_error(error: str | None, failed: Mapping[str, str], rows: Iterable[Mappi
 
 
 def _claim_of(node: str) -> str:
-    m = _FAILED_CLAIM.search(node)
-    return m.group(1).upper() if m else ""
+    """The claim a failed test checks: claims.toml's ``property``, else its name (`claims.claim_of_node`)."""
+    return claim_of_node(node) or ""

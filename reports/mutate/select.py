@@ -34,13 +34,13 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from deferlab.reference.system.claims import claim_of_node as registry_claim_of_node
 from deferlab.reference.system.signatures import signature_set
 from deferlab.reference.system.systems import claim_key
 from deferlab.reports.mutate.engine import Function, functions
 
 _TOKEN = re.compile(r"[A-Za-z_]\w*(?:\.[A-Za-z_]\w*)*")
 _CAMEL = re.compile(r"^_?[A-Z][a-z0-9]+[A-Z]")
-_NODE_CLAIM = re.compile(r"::test_claim_(c\d+)_", re.IGNORECASE)
 
 
 # The companion libraries a family path computes with (`impl.loader.companions`): their names in provenance are
@@ -203,9 +203,9 @@ def claims_for(function_key: str | None, reach: Mapping[str, Reach]) -> list[str
 
 
 def claim_of_node(node: str) -> str | None:
-    """The claim a claim test's node id is named after (``...::test_claim_c12_alpha_semantics[SGLANG]``)."""
-    m = _NODE_CLAIM.search(node)
-    return m.group(1).upper() if m else None
+    """The claim a test node id checks (``...::test_claim_c12_alpha_semantics[SGLANG]``): the one whose claims.toml
+    ``property`` it is, else the one its name carries (`reference.system.claims.claim_of_node`)."""
+    return registry_claim_of_node(node)
 
 
 PROPERTY = "P:"  # a property unit's prefix: P:<test function>
