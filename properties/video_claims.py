@@ -9,6 +9,12 @@ their index (`reference.oracle.video.read_index`).
 A side that does not take an option (`video.Unsupported`) has no answer for that point: the point is left out and
 counted, never a failure. A refusal (any other exception) is compared: both refusing is agreement; one refusing is
 a failure named so (semantics §20.2).
+
+Every difference explained (semantics §20.5): where the semantics restate an engine's own rule
+(`reference.oracle.video_served`), a served plan that differs from the trained side's is a failure worded as
+before only when it equals that rule's plan in the claim's fields (and, for C17, in the engine's own pre-resize);
+otherwise it is worded as unexplained, a distinct failure signature, so a second difference of the same shape
+(a changed size on a clip already failing) no longer hides behind the first.
 """
 
 from __future__ import annotations
@@ -21,6 +27,7 @@ from typing import Any
 
 import numpy as np
 
+from deferlab.reference.oracle.video_served import rule_for
 from deferlab.reference.system.video import (
     OPTIONS_ENV,
     Clip,
@@ -52,6 +59,7 @@ WHAT = {
     "C17": "geometry differs from the trained side's",
     "C18": "times differ from the trained side's",
 }
+UNEXPLAINED = ", not as {rule} states the engine's own rule"  # after a difference's head: a distinct signature
 TIME_TOLERANCE = 1e-6  # seconds (semantics §20.2): the sides compute times in float64 from the same integers
 TRAINED, CARD = "TRAINED", "CARD"
 
@@ -102,19 +110,67 @@ def field_difference(claim: str, served: VideoPlan, trained: VideoPlan) -> str |
     return None
 
 
-def compare(claim: str, served: Answer, trained: Answer) -> str | None:
-    """The failure text at one point (None: agreement, or no answer on either side)."""
+class StatedRule:
+    """An engine's rule as the semantics state it, for one family, answering as a side does (`answer`)."""
+
+    def __init__(self, family: str, section: str, rule: Callable[[str, Clip, VideoRequest], VideoPlan]) -> None:
+        self.family, self.section, self._rule = family, section, rule
+        self._last: tuple[tuple[Clip, VideoRequest], Answer] | None = None
+
+    def plan(self, clip: Clip, request: VideoRequest) -> VideoPlan:
+        return self._rule(self.family, clip, request)
+
+    def said(self, clip: Clip, request: VideoRequest) -> Answer:
+        """The rule's answer at a point, kept for the next call (a sweep asks once per claim and row)."""
+        if self._last is None or self._last[0] != (clip, request):
+            self._last = ((clip, request), answer(self, clip, request))
+        return self._last[1]
+
+
+def stated_rule(path: Any) -> StatedRule | None:
+    """The stated rule of ``path``'s engine for its family (None: the semantics restate none for it)."""
+    found = rule_for(getattr(path, "system", ""))
+    return None if found is None else StatedRule(getattr(path, "family", ""), *found)
+
+
+def unexplained(claim: str, served: Answer, rule: StatedRule, clip: Clip, request: VideoRequest) -> str | None:
+    """None when the served answer is ``rule``'s: both refuse, or the plans are equal in the claim's fields (C17:
+    and in the engine's own pre-resize, when it reports one), so the difference from the trained side is the one
+    the semantics state. Else what the rule gives instead."""
+    said = rule.said(clip, request)
+    if served.refused is not None:
+        return None if said.refused is not None else "the rule takes it"
+    if said.plan is None:
+        return f"the rule {'refuses' if said.refused else 'has no answer'} ({said.refused or said.unsupported})"
+    plan = served.plan
+    assert plan is not None
+    found = field_difference(claim, plan, said.plan)
+    if found is None and claim == "C17" and plan.pre_size is not None and plan.pre_size != said.plan.pre_size:
+        found = f"pre-resize {plan.pre_size} != {said.plan.pre_size}"
+    return None if found is None else f"against the rule, {found}"
+
+
+def compare(
+    claim: str, served: Answer, trained: Answer, rule: StatedRule | None = None, point: tuple[Clip, VideoRequest] = ()
+) -> str | None:
+    """The failure text at one point (None: agreement, or no answer on either side). With the engine's stated
+    ``rule`` and the ``point``, a difference the rule does not explain is worded so (`UNEXPLAINED`)."""
     if served.unsupported is not None or trained.unsupported is not None:
         return None
-    if served.refused is not None or trained.refused is not None:
-        if served.refused is not None and trained.refused is not None:
+    if served.refused is not None and trained.refused is not None:
+        return None
+    found = None
+    if served.plan is not None and trained.plan is not None:
+        found = field_difference(claim, served.plan, trained.plan)
+        if found is None:
             return None
-        if served.refused is not None:
-            return f"the served side refused what the trained side takes ({served.refused})"
-        return f"the served side took what the trained side refuses ({trained.refused})"
-    assert served.plan is not None and trained.plan is not None
-    found = field_difference(claim, served.plan, trained.plan)
-    return None if found is None else f"{WHAT[claim]}: {found}"
+    why = None if rule is None else unexplained(claim, served, rule, *point)
+    odd, tail = ("", "") if why is None else (UNEXPLAINED.format(rule=rule.section), f"; {why}")
+    if served.refused is not None:
+        return f"the served side refused what the trained side takes{odd} ({served.refused}){tail}"
+    if trained.refused is not None:
+        return f"the served side took what the trained side refuses{odd} ({trained.refused}){tail}"
+    return f"{WHAT[claim]}{odd}: {found}{tail}"
 
 
 @dataclass
@@ -126,6 +182,7 @@ class Sweep:
     seconds: float = 0.0
     differ: dict[str, dict[str, list[tuple[Clip, VideoRequest, str]]]] = field(default_factory=dict)
     unanswered: dict[str, int] = field(default_factory=dict)  # option label -> points a side did not answer
+    rule: str = ""  # the section stating the engine's own rule, when the differences were read against one
 
     def first(self, claim: str, row: str = TRAINED) -> tuple[Clip, VideoRequest] | None:
         found = self.differ.get(row, {}).get(claim, [])
@@ -139,6 +196,9 @@ class Sweep:
         for row in rows:
             found = self.differ.get(row, {}).get(claim, [])
             text = f"against {row}: {len(found):,} differ"
+            if found and self.rule:
+                odd = sum(1 for *_, what in found if UNEXPLAINED.format(rule=self.rule) in what)
+                text += f" ({f'{odd:,} not' if odd else 'every one'} as {self.rule} states the engine's rule)"
             if found:
                 clip, request, what = found[0]
                 text += f" (smallest {where(clip, request)} {what})"
@@ -152,7 +212,8 @@ def sweep(path: Any, rows: dict[str, Any], clips: Sequence[Clip] | None = None) 
     """Every clip of the grid under every option set, the path against each trained row (semantics §20.3)."""
     clips = grid_clips() if clips is None else clips
     order = sorted(range(len(clips)), key=lambda i: (clips[i].frames, clips[i].fps))
-    out = Sweep(differ={row: {c: [] for c in FIELDS} for row in rows})
+    rule = stated_rule(path)
+    out = Sweep(differ={row: {c: [] for c in FIELDS} for row in rows}, rule=rule.section if rule else "")
     started = time.perf_counter()
     for request in OPTION_SETS:
         for i in order:
@@ -165,7 +226,7 @@ def sweep(path: Any, rows: dict[str, Any], clips: Sequence[Clip] | None = None) 
             for row, side in rows.items():
                 trained = answer(side, clip, request)
                 for claim in FIELDS:
-                    what = compare(claim, served, trained)
+                    what = compare(claim, served, trained, rule, (clip, request))
                     if what is not None:
                         out.differ[row][claim].append((clip, request, what))
     out.seconds = time.perf_counter() - started
@@ -181,7 +242,7 @@ def check(claim: str, paths: Sequence[Any], trained: Any, clip: Clip, request: V
     want = answer(trained, clip, request)
     found = []
     for path in paths:
-        what = compare(claim, answer(path, clip, request), want)
+        what = compare(claim, answer(path, clip, request), want, stated_rule(path), (clip, request))
         if what is not None:
             found.append(f"{where(clip, request)} {what}" + (f" ({name_of(path)})" if len(paths) > 1 else ""))
     if found:

@@ -216,6 +216,7 @@ class SGLangVideoPath:
             times=times,
             padded=padded,
             notes=(OPTIONS_NOTE, f"SGLang's own pre-resize to {pre_w}x{pre_h} (factor 28, bilinear) first"),
+            pre_size=(pre_w, pre_h),
         )
 
     def decode(self, data: bytes, request: VideoRequest) -> DecodedVideo:

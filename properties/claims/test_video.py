@@ -5,7 +5,9 @@ under every option set (`properties.video_claims.OPTION_SETS`) is swept once per
 each claim reading its own fields of the same sweep, whose smallest differing point is pinned; drawn clips follow.
 C19 decodes the generated clips (`properties.clips`) with each side's own loader and compares the frames taken (read
 back from their pixels) and their values. Verdicts are against TRAINED (the checkpoint's video processor, §20.1);
-the model card's recipe (CARD) is swept beside it and reported in the evidence. A cell is ``n/a`` where the column
+the model card's recipe (CARD) is swept beside it and reported in the evidence. Where the semantics restate the
+engine's own rule (SGLang, §20.5), every difference is read against it: one the rule does not give is worded as
+unexplained, a failure signature of its own (`properties.video_claims.compare`), and C17 replays `RULE_PINNED`. A cell is ``n/a`` where the column
 has no video path, or where an extra the trained side needs is missing (one line naming it).
 """
 
@@ -111,6 +113,20 @@ LONG_AND_LARGE = (
 )
 
 
+# Replayed for C17 where the semantics restate the engine's own rule (SGLang, §20.5; `video_claims.stated_rule`):
+# clips on which the served geometry already differs from TRAINED and the engine's own pixel budget binds, so a
+# changed budget is a difference the rule does not explain (the stop-35 campaign's six survivors in
+# `preprocess_video`): 185 s of 720p at the defaults (370 frames: the total budget's share, 488,199 px a frame,
+# under the per-frame 602,112) and 340 s under a client's min_pixels above the share (680 frames: the
+# int(min_pixels x 1.05) floor, 421,478 px, over the share's 265,637).
+RULE_PINNED = {
+    "C17": (
+        (Clip(5550, 30.0, 1280, 720), VideoRequest()),
+        (Clip(10200, 30.0, 1280, 720), VideoRequest(min_pixels=512 * 28 * 28)),
+    )
+}
+
+
 def clips() -> st.SearchStrategy[tuple[Clip, VideoRequest]]:
     """Drawn clips: 1 to 20,000 frames at a grid rate, any rate from 0.5 to 240, or an unknown one (0), of a
     `FRAME_SIZES` size, under each option set; shrinks towards one frame, 64x48 and the defaults."""
@@ -135,6 +151,8 @@ def _pixel_free(claim: str, session: Any, policy: str, family: str) -> None:
     if ok:
         sweeps = [_sweep(p, family, rows) for p in paths]
         pinned = [s.first(claim) for s in sweeps if s.first(claim) is not None] + list(LONG_AND_LARGE)
+        if any(vc.stated_rule(p) is not None for p in paths):
+            pinned += RULE_PINNED.get(claim, ())
         evidence = "; ".join(s.evidence(claim, rows) for s in sweeps)
         figure = vc.strips(paths, rows, pinned[0] if pinned else None)
     trained = rows.get(vc.TRAINED)

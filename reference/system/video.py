@@ -82,7 +82,10 @@ class VideoPlan:
     frame repeats the last one, ``padded`` counts those); ``size``: the per-frame resize target (width, height);
     ``grid``: ``video_grid_thw`` (t, h, w); ``tokens``: the placeholder tokens the prompt gets; ``times``: the
     time in seconds the model is told each temporal grid step sits at (Qwen2.5-VL: ``t * second_per_grid_t``;
-    Qwen3-VL: its timestamp text), None where the side does not compute one.
+    Qwen3-VL: its timestamp text), None where the side does not compute one. ``pre_size``: the (width, height)
+    an engine resizes the frames to itself before the checkpoint's processor resizes them again (SGLang's own
+    pre-resize, semantics §20.5), None where it hands the decoded frames on; the trained side has no such step,
+    so it is not compared with it, only with the engine's stated rule (`reference.oracle.video_served`).
     """
 
     indices: tuple[int, ...]
@@ -92,6 +95,7 @@ class VideoPlan:
     times: tuple[float, ...] | None = None
     padded: int = 0
     notes: tuple[str, ...] = field(default=(), compare=False)
+    pre_size: tuple[int, int] | None = field(default=None, compare=False)
 
 
 @dataclass(frozen=True)

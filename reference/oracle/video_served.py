@@ -1,0 +1,121 @@
+"""deferlab's restatement of an engine's own video rule as the semantics state it (semantics §20.5: SGLang).
+
+Why: where an engine's video claim fails (C17 on SGLang fails on every clip of the grid), "the served geometry
+differs from the trained side's" is one failure whatever size the engine serves, so a second difference of the
+same shape hides behind the first (the stop-35 mutation campaign's six survivors in SGLang's pixel budget). The
+project's standard is that every differing element is explained: this module says what the engine's rule, as
+the semantics write it down, gives for a clip, and the video claims (`properties.video_claims`) call a difference
+explained only where the served plan equals it. Restated from the semantics' text, not from the engine's code:
+NumPy and Python's own arithmetic, no engine, torch or transformers import; the checkpoint processor's resize
+after the engine's own is `reference.oracle.video`'s (itself checked against transformers on the whole grid).
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Callable
+from dataclasses import replace
+
+import numpy as np
+
+from deferlab.reference.oracle.video import (
+    MAX_FRAMES,
+    MIN_FRAMES,
+    UNKNOWN_FPS,
+    _finish,
+    family_of,
+    hf_resize,
+    hf_resize_3d,
+    qwen3_times,
+    qwen25_times,
+)
+from deferlab.reference.system.video import Clip, Refused, VideoPlan, VideoRequest
+
+# SGLang's Qwen video constants as §20.5 states them (``qwen_vl.py:69-78``; the env ``VIDEO_MAX_PIXELS`` unset)
+SGLANG_FACTOR = 28  # IMAGE_FACTOR: the pre-resize's multiple for every Qwen family (SGLang #36109)
+SGLANG_MIN_PIXELS = 128 * 28 * 28  # VIDEO_MIN_PIXELS
+SGLANG_MAX_PIXELS = 768 * 28 * 28  # VIDEO_MAX_PIXELS
+SGLANG_TOTAL_PIXELS = int(float(128000 * 28 * 28 * 0.9))  # VIDEO_TOTAL_PIXELS
+SGLANG_FLOOR = 1.05  # the budget's floor: int(min_pixels x 1.05)
+SGLANG_FPS, FRAME_FACTOR = 2.0, 2  # FPS, FRAME_FACTOR: the default rate and the count's multiple
+
+
+def sglang_count(clip: Clip, request: VideoRequest) -> int:
+    """§20.5 "Sampling": ``nframes`` rounded to even, else the rate's count clamped to [4, floor2(min(768, N))] and
+    to N, floored to even; refused unless 2 <= n <= N, and when ``fps`` and ``nframes`` come together."""
+    total = clip.frames
+    if request.fps is not None and request.num_frames is not None:
+        raise Refused("Only accept either `fps` or `nframes` (AssertionError in smart_nframes)")
+    if request.num_frames is not None:
+        n = round(request.num_frames / FRAME_FACTOR) * FRAME_FACTOR
+    else:
+        if not clip.fps > 0:
+            raise Refused("the container's frame rate is 0 (ZeroDivisionError in smart_nframes)")
+        fps = request.fps if request.fps is not None else SGLANG_FPS
+        top = math.floor(min(MAX_FRAMES, total) / FRAME_FACTOR) * FRAME_FACTOR
+        n = math.floor(min(max(total / clip.fps * fps, MIN_FRAMES), top, total) / FRAME_FACTOR) * FRAME_FACTOR
+    if not FRAME_FACTOR <= n <= total:
+        raise Refused(f"nframes should in interval [{FRAME_FACTOR}, {total}], but got {n} (ValueError)")
+    if not clip.fps > 0:  # the metadata's duration = N / fps
+        raise Refused("the container's frame rate is 0 (ZeroDivisionError in preprocess_video's metadata)")
+    return n
+
+
+def sglang_budget(n: int, request: VideoRequest) -> tuple[int, float]:
+    """§20.5 "Resize before the processor": (min_pixels, max_pixels) of the per-frame resize for n frames:
+    max(min(max_pixels or 768 x 28 x 28, total_pixels / n x 2), int(min_pixels x 1.05)), then at most a
+    client's ``max_pixels``."""
+    low = request.min_pixels if request.min_pixels is not None else SGLANG_MIN_PIXELS
+    total = request.total_pixels if request.total_pixels is not None else SGLANG_TOTAL_PIXELS
+    asked = request.max_pixels if request.max_pixels is not None else SGLANG_MAX_PIXELS
+    high = max(min(asked, total / n * FRAME_FACTOR), int(low * SGLANG_FLOOR))
+    return low, (min(request.max_pixels, high) if request.max_pixels is not None else high)
+
+
+def sglang_resize(height: int, width: int, low: float, high: float) -> tuple[int, int]:
+    """SGLang's ``smart_resize`` as §20.5 names it (qwen-vl-utils' rule, factor 28): each side rounded to 28, at
+    least 28; over ``high``: floored by the area ratio; under ``low``: ceiled; an aspect ratio over 200 refused."""
+    f = SGLANG_FACTOR
+    if max(height, width) / min(height, width) > 200:
+        raise Refused(f"absolute aspect ratio must be smaller than 200 (ValueError in smart_resize): {width}x{height}")
+    h, w = max(f, round(height / f) * f), max(f, round(width / f) * f)
+    if h * w > high:
+        beta = math.sqrt(height * width / high)
+        return math.floor(height / beta / f) * f, math.floor(width / beta / f) * f
+    if h * w < low:
+        beta = math.sqrt(low / (height * width))
+        return math.ceil(height * beta / f) * f, math.ceil(width * beta / f) * f
+    return h, w
+
+
+def sglang_plan(family: str, clip: Clip, request: VideoRequest) -> VideoPlan:
+    """What SGLang serves, by §20.5's rule: its count and truncating ``linspace``, its 28-factor pre-resize under its
+    own budget, then the checkpoint processor's resize with the checkpoint's ``size`` (the options do not reach
+    it), its padding, grid and tokens; times 2/24 s a step (Qwen2.5-VL, no metadata) or the averaged frame times
+    at the source rate (Qwen3-VL)."""
+    fam = family_of(family)
+    n = sglang_count(clip, request)
+    idx = np.linspace(0, clip.frames - 1, n).astype(np.int64)  # truncation toward zero; n <= N: no repeats
+    pre_h, pre_w = sglang_resize(clip.height, clip.width, *sglang_budget(n, request))
+    if pre_h <= 0 or pre_w <= 0:  # the floor branch has no max(28, .): torchvision's resize refuses a 0 side
+        raise Refused(f"SGLang's pre-resize target {pre_w}x{pre_h} has a 0 side (torchvision's resize refuses it)")
+    if family == "qwen3-vl":
+        h, w = hf_resize_3d(n, pre_h, pre_w, fam.tps, fam.factor, fam.min_pixels, fam.max_pixels)
+        times = qwen3_times(idx, clip.fps, fam.tps)
+    else:
+        h, w = hf_resize(pre_h, pre_w, fam.factor, fam.min_pixels, fam.max_pixels)
+        times = qwen25_times(-(-n // fam.tps), fam.tps, UNKNOWN_FPS)
+    plan = _finish(fam, idx, (h, w), times, (f"SGLang's pre-resize to {pre_w}x{pre_h} (semantics §20.5)",))
+    return replace(plan, pre_size=(pre_w, pre_h))
+
+
+# An engine's stated rule, by engine name (the part of a path's ``system`` before its version).
+RULES: dict[str, tuple[str, Callable[[str, Clip, VideoRequest], VideoPlan]]] = {
+    "sglang": ("semantics §20.5", sglang_plan),
+}
+
+
+def rule_for(system: str) -> tuple[str, Callable[[str, Clip, VideoRequest], VideoPlan]] | None:
+    """The stated rule of the engine a path's ``system`` names (``"sglang-0.5.23"``), with the section that states
+    it; None where the semantics state none precisely enough to restate."""
+    return RULES.get(str(system).split("-", 1)[0].lower())

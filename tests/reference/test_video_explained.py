@@ -1,0 +1,127 @@
+"""Every difference explained (semantics §20.5): `reference.oracle.video_served`'s restatement of SGLang's own video
+rule, by §20.5's worked numbers, and the video claims' reading of a served plan against it (`properties.video_claims`):
+a difference the stated rule gives keeps the claim's documented wording; one it does not is a distinct signature
+that ``claims.toml``'s failure pattern does not name. The restatement against SGLang's real code on the grid is
+``tests/impl/sglang/test_video_rule.py``."""
+
+from __future__ import annotations
+
+import re
+import tomllib
+from dataclasses import replace
+from pathlib import Path
+
+import pytest
+
+from deferlab.properties import video_claims as vc
+from deferlab.reference.oracle import video as oracle
+from deferlab.reference.oracle import video_served as vs
+from deferlab.reference.system.signatures import signature
+from deferlab.reference.system.video import Clip, Refused, VideoRequest
+
+CLAIMS = Path(__file__).resolve().parents[2] / "reference" / "system" / "claims.toml"
+
+
+def test_the_restated_rule_gives_section_20_5s_worked_numbers() -> None:
+    q25, q3 = (
+        vs.sglang_plan("qwen2.5-vl", Clip(4, 1.0), VideoRequest()),
+        vs.sglang_plan("qwen3-vl", Clip(4, 1.0), VideoRequest()),
+    )
+    assert q25.pre_size == q3.pre_size == (392, 280) and q25.size == (392, 280)  # min_pixels 100352, factor 28
+    assert q3.size == (384, 288) and q3.grid == (2, 18, 24)  # the processor cuts again to 32
+    assert q25.times == (0.0, 2 / 24) and q3.times == (0.5, 2.5)
+    assert vs.sglang_plan("qwen2.5-vl", Clip(5, 1.0), VideoRequest()).indices == (0, 1, 2, 4)  # truncating linspace
+    assert vs.sglang_plan("qwen3-vl", Clip(3, 1.0), VideoRequest()).times == (1.0,)
+    long = vs.sglang_plan("qwen3-vl", Clip(36000, 30.0), VideoRequest())
+    assert len(long.indices) == 768 and long.size == (192, 128)
+
+
+def test_the_budget_is_the_per_frame_cap_the_total_share_or_the_floor() -> None:
+    assert vs.sglang_budget(60, VideoRequest()) == (100352, 602112)  # 768 x 28 x 28 caps
+    assert vs.sglang_budget(370, VideoRequest()) == (100352, vs.SGLANG_TOTAL_PIXELS / 370 * 2)  # the share binds
+    assert vs.sglang_budget(680, VideoRequest(min_pixels=401408)) == (401408, 421478)  # int(min x 1.05) binds
+    assert vs.sglang_budget(680, VideoRequest(min_pixels=401408, max_pixels=300000)) == (401408, 300000)
+
+
+@pytest.mark.parametrize(
+    ("clip", "request_", "why"),
+    [
+        (Clip(1, 30.0), VideoRequest(), "nframes should in interval"),
+        (Clip(60, 30.0), VideoRequest(fps=1.0, num_frames=8), "Only accept either"),
+        (Clip(60, 0.0), VideoRequest(), "frame rate is 0"),
+        (Clip(60, 0.0), VideoRequest(num_frames=8), "frame rate is 0"),
+        (Clip(60, 30.0, 16, 127), VideoRequest(min_pixels=3136, max_pixels=3136), "0 side"),
+        (Clip(60, 30.0, 5000, 20), VideoRequest(), "aspect ratio"),
+    ],
+)
+def test_the_restated_rule_refuses_where_section_20_5_says_sglang_does(clip, request_, why) -> None:
+    with pytest.raises(Refused, match=why):
+        vs.sglang_plan("qwen3-vl", clip, request_)
+
+
+def test_only_engines_whose_rule_the_semantics_state_have_one() -> None:
+    assert vs.rule_for("sglang-0.5.23")[0] == "semantics §20.5"
+    assert vs.rule_for("vllm-0.34.0") is None and vs.rule_for("lmdeploy-0.18.0") is None and vs.rule_for("") is None
+
+
+class Served:
+    """SGLang's stated rule with one change made on demand (a size, a pre-resize, a refusal): a served side."""
+
+    system, label, real_code = "sglang-0.0.0", "SGLANG", False
+
+    def __init__(self, family: str, change: str = "") -> None:
+        self.family, self.change = family, change
+
+    def plan(self, clip: Clip, request: VideoRequest):
+        got = vs.sglang_plan(self.family, clip, request)
+        if self.change == "size":
+            return replace(got, size=(got.size[0] + 28, got.size[1]))
+        if self.change == "pre":
+            return replace(got, pre_size=(got.pre_size[0] + 28, got.pre_size[1]))
+        if self.change == "refuse" and clip.frames > 100:
+            raise ValueError("made up")
+        return got
+
+
+class Trained:
+    family, system, label, real_code = "qwen3-vl", "deferlab", "TRAINED", False
+
+    def plan(self, clip: Clip, request: VideoRequest):
+        return oracle.trained_plan("qwen3-vl", clip, request)
+
+
+POINT = (Clip(5550, 30.0, 1280, 720), VideoRequest())  # one of C17's rule pins: SGLang's total share binds
+
+
+def failure(change: str, claim: str = "C17", point: tuple[Clip, VideoRequest] = POINT) -> str:
+    with pytest.raises(AssertionError) as caught:
+        vc.check(claim, [Served("qwen3-vl", change)], Trained(), *point)
+    return str(caught.value)
+
+
+def pattern(claim: str) -> str:
+    rows = [c for c in tomllib.loads(CLAIMS.read_text())["claim"] if c["id"] == claim][0]["failure"]
+    return rows["qwen3-vl sglang 0.5.17-0.5.23"]
+
+
+@pytest.mark.parametrize("change", ["size", "pre", "refuse"])
+def test_a_difference_the_stated_rule_does_not_give_is_a_new_signature(change) -> None:
+    explained, odd = failure(""), failure(change)
+    assert "not as semantics §20.5 states the engine's own rule" in odd and "not as" not in explained
+    assert signature(f"AssertionError: {odd}", "defaults") != signature(f"AssertionError: {explained}", "defaults")
+    assert re.search(pattern("C17"), f"AssertionError: {explained}")
+    assert not re.search(pattern("C17"), f"AssertionError: {odd}")  # strict runs fail on it: the semantics must say
+
+
+def test_a_pre_resize_the_rule_does_not_give_is_seen_only_by_c17() -> None:
+    assert "pre-resize (952, 504) != (924, 504)" in failure("pre")
+    assert "not as" not in failure("pre", "C16") and "not as" not in failure("pre", "C18")
+
+
+def test_the_sweep_counts_the_differences_the_rule_explains() -> None:
+    clips = (Clip(4, 1.0), Clip(120, 30.0), POINT[0])
+    rows = {vc.TRAINED: Trained()}
+    same, odd = vc.sweep(Served("qwen3-vl"), rows, clips), vc.sweep(Served("qwen3-vl", "size"), rows, clips)
+    assert "every one as semantics §20.5 states the engine's rule" in same.evidence("C17", rows)
+    assert re.search(r"\d+ not as semantics §20\.5 states", odd.evidence("C17", rows))
+    assert "as semantics" not in vc.sweep(Trained(), rows, clips).evidence("C17", rows)  # no stated rule: no count
