@@ -2,7 +2,8 @@
 
 Why a command: the versions matrix paints float32 rounding and a ten-fold token count the same red. This reads
 what a run recorded (nothing is loaded, fetched or rerun), classes each failing cell by what it does to the model
-(`reference.system.impact`, semantics §21), groups cells by the engine function they arise in, and writes
+(`reference.system.impact`, semantics §21), groups cells by the engine function they arise in (and, with
+``--patched DOC``, says whether a patch fixes each, `reports.findings.patched`), and writes
 findings.md and findings.json (atomically) with an issue text per finding, and a picture per defect finding
 (``F<n>.png``, `reports.findings.pictures`). ``--fail-on CLASSES`` makes CI fail
 on the classes a project cares about.
@@ -24,7 +25,7 @@ from deferlab.reference.system.errors import InputValueError, UsageError
 from deferlab.reference.system.impact import LABELS, parse_fail_on
 from deferlab.reports.core.atomic import check_out_dir
 from deferlab.reports.core.claims import default_out_dir
-from deferlab.reports.findings import outputs, render
+from deferlab.reports.findings import outputs, patched, render
 from deferlab.reports.findings.group import group
 
 NEEDED = ("schema_version", "columns", "verdicts", "failure_groups", "evidence", "provenance")
@@ -41,23 +42,29 @@ def add_parser(sub: Any) -> argparse.ArgumentParser:
         default="",
         help=f"exit 1 when a finding of these classes is present (comma list of {', '.join(LABELS)})",
     )
+    p.add_argument(
+        "--patched",
+        metavar="DOC",
+        help="a versions.json of the same releases run with `--patch FILE`: each finding says whether the patch "
+        "fixes it (its cells hold, or no longer fail in its function) and causes that show only with the patch",
+    )
     return p
 
 
-def load(path: str) -> dict[str, Any]:
+def load(path: str, name: str = "RESULTS") -> dict[str, Any]:
     """The document at ``path``, refused in one line when missing, unreadable or of another schema."""
     where = Path(path).expanduser()
     if not where.is_file():
-        raise UsageError(f"RESULTS {path!r}: {'is a directory' if where.is_dir() else 'no such file'}; {ACCEPTED}")
+        raise UsageError(f"{name} {path!r}: {'is a directory' if where.is_dir() else 'no such file'}; {ACCEPTED}")
     try:
         doc = json.loads(where.read_text(encoding="utf-8"))
     except (OSError, UnicodeDecodeError, json.JSONDecodeError) as e:
-        raise UsageError(f"RESULTS {path!r}: not readable JSON ({type(e).__name__}); {ACCEPTED}") from None
+        raise UsageError(f"{name} {path!r}: not readable JSON ({type(e).__name__}); {ACCEPTED}") from None
     missing = [k for k in NEEDED if not isinstance(doc, dict) or k not in doc]
     if missing:
-        raise UsageError(f"RESULTS {path!r}: another schema (no {', '.join(missing)}); {ACCEPTED}")
+        raise UsageError(f"{name} {path!r}: another schema (no {', '.join(missing)}); {ACCEPTED}")
     if doc["schema_version"] != 1:
-        raise UsageError(f"RESULTS {path!r}: schema_version {doc['schema_version']!r} is not 1; {ACCEPTED}")
+        raise UsageError(f"{name} {path!r}: schema_version {doc['schema_version']!r} is not 1; {ACCEPTED}")
     return doc
 
 
@@ -69,6 +76,10 @@ def run(args: argparse.Namespace) -> int:
         raise UsageError(str(e)) from None
     out = check_out_dir(args.out or default_out_dir(prefix="findings-"))
     doc = load(args.results)
+    other = None
+    if getattr(args, "patched", None):
+        other = load(args.patched, "--patched")
+        patched.check(doc, other, args.patched)
     try:
         findings = group(doc)
     except (KeyError, TypeError, InputValueError) as e:
@@ -76,6 +87,8 @@ def run(args: argparse.Namespace) -> int:
             f"RESULTS {args.results!r}: a row cannot be read ({type(e).__name__}: {e}); {ACCEPTED}"
         ) from None
     result = render.document(findings, str(args.results), errored=len(doc.get("errors") or {}))
+    if other is not None:
+        patched.judge(findings, result, other, str(args.patched))
     out.mkdir(parents=True, exist_ok=True)
     drawn = outputs.write(doc, result, out, str(args.results))  # pictures, reproducers (or why none), json, md
     pngs = f", {len(drawn)} pictures (F<n>.png)" if drawn else ""

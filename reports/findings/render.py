@@ -18,6 +18,7 @@ from deferlab.reference.system.impact import LABELS, Severity
 from deferlab.reference.system.systems import ENGINES
 from deferlab.reference.system.systems import MODEL as MODEL_ENGINE
 from deferlab.reports.core.claims import load_claim_statements
+from deferlab.reports.findings import patched
 from deferlab.reports.findings.group import Finding
 from deferlab.reports.findings.numbers import expected_served, measure
 
@@ -236,8 +237,10 @@ def markdown(doc: dict[str, Any]) -> str:
             f"{', '.join(d['claims'])} | {', '.join(d['families'])} | {len(d['cells'])} |"
         )
     out.append("")
+    out += patched.lines(doc)
     for d in defects:
-        out += [d["issue"], "", reproducer_line(d), "", picture_line(d), ""]
+        with_patch = [line, ""] if (line := patched.finding_line(d)) else []
+        out += [d["issue"], "", *with_patch, reproducer_line(d), "", picture_line(d), ""]
     if folded:
         out += ["", "## Informational (float32-only and cost: never a defect)", ""]
         for d in folded:

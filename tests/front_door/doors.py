@@ -229,6 +229,17 @@ DOOR_ROWS += [
         lambda t: ["findings", _write(t, "v.json", "{x"), "--out", str(t / "f")],
         r"RESULTS '.*v\.json': not readable JSON \(JSONDecodeError\); " + _VERSIONS_JSON,
     ),
+    BadCli(  # issue 32 item 4: the patched document must come from a --patch run of these releases
+        "findings patched run without a patch",
+        lambda t: ["findings", _EXAMPLE, "--patched", _EXAMPLE, "--out", str(t / "f")],
+        r"--patched '.*versions\.json': no release in it was run with --patch; accepted: a versions\.json written "
+        r"by `deferlab versions --patch FILE` on releases RESULTS has$",
+    ),
+    BadCli(
+        "findings patched missing",
+        lambda t: ["findings", _EXAMPLE, "--patched", str(t / "nowhere.json"), "--out", str(t / "f")],
+        r"--patched '.*nowhere\.json': no such file; " + _VERSIONS_JSON,
+    ),
 ]
 
 # deferlab versions --fail-on (semantics §21, issue 32): an unknown class, refused before any release runs
