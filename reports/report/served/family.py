@@ -8,9 +8,11 @@ own transformers, the engine loaded for Kimi-K3 without them). So each engine a 
 
     python -m deferlab.reports.report.served.family ENGINE SPEC FAMILIES OUT
 
-once, loaded through the one loader (`impl.loader.__main__.load`) with the companions of every family asked, and
-pickles, per family, the columns (`reports.report.served.skew.Column`, the worst images already cropped) or the
-``n/a`` line into OUT; its output is the report's ``runs/served-ENGINE.log``.
+once, a task of the report's local executor (`reports.report.served.report`), loaded through the one loader
+(`impl.loader.__main__.load`) with the companions of every family asked, and writes, per family, the columns
+(`reports.report.served.skew.Column`, the worst images already cropped) or the ``n/a`` line into the results file
+OUT (`reports.report.served.tables_file`: fields and arrays, no pickle); its output is the report's
+``runs/served-ENGINE.log``.
 
 The cells are Kimi-K3's (`reports.report.served.skew.Cell`): a family path gives values (N, C, L) with a grid
 row and its own per-level table (``levels``), so levels are read back through each side's table; values are
@@ -23,7 +25,6 @@ class (`SAMPLES`). A normalization-only family has no pixels to compare (C15 alo
 from __future__ import annotations
 
 import importlib
-import pickle
 import sys
 from collections.abc import Callable, Sequence
 from pathlib import Path
@@ -34,7 +35,7 @@ from PIL import Image
 
 from deferlab.reference.oracle import skew as oracle_skew
 from deferlab.reference.system import engines, families
-from deferlab.reports.report.served import images, skew
+from deferlab.reports.report.served import images, skew, tables_file
 from deferlab.reports.report.served.skew import Cell, Column, Worst, one_line
 
 SAMPLES = {"per_class": 2, "corpus": 2}  # `images.samples` arguments of the families' tables
@@ -163,7 +164,8 @@ def pixel_families(engine: str, spec: str, names: Sequence[str]) -> tuple[list[s
 
 
 def child(engine: str, spec: str, names: Sequence[str], out: Path) -> int:
-    """The child's work: load once, then each family's table (or ``n/a`` line) pickled into ``out``."""
+    """The child's work: load once, then each family's table (or ``n/a`` line) written into the results file
+    ``out`` (`tables_file.write`)."""
     from deferlab.impl.loader.__main__ import load
     from deferlab.reference.oracle.trained import config
 
@@ -177,7 +179,7 @@ def child(engine: str, spec: str, names: Sequence[str], out: Path) -> int:
             continue
         columns = family_table(made, family, config(family), samples, lambda m: print(m, flush=True))
         found[family] = {"columns": columns, "classes": skew.table_dict([], samples)["classes"]}
-    out.write_bytes(pickle.dumps(found))
+    tables_file.write(found, out)
     return 0
 
 

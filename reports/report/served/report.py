@@ -1,6 +1,6 @@
 """The report's served-vs-trained steps: the skew table of every served path of the run (Kimi-K3's; with
-``--model``, each other family's per engine, from a child process per engine: `family_tables`), and the sweep
-step's C13 exhaustive geometry over the same paths.
+``--model``, each other family's per engine, from a child process per engine, a task of the local executor
+writing a results file: `family_tables`), and the sweep step's C13 exhaustive geometry over the same paths.
 
 Why apart from `reports.report.run`: the runner orders steps; what a step does with the served paths (loaded
 once per process by `reports.report.served.paths.RunPaths`, an engine that cannot load recorded in one line)
@@ -9,17 +9,20 @@ lives here, so the runner stays one page.
 
 from __future__ import annotations
 
-import pickle
 import sys
 from collections.abc import Callable, Sequence
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 from deferlab.reference.system.config import PreprocessConfig
 from deferlab.reference.system.families import DEFAULT
 from deferlab.reference.system.families import family as fam
+from deferlab.reference.system.systems import System
 from deferlab.reports.core import process
-from deferlab.reports.report.served import family, images, skew
+from deferlab.reports.core.executor import LocalExecutor, Task, run_all
+from deferlab.reports.core.runner import Request, RunRecord
+from deferlab.reports.report.served import family, images, skew, tables_file
 from deferlab.reports.report.served.paths import RunPaths
 from deferlab.reports.report.steps import StepFailed
 
@@ -76,21 +79,48 @@ def family_tables(
     return out, columns, errors
 
 
+@dataclass(frozen=True)
+class TablesTask(Task):
+    """One engine's family tables as a task of the local executor (`reports.core.executor`): where it runs, the
+    child (`reports.report.served.family`) loads the engine and writes its results file in the task's ``work``;
+    the record says how the child ended, and the parent reads the file (`tables_file.read`), never an object
+    handed back."""
+
+    names: tuple[str, ...] = ()
+
+    def files(self, work: Path) -> tuple[Path, Path]:
+        """(the results file, the log) of this engine's child in ``work``."""
+        engine = self.request.system.engine
+        return work / f"served-{engine}.json", work / f"served-{engine}.log"
+
+    def perform(self, work: Path | None, launcher: Any) -> RunRecord:
+        system, folder = self.request.system, Path(work or process.temp_dir("served-"))
+        out, log = self.files(folder)
+        cmd = [sys.executable, "-m", "deferlab.reports.report.served.family", system.engine, str(system.spec),
+               ",".join(self.names), str(out)]  # fmt: skip
+        done = process.run(cmd, log=log, timeout=self.request.timeout)
+        return RunRecord(system, self.request.profile, rc=done.rc, timed_out=done.timed_out, seconds=done.seconds,
+                         wrote=out.is_file())  # fmt: skip
+
+
 def _run_child(
     engine: str, spec: str, names: list[str], work: Path, say: Callable[[str], None]
 ) -> tuple[dict[str, Any], str | None]:
     """(family -> the child's answer, None) or ({}, why it failed in one line); its output in ``work``."""
     work.mkdir(parents=True, exist_ok=True)
-    out, log = work / f"served-{engine}.pickle", work / f"served-{engine}.log"
+    request = Request(System(engine, spec), timeout=CHILD_TIMEOUT_S)
+    task = TablesTask(engine, request, retries=0, work=work, names=tuple(names))
+    out, log = task.files(work)
     say(f"served: {engine} {spec}: {', '.join(names)} in a child process (log {log.name})")
-    cmd = [sys.executable, "-m", "deferlab.reports.report.served.family", engine, spec, ",".join(names), str(out)]
-    done = process.run(cmd, log=log, timeout=CHILD_TIMEOUT_S)
-    if done.rc != 0 or not out.is_file():
+    outcome = run_all(LocalExecutor(1), [task])[engine]
+    done = outcome.record
+    if done is None or done.rc != 0 or not out.is_file():
         lines = [x for x in log.read_text(errors="replace").splitlines() if x.strip()] if log.is_file() else []
-        why = "timed out" if done.timed_out else f"exited {done.rc}"
+        why = outcome.error if done is None else "timed out" if done.timed_out else f"exited {done.rc}"
         return {}, f"{engine} {spec!r} family tables: the child {why}" + (f": {lines[-1][:200]}" if lines else "")
-    found = pickle.loads(out.read_bytes())  # noqa: S301 - our own child's file, written just now
-    out.unlink()  # the arrays live on in the figures; the report keeps the log
+    found = tables_file.read(out)
+    for made in (out, tables_file.arrays_path(out)):  # the arrays live on in the figures; the report keeps the log
+        made.unlink(missing_ok=True)
     return found, None
 
 
