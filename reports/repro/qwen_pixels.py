@@ -66,7 +66,7 @@ def image_code(cls: str, width: int, height: int, seed: int) -> str:
     if "_palette(" in body:
         helpers.insert(0, texts.HELPERS["_u8"])  # the palette's alpha band is drawn with it
     head = f"# deferlab's minimal counterexample (image class, width, height, seed):\nCASE = {(cls, width, height, seed)!r}\n"
-    return head + "".join(dict.fromkeys(helpers)) + texts.IMAGE.replace("$draw", body)
+    return head + "".join(dict.fromkeys(helpers)) + texts.IMAGE.replace("$draw", body).replace("$cls", repr(cls))
 
 
 def _case(ce: Any) -> tuple[str, int, int, int] | None:

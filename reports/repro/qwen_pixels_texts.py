@@ -102,7 +102,7 @@ DRAW = {
 IMAGE = '''
 
 def _draw(rng, w, h):
-    """A ``w`` x ``h`` image of the class CASE names, its pixels from ``rng``."""
+    """A ``w`` x ``h`` image of class $cls (CASE's), its pixels from ``rng``."""
     $draw
 
 

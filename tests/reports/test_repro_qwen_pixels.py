@@ -160,9 +160,15 @@ def test_the_sglang_files_fail_on_0_5_23_as_recorded(tmp_path: Path) -> None:
 @pytest.mark.extra("vllm")
 def test_the_vllm_files_fail_on_0_34_0_as_recorded(tmp_path: Path) -> None:
     """Both paths of both families: the parser's composite and torch's resize against the checkpoint's, up to 2
-    levels, the count and first element recorded (the host path's levels are the device path's)."""
+    levels, the count and first element recorded (the host path's levels are the device path's); the file of a
+    class vLLM serves within a level for Qwen2.5-VL (RGB 12x10, which the claim passed) passes there."""
     paths = write(tmp_path, VLLM_COLUMNS)
-    got = outcomes(paths, "0.34.0", tmp_path, engine="vllm")
+    agreeing = {**row(VLLM_COLUMNS[0]), "counterexample": ["RGB", 12, 10, 0]}
+    system = {"name": "vllm-0.34.0", "engine": "vllm", "kind": "wheel", "version": "0.34.0"}
+    (rgb,), _ = repro.write_reproducers([agreeing], system, "0.34.0", tmp_path / "rgb", source="t", engine="vllm")
+    rgb = rgb.rename(tmp_path / "repro" / "C14-qwen2.5-vl-vllm-0.34.0-rgb.py")
+    got = outcomes([*paths, rgb], "0.34.0", tmp_path, engine="vllm")
+    assert got[rgb.name] == "passed", got[rgb.name]
     for column, path in zip(VLLM_COLUMNS, paths, strict=True):
         m = _recorded(column)
         assert f"{m[1]} of {m[2]} values more than 1 level off" in got[path.name], (column, got[path.name])
