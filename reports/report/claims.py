@@ -1,19 +1,20 @@
 """The report's properties step and its claim table: the shipped checks of each system under test, run through
 the one runner (`reports.core.runner`), read back as records and laid out one row per (claim, column).
 
-Which systems: deferlab's model (or ``--impl``), else real SGLang (``--sglang``) and/or real vLLM (``--vllm``),
-one run each, their records side by side. Only the shipped checks run (``properties/claims``: the claim tests
-and the ``real_code`` properties, as the suite selects them for the system), never deferlab's own tests. A run
-whose child recorded nothing (or crashed) fails the step; a claim test failing on its verdict does not: the
-verdict is in the record, and the baseline comparison decides. Every claim has a row in each column the system
-must answer (``not-run`` when nothing recorded it; ``n/a`` where the engine answers no such claim), so a claim
-nobody checked looks different from one that holds.
+Which systems: deferlab's model (or ``--impl``), else every real engine named (``--sglang``, ``--vllm``, each
+plugin's ``--NAME``), one run each, their records side by side. Only the shipped checks run (``properties/claims``:
+the claim tests and the ``real_code`` properties, as the suite selects them for the system), never deferlab's own
+tests. A run whose child recorded nothing (or crashed) fails the step; a claim test failing on its verdict does
+not: the verdict is in the record, and the baseline comparison decides. Every claim has a row in each column the
+system must answer (``not-run`` when nothing recorded it; ``n/a`` where the engine answers no such claim), so a
+claim nobody checked looks different from one that holds.
 """
 
 from __future__ import annotations
 
 import json
 import os
+from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
@@ -38,15 +39,12 @@ REQUIRED_POLICIES = ("PR_33921", "RELEASED")  # the model's columns every claim 
 WORKERS = os.cpu_count() or 1
 
 
-def systems(
-    sglang: str | None, vllm: str | None, impl: str | None = None, family: str = DEFAULT_FAMILY
-) -> list[System]:
-    """The systems one report checks: the real engines named (judging ``family``: one, a list or ``all``, each
-    family's columns in the engine's one run), else deferlab's model (with ``impl``)."""
-    engines = [
-        System(name, spec, family=family) for name, spec in (("sglang", sglang), ("vllm", vllm)) if spec is not None
-    ]
-    return engines or [System(impl=impl)]
+def systems(engines: Mapping[str, str], impl: str | None = None, family: str = DEFAULT_FAMILY) -> list[System]:
+    """The systems one report checks: the real engines named (name -> spec, in the registry's order; each judging
+    ``family``: one, a list or ``all``, each family's columns in the engine's one run), else deferlab's model
+    (with ``impl``)."""
+    named = [System(name, spec, family=family) for name, spec in engines.items()]
+    return named or [System(impl=impl)]
 
 
 def run_claims(

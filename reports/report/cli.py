@@ -35,6 +35,7 @@ from deferlab.reports.core.frontdoor import check_junit, check_out_file
 from deferlab.reports.core.sides import family_option, require_extras, selected_families
 from deferlab.reports.families.cli import add_model_option
 from deferlab.reports.report import benchmarks, claims, render
+from deferlab.reports.report.engine_options import ENGINES, add_engine_options, engine_specs, engines_or, with_spec
 from deferlab.reports.report.front import check_calibrate, check_impl, refuse_all_na
 from deferlab.reports.report.front import check_max_side as _check_max_side
 from deferlab.reports.report.front import check_profile as _check_profile
@@ -46,6 +47,7 @@ from deferlab.reports.report.front import results as _results
 from deferlab.reports.report.front import usage as _usage
 from deferlab.reports.report.regressions import DEFAULT_BASELINE, load_baseline, make_baseline
 from deferlab.reports.report.run import STEPS, ReportOptions, run_report
+from deferlab.reports.report.served.paths import KIMI_PATHS
 from deferlab.reports.report.sweeps import collect as sweep_report
 from deferlab.reports.report.sweeps.compute import SWEEP_LIMITS
 from deferlab.sim.calibrate import run as calibrate_cmd
@@ -87,23 +89,11 @@ def add_parsers(sub: Any) -> None:
     )
     impl_group = rep.add_mutually_exclusive_group()
     impl_group.add_argument("--impl", help="implementation under test, passed to pytest as --impl")
-    impl_group.add_argument(
-        "--sglang",
-        metavar="SPEC",
-        help="check real SGLang: 'installed', a checkout path, or a released version such as 0.5.23 "
-        "(fetched into ~/.cache/deferlab; never installed); the claims run on its own code",
-    )
-    rep.add_argument(
-        "--vllm",
-        metavar="SPEC",
-        help="also check real vLLM's Kimi-K3 image path: 'installed', a checkout path, or a release such as 0.33.0 "
-        "(0.27.0 and later; fetched into ~/.cache/deferlab, never installed): the served claims C13-C15 and the "
-        "skew table run on its own code",
-    )
+    add_engine_options(rep, impl_group)
     rep.add_argument(
         "--patch",
         metavar="FILE",
-        help="a unified diff applied to a copy of the engine's tree whose package it names (--sglang or --vllm; "
+        help=f"a unified diff applied to a copy of the engine's tree whose package it names ({engines_or()}; "
         "never to the cache) before its claims run: verify a fix; the code is named +patch.<sha8>",
     )
     add_model_option(
@@ -178,8 +168,7 @@ def _report(args: argparse.Namespace) -> int:
     unknown = [s for s in args.skip if s not in STEPS]
     if unknown:
         raise UsageError(f"--skip: unknown step(s) {', '.join(unknown)}; accepted: {', '.join(STEPS)}")
-    if args.vllm is not None and args.impl is not None:
-        raise UsageError("--vllm: not allowed with --impl (with --vllm the claims run on vLLM's code, not the seam's)")
+    specs = engine_specs(args)
     named = _checkpoint_family(args) if args.checkpoint else None
     kimi = named in (None, DEFAULT_FAMILY)
     config, source = resolve_config(args) if kimi else (load_profile(DEFAULT_FAMILY), f"preset {DEFAULT_FAMILY}")
@@ -190,7 +179,7 @@ def _report(args: argparse.Namespace) -> int:
         _results(args.from_results)
     if args.baseline is None:
         # The committed baseline pins deferlab's model; real SGLang is gated by `deferlab versions` instead.
-        real = args.sglang is not None or args.vllm is not None
+        real = bool(specs)
         baseline = DEFAULT_BASELINE if DEFAULT_BASELINE.is_file() and not real else None
     elif args.baseline.lower() == "none":
         baseline = None
@@ -202,9 +191,9 @@ def _report(args: argparse.Namespace) -> int:
         except ValueError as e:
             raise UsageError(f"--baseline: {e}") from None
     family = family_option(require_extras(selected_families(getattr(args, "model", None) or named)))
-    if family != DEFAULT_FAMILY and args.sglang is None and args.vllm is None and args.from_results is None:
+    if family != DEFAULT_FAMILY and not specs and args.from_results is None:
         what = f"--model {args.model}" if args.model else f"--checkpoint {args.checkpoint} ({family})"
-        raise UsageError(f"{what}: deferlab's model serves Kimi-K3 only; accepted with --sglang SPEC or --vllm SPEC")
+        raise UsageError(f"{what}: deferlab's model serves Kimi-K3 only; accepted with {with_spec()}")
     if args.from_results is None:  # every claim n/a: refused with versions' n/a line, before the report runs
         refuse_all_na(args, named)
     out = check_out_dir(args.out if args.out is not None else default_out_dir())
@@ -216,18 +205,18 @@ def _report(args: argparse.Namespace) -> int:
     max_side = _check_max_side(args.sweep_max_side, "--sweep-max-side")
     limits = tuple(_usage(check_positive_int, "--sweep-limits", v) for v in (args.sweep_limits or SWEEP_LIMITS))
     if getattr(args, "patch", None) is not None:  # applied (--dry-run first) by the load check below: one line
-        engines = [name for name in ("sglang", "vllm") if getattr(args, name) is not None]
-        if not engines or args.from_results is not None:
+        if not specs or args.from_results is not None:
             raise UsageError("--patch: no engine's tree is loaded to patch (deferlab's model, or --from-results); "
-                             "accepted with --sglang SPEC or --vllm SPEC, without --from-results")  # fmt: skip
-        os.environ[PATCH_ENV] = str(check_patch(args.patch, engines).path)  # the claims' children load the copy
+                             f"accepted with {with_spec()}, without --from-results")  # fmt: skip
+        os.environ[PATCH_ENV] = str(check_patch(args.patch, list(specs)).path)  # the claims' children load the copy
     process.lock_output(out)  # one run a folder: a second report into it is refused here, before any work
     if args.impl is not None and args.from_results is None:  # resolved once, not failed in every claim test
         check_impl(args.impl)
-    if args.sglang is not None and args.from_results is None:  # a report from results runs no SGLang
-        _load_or_refuse(System("sglang", args.sglang))
-    if args.vllm is not None:  # the served and sweep steps run vLLM's code even from results
-        _load_vllm_or_refuse(args.vllm)
+    for name, spec in specs.items():
+        if name in KIMI_PATHS and not ENGINES[name].seam:  # its Kimi-K3 path runs here, even from results
+            _load_vllm_or_refuse(spec)  # (the served and sweep steps then reuse the loaded copy)
+        elif args.from_results is None:  # a report from results runs no claims of it
+            _load_or_refuse(System(name, spec))
     opts = ReportOptions(
         profile=profile,
         config=config,
@@ -242,8 +231,7 @@ def _report(args: argparse.Namespace) -> int:
         max_side=max_side,
         limits=limits,
         strict=args.strict or os.environ.get(runner.STRICT_ENV) == "1",
-        sglang=args.sglang,
-        vllm=args.vllm,
+        engines=specs,
         family=family,
         checked=True,  # every engine named was loaded once above
         media_proc_cfg=raw_cfg,

@@ -36,7 +36,7 @@ from deferlab.reports.report.plots.steps import plot_steps
 from deferlab.reports.report.regressions import compare, load_baseline
 from deferlab.reports.report.render import failure_groups, junit_rows, render_markdown, step_summary
 from deferlab.reports.report.served import report as served_report
-from deferlab.reports.report.served.paths import RunPaths
+from deferlab.reports.report.served.paths import RunPaths, named_specs
 from deferlab.reports.report.steps import StepFailed, StepRunner
 from deferlab.reports.report.sweeps import collect as sweep_report
 from deferlab.reports.report.sweeps import compute as sweeps_mod
@@ -64,14 +64,19 @@ class ReportOptions:
     max_side: int = sweeps_mod.MAX_SIDE  # sweeps cover 1..max_side per side
     limits: tuple[int, ...] = sweeps_mod.SWEEP_LIMITS  # in_patch_limit values swept
     strict: bool = False  # the strict switch: --strict or DEFERLAB_STRICT=1 (semantics §17.1)
-    sglang: str | None = None  # check real SGLang (installed, a checkout path, a version) instead of the model
-    vllm: str | None = None  # also check real vLLM's served path (installed, a checkout path, a version)
+    engines: dict[str, str] = field(default_factory=dict)  # every engine named (--NAME SPEC): its code, not the model
+    sglang: str | None = None  # an engine named as before every engine had an option (`specs` reads both)
+    vllm: str | None = None
     family: str = DEFAULT_FAMILY  # --model: the model families the engines' claims judge (`System.family`)
     checked: bool = False  # the CLI already loaded each engine once (`runner.check_loads`): the step need not again
     media_proc_cfg: dict[str, Any] | None = None  # --checkpoint: the snapshot's raw media_proc_cfg, for vLLM
     paths: RunPaths | None = None  # the run's served paths (built from the above when None)
     junit: Path | None = None  # --junit FILE: one testcase per (claim, column), written after the report
     fail_on: frozenset[Any] = frozenset()  # --fail-on: severity classes whose failing claim exits 1 (semantics §21)
+
+    def specs(self) -> dict[str, str]:
+        """engine -> spec of every engine named, in the registry's order."""
+        return named_specs(self, self.engines)
 
 
 def _properties(
@@ -142,12 +147,12 @@ def _one_torch_thread() -> Iterator[None]:
 def collect(opts: ReportOptions, runner: StepRunner, stage: Path) -> dict[str, Any]:
     """Run every step into ``stage`` and return the report dict (without regressions)."""
     statements = load_claim_statements()
-    properties = _properties(opts, runner, stage, claims.systems(opts.sglang, opts.vllm, opts.impl, opts.family))
+    properties = _properties(opts, runner, stage, claims.systems(opts.specs(), opts.impl, opts.family))
     with _one_torch_thread():  # beside the claim runs' workers, which hold the cores
         ipc = runner.run("ipc", simulation.ipc_verdicts, opts.profile)
         kw = {"limits": opts.limits, "max_side": opts.max_side, "progress": runner.say}
         sweeps = runner.run("sweeps", sweep_report.collect_sweeps, opts.config, **kw) or []
-        paths = opts.paths or RunPaths(sglang=opts.sglang, vllm=opts.vllm, media_proc_cfg=opts.media_proc_cfg)
+        paths = opts.paths or RunPaths(engines=opts.specs(), media_proc_cfg=opts.media_proc_cfg)
         names, work = selected_families(opts.family), stage / "runs"
         kimi = {"sweeps"} if DEFAULT_FAMILY not in names else {"sweeps", "served"}  # the steps using Kimi-K3's paths
         if not kimi <= opts.skip:  # load the engines once, timed apart from the steps that use them
@@ -175,7 +180,7 @@ def collect(opts: ReportOptions, runner: StepRunner, stage: Path) -> dict[str, A
         "profile": opts.profile,
         "claims_profile": next((r.profile for r in records if r.wrote), None),  # what the claim searches ran under
         "strict": opts.strict,
-        "impl": "+".join(s.key for s in claims.systems(opts.sglang, opts.vllm) if s.real) or opts.impl or "deferlab",
+        "impl": "+".join(s.key for s in claims.systems(opts.specs()) if s.real) or opts.impl or "deferlab",
         "system": next((r.described for r in records if r.described), None),
         "systems": systems or None,
         "environment": environment.environment(),

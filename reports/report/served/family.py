@@ -149,13 +149,24 @@ def _hooks(engine: str) -> Any:
     return importlib.import_module(engines.engine(engine).hooks)
 
 
+def has_tables(engine: str) -> bool:
+    """Whether the engine's plugin gives the skew table's paths (``hooks.table_paths``): an engine without them is
+    ``n/a`` in the table, its claims still judged."""
+    return bool(engines.engine(engine).hooks) and hasattr(_hooks(engine), "table_paths")
+
+
 def pixel_families(engine: str, spec: str, names: Sequence[str]) -> tuple[list[str], dict[str, str]]:
     """(the families of ``names`` beyond Kimi-K3 whose pixels the engine's ``spec`` serves, family -> ``n/a``
     line for the others): the registry's facts, before anything loads."""
     wanted, na = [], {}
+    tables = has_tables(engine)
     for name in (n for n in names if n != families.DEFAULT):
         fam = families.family(name)
         reason = fam.not_served(engine, spec) or (NORMALIZATION_ONLY if fam.scope != "full" else None)
+        if reason is None and not tables:
+            reason = (
+                f"n/a: {engines.engine(engine).display}'s plugin gives no paths for the skew table (hooks.table_paths)"
+            )
         if reason is None:
             wanted.append(name)
         else:

@@ -1,4 +1,5 @@
-"""The served paths of one report run: deferlab's model always, SGLang's with ``--sglang``, vLLM's with ``--vllm``.
+"""The served paths of one report run: deferlab's model always, and the Kimi-K3 paths of each engine named that has
+one (SGLang's with ``--sglang``, vLLM's with ``--vllm``: `KIMI_PATHS`).
 
 Why one holder: the sweep step (C13's exhaustive geometry) and the served step
 (the skew table) read the same paths, and an engine is loaded once per process
@@ -12,6 +13,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
+from deferlab.reference.system.engines import ENGINES, engine_of_label
 from deferlab.reference.system.policies import DEFAULT_POLICY
 from deferlab.reports.report.served.skew import one_line
 
@@ -39,9 +41,25 @@ def vllm_path(spec: str, media_proc_cfg: dict[str, Any] | None = None) -> Any:
     return VLLMPath(spec, media_proc_cfg=media_proc_cfg, checkpoint=checkpoint)
 
 
+KIMI_PATHS: dict[str, Any] = {  # engine -> its Kimi-K3 paths from (spec, media_proc_cfg), loaded in this process
+    "sglang": lambda spec, _cfg: sglang_paths(spec),
+    "vllm": lambda spec, cfg: [vllm_path(spec, cfg)],
+}  # the engines without one (LMDeploy: semantics §19.1) have no Kimi-K3 column in the skew table or the sweep
+
+
+def named_specs(holder: Any, engines: dict[str, str]) -> dict[str, str]:
+    """engine -> spec, in the registry's order: ``engines``, and an attribute of ``holder`` named after an engine
+    (``sglang=``, ``vllm=``: how the report's options and paths were built before every engine had one)."""
+    named = {n: getattr(holder, n) for n in ENGINES if isinstance(getattr(holder, n, None), str)} | dict(engines)
+    return {n: named[n] for n in ENGINES if n in named}
+
+
 @dataclass
 class RunPaths:
-    """The run's paths, loaded on first use; ``errors``: engine -> why it could not be loaded (one line)."""
+    """The run's paths, loaded on first use; ``errors``: engine -> why it could not be loaded (one line).
+
+    ``engines``: every engine the report names (``--NAME SPEC``, name -> spec); ``sglang`` / ``vllm`` name one
+    the same way (kept for callers that build the paths directly)."""
 
     sglang: str | None = None
     vllm: str | None = None
@@ -49,15 +67,20 @@ class RunPaths:
     policy: str = DEFAULT_POLICY.name
     errors: dict[str, str] = field(default_factory=dict)
     _paths: list[Any] | None = None
+    engines: dict[str, str] = field(default_factory=dict)
+
+    def specs(self) -> dict[str, str]:
+        """engine -> spec for every engine named, in the registry's order."""
+        return named_specs(self, self.engines)
 
     def get(self) -> list[Any]:
-        """Every path that could be loaded (model first, then SGLang's, then vLLM's)."""
+        """Every path that could be loaded (model first, then each engine's Kimi-K3 paths in the registry's order)."""
         if self._paths is None:
             self._paths = list(model_paths(self.policy))
-            if self.sglang is not None:
-                self._paths += self._load("sglang", sglang_paths, self.sglang)
-            if self.vllm is not None:
-                self._paths += self._load("vllm", lambda s: [vllm_path(s, self.media_proc_cfg)], self.vllm)
+            for name, spec in self.specs().items():
+                make = KIMI_PATHS.get(name)
+                if make is not None:
+                    self._paths += self._load(name, lambda s, make=make: make(s, self.media_proc_cfg), spec)
         return list(self._paths)
 
     def systems(self) -> dict[str, Any]:
@@ -65,8 +88,9 @@ class RunPaths:
         out: dict[str, Any] = {}
         for p in self._paths or []:
             owner = p if hasattr(p, "describe") else getattr(p, "impl", None)
+            facts = engine_of_label(str(p.label))
             if p.real_code and hasattr(owner, "describe"):
-                out.setdefault("vllm" if p.label == "VLLM" else "sglang", owner.describe())
+                out.setdefault(facts.name if facts is not None else "sglang", owner.describe())
         return out
 
     def _load(self, engine: str, make: Any, spec: str) -> list[Any]:

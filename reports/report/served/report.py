@@ -46,7 +46,7 @@ def served_step(
         samples = images.samples()
         columns = skew.skew_table(found, config, samples, progress=say)
         doc.update(skew.table_dict(columns, samples), load_errors=dict(paths.errors))
-    engines = {e: s for e, s in (("sglang", paths.sglang), ("vllm", paths.vllm)) if s is not None}
+    engines = paths.specs()
     errors = list(paths.errors.values()) if DEFAULT in names else []
     if [n for n in names if n != DEFAULT]:
         doc["families"], more, failed = family_tables(engines, names, work or process.temp_dir("served-"), say)
