@@ -22,9 +22,14 @@ from tests.impl.sglang.support import JSON_MARK, default_spec, run_child
 FAMILIES = ("qwen2.5-vl", "qwen3-vl")
 SIZES = ((640, 480), (1280, 720), (1920, 1080), (1080, 1920), (3840, 2160), (63, 47), (16, 127))
 LONG = tuple(
-    Clip(f, fps, w, h) for f, fps in ((900, 30.0), (5550, 30.0), (10200, 30.0), (36000, 60.0)) for w, h in SIZES
+    Clip(f, fps, w, h) for f, fps in ((900, 30.0), (8100, 30.0), (10200, 30.0), (36000, 60.0)) for w, h in SIZES
 )
-MORE = (VideoRequest(min_pixels=512 * 28 * 28), VideoRequest(total_pixels=20 * 100352), VideoRequest(max_pixels=50000))
+MORE = (
+    VideoRequest(min_pixels=512 * 28 * 28),
+    VideoRequest(min_pixels=700 * 28 * 28),
+    VideoRequest(total_pixels=20 * 100352),
+    VideoRequest(max_pixels=50000),
+)
 
 
 def child(spec: str) -> dict[str, Any]:
