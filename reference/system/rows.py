@@ -17,6 +17,7 @@ from __future__ import annotations
 from collections.abc import Iterator, Mapping
 from dataclasses import dataclass, field
 from enum import StrEnum
+from functools import cached_property
 from typing import Any
 
 from deferlab.reference.system.engines import DEFAULT_FAMILY, ENGINES, engine_of_label
@@ -204,6 +205,11 @@ class Row(Mapping[str, Any]):
 
     def to_dict(self) -> dict[str, Any]:
         """The JSON row: the old keys as they always were, then (``typed``) schema 3's structured ones."""
+        return dict(self._json)
+
+    @cached_property
+    def _json(self) -> dict[str, Any]:
+        """`to_dict`, made once (a row is read-only; the mapping view reads it per key)."""
         ce = self.counterexample
         values: dict[str, Any] = {
             "id": self.id, "statement": self.statement, "source": self.source, "policy": str(self.column),
@@ -220,17 +226,19 @@ class Row(Mapping[str, Any]):
 
     # the read-only mapping of the JSON keys (code written against the dict rows); equal to its JSON row
     def __eq__(self, other: object) -> bool:
+        if isinstance(other, Row):
+            return self._json == other._json
         if isinstance(other, Mapping):
-            return self.to_dict() == dict(other)
+            return self._json == dict(other)
         return NotImplemented
 
     __hash__ = None  # type: ignore[assignment] - mutable values inside, as the dict row was
 
     def __getitem__(self, key: str) -> Any:
-        return self.to_dict()[key]
+        return self._json[key]
 
     def __iter__(self) -> Iterator[str]:
-        return iter(self.to_dict())
+        return iter(self._json)
 
     def __len__(self) -> int:
-        return len(self.to_dict())
+        return len(self._json)

@@ -9,20 +9,21 @@ comparison without ``--model`` reads as it always did, and every other cell is n
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+from collections.abc import Iterable, Mapping
 from typing import Any
 
 from deferlab.reference.system.families import FAMILIES
+from deferlab.reference.system.rows import Column, Row
 from deferlab.reference.system.signatures import signature_set
-from deferlab.reference.system.systems import DEFAULT_FAMILY, LABELS, split_label
+from deferlab.reference.system.systems import DEFAULT_FAMILY, LABELS
 from deferlab.reports.core import diff as core_diff
 from deferlab.reports.core import grouping
 from deferlab.reports.core.claims import new_signatures
 
 
-def where_of(row: dict[str, Any]) -> str:
+def where_of(row: Mapping[str, Any]) -> str:
     """A row's place in the diff: "" for Kimi-K3's default column (an engine's bare label), else the column."""
-    column = str(row.get("policy", ""))
+    column = row.policy if isinstance(row, Row) else str(row.get("policy", ""))
     return "" if column in LABELS.values() else column
 
 
@@ -32,7 +33,7 @@ def name_of(cid: str, where: str) -> str:
 
 
 def family_of(where: str) -> str:
-    return split_label(where)[0] if where else DEFAULT_FAMILY
+    return Column.parse(where).family_name if where else DEFAULT_FAMILY
 
 
 def _keyed(rows: Iterable[dict[str, Any]]) -> dict[tuple[str, str], dict[str, Any]]:

@@ -88,7 +88,7 @@ def document(
         },
         "errors": errors,
         "sides_not_run": unrun,
-        "rows": rows,
+        "rows": {role: [dict(r) for r in side] for role, side in rows.items()},  # typed rows as their JSON
         "exit_status": 1 if gating else (3 if errors else 0),
     }
 

@@ -28,7 +28,8 @@ from typing import Any
 
 from deferlab.reference.system import claims as registry
 from deferlab.reference.system.errors import DeferlabInputError
-from deferlab.reference.system.systems import System, split_label
+from deferlab.reference.system.rows import Row, Verdict
+from deferlab.reference.system.systems import System
 from deferlab.reports.core import process
 
 RESULTS_ENV = "DEFERLAB_RESULTS_DIR"
@@ -120,11 +121,12 @@ class TestResult:
 
 @dataclass
 class RunRecord:
-    """What one run of one system's checks gave (schema of the results file: `reference.system.claims`)."""
+    """What one run of one system's checks gave (schema of the results file: `reference.system.claims`; its
+    rows typed: `reference.system.rows.Row`, which still answers ``row["id"]`` for a reader of the old dicts)."""
 
     system: System
     profile: str
-    rows: list[dict[str, Any]] = field(default_factory=list)
+    rows: list[Row] = field(default_factory=list)
     tests: dict[str, TestResult] = field(default_factory=dict)
     # node id -> the claim its test checks: its ``claim`` marker as the recorder wrote it (a results file before
     # schema 3: claims.toml's ``property``, else the test's name; `reference.system.claims.claim_of_node`)
@@ -139,25 +141,31 @@ class RunRecord:
     log: str = ""  # the tail of the child's output, for a reader (never parsed)
     schema_version: int | None = None
 
+    def __setattr__(self, name: str, value: Any) -> None:
+        if name == "rows":  # a row given as its JSON dict (a caller's fake run, an old reader) is typed here; one
+            # that is no row (no id or column, a verdict outside the vocabulary) is left out, as `read_results` does
+            value = [row for r in value if (row := r if isinstance(r, Row) else _row(r)) is not None]
+        super().__setattr__(name, value)
+
     @property
     def label(self) -> str | None:
         return self.system.label
 
-    def mine(self, column: str | None = None) -> list[dict[str, Any]]:
+    def mine(self, column: str | None = None) -> list[Row]:
         """The rows of this system: those of ``column`` (``[FAMILY:]LABEL[ PATH]``), else of its label's columns
         (a real engine: every family and served path of it), or every policy's (the model)."""
         if column is not None:
-            return [r for r in self.rows if r.get("policy") == column]
+            return [r for r in self.rows if r.policy == str(column)]
         label = self.label
-        return [r for r in self.rows if label is None or split_label(str(r.get("policy")))[1] == label]
+        return [r for r in self.rows if label is None or r.column.label == label]
 
     def columns(self) -> list[str]:
         """The verdict columns of the run, in the order recorded."""
-        return list(dict.fromkeys(str(r.get("policy")) for r in self.mine()))
+        return list(dict.fromkeys(r.policy for r in self.mine()))
 
     def verdicts(self, column: str | None = None) -> dict[str, str]:
         """claim id -> verdict in ``column`` (default the engine's own label: Kimi-K3 on its default path)."""
-        return {str(r["id"]): str(r["verdict"]) for r in self.mine(column or self.label)}
+        return {r.id: r.verdict.value for r in self.mine(column or self.label)}
 
     def claim_of(self, node: str) -> str | None:
         """The claim test ``node`` checks (None: a test of no claim)."""
@@ -169,7 +177,7 @@ class RunRecord:
 
     def recorded(self) -> bool:
         """Whether the run said anything: a verdict, or a test that passed."""
-        return any(r.get("verdict") != "not-run" for r in self.mine()) or any(
+        return any(r.verdict is not Verdict.NOT_RUN for r in self.mine()) or any(
             t.outcome == "passed" for t in self.tests.values()
         )
 
@@ -177,7 +185,7 @@ class RunRecord:
         return {
             "system": self.system.key,
             "profile": self.profile,
-            "rows": self.rows,
+            "rows": [r.to_dict() for r in self.rows],
             "tests": {n: vars(t) for n, t in self.tests.items()},
             "described": self.described,
             "strict": self.strict,
@@ -198,7 +206,7 @@ def read_results(record: RunRecord, results: Path) -> RunRecord:
         return record
     record.wrote = True
     record.schema_version = doc.get("schema_version")
-    record.rows = [r for r in doc.get("claims", []) if isinstance(r, dict)]
+    record.rows = doc.get("claims", [])  # typed as set (`RunRecord.__setattr__`)
     record.described = doc.get("system")
     record.strict = bool(doc.get("strict", False))
     for p in doc.get("properties", []):
@@ -210,6 +218,15 @@ def read_results(record: RunRecord, results: Path) -> RunRecord:
         if claim:
             record.test_claims[name] = str(claim)
     return record
+
+
+def _row(raw: Any) -> Row | None:
+    """A results file's row, typed; None for one that is no row (no id, column or known verdict): left out, as a
+    row that is no object always was."""
+    try:
+        return Row.from_dict(raw) if isinstance(raw, Mapping) else None
+    except ValueError:
+        return None
 
 
 # --- how the child starts ------------------------------------------------------------------------------------------
@@ -241,8 +258,7 @@ def run(request: Request, *, work: Path | None = None, launcher: Launcher = cold
         record.rows = [
             r
             for r in record.rows
-            if request.system.answers(str(r.get("id")), split_label(str(r.get("policy")))[0])
-            and (not asked or str(r.get("id")) in asked)
+            if request.system.answers(r.id, r.column.family_name) and (not asked or r.id in asked)
         ]  # the claims each column's system and family answers and the run asked for (the rest are not-run fills)
         record.log = _tail(log)
         record.error = _error(record, request)

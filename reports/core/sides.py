@@ -311,16 +311,22 @@ def verdict_counts(verdicts: Mapping[str, str]) -> str:
     return ", ".join(f"{k} {n}" for k, n in sorted(counts.items())) or "no verdicts"
 
 
-def run_error(error: str | None, failed: Mapping[str, str], rows: Iterable[Mapping[str, Any]]) -> str | None:
+def run_error(
+    error: str | None,
+    failed: Mapping[str, str],
+    rows: Iterable[Mapping[str, Any]],
+    claims: Mapping[str, str] | None = None,
+) -> str | None:
     """Why a run's verdicts are not the whole story, in one line (None: they are): the runner's own ``error``,
     else a claim test that failed or errored, unless its claim's only fault is a signature claims.toml does not
-    document (the strict switch fails the test on it; the verdict, with that signature marked new, is kept)."""
+    document (the strict switch fails the test on it; the verdict, with that signature marked new, is kept).
+    ``claims``: node id -> the claim its marker names (`RunRecord.test_claims`); a node without one: `_claim_of`."""
     if error:
         return error
     from deferlab.reports.core.claims import new_signatures
 
     renamed = {str(r.get("id", "")).upper() for r in rows if new_signatures(dict(r))}
-    unexplained = {n: m for n, m in failed.items() if _claim_of(n) not in renamed}
+    unexplained = {n: m for n, m in failed.items() if ((claims or {}).get(n) or _claim_of(n)) not in renamed}
     if not unexplained:
         return None
     node, message = next(iter(unexplained.items()))

@@ -16,8 +16,9 @@ from typing import Any
 
 from deferlab.reference.system.errors import InputValueError
 from deferlab.reference.system.impact import CLAIM_CLASS
+from deferlab.reference.system.rows import Column
 from deferlab.reference.system.signatures import signature_set
-from deferlab.reference.system.systems import MODEL, engine_of_label, split_label
+from deferlab.reference.system.systems import MODEL, engine_of_label
 from deferlab.reports.core import grouping
 from deferlab.reports.findings import render
 from deferlab.reports.findings.group import group
@@ -39,7 +40,8 @@ def _versions(report: Mapping[str, Any]) -> dict[str, str]:
 def column(report: Mapping[str, Any], name: str) -> dict[str, Any]:
     """A report column (``SGLANG``, ``qwen3-vl:VLLM host-normalized``, a policy such as ``RELEASED``) as a
     versions.json column: engine, version, family, path (a policy: engine `MODEL`, its version the policy)."""
-    family, label, path = split_label(name)
+    found = Column.parse(name)
+    family, label, path = found.family_name, found.label, found.path or None
     facts = engine_of_label(label)
     if facts is None:
         return {"release": label, "engine": MODEL, "version": label, "family": family, "path": path}

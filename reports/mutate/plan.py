@@ -119,7 +119,7 @@ def run_reference(
             doc["errors"].append(f"{unit}: recorded no verdict ({record.error or mrun.last_line(record.log)})")
         else:
             doc["claims"][unit] = got_claim
-            doc["rows"] += [r for r in record.mine() if r["id"] == unit]
+            doc["rows"] += [r.to_dict() for r in record.mine() if r.id == unit]  # the reference's JSON rows
         say(f"reference {unit}: {got_claim['verdict'] if got_claim else 'nothing recorded'} in {record.seconds} s")
 
     try:

@@ -348,8 +348,8 @@ def _run_tasks(tasks: list[Task], args: argparse.Namespace, say: Any, runner: An
 
     def done(o: Outcome) -> None:
         record = o.record or RunRecord(o.task.request.system, o.task.request.profile, error=o.error)
-        error = run_error(record.error, record.failed_tests(), record.mine())
-        counts = verdict_counts({f"{r.get('policy')}/{r.get('id')}": str(r.get("verdict")) for r in record.mine()})
+        error = run_error(record.error, record.failed_tests(), record.mine(), record.test_claims)
+        counts = verdict_counts({f"{r.policy}/{r.id}": r.verdict.value for r in record.mine()})
         where = f" on {o.node}{' (CUDA)' if o.cuda else ''}" if args.cluster else ""
         say(f"{o.task.key}: {counts} in {record.seconds:.1f} s{where}" + (f"; {error}" if error else ""))
 

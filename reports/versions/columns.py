@@ -14,6 +14,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from deferlab.reference.system.families import family as family_facts
+from deferlab.reference.system.rows import Column as VerdictColumn
 from deferlab.reference.system.systems import (
     DEFAULT_FAMILY,
     column,
@@ -21,7 +22,6 @@ from deferlab.reference.system.systems import (
     engine,
     family_column,
     split_column,
-    split_label,
 )
 
 
@@ -55,15 +55,15 @@ class Column:
 
 def of_label(engine_name: str, version: str, label: str) -> Column:
     """The column of a run's verdict column ``label`` (``qwen3-vl:VLLM host-normalized``) on that release."""
-    family, _, path = split_label(label)
-    return Column(engine_name, version, family, path)
+    found = VerdictColumn.parse(label)
+    return Column(engine_name, version, found.family_name, found.path or None)
 
 
 def parse(name: str) -> Column:
     """A column's name read back (`Column.name`'s inverse)."""
-    family, head, path = split_label(name)
-    engine_name, version = split_column(head)
-    return Column(engine_name, version, family, path)
+    found = VerdictColumn.parse(name)
+    engine_name, version = split_column(found.label)
+    return Column(engine_name, version, found.family_name, found.path or None)
 
 
 def key(name: str) -> tuple[Any, ...]:

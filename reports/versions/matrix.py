@@ -24,6 +24,8 @@ from deferlab.impl.loader import wheels
 from deferlab.reference.system import claims as claim_registry
 from deferlab.reference.system.families import FAMILIES
 from deferlab.reference.system.impact import Row, classify
+from deferlab.reference.system.rows import Row as VerdictRow
+from deferlab.reference.system.rows import Verdict
 from deferlab.reference.system.signatures import signature_set
 from deferlab.reference.system.systems import DEFAULT_FAMILY, at_least, column, column_key, sorted_releases
 from deferlab.reference.system.systems import engine as engine_facts
@@ -128,13 +130,13 @@ def name_of(record: RunRecord) -> str:
     return column(record.system.engine, str(record.system.spec))
 
 
-def served_columns(record: RunRecord) -> tuple[dict[str, list[dict[str, Any]]], dict[str, str]]:
+def served_columns(record: RunRecord) -> tuple[dict[str, list[VerdictRow]], dict[str, str]]:
     """(matrix column -> its rows, family -> the ``n/a`` line of each family asked that the release does not
     serve): the run's verdict columns of the families it asked, named as `reports.versions.columns` says."""
     engine_name, version = record.system.engine, str(record.system.spec)
     asked = selected_families(record.system.family)
     skipped = {f: why for f in asked if (why := cols.not_served(engine_name, version, f)) is not None}
-    found: dict[str, list[dict[str, Any]]] = {}
+    found: dict[str, list[VerdictRow]] = {}
     for label in record.columns():
         c = cols.of_label(engine_name, version, label)
         if c.family in asked and c.family not in skipped:
@@ -142,9 +144,14 @@ def served_columns(record: RunRecord) -> tuple[dict[str, list[dict[str, Any]]], 
     return found, skipped
 
 
-def _verdicts(c: cols.Column, rows: list[dict[str, Any]], ids: list[str], system: Any) -> dict[str, str]:
-    got = {str(r["id"]): str(r["verdict"]) for r in rows}
+def _verdicts(c: cols.Column, rows: list[VerdictRow], ids: list[str], system: Any) -> dict[str, str]:
+    got = {r.id: r.verdict.value for r in rows}
     return {cid: got.get(cid, "not-run") if system.answers(cid, c.family) else "n/a" for cid in ids}
+
+
+def _text(row: VerdictRow) -> Any:
+    """A row's counterexample as rows have always carried it (the described value; None: none recorded)."""
+    return row.counterexample.text if row.counterexample is not None else None
 
 
 def matrix(records: Sequence[RunRecord], profile: str, claims: Sequence[str] = ()) -> dict[str, Any]:
@@ -154,7 +161,7 @@ def matrix(records: Sequence[RunRecord], profile: str, claims: Sequence[str] = (
     vectors = policy_vectors(registry)
     records = sorted(records, key=lambda r: column_key(name_of(r)))
     ids = [c for c in registry if not claims or c in claims]
-    rows: dict[str, list[dict[str, Any]]] = {}
+    rows: dict[str, list[VerdictRow]] = {}
     per_run: dict[str, dict[str, str]] = {}
     meta: dict[str, cols.Column] = {}
     not_served: dict[str, dict[str, str]] = {}
@@ -174,8 +181,8 @@ def matrix(records: Sequence[RunRecord], profile: str, claims: Sequence[str] = (
         return engine_match(answered, c.engine, c.version, registry, c.family, c.path)
 
     ran = [r for r in records if any(meta[n].release == name_of(r) for n in per_run)]
-    errors = {name_of(r): run_error(r.error, r.failed_tests(), r.mine()) for r in records}
-    failing = {n: [x for x in rows[n] if x.get("verdict") == "fails"] for n in per_run}
+    errors = {name_of(r): run_error(r.error, r.failed_tests(), r.mine(), r.test_claims) for r in records}
+    failing = {n: [x for x in rows[n] if x.verdict is Verdict.FAILS] for n in per_run}
     doc = {
         "schema_version": SCHEMA_VERSION,
         "profile": profile,
@@ -189,16 +196,14 @@ def matrix(records: Sequence[RunRecord], profile: str, claims: Sequence[str] = (
         "policy_match": {n: match(n) for n in per_run},
         "seconds": {name_of(r): round(r.seconds, 1) for r in records},
         "systems": {name_of(r): _system_summary(r.described) for r in ran},
-        "counterexamples": {n: {x["id"]: x.get("counterexample") for x in fs} for n, fs in failing.items()},
-        "signatures": {n: {x["id"]: sorted(signature_set(x)) for x in fs} for n, fs in failing.items()},
-        "new_signatures": {
-            n: {x["id"]: new_signatures(x) for x in fs if new_signatures(x)} for n, fs in failing.items()
-        },
-        "evidence": {n: {x["id"]: x.get("evidence", "") for x in rows[n]} for n in per_run},
-        "provenance": {n: {x["id"]: x.get("provenance", {}) for x in rows[n]} for n in per_run},
-        "figures": {n: {x["id"]: x["figure"] for x in rows[n] if x.get("figure")} for n in per_run},
+        "counterexamples": {n: {x.id: _text(x) for x in fs} for n, fs in failing.items()},
+        "signatures": {n: {x.id: sorted(signature_set(x)) for x in fs} for n, fs in failing.items()},
+        "new_signatures": {n: {x.id: new_signatures(x) for x in fs if new_signatures(x)} for n, fs in failing.items()},
+        "evidence": {n: {x.id: x.evidence for x in rows[n]} for n in per_run},
+        "provenance": {n: {x.id: x.provenance for x in rows[n]} for n in per_run},
+        "figures": {n: {x.id: x.figure for x in rows[n] if x.figure} for n in per_run},
         # the impact numbers a failing cell's test measured (semantics §21.7)
-        "impact": {n: {x["id"]: x["impact"] for x in fs if x.get("impact")} for n, fs in failing.items()},
+        "impact": {n: {x.id: x.impact for x in fs if x.impact} for n, fs in failing.items()},
     }
     doc["severity"] = severities(doc)
     return doc
