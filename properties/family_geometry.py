@@ -9,6 +9,8 @@ Which function, per engine and family (the one the path's ``geometry`` rests on;
   max_pixels)`` with the family config's values; compared: the resize target (width, height), `REFUSED` where
   it raises (a side ratio over 200) and where `reference.oracle.qwen.resize_targets` gives 0.
 * SGLang Qwen: ``smart_resize`` of the module of the image processor class SGLang holds (transformers 5.19.0's).
+* SGLang PaddleOCR-VL: the same for its image processor (transformers' ``paddleocr_vl`` ``smart_resize``, the
+  same call), against `reference.oracle.paddleocr.resize_targets`.
 * vLLM InternVL: ``vllm.transformers_utils.processors.internvl.calculate_internvl_targets`` with the ratios, tile
   size and thumbnail flag the release's processor resolves; compared: the tiled canvas (width, height) and the
   tiles with the thumbnail, against `reference.oracle.internvl.tiles_array`.
@@ -33,21 +35,27 @@ import numpy as np
 
 from deferlab.impl import compiled as gc
 from deferlab.properties import geometry_sweep as gs
-from deferlab.reference.oracle import internvl, qwen
+from deferlab.reference.oracle import internvl, paddleocr, qwen
 from deferlab.reference.system.engines import engine as engine_facts
 
 MAX_SIDE = 4096
-OUTPUTS = {"qwen": ("width", "height"), "internvl": ("width", "height", "tiles")}
+OUTPUTS = {"qwen": ("width", "height"), "internvl": ("width", "height", "tiles"), "paddleocr": ("width", "height")}
 QWEN_CALL = gc.Call("f(h, w, a0, a1, a2)", ("r[1]", "r[0]"))
 INTERNVL_CALL = gc.Call(
     "f(orig_width=w, orig_height=h, target_ratios=a0, image_size=a1, use_thumbnail=a2)", ("r[1]", "r[2]", "r[0]")
 )
-CALLS = {"qwen": QWEN_CALL, "internvl": INTERNVL_CALL}  # how each family kind's function is called
-ORACLE = {"qwen": "reference.oracle.qwen.resize_targets", "internvl": "reference.oracle.internvl.tiles_array"}
+# how each family kind's function is called
+CALLS = {"qwen": QWEN_CALL, "internvl": INTERNVL_CALL, "paddleocr": QWEN_CALL}
+ORACLE = {
+    "qwen": "reference.oracle.qwen.resize_targets",
+    "internvl": "reference.oracle.internvl.tiles_array",
+    "paddleocr": "reference.oracle.paddleocr.resize_targets",
+}
 WORKED = {  # where each rule turns (semantics §18.2, §18.4)
     "qwen": [(1, 1), (42, 70), (70, 42), (56, 56), (200, 1), (201, 1), (3584, 3626), (28, 5600), (4096, 4096)],
     "internvl": [(448, 448), (224, 224), (896, 448), (1344, 448), (800, 800), (1000, 1000), (3000, 1000), (7, 2),
                  (2, 7), (500, 1000)],
+    "paddleocr": [(1, 1), (1, 200), (200, 1), (1, 5600), (27, 5401), (20, 30), (1000, 800), (3000, 4000)],
 }  # fmt: skip
 SPOT_RANDOM = 200
 REDUCED_RANDOM = 1500  # random sizes of the interpreted fallback (with every size up to 48 and the boundaries)
@@ -68,6 +76,12 @@ def _qwen_grid(cfg: Any, ws: np.ndarray, hs: np.ndarray) -> np.ndarray:
     return np.where(found == 0, gc.REFUSED, found)
 
 
+def _paddleocr_grid(cfg: Any, ws: np.ndarray, hs: np.ndarray) -> np.ndarray:
+    new_h, new_w = paddleocr.resize_targets(hs, ws, cfg)
+    found = np.stack([new_w, new_h])
+    return np.where(found == 0, gc.REFUSED, found)
+
+
 def _internvl_grid(cfg: Any, ws: np.ndarray, hs: np.ndarray) -> np.ndarray:
     cols, rows, tiles = internvl.tiles_array(ws, hs, cfg)
     s = cfg.image_size
@@ -78,8 +92,9 @@ def _internvl_grid(cfg: Any, ws: np.ndarray, hs: np.ndarray) -> np.ndarray:
 STEPS = {
     "qwen": lambda cfg: (cfg.patch_size, cfg.factor),
     "internvl": lambda cfg: (cfg.image_size // 2, cfg.image_size),
+    "paddleocr": lambda cfg: (cfg.patch_size, cfg.factor),
 }
-GRIDS = {"qwen": _qwen_grid, "internvl": _internvl_grid}
+GRIDS = {"qwen": _qwen_grid, "internvl": _internvl_grid, "paddleocr": _paddleocr_grid}
 
 
 def steps(cfg: Any) -> tuple[int, ...]:

@@ -54,7 +54,7 @@ def geometry_function(path: Any, cfg: Any) -> tuple[str, str, Callable[..., Any]
     """(module, name, function, arguments) C13's exhaustive sweep compiles for ``path``, or (what runs, why nothing
     is compiled): Qwen's ``smart_resize`` of the image processor's module; InternVL's ``dynamic_preprocess`` tiles a
     torch tensor, which numba does not compile."""
-    if cfg.kind == "qwen":
+    if cfg.kind in ("qwen", "paddleocr"):  # both: the image processor module's smart_resize(h, w, f, min, max)
         ip = path.processor(cfg)._processor.image_processor
         module = type(ip).__module__
         return module, "smart_resize", sys.modules[module].smart_resize, (cfg.factor, cfg.min_pixels, cfg.max_pixels)

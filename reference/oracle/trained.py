@@ -15,7 +15,7 @@ from typing import Any
 
 import numpy as np
 
-from deferlab.reference.oracle import family_norm, internvl, qwen
+from deferlab.reference.oracle import family_norm, internvl, paddleocr, qwen
 from deferlab.reference.system import families
 from deferlab.reference.system.family_configs import InternVLConfig, NormConfig, QwenVLConfig, family_profile
 from deferlab.reference.system.served import Geometry
@@ -91,6 +91,20 @@ def _internvl_serve(image: Any, cfg: InternVLConfig) -> tuple[np.ndarray, np.nda
     return tiles.reshape(n, 3, -1), np.array([rows, cols, n], dtype=np.int64)
 
 
-_GEOMETRY = {"qwen": _qwen_geometry, "internvl": _internvl_geometry}
-_SERVE = {"qwen": _qwen_serve, "internvl": _internvl_serve}
-_LEVELS = {"qwen": qwen.normalize_levels, "internvl": internvl.normalize_levels}  # else the normalization's own
+def _paddleocr_geometry(width: int, height: int, cfg: Any) -> Geometry:
+    new_h, new_w = paddleocr.resize_target(height, width, cfg)
+    return Geometry(new_w, new_h, paddleocr.grid(height, width, cfg), paddleocr.num_tokens(height, width, cfg))
+
+
+def _paddleocr_serve(image: Any, cfg: Any) -> tuple[np.ndarray, np.ndarray]:
+    pv, grid = paddleocr.preprocess(image, cfg)
+    return pv.reshape(pv.shape[0], 3, -1), grid[0]
+
+
+_GEOMETRY = {"qwen": _qwen_geometry, "internvl": _internvl_geometry, "paddleocr": _paddleocr_geometry}
+_SERVE = {"qwen": _qwen_serve, "internvl": _internvl_serve, "paddleocr": _paddleocr_serve}
+_LEVELS = {  # else the normalization's own
+    "qwen": qwen.normalize_levels,
+    "internvl": internvl.normalize_levels,
+    "paddleocr": paddleocr.normalize_levels,
+}

@@ -270,6 +270,28 @@ for _name, _display, _checkpoint, _classes, _module, _low in (
         served=(_on_device(_low, (f"vllm.model_executor.models.{_module}",)),),
     )
 
+# PaddleOCR-VL (semantics §18.9): SGLang's own Qwen-VL processor subclass over transformers' processor, in full, from
+# 0.5.21 (the first release whose Qwen-VL processor has the prepare_artifact_batch deferlab's path runs).
+FAMILIES["paddleocr-vl"] = Family(
+    name="paddleocr-vl",
+    display="PaddleOCR-VL",
+    scope="full",
+    checkpoints=("PaddlePaddle/PaddleOCR-VL",),
+    processor_classes=("PaddleOCRVLImageProcessor", "PaddleOCRVLImageProcessorFast"),
+    trained="deferlab.reference.oracle.paddleocr",  # restated from transformers' PIL backend (semantics §18.9)
+    profile="paddleocr-vl",
+    needs=("transformers",),
+    served=(
+        _served(
+            "sglang",
+            "0.5.21",
+            ("sglang.srt.multimodal.processors.paddleocr_vlm", "transformers PaddleOCRVLImageProcessor"),
+            "SGLang's Qwen-VL processor subclass: transformers' processor on the fast-processor device (the CPU "
+            "here), normalized there",
+        ),
+    ),
+)
+
 # An engine plugin declares its own paths for the families it serves (`EngineFacts.serves`): added here, so a new
 # engine's paths live in its package, not in this table.
 for _facts in ENGINES.values():

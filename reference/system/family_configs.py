@@ -51,7 +51,7 @@ from deferlab.reference.system.validate import check_bool, check_int, check_numb
 __all__ = [  # the published values and the readers' helpers are read from here too
     "BICUBIC", "CLASS_DEFAULTS", "CLIP_MEAN", "CLIP_STD", "CONFIG_TYPES", "HALF", "IMAGENET_MEAN", "IMAGENET_STD",
     "INTERNVL_ARCHITECTURES", "INTERNVL_CHECKPOINT_DEFAULTS", "PROFILES", "PUBLISHED", "QWEN_CLASSES", "RESAMPLE",
-    "RESCALE", "SOURCES", "InternVLConfig", "NormConfig", "QwenVLConfig", "base_class",
+    "RESCALE", "SOURCES", "InternVLConfig", "NormConfig", "PaddleOCRVLConfig", "QwenVLConfig", "base_class",
     "family_profile", "norm_of", "processor_class", "published_config",
 ]  # fmt: skip
 _C = TypeVar("_C")
@@ -189,6 +189,24 @@ class QwenVLConfig:
 
 
 @dataclass(frozen=True)
+class PaddleOCRVLConfig(QwenVLConfig):
+    """PaddleOCR-VL's image processor settings (transformers ``PaddleOCRVLImageProcessor``; semantics §18.9):
+    Qwen2-VL's fields and reading, its own ``smart_resize`` and patch layout (`reference.oracle.paddleocr`)."""
+
+    kind: ClassVar[str] = "paddleocr"  # the family kind this type is (`CONFIG_TYPES`)
+
+    temporal_patch_size: int = 1
+    min_pixels: int = 384 * 384
+    max_pixels: int = 1536 * 1536
+
+    @classmethod
+    def from_preprocessor_config(cls, cfg: Mapping[str, Any], *, name: str = "config") -> PaddleOCRVLConfig:
+        """Read a PaddleOCR-VL config as transformers 5.24.0 does (the legacy ``min_pixels`` / ``max_pixels``
+        override ``size``, as for Qwen2-VL)."""
+        return _reading(name, lambda: cls(**read.paddleocr_values(cfg, name)))
+
+
+@dataclass(frozen=True)
 class InternVLConfig:
     """InternVL 2.5/3 preprocessing as the model card's ``load_image`` runs it (semantics §18.4): tiles of
     ``image_size``, a grid of ``min_num``..``max_num`` tiles, a thumbnail when ``use_thumbnail`` and more than
@@ -242,12 +260,13 @@ class InternVLConfig:
 # The family config types. Each declares its ``kind`` once (``qwen``, ``internvl``: a geometry and pixels;
 # ``norm``: normalization only) and its ``norm``: code elsewhere reads those, never the type (issue 29;
 # tests/project/test_name_switches.py).
-CONFIG_TYPES: tuple[type, ...] = (QwenVLConfig, InternVLConfig, NormConfig)
+CONFIG_TYPES: tuple[type, ...] = (QwenVLConfig, PaddleOCRVLConfig, InternVLConfig, NormConfig)
 
 _READERS: dict[str, Any] = {
     "qwen2.5-vl": QwenVLConfig,
     "qwen3-vl": QwenVLConfig,
     "internvl": InternVLConfig,
+    "paddleocr-vl": PaddleOCRVLConfig,
     "glm-4.1v": NormConfig,
     "mistral3": NormConfig,
     "gemma3": NormConfig,

@@ -49,12 +49,24 @@ CLASS_DEFAULTS: dict[str, dict[str, Any]] = {
         "do_normalize": False,
     },
     "GotOcr2ImageProcessor": {**_CLIP_NORM, **_ON, "resample": BICUBIC, "min_patches": 1, "max_patches": 12},
+    "PaddleOCRVLImageProcessor": {
+        **_CLIP_NORM,
+        **_ON,
+        "do_convert_rgb": True,
+        "resample": BICUBIC,
+        "patch_size": 14,
+        "temporal_patch_size": 1,
+        "merge_size": 2,
+        "min_pixels": 384 * 384,
+        "max_pixels": 1536 * 1536,
+    },
 }
 # The same for a checkpoint whose preprocessing is its own remote code, keyed by the class its config names (its
 # architecture): Nano Nemotron VL divides by 255 and normalizes with config.json's norm_mean / norm_std (read as
 # image_mean / image_std: family_configs_read.ALIASES; semantics §18.9).
 REMOTE_DEFAULTS: dict[str, dict[str, Any]] = {"NemotronH_Nano_VL_V2": {"rescale_factor": RESCALE, **_ON}}
 QWEN_CLASSES = ("Qwen2VLImageProcessor", "Qwen2_5_VLImageProcessor")
+PADDLEOCR_CLASSES = ("PaddleOCRVLImageProcessor",)
 INTERNVL_ARCHITECTURES = ("InternVLChatModel",)
 # What the InternVL 2.5/3 checkpoints' config.json set (semantics §18.5): an engine path reads a config dict with a
 # key left out as these checkpoints have it (the remote InternVLChatConfig's own defaults differ; no deployment
@@ -145,6 +157,25 @@ PUBLISHED: dict[str, dict[str, Any]] = {
         "image_processor_type": "Gemma4ImageProcessor",
         "processor_class": "Gemma4Processor",
     },
+    # PaddleOCR-VL (semantics §18.9); its auto_map (the checkpoint's remote code) left out: transformers' own class
+    # serves it without --trust-remote-code
+    "paddleocr-vl": {
+        "do_convert_rgb": True,
+        "do_normalize": True,
+        "do_rescale": True,
+        "do_resize": True,
+        "image_mean": list(HALF),
+        "image_std": list(HALF),
+        "image_processor_type": "PaddleOCRVLImageProcessor",
+        "max_pixels": 2822400,
+        "merge_size": 2,
+        "min_pixels": 147384,
+        "patch_size": 14,
+        "processor_class": "PaddleOCRVLProcessor",
+        "resample": 3,
+        "rescale_factor": 0.00392156862745098,
+        "temporal_patch_size": 1,
+    },
     # The Nemotron families vLLM device-normalizes (semantics §18.9): what each checkpoint's own preprocessing
     # divides by 255 and normalizes with.
     "nemotron-vl": {
@@ -189,6 +220,9 @@ SOURCES: dict[str, str] = {
     "(MtTinker/Mistral-Small-3.1-24B-Base-2503)",
     "gemma3": f"google/gemma-3-4b-it preprocessor_config.json, {_THIRD} (Synthetica-AI/gemma-3-4b-it)",
     "gemma4": f"a Gemma 4 processor_config.json, {_THIRD} (win10/K1-31B; rnagabh/gemma4-vision-encoder agrees)",
+    "paddleocr-vl": f"PaddlePaddle/PaddleOCR-VL preprocessor_config.json, {_THIRD} (quoted whole in a third-party "
+    "write-up of the model, auto_map included; min_pixels / max_pixels and the 0.5 statistics agree with other "
+    "copies' image_processor_config defaults)",
     "nemotron-vl": "no file states them: nvidia/llama-nemotron-embed-vl-1b-v2's remote-code SigLIP transform "
     "(ToTensor, then Normalize(0.5, 0.5)) as vLLM 0.34.0's adaptation states it "
     "(vllm/transformers_utils/processors/nemotron_vl.py SIGLIP_MEAN / SIGLIP_STD, build_siglip_transform); "

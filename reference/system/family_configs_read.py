@@ -16,6 +16,7 @@ from deferlab.reference.system.family_configs_published import (
     BICUBIC,
     CLASS_DEFAULTS,
     INTERNVL_ARCHITECTURES,
+    PADDLEOCR_CLASSES,
     QWEN_CLASSES,
     REMOTE_DEFAULTS,
     RESCALE,
@@ -96,16 +97,27 @@ def values(cfg: Mapping[str, Any], keys: tuple[str, ...], name: str) -> dict[str
 
 
 def qwen_values(cfg: Mapping[str, Any], name: str) -> dict[str, Any]:
+    return smart_resize_values(cfg, name, QWEN_CLASSES, "a Qwen2-VL image processor")
+
+
+def paddleocr_values(cfg: Mapping[str, Any], name: str) -> dict[str, Any]:
+    """PaddleOCR-VL's config, read as Qwen2-VL's is (the same keys, its class's defaults; semantics §18.9)."""
+    return smart_resize_values(cfg, name, PADDLEOCR_CLASSES, "PaddleOCR-VL's image processor")
+
+
+def smart_resize_values(cfg: Mapping[str, Any], name: str, classes: tuple[str, ...], what: str) -> dict[str, Any]:
+    """The keys of a processor whose resize is a ``smart_resize`` between ``size``'s two pixel bounds (Qwen2-VL's
+    and the classes that copy its reading), the first of ``classes``' defaults for what the config leaves out."""
     table = image_processor(cfg)
     kind = table.get("image_processor_type")
-    if kind is not None and base_class(str(kind)) not in QWEN_CLASSES:
+    if kind is not None and base_class(str(kind)) not in classes:
         raise ConfigError(
-            f"preprocessor config {name!r} names {kind!r}; accepted: a Qwen2-VL image processor "
-            f"({', '.join(QWEN_CLASSES)}, with or without Fast/Pil)"
+            f"preprocessor config {name!r} names {kind!r}; accepted: {what} ({', '.join(classes)}, with or without "
+            "Fast/Pil)"
         )
     if table.get("do_resize") is not None and table["do_resize"] is not True:
         raise ConfigError(f"preprocessor config {name!r}: do_resize must be true, got {table['do_resize']!r}")
-    defaults = CLASS_DEFAULTS["Qwen2VLImageProcessor"]
+    defaults = CLASS_DEFAULTS[classes[0]]
     keys = ("patch_size", "temporal_patch_size", "merge_size", *NORM_KEYS, "do_convert_rgb", "resample")
     out = {k: defaults[k] if table.get(k) is None else table[k] for k in keys}
     size = table.get("size")

@@ -90,6 +90,7 @@ PIL_MODULES = {
     "Gemma3ImageProcessor": "gemma3.image_processing_pil_gemma3",
     "Gemma4ImageProcessor": "gemma4.image_processing_pil_gemma4",
     "GotOcr2ImageProcessor": "got_ocr2.image_processing_pil_got_ocr2",
+    "PaddleOCRVLImageProcessor": "paddleocr_vl.image_processing_pil_paddleocr_vl",
 }
 
 

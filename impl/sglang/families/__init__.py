@@ -11,6 +11,8 @@ family      SGLang module (processors/)     what runs here
 internvl    internvl.py                     ``InternVLProcessor``'s request entry, all of it on the CPU
 kimi-k3     kimi_k25.py                     ``KimiGPUProcessorWrapper``'s GPU branch (Kimi-K2.5): its own torch
                                             on the CPU; only the CUDA dispatch is modelled
+paddleocr-  paddleocr_vlm.py                ``PaddleOCRVLImageProcessor`` (a ``QwenVLImageProcessor``): the Qwen
+vl                                          path below with transformers' PaddleOCR-VL image processor
 qwen2.5-vl  qwen_vl.py                      ``QwenVLImageProcessor.prepare_artifact_batch`` with the release's
 qwen3-vl                                    transformers and torchvision (the loader's companions; the source
                                             must be loaded with them: ``sources.load(spec, companions=...)``)
@@ -46,6 +48,13 @@ _QWEN = Spec(
 PATHS: dict[str, Spec] = {
     "internvl": Spec("sglang.srt.multimodal.processors.internvl", "InternVL", "internvl", "InternVLPath"),
     "kimi-k3": Spec("sglang.srt.multimodal.processors.kimi_k25", "Kimi-K2.5", "kimi_k25", "KimiK25Path"),
+    "paddleocr-vl": Spec(
+        "sglang.srt.multimodal.processors.paddleocr_vlm",
+        "PaddleOCR-VL",
+        "paddleocr_vl",
+        "PaddleOCRVLPath",
+        ("transformers", "torchvision"),
+    ),
     "qwen2.5-vl": _QWEN,
     "qwen3-vl": _QWEN,
 }

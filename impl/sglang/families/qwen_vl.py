@@ -60,15 +60,17 @@ class _Tokenizer(StubTokenizer):
         return ["<|video_pad|>" if i == VIDEO_TOKEN_ID else f"<{i}>" for i in ids]
 
 
-def preprocessor_config(cfg: Any) -> dict[str, Any]:
+def preprocessor_config(
+    cfg: Any, config_type: type = QwenVLConfig, processor_type: str = "Qwen2VLImageProcessor"
+) -> dict[str, Any]:
     """The ``preprocessor_config.json`` transformers reads: a published dict as given (checked by its reader), or
-    the keys of a `QwenVLConfig`."""
-    common.typed_config(cfg, QwenVLConfig, QwenVLConfig.from_preprocessor_config, "preprocessor_config")
+    the keys of a `QwenVLConfig` (``config_type``, naming ``processor_type``)."""
+    common.typed_config(cfg, config_type, config_type.from_preprocessor_config, "preprocessor_config")
     if isinstance(cfg, Mapping):
         return dict(cfg)
     keys = ("patch_size", "temporal_patch_size", "merge_size", "rescale_factor", "do_rescale", "do_normalize")
     return {
-        "image_processor_type": "Qwen2VLImageProcessor",
+        "image_processor_type": processor_type,
         "size": {"shortest_edge": cfg.min_pixels, "longest_edge": cfg.max_pixels},
         "image_mean": list(cfg.image_mean),
         "image_std": list(cfg.image_std),
@@ -78,14 +80,19 @@ def preprocessor_config(cfg: Any) -> dict[str, Any]:
     }
 
 
-def _frozen(cfg: Any) -> str:
-    return json.dumps(preprocessor_config(cfg), sort_keys=True)
+def _frozen(cfg: Any, config_type: type = QwenVLConfig, processor_type: str = "Qwen2VLImageProcessor") -> str:
+    return json.dumps(preprocessor_config(cfg, config_type, processor_type), sort_keys=True)
 
 
 class QwenVLPath(common.FamilyPathBase):
     """SGLang's Qwen-VL image path: transformers' torchvision processor, run where SGLang puts it."""
 
     dtype = "bfloat16"
+    # what a subclass for another family of the same SGLang processor changes (`paddleocr_vl.PaddleOCRVLPath`)
+    engine_class = "QwenVLImageProcessor"
+    model_types = MODEL_TYPES
+    config_type: type = QwenVLConfig
+    processor_type = "Qwen2VLImageProcessor"
 
     def __init__(
         self, source: Any, module: types.ModuleType, family: str = "qwen2.5-vl", dtype: str = "bfloat16"
@@ -99,20 +106,22 @@ class QwenVLPath(common.FamilyPathBase):
         super().__init__(source, module)
         self.family = family
         self.dtype = dtype  # float32: the processor's own values, before the model casts them to the tower's dtype
-        self.model_type = MODEL_TYPES[family]
-        self.cls = module.QwenVLImageProcessor
+        self.model_type = self.model_types[family]
+        self.cls = getattr(module, self.engine_class)
         self.transformers = source.companions["transformers"]  # its version: in provenance and the source's records
 
     def image_processor(self, cfg: Any) -> Any:
         """transformers' image processor for the checkpoint's ``preprocessor_config.json`` (its own resolution)."""
         auto = self.transformers.module("transformers").AutoImageProcessor
         with tempfile.TemporaryDirectory(prefix="deferlab-qwen-") as folder:
-            (Path(folder) / "preprocessor_config.json").write_text(json.dumps(preprocessor_config(cfg)))
+            found = preprocessor_config(cfg, self.config_type, self.processor_type)
+            (Path(folder) / "preprocessor_config.json").write_text(json.dumps(found))
             return auto.from_pretrained(folder)
 
     def processor(self, cfg: Any) -> Any:
         """SGLang's ``QwenVLImageProcessor`` for ``cfg`` (built once per config)."""
-        return self.cached(("proc", _frozen(cfg)), lambda: self._build(cfg))
+        frozen = _frozen(cfg, self.config_type, self.processor_type)
+        return self.cached(("proc", frozen), lambda: self._build(cfg))
 
     def _build(self, cfg: Any) -> Any:
         ip = self.image_processor(cfg)
@@ -123,10 +132,10 @@ class QwenVLPath(common.FamilyPathBase):
         tokenizer = _Tokenizer()
         hf = types.SimpleNamespace(tokenizer=tokenizer, image_processor=ip)
         server_args = types.SimpleNamespace(base_gpu_id=0)
-        proc = common.construct(self.source, self.cls, hf_config, server_args, hf)
+        proc = self.construct(hf_config, server_args, hf)
         # what the base class's __init__ sets from default server args (no mm_process_config, backend auto, CPU
         # transport, the preprocess cache off) and the fingerprint artifact keys are built from
-        digest = hashlib.sha256(_frozen(cfg).encode()).hexdigest()[:16]
+        digest = hashlib.sha256(_frozen(cfg, self.config_type, self.processor_type).encode()).hexdigest()[:16]
         base = {
             "_tokenizer": tokenizer,
             "image_config": {},
@@ -147,6 +156,10 @@ class QwenVLPath(common.FamilyPathBase):
             "published them here",
         )
         return proc
+
+    def construct(self, hf_config: Any, server_args: Any, hf: Any) -> Any:
+        """SGLang's processor built by its own ``__init__`` (`common.construct`)."""
+        return common.construct(self.source, self.cls, hf_config, server_args, hf)
 
     def _entries(self, proc: Any, images: Sequence[Any]) -> list[Any]:
         """SGLang's artifact inputs for ``images``: Qwen2.5-VL's default loads each through ``_load_single_item``

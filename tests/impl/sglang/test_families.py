@@ -197,3 +197,22 @@ def test_qwen_serves_what_transformers_gives_where_sglang_runs_it(qwen, family, 
     assert got["levels_shape"] == [3, 256] and got["levels_nondecreasing"]
     assert got["levels_error"] <= BF16_ROUNDING
     assert "prepare_artifact_batch" in got["provenance"]["serve"] and "modelled" in got["provenance"]["device"]
+
+
+@pytest.mark.extra("transformers")
+def test_paddleocr_vl_runs_the_qwen_processor_subclass_with_its_own_geometry(qwen):
+    """PaddleOCR-VL (semantics §18.9): SGLang's PaddleOCRVLImageProcessor over transformers' PaddleOCR-VL image
+    processor; its geometry is its own smart_resize (200 x 1 -> 5600 x 28, where Qwen2.5-VL's gives 812 x 28),
+    patches (C*T, p, p)."""
+    got = qwen["paddleocr-vl"]
+    assert got["attributes"] == ["paddleocr-vl", "SGLANG", "served", "bfloat16", True]
+    assert got["processor"] == "transformers.models.paddleocr_vl.image_processing_paddleocr_vl"
+    assert [g[:2] for g in got["geometry"]] == got["trained_size"]
+    assert got["one_by_200"] == [5600, 28] and qwen["qwen2.5-vl"]["one_by_200"] == [812, 28]
+    assert [g[2] for g in got["geometry"]] == got["served_grid"]
+    assert [g[3] for g in got["geometry"]] == got["served_tokens"]
+    patches = sum(t * h * w for t, h, w in got["served_grid"])
+    assert got["values_shape"] == [patches, 3, 14 * 14] and got["bf16_exact"]
+    assert got["levels_shape"] == [3, 256] and got["levels_nondecreasing"]
+    assert got["levels_error"] <= BF16_ROUNDING
+    assert "PaddleOCRVLImageProcessor.__init__ and its parent's" in got["provenance"]["processor"]
