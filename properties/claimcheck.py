@@ -44,7 +44,8 @@ from deferlab.properties.claimsearch import (  # noqa: F401 - the search's names
 from deferlab.reference.system.claims import EngineRange, engine_range
 from deferlab.reference.system.contract import ACCEPTED_MODES
 from deferlab.reference.system.policies import POLICIES
-from deferlab.reference.system.systems import DEFAULT_FAMILY, split_label
+from deferlab.reference.system.rows import Column
+from deferlab.reference.system.systems import DEFAULT_FAMILY
 
 CLAIMS = verdicts.load_claims()
 
@@ -99,12 +100,13 @@ def active_release() -> tuple[str, str] | None:
 
 def engine_expectation(claim_id: str, policy: str | None = None) -> EngineRange | None:
     """The ``[claim.engines]`` row of ``claim_id`` covering the loaded release serving the session's family
-    and served path the verdict column ``policy`` names (`systems.split_label`; None: Kimi-K3 on the default
+    and served path the verdict column ``policy`` names (`rows.Column`; None: Kimi-K3 on the default
     path), if one does."""
     release = active_release()
     if release is None or claim_id not in CLAIMS:
         return None
-    family, _, path = split_label(policy) if policy else (DEFAULT_FAMILY, "", None)
+    column = Column.parse(policy) if policy else None
+    family, path = (column.family_name, column.path or None) if column is not None else (DEFAULT_FAMILY, None)
     return engine_range(CLAIMS[claim_id], *release, family, path)
 
 
@@ -268,7 +270,8 @@ def assert_expected(claim_id: str, policy: str, verdict: str) -> None:
             )
         return
     # deferlab's model restates Kimi-K3's pipeline only (semantics §18): for another family it serves nothing
-    family, bare, _ = split_label(policy)
+    column = Column.parse(policy)
+    family, bare = column.family_name, column.label
     want = expected_verdict(claim_id, bare) if family == DEFAULT_FAMILY else "n/a"
     assert verdict == want, f"{claim_id} under {policy}: recorded {verdict!r}, claims.toml expects {want!r}"
     assert not (undocumented and verdicts.strict()), (

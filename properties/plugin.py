@@ -236,9 +236,9 @@ def served_session(request: pytest.FixtureRequest) -> Any:
 @pytest.fixture
 def model_family(policy: str) -> str:
     """The model family of the test's column (``FAMILY:LABEL``; a bare label or policy is Kimi-K3's)."""
-    from deferlab.reference.system.systems import split_label
+    from deferlab.reference.system.rows import Column
 
-    return split_label(policy)[0]
+    return Column.parse(policy).family_name
 
 
 @pytest.fixture
