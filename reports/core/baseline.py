@@ -5,7 +5,8 @@ then a mutant and its outcome), the failure signature sets of its failing cells,
 ran under, and what else its command pins (``meta``: the report's config, sweep counters and benchmark
 ratios; a campaign's sample, seed and targets). `reports.core.diff` compares a run with it.
 
-Schema 2 (``{"schema_version": 2, "kind", "profile", "cells", "signatures", "meta"}``) is what is written;
+Schema 2 (``{"schema_version": 2, "kind", "profile", "cells", "signatures", "meta"}``, and ``"severities"``: a
+failing cell's class, semantics §21.3, where the run classed it) is what is written;
 the three files written before it (schema 1: the report's ``claims`` keyed ``C1/POLICY``, the versions
 matrix's ``verdicts`` keyed by release, a campaign's ``outcomes`` keyed by mutant) are still read.
 """
@@ -35,6 +36,7 @@ class Baseline:
     cells: dict[str, dict[str, str]] = field(default_factory=dict)
     signatures: dict[str, dict[str, list[str]]] = field(default_factory=dict)
     meta: dict[str, Any] = field(default_factory=dict)
+    severities: dict[str, dict[str, str]] = field(default_factory=dict)  # where -> subject -> class (§21.3)
 
     def __post_init__(self) -> None:
         if self.kind not in KINDS:
@@ -71,7 +73,9 @@ class Baseline:
         cells = {**self.cells, **other.cells}
         signatures = {w: s for w, s in self.signatures.items() if w not in other.cells}
         signatures.update(other.signatures)
-        return Baseline(self.kind, other.profile, cells, signatures, {**self.meta, **other.meta})
+        severities = {w: s for w, s in self.severities.items() if w not in other.cells}
+        severities.update(other.severities)
+        return Baseline(self.kind, other.profile, cells, signatures, {**self.meta, **other.meta}, severities)
 
     def document(self) -> dict[str, Any]:
         """The schema-2 JSON document, places and subjects in a stable order."""
@@ -84,8 +88,14 @@ class Baseline:
             w: dict(sorted(r.items(), key=lambda kv: claim_key(kv[0])))
             for w, r in sorted(self.signatures.items(), key=order)
         }
-        return {"schema_version": SCHEMA_VERSION, "kind": self.kind, "profile": self.profile, "cells": cells,
-                "signatures": sigs, "meta": self.meta}  # fmt: skip
+        out = {"schema_version": SCHEMA_VERSION, "kind": self.kind, "profile": self.profile, "cells": cells,
+               "signatures": sigs, "meta": self.meta}  # fmt: skip
+        if self.severities:  # written only where a run classed its failing cells (a file without it still reads)
+            out["severities"] = {
+                w: dict(sorted(r.items(), key=lambda kv: claim_key(kv[0])))
+                for w, r in sorted(self.severities.items(), key=order)
+            }
+        return out
 
 
 def _place_order(kind: str) -> Any:
@@ -120,7 +130,7 @@ def load(path: Path, kind: str | None = None) -> Baseline:
 def _read(doc: dict[str, Any], where: str) -> Baseline:
     version = doc.get("schema_version")
     if version == SCHEMA_VERSION:
-        for key in ("cells", "signatures", "meta"):
+        for key in ("cells", "signatures", "meta", "severities"):
             if not isinstance(doc.get(key, {}), dict):
                 raise ValueError(f"baseline {where!r}: {key!r} must be an object")
         return Baseline(
@@ -129,6 +139,7 @@ def _read(doc: dict[str, Any], where: str) -> Baseline:
             doc.get("cells", {}),
             doc.get("signatures", {}),
             doc.get("meta", {}),
+            doc.get("severities", {}),
         )
     if version != 1:
         raise ValueError(f"{where!r} is not a deferlab baseline (schema_version 1 or {SCHEMA_VERSION})")

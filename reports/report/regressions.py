@@ -14,10 +14,12 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
+from deferlab.reference.system.impact import LABELS
 from deferlab.reference.system.signatures import signature_set
 from deferlab.reports.core import baseline as baselines
 from deferlab.reports.core.baseline import Baseline
 from deferlab.reports.core.diff import DERANDOMIZED, Cell, diff, regressions, signatures_gated
+from deferlab.reports.core.severity import severity
 from deferlab.reports.report import benchmarks
 
 DEFAULT_BASELINE = Path(__file__).resolve().parents[1] / "baseline.json"
@@ -46,7 +48,11 @@ def make_baseline(report: dict[str, Any], previous: Baseline | None = None) -> B
         "benchmarks": benches,
     }
     profile = report.get("claims_profile") or report.get("profile")
-    return Baseline.of("report", claim_cells(report.get("claims", [])), profile=profile, meta=meta)
+    out = Baseline.of("report", claim_cells(report.get("claims", [])), profile=profile, meta=meta)
+    for r in report.get("claims", []):  # each failing cell's class (semantics §21.3), gated when it gets worse
+        if label := severity(r):
+            out.severities.setdefault(str(r["policy"]), {})[str(r["id"])] = label
+    return out
 
 
 def load_baseline(path: str | Path) -> Baseline:
@@ -88,6 +94,14 @@ def compare_claims(report: dict[str, Any], base: Baseline, *, strict: bool = Fal
         elif c.name in gating:
             regs.append(_regression("claim", c.name, c.before, c.after, f"verdict {c.before} -> {c.after}"))
         notes += [f"change: {where} no longer fails this way: {sig}" for sig in c.gone]
+    for r in report["claims"]:  # a cell failing in both whose class got worse: a tower-input that became a crash
+        was, now_class = base.severities.get(str(r["policy"]), {}).get(str(r["id"])), severity(r)
+        if was in LABELS and now_class in LABELS and LABELS[now_class] > LABELS[was]:
+            name = f"{r['id']}/{r['policy']}"
+            if gated:
+                regs.append(_regression("severity", name, was, now_class, f"fails worse: {was} -> {now_class}"))
+            else:
+                notes.append(f"{r['id']} under {r['policy']} fails worse: {was} -> {now_class} (not gated: {why})")
     return regs, notes
 
 

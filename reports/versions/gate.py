@@ -69,8 +69,28 @@ def compare(doc: dict[str, Any], baseline: Baseline, *, strict: bool) -> list[di
             why = "the strict switch is off" if not strict else "the search is random under this profile"
             notes += [f"{where} fails in a new way (not gated: {why}): {s}" for s in c.new]
         notes += [f"change: {where} no longer fails this way: {s}" for s in c.gone]
+    for where, claim, was, now_class in worse(doc, baseline):  # a failing cell whose class got worse (§21.3)
+        if gated:
+            regs.append({"kind": "severity", "name": f"{where}/{claim}", "baseline": f"fails ({was})",
+                         "current": f"fails ({now_class})"})  # fmt: skip
+        else:
+            notes.append(f"{claim} on {where} fails worse than the baseline: {was} -> {now_class} (not gated)")
     doc["signature_notes"] = notes
     return regs
+
+
+def worse(doc: dict[str, Any], baseline: Baseline) -> list[tuple[str, str, str, str]]:
+    """(column, claim, baseline class, class now) of each cell failing in both whose class (semantics §21.3) is
+    worse now: a tower-input difference that became a crash, say. Gated with the signatures (the new class comes
+    with a new way of failing); a baseline written before it recorded classes says nothing."""
+    now = severity_of(doc)
+    out = []
+    for where, per in baseline.severities.items():
+        for claim, was in per.items():
+            current = now.get(where, {}).get(claim)
+            if current in LABELS and was in LABELS and LABELS[current] > LABELS[was]:
+                out.append((where, claim, was, current))
+    return out
 
 
 def updated(previous: Baseline | None, doc: dict[str, Any]) -> Baseline:
@@ -78,12 +98,17 @@ def updated(previous: Baseline | None, doc: dict[str, Any]) -> Baseline:
     cell is kept as it was (a release not run, a claim ``--claims`` left out)."""
     previous = previous or Baseline(KIND)
     ran = Baseline.of(KIND, cells(doc), profile=doc["profile"])
+    classes = severity_of(doc)  # column -> claim -> class of each failing cell (semantics §21.3)
+    ran.severities = {v: dict(classes[v]) for v in doc["versions"] if classes.get(v)}
     for where, row in ran.cells.items():
         sigs = {c: s for c, s in previous.signatures.get(where, {}).items() if c not in row}
         sigs.update(ran.signatures.get(where, {}))
         ran.cells[where] = {**previous.cells.get(where, {}), **row}
         ran.signatures[where] = sigs
+        kept = {c: x for c, x in previous.severities.get(where, {}).items() if c not in row}
+        ran.severities[where] = {**kept, **ran.severities.get(where, {})}
     ran.signatures = {w: s for w, s in ran.signatures.items() if s}
+    ran.severities = {w: s for w, s in ran.severities.items() if s}
     return previous.replacing(ran)
 
 
