@@ -16,6 +16,7 @@ from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
 
 from deferlab.reference.system.errors import InputValueError
+from deferlab.reference.system.signatures import failure_text, signature_set
 
 
 class Severity(enum.IntEnum):
@@ -162,6 +163,29 @@ def classify(row: Row) -> Severity:
     if row.claim == "C11":
         return Severity.SEQUENCE
     return CLAIM_CLASS[row.claim]
+
+
+def of_verdict_row(row: Mapping[str, Any]) -> Severity | None:
+    """A verdicts.json row's class (a mapping: the dict, or `reference.system.rows.Row`), read off what it
+    recorded; a class the row already carries (versions' rows) first; None when it does not fail or its claim
+    has no class. The one place report, versions, JUnit and the typed rows class a verdict row."""
+    if row.get("verdict") != "fails":
+        return None
+    if row.get("severity") in LABELS:
+        return LABELS[str(row["severity"])]
+    if str(row.get("id")) not in CLAIM_CLASS:
+        return None
+    evidence = str(row.get("evidence") or "")
+    return classify(
+        Row(
+            claim=str(row["id"]),
+            column=str(row.get("policy", "")),
+            failure=failure_text(evidence),
+            evidence=evidence,
+            signatures=tuple(sorted(signature_set(row))),
+            counterexample=row.get("counterexample"),
+        )
+    )
 
 
 def worst(severities: Iterable[Severity]) -> Severity:

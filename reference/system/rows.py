@@ -172,6 +172,15 @@ class Row(Mapping[str, Any]):
         return str(self.column)
 
     @property
+    def severity(self) -> str | None:
+        """A failing row's class (semantics §21.3: crash, sequence, tower-input, float32-only, cost), read off what
+        it recorded by `reference.system.impact`'s one rule; None when it does not fail or its claim has none."""
+        from deferlab.reference.system.impact import of_verdict_row
+
+        found = of_verdict_row(self)
+        return None if found is None else found.label
+
+    @property
     def failure_line(self) -> str:
         """The evidence's first line (a failing row's: what failed, as recorded)."""
         return next((line.strip() for line in self.evidence.splitlines() if line.strip()), "")

@@ -32,3 +32,11 @@ def test_each_failing_case_names_its_class_in_a_property_and_its_type() -> None:
         (None, None),  # a claim that holds has no class
         ("tower-input", "ClaimFails.tower-input"),  # a row that carries its class (versions') keeps it
     ]
+
+
+def test_the_typed_row_carries_the_same_class() -> None:
+    from deferlab.reference.system.rows import Row
+    from deferlab.reports.core.severity import severity
+
+    typed = [Row.from_dict(r).severity for r in ROWS]
+    assert typed == [severity(r) for r in ROWS] == ["crash", "float32-only", "sequence", None, "tower-input"]
