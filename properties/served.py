@@ -50,7 +50,7 @@ def session_config() -> PreprocessConfig:
 @cache
 def checkpoint_snapshot() -> tuple[PreprocessConfig, dict[str, Any]] | None:
     """(config, raw media_proc_cfg) of the snapshot named by ``DEFERLAB_CHECKPOINT``, or None when unset."""
-    from deferlab.reports.report.served.checkpoint import read_checkpoint
+    from deferlab.reference.system.snapshot import read_checkpoint
 
     folder = os.environ.get(CHECKPOINT_ENV)
     return None if not folder else read_checkpoint(folder)

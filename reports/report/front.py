@@ -14,12 +14,12 @@ from typing import Any
 from deferlab.reference.system import claims as registry
 from deferlab.reference.system.config import PreprocessConfig
 from deferlab.reference.system.errors import DeferlabInputError, UsageError
+from deferlab.reference.system.snapshot import checkpoint_family
 from deferlab.reference.system.validate import check_choice, check_int
 from deferlab.reports.core import runner
 from deferlab.reports.core.claims import PROFILES
 from deferlab.reports.core.frontdoor import check_out_file, refuse_before_first, refuse_unserved
 from deferlab.reports.report import claims
-from deferlab.reports.report.served.checkpoint import checkpoint_family
 
 
 def usage(check: Any, *args: Any, **kwargs: Any) -> Any:
@@ -58,8 +58,8 @@ def checkpoint_family_of(args: argparse.Namespace) -> str:
 
 
 def read_checkpoint(directory: str) -> tuple[PreprocessConfig, dict[str, Any]]:
-    """--checkpoint DIR read (`reports.report.served.checkpoint`), its refusal as bad usage."""
-    from deferlab.reports.report.served.checkpoint import read_checkpoint as read
+    """--checkpoint DIR read (`reference.system.snapshot`), its refusal as bad usage."""
+    from deferlab.reference.system.snapshot import read_checkpoint as read
 
     try:
         return read(directory)

@@ -20,10 +20,8 @@ from tests.project import imports
 ROOT = Path(deferlab.reference.__file__).resolve().parents[1]
 
 # (module, what it imports) still crossing: the report's front door and sweep, and repro's served line (issue 29,
-# item 4: their owners move these behind the plugin's hooks); properties.served reads a checkpoint's config
-# through the report's reader.
+# item 4: their owners move these behind the plugin's hooks).
 KNOWN = {
-    ("deferlab.properties.served", "deferlab.reports.report.served.checkpoint"),
     ("deferlab.reports.report.front", "deferlab.impl.vllm.sources"),
     ("deferlab.reports.report.served.paths", "deferlab.impl.sglang.driver"),
     ("deferlab.reports.report.served.paths", "deferlab.impl.sglang.served"),
