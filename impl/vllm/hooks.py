@@ -1,11 +1,12 @@
 """vLLM's answers to the few questions deferlab's engine-free code asks of an engine (`EngineFacts.hooks`): the
-release a check loads by default, the modules a mutation campaign probes, the family paths of the report's skew
-table and their companions, and the function C13's exhaustive sweep compiles.
+release a check loads by default, the modules a mutation campaign probes, the keys its processor reads beside a
+``media_proc_cfg`` (a reproducer states them), the family paths of the report's skew table and their companions,
+and the function C13's exhaustive sweep compiles.
 
 Why here: each answer is vLLM's own (its driver's modules, its served paths), so the code asking
-(`properties.engines`, `properties.family_geometry`, `reports.mutate.select`, `reports.report.served.family`)
-reads it through the registry instead of testing the engine's name. Imports are inside the functions: the
-registry names this module without loading vLLM's driver.
+(`properties.engines`, `properties.family_geometry`, `reports.mutate.select`, `reports.report.served.family`,
+`reports.repro.served`) reads it through the registry instead of testing the engine's name. Imports are inside
+the functions: the registry names this module without loading vLLM's driver.
 """
 
 from __future__ import annotations
@@ -37,6 +38,14 @@ def probed_modules() -> list[str]:
     from deferlab.impl.vllm import driver, sources
 
     return [*sources.REQUIRED, driver.K3_PROCESSOR, SERVED_PROCESSOR]
+
+
+def media_proc_defaults() -> dict[str, Any]:
+    """The video keys vLLM's processor reads beside a ``media_proc_cfg``'s own (its driver's defaults): what a
+    reproducer states (`reports.repro.served.media_proc_cfg`)."""
+    from deferlab.impl.vllm.driver import VIDEO_DEFAULTS
+
+    return dict(VIDEO_DEFAULTS)
 
 
 def table_paths(spec: str, family: str) -> list[Any] | str:

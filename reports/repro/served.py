@@ -21,12 +21,14 @@ The config is deferlab's default profile (the served claims' own unless
 from __future__ import annotations
 
 import ast
+import importlib
 import re
 from collections.abc import Mapping
 from dataclasses import replace
 from typing import Any
 
 from deferlab.reference.system.config import PreprocessConfig
+from deferlab.reference.system.engines import engine as engine_facts
 from deferlab.reference.system.profiles import DEFAULT_PROFILE, profile
 from deferlab.reports.repro.engines import repro_of
 from deferlab.reports.repro.fitting import GEOMETRY, PIL_IMAGE, stats_pair
@@ -66,10 +68,9 @@ def media_proc_cfg(cfg: PreprocessConfig, engine: str) -> dict[str, Any]:
 
 
 def vllm_media_proc_defaults() -> dict[str, Any]:
-    """The video keys vLLM's processor reads from a ``media_proc_cfg`` (its driver's defaults)."""
-    from deferlab.impl.vllm.driver import VIDEO_DEFAULTS
-
-    return dict(VIDEO_DEFAULTS)
+    """The video keys vLLM's processor reads from a ``media_proc_cfg`` (its driver's defaults), asked through its
+    plugin's hooks (`EngineFacts.hooks`): the CLI never imports an engine's package (issue 29, item 4)."""
+    return dict(importlib.import_module(engine_facts("vllm").hooks).media_proc_defaults())
 
 
 def _literal(value: Any, indent: str = "") -> str:
