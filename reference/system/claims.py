@@ -46,8 +46,9 @@ from pathlib import Path
 from typing import Any
 
 from deferlab.reference.system.families import FAMILIES
+from deferlab.reference.system.releases import in_range
 from deferlab.reference.system.rows import Column, Counterexample, Row, Verdict
-from deferlab.reference.system.systems import DEFAULT_FAMILY, LABELS, is_release, release_key
+from deferlab.reference.system.systems import DEFAULT_FAMILY, LABELS, release_key
 
 CLAIMS_PATH = Path(__file__).resolve().with_name("claims.toml")
 # "n/a": the implementation has no such feature (e.g. no deferred path before the PR), so the claim cannot apply.
@@ -113,9 +114,8 @@ class EngineRange:
     def covers(self, engine: str, version: str, family: str = DEFAULT_FAMILY, path: str | None = None) -> bool:
         """Whether ``version`` of ``engine`` serving ``family`` on ``path`` is in this range, in release order
         (`systems.release_key`); a spec that is not a release (a checkout, ``installed``) never is."""
-        if (engine, family, path) != (self.engine, self.family, self.path) or not is_release(version):
-            return False
-        return release_key(self.low) <= release_key(version) <= release_key(self.high)
+        same = (engine, family, path) == (self.engine, self.family, self.path)
+        return same and in_range(version, self.low, self.high)  # closed: a checkout sorts after it (releases.in_range)
 
 
 def parse_engine_key(key: str) -> tuple[str, str, str, str, str | None]:

@@ -13,7 +13,7 @@ from __future__ import annotations
 from dataclasses import dataclass, replace
 
 from deferlab.reference.system.errors import DeferlabInputError
-from deferlab.reference.system.releases import at_least, is_release, release_key
+from deferlab.reference.system.releases import in_range
 
 MODEL = "model"  # deferlab's own torch model: its columns are the modelled policies, not a label
 DEFAULT_FAMILY = "kimi-k3"
@@ -37,11 +37,7 @@ class Served:
     def covers(self, engine: str, version: str) -> bool:
         """Whether ``version`` of ``engine`` is in this range; a spec that is not a release (a checkout,
         ``installed``) is taken to be at least the newest release (what the engine's code says decides)."""
-        if engine != self.engine:
-            return False
-        if not is_release(version):
-            return not self.high
-        return at_least(version, self.low) and (not self.high or release_key(version) <= release_key(self.high))
+        return engine == self.engine and in_range(version, self.low, self.high)  # the one rule (releases.in_range)
 
 
 @dataclass(frozen=True)
