@@ -50,6 +50,18 @@ def table_companions(names: Sequence[str]) -> tuple[str, ...]:
     return tuple(sorted({c for f in names if f in PATHS for c in PATHS[f].companions}))
 
 
+K25 = "sglang.srt.multimodal.processors.kimi_k25"
+
+
+def kimi_geometry_function(path: Any) -> Callable[..., Any] | None:
+    """The Kimi navit geometry function an SGLang path serves with (``navit_resize_config`` of its Kimi-K2.5
+    processor module), or None for a path that is not SGLang's real code (`reports.report.sweeps.geometry`)."""
+    impl_source = getattr(getattr(path, "impl", None), "source", None)
+    if impl_source is None or not getattr(path, "real_code", False):
+        return None
+    return impl_source.module(K25).navit_resize_config
+
+
 def geometry_function(path: Any, cfg: Any) -> tuple[str, str, Callable[..., Any], tuple[Any, ...]] | tuple[str, str]:
     """(module, name, function, arguments) C13's exhaustive sweep compiles for ``path``, or (what runs, why nothing
     is compiled): Qwen's ``smart_resize`` of the image processor's module; InternVL's ``dynamic_preprocess`` tiles a

@@ -1,7 +1,7 @@
 """vLLM's answers to the few questions deferlab's engine-free code asks of an engine (`EngineFacts.hooks`): the
 release a check loads by default, the modules a mutation campaign probes, the keys its processor reads beside a
 ``media_proc_cfg`` (a reproducer states them), the family paths of the report's skew table and their companions,
-and the function C13's exhaustive sweep compiles.
+and the functions C13's exhaustive sweeps compile.
 
 Why here: each answer is vLLM's own (its driver's modules, its served paths), so the code asking
 (`properties.engines`, `properties.family_geometry`, `reports.mutate.select`, `reports.report.served.family`,
@@ -63,6 +63,21 @@ def table_companions(names: Sequence[str]) -> tuple[str, ...]:
     from deferlab.impl.vllm.served import COMPANIONS
 
     return tuple(sorted({c for f in names for c in COMPANIONS.get(f, ())}))
+
+
+def kimi_geometry_function(path: Any) -> Callable[..., Any] | str | None:
+    """The Kimi navit geometry function a vLLM path serves with (``navit_resize_image`` of the module of the image
+    processor class the release's Kimi-K3 path serves), why it has none (the checkpoint's remote code), or None for
+    a path that is not vLLM's (`reports.report.sweeps.geometry.engine_function` asks every engine)."""
+    if not hasattr(path, "serves_own_processor"):
+        return None
+    if not path.serves_own_processor:
+        return "n/a: vLLM serves the checkpoint's own remote-code processor here (the oracle models it)"
+    from deferlab.impl.vllm import sources
+
+    source = getattr(path, "source", None)
+    cls = getattr(source.module(sources.PREPROCESS), source.processor_name)
+    return source.module(cls.__module__).navit_resize_image
 
 
 def geometry_function(path: Any, cfg: Any) -> tuple[str, str, Callable[..., Any], tuple[Any, ...]] | tuple[str, str]:

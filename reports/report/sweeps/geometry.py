@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import collections
 import hashlib
+import importlib
 import inspect
 import time
 from collections.abc import Callable, Sequence
@@ -31,6 +32,7 @@ import numpy as np
 from deferlab.impl import compiled as comp
 from deferlab.reference.oracle.navit import resize_config_arrays
 from deferlab.reference.system.config import PreprocessConfig
+from deferlab.reference.system.engines import ENGINES
 from deferlab.reference.system.profiles import profile
 
 GEOMETRIES = ("kimi-k3", "kimi-k2.5")
@@ -39,7 +41,6 @@ CHECK_MAX_SIDE = 16384  # the equivalence check's random sizes go this far
 INTERPRETED_FULL = 300_000  # up to this many sizes, the full grid runs interpreted (about a second)
 REDUCED_RANDOM = 20_000
 _COMPILED: dict[str, comp.Compiled | str] = {}  # function source SHA-256 -> compiled (or why not), per process
-K25 = "sglang.srt.multimodal.processors.kimi_k25"
 # The model's function takes the config object; compiled, it gets this tuple of the attributes it reads.
 Geometry = collections.namedtuple(
     "Geometry", "patch_size merge_kernel_size in_patch_limit patch_limit_on_one_side fixed_output_tokens"
@@ -106,24 +107,24 @@ def check(
     return comp.disagreements(compiled.pairs(ws, hs, args), want, ws, hs, "compiled", "interpreted ")
 
 
+def _geometry_hooks() -> list[Any]:
+    """The engines' hooks modules that answer ``kimi_geometry_function`` (`EngineFacts.hooks`), in registry order."""
+    found = (importlib.import_module(facts.hooks) for facts in ENGINES.values() if facts.hooks)
+    return [hooks for hooks in found if hasattr(hooks, "kimi_geometry_function")]
+
+
 def _named(fn: Callable[..., Any], takes_config: bool) -> EngineFunction:
     return EngineFunction(f"{fn.__module__}.{fn.__qualname__}", fn, takes_config)
 
 
 def engine_function(path: Any) -> EngineFunction | str:
-    """The path's own geometry function, or why it has none to check (a string)."""
-    source = getattr(path, "source", None)
-    if hasattr(path, "serves_own_processor"):  # vLLM
-        if not path.serves_own_processor:
-            return "n/a: vLLM serves the checkpoint's own remote-code processor here (the oracle models it)"
-        from deferlab.impl.vllm import sources
-
-        cls = getattr(source.module(sources.PREPROCESS), source.processor_name)
-        return _named(source.module(cls.__module__).navit_resize_image, False)
-    impl = getattr(path, "impl", None)
-    impl_source = getattr(impl, "source", None)
-    if impl_source is not None and getattr(path, "real_code", False):  # SGLang
-        return _named(impl_source.module(K25).navit_resize_config, False)
+    """The path's own geometry function, or why it has none to check (a string). An engine's path is answered by
+    its plugin's hooks (``kimi_geometry_function``: None for a path not its own), so this module names no engine's
+    package (issue 29, item 4)."""
+    for hooks in _geometry_hooks():
+        found = hooks.kimi_geometry_function(path)
+        if found is not None:
+            return found if isinstance(found, str) else _named(found, False)
     fn = getattr(path, "_resize_config", None)  # deferlab's model (impl.served.SeamPath)
     if inspect.isfunction(fn) and len(inspect.signature(fn).parameters) == 3:
         return _named(fn, True)
