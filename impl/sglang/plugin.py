@@ -1,10 +1,22 @@
-"""SGLang as a deferlab engine plugin: its registration, read by the registry through the ``deferlab.engines``
-entry point (`reference.system.engines`). Plain data: this module imports only the description, so the registry
-can load it before anything else of SGLang's driver."""
+"""SGLang as a deferlab engine plugin: its registration and the family paths it declares itself, read by the
+registry through the ``deferlab.engines`` entry point (`reference.system.engines`; the paths are merged into
+`reference.system.families`). Plain data: this module imports only the description, so the registry can load it
+before anything else of SGLang's driver."""
 
 from __future__ import annotations
 
-from deferlab.reference.system.engines import EngineFacts
+from deferlab.reference.system.engines import EngineFacts, Served
+
+_PROCESSORS = "sglang.srt.multimodal.processors"
+_ON_CPU = "the transformers processor on the fast-processor device (the CPU here), normalized there"
+
+
+def _served(low: str, code: tuple[str, ...], note: str) -> Served:
+    """SGLang's one default path (``served``) from ``low`` on, running the modules ``code``."""
+    return Served("sglang", low, "", "served", True, code, note)
+
+
+_QWEN = _served("0.5.17", (f"{_PROCESSORS}.qwen_vl", "transformers Qwen2VLImageProcessor"), _ON_CPU)
 
 ENGINE = EngineFacts(
     name="sglang",
@@ -29,4 +41,35 @@ ENGINE = EngineFacts(
     mutate_baseline=True,  # reports/mutate_baseline.json is a sample of its campaign
     anchor=True,  # a checkout carries SGLang's own unit tests (`reports.mutate.anchor`)
     warm_fork=True,  # a fork of a loaded server runs a mutant as a new process would (reports.mutate.fork)
+    serves=(
+        (
+            "kimi-k3",
+            _served(
+                "0.5.17",
+                (f"{_PROCESSORS}.kimi_k3",),
+                "eager producer and, from 0.5.18, the deferred owner path (semantics §3, §16)",
+            ),
+        ),
+        ("qwen2.5-vl", _QWEN),
+        ("qwen3-vl", _QWEN),
+        (
+            "internvl",
+            _served(
+                "0.5.17",
+                (f"{_PROCESSORS}.internvl",),
+                "SGLang's own: normalize, then tile and resize with torch on the device (the CPU here)",
+            ),
+        ),
+        # PaddleOCR-VL (semantics §18.9): from 0.5.21, the first release whose Qwen-VL processor has the
+        # prepare_artifact_batch deferlab's path runs.
+        (
+            "paddleocr-vl",
+            _served(
+                "0.5.21",
+                (f"{_PROCESSORS}.paddleocr_vlm", "transformers PaddleOCRVLImageProcessor"),
+                "SGLang's Qwen-VL processor subclass: transformers' processor on the fast-processor device (the "
+                "CPU here), normalized there",
+            ),
+        ),
+    ),
 )

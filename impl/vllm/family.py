@@ -9,8 +9,9 @@ A family path takes as ``cfg`` the family's published config dict (``preprocesso
 ``config.json``), the file the release reads, or a typed config of `reference.system.family_configs`, written
 back as that file (`config_dict`).
 
-`NormPath` is the families whose pixels vLLM hands the device raw and only normalizes there (GLM-4.1V,
-Mistral 3, Gemma 3, Gemma 4, the three Nemotron families): deferlab checks their normalization (``levels``), not their pixels.
+`NormPath` is the families whose pixels vLLM hands the device raw and only normalizes there (its plugin's
+`NORM` table: GLM-4.1V, Mistral 3, Gemma 3, Gemma 4, the three Nemotron families): deferlab checks their
+normalization (``levels``), not their pixels.
 """
 
 from __future__ import annotations

@@ -18,24 +18,20 @@ from typing import Any
 
 from deferlab.impl.vllm import serving, sources
 from deferlab.impl.vllm.family import NormPath, NotCovered
+from deferlab.impl.vllm.plugin import ENGINE, NORM
 from deferlab.impl.vllm.sources import Source
 from deferlab.reference.system.errors import InputTypeError, InputValueError
+from deferlab.reference.system.families import FAMILIES as REGISTRY
 
-# The normalization-only families: vLLM's model class (architecture, source file) and its display name.
+# The normalization-only families: vLLM's model class (architecture, source file) from the plugin's one table
+# (`impl.vllm.plugin.NORM`, whence their registry rows too) and the family's display name.
 NORM_FAMILIES: dict[str, tuple[serving.ModelClass, str]] = {
-    name: (serving.ModelClass(architecture, f"vllm/model_executor/models/{module}.py"), display)
-    for name, architecture, module, display in (
-        ("glm-4.1v", "Glm4vForConditionalGeneration", "glm4_1v", "GLM-4.1V"),
-        ("mistral3", "Mistral3ForConditionalGeneration", "mistral3", "Mistral 3"),
-        ("gemma3", "Gemma3ForConditionalGeneration", "gemma3_mm", "Gemma 3"),
-        ("gemma4", "Gemma4ForConditionalGeneration", "gemma4_mm", "Gemma 4"),
-        ("nemotron-vl", "LlamaNemotronVLForEmbedding", "nemotron_vl", "Nemotron VL"),
-        ("nemotron-parse", "NemotronParseForConditionalGeneration", "nemotron_parse", "Nemotron Parse"),
-        ("nano-nemotron-vl", "NemotronH_Nano_VL_V2", "nano_nemotron_vl", "Nano Nemotron VL"),
-    )
+    name: (serving.ModelClass(architecture, f"vllm/model_executor/models/{module}.py"), REGISTRY[name].display)
+    for name, (architecture, module, _) in NORM.items()
 }
 FULL_FAMILIES = ("kimi-k3", "qwen2.5-vl", "qwen3-vl", "internvl")
-FAMILIES = (*FULL_FAMILIES, *NORM_FAMILIES)
+# Every family the plugin declares a path for, in its order (the full ones first).
+FAMILIES = tuple(dict.fromkeys(name for name, _ in ENGINE.serves))
 # The libraries each family's path computes with, at the release's pins (the others need none).
 COMPANIONS = {name: ("transformers", "torchvision") for name in ("qwen2.5-vl", "qwen3-vl", "internvl")}
 

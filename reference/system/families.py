@@ -10,7 +10,8 @@ or ``normalization`` (C15, and C4 where the engine finishes on the device), for 
 an engine ships raw and only normalizes on the device.
 
 Facts only, module paths as strings (this room imports nothing of ``impl``): every value is stated, with
-its source, in ``docs/semantics.md`` §18.
+its source, in ``docs/semantics.md`` §18. This table holds the families; each engine's paths are declared in its
+own package (its plugin's ``serves``, `reference.system.engines.EngineFacts`) and merged in by the registry.
 """
 
 from __future__ import annotations
@@ -30,7 +31,7 @@ BYTES_CLAIMS = ("C20",)  # every family: the decode of a client's bytes comes be
 @dataclass(frozen=True)
 class Family:
     """One model family: its checkpoints, the processor classes their configs name, the trained side, the
-    default published config, and what each engine serves it with."""
+    default published config, and what each engine serves it with (declared in the engine's package)."""
 
     name: str
     display: str
@@ -39,7 +40,7 @@ class Family:
     processor_classes: tuple[str, ...]
     trained: str
     profile: str
-    served: tuple[Served, ...]
+    served: tuple[Served, ...] = ()  # its engines' paths: each plugin's ``serves``, merged below
     needs: tuple[str, ...] = ()  # optional extras the trained side needs (reference.system.extras)
     video: bool = False  # its checkpoints name a video processor: the video claims apply (semantics §20.1)
     encoded: bool = True  # C20 is judged in its columns (Kimi-K3's engine paths are judged on decoded images, §16)
@@ -70,42 +71,8 @@ class Family:
         return f"n/a: {ENGINES[engine].display} {version} does not serve {self.display} (served by {', '.join(ranges)})"
 
 
-_VLLM_NORM = "vllm.model_executor.layers.fusion.mm_input_norm.FusedMMInputNorm.forward_native"
-_DEVICE = (
-    "vLLM's default (mm_device_do_normalize on for a class declaring supports_mm_device_do_normalize): the "
-    "processor leaves rescale and normalize out, uint8 travels to the device, FusedMMInputNorm finishes there"
-)
-_HOST = "mm_device_do_normalize off: the processor rescales and normalizes on the host (not the default)"
-
-
-def _served(engine: str, low: str, code: tuple[str, ...], note: str, high: str = "") -> Served:
-    """The engine's one default path (``served``) from ``low`` (to ``high``)."""
-    return Served(engine, low, high, "served", True, code, note)
-
-
-def _on_device(low: str, code: tuple[str, ...]) -> Served:
-    """vLLM's default from ``low`` on: ``code`` leaves rescale and normalize to FusedMMInputNorm on the device."""
-    return Served("vllm", low, "", "device-normalized", True, (*code, _VLLM_NORM), _DEVICE)
-
-
-def _device_and_host(low: str, code: tuple[str, ...]) -> tuple[Served, Served]:
-    """vLLM from ``low`` on: the default device-normalized path and the host-normalized one (not the default)."""
-    return _on_device(low, code), Served("vllm", low, "", "host-normalized", False, code, _HOST)
-
-
-def _qwen(
-    name: str,
-    display: str,
-    checkpoints: tuple[str, ...],
-    config_class: str,
-    module: str,
-    host_high: str,
-    device_low: str,
-    host_note: str,
-) -> Family:
-    """A Qwen-VL family: the transformers Qwen2VL processor, normalized on the host by vLLM up to ``host_high``
-    (``host_note`` says why) and on the device by default from ``device_low``."""
-    code = (f"vllm.model_executor.models.{module}", "transformers Qwen2VLImageProcessor")
+def _qwen(name: str, display: str, checkpoints: tuple[str, ...], config_class: str) -> Family:
+    """A Qwen-VL family: the transformers Qwen2VL processor (its engines' paths are their plugins' ``serves``)."""
     return Family(
         name=name,
         display=display,
@@ -121,16 +88,6 @@ def _qwen(
         profile=name,
         needs=("transformers",),
         video=True,  # Qwen2VLVideoProcessor / Qwen3VLVideoProcessor in video_preprocessor_config.json (§20.1)
-        served=(
-            Served("vllm", "0.27.0", host_high, "host-normalized", True, code, host_note),
-            *_device_and_host(device_low, code),
-            _served(
-                "sglang",
-                "0.5.17",
-                ("sglang.srt.multimodal.processors.qwen_vl", "transformers Qwen2VLImageProcessor"),
-                "the transformers processor on the fast-processor device (the CPU here), normalized there",
-            ),
-        ),
     )
 
 
@@ -144,42 +101,18 @@ FAMILIES: dict[str, Family] = {
         processor_classes=("KimiK25VisionProcessor", "KimiK3VisionProcessor", "MoonViTMediaProcessor"),
         trained="deferlab.reference.oracle.checkpoint",  # restated: the checkpoint ships its own code
         profile="kimi-k3",
-        served=(
-            _served(
-                "sglang",
-                "0.5.17",
-                ("sglang.srt.multimodal.processors.kimi_k3",),
-                "eager producer and, from 0.5.18, the deferred owner path (semantics §3, §16)",
-            ),
-            _served(
-                "vllm",
-                "0.27.0",
-                ("vllm.models.kimi_k3.common.mm_preprocess",),
-                "the checkpoint's remote-code processor behind vLLM's parser (semantics §16.1)",
-                high="0.31.0",
-            ),
-            *_device_and_host("0.32.0", ("vllm.transformers_utils.processors.kimi_k25_vision_fused",)),
-        ),
     ),
     "qwen2.5-vl": _qwen(
         "qwen2.5-vl",
         "Qwen2.5-VL",
         ("Qwen/Qwen2.5-VL-7B-Instruct", "Qwen/Qwen2.5-VL-3B-Instruct", "Qwen/Qwen2.5-VL-72B-Instruct"),
         "Qwen2_5_VLImageProcessor",
-        "qwen2_5_vl",
-        "0.30.0",
-        "0.31.0",
-        "before mm_device_do_normalize (0.31.0): the processor normalizes on the host",
     ),
     "qwen3-vl": _qwen(
         "qwen3-vl",
         "Qwen3-VL",
         ("Qwen/Qwen3-VL-8B-Instruct", "Qwen/Qwen3-VL-4B-Instruct", "Qwen/Qwen3.5-0.8B"),
         "Qwen3VLProcessor",
-        "qwen3_vl",
-        "0.31.0",
-        "0.32.0",
-        "before Qwen3-VL declared mm_device_do_normalize (0.32.0): normalized on the host",
     ),
     "internvl": Family(
         name="internvl",
@@ -194,70 +127,30 @@ FAMILIES: dict[str, Family] = {
         ),
         trained="deferlab.reference.oracle.internvl",  # restated from the model card's load_image
         profile="internvl",
-        served=(
-            _served(
-                "vllm",
-                "0.27.0",
-                ("vllm.transformers_utils.processors.internvl",),
-                "vLLM's own processor: the model card's tiling, normalized on the host (no device norm)",
-            ),
-            _served(
-                "sglang",
-                "0.5.17",
-                ("sglang.srt.multimodal.processors.internvl",),
-                "SGLang's own: normalize, then tile and resize with torch on the device (the CPU here)",
-            ),
-        ),
     ),
 }
 
 # Families an engine ships raw and finishes with its own device normalization (vLLM's
-# supports_mm_device_do_normalize classes): judged on normalization only (semantics §18.3).
-for _name, _display, _checkpoint, _classes, _module, _low in (
-    ("glm-4.1v", "GLM-4.1V", "zai-org/GLM-4.1V-9B-Thinking", ("Glm4vImageProcessor",), "glm4_1v", "0.32.0"),
+# supports_mm_device_do_normalize classes, `impl.vllm.plugin.NORM`): judged on normalization only (semantics §18.3).
+for _name, _display, _checkpoint, _classes in (
+    ("glm-4.1v", "GLM-4.1V", "zai-org/GLM-4.1V-9B-Thinking", ("Glm4vImageProcessor",)),
     (
         "mistral3",
         "Mistral 3",
         "mistralai/Mistral-Small-3.1-24B-Instruct-2503",
         ("PixtralImageProcessor", "PixtralImageProcessorFast"),
-        "mistral3",
-        "0.32.0",
     ),
-    (
-        "gemma3",
-        "Gemma 3",
-        "google/gemma-3-4b-it",
-        ("Gemma3ImageProcessor", "Gemma3ImageProcessorFast"),
-        "gemma3_mm",
-        "0.34.0",
-    ),
-    ("gemma4", "Gemma 4", "google/gemma-4", ("Gemma4ImageProcessor",), "gemma4_mm", "0.34.0"),
-    # The Nemotron classes that declare it (semantics §18.9): the embedding model (its norm vLLM's SigLIP constants),
-    # Parse (the processor config's), Nano VL (config.json's norm_mean / norm_std).
+    ("gemma3", "Gemma 3", "google/gemma-3-4b-it", ("Gemma3ImageProcessor", "Gemma3ImageProcessorFast")),
+    ("gemma4", "Gemma 4", "google/gemma-4", ("Gemma4ImageProcessor",)),
+    # The Nemotron classes that declare it (semantics §18.9).
     (
         "nemotron-vl",
         "Nemotron VL",
         "nvidia/llama-nemotron-embed-vl-1b-v2",
         ("LlamaNemotronVLModel", "LlamaNemotronVLForSequenceClassification"),
-        "nemotron_vl",
-        "0.32.0",
     ),
-    (
-        "nemotron-parse",
-        "Nemotron Parse",
-        "nvidia/NVIDIA-Nemotron-Parse-v1.1",
-        ("NemotronParseImageProcessor",),
-        "nemotron_parse",
-        "0.33.0",
-    ),
-    (
-        "nano-nemotron-vl",
-        "Nano Nemotron VL",
-        "nvidia/NVIDIA-Nemotron-Nano-12B-v2-VL-BF16",
-        ("NemotronH_Nano_VL_V2",),
-        "nano_nemotron_vl",
-        "0.34.0",
-    ),
+    ("nemotron-parse", "Nemotron Parse", "nvidia/NVIDIA-Nemotron-Parse-v1.1", ("NemotronParseImageProcessor",)),
+    ("nano-nemotron-vl", "Nano Nemotron VL", "nvidia/NVIDIA-Nemotron-Nano-12B-v2-VL-BF16", ("NemotronH_Nano_VL_V2",)),
 ):
     FAMILIES[_name] = Family(
         name=_name,
@@ -267,11 +160,9 @@ for _name, _display, _checkpoint, _classes, _module, _low in (
         processor_classes=_classes,
         trained="deferlab.reference.oracle.family_norm",  # the config's rescale and normalize, transformers' arithmetic
         profile=_name,
-        served=(_on_device(_low, (f"vllm.model_executor.models.{_module}",)),),
     )
 
-# PaddleOCR-VL (semantics §18.9): SGLang's own Qwen-VL processor subclass over transformers' processor, in full, from
-# 0.5.21 (the first release whose Qwen-VL processor has the prepare_artifact_batch deferlab's path runs).
+# PaddleOCR-VL (semantics §18.9): SGLang's own Qwen-VL processor subclass over transformers' processor, in full.
 FAMILIES["paddleocr-vl"] = Family(
     name="paddleocr-vl",
     display="PaddleOCR-VL",
@@ -281,19 +172,11 @@ FAMILIES["paddleocr-vl"] = Family(
     trained="deferlab.reference.oracle.paddleocr",  # restated from transformers' PIL backend (semantics §18.9)
     profile="paddleocr-vl",
     needs=("transformers",),
-    served=(
-        _served(
-            "sglang",
-            "0.5.21",
-            ("sglang.srt.multimodal.processors.paddleocr_vlm", "transformers PaddleOCRVLImageProcessor"),
-            "SGLang's Qwen-VL processor subclass: transformers' processor on the fast-processor device (the CPU "
-            "here), normalized there",
-        ),
-    ),
 )
 
-# An engine plugin declares its own paths for the families it serves (`EngineFacts.serves`): added here, so a new
-# engine's paths live in its package, not in this table.
+# Each engine plugin declares its own paths for the families it serves (`EngineFacts.serves`: SGLang's, vLLM's and
+# LMDeploy's in `impl/<engine>/plugin.py`), added here in the registry's order, so an engine's paths live in its
+# package and this table holds the families themselves.
 for _facts in ENGINES.values():
     for _family, _path in _facts.serves:
         if _family in FAMILIES and _path.engine == _facts.name:
