@@ -1,12 +1,13 @@
 """vLLM's answers to the few questions deferlab's engine-free code asks of an engine (`EngineFacts.hooks`): the
-release a check loads by default, the modules a mutation campaign probes, the keys its processor reads beside a
-``media_proc_cfg`` (a reproducer states them), the family paths of the report's skew table and their companions,
-and the functions C13's exhaustive sweeps compile.
+release a check loads by default (and loading one for the report's Kimi-K3 steps), the modules a mutation campaign
+probes, the keys its processor reads beside a ``media_proc_cfg`` (a reproducer states them), the family paths of
+the report's skew table and their companions, and the functions C13's exhaustive sweeps compile.
 
 Why here: each answer is vLLM's own (its driver's modules, its served paths), so the code asking
 (`properties.engines`, `properties.family_geometry`, `reports.mutate.select`, `reports.report.served.family`,
-`reports.repro.served`) reads it through the registry instead of testing the engine's name. Imports are inside
-the functions: the registry names this module without loading vLLM's driver.
+`reports.repro.served`, `reports.report.front`, `reports.report.sweeps.geometry`) reads it through the registry
+instead of testing the engine's name. Imports are inside the functions: the registry names this module without
+loading vLLM's driver.
 """
 
 from __future__ import annotations
@@ -38,6 +39,19 @@ def probed_modules() -> list[str]:
     from deferlab.impl.vllm import driver, sources
 
     return [*sources.REQUIRED, driver.K3_PROCESSOR, SERVED_PROCESSOR]
+
+
+def kimi_load(spec: str) -> str | None:
+    """Load vLLM ``spec`` in this process (the report's served and sweep steps then reuse it): None, or why it
+    cannot be loaded in one line (an unknown version, a release without the Kimi-K3 path, a folder that is not a
+    vLLM checkout, offline), the driver's own first line (`reports.report.front.load_kimi_or_refuse`)."""
+    from deferlab.impl.vllm.sources import VLLMSourceError, load
+
+    try:
+        load(spec)
+    except VLLMSourceError as e:
+        return (str(e).strip().splitlines() or [type(e).__name__])[0]
+    return None
 
 
 def media_proc_defaults() -> dict[str, Any]:

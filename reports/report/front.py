@@ -7,12 +7,14 @@ Moved here from the CLI module so that it stays a map of the commands (and under
 from __future__ import annotations
 
 import argparse
+import importlib
 import sys
 from pathlib import Path
 from typing import Any
 
 from deferlab.reference.system import claims as registry
 from deferlab.reference.system.config import PreprocessConfig
+from deferlab.reference.system.engines import engine as engine_facts
 from deferlab.reference.system.errors import DeferlabInputError, UsageError
 from deferlab.reference.system.snapshot import checkpoint_family
 from deferlab.reference.system.validate import check_choice, check_int
@@ -67,17 +69,21 @@ def read_checkpoint(directory: str) -> tuple[PreprocessConfig, dict[str, Any]]:
         raise UsageError(f"--checkpoint: {e}") from None
 
 
-def load_vllm_or_refuse(spec: str) -> None:
-    """Load vLLM ``spec`` in this process, before any step runs (the served and sweep steps then reuse it): an
-    unknown version, a release without the Kimi-K3 path (refused without fetching it), a folder that is not a
-    vLLM checkout, or offline is bad usage, refused in the driver's one line with nothing written."""
-    from deferlab.impl.vllm.sources import VLLMSourceError, load
+def load_kimi_or_refuse(engine: str, spec: str) -> None:
+    """Load ``engine`` ``spec`` in this process, before any step runs (the served and sweep steps then reuse it),
+    through its plugin's hooks (``kimi_load``: this module names no engine's package): an unknown version, a release
+    without the Kimi-K3 path (refused without fetching it), a folder that is not a checkout of it, or offline is bad
+    usage, refused in the driver's one line with nothing written."""
+    facts = engine_facts(engine)
+    refuse_before_first(facts.option, facts.name, spec)
+    why = importlib.import_module(facts.hooks).kimi_load(spec)
+    if why is not None:
+        raise UsageError(f"{facts.option}: {why}")
 
-    refuse_before_first("--vllm", "vllm", spec)
-    try:
-        load(spec)
-    except VLLMSourceError as e:
-        raise UsageError(f"--vllm: {(str(e).strip().splitlines() or [type(e).__name__])[0]}") from None
+
+def load_vllm_or_refuse(spec: str) -> None:
+    """`load_kimi_or_refuse` for vLLM, the one engine whose Kimi-K3 path runs in the CLI (`reports.report.cli`)."""
+    load_kimi_or_refuse("vllm", spec)
 
 
 def refuse_all_na(args: argparse.Namespace, named: str | None) -> None:
