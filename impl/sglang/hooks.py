@@ -1,11 +1,13 @@
 """SGLang's answers to the few questions deferlab's engine-free code asks of an engine (`EngineFacts.hooks`): the
-release a check loads by default, the modules a mutation campaign probes, the family paths of the report's skew
-table and their companions, and the function C13's exhaustive sweep compiles.
+release a check loads by default, the modules a mutation campaign probes, its Kimi-K3 paths (the report's served
+and sweep steps), the family paths of the report's skew table and their companions, and the functions C13's
+exhaustive sweeps compile.
 
 Why here: each answer is SGLang's own (its driver's modules, its family paths), so the code asking
-(`properties.engines`, `properties.family_geometry`, `reports.mutate.select`, `reports.report.served.family`)
-reads it through the registry instead of testing the engine's name. Imports are inside the functions: the
-registry names this module without loading SGLang's driver.
+(`properties.engines`, `properties.family_geometry`, `reports.mutate.select`, `reports.report.served.family`,
+`reports.report.served.paths`, `reports.report.sweeps.geometry`) reads it through the registry instead of testing
+the engine's name. Imports are inside the functions: the registry names this module without loading SGLang's
+driver.
 """
 
 from __future__ import annotations
@@ -28,6 +30,16 @@ def probed_modules() -> list[str]:
     from deferlab.impl.sglang import sources
 
     return [*sources.REQUIRED, *sources.OPTIONAL, *sources.WHITELIST, "sglang.kernels.ops.mm.process"]
+
+
+def kimi_paths(spec: str, media_proc_cfg: dict[str, Any] | None, checkpoint: Any) -> list[Any]:
+    """SGLang ``spec``'s Kimi-K3 paths, loaded in this process: eager, and deferred where the release has it (the
+    report's served and sweep steps, `reports.report.served.paths`). SGLang builds its processor from the config
+    itself, so the snapshot's ``media_proc_cfg`` and the checkpoint oracle are not used."""
+    from deferlab.impl.sglang.driver import SGLangImpl
+    from deferlab.impl.sglang.served import paths
+
+    return paths(SGLangImpl(spec))
 
 
 def table_paths(spec: str, family: str) -> list[Any] | str:

@@ -1,11 +1,11 @@
 """vLLM's answers to the few questions deferlab's engine-free code asks of an engine (`EngineFacts.hooks`): the
-release a check loads by default (and loading one for the report's Kimi-K3 steps), the modules a mutation campaign
+release a check loads by default (and loading one, and its Kimi-K3 path, for the report's served and sweep steps), the modules a mutation campaign
 probes, the keys its processor reads beside a ``media_proc_cfg`` (a reproducer states them), the family paths of
 the report's skew table and their companions, and the functions C13's exhaustive sweeps compile.
 
 Why here: each answer is vLLM's own (its driver's modules, its served paths), so the code asking
 (`properties.engines`, `properties.family_geometry`, `reports.mutate.select`, `reports.report.served.family`,
-`reports.repro.served`, `reports.report.front`, `reports.report.sweeps.geometry`) reads it through the registry
+`reports.repro.served`, `reports.report.front`, `reports.report.sweeps.geometry`, `reports.report.served.paths`) reads it through the registry
 instead of testing the engine's name. Imports are inside the functions: the registry names this module without
 loading vLLM's driver.
 """
@@ -52,6 +52,15 @@ def kimi_load(spec: str) -> str | None:
     except VLLMSourceError as e:
         return (str(e).strip().splitlines() or [type(e).__name__])[0]
     return None
+
+
+def kimi_paths(spec: str, media_proc_cfg: dict[str, Any] | None, checkpoint: Any) -> list[Any]:
+    """vLLM ``spec``'s one Kimi-K3 path, loaded in this process (the report's served and sweep steps,
+    `reports.report.served.paths`): built from the snapshot's ``media_proc_cfg`` as read, and handed the checkpoint
+    oracle (impl never imports it) for the releases that serve the checkpoint's remote code."""
+    from deferlab.impl.vllm.driver import VLLMPath
+
+    return [VLLMPath(spec, media_proc_cfg=media_proc_cfg, checkpoint=checkpoint)]
 
 
 def media_proc_defaults() -> dict[str, Any]:

@@ -5,8 +5,8 @@ not an engine's own package (``impl/<engine>/``, named by the registry): an engi
 that loaded it, asked through its plugin (`EngineFacts`), never by a module of the CLI naming it. And the checks
 (``properties``) run in those children: importing the CLI would make the shipped checks depend on it.
 
-The edges still there are listed in `KNOWN` with who removes them; the list may only shrink (a test fails when
-an entry no longer occurs, so a fixed one is struck off, and when a new one appears).
+The edges still there would be listed in `KNOWN` (none are left); the list may only shrink (a test fails when an
+entry no longer occurs, so a fixed one is struck off, and when a new one appears).
 """
 
 from __future__ import annotations
@@ -19,13 +19,9 @@ from tests.project import imports
 
 ROOT = Path(deferlab.reference.__file__).resolve().parents[1]
 
-# (module, what it imports) still crossing: the report's served paths, loaded in the CLI process (issue 29,
-# item 4: their owners move these behind the plugin's hooks).
-KNOWN = {
-    ("deferlab.reports.report.served.paths", "deferlab.impl.sglang.driver"),
-    ("deferlab.reports.report.served.paths", "deferlab.impl.sglang.served"),
-    ("deferlab.reports.report.served.paths", "deferlab.impl.vllm.driver"),
-}
+# (module, what it imports) still crossing (issue 29, item 4): none left; the report's front door, sweep, served
+# paths and repro's served line ask the plugins' hooks, and properties.served reads `reference.system.snapshot`.
+KNOWN: set[tuple[str, str]] = set()
 
 
 def _under(module: str, prefix: str) -> bool:

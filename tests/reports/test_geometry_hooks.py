@@ -79,7 +79,9 @@ def test_model_path_and_unknown_path() -> None:
 
 def test_sglang_release_path_names_its_kimi_function() -> None:
     from deferlab.properties.engines import default_spec, load_or_skip
-    from deferlab.reports.report.served.paths import sglang_paths
+    from deferlab.reports.report.served.paths import KIMI_PATHS
 
-    names = {geo.engine_function(p).name for p in load_or_skip(sglang_paths, default_spec("sglang"))}
+    paths = load_or_skip(lambda spec: KIMI_PATHS["sglang"](spec, None), default_spec("sglang"))
+    assert [p.path for p in paths] == ["eager", "deferred"]
+    names = {geo.engine_function(p).name for p in paths}
     assert names == {"sglang.srt.multimodal.processors.kimi_k25.navit_resize_config"}

@@ -1,5 +1,5 @@
 """The served paths of one report run: deferlab's model always, and the Kimi-K3 paths of each engine named that has
-one (SGLang's with ``--sglang``, vLLM's with ``--vllm``: `KIMI_PATHS`).
+one (SGLang's with ``--sglang``, vLLM's with ``--vllm``: `KIMI_PATHS`, each engine's plugin hooks' ``kimi_paths``).
 
 Why one holder: the sweep step (C13's exhaustive geometry) and the served step
 (the skew table) read the same paths, and an engine is loaded once per process
@@ -10,9 +10,12 @@ line (the step that needed it fails, the report is still written).
 
 from __future__ import annotations
 
+import importlib
 from dataclasses import dataclass, field
+from functools import partial
 from typing import Any
 
+from deferlab.reference.system import engines
 from deferlab.reference.system.engines import ENGINES, engine_of_label
 from deferlab.reference.system.policies import DEFAULT_POLICY
 from deferlab.reports.report.served.skew import one_line
@@ -25,25 +28,35 @@ def model_paths(policy: str = DEFAULT_POLICY.name) -> list[Any]:
     return [p for p in seam_paths(policy) if p.path == "eager" or p.impl.defers(policy)]
 
 
-def sglang_paths(spec: str) -> list[Any]:
-    """SGLang ``spec``'s eager (and deferred) paths, loaded in this process."""
-    from deferlab.impl.sglang.driver import SGLangImpl
-    from deferlab.impl.sglang.served import paths
+def _hooks(engine: str) -> Any:
+    return importlib.import_module(engines.engine(engine).hooks)
 
-    return paths(SGLangImpl(spec))
+
+def kimi_paths(engine: str, spec: str, media_proc_cfg: dict[str, Any] | None = None) -> list[Any]:
+    """``engine`` ``spec``'s Kimi-K3 paths, loaded in this process through its plugin's hooks (``kimi_paths``:
+    this module names no engine's package); the checkpoint oracle is handed in for the releases serving its
+    remote code (impl never imports the oracle)."""
+    from deferlab.reference.oracle import checkpoint
+
+    return list(_hooks(engine).kimi_paths(spec, media_proc_cfg, checkpoint))
 
 
 def vllm_path(spec: str, media_proc_cfg: dict[str, Any] | None = None) -> Any:
     """vLLM ``spec``'s one path (the checkpoint oracle handed in for the releases serving its remote code)."""
-    from deferlab.impl.vllm.driver import VLLMPath
-    from deferlab.reference.oracle import checkpoint
+    return kimi_paths("vllm", spec, media_proc_cfg)[0]
 
-    return VLLMPath(spec, media_proc_cfg=media_proc_cfg, checkpoint=checkpoint)
+
+def _has_kimi_paths(facts: engines.EngineFacts) -> bool:
+    """Whether the engine's hooks give Kimi-K3 paths (a hooks module that cannot be imported gives none: its
+    engine's own steps say why)."""
+    try:
+        return bool(facts.hooks) and hasattr(importlib.import_module(facts.hooks), "kimi_paths")
+    except Exception:  # noqa: BLE001 - a broken plugin is refused by its own steps, not by this lookup
+        return False
 
 
 KIMI_PATHS: dict[str, Any] = {  # engine -> its Kimi-K3 paths from (spec, media_proc_cfg), loaded in this process
-    "sglang": lambda spec, _cfg: sglang_paths(spec),
-    "vllm": lambda spec, cfg: [vllm_path(spec, cfg)],
+    name: partial(kimi_paths, name) for name, facts in ENGINES.items() if _has_kimi_paths(facts)
 }  # the engines without one (LMDeploy: semantics §19.1) have no Kimi-K3 column in the skew table or the sweep
 
 
