@@ -83,7 +83,9 @@ class EngineFacts:
     # ``hooks``: the module with ``default_version()`` (the release a check loads), ``probed_modules()`` (what a
     # mutation campaign probes), ``table_paths(spec, family)`` / ``table_companions(names)`` (the report's skew
     # table), ``geometry_function(path, cfg)`` (C13's compiled sweep) and ``releases()`` (its releases, where they
-    # are not on the package index: `reports.versions.matrix.index_versions`) where it has them; ``repro``:
+    # are not on the package index: `reports.versions.matrix.index_versions`) where it has them, and for the
+    # report's Kimi-K3 steps ``kimi_paths(spec, media_proc_cfg, checkpoint)``, ``kimi_load(spec)``,
+    # ``kimi_geometry_function(path)`` and ``media_proc_defaults()`` (the reproducers' video keys); ``repro``:
     # ``module:attribute`` of its reproducers (a `reports.repro.engines.EngineRepro`; "" for none);
     # ``mutate_baseline``: the shipped mutation baseline is a sample of its campaign (the default of
     # ``--update-baseline``); ``anchor``: its checkout's own unit tests anchor a campaign (``--anchor``).
