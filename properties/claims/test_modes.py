@@ -185,6 +185,13 @@ def test_claim_c12_alpha_semantics(impl, policy):
             keyed_palette((0, 0, 0)),
             bg,
         ),  # a tuple key on a P image: Pillow raises naming no input; HARDENED rejects it first
+        # A grey key that is neither an int nor a 3-tuple: Pillow's RGBA conversion raises a TypeError naming no
+        # input (semantics §3.1; found by the dev profile's search, which the ci search stops short of).
+        (keyed_grey("L", [0], (0,)), bg),  # "argument 2 must be sequence of length 3, not 1"
+        (keyed_grey("L", [0], b"\x00"), bg),  # "argument 2 must be 3-item sequence, not bytes"
+        (keyed_grey("1", [0], (0,)), bg),  # the same on each keyed grey mode (its own signature: the partition)
+        (keyed_grey("I", [0], b"\x00"), bg),
+        (keyed_grey("I;16", [0], (0, 0, 0, 0, 0)), bg),  # "... not 5"
     ]
     verdict = claimcheck.verify_claim(
         "C12",
