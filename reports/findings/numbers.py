@@ -33,6 +33,8 @@ _CLASS = re.compile(r"^(?:AssertionError: )?\[([^\]]+)\]")
 _EXC = re.compile(r"\b([A-Z][A-Za-z]*(?:Error|Exception)): (?=([^;)]*))")  # the message: a lookahead, so a
 # nested exception inside an AssertionError's message is found too
 _SIZE = re.compile(r"\[(\d+), (\d+)\]")
+_PATCHES = re.compile(r"materialized \((\d+), [^)]*\), the true (\d+x\d+) image needs (\d+) patches")  # C11
+_PLACED = re.compile(r"in the request \[([^\]]*)\], alone \[([^\]]*)\]")  # C10: each image's decision
 
 
 def _n(text: str) -> int:
@@ -155,6 +157,14 @@ def measure(f: Finding) -> dict[str, Any]:
             top = max(fp32, key=lambda m: _n(m.group(1)) / _n(m.group(2)))
             out["fp32_differ"] = f"{top.group(1)} of {top.group(2)}"
         out["bf16_differ_max"] = max((c for m in f.members for c in bf16_counts(m.row.evidence)), default=0)
+    if patches := _all(_PATCHES, texts):  # C11: the owner materializes another patch count than the image's
+        m = patches[0]
+        got, need = int(m.group(1)), int(m.group(3))
+        out["patches"] = f"{got} materialized vs {need} the {m.group(2)} image needs ({got / need:.2f}x)"
+    if placed := _all(_PLACED, texts):  # C10: the decisions a request makes against each image alone
+        together, alone = ([x.strip() for x in g.split(",")] for g in placed[0].groups())
+        moved = sum(1 for a, b in zip(together, alone, strict=False) if a != b)
+        out["placement"] = f"{moved} of {len(alone)} images decided otherwise in the request than alone"
     if f.severity == Severity.CRASH:
         errors = {e.group(1) for t in texts for e in _EXC.finditer(t) if e.group(1) != "AssertionError"}
         out["errors"] = sorted(errors) or ["a refusal or unclear error the claim test names"]

@@ -43,6 +43,8 @@ _LABELS = {
     "fp32_differ": "values differing in float32 (worst cell)",
     "bf16_differ_max": "values differing after the BF16 cast (worst cell)",
     "errors": "errors raised",
+    "patches": "patches the owner materializes (C11)",
+    "placement": "placement decisions (C10)",
 }
 
 
