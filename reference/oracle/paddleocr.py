@@ -19,7 +19,6 @@ transformers 5.24.0; its ``smart_resize`` is the same code in 5.12.1-5.25.0):
 
 from __future__ import annotations
 
-import math
 from typing import Any
 
 import numpy as np
@@ -55,14 +54,7 @@ def resize_target(height: int, width: int, cfg: PaddleOCRVLConfig) -> tuple[int,
             f"image {width}x{height} (w x h, after the small-side step): side ratio {ratio:g} is over {MAX_RATIO}, "
             f"which transformers' smart_resize refuses (ValueError); accepted: a ratio <= {MAX_RATIO}"
         )
-    new_h, new_w = round(height / f) * f, round(width / f) * f
-    if new_h * new_w > cfg.max_pixels:
-        shrink = math.sqrt(height * width / cfg.max_pixels)
-        return max(f, math.floor(height / shrink / f) * f), max(f, math.floor(width / shrink / f) * f)
-    if new_h * new_w < cfg.min_pixels:
-        grow = math.sqrt(cfg.min_pixels / (height * width))
-        return math.ceil(height * grow / f) * f, math.ceil(width * grow / f) * f
-    return new_h, new_w
+    return qwen.budget_target(height, width, f, cfg.min_pixels, cfg.max_pixels)
 
 
 def grid(height: int, width: int, cfg: PaddleOCRVLConfig) -> tuple[int, int, int]:
@@ -96,15 +88,7 @@ def resize_targets(heights: Any, widths: Any, cfg: PaddleOCRVLConfig) -> tuple[n
     short_w = w < f
     h, w = np.where(short_w, np.rint(h * f / w), h), np.where(short_w, f, w)
     refused = np.maximum(h, w) / np.minimum(h, w) > MAX_RATIO
-    new_h, new_w = np.rint(h / f) * f, np.rint(w / f) * f
-    over = new_h * new_w > cfg.max_pixels
-    under = ~over & (new_h * new_w < cfg.min_pixels)
-    shrink, grow = np.sqrt(h * w / cfg.max_pixels), np.sqrt(cfg.min_pixels / (h * w))
-    found = []
-    for side, snap in ((h, new_h), (w, new_w)):
-        down, up = np.maximum(f, np.floor(side / shrink / f) * f), np.ceil(side * grow / f) * f
-        found.append(np.where(refused, 0, np.where(over, down, np.where(under, up, snap))).astype(np.int64))
-    return found[0], found[1]
+    return qwen.budget_targets(h, w, cfg.factor, cfg.min_pixels, cfg.max_pixels, refused)
 
 
 def patchify(chw: Any, cfg: PaddleOCRVLConfig) -> np.ndarray:

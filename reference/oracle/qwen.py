@@ -76,15 +76,21 @@ def resize_target(height: int, width: int, cfg: QwenVLConfig) -> tuple[int, int]
     height, width = check_positive_int("height", height), check_positive_int("width", width)
     if max(height, width) / min(height, width) > MAX_RATIO:
         raise _refusal(height, width)
-    f = cfg.factor
+    return budget_target(height, width, cfg.factor, cfg.min_pixels, cfg.max_pixels)
+
+
+def budget_target(height: float, width: float, f: int, min_pixels: int, max_pixels: int) -> tuple[int, int]:
+    """The pixel-budget rounding smart_resize ends with (semantics §18.2), shared by every family that uses it
+    (PaddleOCR-VL after its small-side step): both sides to the nearest multiple of ``f``, then scaled down into
+    ``max_pixels`` (floored, at least ``f``) or up into ``min_pixels`` (ceiled)."""
     new_h, new_w = round(height / f) * f, round(width / f) * f
-    if new_h * new_w > cfg.max_pixels:
-        shrink = math.sqrt(height * width / cfg.max_pixels)
+    if new_h * new_w > max_pixels:
+        shrink = math.sqrt(height * width / max_pixels)
         return max(f, math.floor(height / shrink / f) * f), max(f, math.floor(width / shrink / f) * f)
-    if new_h * new_w < cfg.min_pixels:
-        grow = math.sqrt(cfg.min_pixels / (height * width))
+    if new_h * new_w < min_pixels:
+        grow = math.sqrt(min_pixels / (height * width))
         return math.ceil(height * grow / f) * f, math.ceil(width * grow / f) * f
-    return new_h, new_w
+    return int(new_h), int(new_w)
 
 
 def grid(height: int, width: int, cfg: QwenVLConfig) -> tuple[int, int, int]:
@@ -121,15 +127,23 @@ def resize_targets(heights: Any, widths: Any, cfg: QwenVLConfig) -> tuple[np.nda
         raise InputValueError(f"the vectorized form needs min_pixels and max_pixels below 2**53, got {cfg}")
     h, w = _sizes(heights, widths)
     hf, wf = h.astype(np.float64), w.astype(np.float64)
-    f = float(cfg.factor)
     refused = np.maximum(hf, wf) / np.minimum(hf, wf) > MAX_RATIO
-    new_h, new_w = np.rint(hf / f) * f, np.rint(wf / f) * f  # rint: half to even, as Python's round
+    return budget_targets(hf, wf, cfg.factor, cfg.min_pixels, cfg.max_pixels, refused)
+
+
+def budget_targets(
+    hf: np.ndarray, wf: np.ndarray, factor: int, min_pixels: int, max_pixels: int, refused: np.ndarray
+) -> tuple[np.ndarray, np.ndarray]:
+    """`budget_target` over broadcast float64 arrays, the same operations in the same order (``rint``: half to
+    even, as Python's ``round``), int64, 0 where ``refused``."""
+    f = float(factor)
+    new_h, new_w = np.rint(hf / f) * f, np.rint(wf / f) * f
     snapped = new_h * new_w
-    over = snapped > cfg.max_pixels
-    under = ~over & (snapped < cfg.min_pixels)
+    over = snapped > max_pixels
+    under = ~over & (snapped < min_pixels)
     pixels = hf * wf
-    shrink = np.sqrt(pixels / cfg.max_pixels)
-    grow = np.sqrt(cfg.min_pixels / pixels)
+    shrink = np.sqrt(pixels / max_pixels)
+    grow = np.sqrt(min_pixels / pixels)
     out = []
     for side, snap in ((hf, new_h), (wf, new_w)):
         down = np.maximum(f, np.floor(side / shrink / f) * f)
