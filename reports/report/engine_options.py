@@ -22,25 +22,18 @@ def add_engine_options(rep: argparse.ArgumentParser, impl_group: Any) -> None:
     ``--impl`` in argparse's own words; every other engine's claims are its own code's, refused with ``--impl``
     in `engine_specs`."""
     for facts in ENGINES.values():
-        if facts.seam:
-            impl_group.add_argument(
-                facts.option,
-                dest=facts.name,
-                metavar="SPEC",
-                help=f"check real {facts.display}: 'installed', a checkout path, or a released version such as "
-                f"{facts.example_release} (fetched into ~/.cache/deferlab; never installed); the claims run on its "
-                "own code",
-            )
-            continue
         claims = ", ".join(facts.claims or ()) or "every claim"
-        rep.add_argument(
-            facts.option,
-            dest=facts.name,
-            metavar="SPEC",
-            help=f"also check real {facts.display}: 'installed', a checkout path, or a release such as "
-            f"{facts.example_release} ({facts.first_release} and later; fetched into ~/.cache/deferlab, never "
-            f"installed): the claims it answers ({claims}) and the skew table run on its own code",
+        seam = (
+            f"check real {facts.display}: 'installed', a checkout path, or a released version such as "
+            f"{facts.example_release} (fetched into ~/.cache/deferlab; never installed); the claims run on its own code"
         )
+        own = (
+            f"also check real {facts.display}: 'installed', a checkout path, or a release such as "
+            f"{facts.example_release} ({facts.first_release} and later; fetched into ~/.cache/deferlab, never "
+            f"installed): the claims it answers ({claims}) and the skew table run on its own code"
+        )
+        group = impl_group if facts.seam else rep
+        group.add_argument(facts.option, dest=facts.name, metavar="SPEC", help=seam if facts.seam else own)
 
 
 def engines_or() -> str:
