@@ -1,4 +1,4 @@
-"""deferlab's restatement of an engine's own video rule as the semantics state it (semantics §20.5: SGLang).
+"""deferlab's restatement of an engine's own video rule as the semantics state it (semantics §20.5: SGLang, §20.6: vLLM).
 
 Why: where an engine's video claim fails (C17 on SGLang fails on every clip of the grid), "the served geometry
 differs from the trained side's" is one failure whatever size the engine serves, so a second difference of the
@@ -26,10 +26,13 @@ from deferlab.reference.oracle.video import (
     family_of,
     hf_resize,
     hf_resize_3d,
+    numpy_linspace_round,
     qwen3_times,
     qwen25_times,
+    sampled_fps,
+    torch_arange_int,
 )
-from deferlab.reference.system.video import Clip, Refused, VideoPlan, VideoRequest
+from deferlab.reference.system.video import Clip, Refused, Unsupported, VideoPlan, VideoRequest
 
 # SGLang's Qwen video constants as §20.5 states them (``qwen_vl.py:69-78``; the env ``VIDEO_MAX_PIXELS`` unset)
 SGLANG_FACTOR = 28  # IMAGE_FACTOR: the pre-resize's multiple for every Qwen family (SGLang #36109)
@@ -109,9 +112,55 @@ def sglang_plan(family: str, clip: Clip, request: VideoRequest) -> VideoPlan:
     return replace(plan, pre_size=(pre_w, pre_h))
 
 
+# vLLM's Qwen loader constants as §20.6 states them (``Qwen2VLVideoBackend`` / ``Qwen3VLVideoBackend``)
+VLLM_FPS, VLLM_MAX_FPS = 2.0, 30.0  # the loaders' default rate, and the cap on a requested one
+
+
+def vllm_count(family: str, total: int, src: float, fps: float) -> int:
+    """§20.6 "Sampling": Qwen2.5-VL n = total / src x fps clamped to [4, floor2(min(768, total))] and to total,
+    floored to even; Qwen3-VL n = int(total / src x fps) clamped to [4, 768] and to total (no even floor)."""
+    if family == "qwen3-vl":
+        return min(max(int(total / src * fps), MIN_FRAMES), MAX_FRAMES, total)
+    top = math.floor(min(MAX_FRAMES, total) / FRAME_FACTOR) * FRAME_FACTOR
+    return math.floor(min(max(total / src * fps, MIN_FRAMES), top, total) / FRAME_FACTOR) * FRAME_FACTOR
+
+
+def vllm_plan(family: str, clip: Clip, request: VideoRequest) -> VideoPlan:
+    """What vLLM serves, by §20.6's rule: the Qwen loader samples by rate (default 2, capped at 30; ``num_frames``
+    ignored), OpenCV reads each chosen frame once in increasing order; the checkpoint processor then takes the
+    frames as read (Qwen2.5-VL: ``do_sample_frames`` off; Qwen3-VL: unless every frame was read, when it resamples
+    at its own 2 fps), resizes with ``min_pixels`` / ``max_pixels`` as its size edges; Qwen2.5-VL's times step by
+    tps / sampled fps, Qwen3-VL's are the pair means of index / source fps (an unknown rate taken as 24)."""
+    fam = family_of(family)
+    if request.total_pixels is not None:
+        raise Unsupported(f"vLLM's {family} video path takes no total_pixels (semantics §20.6)")
+    total = clip.frames
+    fps = min(request.fps if request.fps is not None else VLLM_FPS, VLLM_MAX_FPS)
+    min_px = request.min_pixels if request.min_pixels is not None else fam.min_pixels
+    max_px = request.max_pixels if request.max_pixels is not None else fam.max_pixels
+    notes = () if request.num_frames is None else (f"num_frames={request.num_frames} ignored (semantics §20.6)",)
+    if family == "qwen3-vl":
+        src = clip.fps if clip.fps > 0 else float(UNKNOWN_FPS)  # _prepare_source: kept for the timestamps too
+        idx = np.unique(numpy_linspace_round(total, vllm_count(family, total, src, fps)))
+        if len(idx) == total:  # every frame read: the processor samples again, at its own rate
+            idx = numpy_linspace_round(total, vllm_count(family, total, src, fam.fps))
+        h, w = hf_resize_3d(len(idx), clip.height, clip.width, fam.tps, fam.factor, min_px, max_px)
+        return _finish(fam, idx, (h, w), qwen3_times(idx, src, fam.tps), notes)
+    if (request.min_pixels is None) != (request.max_pixels is None):  # §20.6 (found by running, §20.9)
+        raise Refused("vLLM completes one pixel bound into a size with one edge: the processor refuses it (ValueError)")
+    if not clip.fps > 0:
+        raise Refused("the container's frame rate is 0 (ValueError in Qwen2VLVideoBackend's sampling)")
+    n = vllm_count(family, total, clip.fps, fps)  # n = 0 (one frame): torch_arange_int refuses (ZeroDivisionError)
+    idx = np.unique(np.minimum(torch_arange_int(total, n), total - 1))  # the tail clamped; each frame read once
+    h, w = hf_resize(clip.height, clip.width, fam.factor, min_px, max_px)
+    times = qwen25_times(-(-len(idx) // fam.tps), fam.tps, sampled_fps(len(idx), total, clip.fps))
+    return _finish(fam, idx, (h, w), times, notes)
+
+
 # An engine's stated rule, by engine name (the part of a path's ``system`` before its version).
 RULES: dict[str, tuple[str, Callable[[str, Clip, VideoRequest], VideoPlan]]] = {
     "sglang": ("semantics §20.5", sglang_plan),
+    "vllm": ("semantics §20.6", vllm_plan),
 }
 
 

@@ -1,8 +1,8 @@
-"""Every difference explained (semantics §20.5): `reference.oracle.video_served`'s restatement of SGLang's own video
-rule, by §20.5's worked numbers, and the video claims' reading of a served plan against it (`properties.video_claims`):
+"""Every difference explained (semantics §20.5, §20.6): `reference.oracle.video_served`'s restatement of SGLang's and
+vLLM's own video rules, by the sections' worked numbers, and the video claims' reading of a served plan against it (`properties.video_claims`):
 a difference the stated rule gives keeps the claim's documented wording; one it does not is a distinct signature
 that ``claims.toml``'s failure pattern does not name. The restatement against SGLang's real code on the grid is
-``tests/impl/sglang/test_video_rule.py``."""
+``tests/impl/sglang/test_video_rule.py`` (vLLM's: ``tests/impl/vllm/test_video_rule.py``)."""
 
 from __future__ import annotations
 
@@ -17,7 +17,7 @@ from deferlab.properties import video_claims as vc
 from deferlab.reference.oracle import video as oracle
 from deferlab.reference.oracle import video_served as vs
 from deferlab.reference.system.signatures import signature
-from deferlab.reference.system.video import Clip, Refused, VideoRequest
+from deferlab.reference.system.video import Clip, Refused, Unsupported, VideoRequest
 
 CLAIMS = Path(__file__).resolve().parents[2] / "reference" / "system" / "claims.toml"
 
@@ -61,7 +61,46 @@ def test_the_restated_rule_refuses_where_section_20_5_says_sglang_does(clip, req
 
 def test_only_engines_whose_rule_the_semantics_state_have_one() -> None:
     assert vs.rule_for("sglang-0.5.23")[0] == "semantics §20.5"
-    assert vs.rule_for("vllm-0.34.0") is None and vs.rule_for("lmdeploy-0.18.0") is None and vs.rule_for("") is None
+    assert vs.rule_for("vllm-0.34.0") == ("semantics §20.6", vs.vllm_plan)
+    assert vs.rule_for("lmdeploy-0.18.0") is None and vs.rule_for("") is None
+
+
+def test_vllms_restated_rule_gives_section_20_6s_worked_numbers() -> None:
+    """§20.6's own examples (tests/impl/vllm/test_video.py's worked clips): the rate-driven loaders, Qwen2.5-VL's
+    truncated arange, Qwen3-VL's resampling of a clip read whole, its 24 fps fallback and the ignored count."""
+    q25 = vs.vllm_plan("qwen2.5-vl", Clip(10, 30.0), VideoRequest())
+    assert (q25.indices, q25.size, q25.grid, q25.tokens, q25.times) == (
+        (0, 2, 5, 7),
+        (56, 56),
+        (2, 4, 4),
+        8,
+        (0, 1 / 6),
+    )
+    assert vs.vllm_plan("qwen2.5-vl", Clip(3, 30.0), VideoRequest()).indices == (0, 1)
+    assert vs.vllm_plan("qwen3-vl", Clip(30, 3.0), VideoRequest(fps=4.0)).indices == tuple(
+        round(i * 29 / 19) for i in range(20)
+    )  # 40 asked, all 30 read: the processor samples again at 2 fps (§20.6's off-grid clip)
+    unknown = vs.vllm_plan("qwen3-vl", Clip(48, 0.0), VideoRequest())
+    assert unknown.indices == (0, 16, 31, 47) and unknown.times == (8 / 24, 39 / 24)
+    counted = vs.vllm_plan("qwen3-vl", Clip(120, 30.0), VideoRequest(num_frames=16))
+    assert counted.indices == vs.vllm_plan("qwen3-vl", Clip(120, 30.0), VideoRequest()).indices and counted.notes
+    capped = vs.vllm_plan("qwen2.5-vl", Clip(600, 60.0), VideoRequest(fps=45.0))
+    assert len(capped.indices) == 300  # 45 fps capped at 30
+
+
+@pytest.mark.parametrize(
+    ("family", "clip", "request_", "why"),
+    [
+        ("qwen2.5-vl", Clip(1, 1.0), VideoRequest(), Refused),
+        ("qwen2.5-vl", Clip(30, 0.0), VideoRequest(), Refused),
+        ("qwen2.5-vl", Clip(30, 10.0), VideoRequest(max_pixels=50000), Refused),
+        ("qwen3-vl", Clip(1, 1.0), VideoRequest(), Refused),
+        ("qwen3-vl", Clip(30, 10.0), VideoRequest(total_pixels=50000), Unsupported),
+    ],
+)
+def test_vllms_restated_rule_refuses_where_section_20_6_says(family, clip, request_, why) -> None:
+    with pytest.raises(why):
+        vs.vllm_plan(family, clip, request_)
 
 
 class Served:
