@@ -55,9 +55,11 @@ def fast(vp: Any, n: int, width: int, height: int, md: Any, call: dict[str, Any]
         got.frames_indices = picked
         n = len(indices)
     std = vp._standardize_kwargs(**kwargs)
-    if std.get("cap_pixels_per_frame") or not std.get("do_resize", True):
-        return exact(vp, len(md.frames_indices), width, height, md, call)
     size, patch, merge, tps = std["size"], std["patch_size"], std["merge_size"], std["temporal_patch_size"]
+    one_edge = getattr(size, "shortest_edge", None) is None or getattr(size, "longest_edge", None) is None
+    if std.get("cap_pixels_per_frame") or not std.get("do_resize", True) or one_edge:
+        # a size with one edge (min_pixels or max_pixels alone) is the processor's call's to refuse, in its words
+        return exact(vp, len(md.frames_indices), width, height, md, call)
     smart_resize = sys.modules[type(vp).__module__].smart_resize
     edges = {"factor": patch * merge, "min_pixels": size.shortest_edge, "max_pixels": size.longest_edge}
     if "num_frames" in smart_resize.__code__.co_varnames[: smart_resize.__code__.co_argcount]:

@@ -106,7 +106,8 @@ def test_pixel_free_geometry_equals_the_processors_call(vllm_source):
 
     clips = [Clip(1, 1.0), Clip(3, 30.0), Clip(9, 2.0), Clip(30, 3.0), Clip(61, 8.0), Clip(97, 24.0),
              Clip(5, 24.0, 63, 47), Clip(12, 10.0, 17, 600), Clip(9, 2.0, 1280, 720), Clip(40, 1.0, 20, 20)]  # fmt: skip
-    requests = [VideoRequest(), VideoRequest(fps=4.0), VideoRequest(min_pixels=50176, max_pixels=200704)]
+    requests = [VideoRequest(), VideoRequest(fps=4.0), VideoRequest(min_pixels=50176, max_pixels=200704),
+                VideoRequest(min_pixels=50176), VideoRequest(max_pixels=200704)]  # one edge: the call refuses it  # fmt: skip
     for family in FAMILIES:
         fast, exact = VLLMVideoPath(vllm_source, family), VLLMVideoPath(vllm_source, family, exact=True)
         for clip in clips:

@@ -51,11 +51,11 @@ def _one_sided(request: VideoRequest) -> bool:
 
 
 def _points(family: str) -> list[tuple[Clip, VideoRequest]]:
-    """The sweep's points; Qwen2.5-VL's one-sided pixel bounds go to the processor's own call instead (below):
-    ``impl.vllm.video_geometry.fast`` answers a lone ``max_pixels`` the call refuses."""
+    """The sweep's points, one-sided pixel bounds included (``impl.vllm.video_geometry.fast`` hands a size with one
+    edge to the processor's own call, which refuses it for Qwen2.5-VL)."""
     from deferlab.properties.video_claims import OPTION_SETS
 
-    more = [r for r in MORE if family == "qwen3-vl" or not _one_sided(r)]
+    more = list(MORE)
     points = [(c, r) for r in OPTION_SETS for c in grid_clips()[::10]]
     return points + [(c, r) for c in (*LONG, *UNKNOWN) for r in (*OPTION_SETS, *more)]
 
