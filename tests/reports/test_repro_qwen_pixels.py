@@ -104,6 +104,7 @@ def test_a_row_the_template_does_not_fit_gets_none(family: str, ce: object) -> N
     assert qwen_pixels.qwen_c14(Column("sglang", family, None), ce, "", r) is None
 
 
+@pytest.mark.extra("transformers")  # the file imports transformers at its top, as a reproducer runs beside it
 @pytest.mark.parametrize("cls", IMAGE_CLASSES)
 def test_the_file_draws_deferlabs_image_and_its_rgb_step_is_the_oracles(cls: str) -> None:
     """Every class, at sizes and seeds C14 draws: the file's image is deferlab's (mode, size, bytes, palette, key);
@@ -145,6 +146,7 @@ def _recorded(column: str) -> str:
 
 
 @pytest.mark.slow
+@pytest.mark.extra("transformers")  # the scripts run SGLang's processor path, which calls transformers
 def test_the_sglang_files_fail_on_0_5_23_as_recorded(tmp_path: Path) -> None:
     """Qwen2.5-VL: the alpha of the partly transparent image dropped (27598 of 28224 values, up to 255 levels);
     Qwen3-VL: torch's resize against Pillow's (up to 2 levels): each the count and first element recorded."""
