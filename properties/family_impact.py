@@ -14,6 +14,7 @@ import numpy as np
 from deferlab.properties import families as fam
 from deferlab.properties import impact
 from deferlab.properties.strategies import served as ss
+from deferlab.reference.system.families import FAMILIES
 
 MAP_SIDES = tuple(range(32, 2049, 32))  # the token map's widths and heights: 64 x 64 sizes, 32 px apart
 
@@ -56,7 +57,8 @@ def pixels(paths: list[Any], family: str, trained: fam.Trained, case: Any) -> di
     the minimal input ``case`` (class, width, height, seed), the tower's numbers and both sides' levels."""
     cfg = fam.config(family)
     out = impact.images_impact(
-        lambda image: next((p for p in (fam.pixel_problem(x, image, cfg, trained) for x in paths) if p), None)
+        lambda image: next((p for p in (fam.pixel_problem(x, image, cfg, trained) for x in paths) if p), None),
+        size=FAMILIES[family].remade,
     )
     try:
         cls, w, h, seed = case

@@ -256,11 +256,14 @@ PIXEL_SIZE = (16, 12)  # C14's remade image: its mode and alpha, not its size or
 _GRID_CHANGE = "!= checkpoint's"  # C14's wording for a grid or shape change (semantics §21.1's sequence)
 
 
-def images_impact(problem: Callable[[Any], str | None], n: int = 2000) -> dict[str, Any]:
-    """C14: the realistic images (semantics §21.5), each remade decoded at `PIXEL_SIZE` in its mode and its class's
+def images_impact(
+    problem: Callable[[Any], str | None], n: int = 2000, size: tuple[int, int] = PIXEL_SIZE
+) -> dict[str, Any]:
+    """C14: the realistic images (semantics §21.5), each remade decoded at ``size`` (the family's ``remade``, default
+    `PIXEL_SIZE`) in its mode and its class's
     alpha (`image`), whose pixels the served side gives otherwise than TRAINED by the claim's own comparison
-    ``problem(image)`` (None: the same). A grid change at the remade size is not counted (it is the remade size's,
-    not the upload's: C13's share at the real sizes says it), and is reported as ``grid_at_remade_size``. Each
+    ``problem(image)`` (None: the same). A grid change at the remade size is left out of ``of`` (it is the remade
+    size's, not the upload's: C13's share at the real sizes says it), and is reported as ``grid_at_remade_size``. Each
     distinct image is served once."""
     started = time.perf_counter()
     seen: dict[tuple[Any, ...], str | None] = {}
@@ -269,15 +272,17 @@ def images_impact(problem: Callable[[Any], str | None], n: int = 2000) -> dict[s
     for record in realistic.images(n):
         key = (record.kind in TRANSPARENT_CLASSES, record.mode)
         if key not in seen:
-            seen[key] = problem(image(record.kind if key[0] else "", record.mode, *PIXEL_SIZE))
+            seen[key] = problem(image(record.kind if key[0] else "", record.mode, *size))
         found = seen[key]
         changed = found is not None and _GRID_CHANGE in found
-        _count(affected, record.kind, found is not None and not changed)
-        grid += int(changed)
+        if changed:  # not comparable at the remade size (left out of ``of``, as a one-sided refusal is)
+            grid += 1
+        else:
+            _count(affected, record.kind, found is not None)
     return {
         "realistic": {**share(affected), "grid_at_remade_size": grid,
-                      "distribution": f"realistic.images({n}, seed 0), each remade decoded at {PIXEL_SIZE[0]}x"
-                      f"{PIXEL_SIZE[1]} in its mode and its class's alpha; {len(seen)} distinct"},
+                      "distribution": f"realistic.images({n}, seed 0), each remade decoded at {size[0]}x"
+                      f"{size[1]} in its mode and its class's alpha; {len(seen)} distinct"},
         "seconds": round(time.perf_counter() - started, 3),
     }  # fmt: skip
 

@@ -44,6 +44,9 @@ class Family:
     needs: tuple[str, ...] = ()  # optional extras the trained side needs (reference.system.extras)
     video: bool = False  # its checkpoints name a video processor: the video claims apply (semantics §20.1)
     encoded: bool = True  # C20 is judged in its columns (Kimi-K3's engine paths are judged on decoded images, §16)
+    # C14's impact remakes each realistic image at this size (semantics §21.7: its mode and alpha matter, not its
+    # size): the smallest the checkpoint serves in its fewest pieces, so the measurement stays within its budget
+    remade: tuple[int, int] = (16, 12)
 
     @property
     def claims(self) -> tuple[str, ...]:
@@ -127,6 +130,7 @@ FAMILIES: dict[str, Family] = {
         ),
         trained="deferlab.reference.oracle.internvl",  # restated from the model card's load_image
         profile="internvl",
+        remade=(12, 12),  # one 448-pixel tile on the card's rule; 16x12 (4:3) makes 12 tiles and a thumbnail
     ),
 }
 

@@ -87,6 +87,8 @@ def measured(f: Finding) -> dict[str, Any]:
     shares = []
     for m in cells:
         r = m.row.impact.get("realistic")
+        if r and not r.get("of"):  # nothing comparable (C14: the remade size's grid differs on every image)
+            continue
         if r and m.column not in [c for c, _ in shares]:
             what = "clips" if m.claim in ("C16", "C17", "C18", "C19") else "images"
             shares.append(

@@ -179,6 +179,22 @@ def test_images_impact_reads_the_problem_on_each_mode_and_alpha() -> None:
     assert got["realistic"]["affected"] == want > 0
 
 
+def test_images_impact_leaves_a_grid_change_at_the_remade_size_out_and_takes_the_familys_size() -> None:
+    from deferlab.reference.system.families import FAMILIES
+
+    sizes = set()
+
+    def grid_on_grey(image) -> str | None:  # a grid that differs for grey images only, at whatever size
+        sizes.add(image.size)
+        return f"[L] {impact._GRID_CHANGE} 9" if image.mode in ("L", "LA") else None
+
+    got = impact.images_impact(grid_on_grey, n=600, size=FAMILIES["internvl"].remade)["realistic"]
+    grey = sum(r.mode in ("L", "LA") for r in realistic.images(600))
+    assert grey > 0 and got["grid_at_remade_size"] == grey and got["of"] == 600 - grey and got["affected"] == 0
+    assert sizes == {(12, 12)}  # InternVL's: one tile on the card's rule (semantics §21.7)
+    assert "12x12" in got["distribution"]
+
+
 def test_tower_numbers_count_bf16_and_levels() -> None:
     trained = np.array([0.5, -1.0, 0.25], np.float32)
     served = np.array([0.5 + 2**-9, -1.0, 0.25 + 2**-5], np.float32)  # the first vanishes in bf16; the last:
