@@ -1,9 +1,10 @@
 """Benchmark: what the impact measurement (semantics §21.7) adds to a family's claims time, side by side.
 
 Why: issue 32 budgets the measurement at 20 % of a family's claims time. The same claims run twice in child
-processes, ``DEFERLAB_IMPACT=0`` and on, in turn (best of two rounds each, so a burst of load on the shared machine
-hits both alike); the children are whole pytest sessions on the engine's cached release, so the time includes
-what a user waits for (loading, searches, the measurement). The cells are the heaviest measurements of stop 35's
+processes, ``DEFERLAB_IMPACT=0`` and on, in turn (best of two rounds each); the children are whole pytest sessions
+on the engine's cached release (loading, searches, the measurement), timed by their CPU seconds (user + system,
+the children's rusage): on a shared two-core machine wall time swung 2x between identical runs, CPU time does
+not, and the measurement's cost is work, not waiting. The cells are the heaviest measurements of stop 35's
 run: LMDeploy's Qwen3-VL video plans of the realistic clips, and the InternVL C14 remakes on SGLang and vLLM.
 Each child's verdicts must be the same with and without the measurement (the measurement sets no verdict).
 """
@@ -12,10 +13,10 @@ from __future__ import annotations
 
 import json
 import os
+import resource
 import subprocess
 import sys
 import tempfile
-import time
 from pathlib import Path
 
 import pytest
@@ -34,15 +35,16 @@ CELLS = (  # (engine option, release, family, claims): each a family's claims th
 
 
 def _claims_run(option: str, release: str, family: str, claims: str, measure: bool) -> tuple[float, dict[str, str]]:
-    """One child pytest session of ``family``'s claim tests on the release: its wall seconds and its verdicts."""
+    """One child pytest session of ``family``'s claim tests on the release: its CPU seconds and its verdicts."""
     with tempfile.TemporaryDirectory(prefix="impact-cost-") as out:
         env = {**os.environ, impact.IMPACT_ENV: "1" if measure else "0", "DEFERLAB_RESULTS_DIR": out}
         cmd = [sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", "--hypothesis-profile=ci",
                "properties/claims", option, release, "--model", family,
                "-k", " or ".join(f"test_claim_{c.lower()}_" for c in claims.split(","))]  # fmt: skip
-        started = time.perf_counter()
+        before = resource.getrusage(resource.RUSAGE_CHILDREN)
         done = subprocess.run(cmd, env=env, capture_output=True, text=True, cwd=Path(__file__).parents[2])
-        seconds = time.perf_counter() - started
+        after = resource.getrusage(resource.RUSAGE_CHILDREN)
+        seconds = (after.ru_utime - before.ru_utime) + (after.ru_stime - before.ru_stime)
         found = Path(out) / "verdicts.json"
         if not found.is_file():
             pytest.fail(f"{option} {release} {family}: no verdicts (rc {done.returncode}): {done.stdout[-800:]}")
@@ -64,5 +66,5 @@ def test_bench_impact_cost(benchmark, option: str, release: str, family: str, cl
     benchmark.group = "impact-cost"
     benchmark.extra_info.update(with_s=round(best[True], 1), without_s=round(best[False], 1), added=round(added, 3))
     benchmark.pedantic(lambda: None, rounds=1)
-    print(f"\n{option[2:]} {release} {family}: {best[False]:.1f} s without, {best[True]:.1f} s with ({added:+.1%})")
+    print(f"\n{option[2:]} {release} {family}: {best[False]:.1f} CPU s without, {best[True]:.1f} with ({added:+.1%})")
     assert added <= BUDGET, f"impact adds {added:.1%} to {family}'s claims on {option[2:]} {release} (budget 20 %)"
