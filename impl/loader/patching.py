@@ -36,6 +36,7 @@ from deferlab.reference.system.errors import InputValueError, UsageError
 
 PATCH_ENV = "DEFERLAB_PATCH"
 MARK = "+patch:"
+NAME_MARK = "+patch."  # a patched source's code name: ``sglang-0.5.23+patch.<sha8>`` (`sources.Source.name`)
 ACCEPTED = "accepted: a unified diff (git diff, diff -u) of text files of an engine's tree, each path one folder "
 ACCEPTED += "above the package or its checkout folder (a/sglang/... or a/python/sglang/...)"
 _HUNK = re.compile(r"^@@ -(\d+)(?:,(\d+))? \+(\d+)(?:,(\d+))? @@")

@@ -86,7 +86,7 @@ class Source:
     @property
     def name(self) -> str:
         name = f"{self.engine.name}-{self.version}" + (f"+g{self.git_rev[:9]}" if self.git_rev else "")
-        return name + (f"+patch.{self.patched_with['sha256'][:8]}" if self.patched_with else "")
+        return name + (f"{patching.NAME_MARK}{self.patched_with['sha256'][:8]}" if self.patched_with else "")
 
     @property
     def stand_ins(self) -> list[StandIn]:

@@ -19,6 +19,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from deferlab.reference.system.impact import LABELS
 from deferlab.reference.system.systems import claim_key, column_key
 from deferlab.reports.core.atomic import write_text_atomic
 from deferlab.reports.core.diff import Cell
@@ -65,6 +66,18 @@ class Baseline:
             out.cells.setdefault(where, {})[subject] = cell.verdict
             if cell.verdict == "fails" and cell.signatures:
                 out.signatures.setdefault(where, {})[subject] = sorted(cell.signatures)
+        return out
+
+    def worse(self, now: Mapping[str, Mapping[str, str | None]]) -> list[tuple[str, str, str, str]]:
+        """(where, subject, class then, class now) of each cell this baseline classed that ``now`` (where ->
+        subject -> class) classes worse (semantics §21.3: a tower-input difference that became a crash); a
+        baseline written before it recorded classes says nothing."""
+        out = []
+        for where, per in self.severities.items():
+            for subject, was in per.items():
+                current = now.get(where, {}).get(subject)
+                if current in LABELS and was in LABELS and LABELS[current] > LABELS[was]:
+                    out.append((where, subject, was, str(current)))
         return out
 
     def replacing(self, other: Baseline) -> Baseline:

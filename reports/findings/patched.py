@@ -12,17 +12,17 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
+from deferlab.impl.loader.patching import NAME_MARK
 from deferlab.reference.system.errors import UsageError
 from deferlab.reports.findings.group import Finding, group
 
-PATCHED_MARK = "+patch."  # what `deferlab versions --patch` appends to a release's code name (impl.loader.patching)
 ACCEPTED = "accepted: a versions.json written by `deferlab versions --patch FILE` on releases RESULTS has"
 
 
 def patch_names(doc: Mapping[str, Any]) -> list[str]:
     """The patched code names a versions document records (``sglang-0.5.23+patch.5c8f6af9``), in order."""
     names = (str(s.get("name", "")) for s in (doc.get("systems") or {}).values() if isinstance(s, Mapping))
-    return list(dict.fromkeys(n for n in names if PATCHED_MARK in n))
+    return list(dict.fromkeys(n for n in names if NAME_MARK in n))
 
 
 def check(base: Mapping[str, Any], patched: Mapping[str, Any], where: str) -> list[str]:

@@ -14,7 +14,6 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
-from deferlab.reference.system.impact import LABELS
 from deferlab.reference.system.signatures import signature_set
 from deferlab.reports.core import baseline as baselines
 from deferlab.reports.core.baseline import Baseline
@@ -94,14 +93,16 @@ def compare_claims(report: dict[str, Any], base: Baseline, *, strict: bool = Fal
         elif c.name in gating:
             regs.append(_regression("claim", c.name, c.before, c.after, f"verdict {c.before} -> {c.after}"))
         notes += [f"change: {where} no longer fails this way: {sig}" for sig in c.gone]
-    for r in report["claims"]:  # a cell failing in both whose class got worse: a tower-input that became a crash
-        was, now_class = base.severities.get(str(r["policy"]), {}).get(str(r["id"])), severity(r)
-        if was in LABELS and now_class in LABELS and LABELS[now_class] > LABELS[was]:
-            name = f"{r['id']}/{r['policy']}"
-            if gated:
-                regs.append(_regression("severity", name, was, now_class, f"fails worse: {was} -> {now_class}"))
-            else:
-                notes.append(f"{r['id']} under {r['policy']} fails worse: {was} -> {now_class} (not gated: {why})")
+    classes: dict[str, dict[str, str | None]] = {}
+    for r in report["claims"]:
+        classes.setdefault(str(r["policy"]), {})[str(r["id"])] = severity(r)
+    for policy, claim, was, now_class in base.worse(classes):  # a tower-input that became a crash, say
+        if gated:
+            regs.append(
+                _regression("severity", f"{claim}/{policy}", was, now_class, f"fails worse: {was} -> {now_class}")
+            )
+        else:
+            notes.append(f"{claim} under {policy} fails worse: {was} -> {now_class} (not gated: {why})")
     return regs, notes
 
 

@@ -81,16 +81,8 @@ def compare(doc: dict[str, Any], baseline: Baseline, *, strict: bool) -> list[di
 
 def worse(doc: dict[str, Any], baseline: Baseline) -> list[tuple[str, str, str, str]]:
     """(column, claim, baseline class, class now) of each cell failing in both whose class (semantics §21.3) is
-    worse now: a tower-input difference that became a crash, say. Gated with the signatures (the new class comes
-    with a new way of failing); a baseline written before it recorded classes says nothing."""
-    now = severity_of(doc)
-    out = []
-    for where, per in baseline.severities.items():
-        for claim, was in per.items():
-            current = now.get(where, {}).get(claim)
-            if current in LABELS and was in LABELS and LABELS[current] > LABELS[was]:
-                out.append((where, claim, was, current))
-    return out
+    worse now (`Baseline.worse`). Gated with the signatures: the new class comes with a new way of failing."""
+    return baseline.worse(severity_of(doc))
 
 
 def updated(previous: Baseline | None, doc: dict[str, Any]) -> Baseline:
