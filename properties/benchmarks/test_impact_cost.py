@@ -22,6 +22,7 @@ from pathlib import Path
 import pytest
 
 from deferlab.properties import impact
+from deferlab.reference.system.claims import selection
 
 pytestmark = [pytest.mark.bench, pytest.mark.extra("video"), pytest.mark.extra("transformers")]
 
@@ -40,7 +41,7 @@ def _claims_run(option: str, release: str, family: str, claims: str, measure: bo
         env = {**os.environ, impact.IMPACT_ENV: "1" if measure else "0", "DEFERLAB_RESULTS_DIR": out}
         cmd = [sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", "--hypothesis-profile=ci",
                "properties/claims", option, release, "--model", family,
-               "-k", " or ".join(f"test_claim_{c.lower()}_" for c in claims.split(","))]  # fmt: skip
+               "-k", selection(claims.split(","))]  # fmt: skip
         before = resource.getrusage(resource.RUSAGE_CHILDREN)
         done = subprocess.run(cmd, env=env, capture_output=True, text=True, cwd=Path(__file__).parents[2])
         after = resource.getrusage(resource.RUSAGE_CHILDREN)

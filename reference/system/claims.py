@@ -241,6 +241,12 @@ def claim_of_node(node: str, claims: dict[str, Claim] | None = None) -> str | No
     return m.group(1).upper() if m else None
 
 
+def selection(claims: Iterable[str]) -> str:
+    """pytest's ``-k`` expression selecting the tests of ``claims`` by the name every claim test carries
+    (``test_claim_c14_...``; ``-m`` cannot match a marker's argument), for a child run of some claims."""
+    return " or ".join(f"test_claim_{c.lower()}_" for c in claims)
+
+
 def claim_ids(path: Path = CLAIMS_PATH) -> tuple[str, ...]:
     """The claim ids of ``claims.toml``, in file order (the one list of claims)."""
     return tuple(load_claims(path))

@@ -87,7 +87,7 @@ def command(request: Request) -> list[str]:
     cmd += ["-q", "-p", "no:cacheprovider", f"--hypothesis-profile={request.profile}", "-rN"]
     cmd += request.system.pytest_options()
     if request.claims and not request.nodes:
-        cmd += ["-k", " or ".join(f"test_claim_{c.lower()}_" for c in request.claims)]
+        cmd += ["-k", registry.selection(request.claims)]
     if request.collect_only:
         cmd.append("--collect-only")
     elif request.workers > 1 and importlib.util.find_spec("xdist") is not None:
