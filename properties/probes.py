@@ -116,10 +116,24 @@ def _first_change(nodeid: str, failed: bool) -> str | None:
     recorded = list(getattr(getattr(verdicts, "RECORDER", None), "claims", []))
     new, _STATE["seen"] = recorded[_STATE["seen"] :], len(recorded)
     for entry in new:
-        ref = _STATE["claims"].get(entry.get("id"))
+        ref = _reference_of(entry)
         if ref is not None and (entry.get("verdict"), signature_of(entry)) != (ref["verdict"], ref["signature"]):
             return str(entry["id"])
     return nodeid if failed and _STATE["tests"].get(nodeid) == "passed" else None
+
+
+def _reference_of(entry: Mapping[str, Any]) -> Mapping[str, Any] | None:
+    """The reference of the column ``entry`` was recorded in (a row compares with its own column, never with the
+    claim's verdicts joined over columns); a column the reference never recorded compares with the claim's
+    verdict only where the claim had one column (stop files without columns, and single-column claims)."""
+    cid = str(entry.get("id"))
+    columns = _STATE.get("columns", {}).get(cid)
+    if columns:
+        return columns.get(str(entry.get("policy")), {"verdict": "not-run", "signature": ""})
+    ref = _STATE["claims"].get(cid)
+    if ref is not None and "=" in str(ref.get("verdict", "")):  # a joined multi-column verdict, no columns given
+        return None
+    return ref
 
 
 def pytest_sessionfinish(session: Any, exitstatus: int) -> None:

@@ -272,7 +272,7 @@ def _campaign(
     cost = plan.cost_model(ref)
     stop_on = pool.work / "stop.json" if args.first_kill else None
     if stop_on is not None:
-        write_text_atomic(stop_on, json.dumps({"claims": ref["claims"], "tests": ref["tests"]}))
+        write_text_atomic(stop_on, json.dumps(mrun.stop_document(ref)))
     campaign = mrun.Campaign(
         harness, ref, reach, engine.Sources(front.root),
         timeout=lambda nodes: args.timeout or 60 + 2 * cost(nodes, overhead_only=True) + 4 * cost(nodes),

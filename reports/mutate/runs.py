@@ -305,6 +305,19 @@ def absolute(reference: dict[str, Any], nodes: Iterable[str]) -> list[str]:
     return [f"{reference['rootdir']}/{n}" for n in nodes]
 
 
+def stop_document(reference: dict[str, Any]) -> dict[str, Any]:
+    """What ``--first-kill``'s plugin compares each recorded claim row with (`properties.probes`): the reference's
+    verdict and signature per claim *and per column*. A claim judged in two columns (vLLM's plain and
+    host-normalized paths) records one row per column; compared with the claim's joined verdict, the first row
+    always differed, the session stopped before the claim's other column ran, and every mutant (the control too)
+    was "killed" by a column left not run."""
+    columns: dict[str, dict[str, dict[str, str]]] = {}
+    for row in reference.get("rows", []):
+        columns.setdefault(str(row["id"]), {})[str(row.get("policy"))] = {
+            "verdict": str(row["verdict"]), "signature": select.signature_of(row)}  # fmt: skip
+    return {"claims": reference["claims"], "columns": columns, "tests": reference["tests"]}
+
+
 def units_of(reference: dict[str, Any]) -> list[str]:
     """The reference's units in claim order: its claims with a verdict, then its passing properties."""
     props = [u for u, o in reference.get("properties", {}).items() if o == "passed"]

@@ -321,6 +321,36 @@ def test_first_kill_stops_the_session_at_the_first_claim_that_differs(tmp_path: 
     assert "1 passed" in out and "C1 saw the mutant" in out
 
 
+def test_first_kill_compares_each_column_with_its_own_reference(tmp_path: Path) -> None:
+    """A claim recorded in two columns (vLLM's plain and host-normalized paths) is compared column by column: the
+    unmutated tree runs every test (the first row matched its column, not the claim's joined verdict, which every
+    row differed from and stopped the session, leaving the second column not run: every mutant and the control
+    "killed"), and a row that moved in the second column stops the session there."""
+    (tmp_path / "test_cols.py").write_text(
+        "import os\nfrom deferlab.properties import verdicts\n"
+        "def test_claim_c16_a():\n    verdicts.record_claim('C16', 'SGLANG', 'fails', 'AssertionError: 3 frames')\n"
+        "def test_claim_c16_b():\n    verdicts.record_claim('C16', 'SGLANG host-normalized', os.environ.get('V', 'n/a'), 'none')\n"
+        "def test_claim_c17_c():\n    verdicts.record_claim('C17', 'SGLANG', 'holds', 'fine')\n"
+    )
+    stop = tmp_path / "stop.json"
+    assert "3 passed" in _session(tmp_path, tmp_path / "test_cols.py", {}).stdout
+    rows = [{"id": c, "policy": p, "verdict": v, "evidence": e} for c, p, v, e in (
+        ("C16", "SGLANG", "fails", "AssertionError: 3 frames"), ("C16", "SGLANG host-normalized", "n/a", "none"),
+        ("C17", "SGLANG", "holds", "fine"))]  # fmt: skip
+    ref = {"claims": mutate_run.claims_of(_record(rows)), "rows": rows, "tests": {}}
+    assert "=" in ref["claims"]["C16"]["verdict"]  # joined over the two columns
+    stop.write_text(json.dumps(mutate_run.stop_document(ref)))
+    assert "3 passed" in _session(tmp_path, tmp_path / "test_cols.py", {mutate_run.STOP_ENV: str(stop)}).stdout
+    out = _session(tmp_path, tmp_path / "test_cols.py", {mutate_run.STOP_ENV: str(stop), "V": "fails"}).stdout
+    assert "2 passed" in out and "C16 saw the mutant" in out
+    legacy = {"claims": ref["claims"], "tests": {}}  # a stop file without columns never stops on a joined verdict
+    stop.write_text(json.dumps(legacy))
+    assert (
+        "3 passed"
+        in _session(tmp_path, tmp_path / "test_cols.py", {mutate_run.STOP_ENV: str(stop), "V": "fails"}).stdout
+    )
+
+
 def test_the_plugin_collects_probes_and_records_outcomes_in_a_real_session(tmp_path: Path) -> None:
     """Collection: the node ids after deselection and the rootdir; the probes' builtin and hits; each test's
     outcome and failure line, and a file that does not collect."""
