@@ -1,4 +1,4 @@
-"""A campaign's kill rate as an estimate: the Wilson score interval of a sample's rate.
+"""A campaign's kill rate: the Wilson score interval of a sample's rate, the kills it cannot count, the time saved.
 
 Why: the default campaign runs 100 of a population of about 1,800 mutants, so its rate (98.9 to 100 % run to
 run) is an estimate of the population's; the interval says how far the population's may be. The full campaign
@@ -8,7 +8,10 @@ run) is an estimate of the population's; the interval says how far the populatio
 from __future__ import annotations
 
 import math
+from collections.abc import Callable
 from typing import Any
+
+DETECTED = ("killed", "killed at load")
 
 
 def wilson(k: int, n: int, z: float = 1.959963984540054) -> list[float]:
@@ -32,3 +35,41 @@ def interval(doc: dict[str, Any]) -> str:
     if not ci:
         return " (every mutant of the population: no sampling error)" if doc.get("kill_rate") is not None else ""
     return f" (95 % Wilson interval {100 * ci[0]:.1f}-{100 * ci[1]:.1f} %: a sample of {doc['population']})"
+
+
+def suspect_kills(
+    control: dict[str, Any] | None, mutants: list[dict[str, Any]], shown: Callable[[dict[str, Any]], str]
+) -> list[str]:
+    """The kills that say nothing about their mutant: the control (the unmutated tree run as a mutant is) was
+    "killed" too, by the same units or with no unit named, so those units change with nothing mutated (stop 36's
+    vLLM video campaigns reported 100 % with every kill such a one). Counted neither as kills nor as judged."""
+    if not control or control.get("outcome") not in DETECTED:
+        return []
+    seen = set(control.get("seen_by") or [])
+    return sorted(
+        m["id"] for m in mutants
+        if shown(m) in DETECTED and (not seen or set(m.get("killed_by") or ["(run)"]) <= seen)
+    )  # fmt: skip
+
+
+def selection_saving(mutants: list[dict[str, Any]], reference: dict[str, Any]) -> dict[str, Any]:
+    """Mutant-seconds with provenance selection vs every claim: measured where a mutant ran both ways, and
+    estimated for the whole campaign from the reference's one-claim-per-process seconds."""
+    both = [m for m in mutants if m.get("all_claims")]
+    out: dict[str, Any] = {"measured_mutants": len(both)}
+    if both:
+        sel = sum(m["seconds"] for m in both)
+        full = sum(m["all_claims"]["seconds"] for m in both)
+        out.update(
+            selected_seconds=round(sel, 1),
+            all_claims_seconds=round(full, 1),
+            saving=round(1 - sel / full, 3) if full else None,
+            same_outcome=sum(m["all_claims"]["outcome"] == m["outcome"] for m in both),
+            missed_by_selection=[m["id"] for m in both if m["all_claims"]["outcome"] in DETECTED and m["outcome"] not in DETECTED],
+        )  # fmt: skip
+    run = [m for m in mutants if m["outcome"] != "error"]
+    out["campaign_selected_seconds"] = round(sum(m["seconds"] for m in run), 1)
+    out["mean_claims_per_mutant"] = (
+        round(sum(len(m.get("claims_run") or []) for m in run) / len(run), 2) if run else None
+    )
+    return out

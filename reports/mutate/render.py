@@ -22,7 +22,7 @@ from deferlab.reports.core.atomic import save_figure, write_text_atomic
 from deferlab.reports.core.baseline import Baseline
 from deferlab.reports.core.grouping import fenced
 from deferlab.reports.mutate import anchor
-from deferlab.reports.mutate.rates import interval, sampled, wilson
+from deferlab.reports.mutate.rates import DETECTED, interval, sampled, selection_saving, suspect_kills, wilson
 from deferlab.reports.mutate.select import is_property
 from deferlab.reports.mutate.store import Store
 
@@ -30,7 +30,7 @@ SCHEMA_VERSION = 2  # 2: a baseline's changed outcomes are all regressions (no s
 HERE = Path(__file__).resolve().parents[1]
 EQUIVALENT = HERE / "mutate_equivalent.toml"
 BASELINE = HERE / "mutate_baseline.json"
-DETECTED = ("killed", "killed at load")
+
 COLOURS = {"killed": "#4caf50", "killed at load": "#81c784", "timeout": "#ffb300", "survived": "#e53935",
            "equivalent": "#9e9e9e", "needs CUDA": "#bcaaa4", "error": "#5c6bc0"}  # fmt: skip
 # The reviewed tables of the survivors file: an equivalent mutant changes nothing observable; a CUDA-only one
@@ -143,6 +143,11 @@ def document(
     side = {"anchor_side_by_side": anchor.side_by_side(mutants, _shown)} if plan.get("anchor") else {}
     judged = len(mutants) - counts["equivalent"] - counts["error"] - counts["needs CUDA"]
     detected = sum(counts[o] for o in DETECTED)
+    suspect = suspect_kills(plan.get("control"), mutants, _shown)
+    judged, detected = judged - len(suspect), detected - len(suspect)  # a kill the control shares says nothing
+    ctrl = plan.get("control") or {}
+    if ctrl.get("outcome") in DETECTED and not ctrl.get("seen_by"):  # the control died with no unit named
+        judged = 0  # no kill can be told from the harness's own failure: no rate
     per_unit = Counter(c for m in mutants for c in m.get("killed_by", []))
     matrix: dict[str, dict[str, Any]] = {}
     for m in mutants:
@@ -167,7 +172,8 @@ def document(
         "counts": {o: counts[o] for o in COLOURS},
         "kill_rate": round(detected / judged, 4) if judged else None,
         "kill_rate_definition": "(killed + killed at load) / (mutants - equivalent - needs CUDA - error); a timeout "
-        "is not a kill",
+        "is not a kill; a kill only by units the control's run changed too is counted in neither",
+        "suspect_kills": suspect,
         "kill_rate_ci95": wilson(detected, judged) if judged and sampled(plan, mutants) else None,
         "kill_rate_with_cuda_only": round(detected / (judged + counts["needs CUDA"]), 4)
         if judged + counts["needs CUDA"]
@@ -180,29 +186,6 @@ def document(
         "selection": selection_saving(mutants, plan.get("reference", {})),
         **side,
     }  # fmt: skip
-
-
-def selection_saving(mutants: list[dict[str, Any]], reference: dict[str, Any]) -> dict[str, Any]:
-    """Mutant-seconds with provenance selection vs every claim: measured where a mutant ran both ways, and
-    estimated for the whole campaign from the reference's one-claim-per-process seconds."""
-    both = [m for m in mutants if m.get("all_claims")]
-    out: dict[str, Any] = {"measured_mutants": len(both)}
-    if both:
-        sel = sum(m["seconds"] for m in both)
-        full = sum(m["all_claims"]["seconds"] for m in both)
-        out.update(
-            selected_seconds=round(sel, 1),
-            all_claims_seconds=round(full, 1),
-            saving=round(1 - sel / full, 3) if full else None,
-            same_outcome=sum(m["all_claims"]["outcome"] == m["outcome"] for m in both),
-            missed_by_selection=[m["id"] for m in both if m["all_claims"]["outcome"] in DETECTED and m["outcome"] not in DETECTED],
-        )  # fmt: skip
-    run = [m for m in mutants if m["outcome"] != "error"]
-    out["campaign_selected_seconds"] = round(sum(m["seconds"] for m in run), 1)
-    out["mean_claims_per_mutant"] = (
-        round(sum(len(m.get("claims_run") or []) for m in run) / len(run), 2) if run else None
-    )
-    return out
 
 
 # --- Markdown --------------------------------------------------------------------------------------------------------
@@ -309,7 +292,8 @@ def _control_lines(doc: dict[str, Any]) -> list[str]:
         seen = ", ".join(ctrl.get("seen_by") or []) or "no unit"
         out.append(
             f"Control: the unmutated tree, run as each mutant is ({ctrl.get('run')}), {ctrl['outcome']}"
-            + ("" if ctrl["outcome"] == "survived" else f": outcome changed with nothing mutated in {seen}; their kills are suspect")
+            + ("" if ctrl["outcome"] == "survived" else f": outcome changed with nothing mutated in {seen}; "
+               f"the {len(doc.get('suspect_kills', []))} kills by those units alone are suspect and not counted in the kill rate")
             + f" ({ctrl.get('seconds', 0):.0f} s)."
         )  # fmt: skip
     runs = doc.get("runs")

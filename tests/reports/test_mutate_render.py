@@ -42,3 +42,29 @@ def test_the_survivors_file_reads_both_tables_and_refuses_a_bad_entry(tmp_path: 
     path.write_text('[[cuda_only]]\nid = "b"\n')
     with pytest.raises(ValueError, match=r"\[\[cuda_only\]\] entry 1 needs a non-empty 'id' and 'reason'"):
         render.load_equivalent(path)
+
+
+def test_kills_only_by_units_the_control_changed_too_are_not_counted() -> None:
+    """A control "killed" by C16 (stop 36's vLLM campaigns: C16 changed with nothing mutated) leaves every kill by
+    C16 alone unjudged: those say nothing; a kill by another unit, a survivor and a load kill by no unit count."""
+
+    def killed(i: str, *by: str, outcome: str = "killed") -> dict:
+        return {**_m(i, outcome), "killed_by": list(by)}
+
+    records = [
+        killed("a", "C16"),
+        killed("b", "C16"),
+        killed("c", "C16", "C17"),
+        killed("d", "C17"),
+        _m("s", "survived"),
+    ]
+    plan = {**PLAN, "control": {"outcome": "killed", "seen_by": ["C16"], "reasons": {}, "seconds": 1, "run": "cold"}}
+    doc = render.document(plan, records, {})
+    assert doc["suspect_kills"] == ["a", "b"]
+    assert doc["kill_rate"] == round(2 / 3, 4)  # c and d of c, d, s
+    text = render.markdown(doc, [])
+    assert "the 2 kills by those units alone are suspect and not counted in the kill rate" in text
+    nameless = {**plan, "control": {**plan["control"], "seen_by": []}}  # changed with no unit named: nothing counts
+    assert render.document(nameless, records, {})["kill_rate"] is None
+    survived = {**plan, "control": {**plan["control"], "outcome": "survived", "seen_by": []}}
+    assert render.document(survived, records, {})["kill_rate"] == round(4 / 5, 4)
