@@ -10,7 +10,7 @@ A side that does not take an option (`video.Unsupported`) has no answer for that
 counted, never a failure. A refusal (any other exception) is compared: both refusing is agreement; one refusing is
 a failure named so (semantics §20.2).
 
-Every difference explained (semantics §20.5, §20.6): where the semantics restate an engine's own rule
+Every difference explained (semantics §20.5, §20.6, §20.7): where the semantics restate an engine's own rule
 (`reference.oracle.video_served`), a served plan that differs from the trained side's is a failure worded as
 before only when it equals that rule's plan in the claim's fields (and, for C17, in the engine's own pre-resize);
 otherwise it is worded as unexplained, a distinct failure signature, so a second difference of the same shape

@@ -1,4 +1,5 @@
-"""deferlab's restatement of an engine's own video rule as the semantics state it (semantics §20.5: SGLang, §20.6: vLLM).
+"""deferlab's restatement of an engine's own video rule as the semantics state it (semantics §20.5: SGLang, §20.6:
+vLLM, §20.7: LMDeploy).
 
 Why: where an engine's video claim fails (C17 on SGLang fails on every clip of the grid), "the served geometry
 differs from the trained side's" is one failure whatever size the engine serves, so a second difference of the
@@ -12,6 +13,8 @@ after the engine's own is `reference.oracle.video`'s (itself checked against tra
 
 from __future__ import annotations
 
+import functools
+import inspect
 import math
 from collections.abc import Callable
 from dataclasses import replace
@@ -32,6 +35,7 @@ from deferlab.reference.oracle.video import (
     sampled_fps,
     torch_arange_int,
 )
+from deferlab.reference.system.releases import in_range
 from deferlab.reference.system.video import Clip, Refused, Unsupported, VideoPlan, VideoRequest
 
 # SGLang's Qwen video constants as §20.5 states them (``qwen_vl.py:69-78``; the env ``VIDEO_MAX_PIXELS`` unset)
@@ -114,6 +118,15 @@ def sglang_plan(family: str, clip: Clip, request: VideoRequest) -> VideoPlan:
 
 # vLLM's Qwen loader constants as §20.6 states them (``Qwen2VLVideoBackend`` / ``Qwen3VLVideoBackend``)
 VLLM_FPS, VLLM_MAX_FPS = 2.0, 30.0  # the loaders' default rate, and the cap on a requested one
+# The releases where §20.6's older-release paragraph says the rule differs (each the first with the newer code)
+VLLM_FPS_CAP_FROM = "0.30.0"  # the 30-fps cap on a requested rate
+VLLM_METADATA_FROM = "0.31.0"  # Qwen2.5-VL's loader lookup works with the pinned transformers (5.17.0, not 5.25.0)
+VLLM_ALIASES_FROM = "0.32.0"  # the 24-fps fallback (Qwen3-VL) and the completed size aliases (Qwen2.5-VL)
+
+
+def _since(release: str, first: str) -> bool:
+    """Whether ``release`` has the code that came in ``first`` ("" or a checkout: the newest, so it has)."""
+    return not release or in_range(release, first)
 
 
 def vllm_count(family: str, total: int, src: float, fps: float) -> int:
@@ -125,29 +138,40 @@ def vllm_count(family: str, total: int, src: float, fps: float) -> int:
     return math.floor(min(max(total / src * fps, MIN_FRAMES), top, total) / FRAME_FACTOR) * FRAME_FACTOR
 
 
-def vllm_plan(family: str, clip: Clip, request: VideoRequest) -> VideoPlan:
+def vllm_plan(family: str, clip: Clip, request: VideoRequest, release: str = "") -> VideoPlan:
     """What vLLM serves, by §20.6's rule: the Qwen loader samples by rate (default 2, capped at 30; ``num_frames``
     ignored), OpenCV reads each chosen frame once in increasing order; the checkpoint processor then takes the
     frames as read (Qwen2.5-VL: ``do_sample_frames`` off; Qwen3-VL: unless every frame was read, when it resamples
     at its own 2 fps), resizes with ``min_pixels`` / ``max_pixels`` as its size edges; Qwen2.5-VL's times step by
-    tps / sampled fps, Qwen3-VL's are the pair means of index / source fps (an unknown rate taken as 24)."""
+    tps / sampled fps, Qwen3-VL's are the pair means of index / source fps (an unknown rate taken as 24).
+    ``release`` (the served release; "" the newest): before 0.32.0 as §20.6's older-release paragraph states it:
+    no fps cap before 0.30.0, Qwen2.5-VL refused at the loader lookup before 0.31.0 and its flat pixel kwargs used
+    only as a pair before 0.32.0, Qwen3-VL without the 24-fps fallback before 0.32.0."""
     fam = family_of(family)
     if request.total_pixels is not None:
         raise Unsupported(f"vLLM's {family} video path takes no total_pixels (semantics §20.6)")
+    if family == "qwen2.5-vl" and not _since(release, VLLM_METADATA_FROM):
+        raise Refused("vLLM's loader lookup refuses transformers 5.25.0's dict mapping (TypeError; semantics §20.6)")
     total = clip.frames
-    fps = min(request.fps if request.fps is not None else VLLM_FPS, VLLM_MAX_FPS)
+    fps = request.fps if request.fps is not None else VLLM_FPS
+    fps = min(fps, VLLM_MAX_FPS) if _since(release, VLLM_FPS_CAP_FROM) else fps
     min_px = request.min_pixels if request.min_pixels is not None else fam.min_pixels
     max_px = request.max_pixels if request.max_pixels is not None else fam.max_pixels
     notes = () if request.num_frames is None else (f"num_frames={request.num_frames} ignored (semantics §20.6)",)
+    newest = _since(release, VLLM_ALIASES_FROM)
     if family == "qwen3-vl":
+        if not clip.fps > 0 and not newest:
+            raise Refused("the container's frame rate is 0 (ZeroDivisionError in Qwen3VLVideoBackend's sampling)")
         src = clip.fps if clip.fps > 0 else float(UNKNOWN_FPS)  # _prepare_source: kept for the timestamps too
         idx = np.unique(numpy_linspace_round(total, vllm_count(family, total, src, fps)))
         if len(idx) == total:  # every frame read: the processor samples again, at its own rate
             idx = numpy_linspace_round(total, vllm_count(family, total, src, fam.fps))
         h, w = hf_resize_3d(len(idx), clip.height, clip.width, fam.tps, fam.factor, min_px, max_px)
         return _finish(fam, idx, (h, w), qwen3_times(idx, src, fam.tps), notes)
-    if (request.min_pixels is None) != (request.max_pixels is None):  # §20.6 (found by running, §20.9)
-        raise Refused("vLLM completes one pixel bound into a size with one edge: the processor refuses it (ValueError)")
+    if (request.min_pixels is None) != (request.max_pixels is None):
+        if newest:  # §20.6 (found by running, §20.9)
+            raise Refused("vLLM completes one pixel bound into a size with one edge: the processor refuses it")
+        min_px, max_px = fam.min_pixels, fam.max_pixels  # the flat kwargs: transformers 5.17.0 takes only a pair
     if not clip.fps > 0:
         raise Refused("the container's frame rate is 0 (ValueError in Qwen2VLVideoBackend's sampling)")
     n = vllm_count(family, total, clip.fps, fps)  # n = 0 (one frame): torch_arange_int refuses (ZeroDivisionError)
@@ -157,14 +181,67 @@ def vllm_plan(family: str, clip: Clip, request: VideoRequest) -> VideoPlan:
     return _finish(fam, idx, (h, w), times, notes)
 
 
+# LMDeploy's video constants as §20.7 states them (``VideoMediaIO(num_frames=32)``, the loaders' ``fps=-1``)
+LMDEPLOY_NUM_FRAMES, LMDEPLOY_FPS = 32, -1.0
+
+
+def lmdeploy_indices(clip: Clip, request: VideoRequest) -> np.ndarray:
+    """§20.7 "Sampling" (``VideoLoader.smart_nframes``): n = N; min(num_frames or 32, N) when that is above 0;
+    min(n, floor(duration x fps)) when fps is above 0, duration = N / f (0 when f is unknown); at least 1; every
+    frame when n = N, else NumPy's float64 ``linspace(0, N - 1, n)`` truncated to integers."""
+    total = clip.frames
+    count = request.num_frames if request.num_frames is not None else LMDEPLOY_NUM_FRAMES
+    fps = request.fps if request.fps is not None else LMDEPLOY_FPS
+    duration = total / clip.fps if clip.fps > 0 else 0
+    n = min(count, total) if count > 0 else total
+    if fps > 0:
+        n = min(n, math.floor(duration * fps))
+    n = max(1, n)
+    if n == total:
+        return np.arange(total, dtype=np.int64)
+    return np.linspace(0, total - 1, n).astype(np.int64)  # non-negative values: truncation is NumPy 2's floor
+
+
+def lmdeploy_size(family: str, request: VideoRequest) -> tuple[float, float]:
+    """§20.7 "The processor" (``get_override_size``): the checkpoint's size edges, each replaced by the client's
+    ``min_pixels`` / ``max_pixels`` where given; min above max falls back to the checkpoint's pair."""
+    fam = family_of(family)
+    low = request.min_pixels if request.min_pixels is not None else fam.min_pixels
+    high = request.max_pixels if request.max_pixels is not None else fam.max_pixels
+    return (fam.min_pixels, fam.max_pixels) if low > high else (low, high)
+
+
+def lmdeploy_plan(family: str, clip: Clip, request: VideoRequest) -> VideoPlan:
+    """What LMDeploy serves, by §20.7's rule: its loader's count and truncating ``linspace`` (32 frames by count,
+    no rate unless asked), the checkpoint processor on exactly those frames (``do_sample_frames=False``): its 3-D
+    resize under the size edges LMDeploy passes, padding to even, grid and tokens; the times the pair means of
+    index / the container's rate, with no fallback for an unknown rate (a division by zero). Only Qwen3-VL has a
+    video path (Qwen2.5-VL's model refuses a video item); ``total_pixels`` is not taken."""
+    fam = family_of(family)
+    if family != "qwen3-vl":
+        raise Unsupported(f"n/a: LMDeploy serves no video for {family} (semantics §20.7)")
+    if request.total_pixels is not None:
+        raise Unsupported("LMDeploy takes no total_pixels for a video (semantics §20.7)")
+    idx = lmdeploy_indices(clip, request)
+    h, w = hf_resize_3d(len(idx), clip.height, clip.width, fam.tps, fam.factor, *lmdeploy_size(family, request))
+    if not clip.fps > 0:
+        raise Refused("the container's frame rate is 0 (ZeroDivisionError in _calculate_timestamps)")
+    return _finish(fam, idx, (h, w), qwen3_times(idx, clip.fps, fam.tps))
+
+
 # An engine's stated rule, by engine name (the part of a path's ``system`` before its version).
 RULES: dict[str, tuple[str, Callable[[str, Clip, VideoRequest], VideoPlan]]] = {
     "sglang": ("semantics §20.5", sglang_plan),
     "vllm": ("semantics §20.6", vllm_plan),
+    "lmdeploy": ("semantics §20.7", lmdeploy_plan),
 }
 
 
 def rule_for(system: str) -> tuple[str, Callable[[str, Clip, VideoRequest], VideoPlan]] | None:
     """The stated rule of the engine a path's ``system`` names (``"sglang-0.5.23"``), with the section that states
     it; None where the semantics state none precisely enough to restate."""
-    return RULES.get(str(system).split("-", 1)[0].lower())
+    name, _, release = str(system).partition("-")
+    found = RULES.get(name.lower())
+    if found is not None and release and "release" in inspect.signature(found[1]).parameters:
+        return found[0], functools.partial(found[1], release=release)  # a rule that differs by release (vLLM's)
+    return found
