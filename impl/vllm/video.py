@@ -27,7 +27,6 @@ import hashlib
 import importlib.util
 import json
 import threading
-from collections.abc import Callable
 from typing import Any
 
 import numpy as np
@@ -35,6 +34,7 @@ import numpy as np
 from deferlab.impl.image_bytes import folder as bytes_folder
 from deferlab.impl.vllm import video_checkpoint as checkpoint
 from deferlab.impl.vllm import video_geometry as geometry
+from deferlab.impl.vllm import video_standin as standin
 from deferlab.impl.vllm.sources import Source
 from deferlab.reference.system.errors import InputTypeError
 from deferlab.reference.system.video import Clip, DecodedVideo, Unsupported, VideoPath, VideoPlan, VideoRequest
@@ -65,13 +65,11 @@ NO_PATH = {
 _RESAMPLES = {"qwen2.5-vl": False, "qwen3-vl": True}  # vLLM passes the loader's do_sample_frames to the processor
 
 
-def _modelled(video: Any, models: Any, family: str) -> bool:
-    """Whether the release has the pieces this module runs as 0.32.0-0.34.0 do (read off the loaded classes):
-    Qwen2.5-VL's processor hands the loader's metadata on (``_get_hf_mm_inputs``), Qwen3-VL's loader has its
-    unknown-fps fallback (``_prepare_source``)."""
-    if family == "qwen2.5-vl":
-        return "_get_hf_mm_inputs" in vars(models.Qwen2_5_VLMultiModalProcessor)
-    return "_prepare_source" in vars(video.Qwen3VLVideoBackend)
+def _hands_metadata(models: Any, family: str) -> bool:
+    """Whether the release hands the loader's metadata to the processor (read off the loaded classes, semantics
+    §20.6): Qwen3-VL's video loop always does; Qwen2.5-VL's from ``_get_hf_mm_inputs`` (0.31.0) on, before which
+    its parser drops the metadata and transformers' ``sampled_fps`` falls back (vLLM #47736)."""
+    return family != "qwen2.5-vl" or "_get_hf_mm_inputs" in vars(models.Qwen2_5_VLMultiModalProcessor)
 
 
 def video_paths(source: Source, family: str) -> list[VideoPath]:
@@ -106,15 +104,14 @@ class VLLMVideoPath:
         self._image_io = source.module("vllm.multimodal.media.image").ImageMediaIO
         models = source.module(self.spec.info_module)
         self._info_cls = getattr(models, self.spec.info_class)
-        if not _modelled(self._video, models, family):
-            raise Unsupported(
-                f"n/a: {self.system}'s {self.spec.display} video path predates 0.32.0's (semantics §20.6, older "
-                "releases: the metadata handed to the processor or the unknown-fps fallback differ); accepted: "
-                "vLLM 0.32.0 and later"
-            )
+        self._hands_metadata = _hands_metadata(models, family)
         folder = checkpoint.folder(family)
-        self.processor_name = source.module(PROCESSOR_NAME).get_video_processor_cls_name_from_config(folder)
-        self.backend = self._video.get_video_loader_backend_for_processor(self.processor_name)
+        self.processor_name, self.backend, self._lookup_error = None, None, None
+        try:  # the release's own lookup, which a request runs first (fetch_video): a failure refuses every clip
+            self.processor_name = source.module(PROCESSOR_NAME).get_video_processor_cls_name_from_config(folder)
+            self.backend = self._video.get_video_loader_backend_for_processor(self.processor_name)
+        except Exception as exc:  # noqa: BLE001 - vLLM's own refusal (before 0.32.0: transformers' dict mapping)
+            self._lookup_error = exc
         self.processor = checkpoint.video_processor(family)
         self._info = object.__new__(self._info_cls)  # only _get_video_second_idx runs: it asks for the processor
         self._info.get_video_processor = lambda **_: self.processor
@@ -133,6 +130,8 @@ class VLLMVideoPath:
                 f"{self.system} takes no total_pixels (neither a media_io nor an mm_processor kwarg of its "
                 f"{self.spec.display} path); accepted: fps, num_frames, min_pixels, max_pixels"
             )
+        if self._lookup_error is not None:  # vLLM's get_video_loader_backend_for_processor refused the checkpoint
+            raise type(self._lookup_error)(*self._lookup_error.args)
         runtime = {k: v for k, v in (("fps", request.fps), ("num_frames", request.num_frames)) if v is not None}
         merged = dict(self._media.merge_kwargs(None, runtime))
         if self.backend:
@@ -146,50 +145,48 @@ class VLLMVideoPath:
         return merged, notes
 
     def _processor_kwargs(self, request: VideoRequest) -> dict[str, Any]:
-        """The video kwargs vLLM hands the processor for ``min_pixels`` / ``max_pixels`` (``mm_processor_kwargs``):
-        the size aliases completed by the release; Qwen3-VL folds them into ``size`` and drops the flat keys."""
+        """The video kwargs vLLM hands the processor for ``min_pixels`` / ``max_pixels`` (``mm_processor_kwargs``).
+        From 0.32.0 (``_complete_mm_processor_size_aliases`` on the info class): the size aliases completed by the
+        release, and Qwen3-VL folds them into ``size`` and drops the flat keys. Before: Qwen2.5-VL hands the flat
+        keys on as given; Qwen3-VL's video loop folds them into a copy of the processor's ``size`` and keeps them
+        (semantics §20.6, older releases)."""
         given = {k: v for k, v in (("min_pixels", request.min_pixels), ("max_pixels", request.max_pixels)) if v}
         if not given:
             return {}
+        where = f"{self.spec.info_module}.{self.spec.info_class}"
+        if not hasattr(self._info_cls, "_complete_mm_processor_size_aliases"):
+            kwargs = dict(given)
+            if _RESAMPLES[self.family]:
+                edges = {"shortest_edge": given.get("min_pixels"), "longest_edge": given.get("max_pixels")}
+                size = dict(self.processor.size)
+                kwargs["size"] = size | {k: v for k, v in edges.items() if v is not None}
+            self._ran["processor kwargs"] = (
+                "restated: the release's inline size fold (Qwen3-VL's video loop: size edges from min_pixels / "
+                "max_pixels, flat keys kept)" if _RESAMPLES[self.family] else "the flat kwargs as given (no fold)"
+            )  # fmt: skip
+            return kwargs
         kwargs = dict(self._info_cls._complete_mm_processor_size_aliases(given))
         if _RESAMPLES[self.family]:
             kwargs["size"] = self._info_cls._get_vision_size(kwargs, default_size=self.processor.size)
             kwargs.pop("min_pixels", None)
             kwargs.pop("max_pixels", None)
-        self._ran["processor kwargs"] = (
-            f"real: {self.spec.info_module}.{self.spec.info_class}._complete_mm_processor_size_aliases"
-            + (" and _get_vision_size" if _RESAMPLES[self.family] else "")
+        self._ran["processor kwargs"] = f"real: {where}._complete_mm_processor_size_aliases" + (
+            " and _get_vision_size" if _RESAMPLES[self.family] else ""
         )
         return kwargs
 
     # --- the loader, on metadata only -----------------------------------------------------------------------------
-    def _reader(self, clip: Clip) -> Callable[..., Any]:
-        """The stand-in for ``decode_video``: the clip's metadata as OpenCV reports it; the loader's own choice."""
-
-        def decode_video(backend, loader_cls, data, target, sampling_kwargs, backend_kwargs, *, frame_recovery):
-            meta = self._video.VideoSourceMetadata(clip.frames, clip.fps, clip.duration)
-            source = loader_cls._prepare_source(meta)
-            frame_idx = loader_cls.compute_frames_index_to_sample(source=source, target=target, **sampling_kwargs)
-            valid = sorted(set(frame_idx))  # OpenCV's read_frames: each chosen frame once, in increasing order
-            return np.zeros((len(valid), 1, 1, 3), np.uint8), source, frame_idx, valid
-
-        return decode_video
-
     def _load(self, clip: Clip, kwargs: dict[str, Any]) -> dict[str, Any]:
-        """The loader's metadata for ``clip`` (``VideoMediaIO.load_bytes`` -> the loader's ``load_bytes``)."""
-        with self._lock:
-            real = self._video.decode_video
-            self._video.decode_video = self._reader(clip)
-            try:
-                io = self._media(self._image_io(), **kwargs)
-                media = io.load_bytes(b"")
-            finally:
-                self._video.decode_video = real
+        """The loader's metadata for ``clip`` (``VideoMediaIO.load_bytes`` -> the loader's ``load_bytes``), with
+        the container read stood in for (`video_standin`: ``decode_video``, or the OpenCV mixin before 0.29.0)."""
+        with self._lock, standin.standin(self._video, clip):
+            io = self._media(self._image_io(), **kwargs)
+            media = io.load_bytes(b"")
         _, metadata = media.media
         loader = io.video_loader if isinstance(io.video_loader, type) else type(io.video_loader)
         self._ran["sampling"] = (
             f"real: {VIDEO}.{loader.__qualname__}.compute_frames_index_to_sample via {MEDIA}.VideoMediaIO.load_bytes "
-            "(stand-in: vllm.multimodal.video.decode_video reports the Clip's metadata and serves 1x1 frames)"
+            f"(stand-in: {standin.where(self._video)} report the Clip's metadata and serve 1x1 frames)"
         )
         return metadata
 
@@ -218,7 +215,7 @@ class VLLMVideoPath:
         valid = list(metadata["frames_indices"])
         grid, chosen, got = self._process(len(valid), clip, metadata, pkw)
         if chosen is None:  # the processor kept the frames as read: this clip's own metadata (the memo's is another's)
-            taken, got = tuple(valid), self._metadata(metadata)
+            taken, got = tuple(valid), self._metadata(metadata if self._hands_metadata else None, len(valid))
         else:
             taken = tuple(valid[i] for i in chosen)
         vp = self.processor
@@ -246,10 +243,14 @@ class VLLMVideoPath:
         )
 
     @staticmethod
-    def _metadata(metadata: dict[str, Any]) -> Any:
-        """The ``VideoMetadata`` vLLM builds from the loader's dict (``do_sample_frames`` left out)."""
+    def _metadata(metadata: dict[str, Any] | None, n: int = 0) -> Any:
+        """The ``VideoMetadata`` vLLM builds from the loader's dict (``do_sample_frames`` left out); None: a release
+        that hands the processor no metadata, which then makes its own for the ``n`` frames (transformers'
+        ``make_batched_metadata``: no fps, so ``sampled_fps`` falls back to 24)."""
         from transformers.video_utils import VideoMetadata
 
+        if metadata is None:
+            return VideoMetadata(total_num_frames=n, fps=None, duration=None, frames_indices=list(range(n)))
         return VideoMetadata(**{k: v for k, v in metadata.items() if k != "do_sample_frames"})
 
     # --- bytes ----------------------------------------------------------------------------------------------------
@@ -285,7 +286,12 @@ class VLLMVideoPath:
         vp = type(self.processor)
         steps = {
             "loader": f"real: {VIDEO}.get_video_loader_backend_for_processor({self.processor_name!r}) -> "
-            f"{self.backend!r}, from {PROCESSOR_NAME}.get_video_processor_cls_name_from_config on the checkpoint "
+            + (
+                f"{self.backend!r}"
+                if self._lookup_error is None
+                else f"{type(self._lookup_error).__name__}: {self._lookup_error} (every request refused)"
+            )
+            + f", from {PROCESSOR_NAME}.get_video_processor_cls_name_from_config on the checkpoint "
             f"files ({checkpoint.SOURCES[self.family]})",
             "geometry": (
                 f"real: transformers {vp.__module__}.{vp.__qualname__}.__call__ on black frames of the clip's size "

@@ -195,11 +195,14 @@ def test_opencv_turns_a_rotated_clip_and_other_codecs_say_what_to_install(paths,
         VLLMVideoPath(vllm_source, "qwen3-vl", codec="pyav")
 
 
-def test_a_release_without_the_pieces_read_is_not_judged():
-    """`_modelled` reads the 0.32.0 pieces off the loaded classes: without them the path is n/a (semantics §20.6)."""
-    from types import SimpleNamespace
+def test_the_release_pieces_are_read_off_the_loaded_code():
+    """Which Qwen2.5-VL hand-off and which container step a release has are read off its classes and module, not
+    its version (semantics §20.6, older releases): ``_get_hf_mm_inputs`` defined by the processor itself (0.31.0 on),
+    ``decode_video`` (0.29.0 on) or the OpenCV mixin's methods (0.27.0-0.28.0), neither refused in one line."""
+    from types import ModuleType, SimpleNamespace
 
-    from deferlab.impl.vllm.video import _modelled
+    from deferlab.impl.vllm import video_standin
+    from deferlab.impl.vllm.video import _hands_metadata
 
     class Old:
         pass
@@ -208,15 +211,29 @@ def test_a_release_without_the_pieces_read_is_not_judged():
         def _get_hf_mm_inputs(self):
             pass
 
-        @classmethod
-        def _prepare_source(cls, source):
-            return source
-
-    class Child(New):  # inherited, not its own: 0.32.0's classes define them themselves
+    class Child(New):  # inherited, not its own: the releases that hand the metadata on define it themselves
         pass
 
-    video = SimpleNamespace(Qwen3VLVideoBackend=New)
-    assert _modelled(video, SimpleNamespace(Qwen2_5_VLMultiModalProcessor=New), "qwen2.5-vl")
-    assert not _modelled(video, SimpleNamespace(Qwen2_5_VLMultiModalProcessor=Old), "qwen2.5-vl")
-    assert _modelled(video, None, "qwen3-vl")
-    assert not _modelled(SimpleNamespace(Qwen3VLVideoBackend=Child), None, "qwen3-vl")
+    assert _hands_metadata(SimpleNamespace(Qwen2_5_VLMultiModalProcessor=New), "qwen2.5-vl")
+    assert not _hands_metadata(SimpleNamespace(Qwen2_5_VLMultiModalProcessor=Old), "qwen2.5-vl")
+    assert not _hands_metadata(SimpleNamespace(Qwen2_5_VLMultiModalProcessor=Child), "qwen2.5-vl")
+    assert _hands_metadata(None, "qwen3-vl")
+
+    class Mixin:
+        @classmethod
+        def open_video_capture(cls, data):
+            raise AssertionError("the real capture ran")
+
+    inline = ModuleType("vllm.multimodal.video")
+    inline.OpenCVVideoBackendMixin = Mixin
+    inline.VideoSourceMetadata = lambda *a: a
+    real = vars(Mixin)["open_video_capture"]
+    with video_standin.standin(inline, Clip(7, 5.0, 64, 48)):
+        cap = Mixin.open_video_capture(b"")
+        assert (cap.clip.frames, Mixin.get_video_metadata(cap)) == (7, (7, 5.0, 7 / 5.0))
+        frames, valid = Mixin.read_frames(cap, [4, 0, 4], 7)
+        assert valid == [0, 4] and frames.shape == (2, 1, 1, 3)  # each chosen frame once, in increasing order
+    assert vars(Mixin)["open_video_capture"] is real and "read_frames" not in vars(Mixin)  # put back
+    assert "OpenCVVideoBackendMixin" in video_standin.where(inline)
+    with pytest.raises(RuntimeError, match="neither decode_video nor OpenCVVideoBackendMixin"):
+        video_standin.where(ModuleType("vllm.multimodal.video"))

@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import functools
 import json
-import os
 import time
 from typing import Any
 
@@ -19,10 +18,6 @@ import pytest
 from deferlab.reference.system.video import Clip, VideoRequest, grid_clips
 
 pytestmark = [
-    pytest.mark.skipif(
-        os.environ.get("DEFERLAB_VLLM", "0.34.0") not in ("0.32.0", "0.33.0", "0.34.0"),
-        reason="semantics §20.6's facts are 0.32.0-0.34.0's",
-    ),
     pytest.mark.extra("vllm"),
     pytest.mark.extra("transformers"),
 ]
@@ -70,6 +65,18 @@ def _parted(path: Any, rule: Any, points: list[tuple[Clip, VideoRequest]]) -> tu
     return parted, answered
 
 
+def _release(path: Any) -> str:
+    """The served release, as the rule takes it (``vllm-0.30.0`` -> ``0.30.0``)."""
+    return path.system.partition("-")[2]
+
+
+def _refused_whole(path: Any) -> bool:
+    """Whether §20.6 says the release refuses every request of the family (Qwen2.5-VL before 0.31.0)."""
+    from deferlab.reference.oracle.video_served import VLLM_METADATA_FROM, _since
+
+    return path.family == "qwen2.5-vl" and not _since(_release(path), VLLM_METADATA_FROM)
+
+
 @pytest.fixture(scope="module")
 def paths(vllm_source):
     from deferlab.impl.vllm.video import video_paths
@@ -81,12 +88,17 @@ def paths(vllm_source):
 def test_vllm_serves_what_section_20_6_states_on_every_point(paths, family):
     from deferlab.reference.oracle.video_served import rule_for, vllm_plan
 
-    assert rule_for(paths[family].system) == ("semantics §20.6", vllm_plan)
+    path = paths[family]
+    section, rule = rule_for(path.system)
+    assert (section, rule.func, rule.keywords) == ("semantics §20.6", vllm_plan, {"release": _release(path)})
     points = _points(family)
     started = time.perf_counter()
-    parted, answered = _parted(paths[family], functools.partial(vllm_plan, family), points)
+    parted, answered = _parted(path, functools.partial(rule, family), points)
     assert parted == [], (len(parted), [p[-300:] for p in parted[:5]])
-    assert len(points) > 3700 and answered > 3200  # most points answered: the plans were compared, not refusals
+    if _refused_whole(path):  # §20.6, older releases: the loader lookup refuses before anything is read
+        assert answered == 0 and "TypeError" in path.provenance()["loader"]
+    else:
+        assert len(points) > 3700 and answered > 3200  # most points answered: the plans were compared
     assert time.perf_counter() - started < 240
 
 
@@ -99,9 +111,21 @@ def test_a_mutant_of_the_rule_parts_from_vllm(paths, monkeypatch, name, value):
     monkeypatch.setattr(video_served, name, value)
     families = FAMILIES if name == "VLLM_MAX_FPS" else ("qwen3-vl",)
     points = [(c, r) for c in (*LONG[:5], Clip(600, 60.0), *UNKNOWN) for r in (VideoRequest(), VideoRequest(fps=45.0))]
+    first = video_served.VLLM_FPS_CAP_FROM if name == "VLLM_MAX_FPS" else video_served.VLLM_ALIASES_FROM
     for family in families:
-        parted, _ = _parted(paths[family], functools.partial(video_served.vllm_plan, family), points)
+        path = paths[family]
+        if _refused_whole(path) or not video_served._since(_release(path), first):
+            continue  # the release has no such cap or fallback (§20.6): nothing for the mutant to change
+        rule = functools.partial(video_served.vllm_plan, family, release=_release(path))
+        parted, _ = _parted(path, rule, points)
         assert parted, (family, name)
+
+
+def video_served_since(release: str) -> bool:
+    """Whether the release refuses a lone pixel bound (0.32.0 on, semantics §20.6)."""
+    from deferlab.reference.oracle.video_served import VLLM_ALIASES_FROM, _since
+
+    return _since(release, VLLM_ALIASES_FROM)
 
 
 def test_qwen25_refuses_one_pixel_bound_as_the_processor_call_does(vllm_source):
@@ -111,8 +135,13 @@ def test_qwen25_refuses_one_pixel_bound_as_the_processor_call_does(vllm_source):
     from deferlab.reference.oracle.video_served import vllm_plan
 
     path = VLLMVideoPath(vllm_source, "qwen2.5-vl", exact=True)
-    rule = functools.partial(vllm_plan, "qwen2.5-vl")
+    if _refused_whole(path):
+        pytest.skip(f"{path.system} refuses every Qwen2.5-VL video at its loader lookup (semantics §20.6)")
+    rule = functools.partial(vllm_plan, "qwen2.5-vl", release=_release(path))
     clips = (Clip(20, 10.0), Clip(100, 30.0), Clip(64, 8.0, 63, 47))
     requests = [r for r in MORE if _one_sided(r)] + [VideoRequest(min_pixels=50000, max_pixels=401408)]
     parted, answered = _parted(path, rule, [(c, r) for c in clips for r in requests])
-    assert parted == [] and answered == len(clips)  # the both-sided request answered on every clip
+    # from 0.32.0 a lone bound is refused and the pair answered on every clip; before, the flat kwargs reach
+    # transformers 5.17.0, which takes them only as a pair: every request answered (semantics §20.6)
+    lone = video_served_since(_release(path))
+    assert parted == [] and answered == len(clips) * (1 if lone else len(requests))
