@@ -46,7 +46,7 @@ from deferlab.reports.core.claims import PROFILES, default_out_dir
 from deferlab.reports.core.executor import check_cluster, executor_for
 from deferlab.reports.core.sides import family_option, require_extras, selected_families
 from deferlab.reports.mutate import anchor as manchor
-from deferlab.reports.mutate import engine, plan, remote, render, select
+from deferlab.reports.mutate import columns, engine, plan, remote, render, select
 from deferlab.reports.mutate import runs as mrun
 from deferlab.reports.mutate.fork import Forks
 from deferlab.reports.mutate.store import NAME, Store
@@ -272,7 +272,7 @@ def _campaign(
     cost = plan.cost_model(ref)
     stop_on = pool.work / "stop.json" if args.first_kill else None
     if stop_on is not None:
-        write_text_atomic(stop_on, json.dumps(mrun.stop_document(ref)))
+        write_text_atomic(stop_on, json.dumps(columns.stop_document(ref)))
     campaign = mrun.Campaign(
         harness, ref, reach, engine.Sources(front.root),
         timeout=lambda nodes: args.timeout or 60 + 2 * cost(nodes, overhead_only=True) + 4 * cost(nodes),

@@ -32,7 +32,7 @@ from deferlab.reports.core import process, runner
 from deferlab.reports.core.executor import each
 from deferlab.reports.core.runner import Launcher, LoadError, Request, RunRecord
 from deferlab.reports.core.sides import answered_by, selected_families
-from deferlab.reports.mutate import engine, select
+from deferlab.reports.mutate import columns, engine, select
 
 OUTCOMES = ("killed", "killed at load", "timeout", "survived", "error")
 PROBES = "deferlab.properties.probes"  # the campaign's pytest plugin, named (the CLI never imports the checks)
@@ -216,7 +216,7 @@ def judge(
         mine = nodes.get(unit, [])
         if tests and not any(n in tests for n in mine):
             continue  # its test never started (--first-kill stopped at an earlier kill)
-        broke = [n for n in mine if reference["tests"].get(n) == "passed" and getattr(tests.get(n), "outcome", "") != "passed"]  # fmt: skip
+        broke = [n for n in mine if reference["tests"].get(n) == "passed" and (n in tests or not tests) and getattr(tests.get(n), "outcome", "") != "passed"]  # fmt: skip
         failed = ""
         if broke:
             t = tests.get(broke[0])
@@ -227,6 +227,10 @@ def judge(
                 v.reasons[unit] = failed
             continue
         got = got_claims.get(unit, {"verdict": "not-run", "signature": ""})
+        if tests and not all(n in tests for n in mine) and reference.get("rows"):
+            got, ref = columns.ran_columns(
+                reference, record, unit
+            )  # --first-kill stopped inside it: its run columns only
         if got["verdict"] != ref["verdict"]:
             v.reasons[unit] = f"verdict {ref['verdict']} -> {got['verdict']}"
         elif got["signature"] != ref["signature"]:
@@ -303,19 +307,6 @@ def part(label: str, v: Verdict, seconds: float) -> dict[str, Any]:
 def absolute(reference: dict[str, Any], nodes: Iterable[str]) -> list[str]:
     """Node ids as the runner takes them: under the rootdir they were collected in."""
     return [f"{reference['rootdir']}/{n}" for n in nodes]
-
-
-def stop_document(reference: dict[str, Any]) -> dict[str, Any]:
-    """What ``--first-kill``'s plugin compares each recorded claim row with (`properties.probes`): the reference's
-    verdict and signature per claim *and per column*. A claim judged in two columns (vLLM's plain and
-    host-normalized paths) records one row per column; compared with the claim's joined verdict, the first row
-    always differed, the session stopped before the claim's other column ran, and every mutant (the control too)
-    was "killed" by a column left not run."""
-    columns: dict[str, dict[str, dict[str, str]]] = {}
-    for row in reference.get("rows", []):
-        columns.setdefault(str(row["id"]), {})[str(row.get("policy"))] = {
-            "verdict": str(row["verdict"]), "signature": select.signature_of(row)}  # fmt: skip
-    return {"claims": reference["claims"], "columns": columns, "tests": reference["tests"]}
 
 
 def units_of(reference: dict[str, Any]) -> list[str]:
