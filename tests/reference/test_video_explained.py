@@ -62,7 +62,7 @@ def test_the_restated_rule_refuses_where_section_20_5_says_sglang_does(clip, req
 def test_only_engines_whose_rule_the_semantics_state_have_one() -> None:
     assert vs.rule_for("sglang-0.5.23")[0] == "semantics §20.5"
     assert vs.rule_for("vllm-0.34.0") == ("semantics §20.6", vs.vllm_plan)
-    assert vs.rule_for("lmdeploy-0.18.0") is None and vs.rule_for("") is None
+    assert vs.rule_for("lmdeploy-0.18.0") == ("semantics §20.7", vs.lmdeploy_plan) and vs.rule_for("") is None
 
 
 def test_vllms_restated_rule_gives_section_20_6s_worked_numbers() -> None:
