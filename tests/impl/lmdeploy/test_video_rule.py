@@ -158,9 +158,62 @@ def served() -> dict[str, Any]:
     return found
 
 
-pytestmark = pytest.mark.extra("transformers")
+REAL = pytest.mark.extra("transformers")  # the real path computes with the release's pinned transformers
 
 
+@pytest.mark.parametrize(
+    ("clip", "request_", "want"),
+    [
+        # §20.7's table: every frame of a short clip by count, the last repeated to pad; pair-mean times
+        (Clip(5, 5.0), VideoRequest(), ((0, 1, 2, 3, 4, 4), (64, 64), (3, 4, 4), 12, (0.1, 0.5, 0.8))),
+        # 32 of 300 frames by a truncating linspace (k x 299 // 31), no rate
+        (Clip(300, 30.0), VideoRequest(), (tuple(k * 299 // 31 for k in range(32)), (64, 64), (16, 4, 4), 64, None)),
+        # a rate: floor(2 s x 1) = 2 frames of 10
+        (Clip(10, 5.0), VideoRequest(fps=1.0), ((0, 9), (64, 64), (1, 4, 4), 4, (0.9,))),
+        # the smaller of a count and a rate: floor(4 s x 4) = 16 over 8 -> 8
+        (
+            Clip(100, 25.0),
+            VideoRequest(fps=4.0, num_frames=8),
+            (tuple(k * 99 // 7 for k in range(8)), None, (4, 4, 4), 16, None),
+        ),
+    ],
+)
+def test_the_restated_rule_gives_section_20_7s_worked_numbers(clip, request_, want):
+    from deferlab.reference.oracle.video_served import lmdeploy_plan
+
+    p = lmdeploy_plan(FAMILY, clip, request_)
+    indices, size, grid, tokens, times = want
+    assert (p.indices, p.grid, p.tokens) == (indices, grid, tokens)
+    assert size is None or p.size == size
+    assert times is None or p.times == pytest.approx(times, abs=1e-9)
+
+
+@pytest.mark.parametrize(
+    ("clip", "request_", "why"),
+    [
+        (Clip(2, 5.0), VideoRequest(fps=1.0), "t:1 must be larger"),  # floor(0.4 x 1) = 0 -> one frame
+        (Clip(20, 0.0), VideoRequest(), "frame rate is 0"),  # no 24 fps fallback in the timestamps
+        (Clip(20, 0.0), VideoRequest(fps=2.0), "t:1 must be larger"),  # duration 0: one frame, refused first
+        (Clip(10, 5.0), VideoRequest(total_pixels=10**6), "no total_pixels"),
+    ],
+)
+def test_the_restated_rule_refuses_where_section_20_7_says(clip, request_, why):
+    from deferlab.reference.oracle.video_served import lmdeploy_plan
+
+    with pytest.raises(Exception, match=why):
+        lmdeploy_plan(FAMILY, clip, request_)
+
+
+def test_crossed_pixel_bounds_fall_back_to_the_checkpoints_size():
+    from deferlab.reference.oracle.video_served import lmdeploy_plan
+
+    crossed = lmdeploy_plan(FAMILY, Clip(4, 2.0, 640, 480), CROSSED)
+    assert crossed == lmdeploy_plan(FAMILY, Clip(4, 2.0, 640, 480), VideoRequest())
+    lone = lmdeploy_plan(FAMILY, Clip(4, 2.0, 640, 480), VideoRequest(max_pixels=50000))
+    assert lone.size != crossed.size  # a lone bound is completed, not refused and not ignored
+
+
+@REAL
 def test_lmdeploy_serves_what_section_20_7_states_on_every_point(served):
     from deferlab.reference.oracle.video_served import lmdeploy_plan, rule_for
 
@@ -171,6 +224,7 @@ def test_lmdeploy_serves_what_section_20_7_states_on_every_point(served):
     assert served["seconds"] < 240, served["seconds"]
 
 
+@REAL
 @pytest.mark.parametrize("name", MUTANTS)
 def test_a_mutant_of_the_rule_parts_from_lmdeploy(served, name):
     """The check can fail: each misreading of §20.7 (another default count, a default rate, rounded indices, crossed
