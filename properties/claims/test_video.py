@@ -6,7 +6,7 @@ each claim reading its own fields of the same sweep, whose smallest differing po
 C19 decodes the generated clips (`properties.clips`) with each side's own loader and compares the frames taken (read
 back from their pixels) and their values. Verdicts are against TRAINED (the checkpoint's video processor, §20.1);
 the model card's recipe (CARD) is swept beside it and reported in the evidence. Where the semantics restate the
-engine's own rule (SGLang §20.5, vLLM §20.6), every difference is read against it: one the rule does not give is worded as
+engine's own rule (SGLang §20.5, vLLM §20.6, LMDeploy §20.7), every difference is read against it: one the rule does not give is worded as
 unexplained, a failure signature of its own (`properties.video_claims.compare`), and C17 replays `RULE_PINNED`. A cell is ``n/a`` where the column
 has no video path, or where an extra the trained side needs is missing (one line naming it).
 """
@@ -113,7 +113,7 @@ LONG_AND_LARGE = (
 )
 
 
-# Replayed for C17 where the semantics restate the engine's own rule (SGLang §20.5, vLLM §20.6; `stated_rule`):
+# Replayed for C17 where the semantics restate the engine's own rule (SGLang §20.5, vLLM §20.6, LMDeploy §20.7; `stated_rule`):
 # a clip on which the served geometry already differs from TRAINED and the engine's own pixel budget binds, so a
 # changed budget is a difference the rule does not explain (the stop-35 campaign's six survivors in
 # `preprocess_video`). 270 s of 720p: 540 frames, so at the defaults the total budget's share (334,507 px a frame)
