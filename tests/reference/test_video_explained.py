@@ -61,8 +61,28 @@ def test_the_restated_rule_refuses_where_section_20_5_says_sglang_does(clip, req
 
 def test_only_engines_whose_rule_the_semantics_state_have_one() -> None:
     assert vs.rule_for("sglang-0.5.23")[0] == "semantics §20.5"
-    assert vs.rule_for("vllm-0.34.0") == ("semantics §20.6", vs.vllm_plan)
+    section, rule = vs.rule_for("vllm-0.34.0")  # vLLM's rule differs by release (§20.6, older releases)
+    assert (section, rule.func, rule.keywords) == ("semantics §20.6", vs.vllm_plan, {"release": "0.34.0"})
     assert vs.rule_for("lmdeploy-0.18.0") == ("semantics §20.7", vs.lmdeploy_plan) and vs.rule_for("") is None
+
+
+def test_vllms_rule_before_0_32_0_as_section_20_6_states_it() -> None:
+    """§20.6, older releases: Qwen2.5-VL refused at the loader lookup before 0.31.0, its lone pixel bound ignored on
+    0.31.0 (refused from 0.32.0); Qwen3-VL without the 24-fps fallback before 0.32.0; no 30-fps cap before 0.30.0."""
+    clip, defaults = Clip(10, 30.0), VideoRequest()
+    with pytest.raises(Refused, match="loader lookup"):
+        vs.vllm_plan("qwen2.5-vl", clip, defaults, release="0.30.0")
+    assert vs.vllm_plan("qwen2.5-vl", clip, defaults, release="0.31.0") == vs.vllm_plan("qwen2.5-vl", clip, defaults)
+    lone = VideoRequest(min_pixels=50000)
+    assert vs.vllm_plan("qwen2.5-vl", clip, lone, release="0.31.0").size == (56, 56)  # the checkpoint's edges
+    with pytest.raises(Refused, match="one pixel bound"):
+        vs.vllm_plan("qwen2.5-vl", clip, lone, release="0.32.0")
+    with pytest.raises(Refused, match="ZeroDivisionError"):
+        vs.vllm_plan("qwen3-vl", Clip(48, 0.0), defaults, release="0.31.0")
+    assert len(vs.vllm_plan("qwen3-vl", Clip(48, 0.0), defaults, release="0.32.0").indices) == 4  # 24 fps: 4 frames
+    fast = VideoRequest(fps=60.0)  # 60 fps asked of a 60 fps clip: uncapped, every frame is read and the processor
+    assert len(set(vs.vllm_plan("qwen3-vl", Clip(120, 60.0), fast, release="0.29.0").indices)) == 4  # resamples
+    assert len(set(vs.vllm_plan("qwen3-vl", Clip(120, 60.0), fast, release="0.30.0").indices)) == 60  # capped at 30
 
 
 def test_vllms_restated_rule_gives_section_20_6s_worked_numbers() -> None:
