@@ -7,7 +7,6 @@ Moved here from the CLI module so that it stays a map of the commands (and under
 from __future__ import annotations
 
 import argparse
-import importlib
 import sys
 from pathlib import Path
 from typing import Any
@@ -70,19 +69,33 @@ def read_checkpoint(directory: str) -> tuple[PreprocessConfig, dict[str, Any]]:
 
 
 def load_kimi_or_refuse(engine: str, spec: str) -> None:
-    """Load ``engine`` ``spec`` in this process, before any step runs (the served and sweep steps then reuse it),
-    through its plugin's hooks (``kimi_load``: this module names no engine's package): an unknown version, a release
-    without the Kimi-K3 path (refused without fetching it), a folder that is not a checkout of it, or offline is bad
-    usage, refused in the driver's one line with nothing written."""
+    """Load ``engine`` ``spec`` once, in a short child (`reports.report.served.kimi` ``check``: this process loads
+    no engine), before any step runs, through its plugin's hooks (``kimi_load``: this module names no engine's
+    package): an unknown version, a release without the Kimi-K3 path (refused without fetching it), a folder that
+    is not a checkout of it, or offline is bad usage, refused in the driver's one line with nothing written."""
     facts = engine_facts(engine)
     refuse_before_first(facts.option, facts.name, spec)
-    why = importlib.import_module(facts.hooks).kimi_load(spec)
+    why = _kimi_load_in_child(facts.name, spec)
     if why is not None:
         raise UsageError(f"{facts.option}: {why}")
 
 
+def _kimi_load_in_child(engine: str, spec: str) -> str | None:
+    """None when the child loaded ``spec``; else the hooks' one line (or, from a child that failed otherwise, the
+    last line it wrote)."""
+    from deferlab.reports.core import process
+    from deferlab.reports.report.served.kimi import FAILED, MODULE
+
+    rc, _, err = process.capture([sys.executable, "-m", MODULE, "check", engine, spec])
+    if rc == 0:
+        return None
+    lines = [x for x in err.splitlines() if x.strip()]
+    said = [x[len(FAILED) :] for x in lines if x.startswith(FAILED)]
+    return said[-1] if said else f"its load check exited {rc}" + (f": {lines[-1][:200]}" if lines else "")
+
+
 def load_vllm_or_refuse(spec: str) -> None:
-    """`load_kimi_or_refuse` for vLLM, the one engine whose Kimi-K3 path runs in the CLI (`reports.report.cli`)."""
+    """`load_kimi_or_refuse` for vLLM, the one engine whose Kimi-K3 load the CLI checks itself (`reports.report.cli`)."""
     load_kimi_or_refuse("vllm", spec)
 
 

@@ -1,10 +1,11 @@
-"""The report's served-vs-trained steps: the skew table of every served path of the run (Kimi-K3's; with
-``--model``, each other family's per engine, from a child process per engine, a task of the local executor
-writing a results file: `family_tables`), and the sweep step's C13 exhaustive geometry over the same paths.
+"""The report's served-vs-trained steps: the skew table of every served path of the run (Kimi-K3's: the model's
+here, each engine's in its child, `reports.report.served.kimi`; with ``--model``, each other family's per engine,
+from a child process per engine, a task of the local executor writing a results file: `family_tables`), and the
+sweep step's C13 exhaustive geometry over the same paths.
 
-Why apart from `reports.report.run`: the runner orders steps; what a step does with the served paths (loaded
-once per process by `reports.report.served.paths.RunPaths`, an engine that cannot load recorded in one line)
-lives here, so the runner stays one page.
+Why apart from `reports.report.run`: the runner orders steps; what a step does with the served paths (the
+engines' loaded once a report, each in its child, by `reports.report.served.paths.RunPaths`, an engine that cannot
+load recorded in one line) lives here, so the runner stays one page.
 """
 
 from __future__ import annotations
@@ -23,6 +24,7 @@ from deferlab.reports.core import process
 from deferlab.reports.core.executor import LocalExecutor, Task, run_all
 from deferlab.reports.core.runner import Request, RunRecord
 from deferlab.reports.report.served import family, images, skew, tables_file
+from deferlab.reports.report.served.kimi import config_request
 from deferlab.reports.report.served.paths import RunPaths
 from deferlab.reports.report.steps import StepFailed
 
@@ -44,7 +46,9 @@ def served_step(
         found = paths.get()
         say(f"served: {len(found)} path(s): {', '.join(p.name for p in found)}")
         samples = images.samples()
-        columns = skew.skew_table(found, config, samples, progress=say)
+        engines_answer = paths.request({"do": "skew", **config_request(config)})  # they work while this does
+        columns = skew.skew_table(paths.local(), config, samples, progress=say)
+        columns += [c for got in engines_answer(say) for c in got["columns"]]
         doc.update(skew.table_dict(columns, samples), load_errors=dict(paths.errors))
     engines = paths.specs()
     errors = list(paths.errors.values()) if DEFAULT in names else []
@@ -131,7 +135,8 @@ def geometry_step(
     fails the step, the loaded paths' records are kept."""
     from deferlab.reports.report.sweeps.geometry import geometry_records
 
-    records = geometry_records(paths.get(), config, max_side=max_side, progress=say)
+    local = paths.local()
+    records = geometry_records(local, config, max_side=max_side, progress=say, remote=paths.geometry(max_side, say))
     if paths.errors:
         raise StepFailed("; ".join(paths.errors.values()), records)
     return records

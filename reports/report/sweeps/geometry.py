@@ -238,48 +238,95 @@ def geometries(config: PreprocessConfig) -> list[tuple[str, PreprocessConfig]]:
     return named
 
 
+def plan(paths: Sequence[Any], cfg: PreprocessConfig) -> tuple[dict[Any, _Job], list[tuple[Any, Any, str | None]]]:
+    """The distinct functions (jobs) of ``paths`` on ``cfg`` and, per path, (path, its job's key, or its ``n/a``)."""
+    jobs: dict[Any, _Job] = {}
+    per_path = []
+    for path in paths:
+        target = engine_function(path)
+        if isinstance(target, str) and target.startswith("n/a"):
+            per_path.append((path, None, target))
+            continue
+        fn = target if isinstance(target, EngineFunction) else None
+        key = source_sha256(fn.fn) if fn else f"path {id(path)}"
+        if key not in jobs:
+            jobs[key] = _Job(fn, fn.bound(cfg) if fn else path.geometry_function(cfg))
+        per_path.append((path, key, None))
+    return jobs, per_path
+
+
+def job_names(jobs: dict[Any, _Job]) -> list[str]:
+    """The jobs' functions as the sweep's progress line names them."""
+    return [j.target.name.rsplit(".", 1)[-1] if j.target else "interpreted path" for j in jobs.values()]
+
+
+def rows(jobs: dict[Any, _Job], per_path: list[tuple[Any, Any, str | None]]) -> list[dict[str, Any]]:
+    """Per path, after `sweep_geometry`: its name and system, and its ``n/a`` line or its job's result (plain
+    values: what an engine's child hands back, `reports.report.served.kimi`)."""
+    out: list[dict[str, Any]] = []
+    for path, key, na in per_path:
+        row: dict[str, Any] = {"path": path.name, "system": path.system}
+        if na is not None:
+            out.append({**row, "na": na})
+            continue
+        job = jobs[key]
+        function = job.target.name if job.target else "geometry_function (interpreted)"
+        out.append({**row, "result": job.result, "function": function, "function_sha256": key if job.target else None})
+    return out
+
+
+def part(paths: Sequence[Any], cfg: PreprocessConfig, max_side: int) -> dict[str, Any]:
+    """One geometry swept over ``paths`` in this process: the jobs' names and the paths' `rows` (the work an
+    engine's child does for the report's sweep, its paths loaded there)."""
+    jobs, per_path = plan(paths, cfg)
+    sweep_geometry(list(jobs.values()), cfg, max_side, _COMPILED)
+    return {"names": job_names(jobs), "rows": rows(jobs, per_path)}
+
+
+Remote = Callable[[str, PreprocessConfig], Callable[[], list[dict[str, Any]]]]  # (geometry, config) -> the wait for
+# each engine child's `part` of it, handed over before this process sweeps its own paths (they sweep meanwhile)
+
+
 def geometry_records(
-    paths: Sequence[Any], config: PreprocessConfig, *, max_side: int, progress: Callable[[str], None] | None = None
+    paths: Sequence[Any],
+    config: PreprocessConfig,
+    *,
+    max_side: int,
+    progress: Callable[[str], None] | None = None,
+    remote: Remote | None = None,
 ) -> list[dict[str, Any]]:
-    """One record per (path, geometry): C13 exhaustive, in the sweeps' record form (``key_counters``)."""
+    """One record per (path, geometry): C13 exhaustive, in the sweeps' record form (``key_counters``). ``paths``
+    are swept here; ``remote`` sweeps the engines' paths each in its own child, meanwhile (their records follow,
+    in the engines' order, as if their paths followed these)."""
     say = progress or (lambda _m: None)
-    records, cache = [], _COMPILED
+    records = []
     for gname, cfg in geometries(config):
         t0 = time.perf_counter()
+        wait = remote(gname, cfg) if remote is not None else list
         oracle_bad = check_oracle(cfg)
-        jobs: dict[Any, _Job] = {}
-        per_path = []
-        for path in paths:
-            target = engine_function(path)
-            if isinstance(target, str) and target.startswith("n/a"):
-                per_path.append((path, None, target))
-                continue
-            fn = target if isinstance(target, EngineFunction) else None
-            key = source_sha256(fn.fn) if fn else f"path {id(path)}"
-            if key not in jobs:
-                jobs[key] = _Job(fn, fn.bound(cfg) if fn else path.geometry_function(cfg))
-            per_path.append((path, key, None))
-        names = ", ".join(j.target.name.rsplit(".", 1)[-1] if j.target else "interpreted path" for j in jobs.values())
+        jobs, per_path = plan(paths, cfg)
+        sweep_geometry(list(jobs.values()), cfg, max_side, _COMPILED)
+        others = wait()
+        names = ", ".join(job_names(jobs) + [n for p in others for n in p["names"]])
         say(f"sweep: C13 geometry {gname}, every size up to {max_side} x {max_side}: {names}")
-        sweep_geometry(list(jobs.values()), cfg, max_side, cache)
+        found = rows(jobs, per_path) + [r for p in others for r in p["rows"]]
         seconds = round(time.perf_counter() - t0, 2)
-        for path, key, na in per_path:
-            base = {"name": f"geometry/{gname}/{path.name}", "kind": "geometry", "claim": "C13", "entry": "exhaustive"}
-            base.update(geometry=gname, path=path.name, system=path.system, max_side=max_side)
-            base.update(oracle_disagreements=oracle_bad, geometry_seconds=seconds)
-            if na is not None:
-                records.append({**base, "verdict": "n/a", "route": "n/a", "note": na, "key_counters": {}})
-                continue
-            job = jobs[key]
-            bad = job.result["mismatches"] or oracle_bad
-            records.append(
-                {
-                    **base,
-                    **job.result,
-                    "function": job.target.name if job.target else "geometry_function (interpreted)",
-                    "function_sha256": key if job.target else None,
-                    "verdict": "fails" if bad else "holds",
-                    "key_counters": {"mismatches": job.result["mismatches"]},
-                }
-            )
+        records += [_record(row, gname, max_side, oracle_bad, seconds) for row in found]
     return records
+
+
+def _record(row: dict[str, Any], gname: str, max_side: int, oracle_bad: list[str], seconds: float) -> dict[str, Any]:
+    base = {"name": f"geometry/{gname}/{row['path']}", "kind": "geometry", "claim": "C13", "entry": "exhaustive"}
+    base.update(geometry=gname, path=row["path"], system=row["system"], max_side=max_side)
+    base.update(oracle_disagreements=oracle_bad, geometry_seconds=seconds)
+    if "na" in row:
+        return {**base, "verdict": "n/a", "route": "n/a", "note": row["na"], "key_counters": {}}
+    result = row["result"]
+    return {
+        **base,
+        **result,
+        "function": row["function"],
+        "function_sha256": row["function_sha256"],
+        "verdict": "fails" if result["mismatches"] or oracle_bad else "holds",
+        "key_counters": {"mismatches": result["mismatches"]},
+    }
