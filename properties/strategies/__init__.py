@@ -34,6 +34,7 @@ from deferlab.properties.strategies.images import (
     staging_ok_pil_images,
     uint8_arrays,
 )
+from deferlab.properties.strategies.reuse import reused
 from deferlab.reference.oracle.navit import resize_config_arrays
 from deferlab.reference.system.config import BackgroundConfig, PreprocessConfig
 from deferlab.reference.system.profiles import profile
@@ -136,6 +137,7 @@ def _scan_byte_ties(config: PreprocessConfig, channels: int, max_side: int) -> t
     return tuple(found)
 
 
+@reused
 @st.composite
 def image_sizes(
     draw: st.DrawFn,
@@ -172,6 +174,7 @@ def image_sizes(
     return w, h
 
 
+@reused
 def normalization_stats() -> st.SearchStrategy[tuple[tuple[float, float, float], tuple[float, float, float]]]:
     """(mean, std) triples a checkpoint could ship: 0.5/0.5, CLIP, ImageNet, or any mean in [0,1], std in [0.01,1].
 
@@ -191,6 +194,7 @@ def normalization_stats() -> st.SearchStrategy[tuple[tuple[float, float, float],
     return known | drawn
 
 
+@reused
 def backgrounds(*, allow_none: bool = True) -> st.SearchStrategy[BackgroundConfig | None]:
     """Background configs: every pattern, chessboard squares 1..16, any levels, both phases; or None.
 
@@ -209,6 +213,7 @@ def backgrounds(*, allow_none: bool = True) -> st.SearchStrategy[BackgroundConfi
     return (st.none() | out) if allow_none else out
 
 
+@reused
 @st.composite
 def pixel_configs(draw: st.DrawFn, *, max_one_side: int = 4) -> PreprocessConfig:
     """Configs whose limits bind on SMALL images, so pixel-level properties see real resizes.
@@ -232,6 +237,7 @@ def pixel_configs(draw: st.DrawFn, *, max_one_side: int = 4) -> PreprocessConfig
     )
 
 
+@reused
 @st.composite
 def preprocess_configs(draw: st.DrawFn) -> PreprocessConfig:
     """Full-size configs: the shipped profiles, or drawn limits (patch 2..16, in_patch_limit up to 65536).
@@ -254,6 +260,7 @@ def preprocess_configs(draw: st.DrawFn) -> PreprocessConfig:
     )
 
 
+@reused
 def requests(
     *,
     min_images: int = 0,
@@ -279,6 +286,7 @@ def requests(
     return st.lists(st.one_of(kinds), min_size=min_images, max_size=max_images)
 
 
+@reused
 @st.composite
 def topologies(draw: st.DrawFn, *, max_tp: int = 8) -> dict[str, int]:
     """Serving topologies: tp size, attention-DP size (dividing tp), and the vision-DP world it implies.
@@ -290,6 +298,7 @@ def topologies(draw: st.DrawFn, *, max_tp: int = 8) -> dict[str, int]:
     return {"tp_size": tp, "attn_dp_size": dp, "vision_ranks": tp // dp}
 
 
+@reused
 @st.composite
 def owner_partitions(draw: st.DrawFn, n: int, *, max_ranks: int = 4) -> list[list[int]]:
     """Any partition of image indices 0..n-1 across 1..max_ranks owners, each owner's list in any order.
@@ -303,6 +312,7 @@ def owner_partitions(draw: st.DrawFn, n: int, *, max_ranks: int = 4) -> list[lis
     return [draw(st.permutations(p)) if len(p) > 1 else p for p in parts]
 
 
+@reused
 def loads(*, min_size: int = 0, max_size: int = 8) -> st.SearchStrategy[Sequence[int]]:
     """Per-image patch counts t*h*w as placement sees them (with ties). Shrinks towards [] / zeros."""
     return st.lists(st.integers(0, 64) | st.sampled_from([4, 16, 256]), min_size=min_size, max_size=max_size)

@@ -5,7 +5,8 @@ Three families, each with its own distribution: `pil_images` / `uint8_arrays`
 overview); `mode_images` / `transparency_keys` (tiny images with every
 ``transparency`` form, for the oracle's mode conversion); `pipeline_pil_images`
 / `seeded_chw_tensors` (the modes the pipeline stages, sides up to 40, for the
-impl tests). Each strategy says
+impl tests; in `strategies.pipeline`, re-exported here). The factories are `reused`: one strategy object per
+arguments, since the claims' composites call them on every draw. Each strategy says
 what it generates, its arguments, and how it shrinks, like Hypothesis's own.
 The structure (mode, transparency form, layout, odd sizes) breaks things, not
 the size, so pixel strategies default to small sides.
@@ -20,6 +21,12 @@ import numpy as np
 from hypothesis import strategies as st
 from PIL import Image
 
+from deferlab.properties.strategies.pipeline import (  # noqa: F401 - re-exported: the impl tests import them here
+    pipeline_pil_images,
+    seeded_chw_tensors,
+    tensors_or_pil_images,
+)
+from deferlab.properties.strategies.reuse import reused
 from deferlab.reference.oracle.modes import DELEGATED_MODES, OWN_MODES
 
 # Every mode Image.new / frombytes accepts in Pillow 13 (the I;16 variants share one band).
@@ -33,6 +40,7 @@ def _check_sides(min_side: int, max_side: int) -> None:
         raise ValueError(f"need 1 <= min_side <= max_side (ints), got min_side={min_side!r}, max_side={max_side!r}")
 
 
+@reused
 @st.composite
 def _pixels(draw: st.DrawFn, mode: str, size: tuple[int, int]) -> Image.Image:
     """Raw pixel bytes of ``mode``: few distinct values (so ties and keys collide), or any bytes."""
@@ -59,6 +67,7 @@ def _pixels(draw: st.DrawFn, mode: str, size: tuple[int, int]) -> Image.Image:
     return Image.frombytes(mode, size, data)
 
 
+@reused
 def _stray_tuples(hi: int) -> st.SearchStrategy[tuple[int, ...]]:
     """Tuples of ints of odd length (1, 3, 5): the colour-key form where it means nothing or is malformed."""
     return st.sampled_from((1, 3, 5)).flatmap(lambda n: st.tuples(*[st.integers(0, hi)] * n))
@@ -94,6 +103,7 @@ def _transparency(draw: st.DrawFn, image: Image.Image) -> Any:
     return draw(st.integers(0, 255) | st.tuples(st.integers(0, 255), st.integers(0, 255), st.integers(0, 255)))
 
 
+@reused
 @st.composite
 def pil_images(
     draw: st.DrawFn,
@@ -151,6 +161,7 @@ class ArrayImage:
         )
 
 
+@reused
 @st.composite
 def uint8_arrays(
     draw: st.DrawFn,
@@ -185,6 +196,7 @@ def uint8_arrays(
     return ArrayImage(arr, layout, w, h, c)
 
 
+@reused
 @st.composite
 def float_tensors(draw: st.DrawFn, *, max_side: int = 8) -> Any:
     """Float CHW tensors (float32/64/16, 1, 3 or 4 channels, values 0..255): the eager path tolerates them,
@@ -198,6 +210,7 @@ def float_tensors(draw: st.DrawFn, *, max_side: int = 8) -> Any:
     return torch.tensor(vals, dtype=dtype).reshape(c, h, w)
 
 
+@reused
 def chw_uint8_tensors(*, max_side: int = 12, channels: tuple[int, ...] = (1, 3, 4)) -> st.SearchStrategy[Any]:
     """uint8 CHW tensors with ``channels`` (default 1, 3 or 4): the tensor inputs upstream reads correctly.
 
@@ -210,6 +223,7 @@ def chw_uint8_tensors(*, max_side: int = 12, channels: tuple[int, ...] = (1, 3, 
     )
 
 
+@reused
 def staging_ok_pil_images(
     *, max_side: int = 12, modes: tuple[str, ...] | None = None
 ) -> st.SearchStrategy[Image.Image]:
@@ -348,44 +362,3 @@ def p_image(indices: list[int], palette: list[int], rawmode: str = "RGB", trns=N
     if trns is not None:
         image.info["transparency"] = trns
     return image
-
-
-# --- The modes the pipeline stages, with random content (the impl tests) -------------------------------------------
-
-
-@st.composite
-def seeded_chw_tensors(draw: st.DrawFn, *, channels: tuple[int, ...] = (1, 3, 4), max_side: int = 40) -> Any:
-    """uint8 (C, H, W) torch tensors, C from ``channels``, sides 1..max_side, pixels from a drawn seed; shrinks to
-    small images of the first channel count."""
-    import torch
-
-    c = draw(st.sampled_from(channels))
-    h = draw(st.integers(1, max_side))
-    w = draw(st.integers(1, max_side))
-    seed = draw(st.integers(0, 2**32 - 1))
-    arr = np.random.default_rng(seed).integers(0, 256, size=(c, h, w), dtype=np.uint8)
-    return torch.from_numpy(arr)
-
-
-@st.composite
-def pipeline_pil_images(draw: st.DrawFn, *, max_side: int = 40) -> Image.Image:
-    """PIL images in the modes the pipeline stages (RGB, RGBA, L, LA, P, P+transparency), pixels from a drawn seed."""
-    mode = draw(st.sampled_from(["RGB", "RGBA", "L", "LA", "P", "P+t"]))
-    h = draw(st.integers(1, max_side))
-    w = draw(st.integers(1, max_side))
-    rng = np.random.default_rng(draw(st.integers(0, 2**32 - 1)))
-    if mode in ("RGB", "RGBA", "LA"):
-        bands = len(mode)
-        return Image.fromarray(rng.integers(0, 256, size=(h, w, bands), dtype=np.uint8), mode)
-    if mode == "L":
-        return Image.fromarray(rng.integers(0, 256, size=(h, w), dtype=np.uint8), "L")
-    img = Image.fromarray(rng.integers(0, 8, size=(h, w), dtype=np.uint8), "P")
-    img.putpalette(rng.integers(0, 256, size=8 * 3, dtype=np.uint8).tobytes())
-    if mode == "P+t":
-        img.info["transparency"] = bytes(rng.integers(0, 256, size=8, dtype=np.uint8).tolist())
-    return img
-
-
-def tensors_or_pil_images() -> st.SearchStrategy:
-    """Either a `seeded_chw_tensors` tensor or a `pipeline_pil_images` image."""
-    return st.one_of(seeded_chw_tensors(), pipeline_pil_images())
