@@ -60,6 +60,24 @@ ENGINE = EngineFacts(
                 "SGLang's own: normalize, then tile and resize with torch on the device (the CPU here)",
             ),
         ),
+        # ERNIE-4.5-VL (semantics §18.9): its own _pixel_values_norm in every cached release (0.5.17-0.5.23).
+        (
+            "ernie-4.5-vl",
+            _served(
+                "0.5.17",
+                (f"{_PROCESSORS}.ernie45_vl",),
+                "SGLang's own normalization of the checkpoint processor's levels (_pixel_values_norm), judged only",
+            ),
+        ),
+        # MiniCPM-V 4.6 (semantics §18.9): SGLang's own image processor in every cached release (0.5.17-0.5.23).
+        (
+            "minicpm-v-4.6",
+            _served(
+                "0.5.17",
+                (f"{_PROCESSORS}.minicpmv4_6",),
+                "SGLang's own: slice, resize and normalize with torch (its own mean/std), normalization judged only",
+            ),
+        ),
         # PaddleOCR-VL (semantics §18.9): from 0.5.21, the first release whose Qwen-VL processor has the
         # prepare_artifact_batch deferlab's path runs.
         (

@@ -178,6 +178,28 @@ FAMILIES["paddleocr-vl"] = Family(
     needs=("transformers",),
 )
 
+# MiniCPM-V 4.6 (semantics §18.9): SGLang's own image processor (its own statistics), on normalization only so far.
+FAMILIES["minicpm-v-4.6"] = Family(
+    name="minicpm-v-4.6",
+    display="MiniCPM-V 4.6",
+    scope="normalization",
+    checkpoints=("openbmb/MiniCPM-V-4.6",),
+    processor_classes=("MiniCPMV4_6ImageProcessor",),
+    trained="deferlab.reference.oracle.family_norm",  # transformers' MiniCPMV4_6ImageProcessorPil's arithmetic
+    profile="minicpm-v-4.6",
+)
+
+# ERNIE-4.5-VL (semantics §18.9): SGLang normalizes it with its own _pixel_values_norm; normalization only so far.
+FAMILIES["ernie-4.5-vl"] = Family(
+    name="ernie-4.5-vl",
+    display="ERNIE-4.5-VL",
+    scope="normalization",
+    checkpoints=("baidu/ERNIE-4.5-VL-28B-A3B-PT", "baidu/ERNIE-4.5-VL-424B-A47B-PT"),
+    processor_classes=("Ernie4_5_VLMoeImageProcessor",),
+    trained="deferlab.reference.oracle.family_norm",  # transformers' Ernie4_5_VLMoeImageProcessorPil's arithmetic
+    profile="ernie-4.5-vl",
+)
+
 # Each engine plugin declares its own paths for the families it serves (`EngineFacts.serves`: SGLang's, vLLM's and
 # LMDeploy's in `impl/<engine>/plugin.py`), added here in the registry's order, so an engine's paths live in its
 # package and this table holds the families themselves.

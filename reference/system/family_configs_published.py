@@ -203,6 +203,24 @@ PUBLISHED: dict[str, dict[str, Any]] = {
         "norm_mean": list(CLIP_MEAN),
         "norm_std": list(CLIP_STD),
     },
+    # MiniCPM-V 4.6 (semantics §18.9): transformers 5.24.0's class defaults, the values SGLang hard-codes too
+    "minicpm-v-4.6": {
+        "image_processor_type": "MiniCPMV4_6ImageProcessor",
+        "image_mean": list(HALF),
+        "image_std": list(HALF),
+        "rescale_factor": RESCALE,
+        "do_rescale": True,
+        "do_normalize": True,
+    },
+    # ERNIE-4.5-VL (semantics §18.9): transformers 5.24.0's class defaults; SGLang reads the checkpoint's
+    "ernie-4.5-vl": {
+        "image_processor_type": "Ernie4_5_VLMoeImageProcessor",
+        "image_mean": list(CLIP_MEAN),
+        "image_std": list(CLIP_STD),
+        "rescale_factor": RESCALE,
+        "do_rescale": True,
+        "do_normalize": True,
+    },
 }
 
 _THIRD = "third-party copy of the official file"
@@ -231,6 +249,12 @@ SOURCES: dict[str, str] = {
     "processor (NVIDIA-NeMo/Automodel PR #3331); its rescale 1/255 and CLIP mean/std as a third-party converter "
     "validates that processor's config; the file itself unverified (earlier revisions left normalization to "
     "RADIO's input conditioner and ship no mean/std)",
+    "minicpm-v-4.6": "no checkpoint file read: transformers 5.24.0's MiniCPMV4_6ImageProcessorPil class defaults "
+    "(IMAGENET_STANDARD_MEAN / STD 0.5, rescale 1/255), the values SGLang 0.5.17-0.5.23's own "
+    "MiniCPMV4_6ImageProcessor also hard-codes; openbmb/MiniCPM-V-4.6's own preprocessor_config.json unverified",
+    "ernie-4.5-vl": "no checkpoint file read: transformers 5.24.0's Ernie4_5_VLMoeImageProcessorPil class defaults "
+    "(OPENAI_CLIP_MEAN / STD, rescale 1/255); the -PT checkpoints' own preprocessor_config.json (their remote-code "
+    "image processor's) unverified",
     "nano-nemotron-vl": "nvidia/NVIDIA-Nemotron-Nano-12B-v2-VL-BF16 config.json norm_mean / norm_std, a third-party "
     "fixture modelled on it (a NemotronH_Nano_VL_V2 converter test; the Nemotron Nano Omni "
     "preprocessor_config.json in mlx-vlm's tests agrees); the checkpoint's own file unverified",

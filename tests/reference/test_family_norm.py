@@ -91,6 +91,8 @@ PIL_MODULES = {
     "Gemma4ImageProcessor": "gemma4.image_processing_pil_gemma4",
     "GotOcr2ImageProcessor": "got_ocr2.image_processing_pil_got_ocr2",
     "PaddleOCRVLImageProcessor": "paddleocr_vl.image_processing_pil_paddleocr_vl",
+    "MiniCPMV4_6ImageProcessor": "minicpmv4_6.image_processing_pil_minicpmv4_6",
+    "Ernie4_5_VLMoeImageProcessor": "ernie4_5_vl_moe.image_processing_pil_ernie4_5_vl_moe",
 }
 
 

@@ -16,8 +16,16 @@ from deferlab.reports.report import claims
 def test_a_real_engine_must_answer_the_default_column_of_each_family_it_serves() -> None:
     assert claims.columns(RunRecord(System("sglang", "0.5.23"), "ci"))[0] == ["SGLANG"]
     required, _ = claims.columns(RunRecord(System("sglang", "0.5.23", family="all"), "ci"))
-    assert required == ["SGLANG", "qwen2.5-vl:SGLANG", "qwen3-vl:SGLANG", "internvl:SGLANG", "paddleocr-vl:SGLANG"]
-    # no gemma3: not served by SGLang (PaddleOCR-VL is, from 0.5.21: semantics §18.9)
+    assert required == [
+        "SGLANG",
+        "qwen2.5-vl:SGLANG",
+        "qwen3-vl:SGLANG",
+        "internvl:SGLANG",
+        "paddleocr-vl:SGLANG",
+        "minicpm-v-4.6:SGLANG",
+        "ernie-4.5-vl:SGLANG",
+    ]
+    # no gemma3: not served by SGLang (PaddleOCR-VL is, from 0.5.21; MiniCPM-V 4.6, ERNIE-4.5-VL: semantics §18.9)
     required, _ = claims.columns(RunRecord(System("vllm", "0.33.0", family="gemma3,glm-4.1v"), "ci"))
     assert required == ["glm-4.1v:VLLM"]  # Gemma 3 is device-normalized from 0.34.0 (the registry's range)
 

@@ -8,9 +8,13 @@ one line (`sources.SGLangSourceError`) before anything runs.
 ==========  ==============================  ==================================================================
 family      SGLang module (processors/)     what runs here
 ==========  ==============================  ==================================================================
+ernie-4.5-  ernie45_vl.py                   ``Ernie4_5_VLImageProcessor._pixel_values_norm`` (its own
+vl                                          normalization of the checkpoint processor's levels): normalization only
 internvl    internvl.py                     ``InternVLProcessor``'s request entry, all of it on the CPU
 kimi-k3     kimi_k25.py                     ``KimiGPUProcessorWrapper``'s GPU branch (Kimi-K2.5): its own torch
                                             on the CPU; only the CUDA dispatch is modelled
+minicpm-    minicpmv4_6.py                  ``MiniCPMV4_6MultimodalProcessor``'s own image processor (its own
+v-4.6                                       statistics): normalization only, read off a level image it keeps
 paddleocr-  paddleocr_vlm.py                ``PaddleOCRVLImageProcessor`` (a ``QwenVLImageProcessor``): the Qwen
 vl                                          path below with transformers' PaddleOCR-VL image processor
 qwen2.5-vl  qwen_vl.py                      ``QwenVLImageProcessor.prepare_artifact_batch`` with the release's
@@ -46,8 +50,22 @@ _QWEN = Spec(
     "sglang.srt.multimodal.processors.qwen_vl", "Qwen-VL", "qwen_vl", "QwenVLPath", ("transformers", "torchvision")
 )
 PATHS: dict[str, Spec] = {
+    "ernie-4.5-vl": Spec(
+        "sglang.srt.multimodal.processors.ernie45_vl",
+        "ERNIE-4.5-VL",
+        "ernie45_vl",
+        "Ernie45VLPath",
+        ("transformers", "torchvision"),  # the module imports both
+    ),
     "internvl": Spec("sglang.srt.multimodal.processors.internvl", "InternVL", "internvl", "InternVLPath"),
     "kimi-k3": Spec("sglang.srt.multimodal.processors.kimi_k25", "Kimi-K2.5", "kimi_k25", "KimiK25Path"),
+    "minicpm-v-4.6": Spec(
+        "sglang.srt.multimodal.processors.minicpmv4_6",
+        "MiniCPM-V 4.6",
+        "minicpm_v46",
+        "MiniCPMV46Path",
+        ("transformers", "torchvision"),  # the module imports both (its base processor, its resize)
+    ),
     "paddleocr-vl": Spec(
         "sglang.srt.multimodal.processors.paddleocr_vlm",
         "PaddleOCR-VL",

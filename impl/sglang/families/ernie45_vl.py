@@ -1,0 +1,89 @@
+"""SGLang's ERNIE-4.5-VL processor (``processors/ernie45_vl.py``) as a normalization-only `FamilyPath`
+(semantics §18.9).
+
+Why its own path: SGLang normalizes ERNIE-4.5-VL itself. Its ``Ernie4_5_VLImageProcessor.process_mm_data`` takes
+the checkpoint's processor output (pixels as levels, its ``"images"``) and runs its own ``_pixel_values_norm``:
+``(f32(rescale_factor) * x - mean) / std`` in float32 with the image processor's statistics, then the cast to the
+model's dtype, inside the processor. Here the class's own ``__init__`` runs (the base class's answered as
+`common.construct` does) with an image processor holding the config's statistics, and ``_pixel_values_norm`` runs
+as shipped on every level in the ``(patches, C*p*p)`` layout it reads. Only the levels are judged (C15); the
+geometry (SGLang's own pre-resize, then the checkpoint's processor) is not restated yet.
+"""
+
+from __future__ import annotations
+
+import types
+from collections.abc import Sequence
+from typing import Any
+
+import numpy as np
+import torch
+
+from deferlab.impl.sglang.families import common
+from deferlab.reference.system.errors import InputValueError
+from deferlab.reference.system.family_configs import NormConfig
+from deferlab.reference.system.served import Geometry
+
+MODULE = "sglang.srt.multimodal.processors.ernie45_vl"
+PATCH = 14  # ERNIE-4.5-VL's vision patch size (its vision config): the layout _pixel_values_norm repeats over
+DTYPES = {"bfloat16": torch.bfloat16, "float32": torch.float32}
+
+
+class Ernie45VLPath(common.FamilyPathBase):
+    """SGLang's ERNIE-4.5-VL image path, judged on what its own normalization gives each level."""
+
+    family = "ernie-4.5-vl"
+
+    def __init__(self, source: Any, module: types.ModuleType, dtype: str = "bfloat16") -> None:
+        if dtype not in DTYPES:
+            raise InputValueError(f"dtype: {dtype!r}; accepted: 'bfloat16' (the model's dtype) or 'float32' (none)")
+        super().__init__(source, module)
+        self.dtype = dtype  # float32: a model dtype of float32, so SGLang's own cast keeps its float32 values
+
+    def processor(self, cfg: NormConfig) -> Any:
+        """``Ernie4_5_VLImageProcessor`` built by its own ``__init__`` for a model of this path's dtype, with an
+        image processor holding ``cfg``'s mean, std and rescale factor (all ``_pixel_values_norm`` reads of it)."""
+
+        def build() -> Any:
+            vision = types.SimpleNamespace(patch_size=PATCH)
+            ids = {"image_start_token_id": 1, "image_end_token_id": 2, "video_start_token_id": 3}
+            hf_config = types.SimpleNamespace(
+                model_type="ernie4_5_moe_vl", vision_config=vision, dtype=DTYPES[self.dtype], im_patch_id=5, **ids
+            )
+            hf_config.video_end_token_id = 4
+            image_processor = types.SimpleNamespace(
+                image_mean=list(cfg.image_mean), image_std=list(cfg.image_std), rescale_factor=cfg.rescale_factor
+            )
+            hf = types.SimpleNamespace(tokenizer=types.SimpleNamespace(), image_processor=image_processor)
+            return common.construct(self.source, self.module.Ernie4_5_VLImageProcessor, hf_config, None, hf)
+
+        return self.cached(("processor", NormConfig.checked(cfg)), build)
+
+    def levels(self, cfg: Any) -> np.ndarray:
+        """(3, 256): ``_pixel_values_norm`` on every level, each row one patch of a single level."""
+        cfg = NormConfig.checked(cfg)
+        if not (cfg.do_rescale and cfg.do_normalize):
+            raise InputValueError(
+                f"{self.name}: _pixel_values_norm always rescales and normalizes; accepted: a config with do_rescale "
+                f"and do_normalize on, got do_rescale={cfg.do_rescale}, do_normalize={cfg.do_normalize}"
+            )
+        proc = self.processor(cfg)
+        pixels = torch.arange(256, dtype=torch.float32)[:, None].expand(256, 3 * PATCH * PATCH).contiguous()
+        with common.cpu_engine(self.source):
+            values = proc._pixel_values_norm(pixels, {})
+        return common.widen(values)[:, :: PATCH * PATCH].T.copy()  # channel-major within each patch
+
+    def geometry(self, width: int, height: int, cfg: Any) -> Geometry:
+        raise InputValueError(f"n/a: {self.name}: normalization only (its pre-resize geometry is not restated)")
+
+    def serve(self, images: Sequence[Any], cfg: Any) -> tuple[np.ndarray, np.ndarray]:
+        raise InputValueError(f"n/a: {self.name}: normalization only (its pre-resize geometry is not restated)")
+
+    def provenance(self) -> dict[str, str]:
+        cls = f"{MODULE}.Ernie4_5_VLImageProcessor"
+        return {
+            "processor": f"{cls}.__init__ (own; the base class's __init__ answered by deferlab; an image processor "
+            "stand-in holding the config's image_mean, image_std, rescale_factor)",
+            "normalize": f"{cls}._pixel_values_norm (own, as process_mm_data calls it on the processor's levels)",
+            "cast": f"{cls}._pixel_values_norm's .to(hf_config.dtype) (own; hf_config.dtype {self.dtype})",
+        }
