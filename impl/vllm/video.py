@@ -7,10 +7,11 @@ the times (Qwen3-VL's timestamps are its own; Qwen2.5-VL's ``second_per_grid_ts`
 here is that code, imported from the release:
 
 * ``plan`` (pixel-free, for §20.3's grid): the release's ``VideoMediaIO`` and the loader it builds for the
-  checkpoint run for real, with one stand-in: ``vllm.multimodal.video.decode_video`` (the codec call inside the
-  loader's ``load_bytes``) is replaced, for the call, by a reader that reports the `Clip`'s metadata as the OpenCV
-  codec reads it, lets the loader's own ``compute_frames_index_to_sample`` choose, and serves each chosen frame once
-  in increasing order (OpenCV's ``read_frames``) as a 1x1 frame. The processor then runs for real on black frames of
+  checkpoint run for real, with one stand-in (`video_standin`): ``vllm.multimodal.video.decode_video`` (the codec
+  call inside the loader's ``load_bytes``, 0.29.0 on; before, the OpenCV mixin's methods it calls inline) is
+  replaced, for the call, by a reader that reports the `Clip`'s metadata as the OpenCV codec reads it, lets the
+  loader's own ``compute_frames_index_to_sample`` choose, and serves each chosen frame once in increasing order
+  (OpenCV's ``read_frames``) as a 1x1 frame. The processor then runs for real on black frames of
   the clip's size (memoized by what it depends on: frame count and size, kwargs, and the metadata when it samples).
 * ``decode`` (bytes): the release's ``MediaConnector.fetch_video`` on the bytes a client sends, as a ``file:`` URL
   (a data URI's base64 step is ``pybase64``, not installed here; the rest is the same ``load_bytes``), with the
