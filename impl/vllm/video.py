@@ -131,8 +131,9 @@ class VLLMVideoPath:
                 f"{self.system} takes no total_pixels (neither a media_io nor an mm_processor kwarg of its "
                 f"{self.spec.display} path); accepted: fps, num_frames, min_pixels, max_pixels"
             )
-        if self._lookup_error is not None:  # vLLM's get_video_loader_backend_for_processor refused the checkpoint
-            raise type(self._lookup_error)(*self._lookup_error.args)
+        if self._lookup_error is not None:  # vLLM's get_video_loader_backend_for_processor refused the checkpoint:
+            e = self._lookup_error  # a fresh copy per request, carrying vLLM's own frames for the findings
+            raise type(e)(*e.args).with_traceback(e.__traceback__)
         runtime = {k: v for k, v in (("fps", request.fps), ("num_frames", request.num_frames)) if v is not None}
         merged = dict(self._media.merge_kwargs(None, runtime))
         if self.backend:
