@@ -60,6 +60,15 @@ ENGINE = EngineFacts(
                 "SGLang's own: normalize, then tile and resize with torch on the device (the CPU here)",
             ),
         ),
+        # MiMo-V2.5 (semantics §18.9): MiMoProcessor's own image path in every cached release (0.5.17-0.5.23).
+        (
+            "mimo-v2.5",
+            _served(
+                "0.5.17",
+                (f"{_PROCESSORS}.mimo_v2",),
+                "SGLang's own: resize and standardize with its module's mean/std (ImageNet's to 0.5.21), judged only",
+            ),
+        ),
         # ERNIE-4.5-VL (semantics §18.9): its own _pixel_values_norm in every cached release (0.5.17-0.5.23).
         (
             "ernie-4.5-vl",

@@ -200,6 +200,17 @@ FAMILIES["ernie-4.5-vl"] = Family(
     profile="ernie-4.5-vl",
 )
 
+# MiMo-V2.5 (semantics §18.9): SGLang's own MiMoProcessor standardizes with module constants; normalization only.
+FAMILIES["mimo-v2.5"] = Family(
+    name="mimo-v2.5",
+    display="MiMo-V2.5",
+    scope="normalization",
+    checkpoints=("XiaomiMiMo/MiMo-V2.5",),
+    processor_classes=("MiMoV2ForCausalLM",),
+    trained="deferlab.reference.oracle.family_norm",  # the CLIP rescale-and-normalize SGLang says the checkpoint has
+    profile="mimo-v2.5",
+)
+
 # Each engine plugin declares its own paths for the families it serves (`EngineFacts.serves`: SGLang's, vLLM's and
 # LMDeploy's in `impl/<engine>/plugin.py`), added here in the registry's order, so an engine's paths live in its
 # package and this table holds the families themselves.

@@ -221,6 +221,15 @@ PUBLISHED: dict[str, dict[str, Any]] = {
         "do_rescale": True,
         "do_normalize": True,
     },
+    # MiMo-V2.5 (semantics §18.9): the statistics SGLang 0.5.22's fix states for the checkpoint
+    "mimo-v2.5": {
+        "architectures": ["MiMoV2ForCausalLM"],
+        "image_mean": list(CLIP_MEAN),
+        "image_std": list(CLIP_STD),
+        "rescale_factor": RESCALE,
+        "do_rescale": True,
+        "do_normalize": True,
+    },
 }
 
 _THIRD = "third-party copy of the official file"
@@ -255,6 +264,9 @@ SOURCES: dict[str, str] = {
     "ernie-4.5-vl": "no checkpoint file read: transformers 5.24.0's Ernie4_5_VLMoeImageProcessorPil class defaults "
     "(OPENAI_CLIP_MEAN / STD, rescale 1/255); the -PT checkpoints' own preprocessor_config.json (their remote-code "
     "image processor's) unverified",
+    "mimo-v2.5": "no checkpoint file read: SGLang 0.5.22's mimo_v2.py comment on its CLIP constants (the "
+    "checkpoint's preprocessor_config.json has CLIP image_mean / image_std with do_rescale 1/255, "
+    "Qwen2VLImageProcessor's); XiaomiMiMo/MiMo-V2.5's own file unverified",
     "nano-nemotron-vl": "nvidia/NVIDIA-Nemotron-Nano-12B-v2-VL-BF16 config.json norm_mean / norm_std, a third-party "
     "fixture modelled on it (a NemotronH_Nano_VL_V2 converter test; the Nemotron Nano Omni "
     "preprocessor_config.json in mlx-vlm's tests agrees); the checkpoint's own file unverified",

@@ -113,13 +113,15 @@ def transformers_table(processor) -> np.ndarray:
 
 # The families whose checkpoints preprocess with their own code, ToTensor then Normalize (semantics §18.9).
 TORCHVISION_ORDER = ("nemotron-vl", "nemotron-parse", "nano-nemotron-vl")
+# A family whose published config names its architecture, with the transformers class its statistics are (§18.9).
+PROCESSOR_OF = {"mimo-v2.5": "Qwen2VLImageProcessor"}
 
 
 @pytest.mark.extra("transformers")
 @pytest.mark.parametrize("name", [n for n in PROFILES if n not in ("internvl", *TORCHVISION_ORDER)])
 def test_every_profile_matches_transformers_bitwise(name: str) -> None:
     cfg = published_config(name)
-    processor = pil_processor(base_class(processor_class(cfg)), cfg)
+    processor = pil_processor(PROCESSOR_OF.get(name) or base_class(processor_class(cfg)), cfg)
     ours = fn.checkpoint_levels(norm_of(PROFILES[name][0]))
     theirs = transformers_table(processor)
     assert theirs.dtype == np.float32 and (bits(ours) == bits(theirs)).all()

@@ -24,8 +24,9 @@ def test_a_real_engine_must_answer_the_default_column_of_each_family_it_serves()
         "paddleocr-vl:SGLANG",
         "minicpm-v-4.6:SGLANG",
         "ernie-4.5-vl:SGLANG",
+        "mimo-v2.5:SGLANG",
     ]
-    # no gemma3: not served by SGLang (PaddleOCR-VL is, from 0.5.21; MiniCPM-V 4.6, ERNIE-4.5-VL: semantics §18.9)
+    # no gemma3: not served by SGLang (PaddleOCR-VL is, from 0.5.21; MiniCPM-V 4.6, ERNIE-4.5-VL, MiMo-V2.5: §18.9)
     required, _ = claims.columns(RunRecord(System("vllm", "0.33.0", family="gemma3,glm-4.1v"), "ci"))
     assert required == ["glm-4.1v:VLLM"]  # Gemma 3 is device-normalized from 0.34.0 (the registry's range)
 

@@ -13,6 +13,8 @@ vl                                          normalization of the checkpoint proc
 internvl    internvl.py                     ``InternVLProcessor``'s request entry, all of it on the CPU
 kimi-k3     kimi_k25.py                     ``KimiGPUProcessorWrapper``'s GPU branch (Kimi-K2.5): its own torch
                                             on the CPU; only the CUDA dispatch is modelled
+mimo-v2.5   mimo_v2.py                      ``MiMoProcessor.get_visual_transform`` (its own resize and
+                                            standardize, module constants): normalization only
 minicpm-    minicpmv4_6.py                  ``MiniCPMV4_6MultimodalProcessor``'s own image processor (its own
 v-4.6                                       statistics): normalization only, read off a level image it keeps
 paddleocr-  paddleocr_vlm.py                ``PaddleOCRVLImageProcessor`` (a ``QwenVLImageProcessor``): the Qwen
@@ -59,6 +61,13 @@ PATHS: dict[str, Spec] = {
     ),
     "internvl": Spec("sglang.srt.multimodal.processors.internvl", "InternVL", "internvl", "InternVLPath"),
     "kimi-k3": Spec("sglang.srt.multimodal.processors.kimi_k25", "Kimi-K2.5", "kimi_k25", "KimiK25Path"),
+    "mimo-v2.5": Spec(
+        "sglang.srt.multimodal.processors.mimo_v2",
+        "MiMo-V2",
+        "mimo_v2",
+        "MiMoV2Path",
+        ("transformers", "torchvision"),  # the module imports both
+    ),
     "minicpm-v-4.6": Spec(
         "sglang.srt.multimodal.processors.minicpmv4_6",
         "MiniCPM-V 4.6",

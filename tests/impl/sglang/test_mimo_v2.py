@@ -1,0 +1,77 @@
+"""`impl.sglang.families.mimo_v2`: SGLang's own MiMo-V2 image path as a normalization-only path for MiMo-V2.5.
+
+What is checked against what: the levels SGLang's ``MiMoProcessor.get_visual_transform`` gives (run as shipped)
+against the arithmetic semantics §18.9 states for ``standardize_batch``, written here in NumPy: ``(f32(u) - M) / S``
+with ImageNet's 0..255 constants in 0.5.21 and CLIP's times 255 (each a float32 product) from 0.5.22; the counts
+against the trained table (§18.7: 768 / 768, then 537 / 0). The module imports transformers and torchvision, so
+the path runs in a child that loads SGLang with its companions.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from tests.impl.sglang.support import default_spec, run_child
+
+CHILD = """
+import json, sys
+from deferlab.impl.sglang.families import family_path
+from deferlab.impl.sglang.sources import load
+from deferlab.properties import families as fam
+from tests.impl.sglang.support import JSON_MARK
+
+source = load(sys.argv[1], companions=("transformers", "torchvision"))
+cfg, want = fam.config("mimo-v2.5"), fam.Trained("mimo-v2.5")
+path = family_path(source, "mimo-v2.5", dtype="float32")
+out = {"version": source.version, "levels": path.levels(cfg).tolist(), "problem": fam.normalization_problem(path, cfg, want)}
+out["provenance"] = path.provenance()
+try:
+    path.geometry(10, 10, cfg)
+    out["geometry"] = "answered"
+except Exception as e:
+    out["geometry"] = f"{type(e).__name__}: {e}"
+print(JSON_MARK + json.dumps(out))
+"""
+CLIP_MEAN = (0.48145466, 0.4578275, 0.40821073)
+CLIP_STD = (0.26862954, 0.26130258, 0.27577711)
+
+
+@pytest.fixture(scope="module", params=["0.5.21", "newest"])
+def served(request):
+    spec = default_spec() if request.param == "newest" else request.param
+    return run_child(CHILD, spec, spec=spec, timeout=900)
+
+
+def stated(version: str) -> np.ndarray:
+    """§18.9's ``standardize_batch`` of the release: (3, 256) float32."""
+    if tuple(int(p) for p in version.split(".")[:3]) < (0, 5, 22):
+        mean = np.asarray((123.675, 116.28, 103.53), np.float32)
+        std = np.asarray((58.395, 57.12, 57.375), np.float32)
+    else:
+        mean = np.asarray(CLIP_MEAN, np.float32) * np.float32(255.0)
+        std = np.asarray(CLIP_STD, np.float32) * np.float32(255.0)
+    u = np.arange(256, dtype=np.float32)[None, :]
+    return (u - mean[:, None]) / std[:, None]
+
+
+def bits(a: np.ndarray) -> np.ndarray:
+    return np.ascontiguousarray(a, dtype=np.float32).view(np.uint32)
+
+
+@pytest.mark.extra("transformers")
+def test_levels_are_the_releases_stated_standardization(served):
+    got = np.asarray(served["levels"], dtype=np.float32)
+    assert got.shape == (3, 256) and np.array_equal(bits(got), bits(stated(served["version"])))
+    assert "MiMoProcessor.get_visual_transform" in served["provenance"]["serve"]
+
+
+@pytest.mark.extra("transformers")
+def test_c15_counts_are_semantics_18_7s(served):
+    """ImageNet's statistics (to 0.5.21): every value off, after BF16 too; CLIP's fused form: 537 / 0."""
+    old = tuple(int(p) for p in served["version"].split(".")[:3]) < (0, 5, 22)
+    counts = "768 of 768 values differ from the checkpoint in FP32, first level 0, 768 of 768 after BF16"
+    if not old:
+        counts = "537 of 768 values differ from the checkpoint in FP32, first level 1, 0 of 768 after BF16"
+    assert counts in served["problem"]
+    assert served["geometry"].startswith("InputValueError: n/a: sglang-") and "normalization only" in served["geometry"]
