@@ -95,20 +95,29 @@ class Worker:
         self.proc: subprocess.Popen | None = None
         self.log: Path | None = None
 
-    def load(self, media_proc_cfg: dict[str, Any] | None, threads: int | None) -> dict[str, Any]:
-        """Start the child and load the paths: ``{"paths": [RemotePath fields], "systems": {...}}``;
-        `ChildFailed` with the loader's one line when they cannot be loaded."""
+    def start(self, media_proc_cfg: dict[str, Any] | None, threads: int | None) -> None:
+        """Start the child and hand it the load (the engines load side by side); `loaded` waits for it."""
         from deferlab.reports.core import process
 
         self.log = process.temp_dir("kimi-") / f"kimi-{self.engine}.log"
         with open(self.log, "w") as sink:
             cmd = [sys.executable, "-m", MODULE, "serve", self.engine, self.spec]
             self.proc = process.spawn(cmd, stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=sink, text=True)
+        self.send({"do": "load", "media_proc_cfg": media_proc_cfg, "threads": threads})
+
+    def loaded(self) -> dict[str, Any]:
+        """The paths loaded: ``{"paths": [RemotePath fields], "systems": {...}}``; `ChildFailed` with the loader's
+        one line when they cannot be loaded (the child then ended)."""
         try:
-            return self.ask({"do": "load", "media_proc_cfg": media_proc_cfg, "threads": threads})
+            return self.receive()
         except ChildFailed:
             self.close()
             raise
+
+    def load(self, media_proc_cfg: dict[str, Any] | None, threads: int | None) -> dict[str, Any]:
+        """`start`, then `loaded`."""
+        self.start(media_proc_cfg, threads)
+        return self.loaded()
 
     def ask(self, request: dict[str, Any], say: Callable[[str], None] | None = None) -> dict[str, Any]:
         """Send one request and wait for its answer (`send`, then `receive`)."""

@@ -100,11 +100,16 @@ class RunPaths:
 
     def get(self) -> list[Any]:
         """Every path that could be loaded (model first, then each engine's Kimi-K3 paths in the registry's order,
-        each engine's loaded in its child, one engine after another through the one executor)."""
+        each engine's loaded in its child: they load side by side, their answers read in order through the one
+        executor)."""
         if self._paths is None:
             self._paths = list(model_paths(self.policy))
-            wanted = [(n, s) for n, s in self.specs().items() if n in KIMI_PATHS]
-            each(wanted, self._start, self._started)
+            torch = sys.modules.get("torch")  # the children's torch pool as this process's (`reports.report.run`)
+            threads = torch.get_num_threads() if torch is not None else None
+            workers = [Worker(n, s) for n, s in self.specs().items() if n in KIMI_PATHS]
+            for worker in workers:
+                worker.start(self.media_proc_cfg, threads)
+            each(workers, self._loaded, self._started)
         return list(self._paths)
 
     def local(self) -> list[Any]:
@@ -180,21 +185,16 @@ class RunPaths:
         local = describe_systems([p for p in self._paths or [] if not isinstance(p, RemotePath)])
         return local | {k: v for k, v in self._systems.items() if k not in local}
 
-    def _start(self, item: tuple[str, str]) -> tuple[Worker, dict[str, Any] | str]:
-        name, spec = item
-        worker = Worker(name, spec)
-        torch = sys.modules.get("torch")
-        threads = torch.get_num_threads() if torch is not None else None
+    def _loaded(self, worker: Worker) -> dict[str, Any] | str:
         try:
-            return worker, worker.load(self.media_proc_cfg, threads)
+            return worker.loaded()
         except ChildFailed as e:  # an engine that cannot load fails its steps, not the report
-            return worker, f"{name} {spec!r}: {e}"
+            return f"{worker.engine} {worker.spec!r}: {e}"
 
-    def _started(self, item: tuple[str, str], got: tuple[Worker, dict[str, Any] | str]) -> None:
-        worker, answer = got
+    def _started(self, worker: Worker, answer: dict[str, Any] | str) -> None:
         if isinstance(answer, str):
-            self.errors[item[0]] = answer
+            self.errors[worker.engine] = answer
             return
-        self._workers[item[0]] = worker
+        self._workers[worker.engine] = worker
         self._paths = (self._paths or []) + [RemotePath(**p) for p in answer["paths"]]
         self._systems.update(answer["systems"])
