@@ -18,18 +18,13 @@ stand in its way.
 from __future__ import annotations
 
 import json
-import os
-import subprocess
-import sys
-from pathlib import Path
 from typing import Any
 
 import pytest
 
 from deferlab.reference.system.video import VideoRequest
+from tests.child import JSON_MARK, run_child
 
-JSON_MARK = "JSON:"
-REPO = Path(__file__).resolve().parents[2]
 FAMILIES = ("qwen2.5-vl", "qwen3-vl")
 KINDS = ("constant", "vfr", "short", "one")
 REQUESTS = (VideoRequest(), VideoRequest(fps=1.0), VideoRequest(fps=4.0), VideoRequest(num_frames=8))
@@ -79,18 +74,7 @@ def decoded() -> dict[str, Any]:
     for extra in ("video", "transformers"):
         if (why := why_missing(extra)) is not None:
             pytest.skip(why)
-    proc = subprocess.run(
-        [sys.executable, "-m", "tests.reference.test_video_trained_decode"],
-        cwd=REPO,
-        env={**os.environ, "PYTHONPATH": str(REPO)},
-        capture_output=True,
-        text=True,
-        timeout=600,
-        check=False,
-    )
-    lines = [line for line in proc.stdout.splitlines() if line.startswith(JSON_MARK)]
-    assert proc.returncode == 0 and lines, f"decode child exited {proc.returncode}:\n{proc.stderr[-4000:]}"
-    return json.loads(lines[-1][len(JSON_MARK) :])
+    return run_child("tests.reference.test_video_trained_decode", module=True, timeout=600)
 
 
 pytestmark = [pytest.mark.extra("video"), pytest.mark.extra("transformers")]

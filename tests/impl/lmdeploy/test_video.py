@@ -8,12 +8,8 @@ release's pinned transformers, which this session's InternVL fixture has already
 
 from __future__ import annotations
 
-import json
 import math
 import os
-import subprocess
-import sys
-from pathlib import Path
 from typing import Any
 
 import pytest
@@ -21,9 +17,9 @@ import pytest
 from deferlab.impl.lmdeploy.sources import DEFAULT_VERSION
 from deferlab.impl.lmdeploy.video import Qwen3VideoPath, video_paths
 from deferlab.reference.system.video import Unsupported
+from tests.child import run_child
 
 VIDEO = pytest.mark.extra("video")  # PyAV encodes the clips, OpenCV is LMDeploy's default backend
-REPO = Path(__file__).resolve().parents[3]
 SPEC = os.environ.get("DEFERLAB_LMDEPLOY", DEFAULT_VERSION)
 
 
@@ -54,18 +50,7 @@ def test_qwen3_path_names_the_companion_it_lacks(lmdeploy_source):
 
 @pytest.fixture(scope="module")
 def child() -> dict[str, Any]:
-    proc = subprocess.run(
-        [sys.executable, "-m", "tests.impl.lmdeploy.video_child", SPEC],
-        cwd=REPO,
-        env={**os.environ, "PYTHONPATH": str(REPO)},
-        capture_output=True,
-        text=True,
-        timeout=600,
-        check=False,
-    )
-    lines = [line for line in proc.stdout.splitlines() if line.startswith("JSON:")]
-    assert proc.returncode == 0 and lines, f"video child exited {proc.returncode}:\n{proc.stderr[-4000:]}"
-    found = json.loads(lines[-1][len("JSON:") :])
+    found = run_child("tests.impl.lmdeploy.video_child", SPEC, module=True, timeout=600)
     if "skip" in found:
         pytest.skip(found["skip"])
     return found

@@ -16,19 +16,16 @@ from __future__ import annotations
 import functools
 import json
 import os
-import subprocess
 import sys
 import time
-from pathlib import Path
 from typing import Any
 
 import numpy as np
 import pytest
 
 from deferlab.reference.system.video import Clip, Unsupported, VideoRequest, grid_clips
+from tests.child import JSON_MARK, run_child
 
-JSON_MARK = "JSON:"
-REPO = Path(__file__).resolve().parents[3]
 FAMILY = "qwen3-vl"  # LMDeploy's only family with a video path (semantics §20.7)
 SIZES = ((640, 480), (1280, 720), (1920, 1080), (1080, 1920), (3840, 2160), (63, 47), (16, 127), (8, 4000))
 LONG = tuple(Clip(f, fps, w, h) for f, fps in ((900, 30.0), (8100, 30.0), (36000, 60.0)) for w, h in SIZES)
@@ -139,20 +136,11 @@ def served() -> dict[str, Any]:
     from deferlab.impl.lmdeploy.sources import DEFAULT_VERSION
 
     spec = os.environ.get("DEFERLAB_LMDEPLOY", DEFAULT_VERSION)
-    proc = subprocess.run(
-        [sys.executable, "-m", "tests.impl.lmdeploy.test_video_rule", spec],
-        cwd=REPO,
-        # one torch thread: the processor's resizes are small and many; on a shared machine two threads spent 9x
-        # the time contending (measured: 7.2 s against 0.8 s for 3,000 plans at fps=1)
-        env={**os.environ, "PYTHONPATH": str(REPO), "OMP_NUM_THREADS": "1"},
-        capture_output=True,
-        text=True,
-        timeout=900,
-        check=False,
+    # one torch thread: the processor's resizes are small and many; on a shared machine two threads spent 9x
+    # the time contending (measured: 7.2 s against 0.8 s for 3,000 plans at fps=1)
+    found = run_child(
+        "tests.impl.lmdeploy.test_video_rule", spec, module=True, env={"OMP_NUM_THREADS": "1"}, timeout=900
     )
-    lines = [line for line in proc.stdout.splitlines() if line.startswith(JSON_MARK)]
-    assert proc.returncode == 0 and lines, f"rule child exited {proc.returncode}:\n{proc.stderr[-4000:]}"
-    found = json.loads(lines[-1][len(JSON_MARK) :])
     if "skip" in found:
         pytest.skip(found["skip"])
     return found

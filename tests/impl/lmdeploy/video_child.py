@@ -19,8 +19,8 @@ from typing import Any
 import numpy as np
 
 from deferlab.reference.system.video import Clip, VideoRequest
+from tests.child import JSON_MARK
 
-JSON_MARK = "JSON:"
 BITS = 8  # the index code: 8 vertical bands of 8 px, each black (0) or white (1), most significant first
 
 # (clip, request) points the test derives by hand from semantics §20.7.

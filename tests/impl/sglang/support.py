@@ -15,10 +15,6 @@ the small inputs several test files share.
 
 from __future__ import annotations
 
-import json
-import os
-import subprocess
-import sys
 from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
@@ -28,10 +24,16 @@ import torch
 
 from deferlab.properties.engines import default_spec, load_or_skip, skip_if_unfetched
 from deferlab.reference.system.profiles import profile
+from tests import child
+from tests.child import JSON_MARK, REPO
 
-REPO = Path(__file__).resolve().parents[3]
-__all__ = ["default_spec", "load_or_skip", "skip_if_unfetched"]  # re-exported for the tests of this folder
-JSON_MARK = "JSON:"  # a child prints its result as one line: this mark, then the JSON object
+__all__ = [
+    "JSON_MARK",
+    "REPO",
+    "default_spec",
+    "load_or_skip",
+    "skip_if_unfetched",
+]  # re-exported for the tests of this folder
 K3 = profile("kimi-k3")
 L1 = profile("sglang-gate-test-l1")  # in_patch_limit 1 (SGLang's second gate case)
 KIP = "sglang.srt.multimodal.kimi_k3_image_processing"
@@ -45,27 +47,10 @@ def u8(c: int, h: int, w: int, seed: int = 0) -> torch.Tensor:
 def run_child(
     code: str, *args: str, spec: str | None = None, timeout: float = 300, module: bool = False
 ) -> dict[str, Any]:
-    """Run ``code`` (``python -c``; with ``module``, ``code`` names a module run with ``python -m``; in the
-    repository, ``args`` as ``sys.argv[1:]``) and return its result: the object on its last line that starts
-    with `JSON_MARK`.
-
-    ``spec`` names the SGLang the child loads: if the child failed because that wheel cannot be fetched,
-    the test skips (`skip_if_unfetched`). Any other failure (a non-zero exit, no result line) fails it.
-    """
-    proc = subprocess.run(
-        [sys.executable, "-m" if module else "-c", code, *args],
-        cwd=REPO,
-        env={**os.environ, "PYTHONPATH": str(REPO)},
-        capture_output=True,
-        text=True,
-        timeout=timeout,
-        check=False,
-    )
-    if proc.returncode != 0 and spec is not None:
-        skip_if_unfetched(spec, proc.stderr)
-    lines = [line for line in proc.stdout.splitlines() if line.startswith(JSON_MARK)]
-    assert proc.returncode == 0 and lines, f"child {args} exited {proc.returncode}:\n{proc.stderr[-4000:]}"
-    return json.loads(lines[-1][len(JSON_MARK) :])
+    """`tests.child.run_child`, and ``spec``: the SGLang the child loads; if the child failed because that wheel
+    cannot be fetched, the test skips (`skip_if_unfetched`). Any other failure fails it."""
+    on_failure = None if spec is None else lambda err: skip_if_unfetched(spec, err)
+    return child.run_child(code, *args, module=module, timeout=timeout, on_failure=on_failure)
 
 
 def fake_sglang_tree(root: Path, version: str, files: Mapping[str, str]) -> Path:
