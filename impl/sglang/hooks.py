@@ -33,8 +33,8 @@ def probed_modules() -> list[str]:
 
 
 def kimi_paths(spec: str, media_proc_cfg: dict[str, Any] | None, checkpoint: Any) -> list[Any]:
-    """SGLang ``spec``'s Kimi-K3 paths, loaded in this process: eager, and deferred where the release has it (the
-    report's served and sweep steps, `reports.report.served.paths`). SGLang builds its processor from the config
+    """SGLang ``spec``'s Kimi-K3 paths, loaded in the calling process: eager, and deferred where the release has it
+    (the report's SGLang child, which answers its served and sweep steps: `reports.report.served.kimi`). SGLang builds its processor from the config
     itself, so the snapshot's ``media_proc_cfg`` and the checkpoint oracle are not used."""
     from deferlab.impl.sglang.driver import SGLangImpl
     from deferlab.impl.sglang.served import paths

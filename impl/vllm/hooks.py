@@ -42,7 +42,7 @@ def probed_modules() -> list[str]:
 
 
 def kimi_load(spec: str) -> str | None:
-    """Load vLLM ``spec`` in this process (the report's served and sweep steps then reuse it): None, or why it
+    """Load vLLM ``spec`` in the calling process (the report's front-door child, `reports.report.served.kimi`): None, or why it
     cannot be loaded in one line (an unknown version, a release without the Kimi-K3 path, a folder that is not a
     vLLM checkout, offline), the driver's own first line (`reports.report.front.load_kimi_or_refuse`)."""
     from deferlab.impl.vllm.sources import VLLMSourceError, load
@@ -55,8 +55,8 @@ def kimi_load(spec: str) -> str | None:
 
 
 def kimi_paths(spec: str, media_proc_cfg: dict[str, Any] | None, checkpoint: Any) -> list[Any]:
-    """vLLM ``spec``'s one Kimi-K3 path, loaded in this process (the report's served and sweep steps,
-    `reports.report.served.paths`): built from the snapshot's ``media_proc_cfg`` as read, and handed the checkpoint
+    """vLLM ``spec``'s one Kimi-K3 path, loaded in the calling process (the report's vLLM child, which answers its
+    served and sweep steps: `reports.report.served.kimi`): built from the snapshot's ``media_proc_cfg`` as read, and handed the checkpoint
     oracle (impl never imports it) for the releases that serve the checkpoint's remote code."""
     from deferlab.impl.vllm.driver import VLLMPath
 

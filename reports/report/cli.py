@@ -214,7 +214,7 @@ def _report(args: argparse.Namespace) -> int:
         check_impl(args.impl)
     for name, spec in specs.items():
         if name in KIMI_PATHS and not ENGINES[name].seam:  # its Kimi-K3 path runs here, even from results
-            _load_vllm_or_refuse(spec)  # (the served and sweep steps then reuse the loaded copy)
+            _load_vllm_or_refuse(spec)  # in a short child: this process loads no engine (report.served.kimi)
         elif args.from_results is None:  # a report from results runs no claims of it
             _load_or_refuse(System(name, spec))
     opts = ReportOptions(
