@@ -42,9 +42,9 @@ def probed_modules() -> list[str]:
 
 
 def kimi_load(spec: str) -> str | None:
-    """Load vLLM ``spec`` in the calling process (the report's front-door child, `reports.report.served.kimi`): None, or why it
-    cannot be loaded in one line (an unknown version, a release without the Kimi-K3 path, a folder that is not a
-    vLLM checkout, offline), the driver's own first line (`reports.report.front.load_kimi_or_refuse`)."""
+    """Load vLLM ``spec`` in the calling process (the report's front-door child): None, or why it cannot be
+    loaded in one line (an unknown version, a release without the Kimi-K3 path, a folder that is not a vLLM
+    checkout, offline), the driver's own first line (`reports.report.front.load_kimi_or_refuse`)."""
     from deferlab.impl.vllm.sources import VLLMSourceError, load
 
     try:
