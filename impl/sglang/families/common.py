@@ -25,7 +25,7 @@ import torch
 from deferlab.impl.loader.importer import RequiredImportError
 from deferlab.impl.sglang.runtime import run_with_globals
 from deferlab.impl.sglang.sources import SGLangSourceError, Source
-from deferlab.reference.system.errors import InputTypeError
+from deferlab.reference.system.errors import InputTypeError, InputValueError
 from deferlab.reference.system.seam import SGLANG_LABEL
 from deferlab.reference.system.validate import type_name
 
@@ -218,3 +218,24 @@ class FamilyPathBase:
     def run(self, images: Sequence[Any], cfg: Any) -> tuple[np.ndarray, np.ndarray, list[int]]:
         """(values float32 (N, C, L), grid int64 (n, 3), image tokens each image got in the prompt)."""
         raise NotImplementedError
+
+
+class NormOnlyPath(FamilyPathBase):
+    """A normalization-only family's path (semantics §18.9): judged on what it gives each level (`levels`), with
+    the dtype the model casts to; its geometry is not restated, so C13/C14 are ``n/a`` with ``not_restated``."""
+
+    not_restated = "its geometry is not restated"
+    dtypes: Mapping[str, str] = {"bfloat16": "the tower's cast", "float32": "none"}
+
+    def __init__(self, source: Source, module: types.ModuleType, dtype: str = "bfloat16") -> None:
+        if dtype not in self.dtypes:
+            accepted = " or ".join(f"{d!r} ({why})" for d, why in self.dtypes.items())
+            raise InputValueError(f"dtype: {dtype!r}; accepted: {accepted}")
+        super().__init__(source, module)
+        self.dtype = dtype  # float32: the processor's own values, before the model casts them to the tower's dtype
+
+    def geometry(self, width: int, height: int, cfg: Any) -> Any:
+        raise InputValueError(f"n/a: {self.name}: normalization only ({self.not_restated})")
+
+    def serve(self, images: Sequence[Any], cfg: Any) -> tuple[np.ndarray, np.ndarray]:
+        raise InputValueError(f"n/a: {self.name}: normalization only ({self.not_restated})")

@@ -13,7 +13,6 @@ geometry (SGLang's own pre-resize, then the checkpoint's processor) is not resta
 from __future__ import annotations
 
 import types
-from collections.abc import Sequence
 from typing import Any
 
 import numpy as np
@@ -22,23 +21,20 @@ import torch
 from deferlab.impl.sglang.families import common
 from deferlab.reference.system.errors import InputValueError
 from deferlab.reference.system.family_configs import NormConfig
-from deferlab.reference.system.served import Geometry
 
 MODULE = "sglang.srt.multimodal.processors.ernie45_vl"
 PATCH = 14  # ERNIE-4.5-VL's vision patch size (its vision config): the layout _pixel_values_norm repeats over
 DTYPES = {"bfloat16": torch.bfloat16, "float32": torch.float32}
 
 
-class Ernie45VLPath(common.FamilyPathBase):
+class Ernie45VLPath(common.NormOnlyPath):
     """SGLang's ERNIE-4.5-VL image path, judged on what its own normalization gives each level."""
 
     family = "ernie-4.5-vl"
 
-    def __init__(self, source: Any, module: types.ModuleType, dtype: str = "bfloat16") -> None:
-        if dtype not in DTYPES:
-            raise InputValueError(f"dtype: {dtype!r}; accepted: 'bfloat16' (the model's dtype) or 'float32' (none)")
-        super().__init__(source, module)
-        self.dtype = dtype  # float32: a model dtype of float32, so SGLang's own cast keeps its float32 values
+    not_restated = "its pre-resize geometry is not restated"
+    # float32: a model dtype of float32, so SGLang's own cast keeps its float32 values
+    dtypes = {"bfloat16": "the model's dtype", "float32": "none"}
 
     def processor(self, cfg: NormConfig) -> Any:
         """``Ernie4_5_VLImageProcessor`` built by its own ``__init__`` for a model of this path's dtype, with an
@@ -72,12 +68,6 @@ class Ernie45VLPath(common.FamilyPathBase):
         with common.cpu_engine(self.source):
             values = proc._pixel_values_norm(pixels, {})
         return common.widen(values)[:, :: PATCH * PATCH].T.copy()  # channel-major within each patch
-
-    def geometry(self, width: int, height: int, cfg: Any) -> Geometry:
-        raise InputValueError(f"n/a: {self.name}: normalization only (its pre-resize geometry is not restated)")
-
-    def serve(self, images: Sequence[Any], cfg: Any) -> tuple[np.ndarray, np.ndarray]:
-        raise InputValueError(f"n/a: {self.name}: normalization only (its pre-resize geometry is not restated)")
 
     def provenance(self) -> dict[str, str]:
         cls = f"{MODULE}.Ernie4_5_VLImageProcessor"

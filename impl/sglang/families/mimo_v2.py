@@ -11,8 +11,6 @@ identity), and the levels are read off its ``(C, H, W)`` output. Only the levels
 
 from __future__ import annotations
 
-import types
-from collections.abc import Sequence
 from typing import Any
 
 import numpy as np
@@ -20,24 +18,18 @@ import torch
 from PIL import Image
 
 from deferlab.impl.sglang.families import common
-from deferlab.reference.system.errors import InputValueError
-from deferlab.reference.system.served import Geometry
 
 MODULE = "sglang.srt.multimodal.processors.mimo_v2"
 SIDE = 448  # a multiple of the factor (patch 14 x merge 2), inside the pixel bounds below: its size is kept
 FACTOR, MIN_PIXELS, MAX_PIXELS = 28, 28 * 28, 16384 * 28 * 28
 
 
-class MiMoV2Path(common.FamilyPathBase):
+class MiMoV2Path(common.NormOnlyPath):
     """SGLang's MiMo-V2.5 image path: its own resize and standardization, judged on what it gives each level."""
 
     family = "mimo-v2.5"
 
-    def __init__(self, source: Any, module: types.ModuleType, dtype: str = "bfloat16") -> None:
-        if dtype not in ("bfloat16", "float32"):
-            raise InputValueError(f"dtype: {dtype!r}; accepted: 'bfloat16' (the tower's cast) or 'float32' (none)")
-        super().__init__(source, module)
-        self.dtype = dtype  # float32: the processor's own values, before the model casts them to the tower's dtype
+    not_restated = "its own smart_resize is not restated"
 
     def levels(self, cfg: Any) -> np.ndarray:
         """(3, 256): what the path gives each level (``cfg``'s statistics are not read: SGLang's are its own)."""
@@ -51,12 +43,6 @@ class MiMoV2Path(common.FamilyPathBase):
         if self.dtype == "bfloat16":
             values = values.to(torch.bfloat16)  # the model's cast to the tower's dtype, modelled as .to
         return common.canvas_levels(common.widen(values), image, self.name)
-
-    def geometry(self, width: int, height: int, cfg: Any) -> Geometry:
-        raise InputValueError(f"n/a: {self.name}: normalization only (its own smart_resize is not restated)")
-
-    def serve(self, images: Sequence[Any], cfg: Any) -> tuple[np.ndarray, np.ndarray]:
-        raise InputValueError(f"n/a: {self.name}: normalization only (its own smart_resize is not restated)")
 
     def provenance(self) -> dict[str, str]:
         cls = f"{MODULE}.MiMoProcessor"

@@ -14,7 +14,6 @@ from __future__ import annotations
 
 import inspect
 import types
-from collections.abc import Sequence
 from typing import Any
 
 import numpy as np
@@ -22,23 +21,17 @@ import torch
 from PIL import Image
 
 from deferlab.impl.sglang.families import common
-from deferlab.reference.system.errors import InputValueError
-from deferlab.reference.system.served import Geometry
 
 MODULE = "sglang.srt.multimodal.processors.minicpmv4_6"
 SIDE = 448  # the class's scale_resolution: a square of it is one piece at its own size (no slicing, no resize)
 
 
-class MiniCPMV46Path(common.FamilyPathBase):
+class MiniCPMV46Path(common.NormOnlyPath):
     """SGLang's MiniCPM-V 4.6 image path: its own image processor, judged on what it gives each level."""
 
     family = "minicpm-v-4.6"
 
-    def __init__(self, source: Any, module: types.ModuleType, dtype: str = "bfloat16") -> None:
-        if dtype not in ("bfloat16", "float32"):
-            raise InputValueError(f"dtype: {dtype!r}; accepted: 'bfloat16' (the tower's cast) or 'float32' (none)")
-        super().__init__(source, module)
-        self.dtype = dtype  # float32: the processor's own values, before the model casts them to the tower's dtype
+    not_restated = "its slicing geometry is not restated"
 
     def processor(self) -> Any:
         """``MiniCPMV4_6MultimodalProcessor`` built by its own ``__init__`` (patch 14, downsample 16x: the
@@ -73,12 +66,6 @@ class MiniCPMV46Path(common.FamilyPathBase):
         # (C, p, rows*cols*p): patch b's row i at [:, i, b*p:(b+1)*p], patches row-major over the image
         canvas = common.widen(values).reshape(3, p, rows, cols, p).transpose(0, 2, 1, 3, 4).reshape(3, SIDE, SIDE)
         return common.canvas_levels(canvas, image, self.name)
-
-    def geometry(self, width: int, height: int, cfg: Any) -> Geometry:
-        raise InputValueError(f"n/a: {self.name}: normalization only (its slicing geometry is not restated)")
-
-    def serve(self, images: Sequence[Any], cfg: Any) -> tuple[np.ndarray, np.ndarray]:
-        raise InputValueError(f"n/a: {self.name}: normalization only (its slicing geometry is not restated)")
 
     def provenance(self) -> dict[str, str]:
         cls = f"{MODULE}.MiniCPMV4_6MultimodalProcessor"
