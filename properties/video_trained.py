@@ -325,11 +325,15 @@ class OraclePath:
         return oracle.plan(self.family, self.row, clip, request)
 
     def decode(self, data: bytes, request: VideoRequest) -> DecodedVideo:
-        """Every frame decoded by PyAV (`properties.clips.decode`), the oracle's indices taken from them."""
+        """Every frame decoded by PyAV (`properties.clips.decode`), the frames the row's plan takes from them as
+        the loader hands them to the processor: before its temporal padding (semantics §20.2: the plan's indices
+        repeat the last frame of an odd count, which ``load_video`` does not read). A clip the row's processor
+        refuses (a one-frame Qwen3-VL clip: ``smart_resize``) is refused here, as the trained side refuses it."""
         from deferlab.properties import clips
 
         frames, clip = clips.decode(data), clips.clip_of_bytes(data)
-        idx = tuple(i for i in self.plan(clip, request).indices)
+        plan = self.plan(clip, request)
+        idx = tuple(plan.indices[: len(plan.indices) - plan.padded])
         return DecodedVideo(frames[list(idx)], idx, clip.fps, clip.frames)
 
     def provenance(self) -> dict[str, str]:

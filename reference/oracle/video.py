@@ -19,6 +19,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from deferlab.reference.oracle.video_index import INDEX_BITS, encode_index, read_index  # noqa: F401  (re-exported)
 from deferlab.reference.system.errors import InputValueError
 from deferlab.reference.system.video import Clip, Refused, Unsupported, VideoPlan, VideoRequest
 
@@ -200,49 +201,55 @@ def _finish(
     return VideoPlan(padded_idx, (w, h), grid, tokens, times, pad, notes)
 
 
+def trained_taken(family: str, clip: Clip, request: VideoRequest) -> tuple[np.ndarray, int | None]:
+    """TRAINED's sampling alone (semantics §20.4): the source frames the processor takes, before its padding and
+    resize, and how many it sampled (None: every frame, Qwen2.5-VL unsampled). Refuses only what sampling refuses:
+    the frames transformers' ``load_video`` reads (with the processor's ``sample_frames``), as §20.2 found."""
+    fam = family_of(family)
+    total, src = clip.frames, (clip.fps if clip.fps > 0 else None)
+    if family == "qwen2.5-vl":
+        if not (fam.sample_by_default or request.fps is not None or request.num_frames is not None):
+            return np.arange(total, dtype=np.int64), None
+        if request.num_frames is not None:
+            n = round(request.num_frames / fam.tps) * fam.tps
+        else:
+            if src is None:
+                raise Refused("Asked to sample `fps` frames per second but no video metadata was provided "
+                              "(ValueError in sample_frames)")  # fmt: skip
+            max_frames = math.floor(min(MAX_FRAMES, total) / fam.tps) * fam.tps
+            x = min(max(total / src * request.fps, MIN_FRAMES), max_frames, total)  # type: ignore[operator]
+            n = math.floor(x / fam.tps) * fam.tps
+        if n > total:
+            raise Refused(f"Video can't be sampled. The inferred `num_frames={n}` exceeds `total_num_frames="
+                          f"{total}` (ValueError in sample_frames)")  # fmt: skip
+        idx = torch_arange_int(total, n)
+        if idx[-1] >= total:  # the float32 value rounded up to N: the processor's video[indices] refuses
+            raise Refused(f"index {idx[-1]} is out of bounds for {total} frames (IndexError: video[indices])")
+        return idx, len(idx)
+    if request.num_frames is not None:  # preprocess fills fps=2 from the processor, then sample_frames refuses
+        raise Refused("`num_frames` and `fps` are mutually exclusive arguments (ValueError in sample_frames: "
+                      "preprocess filled the processor's fps=2)")  # fmt: skip
+    fps = request.fps if request.fps is not None else fam.fps
+    n = min(max(int(total / (src if src is not None else UNKNOWN_FPS) * fps), MIN_FRAMES), MAX_FRAMES, total)
+    return numpy_linspace_round(total, n), n
+
+
 def trained_plan(family: str, clip: Clip, request: VideoRequest) -> VideoPlan:
     """TRAINED: the checkpoint's video processor (transformers 5.24.0), semantics §20.4."""
     fam = family_of(family)
     if request.total_pixels is not None:
         raise Unsupported(f"TRAINED {family}: the video processor takes no total_pixels (accepted: fps, num_frames, "
                           "min_pixels, max_pixels)")  # fmt: skip
-    total, src = clip.frames, (clip.fps if clip.fps > 0 else None)
+    src = clip.fps if clip.fps > 0 else None
     min_px = request.min_pixels if request.min_pixels is not None else fam.min_pixels
     max_px = request.max_pixels if request.max_pixels is not None else fam.max_pixels
-    sample = fam.sample_by_default or request.fps is not None or request.num_frames is not None
+    idx, taken = trained_taken(family, clip, request)
     if family == "qwen2.5-vl":
-        taken: int | None = None
-        if not sample:
-            idx = np.arange(total, dtype=np.int64)
-        else:
-            if request.num_frames is not None:
-                n = round(request.num_frames / fam.tps) * fam.tps
-            else:
-                if src is None:
-                    raise Refused("Asked to sample `fps` frames per second but no video metadata was provided "
-                                  "(ValueError in sample_frames)")  # fmt: skip
-                max_frames = math.floor(min(MAX_FRAMES, total) / fam.tps) * fam.tps
-                x = min(max(total / src * request.fps, MIN_FRAMES), max_frames, total)  # type: ignore[operator]
-                n = math.floor(x / fam.tps) * fam.tps
-            if n > total:
-                raise Refused(f"Video can't be sampled. The inferred `num_frames={n}` exceeds `total_num_frames="
-                              f"{total}` (ValueError in sample_frames)")  # fmt: skip
-            idx = torch_arange_int(total, n)
-            if idx[-1] >= total:  # the float32 value rounded up to N: the processor's video[indices] refuses
-                raise Refused(f"index {idx[-1]} is out of bounds for {total} frames (IndexError: video[indices])")
-            taken = len(idx)
         h, w = hf_resize(clip.height, clip.width, fam.factor, min_px, max_px)
-        times = qwen25_times(-(-len(idx) // fam.tps), fam.tps, sampled_fps(taken, total, src))
+        times = qwen25_times(-(-len(idx) // fam.tps), fam.tps, sampled_fps(taken, clip.frames, src))
         return _finish(fam, idx, (h, w), times)
-    fps_src = src if src is not None else UNKNOWN_FPS
-    if request.num_frames is not None:  # preprocess fills fps=2 from the processor, then sample_frames refuses
-        raise Refused("`num_frames` and `fps` are mutually exclusive arguments (ValueError in sample_frames: "
-                      "preprocess filled the processor's fps=2)")  # fmt: skip
-    fps = request.fps if request.fps is not None else fam.fps
-    n = min(max(int(total / fps_src * fps), MIN_FRAMES), MAX_FRAMES, total)  # type: ignore[operator]
-    idx = numpy_linspace_round(total, n)
     h, w = hf_resize_3d(len(idx), clip.height, clip.width, fam.tps, fam.factor, min_px, max_px)
-    return _finish(fam, idx, (h, w), qwen3_times(idx, fps_src, fam.tps))
+    return _finish(fam, idx, (h, w), qwen3_times(idx, src if src is not None else UNKNOWN_FPS, fam.tps))
 
 
 def card_nframes(request: VideoRequest, total: int, fps_src: float) -> int:
@@ -335,65 +342,3 @@ def plan(family: str, row: str, clip: Clip, request: VideoRequest) -> VideoPlan:
     if row == "CARD":
         return card_plan(family, clip, request)
     raise InputValueError(f"unknown video row {row!r}; accepted: {', '.join(ROWS)}")
-
-
-# --- the frame-index code (semantics §20.3, §20.4) ------------------------------------------------------------------
-INDEX_BITS, CHECK_BITS, _COLS, _ROWS = 16, 4, 5, 4  # 16 index + 4 check bits: a 5 x 4 grid of black/white cells
-_GREY, _LOW, _HIGH = 128, 96, 160
-
-
-def _cells(height: int, width: int) -> list[tuple[int, int, int, int]]:
-    """(top, bottom, left, right) of each bit's cell, row-major, inside a margin of an eighth of each side
-    (semantics §20.3)."""
-    my, mx = height // 8, width // 8
-    ys = np.linspace(my, height - my, _ROWS + 1).round().astype(int)
-    xs = np.linspace(mx, width - mx, _COLS + 1).round().astype(int)
-    return [(ys[r], ys[r + 1], xs[c], xs[c + 1]) for r in range(_ROWS) for c in range(_COLS)]
-
-
-def _check(index: int) -> int:
-    """The 4 check bits: the XOR of the index's nibbles, XOR 0b1010 (a frame rotated or mirrored by a decoder
-    reads as another pattern, which this check refuses 15 times in 16; semantics §20.3)."""
-    return (index ^ index >> 4 ^ index >> 8 ^ index >> 12 ^ 0b1010) & 0xF
-
-
-def encode_index(height: int, width: int, index: int) -> np.ndarray:
-    """A (height, width, 3) uint8 RGB frame carrying ``index`` (0..65535) and 4 check bits as 20 blocks (semantics
-    §20.3): greys only, so 4:2:0 chroma cannot flip a bit; blocks of an eighth of the frame, so a codec's
-    quantization and a resize keep each block's centre black or white."""
-    if not 0 <= index < 1 << INDEX_BITS:
-        raise InputValueError(f"frame index {index} out of range; accepted: 0..{(1 << INDEX_BITS) - 1}")
-    if height < 16 or width < 16:
-        raise InputValueError(f"index frame {width}x{height} too small; accepted: at least 16x16")
-    frame = np.full((height, width, 3), _GREY, dtype=np.uint8)
-    code = index | _check(index) << INDEX_BITS
-    for bit, (t, b, left, r) in enumerate(_cells(height, width)):
-        frame[t:b, left:r] = 255 if code >> bit & 1 else 0
-    return frame
-
-
-def read_index(frame: np.ndarray) -> int:
-    """The index `encode_index` wrote into ``frame`` (H, W, 3) uint8 RGB, after a codec or a resize (semantics
-    §20.3): each block's central half must read clearly black or white, the margin grey, the check bits match;
-    else `InputValueError` naming what failed (not an index frame, damaged past reading, rotated or mirrored)."""
-    a = np.asarray(frame)
-    if a.ndim != 3 or a.shape[2] != 3 or min(a.shape[:2]) < 16:
-        raise InputValueError(f"read_index takes an (H, W, 3) frame of at least 16x16, got shape {a.shape}")
-    luma = a.astype(np.float64).mean(axis=2)
-    h, w = luma.shape
-    edge = luma[: max(1, h // 16)].mean()
-    if not _LOW <= edge <= _HIGH:
-        raise InputValueError(f"unreadable index frame {w}x{h}: its top margin averages {edge:.1f}, not mid-grey")
-    index = 0
-    for bit, (t, b, left, r) in enumerate(_cells(h, w)):
-        dy, dx = (b - t) // 4, (r - left) // 4
-        v = luma[t + dy : b - dy, left + dx : r - dx].mean()
-        if _LOW <= v <= _HIGH:
-            raise InputValueError(f"unreadable index frame {w}x{h}: block {bit} averages {v:.1f} (neither black "
-                                  "nor white)")  # fmt: skip
-        index |= int(v > _HIGH) << bit
-    code, index = index >> INDEX_BITS, index & (1 << INDEX_BITS) - 1
-    if code != _check(index):
-        raise InputValueError(f"unreadable index frame {w}x{h}: check bits {code:04b} do not match index {index} "
-                              "(a rotated, mirrored or damaged frame)")  # fmt: skip
-    return index
