@@ -23,19 +23,22 @@ def _trained_levels():
     return (x - np.asarray(MEAN, np.float32)[:, None]) / np.asarray(STD, np.float32)[:, None]
 '''
 
-_CONFIG_FOLDER = '''
+CONFIG_FOLDER = '''
+_FOLDERS = []  # the script's temporary folders, each removed when the script ends
+
 
 def _checkpoint_folder(config=None):
     """A folder holding ``config`` (default CFG) as the checkpoint's preprocessor_config.json (what the release
     reads it from)."""
-    folder = tempfile.mkdtemp(prefix="deferlab-repro-")
+    _FOLDERS.append(tempfile.TemporaryDirectory(prefix="deferlab-repro-"))
+    folder = _FOLDERS[-1].name
     with open(os.path.join(folder, "preprocessor_config.json"), "w") as f:
         json.dump(CFG if config is None else config, f)
     return folder
 '''
 
 _DEVICE_LEVELS = (
-    _CONFIG_FOLDER
+    CONFIG_FOLDER
     + '''
 
 def _device_levels(dtype):
@@ -117,7 +120,7 @@ from sglang.srt.multimodal.processors.qwen_vl import QwenVLImageProcessor  # noq
 """
 
 SGLANG_QWEN_SERVED = (
-    _CONFIG_FOLDER
+    CONFIG_FOLDER
     + '''
 
 def _served_levels():

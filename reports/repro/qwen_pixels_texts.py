@@ -11,6 +11,8 @@ side is the engine's own code at its pins; its values are read back as levels th
 rescale factor, mean and std (semantics §16.5), so the test compares uint8 levels, element by element.
 """
 
+from deferlab.reports.repro.family_texts import CONFIG_FOLDER
+
 COMMON_IMPORTS = """
 import json
 import os
@@ -113,14 +115,9 @@ def _image():
     return _draw(np.random.default_rng(seed), width, height)
 '''
 
-COMMON = '''
-
-def _checkpoint_folder():
-    """A folder holding CFG as the checkpoint's preprocessor_config.json (what transformers reads it from)."""
-    folder = tempfile.mkdtemp(prefix="deferlab-repro-")
-    with open(os.path.join(folder, "preprocessor_config.json"), "w") as f:
-        json.dump(CFG, f)
-    return folder
+COMMON = (
+    CONFIG_FOLDER
+    + '''
 
 
 def _as_levels(values, ip):
@@ -153,6 +150,7 @@ def _trained_levels(image):
     values = np.asarray(out["pixel_values"], dtype=np.float64)
     return np.rint(values).astype(np.int16).reshape(len(values), 3, -1), [int(v) for v in out["image_grid_thw"][0]]
 '''
+)
 
 SGLANG_SERVED = '''
 
