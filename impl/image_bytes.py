@@ -12,6 +12,7 @@ from __future__ import annotations
 import atexit
 import base64
 import hashlib
+import os
 import shutil
 import tempfile
 from collections.abc import Callable, Iterator
@@ -27,7 +28,8 @@ from deferlab.reference.system.video import Refused, Unsupported
 
 KINDS = ("data-uri", "file")  # how a client sends the bytes (`ImageLoader.load`'s ``kind``)
 _SIGNATURES = ((b"\xff\xd8", "image/jpeg", ".jpg"), (b"\x89PNG", "image/png", ".png"), (b"GIF8", "image/gif", ".gif"),
-               (b"II*\x00", "image/tiff", ".tiff"), (b"MM\x00*", "image/tiff", ".tiff"))  # fmt: skip
+               (b"II*\x00", "image/tiff", ".tiff"), (b"MM\x00*", "image/tiff", ".tiff"),
+               (b"BLP", "image/x-blp", ".blp"))  # fmt: skip
 _FOLDER: list[Path] = []
 # What the engines' data-URI branch cannot run here, said in every engine loader's provenance.
 PYBASE64 = (
@@ -81,6 +83,22 @@ def truncated_images(allowed: bool) -> Iterator[None]:
         ImageFile.LOAD_TRUNCATED_IMAGES = before
 
 
+@contextmanager
+def environment(options: dict[str, int] | None) -> Iterator[None]:
+    """The server environment ``options`` (``{"VLLM_MAX_IMAGE_PIXELS": 186}``) set inside, restored after: what a
+    user's environment at the server's start gives (semantics §20.8 "Options")."""
+    before = {name: os.environ.get(name) for name in options or {}}
+    os.environ.update({name: str(value) for name, value in (options or {}).items()})
+    try:
+        yield
+    finally:
+        for name, value in before.items():
+            if value is None:
+                os.environ.pop(name, None)
+            else:
+                os.environ[name] = value
+
+
 class Loader:
     """One side's loader (`reference.system.video.ImageLoader`): ``run(data, kind)`` calls the side's own function
     on the request as a client sends it; `load` runs it with the side's Pillow state, materializes a lazily
@@ -95,9 +113,10 @@ class Loader:
         self.label, self.system, self.function, self.note = label, system, function, note
         self._run, self.truncated = run, truncated
 
-    def load(self, data: bytes, kind: str) -> Any:
+    def load(self, data: bytes, kind: str, options: dict[str, int] | None = None) -> Any:
+        """The side's image for the request, under the server environment ``options`` (none: its defaults)."""
         check_kind(kind)
-        with truncated_images(self.truncated):
+        with truncated_images(self.truncated), environment(options):
             try:
                 image = self._run(data, kind)
                 image = getattr(image, "media", image)  # vLLM's MediaWithBytes wraps the image

@@ -21,9 +21,10 @@ import numpy as np
 from PIL import Image, ImageOps
 
 from deferlab.impl.image_bytes import KINDS, Loader, data_uri, write_file
+from deferlab.reference.oracle import bytes_served
 from deferlab.reference.system.video import Refused, Unsupported
 
-__all__ = ["KINDS", "card", "decode_problem", "decoded", "difference", "real", "restated", "trained"]
+__all__ = ["KINDS", "card", "decode_problem", "decoded", "difference", "option_problem", "real", "restated", "trained"]
 TRANSFORMERS_VERSION = "5.24.0"  # the trained side's (the ``transformers`` extra's pin, semantics §18.1)
 MODULE = "transformers.image_utils"
 CARD_MODULE = "qwen_vl_utils.vision_process"
@@ -126,15 +127,38 @@ def difference(want: Any, got: Any, label: str) -> str | None:
     )
 
 
-def decode_problem(want: Any, got: Any, data: bytes, kind: str) -> str | None:
+def decode_problem(want: Any, got: Any, data: bytes, kind: str, rule: Any = None) -> str | None:
     """C20 on one request: the served loader ``got`` against the trained ``want``; a refusal on one side only is
-    a difference, on both an agreement (semantics §20.8)."""
+    a difference, on both an agreement (semantics §20.8). With the engine's stated ``rule``
+    (`reference.oracle.bytes_served.rule_for`), a difference the rule does not give, or a shared refusal of another
+    type than the rule's, is worded as such (a signature of its own)."""
     t, t_refused = decoded(want, data, kind)
     s, s_refused = decoded(got, data, kind)
+    why = None if rule is None else bytes_served.differs(rule(data), s, s_refused)
+    odd = "" if why is None else f", not as {bytes_served.SECTION} states the engine's own rule ({why})"
     if t_refused and s_refused:
-        return None
+        return None if why is None else f"{got.label}: refused as the trained side does{odd}: {s_refused}"
     if t_refused:
-        return f"{got.label}: the served side took what the trained side refuses ({t_refused})"
+        return f"{got.label}: the served side took what the trained side refuses{odd} ({t_refused})"
     if s_refused:
-        return f"{got.label}: the served side refused what the trained side takes ({s_refused})"
-    return difference(t, s, got.label)
+        return f"{got.label}: the served side refused what the trained side takes{odd} ({s_refused})"
+    found = difference(t, s, got.label)
+    if found is None or why is None:
+        return found
+    label, _, rest = found.partition(": ")
+    return f"{label}{odd}: {rest}"
+
+
+def option_problem(got: Any, data: bytes, kind: str, options: dict[str, int], rule: Any) -> str | None:
+    """C20 under a user's server environment ``options``: the served answer against the engine's stated ``rule``
+    only (the checkpoint has no such limit; semantics §20.8 "Options")."""
+    image, refused = None, None
+    try:
+        image = got.load(data, kind, options)
+    except Refused as e:
+        refused = str(e)
+    why = bytes_served.differs(rule(data, options), image, refused)
+    if why is None:
+        return None
+    answer = refused or f"{image.mode} {image.size[0]}x{image.size[1]}"
+    return f"{got.label}, not as {bytes_served.SECTION} states the engine's own rule: {why} (served: {answer})"

@@ -3,7 +3,8 @@
 What runs: the release's ``MediaConnector.fetch_image(url)`` (``vllm.multimodal.media.connector``), what the
 OpenAI server runs on an ``image_url``: a ``data:`` URI, or a ``file:`` URL under ``--allowed-local-media-path``
 (the request folder here), into ``ImageMediaIO.load_bytes`` (EXIF transpose, transparency composited onto white,
-``convert("RGB")``). vLLM leaves Pillow's flags at their defaults.
+``convert("RGB")``). vLLM leaves Pillow's flags at their defaults. Each request gets its own connector with a
+fresh decoded-media budget (0.33.0+), as the server's chat content parser builds them, so the budget is charged.
 
 A data URI's base64 is decoded by ``pybase64``, vLLM's dependency, not installed here (the loader stands it in): a
 data URI's bytes go to the connector's own ``ImageMediaIO`` (``_image_io("RGB")``, as ``fetch_image`` builds it)
@@ -22,9 +23,17 @@ FUNCTION = f"{MODULE}.MediaConnector.fetch_image"
 
 def image_loaders(source: Any) -> list[Loader]:
     """vLLM's one image loader of the loaded release ``source`` (label ``VLLM``), its server's defaults."""
-    connector = source.module(MODULE).MediaConnector(allowed_local_media_path=str(folder()))
+    connectors = source.module(MODULE).MediaConnector
+    try:
+        budget = getattr(source.module("vllm.multimodal.media.base"), "MediaDecodedBudget", None)
+    except ImportError:  # a release without the media package's base module: no budget either
+        budget = None
 
     def run(data: bytes, kind: str) -> Any:
+        # One connector per request, with a fresh decoded-media budget where the release has one (0.33.0+): what
+        # the server's chat content parser builds for each request (semantics §20.8, step 3).
+        extra = {} if budget is None else {"decoded_budget": budget()}
+        connector = connectors(allowed_local_media_path=str(folder()), **extra)
         if kind == "data-uri":
             return connector._image_io("RGB").load_bytes(data)
         return connector.fetch_image(write_file(data).as_uri())

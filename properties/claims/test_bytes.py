@@ -19,6 +19,7 @@ import pytest
 
 from deferlab.properties import bytes_trained, claimcheck, impact, verdicts
 from deferlab.properties.strategies import encoded
+from deferlab.reference.oracle import bytes_served
 from deferlab.reference.system import families
 from deferlab.reference.system.systems import DEFAULT_FAMILY, split_label
 
@@ -50,16 +51,34 @@ def _loaders(module: str, source: Any) -> tuple[Any, ...]:
 
 
 @cache
-def _problem(loader: Any, case: tuple[str, int, int, int]) -> str | None:
-    """One case on one loader, both request kinds: the same for every family column (cached per loader)."""
-    cls, w, h, seed = case
+def _problem(loader: Any, case: tuple[Any, ...]) -> str | None:
+    """One case on one loader, both request kinds: the same for every family column (cached per loader). A case
+    of five carries a user's server environment (``((NAME, value),)``): judged against the engine's rule only."""
+    cls, w, h, seed, *more = case
     data = encoded.make_bytes(cls, w, h, seed)
+    rule = bytes_served.rule_for(loader.system)
     found = []
     for kind in bytes_trained.KINDS:
-        problem = bytes_trained.decode_problem(_trained(), loader, data, kind)
+        if more:
+            problem = bytes_trained.option_problem(loader, data, kind, dict(more[0]), rule) if rule else None
+        else:
+            problem = bytes_trained.decode_problem(_trained(), loader, data, kind, rule)
         if problem:
-            found.append(f"[{cls} {w}x{h}; {kind}] {problem}")
+            found.append(f"[{_name(case)} {w}x{h}; {kind}] {problem}")
     return "; ".join(found) or None
+
+
+def _name(case: tuple[Any, ...]) -> str:
+    """The case's partition: its class, and the environment it runs under where it names one."""
+    return case[0] + "".join(f" {k}={v}" for k, v in (case[4] if len(case) > 4 else ()))
+
+
+def pinned(loaders: tuple[Any, ...]) -> list[tuple[Any, ...]]:
+    """Every class at 17x11, and, where a loader's engine has a stated rule with options (vLLM's limits), the
+    option cases (semantics §20.8 "Options")."""
+    ruled = any(bytes_served.rule_for(loader.system) for loader in loaders)
+    options = [(*bytes_served.OPTION_CASE, tuple(o.items())) for o in bytes_served.OPTIONS] if ruled else []
+    return PINNED + options
 
 
 def serves(session: Any, family: str) -> bool:
@@ -80,7 +99,7 @@ def summary(loaders: tuple[Any, ...]) -> str:
     """The pinned classes each loader differs on (the report's per-class line)."""
     parts = []
     for loader in loaders:
-        bad = [case[0] for case in PINNED if _problem(loader, case)]
+        bad = [_name(case) for case in pinned(loaders) if _problem(loader, case)]
         parts.append(f"{loader.label} ({loader.system}) differs on {', '.join(bad) or 'no class'}")
     return "; ".join(parts)
 
@@ -121,7 +140,9 @@ def test_claim_c20_decoded_bytes_equal_checkpoint(served_session, served_paths, 
     evidence = (
         f"every class at 17x11 and drawn classes 13x9-40x30, each as a data URI and a file, against "
         f"{trained.system} {trained.function}; family-independent: {SHARED.get(str(served_session.engine), '')}; "
-        f"computed once per engine and release; {bytes_trained.CARD_NOT_RUN}"
+        f"computed once per engine and release; where the semantics restate the engine's own decode (vLLM 0.33.0-0.34.0, "
+        f"{bytes_served.SECTION}), every difference and shared refusal is read against it, and its environment "
+        f"options are judged against it alone; {bytes_trained.CARD_NOT_RUN}"
         if trained is not None
         else ""
     )
@@ -130,12 +151,12 @@ def test_claim_c20_decoded_bytes_equal_checkpoint(served_session, served_paths, 
         policy,
         encoded.encoded_cases(),
         lambda case: check(loaders, case),
-        pinned=PINNED if ok else [],
+        pinned=pinned(loaders) if ok else [],
         evidence=(lambda: f"{evidence}; {summary(loaders)}") if ok else "",
         applicable=ok,
         not_applicable=why,
         provenance={f"{x.label}: {k}": v for x in (trained, *loaders) for k, v in x.provenance().items()} if ok else {},
-        partition=lambda case: case[0],
+        partition=_name,
         figure=(lambda: figure(loaders)) if ok else None,
     )
     if verdict == "fails" and impact.wanted():  # what the failure does to realistic uploads (semantics §21.7)

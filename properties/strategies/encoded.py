@@ -71,6 +71,14 @@ def _ycck(cmyk_jpeg: bytes) -> bytes:
     return cmyk_jpeg[: at + 11] + b"\x02" + cmyk_jpeg[at + 12 :]
 
 
+def _blp(w: int, h: int, seed: int) -> bytes:
+    """A BLP2 file (magic, compression 1, encoding byte 9, then the size) with empty mipmap tables and a palette
+    drawn from ``seed``: Pillow identifies it (a ``BLP`` image of ``w`` x ``h``) and raises ``BLPFormatError`` at
+    ``load``."""
+    palette = np.random.default_rng(seed).integers(0, 256, 1024, dtype=np.uint8).tobytes()
+    return b"BLP2" + struct.pack("<i", 1) + bytes([9, 0, 0, 0]) + struct.pack("<II", w, h) + bytes(128) + palette
+
+
 def make_bytes(cls: str, w: int, h: int, seed: int) -> bytes:
     """The encoded bytes of class ``cls`` for a ``w`` x ``h`` image drawn from ``seed`` (the size is the stored
     one: an EXIF 5-8 image displays as ``h`` x ``w``; the bomb ignores the size). Deterministic."""
@@ -95,6 +103,10 @@ def make_bytes(cls: str, w: int, h: int, seed: int) -> bytes:
     if cls == "I TIFF":
         g = _rgb(w, h, seed)[..., 0].astype(np.int32) * 65536 - 2**30  # negative and past 16 bits
         return _save(Image.fromarray(g.astype("<i4")), "TIFF")
+    if cls == "YCbCr TIFF":  # photometric YCbCr: opens as mode YCbCr, which a convert("RGB") turns
+        return _save(rgb.convert("YCbCr"), "TIFF")
+    if cls == "broken BLP":  # a BLP2 header naming encoding 9, which Pillow does not know: it opens, load raises
+        return _blp(w, h, seed)
     if cls == "P PNG tRNS":
         pal = rgb.quantize(16, dither=Image.Dither.NONE)
         return _save(pal, "PNG", transparency=bytes([0, 128, 255] + [255] * 13))

@@ -32,11 +32,14 @@ ENCODED_CLASSES: tuple[str, ...] = (
     "truncated PNG",
     "corrupt JPEG",
     "bomb PNG",
+    "YCbCr TIFF",
+    "broken BLP",
 )
 
 # The media type a client's data URI names, per class (the file's extension follows it).
 _FORMATS = {"JPEG": ("image/jpeg", ".jpg"), "PNG": ("image/png", ".png"), "GIF": ("image/gif", ".gif"),
-            "WebP": ("image/webp", ".webp"), "TIFF": ("image/tiff", ".tiff"), "APNG": ("image/png", ".png")}  # fmt: skip
+            "WebP": ("image/webp", ".webp"), "TIFF": ("image/tiff", ".tiff"), "APNG": ("image/png", ".png"),
+            "BLP": ("image/x-blp", ".blp")}  # fmt: skip
 
 
 def media_type(cls: str) -> tuple[str, str]:

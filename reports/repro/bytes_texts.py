@@ -72,6 +72,11 @@ def _make_bytes(cls, w, h, seed):
     if cls == "I TIFF":
         g = _rgb(w, h, seed)[..., 0].astype(np.int32) * 65536 - 2**30
         return _save(Image.fromarray(g.astype("<i4")), "TIFF")
+    if cls == "YCbCr TIFF":
+        return _save(rgb.convert("YCbCr"), "TIFF")
+    if cls == "broken BLP":  # a BLP2 header naming an encoding Pillow does not know
+        palette = np.random.default_rng(seed).integers(0, 256, 1024, dtype=np.uint8).tobytes()
+        return b"BLP2" + struct.pack("<i", 1) + bytes([9, 0, 0, 0]) + struct.pack("<II", w, h) + bytes(128) + palette
     if cls == "P PNG tRNS":
         pal = rgb.quantize(16, dither=Image.Dither.NONE)
         return _save(pal, "PNG", transparency=bytes([0, 128, 255] + [255] * 13))

@@ -27,6 +27,8 @@ from PIL import ImageFile
 from deferlab.impl.image_bytes import KINDS
 from deferlab.properties import bytes_trained
 from deferlab.properties.strategies import encoded
+from deferlab.reference.oracle import bytes_served
+from deferlab.reference.system.video import Refused
 
 
 def trained() -> dict[str, Any]:
@@ -86,6 +88,29 @@ def engine(name: str, version: str) -> dict[str, Any]:
                 "corner": list(image.getpixel((0, 0))) if image is not None else None,  # RGBA/LA: alpha 0 there
                 "refused": refused,
             }
+    rule = bytes_served.rule_for(loader.system)
+    if rule is not None:  # the engine's stated decode (semantics §20.8): per class and kind, and per option set
+        out["rule"] = {}
+        for cls in encoded.ENCODED_CLASSES:
+            data = encoded.make_bytes(cls, 17, 11, 0)
+            for kind in KINDS:
+                image, refused = bytes_trained.decoded(loader, data, kind)
+                out["rule"][f"{cls}; {kind}"] = bytes_served.differs(rule(data), image, refused)
+                out["cases"][f"{cls}; {kind}"]["ruled"] = bytes_trained.decode_problem(want, loader, data, kind, rule)
+        data = encoded.make_bytes(*bytes_served.OPTION_CASE)
+        out["options"] = {}
+        for options in bytes_served.OPTIONS:
+            for kind in KINDS:
+                name = " ".join(f"{k}={v}" for k, v in options.items())
+                try:
+                    got = loader.load(data, kind, options)
+                    answer = [got.mode, *got.size]
+                except Refused as e:
+                    answer = str(e)
+                out["options"][f"{name}; {kind}"] = {
+                    "problem": bytes_trained.option_problem(loader, data, kind, options, rule),
+                    "answer": answer,
+                }
     out["flag"] = [flag_before, ImageFile.LOAD_TRUNCATED_IMAGES]
     out["seconds"] = {"load": round(loaded - started, 2), "classes": round(time.perf_counter() - loaded, 3)}
     return out

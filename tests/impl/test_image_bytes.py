@@ -19,6 +19,7 @@ from PIL import Image
 
 from deferlab.properties.engines import skip_if_unfetched
 from deferlab.properties.strategies import encoded
+from deferlab.reference.oracle import bytes_served
 from deferlab.reference.system.errors import InputValueError
 from tests.impl.children import json_child
 
@@ -67,6 +68,11 @@ def test_every_class_is_deterministic_and_opens_as_its_structure_says() -> None:
     assert Image.open(io.BytesIO(encoded.make_bytes("CMYK JPEG", 23, 14, 0))).mode == "CMYK"
     assert Image.open(io.BytesIO(encoded.make_bytes("I;16 PNG", 23, 14, 0))).mode == "I;16"
     assert Image.open(io.BytesIO(encoded.make_bytes("P PNG tRNS", 23, 14, 0))).info["transparency"]
+    assert Image.open(io.BytesIO(encoded.make_bytes("YCbCr TIFF", 23, 14, 0))).mode == "YCbCr"
+    blp = Image.open(io.BytesIO(encoded.make_bytes("broken BLP", 23, 14, 0)))
+    assert (blp.format, blp.size) == ("BLP", (23, 14))
+    with pytest.raises(NotImplementedError, match="Unknown BLP encoding"):
+        blp.load()
     ycck = encoded.make_bytes("YCCK JPEG", 23, 14, 0)
     assert ycck[ycck.find(b"Adobe") + 11] == 2  # Adobe APP14 transform 2: YCCK
 
@@ -161,3 +167,22 @@ def test_the_classes_that_differ_are_the_predicted_ones(measured) -> None:
         other = case.replace("data-uri", "file") if case.endswith("data-uri") else case.replace("file", "data-uri")
         assert (found["problem"] is None) == (got["cases"][other]["problem"] is None), case
     print(name, got["system"], got["seconds"])
+
+
+def test_the_engine_decodes_as_its_stated_rule_says(measured) -> None:
+    """Where semantics §20.8 restates the engine's own decode (vLLM 0.33.0-0.34.0), the loaded release answers as
+    the rule on every class and kind (image bitwise, or a refusal of the rule's type naming what it names), C20's
+    ruled wording adds nothing the plain one lacks, and under each option set the refusals fall where §20.8
+    expects them (cap 1 and 186, budget 747) and nowhere else."""
+    name, got = measured
+    if "rule" not in got:
+        assert bytes_served.rule_for(got["system"]) is None
+        return
+    assert {case: why for case, why in got["rule"].items() if why} == {}
+    for case, found in got["cases"].items():
+        assert found["ruled"] == found["problem"], case
+    refused = {case.split(";")[0] for case, found in got["options"].items() if isinstance(found["answer"], str)}
+    assert refused == {f"{bytes_served.CAP}=1", f"{bytes_served.CAP}=186", f"{bytes_served.BUDGET}=747"}
+    assert {case: found["problem"] for case, found in got["options"].items() if found["problem"]} == {}
+    taken = [found["answer"] for found in got["options"].values() if not isinstance(found["answer"], str)]
+    assert taken and all(answer == ["RGB", 17, 11] for answer in taken)
