@@ -113,10 +113,12 @@ _BYTES_COMMON = (
     _MAKE_BYTES
     + '''
 
+_REQUEST_FILES = tempfile.TemporaryDirectory(prefix="deferlab-repro-")  # removed when the script ends
+
+
 def _file(data):
-    """The bytes as the file a client names (a file: URL's target), in a folder of their own."""
-    folder = tempfile.mkdtemp(prefix="deferlab-repro-")
-    path = os.path.join(folder, "image" + SUFFIX)
+    """The bytes as the file a client names (a file: URL's target), in the script's own folder."""
+    path = os.path.join(_REQUEST_FILES.name, f"image{len(os.listdir(_REQUEST_FILES.name))}" + SUFFIX)
     with open(path, "wb") as f:
         f.write(data)
     return path

@@ -111,9 +111,12 @@ _COMMON = (
     _INDEX_CODE
     + '''
 
+_CLIP_FILES = tempfile.TemporaryDirectory(prefix="deferlab-repro-")  # removed when the script ends
+
+
 def _file(data, suffix):
-    """The clip as the file a client names, in a folder of its own."""
-    path = os.path.join(tempfile.mkdtemp(prefix="deferlab-repro-"), "clip" + suffix)
+    """The clip as the file a client names, in the script's own folder."""
+    path = os.path.join(_CLIP_FILES.name, f"clip{len(os.listdir(_CLIP_FILES.name))}" + suffix)
     with open(path, "wb") as f:
         f.write(data)
     return path
