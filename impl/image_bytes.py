@@ -108,25 +108,41 @@ class Loader:
     real_code = True
 
     def __init__(
-        self, label: str, system: str, function: str, run: Callable[[bytes, str], Any], truncated: bool, note: str = ""
+        self,
+        label: str,
+        system: str,
+        function: str,
+        run: Callable[..., Any],
+        truncated: bool,
+        note: str = "",
+        key: Callable[[Any], str] | None = None,
     ) -> None:
         self.label, self.system, self.function, self.note = label, system, function, note
-        self._run, self.truncated = run, truncated
+        self._run, self.truncated, self._key = run, truncated, key
 
-    def load(self, data: bytes, kind: str, options: dict[str, int] | None = None) -> Any:
-        """The side's image for the request, under the server environment ``options`` (none: its defaults)."""
+    def load(self, data: bytes, kind: str, options: dict[str, int] | None = None, request: dict[str, Any] | None = None) -> Any:  # fmt: skip
+        """The side's image for the request, under the server environment ``options`` and the request's own
+        image options ``request`` (none: the defaults; only a side whose ``run`` takes them is given them)."""
+        return self._load(data, kind, options, request)[0]
+
+    def keyed(self, data: bytes, kind: str, request: dict[str, Any] | None = None) -> tuple[Any, str | None]:
+        """(the image, the side's processor cache key of the loaded item; None where the side has no key)."""
+        image, item = self._load(data, kind, None, request)
+        return image, None if self._key is None else self._key(item)
+
+    def _load(self, data: bytes, kind: str, options: dict[str, int] | None, request: dict[str, Any] | None) -> tuple[Any, Any]:  # fmt: skip
         check_kind(kind)
         with truncated_images(self.truncated), environment(options):
             try:
-                image = self._run(data, kind)
-                image = getattr(image, "media", image)  # vLLM's MediaWithBytes wraps the image
+                item = self._run(data, kind, **request) if request else self._run(data, kind)
+                image = getattr(item, "media", item)  # vLLM's MediaWithBytes wraps the image
                 np.asarray(image)  # a lazy image decodes here, under the side's own flags
             except Unsupported:
                 raise  # no answer here (the side cannot take this request at all): not a refusal of the bytes
             except Exception as e:  # noqa: BLE001 - any exception of the side's own call is its refusal
                 text = (str(e).strip().splitlines() or [""])[0][:200]
                 raise Refused(f"{self.label} refused: {type(e).__name__}: {text}") from e
-        return image
+        return image, item
 
     def provenance(self) -> dict[str, str]:
         found = {"decode": self.function, "LOAD_TRUNCATED_IMAGES": str(self.truncated)}

@@ -149,15 +149,22 @@ def decode_problem(want: Any, got: Any, data: bytes, kind: str, rule: Any = None
     return f"{label}{odd}: {rest}"
 
 
-def option_problem(got: Any, data: bytes, kind: str, options: dict[str, int], rule: Any) -> str | None:
-    """C20 under a user's server environment ``options``: the served answer against the engine's stated ``rule``
-    only (the checkpoint has no such limit; semantics §20.8 "Options")."""
-    image, refused = None, None
+def option_problem(got: Any, data: bytes, kind: str, options: dict[str, Any], rule: Any) -> str | None:
+    """C20 under a user's server environment or a request's own image options (``options``, split by
+    `bytes_served.split`): the served answer against the engine's stated ``rule`` only (the checkpoint has no such
+    option; semantics §20.8 "Options"). Under a request option, the side's processor cache key (where it has one)
+    must differ from the default request's wherever the two images differ."""
+    env, request = bytes_served.split(options)
+    image, refused, key = None, None, None
     try:
-        image = got.load(data, kind, options)
+        image, key = got.keyed(data, kind, request) if request else (got.load(data, kind, env), None)
     except Refused as e:
         refused = str(e)
-    why = bytes_served.differs(rule(data, options), image, refused)
+    why = bytes_served.differs(rule(data, env, request), image, refused)
+    if why is None and key is not None:
+        plain, plain_key = got.keyed(data, kind)
+        if plain_key == key and difference(plain, image, got.label) is not None:
+            why = f"its processor cache key is the default request's ({key[:12]}...) for another image"
     if why is None:
         return None
     answer = refused or f"{image.mode} {image.size[0]}x{image.size[1]}"

@@ -29,13 +29,28 @@ def image_loaders(source: Any) -> list[Loader]:
     except ImportError:  # a release without the media package's base module: no budget either
         budget = None
 
-    def run(data: bytes, kind: str) -> Any:
-        # One connector per request, with a fresh decoded-media budget where the release has one (0.33.0+): what
-        # the server's chat content parser builds for each request (semantics §20.8, step 3).
+    def run(data: bytes, kind: str, **image_options: Any) -> Any:
+        # One connector per request, with a fresh decoded-media budget where the release has one (0.33.0+), and
+        # the request's own image options (its media_io_kwargs): what the server's chat content parser builds
+        # for each request (semantics §20.8, step 3 and "A client's own background").
         extra = {} if budget is None else {"decoded_budget": budget()}
+        if image_options:
+            extra["media_io_kwargs"] = {"image": image_options}
         connector = connectors(allowed_local_media_path=str(folder()), **extra)
         if kind == "data-uri":
             return connector._image_io("RGB").load_bytes(data)
         return connector.fetch_image(write_file(data).as_uri())
 
-    return [Loader("VLLM", f"vllm {source.version}", FUNCTION, run, truncated=False, note=PYBASE64)]
+    try:
+        hasher = source.module("vllm.multimodal.hasher").MultiModalHasher
+    except (ImportError, AttributeError):  # no processor cache key to check on this release
+        hasher = None
+
+    def key(item: Any) -> str:
+        """vLLM's own processor cache key of the loaded item (``MultiModalHasher.hash_kwargs``, sha256: the
+        default blake3 is not installed here; which keys are equal does not depend on the algorithm)."""
+        return hasher.hash_kwargs("sha256", image=item)
+
+    note = f"{PYBASE64}; cache key: {'MultiModalHasher.hash_kwargs (sha256)' if hasher else 'none'}"
+    return [Loader("VLLM", f"vllm {source.version}", FUNCTION, run, truncated=False, note=note,
+                   key=key if hasher else None)]  # fmt: skip

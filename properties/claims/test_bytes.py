@@ -74,11 +74,13 @@ def _name(case: tuple[Any, ...]) -> str:
 
 
 def pinned(loaders: tuple[Any, ...]) -> list[tuple[Any, ...]]:
-    """Every class at 17x11, and, where a loader's engine has a stated rule with options (vLLM's limits), the
-    option cases (semantics §20.8 "Options")."""
-    ruled = any(bytes_served.rule_for(loader.system) for loader in loaders)
-    options = [(*bytes_served.OPTION_CASE, tuple(o.items())) for o in bytes_served.OPTIONS] if ruled else []
-    return PINNED + options
+    """Every class at 17x11, and, where a loader's engine has a stated rule (vLLM's), the option cases: its limits
+    under a user's environment, and a request's own background (semantics §20.8 "Options", "A client's own
+    background")."""
+    if not any(bytes_served.rule_for(loader.system) for loader in loaders):
+        return PINNED
+    env = [(*bytes_served.OPTION_CASE, tuple(o.items())) for o in bytes_served.OPTIONS]
+    return PINNED + env + [(*bytes_served.REQUEST_CASE, tuple(o.items())) for o in bytes_served.REQUESTS]
 
 
 def serves(session: Any, family: str) -> bool:

@@ -14,12 +14,14 @@ from __future__ import annotations
 import io
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
+from typing import Any
 
 import numpy as np
 from PIL import Image, ImageOps
 
 SECTION = "semantics §20.8"
 CAP, BUDGET = "VLLM_MAX_IMAGE_PIXELS", "VLLM_MAX_MEDIA_REQUEST_DECODE_BYTES"
+BACKGROUND = "rgba_background_color"  # a request's own option (media_io_kwargs["image"]), not the environment
 DEFAULTS = {CAP: 178_956_970, BUDGET: 715_827_880}
 # vLLM 0.33.0-0.34.0's allowlist of Pillow formats (``multimodal/image.py``), the same 37 names in both.
 ALLOWED = ("AVIF BLP BMP CUR DCX DDS DIB FITS FLI FTEX GBR GIF ICNS ICO IM IMT IPTC JPEG JPEG2000 MCIDAS MSP PCD PCX "
@@ -35,6 +37,10 @@ OPTIONS: tuple[dict[str, int], ...] = (
     *({BUDGET: v} for v in (-1, 0, 747, 748)),
 )
 OPTION_CASE = ("RGB PNG", 17, 11, 0)
+# A client's background for transparent pixels (§20.8 "A client's own background"), on RGBA PNG 17 x 11: judged
+# against the rule, and its processor cache key against the default request's.
+REQUESTS: tuple[dict[str, tuple[int, int, int]], ...] = ({BACKGROUND: (0, 0, 0)},)
+REQUEST_CASE = ("RGBA PNG", 17, 11, 0)
 TRANSPARENT_MODES = ("RGBA", "LA", "PA")
 
 
@@ -45,6 +51,12 @@ class Said:
     image: Image.Image | None = None
     refusal: str | None = None
     names: tuple[str, ...] = ()
+
+
+def split(options: Mapping[str, Any]) -> tuple[dict[str, int], dict[str, Any]]:
+    """(the server environment, the request's own image options) of one option case's names."""
+    env = {k: v for k, v in options.items() if k in DEFAULTS}
+    return env, {k: v for k, v in options.items() if k not in DEFAULTS}
 
 
 def _limit(options: Mapping[str, int], name: str) -> int:
@@ -62,19 +74,22 @@ def _limits(w: int, h: int, options: Mapping[str, int]) -> Said | None:
     return None
 
 
-def _to_rgb(image: Image.Image) -> Image.Image:
-    """Step 5: transparency composited onto white through the alpha band; RGB kept; anything else converted."""
+def _to_rgb(image: Image.Image, background: tuple[int, int, int]) -> Image.Image:
+    """Step 5: transparency composited onto ``background`` through the alpha band; RGB kept; anything else
+    converted."""
     if image.mode in TRANSPARENT_MODES or "transparency" in image.info:
         rgba = image if image.mode == "RGBA" else image.convert("RGBA")
-        canvas = Image.new("RGB", rgba.size, (255, 255, 255))
+        canvas = Image.new("RGB", rgba.size, tuple(background))
         canvas.paste(rgba, mask=rgba.getchannel("A"))
         return canvas
     return image if image.mode == "RGB" else image.convert("RGB")
 
 
-def vllm_decode(data: bytes, release: str, options: Mapping[str, int] | None = None) -> Said:
-    """What vLLM ``release`` (0.33.0 or 0.34.0) hands on for ``data`` under the environment ``options``."""
+def vllm_decode(data: bytes, release: str, options: Mapping[str, int] | None = None, request: Mapping[str, Any] | None = None) -> Said:  # fmt: skip
+    """What vLLM ``release`` (0.33.0 or 0.34.0) hands on for ``data`` under the environment ``options`` and the
+    request's own ``media_io_kwargs["image"]`` (``request``: its background)."""
     options = options or {}
+    background = tuple((request or {}).get(BACKGROUND, (255, 255, 255)))
     try:
         image = Image.open(io.BytesIO(data), formats=ALLOWED)
         refused = _limits(*image.size, options)
@@ -85,7 +100,7 @@ def vllm_decode(data: bytes, release: str, options: Mapping[str, int] | None = N
         except Exception:  # noqa: BLE001 - step 4: an orientation error is ignored
             pass
         image.load()
-        return Said(image=_to_rgb(image))
+        return Said(image=_to_rgb(image, background))
     except Exception as e:  # noqa: BLE001 - step 6 sorts Pillow's errors by the release's list
         if isinstance(e, CAUGHT[release]):
             return Said(refusal="ValueError", names=("Failed to load image",))
@@ -95,14 +110,14 @@ def vllm_decode(data: bytes, release: str, options: Mapping[str, int] | None = N
 RULES: dict[str, tuple[str, Callable[..., Said]]] = {"vllm": (SECTION, vllm_decode)}
 
 
-def rule_for(system: str) -> Callable[[bytes, Mapping[str, int] | None], Said] | None:
+def rule_for(system: str) -> Callable[..., Said] | None:
     """The stated decode of the loader whose ``system`` reads ``"vllm 0.34.0"``, bound to its release; None where
     the semantics restate none (another engine, or a release outside `CAUGHT`)."""
     name, _, release = str(system).partition(" ")
     found = RULES.get(name.lower())
     if found is None or release not in CAUGHT:
         return None
-    return lambda data, options=None: found[1](data, release, options)
+    return lambda data, options=None, request=None: found[1](data, release, options, request)
 
 
 def differs(said: Said, image: Image.Image | None, refusal_text: str | None) -> str | None:

@@ -97,6 +97,19 @@ def engine(name: str, version: str) -> dict[str, Any]:
                 image, refused = bytes_trained.decoded(loader, data, kind)
                 out["rule"][f"{cls}; {kind}"] = bytes_served.differs(rule(data), image, refused)
                 out["cases"][f"{cls}; {kind}"]["ruled"] = bytes_trained.decode_problem(want, loader, data, kind, rule)
+        rgba = encoded.make_bytes(*bytes_served.REQUEST_CASE)
+        out["requests"] = {}
+        for request in bytes_served.REQUESTS:
+            for kind in KINDS:
+                name = " ".join(f"{k}={v}" for k, v in request.items())
+                image, key = loader.keyed(rgba, kind, request)
+                plain, plain_key = loader.keyed(rgba, kind)
+                out["requests"][f"{name}; {kind}"] = {
+                    "problem": bytes_trained.option_problem(loader, rgba, kind, request, rule),
+                    "corner": list(image.getpixel((0, 0))),
+                    "keys differ": key != plain_key,
+                    "images differ": bytes_trained.difference(plain, image, "x") is not None,
+                }
         data = encoded.make_bytes(*bytes_served.OPTION_CASE)
         out["options"] = {}
         for options in bytes_served.OPTIONS:

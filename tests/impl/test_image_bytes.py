@@ -186,3 +186,7 @@ def test_the_engine_decodes_as_its_stated_rule_says(measured) -> None:
     assert {case: found["problem"] for case, found in got["options"].items() if found["problem"]} == {}
     taken = [found["answer"] for found in got["options"].values() if not isinstance(found["answer"], str)]
     assert taken and all(answer == ["RGB", 17, 11] for answer in taken)
+    # a client's own background: composited onto it (alpha 0 at the corner), as the rule says, in its own cache entry
+    assert got["requests"] and all(found["problem"] is None for found in got["requests"].values()), got["requests"]
+    for found in got["requests"].values():
+        assert found["corner"] == [0, 0, 0] and found["images differ"] and found["keys differ"]

@@ -87,3 +87,13 @@ def test_a_rule_is_found_only_for_the_releases_it_states() -> None:
     assert bs.rule_for("vllm 0.34.0") is not None and bs.rule_for("vllm 0.33.0") is not None
     assert bs.rule_for("vllm 0.32.0") is None and bs.rule_for("sglang 0.5.23") is None
     assert bs.rule_for("vllm 0.34.0")(encoded.make_bytes("RGB PNG", 13, 9, 1)).image.size == (13, 9)
+
+
+def test_a_requests_background_is_the_one_composited_onto() -> None:
+    data = encoded.make_bytes(*bs.REQUEST_CASE)
+    for request in bs.REQUESTS:
+        said = bs.vllm_decode(data, "0.34.0", None, request)
+        assert said.image.getpixel((0, 0)) == tuple(request[bs.BACKGROUND])
+        assert bs.split(request) == ({}, request)
+    assert bs.vllm_decode(data, "0.34.0").image.getpixel((0, 0)) == (255, 255, 255)
+    assert bs.split({bs.CAP: 1, bs.BACKGROUND: (1, 2, 3)}) == ({bs.CAP: 1}, {bs.BACKGROUND: (1, 2, 3)})
