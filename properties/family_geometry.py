@@ -14,6 +14,9 @@ Which function, per engine and family (the one the path's ``geometry`` rests on;
 * vLLM InternVL: ``vllm.transformers_utils.processors.internvl.calculate_internvl_targets`` with the ratios, tile
   size and thumbnail flag the release's processor resolves; compared: the tiled canvas (width, height) and the
   tiles with the thumbnail, against `reference.oracle.internvl.tiles_array`.
+* SGLang ERNIE-4.5-VL: two steps (semantics §18.9): SGLang's own pre-resize, ``ernie45_vl.smart_resize`` with
+  the module's constants, compiled, then the checkpoint processor's resize of its target (the path's
+  ``staged_geometry`` second stage, vectorized), against `reference.oracle.ernie45_vl.resize_targets`.
 * SGLang InternVL: nothing to compile (its ``dynamic_preprocess`` tiles a torch tensor; numba compiles no
   torch): the path's own ``geometry`` runs interpreted on a reduced set, and the evidence says so.
 
@@ -35,27 +38,34 @@ import numpy as np
 
 from deferlab.impl import compiled as gc
 from deferlab.properties import geometry_sweep as gs
-from deferlab.reference.oracle import internvl, paddleocr, qwen
+from deferlab.reference.oracle import ernie45_vl, internvl, paddleocr, qwen
 from deferlab.reference.system.engines import engine as engine_facts
 
 MAX_SIDE = 4096
-OUTPUTS = {"qwen": ("width", "height"), "internvl": ("width", "height", "tiles"), "paddleocr": ("width", "height")}
+OUTPUTS = {
+    "qwen": ("width", "height"),
+    "internvl": ("width", "height", "tiles"),
+    "paddleocr": ("width", "height"),
+    "ernie": ("width", "height"),
+}
 QWEN_CALL = gc.Call("f(h, w, a0, a1, a2)", ("r[1]", "r[0]"))
 INTERNVL_CALL = gc.Call(
     "f(orig_width=w, orig_height=h, target_ratios=a0, image_size=a1, use_thumbnail=a2)", ("r[1]", "r[2]", "r[0]")
 )
 # how each family kind's function is called
-CALLS = {"qwen": QWEN_CALL, "internvl": INTERNVL_CALL, "paddleocr": QWEN_CALL}
+CALLS = {"qwen": QWEN_CALL, "internvl": INTERNVL_CALL, "paddleocr": QWEN_CALL, "ernie": QWEN_CALL}
 ORACLE = {
     "qwen": "reference.oracle.qwen.resize_targets",
     "internvl": "reference.oracle.internvl.tiles_array",
     "paddleocr": "reference.oracle.paddleocr.resize_targets",
+    "ernie": "reference.oracle.ernie45_vl.resize_targets",
 }
 WORKED = {  # where each rule turns (semantics §18.2, §18.4)
     "qwen": [(1, 1), (42, 70), (70, 42), (56, 56), (200, 1), (201, 1), (3584, 3626), (28, 5600), (4096, 4096)],
     "internvl": [(448, 448), (224, 224), (896, 448), (1344, 448), (800, 800), (1000, 1000), (3000, 1000), (7, 2),
                  (2, 7), (500, 1000)],
     "paddleocr": [(1, 1), (1, 200), (200, 1), (1, 5600), (27, 5401), (20, 30), (1000, 800), (3000, 4000)],
+    "ernie": [(1, 1), (98, 1), (10, 400), (1, 201), (201, 1), (1920, 1080), (3000, 4000), (4096, 4096)],
 }  # fmt: skip
 SPOT_RANDOM = 200
 REDUCED_RANDOM = 1500  # random sizes of the interpreted fallback (with every size up to 48 and the boundaries)
@@ -82,6 +92,12 @@ def _paddleocr_grid(cfg: Any, ws: np.ndarray, hs: np.ndarray) -> np.ndarray:
     return np.where(found == 0, gc.REFUSED, found)
 
 
+def _ernie_grid(cfg: Any, ws: np.ndarray, hs: np.ndarray) -> np.ndarray:
+    new_h, new_w = ernie45_vl.resize_targets(hs, ws, cfg)
+    found = np.stack([new_w, new_h])
+    return np.where(found == 0, gc.REFUSED, found)
+
+
 def _internvl_grid(cfg: Any, ws: np.ndarray, hs: np.ndarray) -> np.ndarray:
     cols, rows, tiles = internvl.tiles_array(ws, hs, cfg)
     s = cfg.image_size
@@ -93,8 +109,9 @@ STEPS = {
     "qwen": lambda cfg: (cfg.patch_size, cfg.factor),
     "internvl": lambda cfg: (cfg.image_size // 2, cfg.image_size),
     "paddleocr": lambda cfg: (cfg.patch_size, cfg.factor),
+    "ernie": lambda cfg: (cfg.patch_size, cfg.factor),
 }
-GRIDS = {"qwen": _qwen_grid, "internvl": _internvl_grid, "paddleocr": _paddleocr_grid}
+GRIDS = {"qwen": _qwen_grid, "internvl": _internvl_grid, "paddleocr": _paddleocr_grid, "ernie": _ernie_grid}
 
 
 def steps(cfg: Any) -> tuple[int, ...]:
@@ -127,6 +144,7 @@ class Target:
     call: gc.Call | None
     args: tuple[Any, ...]
     why: str = ""
+    then: Callable[[np.ndarray], np.ndarray] | None = None  # a second stage on the function's (K, ...) outputs
 
 
 def _qualified(fn: Callable[..., Any], where: str, name: str) -> str:
@@ -140,6 +158,11 @@ def engine_target(engine: str, path: Any, cfg: Any) -> Target:
     """The function ``path`` (of ``engine``) computes its geometry with (module docstring), as the engine's plugin
     names it (``hooks.geometry_function``); a path that says why none can be compiled (``geometry_note``, an
     engine plugin's) runs interpreted."""
+    staged = getattr(path, "staged_geometry", None)
+    if callable(staged):  # the path names its function and the stage after it (SGLang's ERNIE-4.5-VL)
+        module, name, fn, args, then = staged(cfg)
+        text = f"{_qualified(fn, module, name)} then the checkpoint processor's resize of its target"
+        return Target(text, fn, CALLS[kind_of(cfg)], args, then=then)
     note = getattr(path, "geometry_note", None)
     if note is not None:
         return Target(f"{path.system} (through the path's own geometry)", None, None, (), note)
@@ -208,6 +231,7 @@ def exhaustive(engine: str, paths: Sequence[Any], cfg: Any) -> Exhaustive | None
     spot: list[str] = []
     if target.fn is not None:
         theirs = gc.evaluate(gc.interpreted(target.fn, target.call, target.args), sw, sh)
+        theirs = target.then(theirs) if target.then is not None else theirs
         for p in paths:
             own = gc.evaluate(partial(path_row, p, cfg), sw, sh)
             spot += gc.disagreements(theirs, own, sw, sh, f"function vs {p.name}")
@@ -215,18 +239,56 @@ def exhaustive(engine: str, paths: Sequence[Any], cfg: Any) -> Exhaustive | None
            repr(cfg), str(id(target.fn)) if target.fn is not None else paths[0].name)  # fmt: skip
     if key in _SWEEPS:
         return Exhaustive(_SWEEPS[key], spot, kind, shared=True)
-    found = gs.sweep_function(
-        target.fn,
-        target.call,
-        target.args,
-        target.function,
-        oracle,
-        steps=steps(cfg),
-        max_side=MAX_SIDE,
-        fallback=partial(path_row, paths[0], cfg),
-        reduced=lambda: reduced_sizes(kind, cfg),
-        why_not=target.why,
+    found = (
+        staged_sweep(target, oracle, cfg, kind, paths[0])
+        if target.then is not None
+        else gs.sweep_function(
+            target.fn,
+            target.call,
+            target.args,
+            target.function,
+            oracle,
+            steps=steps(cfg),
+            max_side=MAX_SIDE,
+            fallback=partial(path_row, paths[0], cfg),
+            reduced=lambda: reduced_sizes(kind, cfg),
+            why_not=target.why,
+        )
     )
     found.seconds = time.perf_counter() - t0
     _SWEEPS[key] = found
     return Exhaustive(found, spot, kind)
+
+
+def staged_sweep(target: Target, oracle: gc.Grid, cfg: Any, kind: str, path: Any) -> gs.Sweep:
+    """`geometry_sweep.sweep_function` for a target with a second stage: the function compiled (trusted once equal
+    to the interpreted one on the check sizes), its grid through ``target.then``, against ``oracle`` at every size;
+    else the path's own geometry on the reduced sizes, saying why."""
+    assert target.fn is not None and target.call is not None and target.then is not None
+    why, found_compiled, checked = "", None, 0
+    try:
+        found_compiled = gc.compile_call(target.fn, target.call, target.args, target.function)
+    except gc.CompileError as e:
+        why = str(e)
+    if found_compiled is not None:
+        cw, ch = gc.check_sizes(steps(cfg), MAX_SIDE)
+        checked = int(cw.size)
+        scalar = gc.interpreted(target.fn, target.call, target.args)
+        bad = gc.disagreements(found_compiled.pairs(cw, ch), gc.evaluate(scalar, cw, ch), cw, ch, "")
+        if bad:
+            found_compiled, why = None, f"the compiled function disagrees with the interpreted one at {bad[0]}"
+    then = target.then
+    if found_compiled is not None:
+        grid = found_compiled.grid
+        tally = gc.sweep_grids([lambda ws, hs: then(grid(ws, hs))], oracle, MAX_SIDE)[0]
+        found = gs.Sweep(target.function, "compiled", sizes=MAX_SIDE * MAX_SIDE, checked=checked)
+    else:
+        rw, rh = reduced_sizes(kind, cfg)
+        tally = gc.Tally()
+        tally.add(rw, rh, gc.evaluate(partial(path_row, path, cfg), rw, rh), oracle(rw, rh))
+        found = gs.Sweep(target.function, "interpreted-reduced", sizes=int(rw.size), note=f"not compiled because {why}")
+    found.mismatches = tally.count
+    if tally.found:
+        w, h, found.engine, found.oracle = tally.found[0]
+        found.first = (w, h)
+    return found

@@ -34,6 +34,7 @@ WORKED = {
 }  # fmt: skip
 PIXEL_CLASSES = tuple(c for c in ss.IMAGE_CLASSES)
 NOT_FULL = "{family} is judged on normalization only (semantics §18.3): no geometry or pixels of its are checked"
+NO_PIXELS = "{family} is judged on geometry and normalization (semantics §18.9): its pixels are not restated"
 
 
 def _kind(family: str) -> str:
@@ -43,8 +44,9 @@ def _kind(family: str) -> str:
 
 def _applies(paths: list, family: str, policy: str, claim: str) -> tuple[bool, str]:
     """Whether the claim can be decided here, and the ``n/a`` reason when not."""
-    if families.family(family).scope != "full" and claim in ("C13", "C14"):
-        return False, NOT_FULL.format(family=family)
+    judged = families.family(family)
+    if claim in ("C13", "C14") and claim not in judged.claims:
+        return False, (NO_PIXELS if judged.scope == "geometry" else NOT_FULL).format(family=family)
     if not paths:
         return False, f"no path of this system serves {family} under {policy} (semantics §18, the registry)"
     return True, ""

@@ -15,7 +15,7 @@ from typing import Any
 
 import numpy as np
 
-from deferlab.reference.oracle import family_norm, internvl, paddleocr, qwen
+from deferlab.reference.oracle import ernie45_vl, family_norm, internvl, paddleocr, qwen
 from deferlab.reference.system import families
 from deferlab.reference.system.family_configs import InternVLConfig, NormConfig, QwenVLConfig, family_profile
 from deferlab.reference.system.served import Geometry
@@ -101,7 +101,17 @@ def _paddleocr_serve(image: Any, cfg: Any) -> tuple[np.ndarray, np.ndarray]:
     return pv.reshape(pv.shape[0], 3, -1), grid[0]
 
 
-_GEOMETRY = {"qwen": _qwen_geometry, "internvl": _internvl_geometry, "paddleocr": _paddleocr_geometry}
+def _ernie_geometry(width: int, height: int, cfg: Any) -> Geometry:
+    new_h, new_w = ernie45_vl.resize_target(height, width, cfg)
+    return Geometry(new_w, new_h, ernie45_vl.grid(height, width, cfg), ernie45_vl.num_tokens(height, width, cfg))
+
+
+_GEOMETRY = {
+    "qwen": _qwen_geometry,
+    "internvl": _internvl_geometry,
+    "paddleocr": _paddleocr_geometry,
+    "ernie": _ernie_geometry,  # geometry and normalization only: no pixels restated (semantics §18.9)
+}
 _SERVE = {"qwen": _qwen_serve, "internvl": _internvl_serve, "paddleocr": _paddleocr_serve}
 _LEVELS = {  # else the normalization's own
     "qwen": qwen.normalize_levels,

@@ -6,7 +6,8 @@ transformers ships it, or deferlab's NumPy restatement where the checkpoint ship
 engine and range of releases, the path that engine serves it with (the *served side*: the engine's own
 code, which may finish the preprocessing on the device). ``scope`` says which claims a family is judged on:
 ``full`` (geometry C13, pixels C14, normalization C15, deferral C4 where an engine finishes on the device)
-or ``normalization`` (C15, and C4 where the engine finishes on the device), for the families whose pixels
+or ``geometry`` (C13 and C15, and C4: a family whose pixels are not restated, ERNIE-4.5-VL) or ``normalization``
+(C15, and C4 where the engine finishes on the device), for the families whose pixels
 an engine ships raw and only normalizes on the device.
 
 Facts only, module paths as strings (this room imports nothing of ``impl``): every value is stated, with
@@ -21,9 +22,10 @@ from dataclasses import dataclass, replace
 from deferlab.reference.system.engines import ENGINES, Served
 from deferlab.reference.system.errors import DeferlabInputError
 
-SCOPES = ("full", "normalization")
+SCOPES = ("full", "geometry", "normalization")
 FULL_CLAIMS = ("C4", "C13", "C14", "C15")
 NORMALIZATION_CLAIMS = ("C4", "C15")
+GEOMETRY_CLAIMS = ("C4", "C13", "C15")  # geometry and normalization, the pixels not restated (ERNIE-4.5-VL)
 VIDEO_CLAIMS = ("C16", "C17", "C18", "C19")  # a family whose checkpoint names a video processor (semantics §20)
 BYTES_CLAIMS = ("C20",)  # every family: the decode of a client's bytes comes before any processor (semantics §20.8)
 
@@ -50,7 +52,7 @@ class Family:
 
     @property
     def claims(self) -> tuple[str, ...]:
-        still = FULL_CLAIMS if self.scope == "full" else NORMALIZATION_CLAIMS
+        still = {"full": FULL_CLAIMS, "geometry": GEOMETRY_CLAIMS}.get(self.scope, NORMALIZATION_CLAIMS)
         return (*still, *(VIDEO_CLAIMS if self.video else ()), *(BYTES_CLAIMS if self.encoded else ()))
 
     def paths(self, engine: str, version: str) -> tuple[Served, ...]:
@@ -189,14 +191,15 @@ FAMILIES["minicpm-v-4.6"] = Family(
     profile="minicpm-v-4.6",
 )
 
-# ERNIE-4.5-VL (semantics §18.9): SGLang normalizes it with its own _pixel_values_norm; normalization only so far.
+# ERNIE-4.5-VL (semantics §18.9): SGLang's own pre-resize before the checkpoint's, and its own _pixel_values_norm;
+# judged on geometry and normalization (its pixels not restated).
 FAMILIES["ernie-4.5-vl"] = Family(
     name="ernie-4.5-vl",
     display="ERNIE-4.5-VL",
-    scope="normalization",
+    scope="geometry",
     checkpoints=("baidu/ERNIE-4.5-VL-28B-A3B-PT", "baidu/ERNIE-4.5-VL-424B-A47B-PT"),
     processor_classes=("Ernie4_5_VLMoeImageProcessor",),
-    trained="deferlab.reference.oracle.family_norm",  # transformers' Ernie4_5_VLMoeImageProcessorPil's arithmetic
+    trained="deferlab.reference.oracle.ernie45_vl",  # transformers' Ernie4_5_VLMoeImageProcessorPil's rule and arithmetic
     profile="ernie-4.5-vl",
 )
 

@@ -125,6 +125,46 @@ class NormConfig:
         return _reading(name, lambda: cls(**read.values(cfg, read.NORM_KEYS, name)))
 
 
+@dataclass(frozen=True)
+class ErnieVLConfig(NormConfig):
+    """ERNIE-4.5-VL's image processor (transformers ``Ernie4_5_VLMoeImageProcessor``; semantics §18.9): the
+    rescale and normalize of a `NormConfig` and its own ``smart_resize`` bounds (`reference.oracle.ernie45_vl`);
+    judged on geometry and normalization (its pixels are not restated)."""
+
+    kind: ClassVar[str] = "ernie"  # the family kind this type is (`CONFIG_TYPES`)
+
+    patch_size: int = 14
+    merge_size: int = 2
+    min_pixels: int = 56 * 56  # the class's size["shortest_edge"]
+    max_pixels: int = 28 * 28 * 6177  # the class's size["longest_edge"]
+
+    def __post_init__(self) -> None:
+        super().__post_init__()
+        for key in ("patch_size", "merge_size", "min_pixels", "max_pixels"):
+            object.__setattr__(self, key, check_positive_int(key, getattr(self, key)))
+        if self.min_pixels > self.max_pixels:
+            raise InputValueError(f"min_pixels must be <= max_pixels, got {self.min_pixels} > {self.max_pixels}")
+
+    @property
+    def factor(self) -> int:
+        return self.patch_size * self.merge_size
+
+    @property
+    def norm(self) -> NormConfig:
+        return NormConfig(self.image_mean, self.image_std, self.rescale_factor, self.do_rescale, self.do_normalize)
+
+    @classmethod
+    def from_preprocessor_config(cls, cfg: Mapping[str, Any], *, name: str = "config") -> ErnieVLConfig:
+        """The five normalization keys as `NormConfig` reads them; ``patch_size``, ``merge_size`` and ``size``
+        (``shortest_edge``, ``longest_edge``: the pixel bounds) where the config has them, else the class's."""
+        geometry: dict[str, Any] = {k: cfg[k] for k in ("patch_size", "merge_size") if cfg.get(k) is not None}
+        size = cfg.get("size")
+        if isinstance(size, Mapping):
+            bounds = (("shortest_edge", "min_pixels"), ("longest_edge", "max_pixels"))
+            geometry.update({key: size[edge] for edge, key in bounds if size.get(edge) is not None})
+        return _reading(name, lambda: cls(**read.values(cfg, read.NORM_KEYS, name), **geometry))
+
+
 def _reading(name: str, build: Callable[[], _C]) -> _C:
     """Run ``build``; a validation error becomes `ConfigError` naming the config (one line)."""
     try:
@@ -260,13 +300,14 @@ class InternVLConfig:
 # The family config types. Each declares its ``kind`` once (``qwen``, ``internvl``: a geometry and pixels;
 # ``norm``: normalization only) and its ``norm``: code elsewhere reads those, never the type (issue 29;
 # tests/project/test_name_switches.py).
-CONFIG_TYPES: tuple[type, ...] = (QwenVLConfig, PaddleOCRVLConfig, InternVLConfig, NormConfig)
+CONFIG_TYPES: tuple[type, ...] = (QwenVLConfig, PaddleOCRVLConfig, InternVLConfig, ErnieVLConfig, NormConfig)
 
 _READERS: dict[str, Any] = {
     "qwen2.5-vl": QwenVLConfig,
     "qwen3-vl": QwenVLConfig,
     "internvl": InternVLConfig,
     "paddleocr-vl": PaddleOCRVLConfig,
+    "ernie-4.5-vl": ErnieVLConfig,
 }
 # Every other published family is normalization-only: its values read as a NormConfig (no row to add here).
 _READERS.update({name: NormConfig for name in PUBLISHED if name not in _READERS})

@@ -6,8 +6,15 @@ the checkpoint's processor output (pixels as levels, its ``"images"``) and runs 
 ``(f32(rescale_factor) * x - mean) / std`` in float32 with the image processor's statistics, then the cast to the
 model's dtype, inside the processor. Here the class's own ``__init__`` runs (the base class's answered as
 `common.construct` does) with an image processor holding the config's statistics, and ``_pixel_values_norm`` runs
-as shipped on every level in the ``(patches, C*p*p)`` layout it reads. Only the levels are judged (C15); the
-geometry (SGLang's own pre-resize, then the checkpoint's processor) is not restated yet.
+as shipped on every level in the ``(patches, C*p*p)`` layout it reads (C15).
+
+Geometry (C13): ``process_mm_data_async`` runs ``resize_image`` on each decoded image, SGLang's own
+``smart_resize`` with the module's constants (factor 28, 4 x 28 x 28 to 16384 x 28 x 28 pixels, a side ratio over
+200 clamped), and hands the resized image to the checkpoint's processor, which resizes again from that size.
+`geometry` runs SGLang's function as shipped and models the second step as the trained side's rule
+(`reference.oracle.ernie45_vl`: SGLang hands the processor the image unchanged); `staged_geometry` names the same
+two steps for C13's exhaustive sweep (SGLang's function compiled, the second step vectorized). The pixels (two
+resamplings) are not restated (C14 ``n/a``).
 """
 
 from __future__ import annotations
@@ -18,9 +25,12 @@ from typing import Any
 import numpy as np
 import torch
 
+from deferlab.impl import compiled
 from deferlab.impl.sglang.families import common
+from deferlab.reference.oracle import ernie45_vl as rule
 from deferlab.reference.system.errors import InputValueError
-from deferlab.reference.system.family_configs import NormConfig
+from deferlab.reference.system.family_configs import ErnieVLConfig, NormConfig
+from deferlab.reference.system.served import Geometry
 
 MODULE = "sglang.srt.multimodal.processors.ernie45_vl"
 PATCH = 14  # ERNIE-4.5-VL's vision patch size (its vision config): the layout _pixel_values_norm repeats over
@@ -32,7 +42,7 @@ class Ernie45VLPath(common.NormOnlyPath):
 
     family = "ernie-4.5-vl"
 
-    not_restated = "its pre-resize geometry is not restated"
+    not_restated = "its pixels (SGLang's Pillow resize, then the processor's) are not restated"
     # float32: a model dtype of float32, so SGLang's own cast keeps its float32 values
     dtypes = {"bfloat16": "the model's dtype", "float32": "none"}
 
@@ -55,6 +65,28 @@ class Ernie45VLPath(common.NormOnlyPath):
 
         return self.cached(("processor", NormConfig.checked(cfg)), build)
 
+    def pre_resize(self) -> tuple[Any, tuple[int, int, int]]:
+        """SGLang's own ``smart_resize`` and the (factor, min_pixels, max_pixels) ``resize_image`` passes it (the
+        module's constants, read from the release)."""
+        m = self.module
+        return m.smart_resize, (int(m.IMAGE_FACTOR), int(m.MIN_PIXELS), int(m.MAX_PIXELS))
+
+    def geometry(self, width: int, height: int, cfg: Any) -> Geometry:
+        """SGLang's pre-resize target, then the checkpoint processor's resize of it, its grid and tokens; a raise of
+        either step propagates (a refusal)."""
+        fn, (factor, low, high) = self.pre_resize()
+        pre_h, pre_w = fn(height, width, factor=factor, min_pixels=low, max_pixels=high)
+        new_h, new_w = rule.resize_target(int(pre_h), int(pre_w), cfg)
+        t, gh, gw = rule.grid(int(pre_h), int(pre_w), cfg)
+        return Geometry(new_w, new_h, (t, gh, gw), rule.num_tokens(int(pre_h), int(pre_w), cfg))
+
+    def staged_geometry(self, cfg: ErnieVLConfig) -> tuple[str, str, Any, tuple[int, int, int], Any]:
+        """(module, name, function, arguments, second stage) for C13's exhaustive sweep
+        (`properties.family_geometry`): SGLang's ``smart_resize`` called ``(h, w, factor, min, max)``, then
+        `then_processor` on its (width, height) grids."""
+        fn, args = self.pre_resize()
+        return MODULE, "smart_resize", fn, args, lambda found: then_processor(found, cfg)
+
     def levels(self, cfg: Any) -> np.ndarray:
         """(3, 256): ``_pixel_values_norm`` on every level, each row one patch of a single level."""
         cfg = NormConfig.checked(cfg)
@@ -72,8 +104,21 @@ class Ernie45VLPath(common.NormOnlyPath):
     def provenance(self) -> dict[str, str]:
         cls = f"{MODULE}.Ernie4_5_VLImageProcessor"
         return {
+            "geometry": f"{MODULE}.smart_resize (own, with the module's IMAGE_FACTOR, MIN_PIXELS, MAX_PIXELS, as "
+            "resize_image calls it), then the checkpoint processor's smart_resize of that size (deferlab's "
+            "reference.oracle.ernie45_vl: the trained side's rule; the remote-code processor is not run)",
             "processor": f"{cls}.__init__ (own; the base class's __init__ answered by deferlab; an image processor "
             "stand-in holding the config's image_mean, image_std, rescale_factor)",
             "normalize": f"{cls}._pixel_values_norm (own, as process_mm_data calls it on the processor's levels)",
             "cast": f"{cls}._pixel_values_norm's .to(hf_config.dtype) (own; hf_config.dtype {self.dtype})",
         }
+
+
+def then_processor(found: np.ndarray, cfg: ErnieVLConfig) -> np.ndarray:
+    """int64 (2, ...) (width, height): the checkpoint processor's resize of SGLang's pre-resize targets ``found``
+    ((width, height), `compiled.REFUSED` where SGLang raised), `compiled.REFUSED` where either step refuses."""
+    refused = (found == compiled.REFUSED).any(axis=0)
+    safe = np.where(refused, 28, found)
+    new_h, new_w = rule.resize_targets(safe[1], safe[0], cfg)
+    out = np.stack([new_w, new_h])
+    return np.where(refused | (out == 0), compiled.REFUSED, out)
