@@ -160,7 +160,10 @@ def engine_target(engine: str, path: Any, cfg: Any) -> Target:
     engine plugin's) runs interpreted."""
     staged = getattr(path, "staged_geometry", None)
     if callable(staged):  # the path names its function and the stage after it (SGLang's ERNIE-4.5-VL)
-        module, name, fn, args, then = staged(cfg)
+        try:
+            module, name, fn, args, then = staged(cfg)
+        except gc.CompileError as e:  # its second stage cannot be compiled: the path's geometry, interpreted
+            return Target(f"{path.system} (through the path's own geometry)", None, None, (), str(e))
         text = f"{_qualified(fn, module, name)} then the checkpoint processor's resize of its target"
         return Target(text, fn, CALLS[kind_of(cfg)], args, then=then)
     note = getattr(path, "geometry_note", None)

@@ -11,10 +11,11 @@ as shipped on every level in the ``(patches, C*p*p)`` layout it reads (C15).
 Geometry (C13): ``process_mm_data_async`` runs ``resize_image`` on each decoded image, SGLang's own
 ``smart_resize`` with the module's constants (factor 28, 4 x 28 x 28 to 16384 x 28 x 28 pixels, a side ratio over
 200 clamped), and hands the resized image to the checkpoint's processor, which resizes again from that size.
-`geometry` runs SGLang's function as shipped and models the second step as the trained side's rule
-(`reference.oracle.ernie45_vl`: SGLang hands the processor the image unchanged); `staged_geometry` names the same
-two steps for C13's exhaustive sweep (SGLang's function compiled, the second step vectorized). The pixels (two
-resamplings) are not restated (C14 ``n/a``).
+`geometry` runs SGLang's function as shipped, then the checkpoint processor's ``smart_resize`` as transformers
+ships it (the release's pinned companion; the same function in every pin, 5.12.1-5.25.0, and the class defaults
+deferlab's config holds; the checkpoints' remote-code processor is read, not run); `staged_geometry` names the
+same two steps for C13's exhaustive sweep, both compiled. The pixels (two resamplings) are not restated (C14
+``n/a``).
 """
 
 from __future__ import annotations
@@ -27,14 +28,16 @@ import torch
 
 from deferlab.impl import compiled
 from deferlab.impl.sglang.families import common
-from deferlab.reference.oracle import ernie45_vl as rule
 from deferlab.reference.system.errors import InputValueError
 from deferlab.reference.system.family_configs import ErnieVLConfig, NormConfig
 from deferlab.reference.system.served import Geometry
+from deferlab.reference.system.validate import check_instance
 
 MODULE = "sglang.srt.multimodal.processors.ernie45_vl"
 PATCH = 14  # ERNIE-4.5-VL's vision patch size (its vision config): the layout _pixel_values_norm repeats over
 DTYPES = {"bfloat16": torch.bfloat16, "float32": torch.float32}
+PROCESSOR_MODULE = "transformers.models.ernie4_5_vl_moe.image_processing_ernie4_5_vl_moe"
+CALL = compiled.Call("f(h, w, a0, a1, a2)", ("r[1]", "r[0]"))  # smart_resize(h, w, factor, min, max) -> (w, h)
 
 
 class Ernie45VLPath(common.NormOnlyPath):
@@ -71,21 +74,30 @@ class Ernie45VLPath(common.NormOnlyPath):
         m = self.module
         return m.smart_resize, (int(m.IMAGE_FACTOR), int(m.MIN_PIXELS), int(m.MAX_PIXELS))
 
+    def processor_resize(self, cfg: Any) -> tuple[Any, tuple[int, int, int]]:
+        """The checkpoint processor's ``smart_resize`` (transformers', the release's companion) and the
+        (factor, min_pixels, max_pixels) its ``resize`` passes for ``cfg``."""
+        cfg = check_instance("cfg", cfg, ErnieVLConfig, "reference.system.family_configs.family_profile")
+        fn = self.source.companions["transformers"].module(PROCESSOR_MODULE).smart_resize
+        return fn, (cfg.factor, cfg.min_pixels, cfg.max_pixels)
+
     def geometry(self, width: int, height: int, cfg: Any) -> Geometry:
         """SGLang's pre-resize target, then the checkpoint processor's resize of it, its grid and tokens; a raise of
         either step propagates (a refusal)."""
-        fn, (factor, low, high) = self.pre_resize()
-        pre_h, pre_w = fn(height, width, factor=factor, min_pixels=low, max_pixels=high)
-        new_h, new_w = rule.resize_target(int(pre_h), int(pre_w), cfg)
-        t, gh, gw = rule.grid(int(pre_h), int(pre_w), cfg)
-        return Geometry(new_w, new_h, (t, gh, gw), rule.num_tokens(int(pre_h), int(pre_w), cfg))
+        second, (factor, low, high) = self.processor_resize(cfg)
+        fn, (pre_factor, pre_low, pre_high) = self.pre_resize()
+        pre_h, pre_w = fn(height, width, factor=pre_factor, min_pixels=pre_low, max_pixels=pre_high)
+        new_h, new_w = (int(v) for v in second(int(pre_h), int(pre_w), factor, min_pixels=low, max_pixels=high))
+        gh, gw = new_h // cfg.patch_size, new_w // cfg.patch_size
+        return Geometry(new_w, new_h, (1, gh, gw), gh * gw // cfg.merge_size**2)
 
     def staged_geometry(self, cfg: ErnieVLConfig) -> tuple[str, str, Any, tuple[int, int, int], Any]:
         """(module, name, function, arguments, second stage) for C13's exhaustive sweep
         (`properties.family_geometry`): SGLang's ``smart_resize`` called ``(h, w, factor, min, max)``, then
-        `then_processor` on its (width, height) grids."""
+        the processor's ``smart_resize`` compiled, on its (width, height) grids (`then_processor`)."""
         fn, args = self.pre_resize()
-        return MODULE, "smart_resize", fn, args, lambda found: then_processor(found, cfg)
+        second = self.cached(("second", cfg), lambda: compiled_second(*self.processor_resize(cfg)))
+        return MODULE, "smart_resize", fn, args, lambda found: then_processor(found, second)
 
     def levels(self, cfg: Any) -> np.ndarray:
         """(3, 256): ``_pixel_values_norm`` on every level, each row one patch of a single level."""
@@ -105,8 +117,9 @@ class Ernie45VLPath(common.NormOnlyPath):
         cls = f"{MODULE}.Ernie4_5_VLImageProcessor"
         return {
             "geometry": f"{MODULE}.smart_resize (own, with the module's IMAGE_FACTOR, MIN_PIXELS, MAX_PIXELS, as "
-            "resize_image calls it), then the checkpoint processor's smart_resize of that size (deferlab's "
-            "reference.oracle.ernie45_vl: the trained side's rule; the remote-code processor is not run)",
+            f"resize_image calls it), then {PROCESSOR_MODULE}.smart_resize of that size ("
+            f"{self.source.companions['transformers'].version}, the checkpoint processor's rule with the config's "
+            "bounds; the checkpoints' remote-code processor is not run)",
             "processor": f"{cls}.__init__ (own; the base class's __init__ answered by deferlab; an image processor "
             "stand-in holding the config's image_mean, image_std, rescale_factor)",
             "normalize": f"{cls}._pixel_values_norm (own, as process_mm_data calls it on the processor's levels)",
@@ -114,11 +127,24 @@ class Ernie45VLPath(common.NormOnlyPath):
         }
 
 
-def then_processor(found: np.ndarray, cfg: ErnieVLConfig) -> np.ndarray:
-    """int64 (2, ...) (width, height): the checkpoint processor's resize of SGLang's pre-resize targets ``found``
+def compiled_second(fn: Any, args: tuple[int, int, int]) -> compiled.Compiled:
+    """The processor's ``smart_resize`` compiled for the sweep's second stage, trusted only once equal to the
+    interpreted function on `compiled.check_sizes` (a `compiled.CompileError` otherwise: the sweep then runs the
+    path's own geometry on a reduced set)."""
+    found = compiled.compile_call(fn, CALL, args, f"{PROCESSOR_MODULE}.smart_resize")
+    ws, hs = compiled.check_sizes((PATCH, args[0]), 5600)
+    bad = compiled.disagreements(
+        found.pairs(ws, hs), compiled.evaluate(compiled.interpreted(fn, CALL, args), ws, hs), ws, hs, ""
+    )
+    if bad:
+        raise compiled.CompileError(f"the compiled {PROCESSOR_MODULE}.smart_resize disagrees at {bad[0]}")
+    return found
+
+
+def then_processor(found: np.ndarray, second: compiled.Compiled) -> np.ndarray:
+    """int64 (2, ...) (width, height): the processor's resize (``second``) of SGLang's pre-resize targets ``found``
     ((width, height), `compiled.REFUSED` where SGLang raised), `compiled.REFUSED` where either step refuses."""
     refused = (found == compiled.REFUSED).any(axis=0)
-    safe = np.where(refused, 28, found)
-    new_h, new_w = rule.resize_targets(safe[1], safe[0], cfg)
-    out = np.stack([new_w, new_h])
-    return np.where(refused | (out == 0), compiled.REFUSED, out)
+    safe = np.where(refused, 28, found).reshape(2, -1)
+    out = second.pairs(safe[0], safe[1]).reshape(found.shape)
+    return np.where(refused, compiled.REFUSED, out)

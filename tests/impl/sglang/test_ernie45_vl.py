@@ -45,8 +45,7 @@ for dtype in ("float32", "bfloat16"):
 off = NormConfig(image_mean=(0.5,) * 3, image_std=(0.5,) * 3, do_normalize=False)
 for name, call in (("geometry", lambda: path.geometry(10, 10, cfg)), ("off", lambda: path.levels(off))):
     try:
-        call()
-        out[name] = "answered"
+        out[name] = f"answered {call()}"
     except Exception as e:
         out[name] = f"{type(e).__name__}: {e}"
 print(JSON_MARK + json.dumps(out))
@@ -96,6 +95,7 @@ def test_c15_counts_are_semantics_18_7s(served):
 
 
 @pytest.mark.extra("transformers")
-def test_geometry_and_a_config_it_cannot_express_are_refused_in_one_line(served):
-    assert served["geometry"].startswith("InputValueError: n/a: sglang-") and "normalization only" in served["geometry"]
+def test_geometry_is_answered_and_a_config_it_cannot_express_is_refused_in_one_line(served):
+    """Its geometry is judged (C13, `tests/impl/sglang/test_ernie45_vl_geometry.py`): 10 x 10 -> 56 x 56."""
+    assert served["geometry"] == "answered Geometry(width=56, height=56, grid=(1, 4, 4), tokens=4, pad=(0, 0))"
     assert served["off"].startswith("InputValueError: sglang-") and "do_normalize=False" in served["off"]
