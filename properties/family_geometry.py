@@ -17,6 +17,8 @@ Which function, per engine and family (the one the path's ``geometry`` rests on;
 * SGLang ERNIE-4.5-VL: two steps (semantics §18.9): SGLang's own pre-resize, ``ernie45_vl.smart_resize`` with
   the module's constants, compiled, then the checkpoint processor's resize of its target (the path's
   ``staged_geometry`` second stage, vectorized), against `reference.oracle.ernie45_vl.resize_targets`.
+* SGLang MiMo-V2.5: ``MiMoProcessor.smart_resize`` (its own) with the bounds ``MiMoV2Processor`` passes by default,
+  against `reference.oracle.qwen.resize_targets` (the checkpoint's ``Qwen2VLImageProcessor``).
 * SGLang InternVL: nothing to compile (its ``dynamic_preprocess`` tiles a torch tensor; numba compiles no
   torch): the path's own ``geometry`` runs interpreted on a reduced set, and the evidence says so.
 
@@ -47,18 +49,20 @@ OUTPUTS = {
     "internvl": ("width", "height", "tiles"),
     "paddleocr": ("width", "height"),
     "ernie": ("width", "height"),
+    "mimo": ("width", "height"),
 }
 QWEN_CALL = gc.Call("f(h, w, a0, a1, a2)", ("r[1]", "r[0]"))
 INTERNVL_CALL = gc.Call(
     "f(orig_width=w, orig_height=h, target_ratios=a0, image_size=a1, use_thumbnail=a2)", ("r[1]", "r[2]", "r[0]")
 )
 # how each family kind's function is called
-CALLS = {"qwen": QWEN_CALL, "internvl": INTERNVL_CALL, "paddleocr": QWEN_CALL, "ernie": QWEN_CALL}
+CALLS = {"qwen": QWEN_CALL, "internvl": INTERNVL_CALL, "paddleocr": QWEN_CALL, "ernie": QWEN_CALL, "mimo": QWEN_CALL}
 ORACLE = {
     "qwen": "reference.oracle.qwen.resize_targets",
     "internvl": "reference.oracle.internvl.tiles_array",
     "paddleocr": "reference.oracle.paddleocr.resize_targets",
     "ernie": "reference.oracle.ernie45_vl.resize_targets",
+    "mimo": "reference.oracle.qwen.resize_targets",
 }
 WORKED = {  # where each rule turns (semantics §18.2, §18.4)
     "qwen": [(1, 1), (42, 70), (70, 42), (56, 56), (200, 1), (201, 1), (3584, 3626), (28, 5600), (4096, 4096)],
@@ -66,6 +70,7 @@ WORKED = {  # where each rule turns (semantics §18.2, §18.4)
                  (2, 7), (500, 1000)],
     "paddleocr": [(1, 1), (1, 200), (200, 1), (1, 5600), (27, 5401), (20, 30), (1000, 800), (3000, 4000)],
     "ernie": [(1, 1), (98, 1), (10, 400), (1, 201), (201, 1), (1920, 1080), (3000, 4000), (4096, 4096)],
+    "mimo": [(1, 1), (6, 1), (1, 201), (201, 1), (20, 30), (1000, 800), (1920, 1080), (4096, 4096)],
 }  # fmt: skip
 SPOT_RANDOM = 200
 REDUCED_RANDOM = 1500  # random sizes of the interpreted fallback (with every size up to 48 and the boundaries)
@@ -110,8 +115,15 @@ STEPS = {
     "internvl": lambda cfg: (cfg.image_size // 2, cfg.image_size),
     "paddleocr": lambda cfg: (cfg.patch_size, cfg.factor),
     "ernie": lambda cfg: (cfg.patch_size, cfg.factor),
+    "mimo": lambda cfg: (cfg.patch_size, cfg.factor),
 }
-GRIDS = {"qwen": _qwen_grid, "internvl": _internvl_grid, "paddleocr": _paddleocr_grid, "ernie": _ernie_grid}
+GRIDS = {
+    "qwen": _qwen_grid,
+    "internvl": _internvl_grid,
+    "paddleocr": _paddleocr_grid,
+    "ernie": _ernie_grid,
+    "mimo": lambda cfg, ws, hs: _qwen_grid(cfg.qwen, ws, hs),
+}
 
 
 def steps(cfg: Any) -> tuple[int, ...]:
@@ -159,12 +171,12 @@ def engine_target(engine: str, path: Any, cfg: Any) -> Target:
     names it (``hooks.geometry_function``); a path that says why none can be compiled (``geometry_note``, an
     engine plugin's) runs interpreted."""
     staged = getattr(path, "staged_geometry", None)
-    if callable(staged):  # the path names its function and the stage after it (SGLang's ERNIE-4.5-VL)
+    if callable(staged):  # the path names its function and any stage after it (SGLang's ERNIE-4.5-VL, MiMo-V2.5)
         try:
             module, name, fn, args, then = staged(cfg)
         except gc.CompileError as e:  # its second stage cannot be compiled: the path's geometry, interpreted
             return Target(f"{path.system} (through the path's own geometry)", None, None, (), str(e))
-        text = f"{_qualified(fn, module, name)} then the checkpoint processor's resize of its target"
+        text = _qualified(fn, module, name) + (" then the checkpoint processor's resize of its target" if then else "")
         return Target(text, fn, CALLS[kind_of(cfg)], args, then=then)
     note = getattr(path, "geometry_note", None)
     if note is not None:

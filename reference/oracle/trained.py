@@ -106,11 +106,16 @@ def _ernie_geometry(width: int, height: int, cfg: Any) -> Geometry:
     return Geometry(new_w, new_h, ernie45_vl.grid(height, width, cfg), ernie45_vl.num_tokens(height, width, cfg))
 
 
+def _mimo_geometry(width: int, height: int, cfg: Any) -> Geometry:
+    return _qwen_geometry(width, height, cfg.qwen)  # a Qwen2VLImageProcessor config (semantics §18.9)
+
+
 _GEOMETRY = {
     "qwen": _qwen_geometry,
     "internvl": _internvl_geometry,
     "paddleocr": _paddleocr_geometry,
     "ernie": _ernie_geometry,  # geometry and normalization only: no pixels restated (semantics §18.9)
+    "mimo": _mimo_geometry,  # as ERNIE's
 }
 _SERVE = {"qwen": _qwen_serve, "internvl": _internvl_serve, "paddleocr": _paddleocr_serve}
 _LEVELS = {  # else the normalization's own

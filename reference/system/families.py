@@ -6,7 +6,7 @@ transformers ships it, or deferlab's NumPy restatement where the checkpoint ship
 engine and range of releases, the path that engine serves it with (the *served side*: the engine's own
 code, which may finish the preprocessing on the device). ``scope`` says which claims a family is judged on:
 ``full`` (geometry C13, pixels C14, normalization C15, deferral C4 where an engine finishes on the device)
-or ``geometry`` (C13 and C15, and C4: a family whose pixels are not restated, ERNIE-4.5-VL) or ``normalization``
+or ``geometry`` (C13 and C15, and C4: a family whose pixels are not restated, ERNIE-4.5-VL, MiMo-V2.5) or ``normalization``
 (C15, and C4 where the engine finishes on the device), for the families whose pixels
 an engine ships raw and only normalizes on the device.
 
@@ -25,7 +25,7 @@ from deferlab.reference.system.errors import DeferlabInputError
 SCOPES = ("full", "geometry", "normalization")
 FULL_CLAIMS = ("C4", "C13", "C14", "C15")
 NORMALIZATION_CLAIMS = ("C4", "C15")
-GEOMETRY_CLAIMS = ("C4", "C13", "C15")  # geometry and normalization, the pixels not restated (ERNIE-4.5-VL)
+GEOMETRY_CLAIMS = ("C4", "C13", "C15")  # geometry and normalization, the pixels not restated (ERNIE, MiMo)
 VIDEO_CLAIMS = ("C16", "C17", "C18", "C19")  # a family whose checkpoint names a video processor (semantics §20)
 BYTES_CLAIMS = ("C20",)  # every family: the decode of a client's bytes comes before any processor (semantics §20.8)
 
@@ -203,14 +203,15 @@ FAMILIES["ernie-4.5-vl"] = Family(
     profile="ernie-4.5-vl",
 )
 
-# MiMo-V2.5 (semantics §18.9): SGLang's own MiMoProcessor standardizes with module constants; normalization only.
+# MiMo-V2.5 (semantics §18.9): SGLang's own MiMoProcessor resizes and standardizes with module constants; judged on
+# geometry and normalization (its float resize not restated).
 FAMILIES["mimo-v2.5"] = Family(
     name="mimo-v2.5",
     display="MiMo-V2.5",
-    scope="normalization",
+    scope="geometry",
     checkpoints=("XiaomiMiMo/MiMo-V2.5",),
     processor_classes=("MiMoV2ForCausalLM",),
-    trained="deferlab.reference.oracle.family_norm",  # the CLIP rescale-and-normalize SGLang says the checkpoint has
+    trained="deferlab.reference.oracle.qwen",  # its Qwen2VLImageProcessor: Qwen's rule, the CLIP statistics SGLang states
     profile="mimo-v2.5",
 )
 

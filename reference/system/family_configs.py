@@ -165,6 +165,26 @@ class ErnieVLConfig(NormConfig):
         return _reading(name, lambda: cls(**read.values(cfg, read.NORM_KEYS, name), **geometry))
 
 
+@dataclass(frozen=True)
+class MiMoConfig(ErnieVLConfig):
+    """MiMo-V2.5's checkpoint processor (a ``Qwen2VLImageProcessor`` config; semantics §18.9): `ErnieVLConfig`'s
+    fields and reading with Qwen2-VL's class defaults; its geometry is Qwen's rule (`qwen`)."""
+
+    kind: ClassVar[str] = "mimo"  # the family kind this type is (`CONFIG_TYPES`)
+
+    max_pixels: int = 28 * 28 * 1280  # Qwen2VLImageProcessor's size["longest_edge"]
+
+    @property
+    def qwen(self) -> QwenVLConfig:
+        """The same bounds as the `QwenVLConfig` `reference.oracle.qwen` takes (its geometry is Qwen's)."""
+        return QwenVLConfig(
+            patch_size=self.patch_size,
+            merge_size=self.merge_size,
+            min_pixels=self.min_pixels,
+            max_pixels=self.max_pixels,
+        )
+
+
 def _reading(name: str, build: Callable[[], _C]) -> _C:
     """Run ``build``; a validation error becomes `ConfigError` naming the config (one line)."""
     try:
@@ -300,7 +320,14 @@ class InternVLConfig:
 # The family config types. Each declares its ``kind`` once (``qwen``, ``internvl``: a geometry and pixels;
 # ``norm``: normalization only) and its ``norm``: code elsewhere reads those, never the type (issue 29;
 # tests/project/test_name_switches.py).
-CONFIG_TYPES: tuple[type, ...] = (QwenVLConfig, PaddleOCRVLConfig, InternVLConfig, ErnieVLConfig, NormConfig)
+CONFIG_TYPES: tuple[type, ...] = (
+    QwenVLConfig,
+    PaddleOCRVLConfig,
+    InternVLConfig,
+    MiMoConfig,
+    ErnieVLConfig,
+    NormConfig,
+)
 
 _READERS: dict[str, Any] = {
     "qwen2.5-vl": QwenVLConfig,
@@ -308,6 +335,7 @@ _READERS: dict[str, Any] = {
     "internvl": InternVLConfig,
     "paddleocr-vl": PaddleOCRVLConfig,
     "ernie-4.5-vl": ErnieVLConfig,
+    "mimo-v2.5": MiMoConfig,
 }
 # Every other published family is normalization-only: its values read as a NormConfig (no row to add here).
 _READERS.update({name: NormConfig for name in PUBLISHED if name not in _READERS})

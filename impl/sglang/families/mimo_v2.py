@@ -6,11 +6,18 @@ calls the class's own ``get_visual_transform``: ``convert("RGB")``, its own ``sm
 ``F.interpolate``, then ``standardize_batch``, ``(x - mean) / std`` on 0..255 values with the module's constants
 (ImageNet's in 0.5.17-0.5.21, CLIP's times 255 from 0.5.22), whatever the checkpoint says. Here that classmethod
 runs as shipped on a level image whose size it keeps (448 x 448, a multiple of the factor: the interpolate is an
-identity), and the levels are read off its ``(C, H, W)`` output. Only the levels are judged (C15).
+identity), and the levels are read off its ``(C, H, W)`` output (C15).
+
+Geometry (C13): ``process_image`` passes ``get_visual_transform`` the factor and the processor's default image
+bounds (the checkpoint's ``processor_config`` ``image_min_pixels`` / ``image_max_pixels``, else 4 and 4096 factor
+squares); `bounds` reads them from the release's own ``MiMoProcessor.from_hf_config`` for a config that names
+none, and `geometry` runs ``MiMoProcessor.smart_resize`` as shipped with them; `staged_geometry` names it for C13's
+exhaustive sweep. The float resize's pixels are not restated (C14 ``n/a``).
 """
 
 from __future__ import annotations
 
+import types
 from typing import Any
 
 import numpy as np
@@ -18,6 +25,9 @@ import torch
 from PIL import Image
 
 from deferlab.impl.sglang.families import common
+from deferlab.reference.system.family_configs import MiMoConfig
+from deferlab.reference.system.served import Geometry
+from deferlab.reference.system.validate import check_instance
 
 MODULE = "sglang.srt.multimodal.processors.mimo_v2"
 SIDE = 448  # a multiple of the factor (patch 14 x merge 2), inside the pixel bounds below: its size is kept
@@ -29,7 +39,43 @@ class MiMoV2Path(common.NormOnlyPath):
 
     family = "mimo-v2.5"
 
-    not_restated = "its own smart_resize is not restated"
+    not_restated = "its float bilinear resize's pixels are not restated"
+
+    def bounds(self) -> tuple[int, int]:
+        """(min_pixels, max_pixels) ``process_image`` passes by default: the release's ``MiMoProcessor.from_hf_config``
+        for a checkpoint config naming no image bounds (``use_video_timestamps`` on: the one key its ``__init__``
+        requires), read off ``default_image_processor_kwargs``."""
+
+        def build() -> tuple[int, int]:
+            hf_config = types.SimpleNamespace(
+                processor_config={"use_video_timestamps": True}, audio_config=None, vision_config={}
+            )
+            with common.cpu_engine(self.source):
+                kwargs = self.module.MiMoProcessor.from_hf_config(hf_config).default_image_processor_kwargs
+            return int(kwargs["min_pixels"]), int(kwargs["max_pixels"])
+
+        return self.cached(("bounds",), build)
+
+    def geometry(self, width: int, height: int, cfg: Any) -> Geometry:
+        """``MiMoProcessor.smart_resize`` of the size with the factor and default bounds, its grid and tokens (the
+        vision config's patch and merge: the config's); a raise propagates (a refusal)."""
+        cfg = check_instance("cfg", cfg, MiMoConfig, "reference.system.family_configs.family_profile")
+        low, high = self.bounds()
+        new_h, new_w = (int(v) for v in self.module.MiMoProcessor.smart_resize(height, width, cfg.factor, low, high))
+        gh, gw = new_h // cfg.patch_size, new_w // cfg.patch_size
+        return Geometry(new_w, new_h, (1, gh, gw), gh * gw // cfg.merge_size**2)
+
+    def staged_geometry(self, cfg: MiMoConfig) -> tuple[str, str, Any, tuple[int, int, int], None]:
+        """(module, name, function, arguments, no second stage) for C13's exhaustive sweep
+        (`properties.family_geometry`): ``MiMoProcessor.smart_resize(h, w, factor, min, max)``."""
+        low, high = self.bounds()
+        return (
+            f"{MODULE}.MiMoProcessor",
+            "smart_resize",
+            self.module.MiMoProcessor.smart_resize,
+            (cfg.factor, low, high),
+            None,
+        )
 
     def levels(self, cfg: Any) -> np.ndarray:
         """(3, 256): what the path gives each level (``cfg``'s statistics are not read: SGLang's are its own)."""
@@ -47,6 +93,8 @@ class MiMoV2Path(common.NormOnlyPath):
     def provenance(self) -> dict[str, str]:
         cls = f"{MODULE}.MiMoProcessor"
         return {
+            "geometry": f"{cls}.smart_resize (own) with the factor and {cls}.from_hf_config's default image bounds "
+            "(a checkpoint config naming none)",
             "serve": f"{cls}.get_visual_transform (own: convert RGB, smart_resize, F.interpolate bilinear, "
             "standardize_batch with the module's mean/std), as process_image calls it; the patch flattening after "
             "it (_flatten_visual_inputs, a permutation) not run",
