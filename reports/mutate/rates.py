@@ -24,8 +24,11 @@ def wilson(k: int, n: int, z: float = 1.959963984540054) -> list[float]:
 
 
 def sampled(plan: dict[str, Any], mutants: list[dict[str, Any]]) -> bool:
-    """Whether the campaign is a sample of its population (``--sample`` smaller than it); the full campaign's
-    rate is the population's own, with no interval."""
+    """Whether the campaign is a random sample of its population (``--sample`` smaller than it); the full
+    campaign's rate is the population's own, with no interval, and so is a set a person chose (``--mutants``,
+    e.g. the survivors of an earlier run): it estimates nothing about the population."""
+    if plan.get("mutants_asked"):
+        return False
     population = int(plan.get("population") or 0)
     return bool(population) and len(mutants) + int(plan.get("incompetent") or 0) < population
 
@@ -33,7 +36,11 @@ def sampled(plan: dict[str, Any], mutants: list[dict[str, Any]]) -> bool:
 def interval(doc: dict[str, Any]) -> str:
     ci = doc.get("kill_rate_ci95")
     if not ci:
-        return " (every mutant of the population: no sampling error)" if doc.get("kill_rate") is not None else ""
+        if doc.get("kill_rate") is None:
+            return ""
+        if doc.get("mutants_asked"):
+            return " (of the mutants --mutants named, not a random sample: no interval, and no rate of the population)"
+        return " (every mutant of the population: no sampling error)"
     return f" (95 % Wilson interval {100 * ci[0]:.1f}-{100 * ci[1]:.1f} %: a sample of {doc['population']})"
 
 

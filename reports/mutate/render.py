@@ -195,7 +195,8 @@ def markdown(doc: dict[str, Any], regressions: list[dict[str, str]]) -> str:
     rate = "n/a" if doc["kill_rate"] is None else f"{100 * doc['kill_rate']:.1f} %"
     out = [f"# Mutation campaign: {doc['system'].get('name')} (profile `{doc['profile']}`, seed {doc['seed']})", ""]
     out += [
-        f"{len(doc['mutants'])} mutants sampled from a population of {doc['population']} "
+        f"{len(doc['mutants'])} mutants {'named by --mutants' if doc.get('mutants_asked') else 'sampled'} from a "
+        f"population of {doc['population']} "
         f"(cosmic-ray's {doc['operators']} argument-free core operators in {len(doc['targets'])} targets; "
         f"{doc.get('incompetent', 0)} drawn mutants did not compile and were skipped).",
         "",

@@ -32,3 +32,12 @@ def test_a_sample_gets_an_interval_the_whole_population_none() -> None:
     doc = {"kill_rate": 0.99, "kill_rate_ci95": [0.9455, 0.9982], "population": 1785}
     assert interval(doc) == " (95 % Wilson interval 94.5-99.8 %: a sample of 1785)"
     assert "no sampling error" in interval({"kill_rate": 0.99, "kill_rate_ci95": None})
+
+
+def test_a_chosen_set_of_mutants_is_no_sample() -> None:
+    """``--mutants`` (an earlier run's survivors, say) picks its mutants: no interval, and the text says so."""
+    asked = {"population": 162, "incompetent": 0, "mutants_asked": ["a.py:1:1:AddNot:0"]}
+    assert not sampled(asked, [{}] * 77)
+    assert sampled({**asked, "mutants_asked": None}, [{}] * 77)
+    text = interval({"kill_rate": 0.79, "kill_rate_ci95": None, "mutants_asked": asked["mutants_asked"]})
+    assert "not a random sample" in text and "Wilson" not in text
