@@ -40,6 +40,7 @@ from deferlab.reports.report.served.skew import Cell, Column, Worst, one_line
 
 SAMPLES = {"per_class": 2, "corpus": 2}  # `images.samples` arguments of the families' tables
 NORMALIZATION_ONLY = "n/a: judged on normalization only (C15); the engine ships its pixels raw (semantics §18.3)"
+GEOMETRY_ONLY = "n/a: judged on geometry and normalization (C13, C15); its pixels are not restated (semantics §18.9)"
 
 
 def _qwen_picture(v: np.ndarray, g: list[int], cfg: Any) -> np.ndarray:
@@ -162,7 +163,8 @@ def pixel_families(engine: str, spec: str, names: Sequence[str]) -> tuple[list[s
     tables = has_tables(engine)
     for name in (n for n in names if n != families.DEFAULT):
         fam = families.family(name)
-        reason = fam.not_served(engine, spec) or (NORMALIZATION_ONLY if fam.scope != "full" else None)
+        scoped = {"full": None, "geometry": GEOMETRY_ONLY}.get(fam.scope, NORMALIZATION_ONLY)
+        reason = fam.not_served(engine, spec) or scoped
         if reason is None and not tables:
             reason = (
                 f"n/a: {engines.engine(engine).display}'s plugin gives no paths for the skew table (hooks.table_paths)"
