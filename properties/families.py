@@ -20,7 +20,7 @@ from typing import Any
 import numpy as np
 
 from deferlab.properties.served import PixelReport, level_table
-from deferlab.reference.oracle import family_norm, skew
+from deferlab.reference.oracle import family_norm, parsed_served, skew
 from deferlab.reference.oracle.numerics import bf16_bits, float32_bits
 from deferlab.reference.oracle.trained import Trained, config
 from deferlab.reference.system.served import Geometry
@@ -109,7 +109,17 @@ def pixel_problem(path: Any, image: Any, cfg: Any, trained: Trained) -> str | No
     if np.asarray(grid).tolist() != want_grid.tolist() or got.shape != want.shape:
         return f"{path.name}: grid {np.asarray(grid).tolist()} {got.shape} != checkpoint's {want_grid.tolist()} {want.shape}"
     report = compare(got, path.levels(cfg), want, trained.levels(cfg), path.dtype)
-    return f"{path.name}: {report}" if report.unexplained else None
+    return f"{path.name}: {report}{parse_reading(path, image)}" if report.unexplained else None
+
+
+def parse_reading(path: Any, image: Any) -> str:
+    """'' where the path has no stated parse (semantics §20.8) or its parser hands on the rule's image bitwise;
+    else a clause naming the departure: a second difference C14's first would hide gets a signature of its own."""
+    rule, parse = parsed_served.rule_for(getattr(path, "system", "")), getattr(path, "parsed", None)
+    if rule is None or parse is None:
+        return ""
+    found = parsed_served.differs(parse([image])[0], rule(image))
+    return f"; its parser hands on {found}, not what {parsed_served.SECTION} states" if found else ""
 
 
 # --- C15: normalization -------------------------------------------------------------------------------------------

@@ -103,6 +103,10 @@ class FamilyBase:
         self.name = f"{self.system} ({self.family}, {self.path})"
         self._norms: dict[str, Any] = {}
 
+    def parsed(self, images: Sequence[Any]) -> list[Any]:
+        """The images the release's own input parser hands the processor (C14 reads them against semantics §20.8)."""
+        return serving.parse(self.source, images)
+
     def norm(self, cfg: Any) -> Any:
         """The release's input norm for a checkpoint whose config is ``cfg`` (`serving.input_norm`)."""
         found = config_dict(cfg)
