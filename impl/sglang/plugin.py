@@ -78,6 +78,15 @@ ENGINE = EngineFacts(
                 "SGLang's own normalization of the checkpoint processor's levels (_pixel_values_norm), judged only",
             ),
         ),
+        # GLM-4.1V (semantics §18.9): no resize or normalization of SGLang's own in any cached release (0.5.17-0.5.23).
+        (
+            "glm-4.1v",
+            _served(
+                "0.5.17",
+                (f"{_PROCESSORS}.glm4v", "transformers Glm4vImageProcessor"),
+                "SGLang's own loader, then transformers' processor on the fast-processor device (the CPU here)",
+            ),
+        ),
         # MiniCPM-V 4.6 (semantics §18.9): SGLang's own image processor in every cached release (0.5.17-0.5.23).
         (
             "minicpm-v-4.6",

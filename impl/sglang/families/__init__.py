@@ -10,6 +10,8 @@ family      SGLang module (processors/)     what runs here
 ==========  ==============================  ==================================================================
 ernie-4.5-  ernie45_vl.py                   ``Ernie4_5_VLImageProcessor._pixel_values_norm`` (its own
 vl                                          normalization of the checkpoint processor's levels): normalization only
+glm-4.1v    glm4v.py                        ``Glm4vImageProcessor._load_single_item`` (its own loader), then
+                                            transformers' image processor: geometry and normalization
 internvl    internvl.py                     ``InternVLProcessor``'s request entry, all of it on the CPU
 kimi-k3     kimi_k25.py                     ``KimiGPUProcessorWrapper``'s GPU branch (Kimi-K2.5): its own torch
                                             on the CPU; only the CUDA dispatch is modelled
@@ -58,6 +60,9 @@ PATHS: dict[str, Spec] = {
         "ernie45_vl",
         "Ernie45VLPath",
         ("transformers", "torchvision"),  # the module imports both
+    ),
+    "glm-4.1v": Spec(
+        "sglang.srt.multimodal.processors.glm4v", "GLM-4V", "glm4v", "Glm4vPath", ("transformers", "torchvision")
     ),
     "internvl": Spec("sglang.srt.multimodal.processors.internvl", "InternVL", "internvl", "InternVLPath"),
     "kimi-k3": Spec("sglang.srt.multimodal.processors.kimi_k25", "Kimi-K2.5", "kimi_k25", "KimiK25Path"),

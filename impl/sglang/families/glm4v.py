@@ -1,0 +1,130 @@
+"""SGLang's GLM-4V processor (``processors/glm4v.py``) as a `FamilyPath` for GLM-4.1V, judged on normalization
+(C15) and geometry (semantics §18.9).
+
+Why this path: SGLang's ``Glm4vImageProcessor`` resizes and normalizes nothing of an image itself (the
+``IMAGE_FACTOR`` / ``MIN_PIXELS`` / ``MAX_PIXELS`` its ``__init__`` sets are read by nothing); it loads each image
+with its class's ``_load_single_item`` (from 0.5.21 its ``smart_rgb_conversion``: ``smart_to_rgb``) and hands it to
+the checkpoint's transformers processor (``process_mm_data``), whose image processor is transformers'
+``Glm4vImageProcessor`` of the release's pin (torchvision backend) on the fast-processor device (none on a host
+without CUDA: the CPU). Here the class's own loader runs on a level image, then the release's
+``AutoImageProcessor`` for the checkpoint's ``preprocessor_config.json`` is called as ``process_mm_data`` calls its
+processor (no images kwargs: ``--mm-process-config`` is empty by default); the HF processor's text side is not run.
+
+Geometry: the image processor's ``resize`` calls its module's ``smart_resize(num_frames=T, h, w, temporal_factor=T,
+factor=patch*merge, min_pixels=size.shortest_edge, max_pixels=size.longest_edge)``; `geometry` runs that function
+of the companion with the processor's own values, `staged_geometry` names it for C13's exhaustive sweep. The
+torchvision resize's pixels are not restated (C14 ``n/a``).
+"""
+
+from __future__ import annotations
+
+import json
+import tempfile
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import torch
+from PIL import Image
+
+from deferlab.impl import compiled
+from deferlab.impl.sglang.families import common
+from deferlab.impl.sglang.families.qwen_vl import QwenVLPath
+from deferlab.reference.system.family_configs import NormConfig
+from deferlab.reference.system.family_configs_published import PUBLISHED
+from deferlab.reference.system.served import Geometry
+from deferlab.reference.system.validate import check_positive_int
+
+MODULE = "sglang.srt.multimodal.processors.glm4v"
+PROCESSOR_MODULE = "transformers.models.glm4v.image_processing_glm4v"
+SIDE = 112  # a multiple of the factor (28) whose 2 * 112 * 112 pixels are inside the published bounds: kept
+# smart_resize(num_frames, h, w, temporal_factor, factor, min, max) -> (h, w), as the processor's resize calls it
+CALL = compiled.Call("f(a0, h, w, a0, a1, a2, a3)", ("r[1]", "r[0]"))
+
+
+class Glm4vPath(common.NormOnlyPath):
+    """SGLang's GLM-4.1V image path: its own loader, then transformers' image processor where SGLang puts it."""
+
+    family = "glm-4.1v"
+
+    not_restated = "the torchvision resize's pixels are not restated"
+
+    def preprocessor_config(self, cfg: NormConfig) -> dict[str, Any]:
+        """The checkpoint's ``preprocessor_config.json``: the published GLM-4.1V one with ``cfg``'s rescale and
+        normalize (so drawn statistics reach the processor)."""
+        cfg = NormConfig.checked(cfg)
+        found = dict(PUBLISHED["glm-4.1v"])
+        found.update(image_mean=list(cfg.image_mean), image_std=list(cfg.image_std))
+        found.update(rescale_factor=cfg.rescale_factor, do_rescale=cfg.do_rescale, do_normalize=cfg.do_normalize)
+        return found
+
+    def image_processor(self, cfg: Any) -> Any:
+        """transformers' image processor (the release's companion) for the config, by its own resolution."""
+        table = self.preprocessor_config(cfg)
+
+        def build() -> Any:
+            auto = self.source.companions["transformers"].module("transformers").AutoImageProcessor
+            with tempfile.TemporaryDirectory(prefix="deferlab-glm4v-") as folder:
+                (Path(folder) / "preprocessor_config.json").write_text(json.dumps(table))
+                return auto.from_pretrained(folder)
+
+        return self.cached(("ip", json.dumps(table, sort_keys=True)), build)
+
+    def resize_call(self, cfg: Any) -> tuple[Any, tuple[int, int, int, int]]:
+        """The image processor module's ``smart_resize`` and (T, factor, min_pixels, max_pixels) as its ``resize``
+        passes them (the processor's own attributes)."""
+        ip = self.image_processor(cfg)
+        fn = self.source.companions["transformers"].module(PROCESSOR_MODULE).smart_resize
+        size = ip.size
+        t, factor = int(ip.temporal_patch_size), int(ip.patch_size * ip.merge_size)
+        return fn, (t, factor, int(size["shortest_edge"]), int(size["longest_edge"]))
+
+    def geometry(self, width: int, height: int, cfg: Any) -> Geometry:
+        """``smart_resize`` of the size as the processor calls it, its grid and tokens; a raise propagates."""
+        width, height = check_positive_int("width", width), check_positive_int("height", height)
+        fn, (t, factor, low, high) = self.resize_call(cfg)
+        new_h, new_w = (int(v) for v in fn(t, height, width, t, factor, low, high))
+        ip = self.image_processor(cfg)
+        gh, gw = new_h // ip.patch_size, new_w // ip.patch_size
+        return Geometry(new_w, new_h, (1, gh, gw), gh * gw // ip.merge_size**2)
+
+    def staged_geometry(self, cfg: Any) -> tuple[str, str, Any, tuple[int, int, int, int], None]:
+        """(module, name, function, arguments, no second stage) for C13's exhaustive sweep."""
+        fn, args = self.resize_call(cfg)
+        return PROCESSOR_MODULE, "smart_resize", fn, args, None
+
+    def levels(self, cfg: Any) -> np.ndarray:
+        """(3, 256): what the path gives each level, read off a served image the processor keeps at its size."""
+        ip = self.image_processor(cfg)
+        image = common.level_image(SIDE, SIDE)
+        g = self.geometry(SIDE, SIDE, cfg)
+        if (g.width, g.height) != (SIDE, SIDE):
+            raise RuntimeError(f"{self.name}: a {SIDE}x{SIDE} image is resized ({g}): levels unreadable")
+        modality = self.source.module("managers.schedule_batch").Modality.IMAGE
+        loaded = self.module.Glm4vImageProcessor._load_single_item(
+            Image.fromarray(image), modality, discard_alpha_channel=True
+        )
+        out = ip(images=[loaded], return_tensors="pt")
+        values = out["pixel_values"]
+        if self.dtype == "bfloat16":
+            values = values.to(torch.bfloat16)  # the tower's cast to its dtype, modelled as .to
+        flat = common.widen(values)
+        canvas = QwenVLPath._canvas(flat.reshape(len(flat), 3, -1), out["image_grid_thw"][0].numpy(), ip)
+        return common.canvas_levels(canvas, image, self.name)
+
+    def provenance(self) -> dict[str, str]:
+        cls = f"{MODULE}.Glm4vImageProcessor"
+        version = self.source.companions["transformers"].version
+        return {
+            "load": f"{cls}._load_single_item (own; smart_rgb_conversion where the release sets it)",
+            "serve": f"{PROCESSOR_MODULE}.Glm4vImageProcessor ({version}, torchvision backend) called as "
+            "process_mm_data calls the checkpoint's processor (no images kwargs, no device without CUDA); the HF "
+            "processor's text side not run",
+            "image_processor": "transformers.AutoImageProcessor.from_pretrained of the checkpoint's "
+            "preprocessor_config.json (its own backend resolution)",
+            "geometry": f"{PROCESSOR_MODULE}.smart_resize ({version}) with the image processor's temporal patch, "
+            "factor and size, as its resize calls it",
+            "cast": "the model's cast to the tower's dtype, modelled as .to(bfloat16)"
+            if self.dtype == "bfloat16"
+            else "none (float32: the processor's own values)",
+        }
