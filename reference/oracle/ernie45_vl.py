@@ -1,5 +1,5 @@
-"""ERNIE-4.5-VL's image geometry as transformers' own processor decides it: the trained side of its C13
-(semantics §18.9).
+"""ERNIE-4.5-VL's image processor as transformers' own processor runs it: the trained side of its C13 and C14
+(semantics §18.9), and MiMo-V2.5's pixels (its checkpoint's ``Qwen2VLImageProcessor``, `qwen`'s restatement).
 
 Why a restatement beside transformers: C13 sweeps every size up to 4096 x 4096, where no Python loop over
 transformers could finish; this is checked against transformers run for real (``tests/reference/
@@ -14,7 +14,10 @@ ratio check is the same as Qwen's budget step, `qwen.budget_target`):
    under ``min_pixels`` by ``sqrt(min_pixels/(h*w))`` and ceiled.
 4. Grid ``(1, h/p, w/p)``; tokens ``h*w / (p*p*merge**2)``.
 
-Normalization (C15) is `reference.oracle.family_norm`'s (§18.1's arithmetic); the pixels are not restated.
+Pixels (C14, `preprocess`): `qwen`'s steps 1, 3 and 4 around this rule: ``convert_to_rgb`` (5.24.0: alpha and a
+``transparency`` key composited onto white), Pillow's bicubic resize of the original image to the target, §18.1's
+rescale and normalize (`reference.oracle.family_norm`, also C15's), patches merge-window by merge-window with a
+temporal patch of 1 (rows of ``3 x p x p``), checked against ``Ernie4_5_VLMoeImageProcessorPil`` run for real.
 """
 
 from __future__ import annotations
@@ -22,15 +25,27 @@ from __future__ import annotations
 from typing import Any
 
 import numpy as np
+from PIL import Image
 
 from deferlab.reference.oracle import qwen
+from deferlab.reference.oracle.family_norm import checkpoint_levels
 from deferlab.reference.system.errors import InputTypeError, InputValueError
-from deferlab.reference.system.family_configs import ErnieVLConfig
+from deferlab.reference.system.family_configs import ErnieVLConfig, QwenVLConfig
 from deferlab.reference.system.validate import check_instance, check_positive_int
 
-__all__ = ["MAX_RATIO", "grid", "num_tokens", "resize_target", "resize_targets"]
+__all__ = [
+    "MAX_RATIO",
+    "grid",
+    "mimo_preprocess",
+    "num_tokens",
+    "preprocess",
+    "qwen_config",
+    "resize_target",
+    "resize_targets",
+]
 
 MAX_RATIO = 200
+TEMPORAL_PATCH = 1  # Ernie4_5_VLMoeImageProcessor's temporal_patch_size: a row is one frame's 3 x p x p values
 _MAX_SIDE = 1 << 20  # the vectorized form's bound: side * factor and h * w stay exact in float64
 
 
@@ -79,3 +94,43 @@ def resize_targets(heights: Any, widths: Any, cfg: ErnieVLConfig) -> tuple[np.nd
     h, w = np.broadcast_arrays(*out)
     refused = np.maximum(h, w) / np.minimum(h, w) > MAX_RATIO
     return qwen.budget_targets(h, w, cfg.factor, cfg.min_pixels, cfg.max_pixels, refused)
+
+
+def qwen_config(cfg: ErnieVLConfig, temporal_patch_size: int) -> QwenVLConfig:
+    """The `QwenVLConfig` holding ``cfg``'s patch, merge, bounds and normalization with ``temporal_patch_size``:
+    what `qwen`'s patch layout and (for MiMo-V2.5, a Qwen2VLImageProcessor config) its whole restatement read."""
+    cfg = _cfg(cfg)
+    return QwenVLConfig(
+        patch_size=cfg.patch_size,
+        temporal_patch_size=temporal_patch_size,
+        merge_size=cfg.merge_size,
+        min_pixels=cfg.min_pixels,
+        max_pixels=cfg.max_pixels,
+        image_mean=cfg.image_mean,
+        image_std=cfg.image_std,
+        rescale_factor=cfg.rescale_factor,
+        do_rescale=cfg.do_rescale,
+        do_normalize=cfg.do_normalize,
+    )
+
+
+def preprocess(image: Image.Image, cfg: ErnieVLConfig) -> tuple[np.ndarray, np.ndarray]:
+    """(pixel_values float32 (gh*gw, 3*p*p), image_grid_thw int64 (1, 3)) for one PIL image, as transformers
+    5.24.0's ``Ernie4_5_VLMoeImageProcessorPil`` returns them (the module docstring's pixels); the size is
+    decided (and a refused one refused) before any pixel work."""
+    cfg = _cfg(cfg)
+    if not isinstance(image, Image.Image):
+        raise InputTypeError(f"image must be a PIL.Image.Image, got {type(image).__name__}")
+    width, height = image.size
+    new_h, new_w = resize_target(height, width, cfg)
+    levels = np.asarray(qwen.convert_rgb(image).resize((new_w, new_h), resample=Image.Resampling.BICUBIC))
+    table = checkpoint_levels(cfg.norm)
+    chw = np.stack([table[levels[..., c], c] for c in range(3)])
+    pv = qwen.patchify(chw, qwen_config(cfg, TEMPORAL_PATCH))
+    return pv, np.array([grid(height, width, cfg)], dtype=np.int64)
+
+
+def mimo_preprocess(image: Image.Image, cfg: ErnieVLConfig) -> tuple[np.ndarray, np.ndarray]:
+    """MiMo-V2.5's trained pixels: `qwen.preprocess` with ``cfg``'s bounds and statistics (its checkpoint's
+    ``Qwen2VLImageProcessor``, temporal patch 2; semantics §18.9)."""
+    return qwen.preprocess(image, qwen_config(cfg, 2))

@@ -110,14 +110,30 @@ def _mimo_geometry(width: int, height: int, cfg: Any) -> Geometry:
     return _qwen_geometry(width, height, cfg.qwen)  # a Qwen2VLImageProcessor config (semantics §18.9)
 
 
+def _ernie_serve(image: Any, cfg: Any) -> tuple[np.ndarray, np.ndarray]:
+    pv, grid = ernie45_vl.preprocess(image, cfg)
+    return pv.reshape(pv.shape[0], 3, -1), grid[0]
+
+
+def _mimo_serve(image: Any, cfg: Any) -> tuple[np.ndarray, np.ndarray]:
+    pv, grid = ernie45_vl.mimo_preprocess(image, cfg)  # its Qwen2VLImageProcessor (semantics §18.9)
+    return pv.reshape(pv.shape[0], 3, -1), grid[0]
+
+
 _GEOMETRY = {
     "qwen": _qwen_geometry,
     "internvl": _internvl_geometry,
     "paddleocr": _paddleocr_geometry,
-    "ernie": _ernie_geometry,  # geometry and normalization only: no pixels restated (semantics §18.9)
-    "mimo": _mimo_geometry,  # as ERNIE's
+    "ernie": _ernie_geometry,
+    "mimo": _mimo_geometry,
 }
-_SERVE = {"qwen": _qwen_serve, "internvl": _internvl_serve, "paddleocr": _paddleocr_serve}
+_SERVE = {
+    "qwen": _qwen_serve,
+    "internvl": _internvl_serve,
+    "paddleocr": _paddleocr_serve,
+    "ernie": _ernie_serve,  # C14 (semantics §18.9)
+    "mimo": _mimo_serve,
+}
 _LEVELS = {  # else the normalization's own
     "qwen": qwen.normalize_levels,
     "internvl": internvl.normalize_levels,
