@@ -107,5 +107,14 @@ ENGINE = EngineFacts(
                 "CPU here), normalized there",
             ),
         ),
+        # Step3-VL (semantics §18.9): its own Step3VLProcessor in every cached release (0.5.17-0.5.23).
+        (
+            "step3-vl",
+            _served(
+                "0.5.17",
+                (f"{_PROCESSORS}.step3_vl",),
+                "SGLang's own: window, then ToTensor and Normalize with its class's CLIP constants, judged only",
+            ),
+        ),
     ),
 )

@@ -215,6 +215,18 @@ FAMILIES["mimo-v2.5"] = Family(
     profile="mimo-v2.5",
 )
 
+# Step3-VL (semantics §18.9): SGLang's own Step3VLProcessor (ToTensor, Normalize with its CLIP constants); judged on
+# normalization only (the checkpoint's remote-code windowing rule is unread).
+FAMILIES["step3-vl"] = Family(
+    name="step3-vl",
+    display="Step3-VL",
+    scope="normalization",
+    checkpoints=("stepfun-ai/step3",),
+    processor_classes=("Step3VLForConditionalGeneration",),
+    trained="deferlab.reference.oracle.family_norm",  # its remote code's ToTensor then Normalize(CLIP): §18.1's table
+    profile="step3-vl",
+)
+
 # Each engine plugin declares its own paths for the families it serves (`EngineFacts.serves`: SGLang's, vLLM's and
 # LMDeploy's in `impl/<engine>/plugin.py`), added here in the registry's order, so an engine's paths live in its
 # package and this table holds the families themselves.

@@ -230,6 +230,15 @@ PUBLISHED: dict[str, dict[str, Any]] = {
         "do_rescale": True,
         "do_normalize": True,
     },
+    # Step3-VL (semantics §18.9): the remote code's ToTensor (u / 255) then Normalize(CLIP), as both engines copy it
+    "step3-vl": {
+        "architectures": ["Step3VLForConditionalGeneration"],
+        "image_mean": list(CLIP_MEAN),
+        "image_std": list(CLIP_STD),
+        "rescale_factor": RESCALE,
+        "do_rescale": True,
+        "do_normalize": True,
+    },
 }
 
 _THIRD = "third-party copy of the official file"
@@ -267,6 +276,9 @@ SOURCES: dict[str, str] = {
     "mimo-v2.5": "no checkpoint file read: SGLang 0.5.22's mimo_v2.py comment on its CLIP constants (the "
     "checkpoint's preprocessor_config.json has CLIP image_mean / image_std with do_rescale 1/255, "
     "Qwen2VLImageProcessor's); XiaomiMiMo/MiMo-V2.5's own file unverified",
+    "step3-vl": "no checkpoint file read: stepfun-ai/step3's remote-code Step3VisionProcessor (ToTensor, then "
+    "Normalize with the CLIP constants written in it) as SGLang's processors/step3_vl.py (0.5.17-0.5.23) and vLLM "
+    "0.34.0's transformers_utils/processors/step3_vl.py both copy it; processing_step3.py itself unverified",
     "nano-nemotron-vl": "nvidia/NVIDIA-Nemotron-Nano-12B-v2-VL-BF16 config.json norm_mean / norm_std, a third-party "
     "fixture modelled on it (a NemotronH_Nano_VL_V2 converter test; the Nemotron Nano Omni "
     "preprocessor_config.json in mlx-vlm's tests agrees); the checkpoint's own file unverified",

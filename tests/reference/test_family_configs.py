@@ -33,7 +33,7 @@ QWEN = QwenVLConfig.from_preprocessor_config
 
 NEMOTRON = ("nemotron-vl", "nemotron-parse", "nano-nemotron-vl")
 # read from code or class defaults, no checkpoint file (semantics §18.9)
-NO_FILE = (*NEMOTRON, "minicpm-v-4.6", "ernie-4.5-vl", "mimo-v2.5")
+NO_FILE = (*NEMOTRON, "minicpm-v-4.6", "ernie-4.5-vl", "mimo-v2.5", "step3-vl")
 
 
 def test_profiles_are_the_registry_families_beyond_kimi() -> None:

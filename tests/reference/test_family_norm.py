@@ -112,7 +112,7 @@ def transformers_table(processor) -> np.ndarray:
 
 
 # The families whose checkpoints preprocess with their own code, ToTensor then Normalize (semantics §18.9).
-TORCHVISION_ORDER = ("nemotron-vl", "nemotron-parse", "nano-nemotron-vl")
+TORCHVISION_ORDER = ("nemotron-vl", "nemotron-parse", "nano-nemotron-vl", "step3-vl")
 # A family whose published config names its architecture, with the transformers class its statistics are (§18.9).
 PROCESSOR_OF = {"mimo-v2.5": "Qwen2VLImageProcessor"}
 

@@ -25,6 +25,7 @@ def test_a_real_engine_must_answer_the_default_column_of_each_family_it_serves()
         "minicpm-v-4.6:SGLANG",
         "ernie-4.5-vl:SGLANG",
         "mimo-v2.5:SGLANG",
+        "step3-vl:SGLANG",
     ]
     # no gemma3: not served by SGLang (PaddleOCR-VL is, from 0.5.21; MiniCPM-V 4.6, ERNIE-4.5-VL, MiMo-V2.5: §18.9)
     required, _ = claims.columns(RunRecord(System("vllm", "0.33.0", family="gemma3,glm-4.1v"), "ci"))

@@ -105,7 +105,7 @@ def test_one_run_per_release_judges_every_family_and_writes_families_md(
 
     out = tmp_path / "m"
     assert versions_cli.run(_args(out=out, format="families"), io.StringIO(), runner=runner, loader=loads) == 0
-    served_by_sglang = "kimi-k3,qwen2.5-vl,qwen3-vl,internvl,paddleocr-vl,minicpm-v-4.6,ernie-4.5-vl,mimo-v2.5"
+    served_by_sglang = "kimi-k3,qwen2.5-vl,qwen3-vl,internvl,paddleocr-vl,minicpm-v-4.6,ernie-4.5-vl,mimo-v2.5,step3-vl"
     systems_run = [(s.engine, s.family) for s in systems]
     served_by_vllm = "kimi-k3,qwen2.5-vl,qwen3-vl,internvl,glm-4.1v,mistral3,gemma3,gemma4," + (
         "nemotron-vl,nemotron-parse,nano-nemotron-vl"  # every family but SGLang's alone

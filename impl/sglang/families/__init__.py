@@ -24,6 +24,8 @@ vl                                          path below with transformers' Paddle
 qwen2.5-vl  qwen_vl.py                      ``QwenVLImageProcessor.prepare_artifact_batch`` with the release's
 qwen3-vl                                    transformers and torchvision (the loader's companions; the source
                                             must be loaded with them: ``sources.load(spec, companions=...)``)
+step3-vl    step3_vl.py                     ``Step3VLProcessor`` (its own windowing, ToTensor, Normalize with
+                                            its CLIP constants): normalization only
 ==========  ==============================  ==================================================================
 """
 
@@ -89,6 +91,13 @@ PATHS: dict[str, Spec] = {
     ),
     "qwen2.5-vl": _QWEN,
     "qwen3-vl": _QWEN,
+    "step3-vl": Spec(
+        "sglang.srt.multimodal.processors.step3_vl",
+        "Step3-VL",
+        "step3_vl",
+        "Step3VLPath",
+        ("transformers", "torchvision"),  # the module imports both (its base processor, its transforms)
+    ),
 }
 
 
