@@ -6,7 +6,8 @@ transformers ships it, or deferlab's NumPy restatement where the checkpoint ship
 engine and range of releases, the path that engine serves it with (the *served side*: the engine's own
 code, which may finish the preprocessing on the device). ``scope`` says which claims a family is judged on:
 ``full`` (geometry C13, pixels C14, normalization C15, deferral C4 where an engine finishes on the device)
-or ``geometry`` (C13 and C15, and C4: a family whose pixels are not restated, ERNIE-4.5-VL, MiMo-V2.5) or ``normalization``
+or ``geometry`` (C13 and C15, and C4: a family whose pixels are not restated; none since ERNIE-4.5-VL and
+MiMo-V2.5 became ``full``) or ``normalization``
 (C15, and C4 where the engine finishes on the device), for the families whose pixels
 an engine ships raw and only normalizes on the device.
 
@@ -25,7 +26,7 @@ from deferlab.reference.system.errors import DeferlabInputError
 SCOPES = ("full", "geometry", "normalization")
 FULL_CLAIMS = ("C4", "C13", "C14", "C15")
 NORMALIZATION_CLAIMS = ("C4", "C15")
-GEOMETRY_CLAIMS = ("C4", "C13", "C15")  # geometry and normalization, the pixels not restated (ERNIE, MiMo)
+GEOMETRY_CLAIMS = ("C4", "C13", "C15")  # geometry and normalization, the pixels not restated (no family now)
 VIDEO_CLAIMS = ("C16", "C17", "C18", "C19")  # a family whose checkpoint names a video processor (semantics §20)
 BYTES_CLAIMS = ("C20",)  # every family: the decode of a client's bytes comes before any processor (semantics §20.8)
 
@@ -191,27 +192,27 @@ FAMILIES["minicpm-v-4.6"] = Family(
     profile="minicpm-v-4.6",
 )
 
-# ERNIE-4.5-VL (semantics §18.9): SGLang's own pre-resize before the checkpoint's, and its own _pixel_values_norm;
-# judged on geometry and normalization (its pixels not restated).
+# ERNIE-4.5-VL (semantics §18.9): SGLang's own loading and pre-resize before the checkpoint's processor, and its own
+# _pixel_values_norm; judged in full (C14 since 2026-12-06, its pixels restated from the Pil processor).
 FAMILIES["ernie-4.5-vl"] = Family(
     name="ernie-4.5-vl",
     display="ERNIE-4.5-VL",
-    scope="geometry",
+    scope="full",
     checkpoints=("baidu/ERNIE-4.5-VL-28B-A3B-PT", "baidu/ERNIE-4.5-VL-424B-A47B-PT"),
     processor_classes=("Ernie4_5_VLMoeImageProcessor",),
-    trained="deferlab.reference.oracle.ernie45_vl",  # transformers' Ernie4_5_VLMoeImageProcessorPil's rule and arithmetic
+    trained="deferlab.reference.oracle.ernie45_vl",  # transformers' Ernie4_5_VLMoeImageProcessorPil, restated
     profile="ernie-4.5-vl",
 )
 
-# MiMo-V2.5 (semantics §18.9): SGLang's own MiMoProcessor resizes and standardizes with module constants; judged on
-# geometry and normalization (its float resize not restated).
+# MiMo-V2.5 (semantics §18.9): SGLang's own MiMoProcessor resizes and standardizes with module constants; judged in
+# full (C14 since 2026-12-06, against its checkpoint's Qwen2VLImageProcessor).
 FAMILIES["mimo-v2.5"] = Family(
     name="mimo-v2.5",
     display="MiMo-V2.5",
-    scope="geometry",
+    scope="full",
     checkpoints=("XiaomiMiMo/MiMo-V2.5",),
     processor_classes=("MiMoV2ForCausalLM",),
-    trained="deferlab.reference.oracle.qwen",  # its Qwen2VLImageProcessor: Qwen's rule, the CLIP statistics SGLang states
+    trained="deferlab.reference.oracle.qwen",  # its Qwen2VLImageProcessor: Qwen's rule and pixels (ernie45_vl.mimo_preprocess)
     profile="mimo-v2.5",
 )
 

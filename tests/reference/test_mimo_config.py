@@ -21,7 +21,7 @@ def test_profile_is_a_norm_config_with_qwen2vls_bounds() -> None:
     view = CFG.qwen
     assert isinstance(view, QwenVLConfig)
     assert (view.patch_size, view.merge_size, view.min_pixels, view.max_pixels) == (14, 2, 3136, 1003520)
-    assert families.family("mimo-v2.5").claims[:3] == ("C4", "C13", "C15")
+    assert families.family("mimo-v2.5").claims[:4] == ("C4", "C13", "C14", "C15")  # full since C14 (§18.9)
 
 
 @pytest.mark.parametrize("wh", [(6, 1), (20, 30), (1920, 1080), (4096, 4096), (1, 201)])

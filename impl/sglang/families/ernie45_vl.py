@@ -1,5 +1,4 @@
-"""SGLang's ERNIE-4.5-VL processor (``processors/ernie45_vl.py``) as a normalization-only `FamilyPath`
-(semantics §18.9).
+"""SGLang's ERNIE-4.5-VL processor (``processors/ernie45_vl.py``) as a `FamilyPath` (semantics §18.9).
 
 Why its own path: SGLang normalizes ERNIE-4.5-VL itself. Its ``Ernie4_5_VLImageProcessor.process_mm_data`` takes
 the checkpoint's processor output (pixels as levels, its ``"images"``) and runs its own ``_pixel_values_norm``:
@@ -14,13 +13,20 @@ Geometry (C13): ``process_mm_data_async`` runs ``resize_image`` on each decoded 
 `geometry` runs SGLang's function as shipped, then the checkpoint processor's ``smart_resize`` as transformers
 ships it (the release's pinned companion; the same function in every pin, 5.12.1-5.25.0, and the class defaults
 deferlab's config holds; the checkpoints' remote-code processor is read, not run); `staged_geometry` names the
-same two steps for C13's exhaustive sweep, both compiled. The pixels (two resamplings) are not restated (C14
-``n/a``).
+same two steps for C13's exhaustive sweep, both compiled.
+
+Pixels (C14, `run`): each image through the class's own ``_load_single_item`` (``convert("RGB")``: alpha and keys
+dropped), its own ``resize_image`` (Pillow's resize, ``resample`` as the module reads it), then the checkpoint's
+processor modelled as for C13 by the release's transformers ``Ernie4_5_VLMoeImageProcessorPil`` with the config's
+values and ``do_rescale`` / ``do_normalize`` off (its own resize again and patch layout: the levels the remote
+code's ``"images"`` hold), then ``_pixel_values_norm`` as shipped, its cast included.
 """
 
 from __future__ import annotations
 
 import types
+import warnings
+from collections.abc import Sequence
 from typing import Any
 
 import numpy as np
@@ -37,15 +43,14 @@ MODULE = "sglang.srt.multimodal.processors.ernie45_vl"
 PATCH = 14  # ERNIE-4.5-VL's vision patch size (its vision config): the layout _pixel_values_norm repeats over
 DTYPES = {"bfloat16": torch.bfloat16, "float32": torch.float32}
 PROCESSOR_MODULE = "transformers.models.ernie4_5_vl_moe.image_processing_ernie4_5_vl_moe"
+PIL_MODULE = "transformers.models.ernie4_5_vl_moe.image_processing_pil_ernie4_5_vl_moe"
 CALL = compiled.Call("f(h, w, a0, a1, a2)", ("r[1]", "r[0]"))  # smart_resize(h, w, factor, min, max) -> (w, h)
 
 
 class Ernie45VLPath(common.NormOnlyPath):
-    """SGLang's ERNIE-4.5-VL image path, judged on what its own normalization gives each level."""
+    """SGLang's ERNIE-4.5-VL image path: its own loading, pre-resize and normalization around the processor's."""
 
     family = "ernie-4.5-vl"
-
-    not_restated = "its pixels (SGLang's Pillow resize, then the processor's) are not restated"
     # float32: a model dtype of float32, so SGLang's own cast keeps its float32 values
     dtypes = {"bfloat16": "the model's dtype", "float32": "none"}
 
@@ -99,6 +104,43 @@ class Ernie45VLPath(common.NormOnlyPath):
         second = self.cached(("second", cfg), lambda: compiled_second(*self.processor_resize(cfg)))
         return MODULE, "smart_resize", fn, args, lambda found: then_processor(found, second)
 
+    def image_processor(self, cfg: Any) -> Any:
+        """The release's transformers ``Ernie4_5_VLMoeImageProcessorPil`` holding ``cfg``'s bounds, patch and merge
+        (the checkpoint processor's second resize and layout; semantics §18.9)."""
+        cfg = check_instance("cfg", cfg, ErnieVLConfig, "reference.system.family_configs.family_profile")
+
+        def build() -> Any:
+            cls = self.source.companions["transformers"].module(PIL_MODULE).Ernie4_5_VLMoeImageProcessorPil
+            size = {"shortest_edge": cfg.min_pixels, "longest_edge": cfg.max_pixels}
+            return cls(size=size, patch_size=cfg.patch_size, merge_size=cfg.merge_size)
+
+        return self.cached(("image_processor", cfg), build)
+
+    def run(self, images: Sequence[Any], cfg: Any) -> tuple[np.ndarray, np.ndarray, list[int]]:
+        """(values (N, 3, p*p) of the path's dtype widened, grid (n, 3), tokens per image): each image loaded,
+        pre-resized and normalized by SGLang's own code around the processor's levels (module docstring)."""
+        cfg = check_instance("cfg", cfg, ErnieVLConfig, "reference.system.family_configs.family_profile")
+        modality = self.source.module("managers.schedule_batch").Modality.IMAGE
+        cls, proc, ip = self.module.Ernie4_5_VLImageProcessor, self.processor(cfg), self.image_processor(cfg)
+        values, grids, tokens = [], [], []
+        for image in images:
+            loaded = cls._load_single_item(image, modality, discard_alpha_channel=True)
+            resized = self.module.resize_image(loaded)
+            with warnings.catch_warnings():
+                warnings.simplefilter("ignore")
+                out = ip(images=[resized], do_rescale=False, do_normalize=False, return_tensors="pt")
+            with common.cpu_engine(self.source):
+                normed = proc._pixel_values_norm(out["pixel_values"], {})
+            grid = out["image_grid_thw"].to(torch.int64)
+            values.append(common.widen(normed).reshape(normed.shape[0], 3, -1))
+            grids.append(grid.numpy())
+            tokens.append(int(grid.prod()) // cfg.merge_size**2)
+        return np.concatenate(values), np.concatenate(grids), tokens
+
+    def serve(self, images: Sequence[Any], cfg: Any) -> tuple[np.ndarray, np.ndarray]:
+        values, grid, _ = self.run(images, cfg)
+        return values, grid
+
     def levels(self, cfg: Any) -> np.ndarray:
         """(3, 256): ``_pixel_values_norm`` on every level, each row one patch of a single level."""
         cfg = NormConfig.checked(cfg)
@@ -122,6 +164,10 @@ class Ernie45VLPath(common.NormOnlyPath):
             "bounds; the checkpoints' remote-code processor is not run)",
             "processor": f"{cls}.__init__ (own; the base class's __init__ answered by deferlab; an image processor "
             "stand-in holding the config's image_mean, image_std, rescale_factor)",
+            "load": f"{cls}._load_single_item (own, discard_alpha_channel as load_mm_data passes it), then "
+            f"{MODULE}.resize_image (own: its smart_resize and Pillow's resize)",
+            "serve": f"{PIL_MODULE}.Ernie4_5_VLMoeImageProcessorPil ({self.source.companions['transformers'].version}; "
+            "do_rescale and do_normalize off: the levels the checkpoint's remote-code processor hands over, modelled)",
             "normalize": f"{cls}._pixel_values_norm (own, as process_mm_data calls it on the processor's levels)",
             "cast": f"{cls}._pixel_values_norm's .to(hf_config.dtype) (own; hf_config.dtype {self.dtype})",
         }

@@ -1,5 +1,4 @@
-"""SGLang's MiMo-V2 processor (``processors/mimo_v2.py``) as a normalization-only `FamilyPath` for MiMo-V2.5
-(semantics §18.9).
+"""SGLang's MiMo-V2 processor (``processors/mimo_v2.py``) as a `FamilyPath` for MiMo-V2.5 (semantics §18.9).
 
 Why its own path: SGLang does not run a checkpoint processor for MiMo-V2.5; its ``MiMoProcessor.process_image``
 calls the class's own ``get_visual_transform``: ``convert("RGB")``, its own ``smart_resize``, a float bilinear
@@ -12,12 +11,18 @@ Geometry (C13): ``process_image`` passes ``get_visual_transform`` the factor and
 bounds (the checkpoint's ``processor_config`` ``image_min_pixels`` / ``image_max_pixels``, else 4 and 4096 factor
 squares); `bounds` reads them from the release's own ``MiMoProcessor.from_hf_config`` for a config that names
 none, and `geometry` runs ``MiMoProcessor.smart_resize`` as shipped with them; `staged_geometry` names it for C13's
-exhaustive sweep. The float resize's pixels are not restated (C14 ``n/a``).
+exhaustive sweep.
+
+Pixels (C14, `run`): each image through the multimodal processor's own ``_load_single_item`` (``convert("RGB")``:
+alpha and keys dropped), then the ``MiMoProcessor`` instance `bounds` builds runs its own ``_process_image_content``
+(``process_image``: ``get_visual_transform`` with its default bounds; ``_flatten_visual_inputs``: its patch layout,
+the frame repeated over the temporal patch; the prompt's image tokens), then the model's cast to BF16.
 """
 
 from __future__ import annotations
 
 import types
+from collections.abc import Sequence
 from typing import Any
 
 import numpy as np
@@ -39,22 +44,49 @@ class MiMoV2Path(common.NormOnlyPath):
 
     family = "mimo-v2.5"
 
-    not_restated = "its float bilinear resize's pixels are not restated"
+    def instance(self) -> Any:
+        """``MiMoProcessor.from_hf_config`` for a checkpoint config naming no image bounds (``use_video_timestamps``
+        on: the one key its ``__init__`` requires); no device named: the CPU."""
+
+        def build() -> Any:
+            hf_config = types.SimpleNamespace(
+                processor_config={"use_video_timestamps": True}, audio_config=None, vision_config={}
+            )
+            with common.cpu_engine(self.source):
+                return self.module.MiMoProcessor.from_hf_config(hf_config)
+
+        return self.cached(("instance",), build)
+
+    def run(self, images: Sequence[Any], cfg: Any) -> tuple[np.ndarray, np.ndarray, list[int]]:
+        """(values (N, 3, T*p*p) of the path's dtype widened, grid (n, 3), tokens per image): each image loaded by
+        SGLang's loader, then ``_process_image_content`` as shipped (module docstring)."""
+        check_instance("cfg", cfg, MiMoConfig, "reference.system.family_configs.family_profile")
+        m, inst = self.module, self.instance()
+        modality = self.source.module("managers.schedule_batch").Modality.IMAGE
+        values, grids, tokens = [], [], []
+        for image in images:
+            loaded = m.MiMoV2Processor._load_single_item(image, modality, discard_alpha_channel=True)
+            with common.cpu_engine(self.source):
+                out = inst._process_image_content(m.Content(type="image", content=m.ImageInput(image=loaded)), False)
+            patches = out["pixel_values"]
+            if self.dtype == "bfloat16":
+                patches = patches.to(torch.bfloat16)  # the model's cast to the tower's dtype, modelled as .to
+            values.append(common.widen(patches).reshape(patches.shape[0], 3, -1))
+            grids.append(out["thw_grid"].to(torch.int64).numpy()[None])
+            tokens.append(len(out["input_ids"]) - 2)  # its image tokens between vision start and end
+        return np.concatenate(values), np.concatenate(grids), tokens
+
+    def serve(self, images: Sequence[Any], cfg: Any) -> tuple[np.ndarray, np.ndarray]:
+        values, grid, _ = self.run(images, cfg)
+        return values, grid
 
     def bounds(self) -> tuple[int, int]:
         """(min_pixels, max_pixels) ``process_image`` passes by default: the release's ``MiMoProcessor.from_hf_config``
         for a checkpoint config naming no image bounds (``use_video_timestamps`` on: the one key its ``__init__``
         requires), read off ``default_image_processor_kwargs``."""
 
-        def build() -> tuple[int, int]:
-            hf_config = types.SimpleNamespace(
-                processor_config={"use_video_timestamps": True}, audio_config=None, vision_config={}
-            )
-            with common.cpu_engine(self.source):
-                kwargs = self.module.MiMoProcessor.from_hf_config(hf_config).default_image_processor_kwargs
-            return int(kwargs["min_pixels"]), int(kwargs["max_pixels"])
-
-        return self.cached(("bounds",), build)
+        kwargs = self.instance().default_image_processor_kwargs
+        return int(kwargs["min_pixels"]), int(kwargs["max_pixels"])
 
     def geometry(self, width: int, height: int, cfg: Any) -> Geometry:
         """``MiMoProcessor.smart_resize`` of the size with the factor and default bounds, its grid and tokens (the
@@ -95,9 +127,11 @@ class MiMoV2Path(common.NormOnlyPath):
         return {
             "geometry": f"{cls}.smart_resize (own) with the factor and {cls}.from_hf_config's default image bounds "
             "(a checkpoint config naming none)",
+            "load": f"{MODULE}.MiMoV2Processor._load_single_item (own, discard_alpha_channel as load_mm_data passes it)",
             "serve": f"{cls}.get_visual_transform (own: convert RGB, smart_resize, F.interpolate bilinear, "
-            "standardize_batch with the module's mean/std), as process_image calls it; the patch flattening after "
-            "it (_flatten_visual_inputs, a permutation) not run",
+            "standardize_batch with the module's mean/std), as process_image calls it inside _process_image_content "
+            "(own; its _flatten_visual_inputs lays the patches out); the levels read off get_visual_transform on a "
+            "level image it keeps",
             "cast": "the model's cast to the tower's dtype, modelled as .to(bfloat16)"
             if self.dtype == "bfloat16"
             else "none (float32: the processor's own values)",

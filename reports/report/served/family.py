@@ -45,7 +45,8 @@ GEOMETRY_ONLY = "n/a: judged on geometry and normalization (C13, C15); its pixel
 
 def _qwen_picture(v: np.ndarray, g: list[int], cfg: Any) -> np.ndarray:
     _, gh, gw = g
-    m, p, t, c = cfg.merge_size, cfg.patch_size, cfg.temporal_patch_size, v.shape[1]
+    m, p, c = cfg.merge_size, cfg.patch_size, v.shape[1]
+    t = v.shape[2] // (p * p)  # the temporal patch off the rows (ERNIE/MiMo configs hold none)
     blocks = v.reshape(gh // m, gw // m, m, m, c, t, p, p)[:, :, :, :, :, 0]
     return blocks.transpose(4, 0, 2, 5, 1, 3, 6).reshape(c, gh * p, gw * p)
 
@@ -56,7 +57,8 @@ def _internvl_picture(v: np.ndarray, g: list[int], cfg: Any) -> np.ndarray:
     return v[: rows * cols].reshape(rows, cols, c, s, s).transpose(2, 0, 3, 1, 4).reshape(c, rows * s, cols * s)
 
 
-PICTURES = {"qwen": _qwen_picture, "internvl": _internvl_picture}  # per family kind (its config type declares it)
+# per family kind (its config type declares it); ERNIE-4.5-VL and MiMo-V2.5 lay their patches out as Qwen's (§18.9)
+PICTURES = {"qwen": _qwen_picture, "internvl": _internvl_picture, "ernie": _qwen_picture, "mimo": _qwen_picture}
 
 
 def layout(values: np.ndarray, grid: Any, cfg: Any) -> np.ndarray:
