@@ -11,11 +11,9 @@ companions.
 
 from __future__ import annotations
 
-import json
-
 import pytest
 
-from tests.impl.sglang.support import default_spec, run_child
+from tests.impl.sglang import geometry_child
 
 # (width, height) -> SGLang's served (width, height), and whether the checkpoint's differs (semantics §18.9)
 WORKED = {
@@ -29,37 +27,18 @@ WORKED = {
     (1920, 1080): ((1932, 1092), False),
 }
 
-CHILD = """
-import json, sys
-import numpy as np
-from deferlab.impl import compiled
-from deferlab.impl.sglang.families import family_path
+EXTRA = """
 from deferlab.impl.sglang.families.ernie45_vl import compiled_second, then_processor
-from deferlab.impl.sglang.sources import load
-from deferlab.properties import families as fam, family_geometry
-from tests.impl.sglang.support import JSON_MARK
-
-source = load(sys.argv[1], companions=("transformers", "torchvision"))
-cfg, want = fam.config("ernie-4.5-vl"), fam.Trained("ernie-4.5-vl")
-path = family_path(source, "ernie-4.5-vl", dtype="float32")
-out = {"constants": list(path.pre_resize()[1]), "sizes": {}, "provenance": path.provenance()}
-for w, h in json.loads(sys.argv[2]):
-    g = path.geometry(w, h, cfg)
-    out["sizes"][f"{w}x{h}"] = [[g.width, g.height], list(g.grid), g.tokens, fam.geometry_problem(path, w, h, cfg, want)]
-ex = family_geometry.exhaustive("sglang", [path], cfg)
-s = ex.sweep
-out["sweep"] = [s.route, s.sizes, s.mismatches, list(s.first or ()), s.engine, s.oracle, s.seconds, ex.spot]
+out["constants"] = list(path.pre_resize()[1])
 second = compiled_second(*path.processor_resize(cfg))
 out["refused"] = then_processor(np.array([[compiled.REFUSED, 56], [5600, 56]]), second).tolist()
 out["second"] = then_processor(np.array([[112, 1], [28, 300]]), second).tolist()
-print(JSON_MARK + json.dumps(out))
 """
 
 
 @pytest.fixture(scope="module")
 def served():
-    spec = default_spec()
-    return run_child(CHILD, spec, json.dumps(list(WORKED)), spec=spec, timeout=900)
+    return geometry_child.served("ernie-4.5-vl", WORKED, EXTRA)
 
 
 @pytest.mark.extra("transformers")
@@ -72,18 +51,12 @@ def test_the_pre_resize_reads_the_releases_constants(served):
 @pytest.mark.extra("transformers")
 @pytest.mark.parametrize(("size", "expected"), list(WORKED.items()), ids=[f"{w}x{h}" for w, h in WORKED])
 def test_geometry_at_the_worked_sizes(served, size, expected):
-    (width, height), differs = expected
-    found, grid, tokens, problem = served["sizes"][f"{size[0]}x{size[1]}"]
-    assert found == [width, height] and grid == [1, height // 14, width // 14] and tokens == width * height // 784
-    assert (problem is not None) == differs, problem
+    geometry_child.check_worked(served, size, expected)
 
 
 @pytest.mark.extra("transformers")
 def test_exhaustive_sweep_is_compiled_and_finds_what_semantics_estimated(served):
-    route, sizes, mismatches, first, engine, oracle, seconds, spot = served["sweep"]
-    assert (route, sizes, mismatches, first) == ("compiled", 4096 * 4096, 1_717_038, [98, 1])
-    assert (engine, oracle, spot) == ([112, 28], [560, 28], [])
-    assert seconds < 60
+    geometry_child.check_sweep(served, 1_717_038, [98, 1], [112, 28], [560, 28])
 
 
 @pytest.mark.extra("transformers")

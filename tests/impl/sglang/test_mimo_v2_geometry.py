@@ -12,11 +12,9 @@ a child that loads SGLang with its companions.
 
 from __future__ import annotations
 
-import json
-
 import pytest
 
-from tests.impl.sglang.support import default_spec, run_child
+from tests.impl.sglang import geometry_child
 
 # (width, height) -> SGLang's served (width, height), and whether the checkpoint's differs (semantics §18.9)
 WORKED = {
@@ -29,36 +27,19 @@ WORKED = {
     (4096, 4096): ((1792, 1792), True),  # the checkpoint's 980 x 980
 }
 
-CHILD = """
-import json, sys
-from deferlab.impl.sglang.families import family_path
-from deferlab.impl.sglang.sources import load
-from deferlab.properties import families as fam, family_geometry
-from tests.impl.sglang.support import JSON_MARK
-
-source = load(sys.argv[1], companions=("transformers", "torchvision"))
-cfg, want = fam.config("mimo-v2.5"), fam.Trained("mimo-v2.5")
-path = family_path(source, "mimo-v2.5", dtype="float32")
-out = {"bounds": list(path.bounds()), "sizes": {}, "provenance": path.provenance()}
-for w, h in json.loads(sys.argv[2]):
-    g = path.geometry(w, h, cfg)
-    out["sizes"][f"{w}x{h}"] = [[g.width, g.height], list(g.grid), g.tokens, fam.geometry_problem(path, w, h, cfg, want)]
+EXTRA = """
+out["bounds"] = list(path.bounds())
 try:
     out["refused"] = str(path.geometry(30, 6100, cfg))
 except ValueError as e:
     out["refused"] = f"{type(e).__name__}: {e}"
 out["refused_problem"] = fam.geometry_problem(path, 30, 6100, cfg, want)
-ex = family_geometry.exhaustive("sglang", [path], cfg)
-s = ex.sweep
-out["sweep"] = [s.route, s.sizes, s.mismatches, list(s.first or ()), s.engine, s.oracle, s.seconds, ex.spot]
-print(JSON_MARK + json.dumps(out))
 """
 
 
 @pytest.fixture(scope="module")
 def served():
-    spec = default_spec()
-    return run_child(CHILD, spec, json.dumps(list(WORKED)), spec=spec, timeout=900)
+    return geometry_child.served("mimo-v2.5", WORKED, EXTRA)
 
 
 @pytest.mark.extra("transformers")
@@ -70,10 +51,7 @@ def test_the_bounds_are_the_releases_defaults(served):
 @pytest.mark.extra("transformers")
 @pytest.mark.parametrize(("size", "expected"), list(WORKED.items()), ids=[f"{w}x{h}" for w, h in WORKED])
 def test_geometry_at_the_worked_sizes(served, size, expected):
-    (width, height), differs = expected
-    found, grid, tokens, problem = served["sizes"][f"{size[0]}x{size[1]}"]
-    assert found == [width, height] and grid == [1, height // 14, width // 14] and tokens == width * height // 784
-    assert (problem is not None) == differs, problem
+    geometry_child.check_worked(served, size, expected)
 
 
 @pytest.mark.extra("transformers")
@@ -84,7 +62,4 @@ def test_a_ratio_over_200_without_a_short_side_is_refused_as_the_checkpoint_refu
 
 @pytest.mark.extra("transformers")
 def test_exhaustive_sweep_is_compiled_and_finds_what_semantics_estimated(served):
-    route, sizes, mismatches, first, engine, oracle, seconds, spot = served["sweep"]
-    assert (route, sizes, mismatches, first) == ("compiled", 4096 * 4096, 13_163_254, [6, 1])
-    assert (engine, oracle, spot) == ([168, 28], [140, 28], [])
-    assert seconds < 60
+    geometry_child.check_sweep(served, 13_163_254, [6, 1], [168, 28], [140, 28])
