@@ -95,8 +95,8 @@ DOOR_ROWS = [
     # every claim n/a: versions' n/a line at the report's (and compare's) door, not a 2-minute report
     BadCli(
         "report family no column serves",
-        lambda t: ["report", "--sglang", "0.5.23", "--model", "glm-4.1v", "--out", str(t / "r")],
-        r"--model glm-4\.1v: n/a: no SGLang path for GLM-4\.1V is checked \(semantics §18\); "
+        lambda t: ["report", "--sglang", "0.5.23", "--model", "mistral3", "--out", str(t / "r")],
+        r"--model mistral3: n/a: no SGLang path for Mistral 3 is checked \(semantics §18\); "
         + _NA.format("SGLang 0.5.23"),
     ),
     BadCli(

@@ -71,10 +71,10 @@ def test_report_refuses_a_family_no_column_serves_before_running(
 
     monkeypatch.setattr(runner, "check_loads", _never("loading SGLang"))
     monkeypatch.setattr(report_cli, "run_report", _never("the report"))
-    why = not_served("sglang", "0.5.23", "glm-4.1v")
+    why = not_served("sglang", "0.5.23", "mistral3")
     assert why is not None
     out = tmp_path / "r"
-    _refused_fast(["report", "--sglang", "0.5.23", "--model", "glm-4.1v", "--out", str(out)], capsys, why)
+    _refused_fast(["report", "--sglang", "0.5.23", "--model", "mistral3", "--out", str(out)], capsys, why)
     assert not out.exists()
 
 
