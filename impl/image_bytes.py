@@ -17,6 +17,7 @@ import shutil
 import tempfile
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -99,11 +100,41 @@ def environment(options: dict[str, int] | None) -> Iterator[None]:
                 os.environ[name] = value
 
 
+@dataclass(frozen=True)
+class Refusal:
+    """A side's refusal of the bytes, as fields: the side's column ``label``, the ``error_type`` its own call
+    raised (the exception type's name) and the first line of its ``message`` (at most 200 characters).
+
+    Why fields: readers compare the type as itself (`reference.oracle.bytes_served.differs`), never parsed back
+    out of the one line (``str``) ``"<LABEL> refused: <Type>: <message>"``, which stays the text verdict
+    signatures, the versions baseline and claims.toml's patterns read."""
+
+    label: str
+    error_type: str
+    message: str
+
+    def __str__(self) -> str:
+        return f"{self.label} refused: {self.error_type}: {self.message}"
+
+
+class LoaderRefused(Refused):
+    """A `Loader`'s `Refused`, with the refusal as fields (``refusal``: the side, the exception type's name, the
+    message's first line); its text is the refusal's one line. Why: readers compare the type without parsing
+    the line back (`reference.oracle.bytes_served.differs`)."""
+
+    def __init__(self, refusal: Refusal) -> None:
+        super().__init__(str(refusal))
+        self.refusal = refusal
+
+    def __reduce__(self) -> tuple[Any, ...]:
+        return type(self), (self.refusal,)  # pickled with its fields, not only its text
+
+
 class Loader:
     """One side's loader (`reference.system.video.ImageLoader`): ``run(data, kind)`` calls the side's own function
     on the request as a client sends it; `load` runs it with the side's Pillow state, materializes a lazily
-    returned image (its decode error is the side's refusal at first use) and re-raises any refusal as `Refused`
-    naming the side's exception."""
+    returned image (its decode error is the side's refusal at first use) and re-raises any refusal as
+    `LoaderRefused` carrying the side's exception type and message."""
 
     real_code = True
 
@@ -141,7 +172,7 @@ class Loader:
                 raise  # no answer here (the side cannot take this request at all): not a refusal of the bytes
             except Exception as e:  # noqa: BLE001 - any exception of the side's own call is its refusal
                 text = (str(e).strip().splitlines() or [""])[0][:200]
-                raise Refused(f"{self.label} refused: {type(e).__name__}: {text}") from e
+                raise LoaderRefused(Refusal(self.label, type(e).__name__, text)) from e
         return image, item
 
     def provenance(self) -> dict[str, str]:

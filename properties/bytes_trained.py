@@ -20,9 +20,9 @@ from typing import Any
 import numpy as np
 from PIL import Image, ImageOps
 
-from deferlab.impl.image_bytes import KINDS, Loader, data_uri, write_file
+from deferlab.impl.image_bytes import KINDS, Loader, LoaderRefused, Refusal, data_uri, write_file
 from deferlab.reference.oracle import bytes_served
-from deferlab.reference.system.video import Refused, Unsupported
+from deferlab.reference.system.video import Unsupported
 
 __all__ = ["KINDS", "card", "decode_problem", "decoded", "difference", "option_problem", "real", "restated", "trained"]
 TRANSFORMERS_VERSION = "5.24.0"  # the trained side's (the ``transformers`` extra's pin, semantics §18.1)
@@ -99,12 +99,13 @@ def card() -> Loader:
     return Loader("CARD", f"qwen-vl-utils {version}", f"{CARD_MODULE}.fetch_image", run, truncated=False)
 
 
-def decoded(loader: Any, data: bytes, kind: str) -> tuple[Any, str | None]:
-    """(image, None) or (None, the refusal's text): a side's answer for the bytes, a refusal kept as an answer."""
+def decoded(loader: Any, data: bytes, kind: str) -> tuple[Any, Refusal | None]:
+    """(image, None) or (None, the `Refusal`, whose ``str`` is its one line): a side's answer for the bytes, a
+    refusal kept as an answer."""
     try:
         return loader.load(data, kind), None
-    except Refused as e:
-        return None, str(e)
+    except LoaderRefused as e:
+        return None, e.refusal
 
 
 def difference(want: Any, got: Any, label: str) -> str | None:
@@ -158,8 +159,8 @@ def option_problem(got: Any, data: bytes, kind: str, options: dict[str, Any], ru
     image, refused, key = None, None, None
     try:
         image, key = got.keyed(data, kind, request) if request else (got.load(data, kind, env), None)
-    except Refused as e:
-        refused = str(e)
+    except LoaderRefused as e:
+        refused = e.refusal
     why = bytes_served.differs(rule(data, env, request), image, refused)
     if why is None and key is not None:
         plain, plain_key = got.keyed(data, kind)
@@ -167,5 +168,5 @@ def option_problem(got: Any, data: bytes, kind: str, options: dict[str, Any], ru
             why = f"its processor cache key is the default request's ({key[:12]}...) for another image"
     if why is None:
         return None
-    answer = refused or f"{image.mode} {image.size[0]}x{image.size[1]}"
+    answer = str(refused) if refused else f"{image.mode} {image.size[0]}x{image.size[1]}"
     return f"{got.label}, not as {bytes_served.SECTION} states the engine's own rule: {why} (served: {answer})"

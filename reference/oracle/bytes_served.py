@@ -14,7 +14,7 @@ from __future__ import annotations
 import io
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, Protocol
 
 import numpy as np
 from PIL import Image, ImageOps
@@ -42,6 +42,18 @@ OPTION_CASE = ("RGB PNG", 17, 11, 0)
 REQUESTS: tuple[dict[str, tuple[int, int, int]], ...] = ({BACKGROUND: (0, 0, 0)},)
 REQUEST_CASE = ("RGBA PNG", 17, 11, 0)
 TRANSPARENT_MODES = ("RGBA", "LA", "PA")
+
+
+class ServedRefusal(Protocol):
+    """What `differs` reads of a served side's refusal (``impl.image_bytes.Refusal`` is one): the exception type's
+    name and its message. Why fields: the type is compared as itself, never parsed back out of the refusal's one
+    line ``"<LABEL> refused: <Type>: <message>"``; a protocol, since the oracle never imports the code it judges."""
+
+    @property
+    def error_type(self) -> str: ...
+
+    @property
+    def message(self) -> str: ...
 
 
 @dataclass(frozen=True)
@@ -120,15 +132,14 @@ def rule_for(system: str) -> Callable[..., Said] | None:
     return lambda data, options=None, request=None: found[1](data, release, options, request)
 
 
-def differs(said: Said, image: Image.Image | None, refusal_text: str | None) -> str | None:
-    """None when the served answer (an image, or a refusal's one line ``"<LABEL> refused: Type: text"``) is the
+def differs(said: Said, image: Image.Image | None, refusal: ServedRefusal | None) -> str | None:
+    """None when the served answer (an image, or a `ServedRefusal`: its type, the names in its message) is the
     rule's; else what the rule gives instead, in one line."""
     if said.refusal is not None:
-        if refusal_text is None:
+        if refusal is None:
             return f"the rule refuses ({said.refusal} naming {', '.join(said.names) or 'nothing'})"
-        kind = refusal_text.partition(" refused: ")[2].partition(":")[0]
-        missing = [n for n in said.names if n not in refusal_text]
-        if kind != said.refusal or missing:
+        missing = [n for n in said.names if n not in refusal.message]
+        if refusal.error_type != said.refusal or missing:
             return f"the rule refuses as {said.refusal} naming {', '.join(said.names) or 'nothing'}"
         return None
     if image is None:

@@ -86,7 +86,7 @@ def engine(name: str, version: str) -> dict[str, Any]:
                 "problem": bytes_trained.decode_problem(want, loader, data, kind),
                 "size": list(image.size) if image is not None else None,
                 "corner": list(image.getpixel((0, 0))) if image is not None else None,  # RGBA/LA: alpha 0 there
-                "refused": refused,
+                "refused": None if refused is None else str(refused),
             }
     rule = bytes_served.rule_for(loader.system)
     if rule is not None:  # the engine's stated decode (semantics §20.8): per class and kind, and per option set

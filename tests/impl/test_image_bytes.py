@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import io
 import os
+import pickle
 from typing import Any
 
 import numpy as np
@@ -97,6 +98,26 @@ def test_refused_bytes_are_refused_by_pillow(monkeypatch: pytest.MonkeyPatch) ->
     for cls in ("truncated JPEG", "truncated PNG"):
         with pytest.raises(OSError, match="truncated"):
             Image.open(io.BytesIO(encoded.make_bytes(cls, 20, 12, 0))).load()
+
+
+def test_a_loader_refusal_carries_the_sides_exception_as_fields() -> None:
+    from deferlab.impl.image_bytes import Loader, LoaderRefused, Refusal
+    from deferlab.properties.bytes_trained import decoded
+    from deferlab.reference.system.video import Refused
+
+    def run(data: bytes, kind: str) -> Any:
+        raise OSError("broken: at byte 3\nsecond line")
+
+    loader = Loader("SIDE", "side 1.0", "side.load", run, truncated=False)
+    with pytest.raises(Refused) as caught:
+        loader.load(b"x", "file")
+    assert isinstance(caught.value, LoaderRefused) and isinstance(caught.value.__cause__, OSError)
+    assert caught.value.refusal == Refusal("SIDE", "OSError", "broken: at byte 3")
+    assert str(caught.value) == "SIDE refused: OSError: broken: at byte 3"  # the line signatures read
+    again = pickle.loads(pickle.dumps(caught.value))
+    assert again.refusal == caught.value.refusal and str(again) == str(caught.value)
+    image, refusal = decoded(loader, b"x", "data-uri")
+    assert image is None and refusal == caught.value.refusal
 
 
 def test_bad_input_is_one_line_naming_what_is_accepted() -> None:

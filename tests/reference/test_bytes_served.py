@@ -11,6 +11,7 @@ import numpy as np
 import pytest
 from PIL import Image, ImageOps
 
+from deferlab.impl.image_bytes import Refusal
 from deferlab.properties.strategies import encoded
 from deferlab.reference.oracle import bytes_served as bs
 
@@ -63,6 +64,10 @@ def test_the_limits_refuse_exactly_past_their_boundary(options: dict[str, int], 
     assert options in bs.OPTIONS
 
 
+def _refusal(error_type: str, message: str) -> Refusal:
+    return Refusal("VLLM", error_type, message)
+
+
 def test_differs_sees_every_way_of_leaving_the_rule() -> None:
     rgba = encoded.make_bytes("RGBA PNG", 17, 11, 0)
     said = bs.vllm_decode(rgba, "0.34.0")
@@ -71,16 +76,28 @@ def test_differs_sees_every_way_of_leaving_the_rule() -> None:
     other = Image.new("RGB", four.size, (255, 255, 255))
     other.paste(four, mask=four.getchannel("B"))  # another band as the mask
     assert "other values" in bs.differs(said, other, None)
-    assert bs.differs(said, None, "VLLM refused: ValueError: x") == "the rule takes it"
+    assert bs.differs(said, None, _refusal("ValueError", "x")) == "the rule takes it"
     truncated = bs.vllm_decode(encoded.make_bytes("truncated PNG", 17, 11, 0), "0.34.0")
-    assert bs.differs(truncated, None, "VLLM refused: ValueError: Failed to load image: truncated") is None
-    assert bs.differs(truncated, None, "VLLM refused: OSError: image file is truncated") is not None
+    assert bs.differs(truncated, None, _refusal("ValueError", "Failed to load image: truncated")) is None
+    assert bs.differs(truncated, None, _refusal("OSError", "image file is truncated")) is not None
     assert bs.differs(truncated, said.image, None) is not None
     capped = bs.vllm_decode(encoded.make_bytes(*bs.OPTION_CASE), "0.34.0", {bs.CAP: 186})
-    text = "VLLM refused: ValueError: Image dimensions 17x11 (187 pixels) exceed the maximum of 186 pixels."
-    assert bs.differs(capped, None, text) is None
-    assert bs.differs(capped, None, text.replace("(187 pixels)", "(28 pixels)")) is not None
+    text = "Image dimensions 17x11 (187 pixels) exceed the maximum of 186 pixels."
+    assert bs.differs(capped, None, _refusal("ValueError", text)) is None
+    assert bs.differs(capped, None, _refusal("ValueError", text.replace("(187 pixels)", "(28 pixels)"))) is not None
+    assert bs.differs(capped, None, _refusal("OverflowError", text)) is not None  # its names, another type
     assert bs.differs(said, said.image.convert("L"), None) is not None
+
+
+def test_a_refusal_is_read_by_its_fields_and_renders_its_one_line() -> None:
+    refusal = Refusal("VLLM", "ValueError", "Failed to load image: a: b")
+    assert str(refusal) == "VLLM refused: ValueError: Failed to load image: a: b"
+    truncated = bs.vllm_decode(encoded.make_bytes("truncated PNG", 17, 11, 0), "0.34.0")
+    assert bs.differs(truncated, None, refusal) is None
+    # a label holding the line's separator: the type is the field's, not the text after " refused: "
+    odd = Refusal("A refused: OSError", "ValueError", "Failed to load image")
+    assert bs.differs(truncated, None, odd) is None
+    assert bs.differs(truncated, None, Refusal("VLLM", "ValueErrorX", "Failed to load image")) is not None
 
 
 def test_a_rule_is_found_only_for_the_releases_it_states() -> None:
