@@ -142,9 +142,9 @@ def test_claim_c20_decoded_bytes_equal_checkpoint(served_session, served_paths, 
     evidence = (
         f"every class at 17x11 and drawn classes 13x9-40x30, each as a data URI and a file, against "
         f"{trained.system} {trained.function}; family-independent: {SHARED.get(str(served_session.engine), '')}; "
-        f"computed once per engine and release; where the semantics restate the engine's own decode (vLLM 0.33.0-0.34.0, "
-        f"{bytes_served.SECTION}), every difference and shared refusal is read against it, and its environment "
-        f"options are judged against it alone; {bytes_trained.CARD_NOT_RUN}"
+        f"computed once per engine and release; where the semantics restate the engine's own decode "
+        f"({bytes_served.stated()}, {bytes_served.SECTION}), every difference and shared refusal is read against "
+        f"it, and its environment options are judged against it alone; {bytes_trained.CARD_NOT_RUN}"
         if trained is not None
         else ""
     )

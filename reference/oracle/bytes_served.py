@@ -122,6 +122,18 @@ def vllm_decode(data: bytes, release: str, options: Mapping[str, int] | None = N
 RULES: dict[str, tuple[str, Callable[..., Said]]] = {"vllm": (SECTION, vllm_decode)}
 
 
+def _release(version: str) -> tuple[int, ...]:
+    return tuple(int(part) for part in version.split("."))
+
+
+def stated() -> str:
+    """The releases whose decode the semantics restate, as C20's evidence names them (``"vLLM 0.33.0-0.34.0"``):
+    the span of `CAUGHT`'s releases, read off the table so a release added there is named without another edit
+    (`rule_for` answers for exactly the table's releases)."""
+    releases = sorted(CAUGHT, key=_release)
+    return "vLLM " + (releases[0] if len(releases) == 1 else f"{releases[0]}-{releases[-1]}")
+
+
 def rule_for(system: str) -> Callable[..., Said] | None:
     """The stated decode of the loader whose ``system`` reads ``"vllm 0.34.0"``, bound to its release; None where
     the semantics restate none (another engine, or a release outside `CAUGHT`)."""

@@ -100,6 +100,17 @@ def test_a_refusal_is_read_by_its_fields_and_renders_its_one_line() -> None:
     assert bs.differs(truncated, None, Refusal("VLLM", "ValueErrorX", "Failed to load image")) is not None
 
 
+def test_the_stated_releases_are_read_off_the_table(monkeypatch: pytest.MonkeyPatch) -> None:
+    assert bs.stated() == "vLLM 0.33.0-0.34.0"
+    monkeypatch.setitem(bs.CAUGHT, "0.35.0", bs.CAUGHT["0.34.0"])
+    assert bs.stated() == "vLLM 0.33.0-0.35.0"
+    assert bs.rule_for("vllm 0.35.0") is not None
+    monkeypatch.setitem(bs.CAUGHT, "0.9.0", bs.CAUGHT["0.33.0"])  # numeric order, not the text's
+    assert bs.stated() == "vLLM 0.9.0-0.35.0"
+    monkeypatch.setattr(bs, "CAUGHT", {"0.34.0": bs.CAUGHT["0.34.0"]})
+    assert bs.stated() == "vLLM 0.34.0"
+
+
 def test_a_rule_is_found_only_for_the_releases_it_states() -> None:
     assert bs.rule_for("vllm 0.34.0") is not None and bs.rule_for("vllm 0.33.0") is not None
     assert bs.rule_for("vllm 0.32.0") is None and bs.rule_for("sglang 0.5.23") is None
