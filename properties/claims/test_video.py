@@ -124,6 +124,10 @@ RULE_PINNED = {
     "C17": (
         (Clip(8100, 30.0, 1280, 720), VideoRequest()),
         (Clip(8100, 30.0, 1280, 720), VideoRequest(min_pixels=700 * 28 * 28)),
+        # 162 s at 1120x630: 324 frames, whose total-budget share lands on a 28-step boundary, so SGLang's pre-resize
+        # is 980x560 and a floored share (`//`) gives 980x532, a size the rule does not give (the stop-38 campaign's
+        # `qwen_vl.py:277:25` survivor; found by searching §20.5's rule for such clips).
+        (Clip(4860, 30.0, 1120, 630), VideoRequest()),
     )
 }
 
