@@ -39,14 +39,21 @@ def vllm_parse(image: Image.Image, release: str) -> Image.Image:
     return image if image.mode == "RGB" else image.convert("RGB")
 
 
+# The engines whose parse the semantics restate: the releases read, and the rule.
+RULES: dict[str, tuple[tuple[str, ...], Callable[[Image.Image, str], Image.Image]]] = {
+    "vllm": (KEEPS_RGB_FIRST + TRANSPARENCY_FIRST, vllm_parse)
+}
+
+
 def rule_for(system: str) -> Callable[[Image.Image], Image.Image] | None:
     """The stated parse of the engine whose ``system`` reads ``"vLLM 0.34.0"`` or ``"vllm-0.34.0"`` (a source's
     name), bound to its release; None where the semantics restate none (another engine, a release not read, a
     checkout)."""
     name, _, release = str(system).replace("-", " ", 1).partition(" ")
-    if name.lower() != "vllm" or release not in KEEPS_RGB_FIRST + TRANSPARENCY_FIRST:
+    found = RULES.get(name.lower())
+    if found is None or release not in found[0]:
         return None
-    return lambda image: vllm_parse(image, release)
+    return lambda image: found[1](image, release)
 
 
 def differs(got: Image.Image, want: Image.Image) -> str | None:
