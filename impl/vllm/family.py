@@ -148,7 +148,12 @@ class FamilyBase:
 
 
 class NormPath(FamilyBase):
-    """A normalization-only family (vLLM ships its pixels raw and normalizes on the device): ``levels`` only."""
+    """A normalization-only family (vLLM ships its pixels raw and normalizes on the device): ``levels`` only, of
+    the config's rescale and normalize (a family config with a geometry, GLM-4.1V's, read as its ``norm``)."""
+
+    # The geometry and pixel claims (C13, C14) this path answers: none, whatever the family's scope (a family judged
+    # on geometry on another engine's path), so they are ``n/a`` here with `not_judged` (test_families.py).
+    judged_claims: tuple[str, ...] = ()
 
     def __init__(
         self, source: Source, family: str, model: serving.ModelClass, display: str, settings: serving.Settings | None
@@ -166,9 +171,18 @@ class NormPath(FamilyBase):
                 f"{display}'s device normalization"
             )
 
+    @property
+    def not_judged(self) -> str:
+        """Why C13 and C14 are ``n/a`` on this path, in a few words."""
+        return f"vLLM ships {self.display}'s pixels raw and normalizes them on the device, semantics §18.3"
+
+    def levels(self, cfg: Any) -> np.ndarray:
+        return super().levels(getattr(cfg, "norm", cfg))
+
     def norm(self, cfg: Any) -> Any:
         """``build_mm_input_norm``'s norm, or, for a class that builds ``FusedMMInputNorm`` itself (the Nemotron
         families), the release's class with the arguments its own call passes (`norm_call`)."""
+        cfg = getattr(cfg, "norm", cfg)  # the rescale and normalize only (this path has no geometry)
         if norm_call.call(Path(self.source.root), self.model) is None:
             return super().norm(cfg)
         found = config_dict(cfg)

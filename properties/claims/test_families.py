@@ -5,7 +5,9 @@ finishes on the device.
 ``served_paths`` of each verdict column (``VLLM`` the default serving setting, ``VLLM host-normalized`` beside
 it); the trained side is the family's checkpoint processor (`properties.families.Trained`). C13 (geometry),
 C14 (pixels) and C15 (normalization) run for every family but Kimi-K3 (whose C13-C15 are ``test_served.py``'s);
-a family judged on normalization only records ``n/a`` for C13 and C14. C4 here is the device-finished values
+a family judged on normalization only records ``n/a`` for C13 and C14, and so does a column whose paths declare
+they answer neither (a path's ``judged_claims``: vLLM's GLM-4.1V ships its pixels raw, SGLang's computes the
+checkpoint's geometry; `judged`). C4 here is the device-finished values
 against the host-finished ones after the cast to the tower's BF16, for every family (Kimi-K3 included) on an
 engine with both paths; on SGLang, and on the model, C4 is ``test_eager_deferred.py``'s.
 """
@@ -31,6 +33,9 @@ WORKED = {
     "qwen": [(90, 60), (1, 1), (42, 70), (70, 42), (3584, 3626), (200, 1), (201, 1), (56, 56), (4096, 4096), (28, 5600)],
     "internvl": [(448, 448), (224, 224), (800, 800), (896, 448), (1344, 448), (500, 1000), (3000, 1000), (7, 2), (2, 7),
                  (1, 1), (4096, 1), (1000, 1000)],
+    # GLM-4.1V's (semantics §18.9): a small side scaled up before the 200 ratio check (1x200 kept, 1x201 refused),
+    # T*h*w against the bounds (1x1 -> 84x84, 4096x4096 -> 2184x2184)
+    "glm4v": [(1, 1), (1, 200), (1, 201), (6, 1), (112, 112), (70, 42), (1920, 1080), (4000, 3000), (4096, 4096)],
 }  # fmt: skip
 PIXEL_CLASSES = tuple(c for c in ss.IMAGE_CLASSES)
 NOT_FULL = "{family} is judged on normalization only (semantics §18.3): no geometry or pixels of its are checked"
@@ -42,13 +47,26 @@ def _kind(family: str) -> str:
     return cfg.kind  # "qwen", "internvl" or "norm": declared by the config's type (reference.system.family_configs)
 
 
+PATH_CLAIMS = ("C13", "C14")  # the claims a served path may answer beyond, or short of, its family's scope
+
+
+def judged(paths: list, claim: str) -> list:
+    """The paths of a column that answer ``claim``: each path's ``judged_claims`` (the geometry and pixel claims it
+    answers) where it declares them, else every claim its family is judged on (`_applies` checks the family)."""
+    return [p for p in paths if claim not in PATH_CLAIMS or claim in getattr(p, "judged_claims", PATH_CLAIMS)]
+
+
 def _applies(paths: list, family: str, policy: str, claim: str) -> tuple[bool, str]:
-    """Whether the claim can be decided here, and the ``n/a`` reason when not."""
-    judged = families.family(family)
-    if claim in ("C13", "C14") and claim not in judged.claims:
-        return False, (NO_PIXELS if judged.scope == "geometry" else NOT_FULL).format(family=family)
+    """Whether the claim can be decided on ``paths`` (`judged` ones), and the ``n/a`` reason when not."""
+    scope = families.family(family)
+    if claim in PATH_CLAIMS and claim not in scope.claims:
+        return False, (NO_PIXELS if scope.scope == "geometry" else NOT_FULL).format(family=family)
     if not paths:
         return False, f"no path of this system serves {family} under {policy} (semantics §18, the registry)"
+    if not judged(paths, claim):
+        p = paths[0]
+        why = getattr(p, "not_judged", "")
+        return False, f"{p.name} is judged on normalization only: {why}; {claim} is judged on the family's other paths"
     return True, ""
 
 
@@ -71,6 +89,7 @@ def test_claim_c13_family_geometry_equals_checkpoint(served_session, served_path
     engine, also every size up to 4096 x 4096 of the engine's own geometry function against the vectorized
     oracle (`properties.family_geometry`), whose first differing size is pinned as a counterexample."""
     ok, why = _applies(served_paths, model_family, policy, "C13")
+    served_paths = judged(served_paths, "C13")
     cfg, want = fam.config(model_family), trained(model_family)
     sweep = exhaustive(served_session, served_paths, model_family) if ok else None
     pinned = list(WORKED.get(_kind(model_family), []))
@@ -120,6 +139,7 @@ def check_pixels(paths: list, family: str, case: tuple[str, int, int, int]) -> N
 def test_claim_c14_family_pixels_equal_checkpoint(served_paths, policy, model_family):
     """C14 for a family: every served value equals the checkpoint's or is explained (1 level, 2 ulps)."""
     ok, why = _applies(served_paths, model_family, policy, "C14")
+    served_paths = judged(served_paths, "C14")
     pinned = [(cls, 12, 10, 0) for cls in PIXEL_CLASSES]
     verdict = claimcheck.verify_claim(
         "C14",

@@ -225,6 +225,9 @@ class NormOnlyPath(FamilyPathBase):
     the dtype the model casts to; its geometry is not restated, so C13/C14 are ``n/a`` with ``not_restated``."""
 
     not_restated = "its geometry is not restated"
+    # The geometry and pixel claims (C13, C14) this path answers beyond the family's scope, the others ``n/a`` with
+    # ``not_restated`` (properties/claims/test_families.py): none here; a path with a geometry names C13.
+    judged_claims: tuple[str, ...] = ()
     dtypes: Mapping[str, str] = {"bfloat16": "the tower's cast", "float32": "none"}
 
     def __init__(self, source: Source, module: types.ModuleType, dtype: str = "bfloat16") -> None:
@@ -233,6 +236,11 @@ class NormOnlyPath(FamilyPathBase):
             raise InputValueError(f"dtype: {dtype!r}; accepted: {accepted}")
         super().__init__(source, module)
         self.dtype = dtype  # float32: the processor's own values, before the model casts them to the tower's dtype
+
+    @property
+    def not_judged(self) -> str:
+        """Why the claims outside `judged_claims` are ``n/a`` on this path, in a few words."""
+        return self.not_restated
 
     def geometry(self, width: int, height: int, cfg: Any) -> Any:
         raise InputValueError(f"n/a: {self.name}: normalization only ({self.not_restated})")

@@ -48,12 +48,16 @@ class Glm4vPath(common.NormOnlyPath):
     family = "glm-4.1v"
 
     not_restated = "the torchvision resize's pixels are not restated"
+    judged_claims = ("C13",)  # its geometry is the processor's smart_resize (C13); its pixels are not (C14 n/a)
 
     def preprocessor_config(self, cfg: NormConfig) -> dict[str, Any]:
         """The checkpoint's ``preprocessor_config.json``: the published GLM-4.1V one with ``cfg``'s rescale and
-        normalize (so drawn statistics reach the processor)."""
+        normalize (so drawn statistics reach the processor), and its geometry where ``cfg`` has one (C13)."""
         cfg = NormConfig.checked(cfg)
         found = dict(PUBLISHED["glm-4.1v"])
+        if getattr(cfg, "kind", None) == "glm4v":  # a Glm4vConfig: its bounds, patch, merge and temporal patch
+            found.update({k: getattr(cfg, k) for k in ("patch_size", "merge_size", "temporal_patch_size")})
+            found.update(size={"shortest_edge": cfg.min_pixels, "longest_edge": cfg.max_pixels})  # type: ignore[attr-defined]
         found.update(image_mean=list(cfg.image_mean), image_std=list(cfg.image_std))
         found.update(rescale_factor=cfg.rescale_factor, do_rescale=cfg.do_rescale, do_normalize=cfg.do_normalize)
         return found

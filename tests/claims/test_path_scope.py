@@ -1,0 +1,35 @@
+"""A served path's own scope (`properties.claims.test_families.judged` / `_applies`, semantics §18.9): a path
+declares the geometry and pixel claims it answers (``judged_claims``), so one family can be judged on C13 on one
+engine's path (SGLang's GLM-4.1V) and be ``n/a`` on another's (vLLM's, which ships GLM-4.1V's pixels raw), with a
+one-line reason naming the path; a path that declares nothing is judged on its family's scope."""
+
+from __future__ import annotations
+
+from types import SimpleNamespace
+
+from deferlab.properties.claims import test_families as tf
+
+
+def _path(name: str, **declared: object) -> SimpleNamespace:
+    return SimpleNamespace(name=name, **declared)
+
+
+GEOMETRY = _path("sglang-0.5.23 (glm-4.1v, served)", judged_claims=("C13",), not_judged="pixels not restated")
+RAW = _path("vllm-0.34.0 (glm-4.1v, device-normalized)", judged_claims=(), not_judged="vLLM ships the pixels raw")
+PLAIN = _path("sglang-0.5.23 (qwen2.5-vl, served)")  # declares nothing: its family's scope
+
+
+def test_a_path_that_declares_c13_is_judged_on_it_and_a_raw_path_is_na_naming_itself() -> None:
+    assert tf._applies([GEOMETRY], "glm-4.1v", "SGLANG", "C13") == (True, "")
+    ok, why = tf._applies([RAW], "glm-4.1v", "VLLM", "C13")
+    assert not ok and why.startswith(RAW.name) and "vLLM ships the pixels raw" in why and "\n" not in why
+    assert tf._applies([RAW], "glm-4.1v", "VLLM", "C15") == (True, "")  # normalization stays judged
+
+
+def test_the_familys_scope_still_comes_first_and_a_mixed_column_judges_only_its_answering_paths() -> None:
+    ok, why = tf._applies([GEOMETRY], "glm-4.1v", "SGLANG", "C14")  # geometry scope: no pixels on any path
+    assert not ok and why == tf.NO_PIXELS.format(family="glm-4.1v")
+    ok, why = tf._applies([RAW], "gemma3", "VLLM", "C13")  # a normalization-only family: the family's reason
+    assert not ok and why == tf.NOT_FULL.format(family="gemma3")
+    assert tf.judged([RAW, GEOMETRY], "C13") == [GEOMETRY] and tf.judged([RAW, GEOMETRY], "C15") == [RAW, GEOMETRY]
+    assert tf.judged([PLAIN], "C14") == [PLAIN] and tf._applies([PLAIN], "qwen2.5-vl", "SGLANG", "C14") == (True, "")
