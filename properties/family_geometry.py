@@ -19,6 +19,9 @@ Which function, per engine and family (the one the path's ``geometry`` rests on;
   ``staged_geometry`` second stage, vectorized), against `reference.oracle.ernie45_vl.resize_targets`.
 * SGLang MiMo-V2.5: ``MiMoProcessor.smart_resize`` (its own) with the bounds ``MiMoV2Processor`` passes by default,
   against `reference.oracle.qwen.resize_targets` (the checkpoint's ``Qwen2VLImageProcessor``).
+* SGLang GLM-4.1V: the ``smart_resize`` of the module of transformers' ``Glm4vImageProcessor`` (the release's pin),
+  called as its ``resize`` calls it, with the processor's own T, factor and bounds (the path's ``staged_geometry``,
+  no second stage), against `reference.oracle.glm4v.resize_targets`.
 * SGLang InternVL: nothing to compile (its ``dynamic_preprocess`` tiles a torch tensor; numba compiles no
   torch): the path's own ``geometry`` runs interpreted on a reduced set, and the evidence says so.
 
@@ -40,7 +43,7 @@ import numpy as np
 
 from deferlab.impl import compiled as gc
 from deferlab.properties import geometry_sweep as gs
-from deferlab.reference.oracle import ernie45_vl, internvl, paddleocr, qwen
+from deferlab.reference.oracle import ernie45_vl, glm4v, internvl, paddleocr, qwen
 from deferlab.reference.system.engines import engine as engine_facts
 
 MAX_SIDE = 4096
@@ -50,19 +53,24 @@ OUTPUTS = {
     "paddleocr": ("width", "height"),
     "ernie": ("width", "height"),
     "mimo": ("width", "height"),
+    "glm4v": ("width", "height"),
 }
 QWEN_CALL = gc.Call("f(h, w, a0, a1, a2)", ("r[1]", "r[0]"))
 INTERNVL_CALL = gc.Call(
     "f(orig_width=w, orig_height=h, target_ratios=a0, image_size=a1, use_thumbnail=a2)", ("r[1]", "r[2]", "r[0]")
 )
 # how each family kind's function is called
-CALLS = {"qwen": QWEN_CALL, "internvl": INTERNVL_CALL, "paddleocr": QWEN_CALL, "ernie": QWEN_CALL, "mimo": QWEN_CALL}
+# GLM-4.1V's: smart_resize(num_frames=T, h, w, temporal_factor=T, factor, min, max) -> (h, w), as its resize calls it
+GLM4V_CALL = gc.Call("f(a0, h, w, a0, a1, a2, a3)", ("r[1]", "r[0]"))
+CALLS = {"qwen": QWEN_CALL, "internvl": INTERNVL_CALL, "paddleocr": QWEN_CALL, "ernie": QWEN_CALL, "mimo": QWEN_CALL,
+         "glm4v": GLM4V_CALL}  # fmt: skip
 ORACLE = {
     "qwen": "reference.oracle.qwen.resize_targets",
     "internvl": "reference.oracle.internvl.tiles_array",
     "paddleocr": "reference.oracle.paddleocr.resize_targets",
     "ernie": "reference.oracle.ernie45_vl.resize_targets",
     "mimo": "reference.oracle.qwen.resize_targets",
+    "glm4v": "reference.oracle.glm4v.resize_targets",
 }
 WORKED = {  # where each rule turns (semantics §18.2, §18.4)
     "qwen": [(1, 1), (42, 70), (70, 42), (56, 56), (200, 1), (201, 1), (3584, 3626), (28, 5600), (4096, 4096)],
@@ -71,6 +79,7 @@ WORKED = {  # where each rule turns (semantics §18.2, §18.4)
     "paddleocr": [(1, 1), (1, 200), (200, 1), (1, 5600), (27, 5401), (20, 30), (1000, 800), (3000, 4000)],
     "ernie": [(1, 1), (98, 1), (10, 400), (1, 201), (201, 1), (1920, 1080), (3000, 4000), (4096, 4096)],
     "mimo": [(1, 1), (6, 1), (1, 201), (201, 1), (20, 30), (1000, 800), (1920, 1080), (4096, 4096)],
+    "glm4v": [(1, 1), (1, 200), (1, 201), (6, 1), (112, 112), (70, 42), (1920, 1080), (4000, 3000), (4096, 4096)],
 }  # fmt: skip
 SPOT_RANDOM = 200
 REDUCED_RANDOM = 1500  # random sizes of the interpreted fallback (with every size up to 48 and the boundaries)
@@ -103,6 +112,12 @@ def _ernie_grid(cfg: Any, ws: np.ndarray, hs: np.ndarray) -> np.ndarray:
     return np.where(found == 0, gc.REFUSED, found)
 
 
+def _glm4v_grid(cfg: Any, ws: np.ndarray, hs: np.ndarray) -> np.ndarray:
+    new_h, new_w = glm4v.resize_targets(hs, ws, cfg)
+    found = np.stack([new_w, new_h])
+    return np.where(found == 0, gc.REFUSED, found)
+
+
 def _internvl_grid(cfg: Any, ws: np.ndarray, hs: np.ndarray) -> np.ndarray:
     cols, rows, tiles = internvl.tiles_array(ws, hs, cfg)
     s = cfg.image_size
@@ -116,6 +131,7 @@ STEPS = {
     "paddleocr": lambda cfg: (cfg.patch_size, cfg.factor),
     "ernie": lambda cfg: (cfg.patch_size, cfg.factor),
     "mimo": lambda cfg: (cfg.patch_size, cfg.factor),
+    "glm4v": lambda cfg: (cfg.patch_size, cfg.factor),
 }
 GRIDS = {
     "qwen": _qwen_grid,
@@ -123,6 +139,7 @@ GRIDS = {
     "paddleocr": _paddleocr_grid,
     "ernie": _ernie_grid,
     "mimo": lambda cfg, ws, hs: _qwen_grid(cfg.qwen, ws, hs),
+    "glm4v": _glm4v_grid,
 }
 
 

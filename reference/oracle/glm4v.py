@@ -66,13 +66,20 @@ class Glm4vGeometry:
         return cls(**{k: check_positive_int(f"preprocessor_config {k}", v) for k, v in found.items()})
 
 
+_FIELDS = ("patch_size", "merge_size", "temporal_patch_size", "min_pixels", "max_pixels")
+
+
 def _geo(geo: Any) -> Glm4vGeometry:
-    if not isinstance(geo, Glm4vGeometry):
-        raise InputTypeError(f"geo must be a Glm4vGeometry, got {type(geo).__name__}")
-    return geo
+    """``geo`` itself, or the family config's geometry (`reference.system.family_configs.Glm4vConfig` declares the
+    same five fields): what C13's trained side and sweep are handed."""
+    if isinstance(geo, Glm4vGeometry):
+        return geo
+    if getattr(geo, "kind", None) == "glm4v" and all(hasattr(geo, k) for k in _FIELDS):
+        return Glm4vGeometry(**{k: getattr(geo, k) for k in _FIELDS})
+    raise InputTypeError(f"geo must be a Glm4vGeometry or a Glm4vConfig, got {type(geo).__name__}")
 
 
-def resize_targets(heights: Any, widths: Any, geo: Glm4vGeometry) -> tuple[np.ndarray, np.ndarray]:
+def resize_targets(heights: Any, widths: Any, geo: Any) -> tuple[np.ndarray, np.ndarray]:
     """(new_heights, new_widths) over broadcast integer arrays (sides 1..2**20), int64, **0 where refused**: the
     module docstring's steps in float64, the same operations in the same order (``rint``: Python's ``round``)."""
     geo = _geo(geo)
@@ -103,10 +110,10 @@ def resize_targets(heights: Any, widths: Any, geo: Glm4vGeometry) -> tuple[np.nd
     return found[0], found[1]
 
 
-def resize_target(height: int, width: int, geo: Glm4vGeometry) -> tuple[int, int]:
+def resize_target(height: int, width: int, geo: Any) -> tuple[int, int]:
     """(new_height, new_width) of one size; `InputValueError` where the processor refuses it (a side ratio over
     200 after the small-side scaling)."""
-    height, width = check_positive_int("height", height), check_positive_int("width", width)
+    height, width, geo = check_positive_int("height", height), check_positive_int("width", width), _geo(geo)
     new_h, new_w = (int(v[()]) for v in resize_targets(np.int64(height), np.int64(width), geo))
     if new_h == 0:
         raise InputValueError(
@@ -116,13 +123,15 @@ def resize_target(height: int, width: int, geo: Glm4vGeometry) -> tuple[int, int
     return new_h, new_w
 
 
-def grid(height: int, width: int, geo: Glm4vGeometry) -> tuple[int, int, int]:
+def grid(height: int, width: int, geo: Any) -> tuple[int, int, int]:
     """(t, h, w) patches of one image, the processor's ``image_grid_thw`` row."""
+    geo = _geo(geo)
     new_h, new_w = resize_target(height, width, geo)
     return 1, new_h // geo.patch_size, new_w // geo.patch_size
 
 
-def num_tokens(height: int, width: int, geo: Glm4vGeometry) -> int:
+def num_tokens(height: int, width: int, geo: Any) -> int:
     """Image tokens in the prompt: the grid's patches over ``merge_size**2``."""
     t, gh, gw = grid(height, width, geo)
-    return t * gh * gw // geo.merge_size**2
+    merge = _geo(geo).merge_size
+    return t * gh * gw // merge**2

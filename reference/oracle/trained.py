@@ -15,7 +15,7 @@ from typing import Any
 
 import numpy as np
 
-from deferlab.reference.oracle import ernie45_vl, family_norm, internvl, paddleocr, qwen
+from deferlab.reference.oracle import ernie45_vl, family_norm, glm4v, internvl, paddleocr, qwen
 from deferlab.reference.system import families
 from deferlab.reference.system.family_configs import InternVLConfig, NormConfig, QwenVLConfig, family_profile
 from deferlab.reference.system.served import Geometry
@@ -110,6 +110,11 @@ def _mimo_geometry(width: int, height: int, cfg: Any) -> Geometry:
     return _qwen_geometry(width, height, cfg.qwen)  # a Qwen2VLImageProcessor config (semantics §18.9)
 
 
+def _glm4v_geometry(width: int, height: int, cfg: Any) -> Geometry:
+    new_h, new_w = glm4v.resize_target(height, width, cfg)  # its pixels are not restated (semantics §18.9)
+    return Geometry(new_w, new_h, glm4v.grid(height, width, cfg), glm4v.num_tokens(height, width, cfg))
+
+
 def _ernie_serve(image: Any, cfg: Any) -> tuple[np.ndarray, np.ndarray]:
     pv, grid = ernie45_vl.preprocess(image, cfg)
     return pv.reshape(pv.shape[0], 3, -1), grid[0]
@@ -126,6 +131,7 @@ _GEOMETRY = {
     "paddleocr": _paddleocr_geometry,
     "ernie": _ernie_geometry,
     "mimo": _mimo_geometry,
+    "glm4v": _glm4v_geometry,  # C13 (semantics §18.9)
 }
 _SERVE = {
     "qwen": _qwen_serve,

@@ -6,8 +6,7 @@ transformers ships it, or deferlab's NumPy restatement where the checkpoint ship
 engine and range of releases, the path that engine serves it with (the *served side*: the engine's own
 code, which may finish the preprocessing on the device). ``scope`` says which claims a family is judged on:
 ``full`` (geometry C13, pixels C14, normalization C15, deferral C4 where an engine finishes on the device)
-or ``geometry`` (C13 and C15, and C4: a family whose pixels are not restated; none since ERNIE-4.5-VL and
-MiMo-V2.5 became ``full``) or ``normalization``
+or ``geometry`` (C13 and C15, and C4: a family whose pixels are not restated: GLM-4.1V) or ``normalization``
 (C15, and C4 where the engine finishes on the device), for the families whose pixels
 an engine ships raw and only normalizes on the device.
 
@@ -26,7 +25,7 @@ from deferlab.reference.system.errors import DeferlabInputError
 SCOPES = ("full", "geometry", "normalization")
 FULL_CLAIMS = ("C4", "C13", "C14", "C15")
 NORMALIZATION_CLAIMS = ("C4", "C15")
-GEOMETRY_CLAIMS = ("C4", "C13", "C15")  # geometry and normalization, the pixels not restated (no family now)
+GEOMETRY_CLAIMS = ("C4", "C13", "C15")  # geometry and normalization, the pixels not restated (GLM-4.1V)
 VIDEO_CLAIMS = ("C16", "C17", "C18", "C19")  # a family whose checkpoint names a video processor (semantics §20)
 BYTES_CLAIMS = ("C20",)  # every family: the decode of a client's bytes comes before any processor (semantics §20.8)
 
@@ -168,6 +167,11 @@ for _name, _display, _checkpoint, _classes in (
         trained="deferlab.reference.oracle.family_norm",  # the config's rescale and normalize, transformers' arithmetic
         profile=_name,
     )
+
+# GLM-4.1V (semantics §18.9): judged on geometry too, its checkpoint's smart_resize restated (reference.oracle.glm4v)
+# and SGLang's path computing it; a path that ships its pixels raw (vLLM's) answers C13 ``n/a`` by its own
+# ``judged_claims`` (properties/claims/test_families.py), so the family's scope does not judge it.
+FAMILIES["glm-4.1v"] = replace(FAMILIES["glm-4.1v"], scope="geometry", trained="deferlab.reference.oracle.glm4v")
 
 # PaddleOCR-VL (semantics §18.9): SGLang's own Qwen-VL processor subclass over transformers' processor, in full.
 FAMILIES["paddleocr-vl"] = Family(

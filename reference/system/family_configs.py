@@ -24,7 +24,7 @@ from __future__ import annotations
 
 import copy
 from collections.abc import Callable, Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any, ClassVar, TypeVar
 
 from deferlab.reference.system import family_configs_read as read
@@ -185,6 +185,32 @@ class MiMoConfig(ErnieVLConfig):
         )
 
 
+@dataclass(frozen=True)
+class Glm4vConfig(ErnieVLConfig):
+    """GLM-4.1V's checkpoint processor (transformers ``Glm4vImageProcessor``; semantics §18.9): `ErnieVLConfig`'s
+    fields and reading with Glm4v's defaults and its temporal patch (``T * h * w`` is held to the bounds)."""
+
+    kind: ClassVar[str] = "glm4v"  # the family kind this type is (`CONFIG_TYPES`): `reference.oracle.glm4v`
+
+    min_pixels: int = 12544  # the class's size["shortest_edge"]
+    max_pixels: int = 9633792  # the class's size["longest_edge"]
+    temporal_patch_size: int = 2
+
+    def __post_init__(self) -> None:
+        super().__post_init__()
+        object.__setattr__(
+            self, "temporal_patch_size", check_positive_int("temporal_patch_size", self.temporal_patch_size)
+        )
+
+    @classmethod
+    def from_preprocessor_config(cls, cfg: Mapping[str, Any], *, name: str = "config") -> Glm4vConfig:
+        """`ErnieVLConfig`'s reading, and ``temporal_patch_size`` where the config has it."""
+        found = super().from_preprocessor_config(cfg, name=name)
+        if cfg.get("temporal_patch_size") is None:
+            return found
+        return _reading(name, lambda: replace(found, temporal_patch_size=cfg["temporal_patch_size"]))
+
+
 def _reading(name: str, build: Callable[[], _C]) -> _C:
     """Run ``build``; a validation error becomes `ConfigError` naming the config (one line)."""
     try:
@@ -324,6 +350,7 @@ CONFIG_TYPES: tuple[type, ...] = (
     QwenVLConfig,
     PaddleOCRVLConfig,
     InternVLConfig,
+    Glm4vConfig,
     MiMoConfig,
     ErnieVLConfig,
     NormConfig,
@@ -336,6 +363,7 @@ _READERS: dict[str, Any] = {
     "paddleocr-vl": PaddleOCRVLConfig,
     "ernie-4.5-vl": ErnieVLConfig,
     "mimo-v2.5": MiMoConfig,
+    "glm-4.1v": Glm4vConfig,
 }
 # Every other published family is normalization-only: its values read as a NormConfig (no row to add here).
 _READERS.update({name: NormConfig for name in PUBLISHED if name not in _READERS})

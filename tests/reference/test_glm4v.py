@@ -105,3 +105,25 @@ def test_equals_transformers_5_24_run_for_real() -> None:
         if oh:
             assert proc.get_number_of_image_patches(h, w, None) == (oh // 14) * (ow // 14), (h, w)
     assert refused > 7000  # the 1 x n and n x 1 lines refuse most of their sizes: the branch is exercised
+
+
+def test_the_family_is_judged_on_geometry_with_its_own_config_type() -> None:
+    """GLM-4.1V's scope is ``geometry`` (C13 on the paths that answer it, semantics §18.9): its published config reads
+    as a `Glm4vConfig` whose geometry is the oracle's, and a bad temporal patch is refused naming the config."""
+    from deferlab.reference.oracle.trained import Trained, config
+    from deferlab.reference.system import families
+    from deferlab.reference.system.errors import ConfigError
+    from deferlab.reference.system.family_configs import Glm4vConfig
+
+    fam = families.family("glm-4.1v")
+    assert fam.scope == "geometry" and fam.claims[:3] == ("C4", "C13", "C15") and "C14" not in fam.claims
+    cfg = config("glm-4.1v")
+    assert type(cfg) is Glm4vConfig and cfg.kind == "glm4v" and glm4v._geo(cfg) == GEO
+    assert Trained("glm-4.1v").geometry(1, 1, cfg).width == 84  # the small side scaled up (1x1 -> 84x84)
+    with pytest.raises(ValueError, match="side ratio over 200"):
+        Trained("glm-4.1v").geometry(1, 201, cfg)
+    read = Glm4vConfig.from_preprocessor_config({**PUBLISHED["glm-4.1v"], "temporal_patch_size": 1}, name="t1")
+    # the temporal patch reaches the rule: with T 1, 84 x 84 (7,056 pixels) is under 12,544 and grows to 112 x 112
+    assert glm4v.resize_target(1, 1, read) == (112, 112) and glm4v.resize_target(1, 1, cfg) == (84, 84)
+    with pytest.raises(ConfigError, match="'t0'.*temporal_patch_size"):
+        Glm4vConfig.from_preprocessor_config({**PUBLISHED["glm-4.1v"], "temporal_patch_size": 0}, name="t0")
