@@ -84,17 +84,23 @@ def assert_bitwise(ours: tuple[np.ndarray, np.ndarray], theirs: tuple[np.ndarray
     assert (ours[1] == theirs[1]).all()
 
 
-@pytest.mark.extra("transformers")
-def test_ernie_pixels_equal_transformers_on_every_class() -> None:
-    module = pytest.importorskip("transformers.models.ernie4_5_vl_moe.image_processing_pil_ernie4_5_vl_moe")
-    processor = module.Ernie4_5_VLMoeImageProcessorPil.from_dict(published_config("ernie-4.5-vl"))
-    for image in classes():
-        assert_bitwise(ernie.preprocess(image, ERNIE), transformers_pixels(processor, image))
+# family -> its transformers image processor (module under ``transformers.models``, class), the restatement, profile
+PIXELS = {
+    "ernie-4.5-vl": (
+        "ernie4_5_vl_moe.image_processing_pil_ernie4_5_vl_moe",
+        "Ernie4_5_VLMoeImageProcessorPil",
+        ernie.preprocess,
+        ERNIE,
+    ),
+    "mimo-v2.5": ("qwen2_vl.image_processing_pil_qwen2_vl", "Qwen2VLImageProcessorPil", ernie.mimo_preprocess, MIMO),
+}
 
 
 @pytest.mark.extra("transformers")
-def test_mimo_pixels_equal_transformers_on_every_class() -> None:
-    module = pytest.importorskip("transformers.models.qwen2_vl.image_processing_pil_qwen2_vl")
-    processor = module.Qwen2VLImageProcessorPil.from_dict(published_config("mimo-v2.5"))
+@pytest.mark.parametrize("family", list(PIXELS))
+def test_pixels_equal_transformers_on_every_class(family: str) -> None:
+    module_name, processor_class, preprocess, cfg = PIXELS[family]
+    module = pytest.importorskip(f"transformers.models.{module_name}")
+    processor = getattr(module, processor_class).from_dict(published_config(family))
     for image in classes():
-        assert_bitwise(ernie.mimo_preprocess(image, MIMO), transformers_pixels(processor, image))
+        assert_bitwise(preprocess(image, cfg), transformers_pixels(processor, image))
