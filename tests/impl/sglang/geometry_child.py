@@ -4,13 +4,17 @@ run in one child per family, and the checks every such family's test makes of it
 Why shared: both families' geometry tests load SGLang with its companions, read the path's geometry and C13's
 verdict at the sizes §18.9 works by hand, and run the exhaustive sweep; only the worked sizes, the family's own
 extra reads (``extra``: Python run in the child after the path is built, adding keys to ``out``) and the numbers
-estimated before the code ran differ, and those stay in each family's test.
+estimated before the code ran differ, and those stay in each family's test (`worked_tests` gives each the fixture
+and the worked-size test it would otherwise write again).
 """
 
 from __future__ import annotations
 
 import json
+from collections.abc import Callable
 from typing import Any
+
+import pytest
 
 from tests.impl.sglang.support import default_spec, run_child
 
@@ -65,3 +69,22 @@ def check_sweep(
     assert (route, sizes, found, at) == ("compiled", 4096 * 4096, mismatches, first)
     assert (got, want, spot) == (engine, oracle, [])
     assert seconds < 60
+
+
+def worked_tests(
+    family: str, worked: dict[tuple[int, int], Any], extra: str = ""
+) -> tuple[Callable[..., Any], Callable[..., Any]]:
+    """The module fixture ``served`` (`served` of these arguments) and the test of the path's geometry at each
+    ``worked`` size (`check_worked`), for a family's test module to bind to its own names, under which pytest
+    collects them."""
+
+    @pytest.fixture(scope="module", name="served")
+    def fixture() -> dict[str, Any]:
+        return served(family, worked, extra)
+
+    @pytest.mark.extra("transformers")
+    @pytest.mark.parametrize(("size", "expected"), list(worked.items()), ids=[f"{w}x{h}" for w, h in worked])
+    def at_worked_sizes(served: dict[str, Any], size: tuple[int, int], expected: tuple[tuple[int, int], bool]) -> None:
+        check_worked(served, size, expected)
+
+    return fixture, at_worked_sizes

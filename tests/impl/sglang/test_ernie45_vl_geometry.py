@@ -36,9 +36,8 @@ out["second"] = then_processor(np.array([[112, 1], [28, 300]]), second).tolist()
 """
 
 
-@pytest.fixture(scope="module")
-def served():
-    return geometry_child.served("ernie-4.5-vl", WORKED, EXTRA)
+# the fixture, and C13 at each WORKED size (`geometry_child.check_worked`)
+served, test_geometry_at_the_worked_sizes = geometry_child.worked_tests("ernie-4.5-vl", WORKED, EXTRA)
 
 
 @pytest.mark.extra("transformers")
@@ -46,12 +45,6 @@ def test_the_pre_resize_reads_the_releases_constants(served):
     assert served["constants"] == [28, 4 * 28 * 28, 16384 * 28 * 28]
     assert "ernie45_vl.smart_resize (own" in served["provenance"]["geometry"]
     assert "image_processing_ernie4_5_vl_moe.smart_resize of that size" in served["provenance"]["geometry"]
-
-
-@pytest.mark.extra("transformers")
-@pytest.mark.parametrize(("size", "expected"), list(WORKED.items()), ids=[f"{w}x{h}" for w, h in WORKED])
-def test_geometry_at_the_worked_sizes(served, size, expected):
-    geometry_child.check_worked(served, size, expected)
 
 
 @pytest.mark.extra("transformers")

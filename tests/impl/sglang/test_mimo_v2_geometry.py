@@ -37,21 +37,14 @@ out["refused_problem"] = fam.geometry_problem(path, 30, 6100, cfg, want)
 """
 
 
-@pytest.fixture(scope="module")
-def served():
-    return geometry_child.served("mimo-v2.5", WORKED, EXTRA)
+# the fixture, and C13 at each WORKED size (`geometry_child.check_worked`)
+served, test_geometry_at_the_worked_sizes = geometry_child.worked_tests("mimo-v2.5", WORKED, EXTRA)
 
 
 @pytest.mark.extra("transformers")
 def test_the_bounds_are_the_releases_defaults(served):
     assert served["bounds"] == [4 * 28 * 28, 4096 * 28 * 28]
     assert "MiMoProcessor.smart_resize (own)" in served["provenance"]["geometry"]
-
-
-@pytest.mark.extra("transformers")
-@pytest.mark.parametrize(("size", "expected"), list(WORKED.items()), ids=[f"{w}x{h}" for w, h in WORKED])
-def test_geometry_at_the_worked_sizes(served, size, expected):
-    geometry_child.check_worked(served, size, expected)
 
 
 @pytest.mark.extra("transformers")
