@@ -10,12 +10,16 @@ and must fail the test that hit it. The rule lives here once, keyed on
 A process holds one SGLang, so tests of other versions run a child process
 (`run_child`, one output convention) and tests of source resolution build tiny
 fake checkouts (`fake_sglang_tree`); both live here so each exists once, with
-the small inputs several test files share.
+the small inputs several test files share. The normalization-only families' tests
+(MiMo-V2, Step3-VL, MiniCPM-V) run their path the same way too: a child per
+release (`release_child`) that records what a call expected refused came to
+(`outcome`), CLIP's statistics and the float32 bit view (`bits`) they state
+their arithmetic with.
 """
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from pathlib import Path
 from typing import Any
 
@@ -37,6 +41,8 @@ __all__ = [
 K3 = profile("kimi-k3")
 L1 = profile("sglang-gate-test-l1")  # in_patch_limit 1 (SGLang's second gate case)
 KIP = "sglang.srt.multimodal.kimi_k3_image_processing"
+CLIP_MEAN = (0.48145466, 0.4578275, 0.40821073)
+CLIP_STD = (0.26862954, 0.26130258, 0.27577711)
 
 
 def u8(c: int, h: int, w: int, seed: int = 0) -> torch.Tensor:
@@ -51,6 +57,28 @@ def run_child(
     cannot be fetched, the test skips (`skip_if_unfetched`). Any other failure fails it."""
     on_failure = None if spec is None else lambda err: skip_if_unfetched(spec, err)
     return child.run_child(code, *args, module=module, timeout=timeout, on_failure=on_failure)
+
+
+def release_child(code: str, release: str) -> dict[str, Any]:
+    """``code`` run in a child on SGLang ``release`` (``"newest"``: the default spec) with the first argument the
+    spec, as the family tests' children run (900 s: they load SGLang with its companions); skips as `run_child`."""
+    spec = default_spec() if release == "newest" else release
+    return run_child(code, spec, spec=spec, timeout=900)
+
+
+def outcome(call: Callable[[], object], answered: str = "answered") -> str:
+    """What a call a child expects refused came to, as its test reads it: the one-line ``Type: message`` of the
+    exception it raised, or ``answered`` (a format string given the call's result) if it returned."""
+    try:
+        result = call()
+    except Exception as e:
+        return f"{type(e).__name__}: {e}"
+    return answered.format(result)
+
+
+def bits(a: np.ndarray) -> np.ndarray:
+    """``a``'s float32 bit patterns, so arrays compare bitwise (-0.0 and NaN included)."""
+    return np.ascontiguousarray(a, dtype=np.float32).view(np.uint32)
 
 
 def fake_sglang_tree(root: Path, version: str, files: Mapping[str, str]) -> Path:

@@ -12,34 +12,28 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from tests.impl.sglang.support import default_spec, run_child
+from tests.impl.sglang.support import CLIP_MEAN, CLIP_STD, bits, release_child
 
 CHILD = """
 import json, sys
 from deferlab.impl.sglang.families import family_path
 from deferlab.impl.sglang.sources import load
 from deferlab.properties import families as fam
-from tests.impl.sglang.support import JSON_MARK
+from tests.impl.sglang.support import JSON_MARK, outcome
 
 source = load(sys.argv[1], companions=("transformers", "torchvision"))
 cfg, want = fam.config("mimo-v2.5"), fam.Trained("mimo-v2.5")
 path = family_path(source, "mimo-v2.5", dtype="float32")
 out = {"version": source.version, "levels": path.levels(cfg).tolist(), "problem": fam.normalization_problem(path, cfg, want)}
 out["provenance"] = path.provenance()
-try:
-    out["geometry"] = f"answered {path.geometry(10, 10, cfg)}"
-except Exception as e:
-    out["geometry"] = f"{type(e).__name__}: {e}"
+out["geometry"] = outcome(lambda: path.geometry(10, 10, cfg), "answered {}")
 print(JSON_MARK + json.dumps(out))
 """
-CLIP_MEAN = (0.48145466, 0.4578275, 0.40821073)
-CLIP_STD = (0.26862954, 0.26130258, 0.27577711)
 
 
 @pytest.fixture(scope="module", params=["0.5.21", "newest"])
 def served(request):
-    spec = default_spec() if request.param == "newest" else request.param
-    return run_child(CHILD, spec, spec=spec, timeout=900)
+    return release_child(CHILD, request.param)
 
 
 def stated(version: str) -> np.ndarray:
@@ -52,10 +46,6 @@ def stated(version: str) -> np.ndarray:
         std = np.asarray(CLIP_STD, np.float32) * np.float32(255.0)
     u = np.arange(256, dtype=np.float32)[None, :]
     return (u - mean[:, None]) / std[:, None]
-
-
-def bits(a: np.ndarray) -> np.ndarray:
-    return np.ascontiguousarray(a, dtype=np.float32).view(np.uint32)
 
 
 @pytest.mark.extra("transformers")

@@ -13,14 +13,14 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from tests.impl.sglang.support import default_spec, run_child
+from tests.impl.sglang.support import CLIP_MEAN, CLIP_STD, bits, release_child
 
 CHILD = """
 import json, sys
 from deferlab.impl.sglang.families import family_path
 from deferlab.impl.sglang.sources import load
 from deferlab.properties import families as fam
-from tests.impl.sglang.support import JSON_MARK
+from tests.impl.sglang.support import JSON_MARK, outcome
 
 source = load(sys.argv[1], companions=("transformers", "torchvision"))
 cfg, want = fam.config("step3-vl"), fam.Trained("step3-vl")
@@ -29,25 +29,15 @@ for dtype in ("float32", "bfloat16"):
     path = family_path(source, "step3-vl", dtype=dtype)
     out[dtype] = {"levels": path.levels(cfg).tolist(), "problem": fam.normalization_problem(path, cfg, want)}
 out["provenance"] = path.provenance()
-try:
-    out["geometry"] = f"answered {path.geometry(10, 10, cfg)}"
-except Exception as e:
-    out["geometry"] = f"{type(e).__name__}: {e}"
-try:
-    family_path(source, "step3-vl", dtype="float16")
-    out["dtype"] = "accepted"
-except Exception as e:
-    out["dtype"] = f"{type(e).__name__}: {e}"
+out["geometry"] = outcome(lambda: path.geometry(10, 10, cfg), "answered {}")
+out["dtype"] = outcome(lambda: family_path(source, "step3-vl", dtype="float16"), "accepted")
 print(JSON_MARK + json.dumps(out))
 """
-CLIP_MEAN = (0.48145466, 0.4578275, 0.40821073)
-CLIP_STD = (0.26862954, 0.26130258, 0.27577711)
 
 
 @pytest.fixture(scope="module", params=["0.5.17", "newest"])
 def served(request):
-    spec = default_spec() if request.param == "newest" else request.param
-    return run_child(CHILD, spec, spec=spec, timeout=900)
+    return release_child(CHILD, request.param)
 
 
 def stated() -> np.ndarray:
@@ -62,10 +52,6 @@ def to_bf16(a: np.ndarray) -> np.ndarray:
     u = np.ascontiguousarray(a, dtype=np.float32).view(np.uint32).astype(np.uint64)
     u = (u + 0x7FFF + ((u >> 16) & 1)) & 0xFFFF0000
     return u.astype(np.uint32).view(np.float32)
-
-
-def bits(a: np.ndarray) -> np.ndarray:
-    return np.ascontiguousarray(a, dtype=np.float32).view(np.uint32)
 
 
 @pytest.mark.extra("transformers")
