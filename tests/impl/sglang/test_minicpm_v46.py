@@ -13,7 +13,7 @@ import numpy as np
 import pytest
 import torch
 
-from tests.impl.sglang.support import default_spec, run_child
+from tests.impl.sglang.support import bits, release_child
 
 CHILD = """
 import json, sys
@@ -21,7 +21,7 @@ import numpy as np
 from deferlab.impl.sglang.families import family_path
 from deferlab.impl.sglang.sources import load
 from deferlab.properties import families as fam
-from tests.impl.sglang.support import JSON_MARK
+from tests.impl.sglang.support import JSON_MARK, outcome
 
 source = load(sys.argv[1], companions=("transformers", "torchvision"))
 cfg, want = fam.config("minicpm-v-4.6"), fam.Trained("minicpm-v-4.6")
@@ -35,34 +35,21 @@ for dtype in ("float32", "bfloat16"):
         "provenance": path.provenance(),
     }
 for name, call in (("geometry", lambda: path.geometry(10, 10, cfg)), ("serve", lambda: path.serve([], cfg))):
-    try:
-        call()
-        out[name] = "answered"
-    except Exception as e:
-        out[name] = f"{type(e).__name__}: {e}"
-try:
-    family_path(source, "minicpm-v-4.6", dtype="float16")
-    out["bad_dtype"] = "accepted"
-except Exception as e:
-    out["bad_dtype"] = f"{type(e).__name__}: {e}"
+    out[name] = outcome(call)
+out["bad_dtype"] = outcome(lambda: family_path(source, "minicpm-v-4.6", dtype="float16"), "accepted")
 print(JSON_MARK + json.dumps(out))
 """
 
 
 @pytest.fixture(scope="module")
 def served():
-    spec = default_spec()
-    return run_child(CHILD, spec, spec=spec, timeout=900)
+    return release_child(CHILD, "newest")
 
 
 def stated(levels: np.ndarray) -> np.ndarray:
     """§18.9's arithmetic of SGLang's ``_normalize``, in float32 throughout."""
     x = levels.astype(np.float32) * np.float32(1 / 255)
     return (x - np.float32(0.5)) / np.float32(0.5)
-
-
-def bits(a: np.ndarray) -> np.ndarray:
-    return np.ascontiguousarray(a, dtype=np.float32).view(np.uint32)
 
 
 @pytest.mark.extra("transformers")
