@@ -67,31 +67,14 @@ def resize_target(height: int, width: int, cfg: ErnieVLConfig) -> tuple[int, int
     return qwen.budget_target(height, width, cfg.factor, cfg.min_pixels, cfg.max_pixels)
 
 
-def grid(height: int, width: int, cfg: ErnieVLConfig) -> tuple[int, int, int]:
-    """(t, h, w) patches of one image, the processor's ``image_grid_thw`` row."""
-    new_h, new_w = resize_target(height, width, cfg)
-    return 1, new_h // cfg.patch_size, new_w // cfg.patch_size
-
-
-def num_tokens(height: int, width: int, cfg: ErnieVLConfig) -> int:
-    """Image tokens in the prompt: the grid's patches over ``merge_size**2``."""
-    t, gh, gw = grid(height, width, cfg)
-    return t * gh * gw // cfg.merge_size**2
+grid, num_tokens = qwen.grid_and_tokens(resize_target)  # the processor's image_grid_thw row, its prompt tokens
 
 
 def resize_targets(heights: Any, widths: Any, cfg: ErnieVLConfig) -> tuple[np.ndarray, np.ndarray]:
     """`resize_target` over broadcast integer arrays (sides 1..2**20), int64, **0 where refused**: the same float64
     operations in the same order (``rint`` is Python's ``round``, half to even)."""
     cfg = _cfg(cfg)
-    out = []
-    for name, value in (("heights", heights), ("widths", widths)):
-        arr = np.asarray(value)
-        if arr.dtype.kind not in "iu":
-            raise InputTypeError(f"{name} must be an integer array (pixel counts), got dtype {arr.dtype}")
-        if arr.size and not 1 <= arr.min() <= arr.max() <= _MAX_SIDE:
-            raise InputValueError(f"{name} must all be in 1..{_MAX_SIDE}, got {arr.min()}..{arr.max()}")
-        out.append(arr.astype(np.float64))
-    h, w = np.broadcast_arrays(*out)
+    h, w = qwen.sides(heights, widths, _MAX_SIDE, np.float64)
     refused = np.maximum(h, w) / np.minimum(h, w) > MAX_RATIO
     return qwen.budget_targets(h, w, cfg.factor, cfg.min_pixels, cfg.max_pixels, refused)
 

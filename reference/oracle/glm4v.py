@@ -25,6 +25,7 @@ from typing import Any
 
 import numpy as np
 
+from deferlab.reference.oracle import qwen
 from deferlab.reference.system.errors import InputTypeError, InputValueError
 from deferlab.reference.system.validate import check_positive_int
 
@@ -83,15 +84,7 @@ def resize_targets(heights: Any, widths: Any, geo: Any) -> tuple[np.ndarray, np.
     """(new_heights, new_widths) over broadcast integer arrays (sides 1..2**20), int64, **0 where refused**: the
     module docstring's steps in float64, the same operations in the same order (``rint``: Python's ``round``)."""
     geo = _geo(geo)
-    out = []
-    for name, value in (("heights", heights), ("widths", widths)):
-        arr = np.asarray(value)
-        if arr.dtype.kind not in "iu":
-            raise InputTypeError(f"{name} must be an integer array (pixel counts), got dtype {arr.dtype}")
-        if arr.size and not 1 <= arr.min() <= arr.max() <= _MAX_SIDE:
-            raise InputValueError(f"{name} must all be in 1..{_MAX_SIDE}, got {arr.min()}..{arr.max()}")
-        out.append(arr.astype(np.float64))
-    h, w = np.broadcast_arrays(*out)
+    h, w = qwen.sides(heights, widths, _MAX_SIDE, np.float64)
     f, t = float(geo.factor), float(geo.temporal_patch_size)
     small = (h < f) | (w < f)
     scale = np.maximum(f / h, f / w)
@@ -123,15 +116,4 @@ def resize_target(height: int, width: int, geo: Any) -> tuple[int, int]:
     return new_h, new_w
 
 
-def grid(height: int, width: int, geo: Any) -> tuple[int, int, int]:
-    """(t, h, w) patches of one image, the processor's ``image_grid_thw`` row."""
-    geo = _geo(geo)
-    new_h, new_w = resize_target(height, width, geo)
-    return 1, new_h // geo.patch_size, new_w // geo.patch_size
-
-
-def num_tokens(height: int, width: int, geo: Any) -> int:
-    """Image tokens in the prompt: the grid's patches over ``merge_size**2``."""
-    t, gh, gw = grid(height, width, geo)
-    merge = _geo(geo).merge_size
-    return t * gh * gw // merge**2
+grid, num_tokens = qwen.grid_and_tokens(resize_target)  # the processor's image_grid_thw row, its prompt tokens

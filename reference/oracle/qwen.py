@@ -24,6 +24,7 @@ Per image (``Qwen2VLImageProcessorPil``, transformers 5.24.0; the rule of step 1
 from __future__ import annotations
 
 import math
+from collections.abc import Callable
 from typing import Any
 
 import numpy as np
@@ -93,28 +94,40 @@ def budget_target(height: float, width: float, f: int, min_pixels: int, max_pixe
     return int(new_h), int(new_w)
 
 
-def grid(height: int, width: int, cfg: QwenVLConfig) -> tuple[int, int, int]:
-    """(t, h, w) patches of one image: ``(1, new_h / p, new_w / p)``, the processor's ``image_grid_thw`` row."""
-    new_h, new_w = resize_target(height, width, cfg)
-    return 1, new_h // cfg.patch_size, new_w // cfg.patch_size
+Target = Callable[[int, int, Any], tuple[int, int]]
 
 
-def num_tokens(height: int, width: int, cfg: QwenVLConfig) -> int:
-    """Image tokens in the prompt: the grid's patches over ``merge_size**2``."""
-    t, gh, gw = grid(height, width, cfg)
-    return t * gh * gw // cfg.merge_size**2
+def grid_and_tokens(target: Target) -> tuple[Callable[[int, int, Any], tuple[int, int, int]], Callable[[int, int, Any], int]]:  # fmt: skip
+    """A family's ``grid`` and ``num_tokens`` from its one-image resize ``target``: every family of Qwen's patch
+    layout (PaddleOCR-VL, ERNIE-4.5-VL, GLM-4.1V) takes the same two steps after its own target, so they are
+    written once. ``grid``: (t, h, w) = ``(1, new_h / p, new_w / p)``, the processor's ``image_grid_thw`` row;
+    ``num_tokens``: the grid's patches over ``merge_size**2``."""
+
+    def grid(height: int, width: int, cfg: Any) -> tuple[int, int, int]:
+        new_h, new_w = target(height, width, cfg)
+        return 1, new_h // cfg.patch_size, new_w // cfg.patch_size
+
+    def num_tokens(height: int, width: int, cfg: Any) -> int:
+        t, gh, gw = grid(height, width, cfg)
+        return t * gh * gw // cfg.merge_size**2
+
+    return grid, num_tokens
 
 
-def _sizes(heights: Any, widths: Any) -> list[np.ndarray]:
-    """Both arrays validated (integers in 1..2**26) and broadcast to one shape, as int64."""
+grid, num_tokens = grid_and_tokens(resize_target)
+
+
+def sides(heights: Any, widths: Any, max_side: int = _MAX_SIDE, dtype: Any = np.int64) -> list[np.ndarray]:
+    """Both arrays validated (integers in 1..``max_side``) and broadcast to one shape, as ``dtype``: the
+    vectorized forms' front door (each family's bound keeps its float64 products exact)."""
     out = []
     for name, value in (("heights", heights), ("widths", widths)):
         arr = np.asarray(value)
         if arr.dtype.kind not in "iu":
             raise InputTypeError(f"{name} must be an integer array (pixel counts), got dtype {arr.dtype}")
-        if arr.size and not 1 <= arr.min() <= arr.max() <= _MAX_SIDE:
-            raise InputValueError(f"{name} must all be in 1..{_MAX_SIDE}, got {arr.min()}..{arr.max()}")
-        out.append(arr.astype(np.int64))
+        if arr.size and not 1 <= arr.min() <= arr.max() <= max_side:
+            raise InputValueError(f"{name} must all be in 1..{max_side}, got {arr.min()}..{arr.max()}")
+        out.append(arr.astype(dtype))
     return np.broadcast_arrays(*out)
 
 
@@ -125,7 +138,7 @@ def resize_targets(heights: Any, widths: Any, cfg: QwenVLConfig) -> tuple[np.nda
     cfg = _cfg(cfg)
     if max(cfg.min_pixels, cfg.max_pixels) >= _EXACT:
         raise InputValueError(f"the vectorized form needs min_pixels and max_pixels below 2**53, got {cfg}")
-    h, w = _sizes(heights, widths)
+    h, w = sides(heights, widths)
     hf, wf = h.astype(np.float64), w.astype(np.float64)
     refused = np.maximum(hf, wf) / np.minimum(hf, wf) > MAX_RATIO
     return budget_targets(hf, wf, cfg.factor, cfg.min_pixels, cfg.max_pixels, refused)
