@@ -2,15 +2,20 @@
 
 Why shared: both paths are read the same way (every image class at C14's pinned 12 x 10 against the trained side,
 an image neither side resizes against the path's own level table laid out by `reference.oracle.qwen.patchify`, the
-grid and tokens against the path's geometry); only the expectations differ, and those stay in each family's test.
-The paths import transformers and torchvision, so a child loads SGLang with its companions.
+grid and tokens against the path's geometry); only the expectations differ, and those stay in each family's test,
+but for the checks both make alike (`shared_tests`: each class's verdict, the unresized image and the served grid,
+given the failing classes and the patch's values). The paths import transformers and torchvision, so a child loads SGLang with its companions.
 """
 
 from __future__ import annotations
 
 import json
+from collections.abc import Callable
 from typing import Any
 
+import pytest
+
+from deferlab.reference.system.served import IMAGE_CLASSES
 from tests.impl.sglang.support import default_spec, run_child
 
 CHILD = """
@@ -59,3 +64,40 @@ def served(family: str, temporal: int, side: int, sizes: list[tuple[int, int]]) 
     geometry."""
     spec = default_spec()
     return run_child(CHILD, spec, family, str(temporal), str(side), json.dumps(sizes), spec=spec, timeout=900)
+
+
+def shared_tests(
+    family: str, temporal: int, side: int, sizes: list[tuple[int, int]], values: int, failing: frozenset[str]
+) -> tuple[Callable[..., Any], ...]:
+    """The module fixture ``served`` (`served` of these arguments), and the checks every family's test makes alike
+    with its own numbers: each image class's verdict (the classes in ``failing`` with values unexplained, every
+    other one explained), the unresized image as the path's table in the patch layout (16 patches of ``values``,
+    grid 1 x 4 x 4), the grid and tokens served at each of ``sizes`` as the path's geometry. A test module binds
+    them to its own names, under which pytest collects them."""
+
+    @pytest.fixture(scope="module", name="served")
+    def fixture() -> dict[str, Any]:
+        return served(family, temporal, side, sizes)
+
+    @pytest.mark.extra("transformers")
+    @pytest.mark.parametrize("cls", IMAGE_CLASSES)
+    def each_class(served: dict[str, Any], cls: str) -> None:
+        problem = served["classes"][cls]
+        if cls in failing:
+            assert problem is not None and "values unexplained" in problem, problem
+        else:
+            assert problem is None, problem
+
+    @pytest.mark.extra("transformers")
+    def kept(served: dict[str, Any]) -> None:
+        shape, grid, equal = served["kept"]
+        assert shape == [16, 3, values] and grid == [[1, 4, 4]] and equal
+
+    @pytest.mark.extra("transformers")
+    @pytest.mark.parametrize("size", sizes, ids=[f"{w}x{h}" for w, h in sizes])
+    def geometry(served: dict[str, Any], size: tuple[int, int]) -> None:
+        grids, tokens, want_grids, want_tokens, shape = served["sizes"][f"{size[0]}x{size[1]}"]
+        assert grids == want_grids and tokens == want_tokens
+        assert shape == [grids[0][1] * grids[0][2], 3, values]
+
+    return fixture, each_class, kept, geometry

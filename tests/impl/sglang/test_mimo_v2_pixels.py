@@ -14,21 +14,9 @@ from __future__ import annotations
 import pytest
 
 from deferlab.reference.system.served import IMAGE_CLASSES
-from tests.impl.sglang.family_pixels import served as run
+from tests.impl.sglang.family_pixels import shared_tests
 
 SIZES = [(6, 1), (40, 33), (1, 40)]
-
-
-@pytest.fixture(scope="module")
-def served():
-    return run("mimo-v2.5", 2, 56, SIZES)
-
-
-@pytest.mark.extra("transformers")
-@pytest.mark.parametrize("cls", IMAGE_CLASSES)
-def test_every_class_fails_as_semantics_expected(served, cls):
-    problem = served["classes"][cls]
-    assert problem is not None and "values unexplained" in problem, problem
 
 
 @pytest.mark.extra("transformers")
@@ -38,22 +26,17 @@ def test_rgb_is_many_levels_off(served):
 
 
 @pytest.mark.extra("transformers")
-def test_a_kept_image_is_the_paths_table_in_the_patch_layout(served):
-    shape, grid, equal = served["kept"]
-    assert shape == [16, 3, 392] and grid == [[1, 4, 4]] and equal
-
-
-@pytest.mark.extra("transformers")
-@pytest.mark.parametrize("size", SIZES, ids=[f"{w}x{h}" for w, h in SIZES])
-def test_grid_and_tokens_are_the_paths_geometry(served, size):
-    grids, tokens, want_grids, want_tokens, shape = served["sizes"][f"{size[0]}x{size[1]}"]
-    assert grids == want_grids and tokens == want_tokens
-    assert shape == [grids[0][1] * grids[0][2], 3, 392]
-
-
-@pytest.mark.extra("transformers")
 def test_bfloat16_path_rounds_the_float32_one_and_provenance_names_the_steps(served):
     assert served["bf16"]
     assert "_load_single_item (own" in served["provenance"]["load"]
     assert served["provenance"]["serve"].startswith("sglang.srt.multimodal.processors.mimo_v2.MiMoProcessor.get_visual")
     assert "inside _process_image_content (own" in served["provenance"]["serve"]
+
+
+# the fixture, and the checks both families make alike with this family's numbers (`family_pixels.shared_tests`)
+(
+    served,
+    test_every_class_fails_as_semantics_expected,
+    test_a_kept_image_is_the_paths_table_in_the_patch_layout,
+    test_grid_and_tokens_are_the_paths_geometry,
+) = shared_tests("mimo-v2.5", 2, 56, SIZES, 392, frozenset(IMAGE_CLASSES))
