@@ -61,10 +61,23 @@ def _pixels(draw: st.DrawFn, mode: str, size: tuple[int, int]) -> Image.Image:
     palette_like = draw(st.booleans())
     if palette_like:  # few distinct bytes: exercises colour keys and equal neighbours
         alphabet = draw(st.lists(st.integers(0, 255), min_size=1, max_size=4))
-        data = bytes(draw(st.lists(st.sampled_from(alphabet), min_size=n, max_size=n)))
+        data = bytes(draw(_bytes_from(tuple(alphabet), n)))
     else:
         data = draw(st.binary(min_size=n, max_size=n))
     return Image.frombytes(mode, size, data)
+
+
+@reused
+def _bytes_from(alphabet: tuple[int, ...], n: int) -> st.SearchStrategy[list[int]]:
+    """``n`` values drawn from ``alphabet``: one object per (alphabet, n), not a fresh list strategy per image
+    (`reused`: same structure and label, so the same choices and examples as a fresh one)."""
+    return st.lists(st.sampled_from(alphabet), min_size=n, max_size=n)
+
+
+@reused
+def _sampled(values: tuple[Any, ...]) -> st.SearchStrategy[Any]:
+    """``st.sampled_from(values)``, one object per tuple (Hypothesis does not cache `sampled_from` itself)."""
+    return st.sampled_from(values)
 
 
 @reused
@@ -80,27 +93,39 @@ def _transparency(draw: st.DrawFn, image: Image.Image) -> Any:
     if not draw(st.booleans()):
         return None
     if mode == "P":
-        n = len(image.getpalette() or []) // 3 or 256
-        return draw(
-            st.one_of(
-                st.binary(min_size=0, max_size=n),  # alpha table, shorter than or equal to the palette
-                st.integers(0, n - 1),  # one transparent index
-                _stray_tuples(255),  # stray: a tuple, which Pillow refuses for P
-            )
-        )
+        return draw(_palette_keys(len(image.getpalette() or []) // 3 or 256))
     if mode in GREY_LIKE:
-        hi = 255 if mode in ("1", "L") else 65535
-        return draw(
-            st.one_of(
-                st.integers(0, hi),  # one transparent grey value
-                st.tuples(st.integers(0, hi), st.integers(0, hi), st.integers(0, hi)),  # Pillow keys on the first
-                _stray_tuples(hi),  # stray: other lengths, which Pillow refuses
-                st.binary(min_size=1, max_size=4),  # stray: bytes, a palette's form on a grey image
-            )
-        )
-    if mode == "RGB":
-        return draw(st.tuples(st.integers(0, 255), st.integers(0, 255), st.integers(0, 255)))
-    return draw(st.integers(0, 255) | st.tuples(st.integers(0, 255), st.integers(0, 255), st.integers(0, 255)))
+        return draw(_grey_keys(255 if mode in ("1", "L") else 65535))
+    return draw(_rgb_keys(mode == "RGB"))
+
+
+# The key strategies `_transparency` draws from, one object per argument (`reused`), not built anew per image.
+@reused
+def _palette_keys(n: int) -> st.SearchStrategy[Any]:
+    """A P image's keys, ``n`` the palette's length."""
+    return st.one_of(
+        st.binary(min_size=0, max_size=n),  # alpha table, shorter than or equal to the palette
+        st.integers(0, n - 1),  # one transparent index
+        _stray_tuples(255),  # stray: a tuple, which Pillow refuses for P
+    )
+
+
+@reused
+def _grey_keys(hi: int) -> st.SearchStrategy[Any]:
+    """A grey image's keys, ``hi`` its largest level."""
+    return st.one_of(
+        st.integers(0, hi),  # one transparent grey value
+        st.tuples(st.integers(0, hi), st.integers(0, hi), st.integers(0, hi)),  # Pillow keys on the first
+        _stray_tuples(hi),  # stray: other lengths, which Pillow refuses
+        st.binary(min_size=1, max_size=4),  # stray: bytes, a palette's form on a grey image
+    )
+
+
+@reused
+def _rgb_keys(rgb: bool) -> st.SearchStrategy[Any]:
+    """An RGB image's keys (a colour), or any other mode's (an int or a colour)."""
+    colour = st.tuples(st.integers(0, 255), st.integers(0, 255), st.integers(0, 255))
+    return colour if rgb else st.integers(0, 255) | colour
 
 
 @reused
@@ -131,7 +156,7 @@ def pil_images(
     bad = [m for m in modes if m not in ALL_MODES]
     if not modes or bad:
         raise ValueError(f"modes must be a non-empty subset of {ALL_MODES}, got unknown {bad}")
-    mode = draw(st.sampled_from(modes))
+    mode = draw(_sampled(modes))
     size = (draw(st.integers(min_side, max_side)), draw(st.integers(min_side, max_side)))
     image = draw(_pixels(mode, size))
     if mode in ("P", "PA"):
@@ -183,7 +208,7 @@ def uint8_arrays(
     the first layout, one channel, 1x1, zeros.
     """
     _check_sides(min_side, max_side)
-    layout = draw(st.sampled_from(layouts))
+    layout = draw(_sampled(layouts))
     c = 1 if layout == "HW" else draw(st.integers(min_channels, max_channels))
     h, w = draw(st.integers(min_side, max_side)), draw(st.integers(min_side, max_side))
     shape = {"CHW": (c, h, w), "HWC": (h, w, c), "HW": (h, w)}[layout]

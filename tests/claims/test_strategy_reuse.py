@@ -66,6 +66,13 @@ CALLS = [
     (s.normalization_stats, (), {}),
     (s.owner_partitions, (3,), {}),
     (s.loads, (), {}),
+    # the inner strategies `pil_images` and `uint8_arrays` draw from on every image (the pixel bytes, the mode,
+    # the transparency key): reused since a fresh one per image was validated anew on each draw
+    (images._bytes_from, ((0, 7, 255), 24), {}),
+    (images._sampled, (images.ALL_MODES,), {}),
+    (images._palette_keys, (5,), {}),
+    (images._grey_keys, (65535,), {}),
+    (images._rgb_keys, (False,), {}),
 ]
 
 
