@@ -40,10 +40,14 @@ def bits(x: Any) -> np.ndarray:
     return np.ascontiguousarray(seam.to_numpy(x), dtype=np.float32).view(np.uint32)
 
 
-def eager_features(impl: seam.Impl, policy: str, config: PreprocessConfig, images: list[Any], device: str) -> list:
-    """Per-image BF16 features of the eager path (a non-cpu transport keeps the request eager)."""
-    out = impl.process(images, config, policy=policy, transport="cuda_ipc", device=device)
-    feats = impl.materialize(out.items, range(len(images)), config, policy=policy, device=device)
+def eager_features(
+    impl: seam.Impl, policy: str, config: PreprocessConfig, images: list[Any], device: str, items: list | None = None
+) -> list:
+    """Per-image BF16 features of the eager path (a non-cpu transport keeps the request eager); ``items``: that
+    producer's items when the caller already ran it (`test_mixed` ships them too)."""
+    if items is None:
+        items = impl.process(images, config, policy=policy, transport="cuda_ipc", device=device).items
+    feats = impl.materialize(items, range(len(images)), config, policy=policy, device=device)
     return list(torch.as_tensor(seam.to_numpy(feats)).split(patch_counts(images, config)))
 
 

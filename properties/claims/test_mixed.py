@@ -26,9 +26,13 @@ POLICIES = ["PR_33921", "RELEASED", "HARDENED", "INTERIM_3D3194F"]
 SMALL = PreprocessConfig(patch_size=2, merge_kernel_size=2, in_patch_limit=16, patch_limit_on_one_side=4)
 
 
-def mixed_items(impl: seam.Impl, policy: str, config: PreprocessConfig, images: list, mask: list[bool]) -> list:
-    """Image i's item deferred where ``mask[i]``, else its eager item (FP32 patches)."""
-    eager = impl.process(images, config, policy=policy, transport="cuda_ipc").items
+def mixed_items(
+    impl: seam.Impl, policy: str, config: PreprocessConfig, images: list, mask: list[bool], eager: list | None = None
+) -> list:
+    """Image i's item deferred where ``mask[i]``, else its eager item (FP32 patches; ``eager``: the eager
+    producer's items for these images, config and policy, when the caller already has them)."""
+    if eager is None:
+        eager = impl.process(images, config, policy=policy, transport="cuda_ipc").items
     deferred = impl.epd_items(images, config, policy=policy)
     return [deferred[i] if m else eager[i] for i, m in enumerate(mask)]
 
@@ -36,10 +40,17 @@ def mixed_items(impl: seam.Impl, policy: str, config: PreprocessConfig, images: 
 def check_mixed_equals_eager(
     impl: seam.Impl, policy: str, config: PreprocessConfig, images: list, mask: list[bool], partition: list
 ) -> None:
-    """Every owner materializes its mixed selection, and each image gets its all-eager BF16 features."""
-    want = eager_features(impl, policy, config, images, "cpu")
+    """Every owner materializes its mixed selection, and each image gets its all-eager BF16 features.
+
+    On deferlab's model the eager producer runs once: its items give the all-eager features and the batch's
+    eager half (the same call on the same inputs; the model's owner, `impl.model.materialize`, reads items
+    without changing them). Real code's owner might change them, so there each use gets its own producer call."""
+    eager = None
+    if not seam.is_real_code(impl):
+        eager = impl.process(images, config, policy=policy, transport="cuda_ipc", device="cpu").items
+    want = eager_features(impl, policy, config, images, "cpu", items=eager)
     counts = patch_counts(images, config)
-    rank_items = impl.deliver(mixed_items(impl, policy, config, images, mask), len(partition), policy=policy)
+    rank_items = impl.deliver(mixed_items(impl, policy, config, images, mask, eager), len(partition), policy=policy)
     for rank, owned in enumerate(partition):
         if not owned:
             continue
