@@ -33,3 +33,21 @@ def test_the_familys_scope_still_comes_first_and_a_mixed_column_judges_only_its_
     assert not ok and why == tf.NOT_FULL.format(family="gemma3")
     assert tf.judged([RAW, GEOMETRY], "C13") == [GEOMETRY] and tf.judged([RAW, GEOMETRY], "C15") == [RAW, GEOMETRY]
     assert tf.judged([PLAIN], "C14") == [PLAIN] and tf._applies([PLAIN], "qwen2.5-vl", "SGLANG", "C14") == (True, "")
+
+
+def test_every_sglang_family_path_answers_the_geometry_and_pixel_claims_its_family_is_judged_on():
+    """A path class declaring fewer C13/C14 than its family's scope judges would turn a judged claim into ``n/a``
+    on every release (the path-level scope's first cut did this to ERNIE-4.5-VL and MiMo-V2.5): the registry's
+    families and the SGLang path classes agree, read without loading a release."""
+    import importlib
+
+    from deferlab.impl.sglang.families import PATHS
+    from deferlab.reference.system import families
+
+    for family, spec in PATHS.items():
+        if family not in families.FAMILIES:
+            continue
+        cls = getattr(importlib.import_module(f"deferlab.impl.sglang.families.{spec.mine}"), spec.cls)
+        declared = getattr(cls, "judged_claims", None)
+        wanted = {"C13", "C14"} & set(families.family(family).claims)
+        assert declared is None or wanted <= set(declared), (family, declared, wanted)

@@ -51,6 +51,7 @@ class Ernie45VLPath(common.NormOnlyPath):
     """SGLang's ERNIE-4.5-VL image path: its own loading, pre-resize and normalization around the processor's."""
 
     family = "ernie-4.5-vl"
+    judged_claims = ("C13", "C14")  # its geometry (SGLang's pre-resize, then the processor's) and pixels are restated
     # float32: a model dtype of float32, so SGLang's own cast keeps its float32 values
     dtypes = {"bfloat16": "the model's dtype", "float32": "none"}
 

@@ -43,6 +43,7 @@ class MiMoV2Path(common.NormOnlyPath):
     """SGLang's MiMo-V2.5 image path: its own resize and standardization, judged on what it gives each level."""
 
     family = "mimo-v2.5"
+    judged_claims = ("C13", "C14")  # its own smart_resize (C13) and float resize (C14) are judged
 
     def instance(self) -> Any:
         """``MiMoProcessor.from_hf_config`` for a checkpoint config naming no image bounds (``use_video_timestamps``
