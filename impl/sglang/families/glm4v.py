@@ -3,7 +3,7 @@
 
 Why this path: SGLang's ``Glm4vImageProcessor`` resizes and normalizes nothing of an image itself (the
 ``IMAGE_FACTOR`` / ``MIN_PIXELS`` / ``MAX_PIXELS`` its ``__init__`` sets are read by nothing); it loads each image
-with its class's ``_load_single_item`` (from 0.5.21 its ``smart_rgb_conversion``: ``smart_to_rgb``) and hands it to
+with its class's ``_load_single_item`` (from 0.5.20 its ``smart_rgb_conversion``: ``smart_to_rgb``) and hands it to
 the checkpoint's transformers processor (``process_mm_data``), whose image processor is transformers'
 ``Glm4vImageProcessor`` of the release's pin (torchvision backend) on the fast-processor device (none on a host
 without CUDA: the CPU). Here the class's own loader runs on a level image, then the release's
