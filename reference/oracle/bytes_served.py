@@ -86,7 +86,7 @@ def _limits(w: int, h: int, options: Mapping[str, int]) -> Said | None:
     return None
 
 
-def _to_rgb(image: Image.Image, background: tuple[int, int, int]) -> Image.Image:
+def to_rgb(image: Image.Image, background: tuple[int, int, int]) -> Image.Image:
     """Step 5: transparency composited onto ``background`` through the alpha band; RGB kept; anything else
     converted."""
     if image.mode in TRANSPARENT_MODES or "transparency" in image.info:
@@ -112,7 +112,7 @@ def vllm_decode(data: bytes, release: str, options: Mapping[str, int] | None = N
         except Exception:  # noqa: BLE001 - step 4: an orientation error is ignored
             pass
         image.load()
-        return Said(image=_to_rgb(image, background))
+        return Said(image=to_rgb(image, background))
     except Exception as e:  # noqa: BLE001 - step 6 sorts Pillow's errors by the release's list
         if isinstance(e, CAUGHT[release]):
             return Said(refusal="ValueError", names=("Failed to load image",))

@@ -13,7 +13,7 @@ from collections.abc import Callable
 import numpy as np
 from PIL import Image, ImageOps
 
-from deferlab.reference.oracle.bytes_served import TRANSPARENT_MODES
+from deferlab.reference.oracle import bytes_served
 
 SECTION = "semantics §20.8"
 WHITE = (255, 255, 255)
@@ -31,12 +31,7 @@ def vllm_parse(image: Image.Image, release: str) -> Image.Image:
         pass
     if image.mode == "RGB" and release in KEEPS_RGB_FIRST:
         return image
-    if image.mode in TRANSPARENT_MODES or "transparency" in image.info:
-        rgba = image if image.mode == "RGBA" else image.convert("RGBA")
-        canvas = Image.new("RGB", rgba.size, WHITE)
-        canvas.paste(rgba, mask=rgba.getchannel("A"))
-        return canvas
-    return image if image.mode == "RGB" else image.convert("RGB")
+    return bytes_served.to_rgb(image, WHITE)  # the connector's step 5, with convert_image_mode's default
 
 
 # The engines whose parse the semantics restate: the releases read, and the rule.
