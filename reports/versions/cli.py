@@ -146,7 +146,14 @@ def add_parser(sub: Any) -> argparse.ArgumentParser:
         "--cluster",
         metavar="ADDRESS",
         help="run each release on a Ray cluster: 'auto', 'ray://HOST:PORT' or 'local' (the cluster extra); "
-        "default this machine, one release after the other",
+        "default this machine, --jobs releases at a time",
+    )
+    p.add_argument(
+        "--jobs",
+        type=int,
+        default=min(2, os.cpu_count() or 1),
+        help="releases run at once on this machine, each its own child process on one core (default: 2, or 1 "
+        "on a one-core machine); 1: one after the other",
     )
     return p
 
@@ -162,6 +169,8 @@ def _check(args: argparse.Namespace) -> tuple[Wanted, Path | None, Baseline | No
         args.fail_on_classes = parse_fail_on(fail_on) if fail_on is not None else frozenset()
     except DeferlabInputError as e:
         raise UsageError(str(e)) from None
+    if getattr(args, "jobs", 1) < 1:
+        raise UsageError(f"--jobs {args.jobs}: not a number of releases to run at once; accepted: 1 or more")
     videoopts.env(args)  # a bad --video-fps / --video-frames: one line before any release runs
     check_junit(getattr(args, "junit", None))  # its folder too: the XML is written last, after every release has run
     first, others = _engines()
@@ -331,8 +340,8 @@ def _asking(record: RunRecord, family: str) -> RunRecord:
 
 
 def _run_tasks(tasks: list[Task], args: argparse.Namespace, say: Any, runner: Any, loader: Any) -> dict[str, RunRecord]:
-    """Every release's task through the executor: this machine one after the other (``runner`` and ``loader``,
-    as tests replace them), or the cluster ``--cluster`` names, all submitted at once; label -> its record."""
+    """Every release's task through the executor: this machine ``--jobs`` at a time (``runner`` and ``loader``,
+    as tests replace them; each a child process, so threads suffice), or the cluster ``--cluster`` names, all submitted at once; label -> its record."""
     number = {t.key: f"{t.key} ({i}/{len(tasks)})" for i, t in enumerate(tasks, 1)}
 
     def local(task: Task) -> RunRecord:
@@ -340,7 +349,7 @@ def _run_tasks(tasks: list[Task], args: argparse.Namespace, say: Any, runner: An
         return _run_release(task.request, runner, loader)
 
     if args.cluster is None:
-        executor = executor_for(None, 1, call=local)
+        executor = executor_for(None, getattr(args, "jobs", 1), call=local)
     else:
         executor = executor_for(args.cluster, say=say)
         tasks = on_gpu(executor, tasks, say)

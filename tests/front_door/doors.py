@@ -150,6 +150,11 @@ DOOR_ROWS = [
         ],
         r"--out '/proc/x/b\.json': its folder cannot be made or written; accepted: a \.json file path",
     ),
+    BadCli(
+        "versions jobs",
+        lambda t: ["versions", "0.5.23", "--jobs", "0", "--out", str(t / "v")],
+        r"--jobs 0: not a number of releases to run at once; accepted: 1 or more",
+    ),
     # a user's own video options (semantics §20.3): checked before any release is loaded
     BadCli(
         "versions video fps out of range",

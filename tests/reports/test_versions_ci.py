@@ -227,3 +227,32 @@ def test_bad_values_are_refused_before_any_release_runs(
     with pytest.raises(UsageError, match=match):
         versions_cli.run(_args(out=tmp_path / "m", **kw), log=io.StringIO())
     assert fake_releases == [] and not (tmp_path / "m").exists()
+
+
+def test_jobs_runs_releases_at_once_and_the_matrix_keeps_release_order(
+    tmp_path: Path, fake_releases: list, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """--jobs 2: two releases' runs overlap (each waits at a barrier the other must reach: one after the other
+    would time out there) and versions.json is the one --jobs 1 writes, columns in release order."""
+    import threading
+
+    from deferlab.reports.core import runner
+
+    one = tmp_path / "one"
+    assert versions_cli.run(_args(out=one, jobs=1), log=io.StringIO()) == 0
+    sequential = runner.run
+    meet = threading.Barrier(2, timeout=20)
+
+    def overlapping(request: Any, **kw: Any) -> RunRecord:
+        if str(request.system.spec) in ("0.5.21", "0.5.22"):  # the first two tasks start together
+            meet.wait()
+        return sequential(request, **kw)
+
+    monkeypatch.setattr(runner, "run", overlapping)
+    two = tmp_path / "two"
+    assert versions_cli.run(_args(out=two, jobs=2), log=io.StringIO()) == 0
+    first, second = (json.loads((d / "versions.json").read_text()) for d in (one, two))
+    for doc in (first, second):
+        doc.pop("generated", None)
+    assert list(second["columns"]) == list(first["columns"]) == ["0.5.21", "0.5.22", "0.5.23", "vllm-0.33.0"]
+    assert second == first
