@@ -22,8 +22,8 @@ CONNECTION, IMAGE = "lmdeploy.vl.media.connection", "lmdeploy.vl.media.image"
 FUNCTION = f"{CONNECTION}.load_from_url"
 
 
-def image_loaders(source: Any) -> list[Loader]:
-    """LMDeploy's one image loader of the loaded release ``source`` (label ``LMDEPLOY``)."""
+def image_loaders(source: Any, family: str | None = None) -> list[Loader]:
+    """LMDeploy's one image loader of the loaded release ``source`` (label ``LMDEPLOY``). ``family`` is not read: every family LMDeploy serves takes this loader's image (semantics §20.8)."""
     media_io = source.module(IMAGE).ImageMediaIO()
     truncated = bool(ImageFile.LOAD_TRUNCATED_IMAGES)  # what LMDeploy's import left for its process
     load_from_url = source.module(CONNECTION).load_from_url

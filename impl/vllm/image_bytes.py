@@ -21,8 +21,8 @@ MODULE = "vllm.multimodal.media.connector"
 FUNCTION = f"{MODULE}.MediaConnector.fetch_image"
 
 
-def image_loaders(source: Any) -> list[Loader]:
-    """vLLM's one image loader of the loaded release ``source`` (label ``VLLM``), its server's defaults."""
+def image_loaders(source: Any, family: str | None = None) -> list[Loader]:
+    """vLLM's one image loader of the loaded release ``source`` (label ``VLLM``), its server's defaults. ``family`` is not read: every vLLM model gets its image from this connector (semantics §20.8)."""
     connectors = source.module(MODULE).MediaConnector
     try:
         budget = getattr(source.module("vllm.multimodal.media.base"), "MediaDecodedBudget", None)

@@ -4,8 +4,9 @@ the same bytes (semantics §20.8).
 The trained side is transformers' ``load_image`` run for real (`properties.bytes_trained`); the engine's side is its
 plugin's ``image_bytes`` module (``impl.<engine>.image_bytes``), its own loader run on the loaded release. Every
 encoded class of `properties.strategies.encoded` is pinned (17x11), then drawn (13x9 to 40x30), each sent as a
-data URI and as a file. The decode does not depend on the family: it is computed once per engine and release
-(cached by request) and every family column of the engine reuses it; a second column of one family
+data URI and as a file. The decode is the engine's, not the family's, except where a family's processor class
+loads its own (SGLang's GLM-4.1V): it is computed once per engine, release and loader function (cached by request)
+and every family column taking that function reuses it; a second column of one family
 (``host-normalized``) records n/a. deferlab's model takes decoded images only: n/a.
 """
 
@@ -27,8 +28,9 @@ PINNED = [(cls, 17, 11, 0) for cls in encoded.ENCODED_CLASSES]
 NOT_MODEL = "deferlab's model takes decoded images: it has no loader of a client's bytes (semantics §20.8)"
 SECOND_COLUMN = "the decode is the engine's, judged on the family's default column (semantics §20.8)"
 SHARED = {
-    "sglang": "every family SGLang serves takes this loader's image (Kimi-K3's wrapper calls it; the Qwen processors "
-    "decode through the media-artifact cache, the same load_image without the RGB step: their processor converts)",
+    "sglang": "every family SGLang serves takes its base class's loader (Kimi-K3's wrapper calls it; the Qwen processors "
+    "decode through the media-artifact cache, the same load_image without the RGB step: their processor converts) "
+    "unless its processor class loads its own (GLM-4.1V: smart_rgb_conversion from 0.5.20), as the provenance names",
     "vllm": "every vLLM model gets its image from this connector",
     "lmdeploy": "InternVL, LMDeploy's one checked family, takes this loader's image",
 }
@@ -39,14 +41,18 @@ def _trained() -> Any:
     return bytes_trained.trained()
 
 
-_LOADERS: dict[tuple[str, int], tuple[Any, ...]] = {}
+_LOADERS: dict[tuple[str, int, str], tuple[Any, ...]] = {}
+_SAME: dict[tuple[int, str, str], Any] = {}
 
 
-def _loaders(module: str, source: Any) -> tuple[Any, ...]:
-    """The engine's loaders over the session's loaded release, built once (a `Source` is not hashable)."""
-    key = (module, id(source))
+def _loaders(module: str, source: Any, family: str) -> tuple[Any, ...]:
+    """The engine's loaders of ``family``'s requests over the session's loaded release, built once (a `Source` is
+    not hashable). A loader running the same function as one built for another family is that one, so `_problem`'s
+    cache decodes a case once per function, not once per family column (most families share the engine's)."""
+    key = (module, id(source), family)
     if key not in _LOADERS:
-        _LOADERS[key] = tuple(importlib.import_module(module).image_loaders(source))
+        built = importlib.import_module(module).image_loaders(source, family)
+        _LOADERS[key] = tuple(_SAME.setdefault((id(source), x.label, x.function), x) for x in built)
     return _LOADERS[key]
 
 
@@ -137,11 +143,11 @@ def test_claim_c20_decoded_bytes_equal_checkpoint(served_session, served_paths, 
         why = why if module else f"{facts.display} declares no image_bytes loader (EngineFacts.image_bytes)"
     if ok and split_label(policy)[2] is not None:
         ok, why = False, SECOND_COLUMN
-    loaders = _loaders(module, served_session.source) if ok else ()
+    loaders = _loaders(module, served_session.source, model_family) if ok else ()
     trained = _trained() if ok else None
     evidence = (
         f"every class at 17x11 and drawn classes 13x9-40x30, each as a data URI and a file, against "
-        f"{trained.system} {trained.function}; family-independent: {SHARED.get(str(served_session.engine), '')}; "
+        f"{trained.system} {trained.function}; the loader: {SHARED.get(str(served_session.engine), '')}; "
         f"computed once per engine and release; where the semantics restate the engine's own decode "
         f"({bytes_served.stated()}, {bytes_served.SECTION}), every difference and shared refusal is read against "
         f"it, and its environment options are judged against it alone; {bytes_trained.CARD_NOT_RUN}"

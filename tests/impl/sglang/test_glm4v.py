@@ -11,6 +11,8 @@ The module imports transformers and torchvision, so the path runs in a child tha
 
 from __future__ import annotations
 
+from typing import Any
+
 import numpy as np
 import pytest
 
@@ -23,6 +25,7 @@ from deferlab.impl.sglang.sources import load
 from deferlab.properties import families as fam
 from deferlab.reference.system.family_configs import NormConfig
 from tests.impl.sglang.support import JSON_MARK
+from tests.impl.sglang.test_glm4v import made_rgba
 
 source = load(sys.argv[1], companions=("transformers", "torchvision"))
 cfg, want = fam.config("glm-4.1v"), fam.Trained("glm-4.1v")
@@ -33,6 +36,25 @@ out = {"version": source.version, "levels": path.levels(cfg).tolist(), "half": p
        "problem": fam.normalization_problem(path, cfg, want), "provenance": path.provenance(),
        "ip": [type(ip).__module__, type(ip).__name__],
        "smart_rgb": bool(getattr(path.module.Glm4vImageProcessor, "smart_rgb_conversion", False))}
+# C20's loaders (semantics §20.8): the family's own class's, and the base class's every other family takes
+from deferlab.impl.sglang.image_bytes import image_loaders
+from deferlab.properties.strategies import encoded
+import numpy as np
+glm, base = image_loaders(source, "glm-4.1v")[0], image_loaders(source)[0]
+out["loaders"] = [glm.function, base.function, glm.provenance().get("requests", "")]
+out["decoded"] = {}
+for cls in ("RGBA PNG", "LA PNG", "P PNG tRNS", "JPEG EXIF 6", "RGB PNG", "CMYK JPEG"):
+    data = encoded.make_bytes(cls, 17, 11, 0)
+    a, b = (x.load(data, "file") for x in (glm, base))
+    out["decoded"][cls] = {"glm": [a.mode, list(a.size), np.asarray(a).tolist()],
+                           "base": [b.mode, list(b.size), np.asarray(b).tolist()]}
+for cls, made in (("bright border", made_rgba(True)), ("clear border", made_rgba(False))):
+    import io
+    buf = io.BytesIO()
+    made.save(buf, format="PNG")
+    a, b = (x.load(buf.getvalue(), "file") for x in (glm, base))
+    out["decoded"][cls] = {"glm": [a.mode, list(a.size), np.asarray(a).tolist()],
+                           "base": [b.mode, list(b.size), np.asarray(b).tolist()]}
 for name, call in (("dtype", lambda: family_path(source, "glm-4.1v", dtype="float16")),
                    ("width", lambda: path.geometry(0, 10, cfg))):
     try:
@@ -42,6 +64,23 @@ for name, call in (("dtype", lambda: family_path(source, "glm-4.1v", dtype="floa
         out[name] = f"{type(e).__name__}: {e}"
 print(JSON_MARK + json.dumps(out))
 """
+
+
+def made_rgba(bright: bool) -> Any:
+    """A 17 x 11 RGBA image whose border picks §20.8's other backgrounds: ``bright``, an opaque (200, 190, 180)
+    border round a fully transparent centre (mean 190 > 128: (32, 32, 32)); else a fully transparent border round
+    an opaque (20, 40, 60) centre (no opaque edge pixel: white)."""
+    from PIL import Image
+
+    a = np.zeros((11, 17, 4), np.uint8)
+    if bright:
+        a[...] = (200, 190, 180, 255)
+        a[3:8, 4:13] = (9, 9, 9, 0)
+    else:
+        a[3:8, 4:13] = (20, 40, 60, 255)
+    return Image.fromarray(a, "RGBA")
+
+
 CLIP_MEAN = (0.48145466, 0.4578275, 0.40821073)
 CLIP_STD = (0.26862954, 0.26130258, 0.27577711)
 
@@ -96,3 +135,66 @@ def test_it_runs_the_pins_torchvision_processor_and_sglangs_own_loader(served):
 def test_bad_input_is_refused_in_one_line(served):
     assert served["dtype"].startswith("InputValueError: dtype: 'float16'; accepted: 'bfloat16'")
     assert served["width"].startswith("InputValueError: width") and "\n" not in served["width"]
+
+
+def _rgba(cls: str) -> np.ndarray:
+    """The class's bytes decoded to RGBA by Pillow alone (17 x 11, seed 0): what the loaders start from; the two
+    made images as `support.made_rgba` makes them."""
+    import io
+
+    from PIL import Image
+
+    from deferlab.properties.strategies import encoded
+
+    if cls.endswith("border"):
+        return np.asarray(made_rgba(cls == "bright border"))
+    return np.asarray(Image.open(io.BytesIO(encoded.make_bytes(cls, 17, 11, 0))).convert("RGBA"))
+
+
+def _smart_background(rgba: np.ndarray) -> tuple[int, int, int]:
+    """§20.8's border rule, in NumPy: the pixels with alpha over 128 at every ``max(1, w // 20)``-th column of the
+    top and bottom rows and every ``max(1, h // 20)``-th row of the left and right columns; their mean brightness
+    over 128 -> (32, 32, 32), else (240, 240, 240); none -> white."""
+    h, w = rgba.shape[:2]
+    xs, ys = range(0, w, max(1, w // 20)), range(0, h, max(1, h // 20))
+    edge = [rgba[y, x] for x in xs for y in (0, h - 1)] + [rgba[y, x] for y in ys for x in (0, w - 1)]
+    opaque = [p[:3] for p in edge if p[3] > 128]
+    if not opaque:
+        return (255, 255, 255)
+    return (32, 32, 32) if float(np.mean(np.asarray(opaque, np.float64))) > 128 else (240, 240, 240)
+
+
+@pytest.mark.extra("transformers")
+@pytest.mark.parametrize("cls", ["RGBA PNG", "LA PNG", "P PNG tRNS", "bright border", "clear border"])
+def test_c20_glm_loader_composites_onto_the_border_background_from_0_5_20(served, cls):
+    """GLM-4.1V's C20 loader is its class's own `_load_single_item`: from 0.5.20 (``smart_rgb_conversion``) a
+    transparent image is composited onto §20.8's border-chosen background (fully opaque pixels keep their colour,
+    fully transparent ones are the background), where the base class drops alpha; before, the two are one. The
+    encoded classes' borders pick (240, 240, 240); the two made images pick (32, 32, 32) (a bright opaque border)
+    and white (a fully transparent border)."""
+    glm, base = served["decoded"][cls]["glm"], served["decoded"][cls]["base"]
+    assert served["loaders"][0].endswith("glm4v.Glm4vImageProcessor._load_single_item")
+    assert served["loaders"][1].endswith("base_processor.BaseMultimodalProcessor._load_single_item")
+    smart = tuple(int(p) for p in served["version"].split(".")[:3]) >= (0, 5, 20)
+    assert f"smart_rgb_conversion = {smart}" in served["loaders"][2]
+    if not smart:
+        assert glm == base
+        return
+    rgba = _rgba(cls)
+    got, alpha = np.asarray(glm[2], np.uint8), rgba[..., 3]
+    assert glm[:2] == ["RGB", [17, 11]] and (alpha < 255).any()
+    assert np.array_equal(got[alpha == 255], rgba[..., :3][alpha == 255])
+    assert (got[alpha == 0] == np.asarray(_smart_background(rgba), np.uint8)).all()
+    assert glm != base
+
+
+@pytest.mark.extra("transformers")
+def test_c20_glm_loader_transposes_exif_from_0_5_20_and_converts_the_rest_as_the_base(served):
+    """EXIF orientation 6 (a 90-degree turn): transposed (11 x 17) by the family's loader from 0.5.20, as stored
+    (17 x 11) before and by the base loader; an opaque RGB PNG and a CMYK JPEG are the base's decode."""
+    smart = tuple(int(p) for p in served["version"].split(".")[:3]) >= (0, 5, 20)
+    exif = served["decoded"]["JPEG EXIF 6"]
+    assert exif["base"][1] == [17, 11]
+    assert exif["glm"][1] == ([11, 17] if smart else [17, 11])
+    for cls in ("RGB PNG", "CMYK JPEG"):
+        assert served["decoded"][cls]["glm"] == served["decoded"][cls]["base"]
