@@ -128,7 +128,12 @@ RULE_PINNED = {
         # is 980x560 and a floored share (`//`) gives 980x532, a size the rule does not give (the stop-38 campaign's
         # `qwen_vl.py:277:25` survivor; found by searching §20.5's rule for such clips).
         (Clip(4860, 30.0, 1120, 630), VideoRequest()),
-    )
+    ),
+    # A rate asked above the clip's own: vLLM's Qwen3-VL loader reads every frame, so the processor samples again
+    # at its own 2 fps (20 of 240 frames) and vLLM recomputes that count for the times (`qwen3_vl.py:1120`), a
+    # line the option sets reach only where its count is the whole clip anyway (the stop-39 campaign's four
+    # `1120:50` survivors; semantics §20.6 "C18's resample pin").
+    "C18": ((Clip(240, 24.0), VideoRequest(fps=30.0)),),
 }
 
 
