@@ -8,6 +8,8 @@ built from it here and `impl.vllm.served` builds their paths from it, so such a 
 
 from __future__ import annotations
 
+from dataclasses import replace
+
 from deferlab.reference.system.engines import EngineFacts, Served
 
 _NORM = "vllm.model_executor.layers.fusion.mm_input_norm.FusedMMInputNorm.forward_native"
@@ -36,6 +38,11 @@ NORM: dict[str, tuple[str, str, str]] = {
 def _on_device(low: str, code: tuple[str, ...]) -> Served:
     """vLLM's default from ``low`` on: ``code`` leaves rescale and normalize to FusedMMInputNorm on the device."""
     return Served("vllm", low, "", "device-normalized", True, (*code, _NORM), _DEVICE)
+
+
+def _norm_only(low: str, code: tuple[str, ...]) -> Served:
+    """`_on_device` for a family vLLM normalizes only: `family.NormPath` answers no geometry or pixel claim."""
+    return replace(_on_device(low, code), judges=())
 
 
 def _device_and_host(low: str, code: tuple[str, ...]) -> tuple[Served, Served]:
@@ -116,7 +123,7 @@ ENGINE = EngineFacts(
             ),
         ),
         *(
-            (name, _on_device(low, (f"vllm.model_executor.models.{module}",)))
+            (name, _norm_only(low, (f"vllm.model_executor.models.{module}",)))
             for name, (_, module, low) in NORM.items()
         ),
     ),

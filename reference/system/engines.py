@@ -18,13 +18,16 @@ from deferlab.reference.system.releases import in_range
 MODEL = "model"  # deferlab's own torch model: its columns are the modelled policies, not a label
 DEFAULT_FAMILY = "kimi-k3"
 ALL_FAMILIES = "all"  # --model all: every family of the registry, in one run of one engine
+PATH_SCOPED = ("C13", "C14")  # the claims a served path may declare it does not answer (`Served.judges`)
 
 
 @dataclass(frozen=True)
 class Served:
     """One engine's path for a family over a range of releases (``low``..``high`` inclusive; ``high`` "" for
     every later release): its name, whether it is the engine's default serving setting, what of the engine
-    runs (``code``: module paths), and why it is what it is (``note``)."""
+    runs (``code``: module paths), and why it is what it is (``note``). ``judges``: the geometry and pixel claims
+    (C13, C14) the path answers where it declares them (its class's ``judged_claims``, semantics §18.9), so the
+    families table can say a claim of the family is ``n/a`` on this path; None: its family's scope decides."""
 
     engine: str
     low: str
@@ -33,6 +36,13 @@ class Served:
     default: bool
     code: tuple[str, ...]
     note: str = ""
+    judges: tuple[str, ...] | None = None
+
+    def claims(self, family_claims: tuple[str, ...]) -> tuple[str, ...]:
+        """The family's claims this path is judged on: C13 and C14 only where ``judges`` names them."""
+        if self.judges is None:
+            return family_claims
+        return tuple(c for c in family_claims if c not in PATH_SCOPED or c in self.judges)
 
     def covers(self, engine: str, version: str) -> bool:
         """Whether ``version`` of ``engine`` is in this range; a spec that is not a release (a checkout,

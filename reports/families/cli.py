@@ -43,7 +43,13 @@ def describe(family: Family) -> dict[str, Any]:
     engines: dict[str, list[dict[str, Any]]] = {}
     for s in family.served:
         engines.setdefault(s.engine, []).append(
-            {"releases": _range(s.low, s.high), "path": s.path, "default": s.default, "code": list(s.code)}
+            {
+                "releases": _range(s.low, s.high),
+                "path": s.path,
+                "default": s.default,
+                "code": list(s.code),
+                "claims": list(s.claims(family.claims)),
+            }  # fmt: skip
         )
     return {
         "name": family.name,
@@ -59,6 +65,15 @@ def describe(family: Family) -> dict[str, Any]:
     }
 
 
+def _cell(path: dict[str, Any], claims: list[str]) -> str:
+    """One path of an engine's cell: releases, name, ``*`` for the default, and the family's claims it is not
+    judged on (``n/a C13``: the path declares it does not answer them)."""
+    missing = [c for c in claims if c not in path.get("claims", claims)]
+    return f"{path['releases']} {path['path']}{' *' if path['default'] else ''}" + (
+        f" (n/a {', '.join(missing)})" if missing else ""
+    )
+
+
 def markdown(found: list[dict[str, Any]]) -> str:
     """A row per family: its claims, trained side and each engine's paths (``*`` the default serving setting)."""
     heads = [ENGINES[e].display for e in ENGINES]
@@ -70,17 +85,15 @@ def markdown(found: list[dict[str, Any]]) -> str:
         cells = []
         for e in ENGINES:
             paths = f["engines"].get(e, [])
-            cells.append(
-                "<br>".join(f"{p['releases']} {p['path']}{' *' if p['default'] else ''}" for p in paths)
-                or "not checked"
-            )
+            cells.append("<br>".join(_cell(p, f["claims"]) for p in paths) or "not checked")
         trained = f["trained"] + (f" (extra: {', '.join(f['needs'])})" if f["needs"] else "")
         name = f"`{f['name']}`" + (" (default)" if f["default"] else "")
         out.append(f"| {name} | {f['display']} | {f['scope']} | {', '.join(f['claims'])} | `{trained}` | "
                    + " | ".join(cells) + " |")  # fmt: skip
     out += [
         "",
-        "`*`: the engine's default serving setting. Release ranges are inclusive; `+`: and every later release. "
+        "`*`: the engine's default serving setting; `(n/a C13)`: a claim of the family the path does not answer "
+        "(semantics §18.9). Release ranges are inclusive; `+`: and every later release. "
         "Families the engines serve that are not checked, and what adding one costs: semantics §18.9.",
     ]
     return "\n".join(out) + "\n"

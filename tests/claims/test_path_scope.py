@@ -51,3 +51,25 @@ def test_every_sglang_family_path_answers_the_geometry_and_pixel_claims_its_fami
         declared = getattr(cls, "judged_claims", None)
         wanted = {"C13", "C14"} & set(families.family(family).claims)
         assert declared is None or wanted <= set(declared), (family, declared, wanted)
+
+
+def test_the_registry_declares_what_each_engines_path_class_answers():
+    """`Served.judges` (what the families table reads) is each path class's ``judged_claims``: vLLM's
+    normalization-only entries and `NormPath` answer no geometry or pixel claim; an SGLang entry that declares
+    nothing leaves it to a class judging at least its family's C13/C14 (the test above)."""
+    import importlib
+
+    from deferlab.impl.sglang.families import PATHS
+    from deferlab.impl.vllm.family import NormPath
+    from deferlab.impl.vllm.plugin import NORM
+    from deferlab.reference.system import families
+
+    for name in NORM:
+        (served,) = [s for s in families.family(name).served if s.engine == "vllm"]
+        assert served.judges == NormPath.judged_claims == (), name
+    for family, spec in PATHS.items():
+        if family not in families.FAMILIES:
+            continue
+        cls = getattr(importlib.import_module(f"deferlab.impl.sglang.families.{spec.mine}"), spec.cls)
+        for served in (s for s in families.family(family).served if s.engine == "sglang"):
+            assert served.judges is None or served.judges == tuple(cls.judged_claims), family
