@@ -7,7 +7,7 @@ take, so a fit never tests the engine's name. An engine outside deferlab names i
 
 from __future__ import annotations
 
-from deferlab.reports.repro import families, qwen_pixels, served, templates
+from deferlab.reports.repro import families, qwen_pixels, served, sglang_families, templates
 from deferlab.reports.repro import family_texts as texts
 from deferlab.reports.repro.engines import EngineRepro
 
@@ -17,10 +17,16 @@ _BOTH = ("transformers", "torchvision")
 
 SGLANG = EngineRepro(
     templates=templates.sglang_templates,
-    family_fits={"C15": (families.sglang_c15,), "C13": (families.internvl_c13,), "C14": (qwen_pixels.qwen_c14,)},
+    family_fits={
+        "C15": (families.sglang_c15, sglang_families.minicpm_c15),
+        "C13": (families.internvl_c13, sglang_families.own_c13),
+        "C14": (qwen_pixels.qwen_c14, sglang_families.own_c14),
+    },
     family_served="SGLang's Qwen path",
     internvl_tiles=texts.SGLANG_INTERNVL_TILES,
-    companions={f: _BOTH for f in ("qwen2.5-vl", "qwen3-vl")},
+    companions={
+        f: _BOTH for f in ("qwen2.5-vl", "qwen3-vl", "ernie-4.5-vl", "mimo-v2.5", "minicpm-v-4.6", "paddleocr-vl")
+    },
     serving=served.sglang_serving,
     geometry=served.sglang_geometry,
     geometry_args=True,
