@@ -7,7 +7,7 @@ take, so a fit never tests the engine's name. An engine outside deferlab names i
 
 from __future__ import annotations
 
-from deferlab.reports.repro import families, qwen_pixels, served, sglang_families, templates
+from deferlab.reports.repro import families, qwen_pixels, served, sglang_families, templates, vllm_norm_direct
 from deferlab.reports.repro import family_texts as texts
 from deferlab.reports.repro.engines import EngineRepro
 
@@ -22,7 +22,7 @@ SGLANG = EngineRepro(
         "C13": (families.internvl_c13, sglang_families.own_c13),
         "C14": (qwen_pixels.qwen_c14, sglang_families.own_c14),
     },
-    family_served="SGLang's Qwen path",
+    family_served="SGLang's served path",
     internvl_tiles=texts.SGLANG_INTERNVL_TILES,
     companions={
         f: _BOTH for f in ("qwen2.5-vl", "qwen3-vl", "ernie-4.5-vl", "mimo-v2.5", "minicpm-v-4.6", "paddleocr-vl")
@@ -35,7 +35,7 @@ SGLANG = EngineRepro(
 VLLM = EngineRepro(
     templates=templates.vllm_templates,
     family_fits={
-        "C15": (families.vllm_c15,),
+        "C15": (families.vllm_c15, vllm_norm_direct.vllm_c15_direct),
         "C4": (families.vllm_c4,),
         "C13": (families.internvl_c13, families.qwen_c13),
         "C14": (families.internvl_c14, qwen_pixels.qwen_c14),
