@@ -168,7 +168,7 @@ def test_report_model_qwen3_vl_on_vllm_has_its_skew_table(tmp_path: Path) -> Non
         sources.load(spec)
     except sources.VLLMFetchError as e:
         pytest.skip(f"vLLM {spec} is neither cached nor fetchable: {e}")
-    skip = ["--skip", "sweeps", "ipc", "sim"]
+    skip = ["--skip", "properties", "sweeps", "ipc", "sim"]  # the served step is what this test reads
     assert main(["report", "--vllm", spec, "--model", "qwen3-vl", "--out", str(out), "--baseline", "none", *skip]) == 0
     doc = json.loads((out / "report.json").read_text())
     (entry,) = doc["served"]["families"]
