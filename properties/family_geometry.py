@@ -22,6 +22,10 @@ Which function, per engine and family (the one the path's ``geometry`` rests on;
 * SGLang GLM-4.1V: the ``smart_resize`` of the module of transformers' ``Glm4vImageProcessor`` (the release's pin),
   called as its ``resize`` calls it, with the processor's own T, factor and bounds (the path's ``staged_geometry``,
   no second stage), against `reference.oracle.glm4v.resize_targets`.
+* SGLang MiniCPM-V 4.6: its own image processor's ``_get_sliced_grid``, ``_find_best_resize`` and
+  ``_get_refine_size`` in ``preprocess``'s order (the path's ``staged_geometry``: the methods compiled with ``self`` a
+  named tuple of their settings, no second stage); compared: the source size, the slice grid and one slice's size,
+  against `reference.oracle.minicpm_v.targets`.
 * SGLang InternVL: nothing to compile (its ``dynamic_preprocess`` tiles a torch tensor; numba compiles no
   torch): the path's own ``geometry`` runs interpreted on a reduced set, and the evidence says so.
 
@@ -43,7 +47,7 @@ import numpy as np
 
 from deferlab.impl import compiled as gc
 from deferlab.properties import geometry_sweep as gs
-from deferlab.reference.oracle import ernie45_vl, glm4v, internvl, paddleocr, qwen
+from deferlab.reference.oracle import ernie45_vl, glm4v, internvl, minicpm_v, paddleocr, qwen
 from deferlab.reference.system.engines import engine as engine_facts
 
 MAX_SIDE = 4096
@@ -54,6 +58,7 @@ OUTPUTS = {
     "ernie": ("width", "height"),
     "mimo": ("width", "height"),
     "glm4v": ("width", "height"),
+    "minicpmv": ("width", "height", "rows", "cols", "slice width", "slice height"),
 }
 QWEN_CALL = gc.Call("f(h, w, a0, a1, a2)", ("r[1]", "r[0]"))
 INTERNVL_CALL = gc.Call(
@@ -62,8 +67,10 @@ INTERNVL_CALL = gc.Call(
 # how each family kind's function is called
 # GLM-4.1V's: smart_resize(num_frames=T, h, w, temporal_factor=T, factor, min, max) -> (h, w), as its resize calls it
 GLM4V_CALL = gc.Call("f(a0, h, w, a0, a1, a2, a3)", ("r[1]", "r[0]"))
+# MiniCPM-V 4.6's: the path's driver (h, w, settings) -> (source h, source w, rows, cols, slice h, slice w)
+MINICPMV_CALL = gc.Call("f(h, w, a0)", ("r[1]", "r[0]", "r[2]", "r[3]", "r[5]", "r[4]"))
 CALLS = {"qwen": QWEN_CALL, "internvl": INTERNVL_CALL, "paddleocr": QWEN_CALL, "ernie": QWEN_CALL, "mimo": QWEN_CALL,
-         "glm4v": GLM4V_CALL}  # fmt: skip
+         "glm4v": GLM4V_CALL, "minicpmv": MINICPMV_CALL}  # fmt: skip
 ORACLE = {
     "qwen": "reference.oracle.qwen.resize_targets",
     "internvl": "reference.oracle.internvl.tiles_array",
@@ -71,6 +78,7 @@ ORACLE = {
     "ernie": "reference.oracle.ernie45_vl.resize_targets",
     "mimo": "reference.oracle.qwen.resize_targets",
     "glm4v": "reference.oracle.glm4v.resize_targets",
+    "minicpmv": "reference.oracle.minicpm_v.targets",
 }
 WORKED = {  # where each rule turns (semantics §18.2, §18.4)
     "qwen": [(1, 1), (42, 70), (70, 42), (56, 56), (200, 1), (201, 1), (3584, 3626), (28, 5600), (4096, 4096)],
@@ -80,6 +88,8 @@ WORKED = {  # where each rule turns (semantics §18.2, §18.4)
     "ernie": [(1, 1), (98, 1), (10, 400), (1, 201), (201, 1), (1920, 1080), (3000, 4000), (4096, 4096)],
     "mimo": [(1, 1), (6, 1), (1, 201), (201, 1), (20, 30), (1000, 800), (1920, 1080), (4096, 4096)],
     "glm4v": [(1, 1), (1, 200), (1, 201), (6, 1), (112, 112), (70, 42), (1920, 1080), (4000, 3000), (4096, 4096)],
+    "minicpmv": [(1, 1), (448, 448), (449, 448), (896, 448), (448, 896), (1344, 448), (1000, 1000), (1920, 1080),
+                 (4096, 1), (1, 4096), (4096, 4096)],
 }  # fmt: skip
 SPOT_RANDOM = 200
 REDUCED_RANDOM = 1500  # random sizes of the interpreted fallback (with every size up to 48 and the boundaries)
@@ -118,6 +128,11 @@ def _glm4v_grid(cfg: Any, ws: np.ndarray, hs: np.ndarray) -> np.ndarray:
     return np.where(found == 0, gc.REFUSED, found)
 
 
+def _minicpmv_grid(cfg: Any, ws: np.ndarray, hs: np.ndarray) -> np.ndarray:
+    src_h, src_w, rows, cols, piece_h, piece_w = minicpm_v.targets(hs, ws, cfg)
+    return np.stack([src_w, src_h, rows, cols, piece_w, piece_h])  # no size is refused
+
+
 def _internvl_grid(cfg: Any, ws: np.ndarray, hs: np.ndarray) -> np.ndarray:
     cols, rows, tiles = internvl.tiles_array(ws, hs, cfg)
     s = cfg.image_size
@@ -132,6 +147,7 @@ STEPS = {
     "ernie": lambda cfg: (cfg.patch_size, cfg.factor),
     "mimo": lambda cfg: (cfg.patch_size, cfg.factor),
     "glm4v": lambda cfg: (cfg.patch_size, cfg.factor),
+    "minicpmv": lambda cfg: (cfg.patch_size * cfg.merge, cfg.scale_resolution),
 }
 GRIDS = {
     "qwen": _qwen_grid,
@@ -140,6 +156,7 @@ GRIDS = {
     "ernie": _ernie_grid,
     "mimo": lambda cfg, ws, hs: _qwen_grid(cfg.qwen, ws, hs),
     "glm4v": _glm4v_grid,
+    "minicpmv": _minicpmv_grid,
 }
 
 
@@ -160,6 +177,8 @@ def path_row(path: Any, cfg: Any, w: int, h: int) -> list[int]:
     except Exception:  # noqa: BLE001 - a refusal (or a failure) is compared, never raised
         return [gc.REFUSED] * len(OUTPUTS[kind_of(cfg)])
     row = [int(g.width), int(g.height)]
+    if kind_of(cfg) == "minicpmv":  # MiniCPM-V's grid: (rows, cols, slice width, slice height)
+        return row + [int(v) for v in g.grid]
     return row + [int(g.grid[2])] if len(OUTPUTS[kind_of(cfg)]) > len(row) else row  # InternVL's: the tiles too
 
 

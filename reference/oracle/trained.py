@@ -15,7 +15,7 @@ from typing import Any
 
 import numpy as np
 
-from deferlab.reference.oracle import ernie45_vl, family_norm, glm4v, internvl, paddleocr, qwen
+from deferlab.reference.oracle import ernie45_vl, family_norm, glm4v, internvl, minicpm_v, paddleocr, qwen
 from deferlab.reference.system import families
 from deferlab.reference.system.family_configs import InternVLConfig, NormConfig, QwenVLConfig, family_profile
 from deferlab.reference.system.served import Geometry
@@ -115,6 +115,11 @@ def _glm4v_geometry(width: int, height: int, cfg: Any) -> Geometry:
     return Geometry(new_w, new_h, glm4v.grid(height, width, cfg), glm4v.num_tokens(height, width, cfg))
 
 
+def _minicpmv_geometry(width: int, height: int, cfg: Any) -> Geometry:
+    (src_h, src_w), (rows, cols, piece_h, piece_w), tokens = minicpm_v.geometry(height, width, cfg)
+    return Geometry(src_w, src_h, (rows, cols, piece_w, piece_h), tokens)  # grid: the slices and one slice's size
+
+
 def _ernie_serve(image: Any, cfg: Any) -> tuple[np.ndarray, np.ndarray]:
     pv, grid = ernie45_vl.preprocess(image, cfg)
     return pv.reshape(pv.shape[0], 3, -1), grid[0]
@@ -132,6 +137,7 @@ _GEOMETRY = {
     "ernie": _ernie_geometry,
     "mimo": _mimo_geometry,
     "glm4v": _glm4v_geometry,  # C13 (semantics §18.9)
+    "minicpmv": _minicpmv_geometry,  # C13: source size, slice grid and size, tokens (semantics §18.9)
 }
 _SERVE = {
     "qwen": _qwen_serve,

@@ -185,14 +185,15 @@ FAMILIES["paddleocr-vl"] = Family(
     needs=("transformers",),
 )
 
-# MiniCPM-V 4.6 (semantics §18.9): SGLang's own image processor (its own statistics), on normalization only so far.
+# MiniCPM-V 4.6 (semantics §18.9): SGLang's own image processor (its own statistics and slicing), judged on geometry
+# (the slice grid, sizes and tokens: reference.oracle.minicpm_v) and normalization; its pixels are not restated.
 FAMILIES["minicpm-v-4.6"] = Family(
     name="minicpm-v-4.6",
     display="MiniCPM-V 4.6",
-    scope="normalization",
+    scope="geometry",
     checkpoints=("openbmb/MiniCPM-V-4.6",),
     processor_classes=("MiniCPMV4_6ImageProcessor",),
-    trained="deferlab.reference.oracle.family_norm",  # transformers' MiniCPMV4_6ImageProcessorPil's arithmetic
+    trained="deferlab.reference.oracle.minicpm_v",  # transformers' MiniCPMV4_6ImageProcessorPil, restated
     profile="minicpm-v-4.6",
 )
 

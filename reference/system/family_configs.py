@@ -29,6 +29,7 @@ from typing import Any, ClassVar, TypeVar
 
 from deferlab.reference.system import family_configs_read as read
 from deferlab.reference.system.errors import ConfigError, InputTypeError, InputValueError
+from deferlab.reference.system.family_configs_minicpm import config_type as minicpm_config_type
 from deferlab.reference.system.family_configs_published import (
     BICUBIC,
     CLASS_DEFAULTS,
@@ -353,6 +354,7 @@ CONFIG_TYPES: tuple[type, ...] = (
     Glm4vConfig,
     MiMoConfig,
     ErnieVLConfig,
+    (MiniCPMVConfig := minicpm_config_type(NormConfig)),  # built on NormConfig here: no import cycle
     NormConfig,
 )
 
@@ -364,6 +366,7 @@ _READERS: dict[str, Any] = {
     "ernie-4.5-vl": ErnieVLConfig,
     "mimo-v2.5": MiMoConfig,
     "glm-4.1v": Glm4vConfig,
+    "minicpm-v-4.6": MiniCPMVConfig,
 }
 # Every other published family is normalization-only: its values read as a NormConfig (no row to add here).
 _READERS.update({name: NormConfig for name in PUBLISHED if name not in _READERS})
