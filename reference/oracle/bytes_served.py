@@ -17,7 +17,7 @@ from dataclasses import dataclass
 from typing import Any, Protocol
 
 import numpy as np
-from PIL import Image, ImageOps
+from PIL import Image, ImageFile, ImageOps
 
 SECTION = "semantics §20.8"
 CAP, BUDGET = "VLLM_MAX_IMAGE_PIXELS", "VLLM_MAX_MEDIA_REQUEST_DECODE_BYTES"
@@ -99,8 +99,17 @@ def to_rgb(image: Image.Image, background: tuple[int, int, int]) -> Image.Image:
 
 def vllm_decode(data: bytes, release: str, options: Mapping[str, int] | None = None, request: Mapping[str, Any] | None = None) -> Said:  # fmt: skip
     """What vLLM ``release`` (0.33.0 or 0.34.0) hands on for ``data`` under the environment ``options`` and the
-    request's own ``media_io_kwargs["image"]`` (``request``: its background)."""
-    options = options or {}
+    request's own ``media_io_kwargs["image"]`` (``request``: its background), with Pillow's flags as vLLM's process
+    has them (``LOAD_TRUNCATED_IMAGES`` False, whatever this process holds; restored after)."""
+    before = ImageFile.LOAD_TRUNCATED_IMAGES  # Pillow's process-global flag, at vLLM's process value (its default)
+    ImageFile.LOAD_TRUNCATED_IMAGES = False  # another library in this process (LMDeploy sets it) must not decide
+    try:
+        return _vllm_decode(data, release, options or {}, request)
+    finally:
+        ImageFile.LOAD_TRUNCATED_IMAGES = before
+
+
+def _vllm_decode(data: bytes, release: str, options: Mapping[str, int], request: Mapping[str, Any] | None) -> Said:
     background = tuple((request or {}).get(BACKGROUND, (255, 255, 255)))
     try:
         image = Image.open(io.BytesIO(data), formats=ALLOWED)

@@ -125,3 +125,20 @@ def test_a_requests_background_is_the_one_composited_onto() -> None:
         assert bs.split(request) == ({}, request)
     assert bs.vllm_decode(data, "0.34.0").image.getpixel((0, 0)) == (255, 255, 255)
     assert bs.split({bs.CAP: 1, bs.BACKGROUND: (1, 2, 3)}) == ({bs.CAP: 1}, {bs.BACKGROUND: (1, 2, 3)})
+
+
+@pytest.mark.parametrize("cls", ["truncated JPEG", "truncated PNG"])
+def test_the_rule_runs_with_vllms_pillow_flags_whatever_this_process_holds(cls: str) -> None:
+    """LMDeploy's import sets Pillow's process-global ``LOAD_TRUNCATED_IMAGES`` (semantics §20.8); a test process
+    that loaded it must not change what the rule says vLLM gives: a truncated file is still refused, and the flag
+    is left as it was found (found by the stop-40 suite, whose workers had loaded LMDeploy)."""
+    from PIL import ImageFile
+
+    data, before = encoded.make_bytes(cls, 17, 11, 0), ImageFile.LOAD_TRUNCATED_IMAGES
+    ImageFile.LOAD_TRUNCATED_IMAGES = True
+    try:
+        said = bs.vllm_decode(data, "0.34.0")
+        assert said.image is None and said.refusal == "ValueError"
+        assert ImageFile.LOAD_TRUNCATED_IMAGES is True
+    finally:
+        ImageFile.LOAD_TRUNCATED_IMAGES = before

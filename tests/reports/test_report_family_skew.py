@@ -188,10 +188,12 @@ def test_report_model_qwen3_vl_on_vllm_has_its_skew_table(tmp_path: Path) -> Non
 
 
 def test_a_familys_skew_row_says_which_claims_judge_it_when_its_pixels_are_not_compared() -> None:
-    """The skew table's n/a line names the family's scope: normalization only (MiniCPM-V 4.6); a full family is
-    compared (ERNIE-4.5-VL and MiMo-V2.5 since their pixels are restated, C14)."""
+    """The skew table's n/a line names the family's scope: normalization only (Step3-VL), geometry and
+    normalization (MiniCPM-V 4.6 since its C13); a full family is compared (ERNIE-4.5-VL and MiMo-V2.5 since their
+    pixels are restated, C14)."""
     from deferlab.reports.report.served import family
 
-    wanted, na = family.pixel_families("sglang", "0.5.23", ["qwen3-vl", "minicpm-v-4.6", "ernie-4.5-vl", "mimo-v2.5"])
+    asked = ["qwen3-vl", "minicpm-v-4.6", "step3-vl", "ernie-4.5-vl", "mimo-v2.5"]
+    wanted, na = family.pixel_families("sglang", "0.5.23", asked)
     assert wanted == ["qwen3-vl", "ernie-4.5-vl", "mimo-v2.5"]
-    assert na == {"minicpm-v-4.6": family.NORMALIZATION_ONLY}
+    assert na == {"minicpm-v-4.6": family.GEOMETRY_ONLY, "step3-vl": family.NORMALIZATION_ONLY}
