@@ -130,11 +130,13 @@ RULE_PINNED = {
         (Clip(4860, 30.0, 1120, 630), VideoRequest()),
     ),
     # A rate asked above the clip's own: vLLM's Qwen3-VL loader reads every frame, so the processor samples again
-    # at its own 2 fps (21 of 252 frames) and vLLM recomputes that count for the times (`qwen3_vl.py:1120`), a
+    # at its own 2 fps (25 of 300 frames) and vLLM recomputes that count for the times (`qwen3_vl.py:1120`), a
     # line the option sets reach only where its count is the whole clip anyway (the stop-39 campaign's four
-    # `1120:50` survivors; semantics §20.6 "C18's resample pin"). 252 / 24 = 10.5, so a floored quotient (20
-    # frames) differs from int(252 / 24 x 2) = 21 (240 frames, the first pin, let `//` survive).
-    "C18": ((Clip(252, 24.0), VideoRequest(fps=30.0)),),
+    # `1120:50` survivors; semantics §20.6 "C18's resample pin"). 300 / 24 = 12.5, so a floored quotient (24
+    # frames) differs from int(300 / 24 x 2) = 25 (240 frames, the first pin, let `//` survive); and 300 frames is
+    # past CPython's cached small ints (256), so the loader's `len(...) == total` flag made `is` is False there
+    # (the stop-40 campaign's `video.py:193:57` survivor).
+    "C18": ((Clip(300, 24.0), VideoRequest(fps=30.0)),),
 }
 
 
