@@ -104,28 +104,15 @@ def kind_of(cfg: Any) -> str:
     return kind
 
 
-def _qwen_grid(cfg: Any, ws: np.ndarray, hs: np.ndarray) -> np.ndarray:
-    new_h, new_w = qwen.resize_targets(hs, ws, cfg)
+def _resized_grid(resize_targets: Callable[..., Any], cfg: Any, ws: np.ndarray, hs: np.ndarray) -> np.ndarray:
+    """(2, n) served widths and heights of a family whose trained geometry is one resize target (Qwen's rule,
+    PaddleOCR-VL's, ERNIE-4.5-VL's, GLM-4.1V's ``resize_targets``): a refused size (0) as `gc.REFUSED`."""
+    new_h, new_w = resize_targets(hs, ws, cfg)
     found = np.stack([new_w, new_h])
     return np.where(found == 0, gc.REFUSED, found)
 
 
-def _paddleocr_grid(cfg: Any, ws: np.ndarray, hs: np.ndarray) -> np.ndarray:
-    new_h, new_w = paddleocr.resize_targets(hs, ws, cfg)
-    found = np.stack([new_w, new_h])
-    return np.where(found == 0, gc.REFUSED, found)
-
-
-def _ernie_grid(cfg: Any, ws: np.ndarray, hs: np.ndarray) -> np.ndarray:
-    new_h, new_w = ernie45_vl.resize_targets(hs, ws, cfg)
-    found = np.stack([new_w, new_h])
-    return np.where(found == 0, gc.REFUSED, found)
-
-
-def _glm4v_grid(cfg: Any, ws: np.ndarray, hs: np.ndarray) -> np.ndarray:
-    new_h, new_w = glm4v.resize_targets(hs, ws, cfg)
-    found = np.stack([new_w, new_h])
-    return np.where(found == 0, gc.REFUSED, found)
+_qwen_grid = partial(_resized_grid, qwen.resize_targets)
 
 
 def _minicpmv_grid(cfg: Any, ws: np.ndarray, hs: np.ndarray) -> np.ndarray:
@@ -152,10 +139,10 @@ STEPS = {
 GRIDS = {
     "qwen": _qwen_grid,
     "internvl": _internvl_grid,
-    "paddleocr": _paddleocr_grid,
-    "ernie": _ernie_grid,
+    "paddleocr": partial(_resized_grid, paddleocr.resize_targets),
+    "ernie": partial(_resized_grid, ernie45_vl.resize_targets),
     "mimo": lambda cfg, ws, hs: _qwen_grid(cfg.qwen, ws, hs),
-    "glm4v": _glm4v_grid,
+    "glm4v": partial(_resized_grid, glm4v.resize_targets),
     "minicpmv": _minicpmv_grid,
 }
 

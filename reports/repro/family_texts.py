@@ -255,9 +255,8 @@ import math
 from vllm.model_executor.models.qwen2_vl import smart_resize as served_smart_resize
 """
 
-QWEN_C13 = '''
-
-def _card_smart_resize(height, width):
+# The checkpoint processor's smart_resize as the family files state it (semantics §18.2): one text, every file
+CARD_SMART_RESIZE = '''def _card_smart_resize(height, width):
     """transformers' smart_resize as the checkpoint's processor runs it (semantics §18.2): a side ratio over 200
     refused; both sides rounded to FACTOR (half to even); over MAX_PIXELS scaled down (floor), under MIN_PIXELS
     up (ceil)."""
@@ -272,7 +271,14 @@ def _card_smart_resize(height, width):
         beta = math.sqrt(MIN_PIXELS / (height * width))
         h, w = math.ceil(height * beta / FACTOR) * FACTOR, math.ceil(width * beta / FACTOR) * FACTOR
     return h, w
+'''
 
+QWEN_C13 = (
+    """
+
+"""
+    + CARD_SMART_RESIZE
+    + '''
 
 def _served_smart_resize(height, width):
     """vLLM's _get_vision_info: smart_resize (imported by its Qwen path, from the transformers it pins) with the
@@ -292,6 +298,7 @@ def test_${cid}_the_served_resize_is_the_checkpoints():
     served, want = _outcome(_served_smart_resize, *SIZE), _outcome(_card_smart_resize, *SIZE)
     assert served == want, f"{SIZE[0]}x{SIZE[1]}: served (height, width) {served}, the checkpoint's {want}"
 '''
+)
 
 INTERNVL_C14 = '''
 

@@ -11,6 +11,8 @@ it); §18.1's normalization for C15 (`reports.repro.family_texts.TRAINED_LEVELS`
 ``__init__``, only the serving stack's base ``__init__`` answered (`BUILT`), as deferlab's paths build it.
 """
 
+from deferlab.reports.repro import family_texts
+
 BUILT = '''
 
 def _built(cls, hf_config, processor):
@@ -29,24 +31,14 @@ def _built(cls, hf_config, processor):
 '''
 
 # --- C13: the resize target ------------------------------------------------------------------------------------------
-C13_TEST = '''
+C13_TEST = (
+    """
 
-def _card_target(height, width):
-    """The checkpoint processor's smart_resize (semantics §18.9, §18.2's arithmetic): a side ratio over 200 refused
-    (ValueError); each side rounded (half to even) to FACTOR, with no floor of one factor; over MAX_PIXELS both
-    original sides scaled by sqrt(h*w/MAX_PIXELS) and floored (at least FACTOR), under MIN_PIXELS scaled by
-    sqrt(MIN_PIXELS/(h*w)) and ceiled. (height, width)."""
-    if max(height, width) / min(height, width) > 200:
-        raise ValueError("absolute aspect ratio must be smaller than 200")
-    h, w = round(height / FACTOR) * FACTOR, round(width / FACTOR) * FACTOR
-    if h * w > MAX_PIXELS:
-        beta = math.sqrt(height * width / MAX_PIXELS)
-        h = max(FACTOR, math.floor(height / beta / FACTOR) * FACTOR)
-        w = max(FACTOR, math.floor(width / beta / FACTOR) * FACTOR)
-    elif h * w < MIN_PIXELS:
-        beta = math.sqrt(MIN_PIXELS / (height * width))
-        h, w = math.ceil(height * beta / FACTOR) * FACTOR, math.ceil(width * beta / FACTOR) * FACTOR
-    return h, w
+"""
+    + family_texts.CARD_SMART_RESIZE
+    + '''
+
+_card_target = _card_smart_resize  # the checkpoint's target, as the rest of the file names it
 
 
 def _described(target, width, height):
@@ -66,6 +58,7 @@ def test_${cid}_the_served_resize_is_the_checkpoints():
     print(f"{SIZE[0]}x{SIZE[1]}: served {served}; the checkpoint's {want}")
     assert served == want, f"{SIZE[0]}x{SIZE[1]}: served {served} != checkpoint's {want}"
 '''
+)
 
 ERNIE_C13_IMPORTS = """
 import math
