@@ -38,7 +38,7 @@ TABLE = [
     "| Qwen2.5-VL | C13 holds, C14 FAILS (tower-input), C15 FAILS (float32-only), C16 FAILS (crash), C17 FAILS (crash), C18 FAILS (crash), C19 FAILS (crash), C20 FAILS (sequence) | C4 holds, C13 holds, C14 FAILS (tower-input), C15 FAILS (float32-only), C16 FAILS (crash), C17 FAILS (crash), C18 FAILS (crash), C19 FAILS (crash), C20 FAILS (tower-input) | n/a: no LMDeploy path for Qwen2.5-VL is checked (semantics §18) |",
     "| Qwen3-VL | C13 holds, C14 FAILS (tower-input), C15 FAILS (float32-only), C16 FAILS (crash), C17 FAILS (crash), C18 FAILS (crash), C19 FAILS (crash), C20 FAILS (sequence) | C4 FAILS (tower-input), C13 holds, C14 FAILS (tower-input), C15 FAILS (tower-input), C16 FAILS (crash), C17 FAILS (crash), C18 FAILS (crash), C19 FAILS (crash), C20 FAILS (tower-input) | C16 FAILS (crash), C17 FAILS (crash), C18 FAILS (crash), C19 FAILS (crash), C20 FAILS (crash) |",
     "| InternVL 2.5/3 | C13 FAILS (sequence), C14 FAILS (sequence), C15 holds, C20 FAILS (sequence) | C13 holds, C14 FAILS (tower-input), C15 holds, C20 FAILS (tower-input) | C13 holds, C14 holds, C15 holds, C20 FAILS (crash) |",
-    "| GLM-4.1V | C13 holds, C15 FAILS (float32-only), C20 FAILS (sequence) | C15 FAILS (float32-only), C20 FAILS (tower-input) | n/a: no LMDeploy path for GLM-4.1V is checked (semantics §18) |",
+    "| GLM-4.1V | C13 holds, C15 FAILS (float32-only), C20 FAILS (tower-input) | C15 FAILS (float32-only), C20 FAILS (tower-input) | n/a: no LMDeploy path for GLM-4.1V is checked (semantics §18) |",
     "| Mistral 3 | n/a: no SGLang path for Mistral 3 is checked (semantics §18) | C15 FAILS (float32-only), C20 FAILS (tower-input) | n/a: no LMDeploy path for Mistral 3 is checked (semantics §18) |",
     "| Gemma 3 | n/a: no SGLang path for Gemma 3 is checked (semantics §18) | C15 FAILS (tower-input), C20 FAILS (tower-input) | n/a: no LMDeploy path for Gemma 3 is checked (semantics §18) |",
     "| Gemma 4 | n/a: no SGLang path for Gemma 4 is checked (semantics §18) | C15 FAILS (float32-only), C20 FAILS (tower-input) | n/a: no LMDeploy path for Gemma 4 is checked (semantics §18) |",
@@ -46,13 +46,13 @@ TABLE = [
     "| Nemotron Parse | n/a: no SGLang path for Nemotron Parse is checked (semantics §18) | C15 FAILS (float32-only), C20 FAILS (tower-input) | n/a: no LMDeploy path for Nemotron Parse is checked (semantics §18) |",
     "| Nano Nemotron VL | n/a: no SGLang path for Nano Nemotron VL is checked (semantics §18) | C15 FAILS (float32-only), C20 FAILS (tower-input) | n/a: no LMDeploy path for Nano Nemotron VL is checked (semantics §18) |",
     "| PaddleOCR-VL | C13 holds, C14 FAILS (tower-input), C15 FAILS (float32-only), C20 FAILS (sequence) | n/a: no vLLM path for PaddleOCR-VL is checked (semantics §18) | n/a: no LMDeploy path for PaddleOCR-VL is checked (semantics §18) |",
-    "| MiniCPM-V 4.6 | C15 FAILS (tower-input), C20 FAILS (sequence) | n/a: no vLLM path for MiniCPM-V 4.6 is checked (semantics §18) | n/a: no LMDeploy path for MiniCPM-V 4.6 is checked (semantics §18) |",
+    "| MiniCPM-V 4.6 | C13 holds, C15 FAILS (tower-input), C20 FAILS (sequence) | n/a: no vLLM path for MiniCPM-V 4.6 is checked (semantics §18) | n/a: no LMDeploy path for MiniCPM-V 4.6 is checked (semantics §18) |",
     "| ERNIE-4.5-VL | C13 FAILS (sequence), C14 FAILS (tower-input), C15 FAILS (float32-only), C20 FAILS (sequence) | n/a: no vLLM path for ERNIE-4.5-VL is checked (semantics §18) | n/a: no LMDeploy path for ERNIE-4.5-VL is checked (semantics §18) |",
     "| MiMo-V2.5 | C13 FAILS (sequence), C14 FAILS (sequence), C15 FAILS (float32-only), C20 FAILS (sequence) | n/a: no vLLM path for MiMo-V2.5 is checked (semantics §18) | n/a: no LMDeploy path for MiMo-V2.5 is checked (semantics §18) |",
     "| Step3-VL | C15 holds, C20 FAILS (sequence) | n/a: no vLLM path for Step3-VL is checked (semantics §18) | n/a: no LMDeploy path for Step3-VL is checked (semantics §18) |",
 ]
 # families an engine serves since the recorded run: their columns and n/a lines are not the fixture's, and a fake run
-# of today's registry has no rows for them ("not run"); none since the stop-39 recording
+# of today's registry has no rows for them ("not run"); none since the stop-40 recording
 NEWLY_SERVED: set[tuple[str, str]] = set()
 SEVERITY = re.compile(r" \((?:crash|sequence|tower-input|float32-only|cost)\)")
 PLAIN = [SEVERITY.sub("", line) for line in TABLE]  # the verdicts alone (a fake run's evidence classes otherwise)
