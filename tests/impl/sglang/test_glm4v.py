@@ -42,19 +42,18 @@ from deferlab.properties.strategies import encoded
 import numpy as np
 glm, base = image_loaders(source, "glm-4.1v")[0], image_loaders(source)[0]
 out["loaders"] = [glm.function, base.function, glm.provenance().get("requests", "")]
-out["decoded"] = {}
-for cls in ("RGBA PNG", "LA PNG", "P PNG tRNS", "JPEG EXIF 6", "RGB PNG", "CMYK JPEG"):
-    data = encoded.make_bytes(cls, 17, 11, 0)
-    a, b = (x.load(data, "file") for x in (glm, base))
-    out["decoded"][cls] = {"glm": [a.mode, list(a.size), np.asarray(a).tolist()],
-                           "base": [b.mode, list(b.size), np.asarray(b).tolist()]}
-for cls, made in (("bright border", made_rgba(True)), ("clear border", made_rgba(False))):
-    import io
+import io
+def png(image):
     buf = io.BytesIO()
-    made.save(buf, format="PNG")
-    a, b = (x.load(buf.getvalue(), "file") for x in (glm, base))
-    out["decoded"][cls] = {"glm": [a.mode, list(a.size), np.asarray(a).tolist()],
-                           "base": [b.mode, list(b.size), np.asarray(b).tolist()]}
+    image.save(buf, format="PNG")
+    return buf.getvalue()
+cases = [(cls, encoded.make_bytes(cls, 17, 11, 0))
+         for cls in ("RGBA PNG", "LA PNG", "P PNG tRNS", "JPEG EXIF 6", "RGB PNG", "CMYK JPEG")]
+cases += [("bright border", png(made_rgba(True))), ("clear border", png(made_rgba(False)))]
+out["decoded"] = {}
+for cls, data in cases:
+    out["decoded"][cls] = {side: [im.mode, list(im.size), np.asarray(im).tolist()]
+                           for side, im in (("glm", glm.load(data, "file")), ("base", base.load(data, "file")))}
 for name, call in (("dtype", lambda: family_path(source, "glm-4.1v", dtype="float16")),
                    ("width", lambda: path.geometry(0, 10, cfg))):
     try:
