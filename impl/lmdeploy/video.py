@@ -48,6 +48,9 @@ NO_VIDEO = {
     "'Unsupported message type: video' (every release 0.14.0-0.18.0, semantics §20.7)",
     "internvl": "LMDeploy's InternVLChatModel (lmdeploy/vl/model/internvl.py) takes images only: no video path "
     "(semantics §20.7)",
+    "glm-4.1v": "LMDeploy's GLM4_1_VisionModel registers no video token, so VisionModel.preprocess fails on a video "
+    "item (TypeError in get_mm_items_offset), and its PyTorch model's preprocess_input reads image items only: no "
+    "video path (every release 0.14.0-0.18.0, semantics §20.7)",
 }
 
 
