@@ -34,9 +34,10 @@ from deferlab.reference.oracle import video as oracle
 from deferlab.reference.system.requests import VIDEO_CONFIGS
 from deferlab.reference.system.video import Clip, DecodedVideo, Refused, Unsupported, VideoPlan, VideoRequest
 
-FAMILIES = ("qwen2.5-vl", "qwen3-vl")
+FAMILIES = ("qwen2.5-vl", "qwen3-vl", "glm-4.1v")
 
 _MODULES = {
+    "glm-4.1v": ("transformers.models.glm4v.video_processing_glm4v", "Glm4vVideoProcessor"),
     "qwen2.5-vl": ("transformers.models.qwen2_vl.video_processing_qwen2_vl", "Qwen2VLVideoProcessor"),
     "qwen3-vl": ("transformers.models.qwen3_vl.video_processing_qwen3_vl", "Qwen3VLVideoProcessor"),
 }
@@ -358,8 +359,12 @@ def model_processor(family: str, video_processor: Any) -> Any:
 
 def trained_paths(family: str, backend: str = "pyav") -> dict[str, TrainedPath | CardPath]:
     """``{"TRAINED": ..., "CARD": ...}`` for ``family`` (semantics §20.1; ``backend``: TRAINED's ``load_video``
-    backend); `Unsupported` for other families."""
+    backend; GLM-4.1V: TRAINED only); `Unsupported` for other families."""
     _check(family)
+    if family in oracle.ONE_ROW:  # one row: the model card runs this processor itself (semantics §20.4)
+        from deferlab.properties.video_trained_glm import GlmTrainedPath
+
+        return {"TRAINED": GlmTrainedPath(backend)}
     return {"TRAINED": TrainedPath(family, backend), "CARD": CardPath(family)}
 
 

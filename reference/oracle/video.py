@@ -52,7 +52,9 @@ class Family:
 FAMILIES = {
     "qwen2.5-vl": Family("qwen2.5-vl", 14, 2, 2, 3136, 12845056, False, None),
     "qwen3-vl": Family("qwen3-vl", 16, 2, 2, 4096, 25165824, True, 2.0),
+    "glm-4.1v": Family("glm-4.1v", 14, 2, 2, 12544, 47040000, True, 2.0),  # its rules: `video_glm` (one row)
 }
+ONE_ROW = {"glm-4.1v": "GLM-4.1V's model card runs transformers' own processor: no recipe of its own, no CARD row"}
 MIN_FRAMES, MAX_FRAMES = 4, 768  # both processors' class defaults and qwen-vl-utils' FPS_MIN/MAX_FRAMES
 UNKNOWN_FPS = 24  # what transformers assumes when the frame rate is unknown (Qwen3-VL sampling, sampled_fps)
 
@@ -236,6 +238,8 @@ def trained_taken(family: str, clip: Clip, request: VideoRequest) -> tuple[np.nd
 
 def trained_plan(family: str, clip: Clip, request: VideoRequest) -> VideoPlan:
     """TRAINED: the checkpoint's video processor (transformers 5.24.0), semantics §20.4."""
+    if family in ONE_ROW:
+        return plan(family, "TRAINED", clip, request)
     fam = family_of(family)
     if request.total_pixels is not None:
         raise Unsupported(f"TRAINED {family}: the video processor takes no total_pixels (accepted: fps, num_frames, "
@@ -337,6 +341,14 @@ def counts(family: str, row: str, frames: np.ndarray, fps: np.ndarray, request: 
 
 def plan(family: str, row: str, clip: Clip, request: VideoRequest) -> VideoPlan:
     """The ``row`` side's plan (``"TRAINED"`` or ``"CARD"``) of ``clip`` under ``request`` (semantics §20.4)."""
+    if family in ONE_ROW:
+        family_of(family)
+        if row == "TRAINED":
+            from deferlab.reference.oracle import video_glm
+
+            return video_glm.plan(clip, request)
+        if row == "CARD":
+            raise Unsupported(f"n/a: {ONE_ROW[family]}")
     if row == "TRAINED":
         return trained_plan(family, clip, request)
     if row == "CARD":

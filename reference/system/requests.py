@@ -60,10 +60,18 @@ _QWEN25 = {"min_pixels": 3136, "max_pixels": 12845056, "patch_size": 14, "tempor
            "merge_size": 2, "image_mean": [0.48145466, 0.4578275, 0.40821073],
            "image_std": [0.26862954, 0.26130258, 0.27577711], "image_processor_type": "Qwen2VLImageProcessor",
            "processor_class": "Qwen2_5_VLProcessor"}  # fmt: skip
+_GLM4V_VIDEO = {"size": {"longest_edge": 47040000, "shortest_edge": 12544}, "fps": 2, "num_frames": 16,
+                "do_sample_frames": True, "patch_size": 14, "temporal_patch_size": 2, "merge_size": 2,
+                "max_image_size": {"longest_edge": 47040000}, "resample": 3, "do_rescale": True,
+                "rescale_factor": 0.00392156862745098, "image_mean": [0.48145466, 0.4578275, 0.40821073],
+                "image_std": [0.26862954, 0.26130258, 0.27577711], "processor_class": "Glm4vProcessor",
+                "video_processor_type": "Glm4vVideoProcessor"}  # fmt: skip
 # family -> (the dict from_dict is handed, where it comes from)
 VIDEO_CONFIGS: dict[str, tuple[dict[str, Any], str]] = {
     "qwen2.5-vl": (_QWEN25, "Qwen/Qwen2.5-VL-7B-Instruct ships no video_preprocessor_config.json: transformers "
                    "builds the video processor from its preprocessor_config.json (reference.system.family_configs)"),
     "qwen3-vl": (_QWEN3_VIDEO, "Qwen/Qwen3-VL-8B-Instruct video_preprocessor_config.json, third-party copies "
                  "(the same values in Qwen3.5/3.8 and MiniMax-H3 copies)"),
+    "glm-4.1v": (_GLM4V_VIDEO, "zai-org/GLM-4.1V-9B-Thinking's video processor as vLLM prints it loaded (a user's "
+                 "log on vLLM's tracker, third-party); the same numbers as Glm4vVideoProcessor's class defaults"),
 }  # fmt: skip

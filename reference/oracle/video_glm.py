@@ -1,0 +1,94 @@
+"""deferlab's own restatement of GLM-4.1V's video trained side (semantics §20.4, "GLM-4.1V's trained side").
+
+Why a module of its own: GLM-4.1V's rules share nothing with the Qwen ones but the patch layout: its sampler walks
+the clip at a rate (ceil of i x F / fps, not a linspace), drops repeats and evens the count by repeating the last
+index itself, its budget is a total over frames with its own floor, and the model is told whole seconds. Checked
+against transformers 5.24.0's ``Glm4vVideoProcessor`` and ``Glm4vProcessor.replace_video_token`` on the whole
+grid (``tests/reference/test_video_oracle_glm.py``). NumPy and Python arithmetic only: float64 where the code
+computes in Python floats, NumPy's ``linspace`` where it calls it.
+"""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+
+from deferlab.reference.system.video import Clip, Refused, Unsupported, VideoPlan, VideoRequest
+
+NAME = "glm-4.1v"
+PATCH, MERGE, TPS = 14, 2, 2
+FACTOR = PATCH * MERGE  # 28: every resized side is a multiple of it
+MIN_PIXELS, MAX_PIXELS = 12544, 47040000  # size.shortest_edge / longest_edge: totals over t_bar x h x w
+DEFAULT_FPS = 2.0
+MAX_DURATION = 300  # seconds sampled at the rate; a longer clip is sampled evenly over its whole length
+
+
+def taken(clip: Clip, request: VideoRequest) -> list[int]:
+    """The indices ``sample_frames`` hands the processor: repeats dropped, evened by repeating the last (§20.4)."""
+    if not clip.fps > 0:
+        raise Refused("TRAINED glm-4.1v: ValueError: Asked to sample frames per second but no video metadata was "
+                      "provided (sample_frames needs the rate)")  # fmt: skip
+    total, rate = clip.frames, clip.fps
+    fps = request.fps if request.fps is not None else DEFAULT_FPS
+    last, duration = total - 1, total / rate
+    if duration <= MAX_DURATION:
+        n = max(int(math.floor(duration * fps)), 1)
+        idx = [min(last, int(math.ceil(i * rate / fps))) for i in range(n)]
+    else:
+        samples = int(MAX_DURATION * fps)
+        if samples >= total:
+            idx = list(range(total))
+        else:
+            idx = [min(last, int(math.ceil(t * rate))) for t in np.linspace(0, duration, samples, endpoint=True)]
+    out = list(dict.fromkeys(idx))  # first occurrence kept, order kept
+    if len(out) % 2:
+        out.append(out[-1])
+    return out
+
+
+def resize(frames: int, height: int, width: int, min_pixels: float, max_pixels: float) -> tuple[int, int]:
+    """GLM's 3-D ``smart_resize`` on ``frames`` frames (§20.4 "Size"): (height, width), multiples of 28."""
+    if frames < TPS:
+        raise Refused(f"TRAINED glm-4.1v: ValueError: t:{frames} must be larger than temporal_factor:{TPS}")
+    if height < FACTOR or width < FACTOR:
+        scale = max(FACTOR / height, FACTOR / width)
+        height, width = int(height * scale), int(width * scale)
+    if max(height, width) / min(height, width) > 200:
+        raise Refused(f"TRAINED glm-4.1v: ValueError: absolute aspect ratio must be smaller than 200, got "
+                      f"{max(height, width) / min(height, width)}")  # fmt: skip
+    h, w = round(height / FACTOR) * FACTOR, round(width / FACTOR) * FACTOR
+    t = round(frames / TPS) * TPS
+    if t * h * w > max_pixels:
+        beta = math.sqrt((frames * height * width) / max_pixels)
+        h = max(FACTOR, math.floor(height / beta / FACTOR) * FACTOR)
+        w = max(FACTOR, math.floor(width / beta / FACTOR) * FACTOR)
+    elif t * h * w < min_pixels:
+        beta = math.sqrt(min_pixels / (frames * height * width))
+        h = math.ceil(height * beta / FACTOR) * FACTOR
+        w = math.ceil(width * beta / FACTOR) * FACTOR
+    return h, w
+
+
+def times(indices: list[int], rate: float, grid_t: int) -> tuple[float, ...]:
+    """The whole seconds the prompt states per temporal step: every second timestamp (index / rate), the first
+    ``grid_t`` (filled with the last, or 0), truncated to an int (§20.4 "Times")."""
+    stamps = [i / rate for i in indices][::2][:grid_t]
+    while len(stamps) < grid_t:
+        stamps.append(stamps[-1] if stamps else 0)
+    return tuple(float(int(s)) for s in stamps)
+
+
+def plan(clip: Clip, request: VideoRequest) -> VideoPlan:
+    """TRAINED GLM-4.1V: transformers 5.24.0's ``Glm4vVideoProcessor`` with the checkpoint's values (§20.4)."""
+    if request.total_pixels is not None:
+        raise Unsupported("TRAINED glm-4.1v: the video processor takes no total_pixels (accepted: fps, "
+                          "min_pixels, max_pixels; num_frames is ignored)")  # fmt: skip
+    idx = taken(clip, request)
+    low = request.min_pixels if request.min_pixels is not None else MIN_PIXELS
+    high = request.max_pixels if request.max_pixels is not None else MAX_PIXELS
+    h, w = resize(len(idx), clip.height, clip.width, low, high)
+    pad = -len(idx) % TPS  # 0: the sampler evens the count itself
+    grid = ((len(idx) + pad) // TPS, h // PATCH, w // PATCH)
+    tokens = grid[0] * grid[1] * grid[2] // (MERGE * MERGE)
+    return VideoPlan(tuple(idx) + (idx[-1],) * pad, (w, h), grid, tokens, times(idx, clip.fps, grid[0]), pad)

@@ -1,0 +1,142 @@
+"""GLM-4.1V's video oracle (`reference.oracle.video_glm`) against its trained side run for real (semantics §20.4,
+"GLM-4.1V's trained side"): every clip of the grid x every option set, drawn clips, the processor run on frames,
+and the decode of encoded clips. The trained side needs torchvision through the loader's companion before
+transformers is first imported: where this process imported it first, one test runs the rest in a child.
+"""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+import time
+from functools import partial
+from pathlib import Path
+
+import numpy as np
+import pytest
+from hypothesis import HealthCheck, example, given, settings
+from hypothesis import strategies as st
+
+from deferlab.reference.oracle import video as oracle
+from deferlab.reference.oracle import video_glm
+from deferlab.reference.system.video import Clip, Unsupported, VideoRequest, grid_clips
+from tests.reference.test_video_oracle import difference, label, options, outcome, real_code, trained
+
+FAMILY = "glm-4.1v"
+CHILD_ENV = "DEFERLAB_VIDEO_ORACLE_GLM_CHILD"
+CHILD_TESTS = "(trained or grid or drawn or decode) and not in_a_child"
+
+
+@real_code
+def test_trained_side_in_a_child() -> None:
+    """This file's trained-side tests in a pytest process of its own, when this one cannot run them."""
+    if os.environ.get(CHILD_ENV):
+        pytest.skip("this is the child")
+    try:
+        trained(FAMILY)
+    except pytest.skip.Exception as e:
+        if "run in a child" not in str(e):
+            raise
+    else:
+        pytest.skip("the trained side runs in this process")
+    here = Path(__file__)
+    proc = subprocess.run(
+        [sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", str(here), "-k", CHILD_TESTS],
+        capture_output=True, text=True, timeout=900, env={**os.environ, CHILD_ENV: "1"}, cwd=here.parents[2],
+    )  # fmt: skip
+    print(proc.stdout[-3000:])
+    assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-2000:]
+    last = proc.stdout.strip().splitlines()[-1]
+    assert " passed" in last and " skipped" not in last, last
+
+
+def test_one_row_only() -> None:
+    """GLM-4.1V has no card recipe of its own: its CARD row is `Unsupported` with the reason (semantics §20.4)."""
+    with pytest.raises(Unsupported, match="no CARD row"):
+        oracle.plan(FAMILY, "CARD", Clip(120, 30.0), VideoRequest())
+
+
+def test_stated_examples() -> None:
+    """The examples §20.4 states: the repeated last index, the small-T budget, num_frames ignored, whole seconds."""
+    one = oracle.plan(FAMILY, "TRAINED", Clip(1, 30.0), VideoRequest())
+    assert one.indices == (0, 0) and one.padded == 0 and one.size == (112, 84) and one.grid == (1, 6, 8)
+    four = oracle.plan(FAMILY, "TRAINED", Clip(120, 30.0), VideoRequest())
+    assert four.indices[:3] == (0, 15, 30) and len(four.indices) == 8 and four.size == (56, 56)
+    assert four.times == (0.0, 1.0, 2.0, 3.0) and four.tokens == 4 * 4 * 4 // 4
+    assert oracle.plan(FAMILY, "TRAINED", Clip(120, 30.0), VideoRequest(num_frames=8)) == four
+    long = video_glm.taken(Clip(288000, 240.0), VideoRequest())  # 1,200 s: 600 samples over the whole clip
+    assert len(long) == 600 and long[0] == 0 and long[-1] == 287999
+
+
+@real_code
+def test_oracle_equals_trained_on_the_grid() -> None:
+    """Every clip of the 6,000-clip grid x every option set: the oracle's plan equals the real processor's exactly
+    (times: the whole seconds of the prompt text). The wall time is printed."""
+    path = trained(FAMILY)["TRAINED"]
+    found, counts = [], {"refused": 0, "plans": 0}
+    start = time.perf_counter()
+    for request in options(FAMILY):
+        for clip in grid_clips():
+            a = outcome(partial(oracle.plan, FAMILY, "TRAINED"), clip, request)
+            b = outcome(path.plan, clip, request)
+            counts["refused" if isinstance(b, str) else "plans"] += 1
+            if (d := difference(a, b)) is not None:
+                found.append(f"{label(clip, request)}: {d}")
+    print(f"\n{FAMILY}: {6000 * len(options(FAMILY))} plans per side in {time.perf_counter() - start:.1f} s, {counts}")
+    assert not found, f"{len(found)} differ; first: " + "; ".join(found[:5])
+    assert counts["plans"] == 6000 * len(options(FAMILY))  # every grid rate is known: nothing refused
+
+
+@real_code
+@settings(max_examples=200, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(frames=st.integers(1, 300000), fps=st.one_of(st.just(0.0), st.floats(0.5, 240.0)),
+       size=st.tuples(st.integers(16, 3840), st.integers(16, 2160)),
+       request=st.one_of(st.sampled_from(options(FAMILY)), st.builds(VideoRequest, fps=st.floats(0.1, 30.0)),
+                         st.builds(VideoRequest, min_pixels=st.integers(1, 4000).map(lambda k: k * 784),
+                                   max_pixels=st.integers(1, 60000).map(lambda k: k * 784))))  # fmt: skip
+@example(frames=9000, fps=29.97, size=(1280, 720), request=VideoRequest())  # past max_duration, budget binds
+@example(frames=2, fps=1.0, size=(16, 3000), request=VideoRequest())  # scaled up, aspect ratio over 200
+def test_oracle_equals_trained_on_drawn_clips(frames: int, fps: float, size: tuple[int, int], request: VideoRequest):
+    clip = Clip(frames, fps, *size)
+    a = outcome(partial(oracle.plan, FAMILY, "TRAINED"), clip, request)
+    b = outcome(trained(FAMILY)["TRAINED"].plan, clip, request)
+    assert difference(a, b) is None, f"{label(clip, request)}: {difference(a, b)}"
+
+
+@real_code
+def test_trained_plan_equals_the_processor_run_on_frames() -> None:
+    """The plan's indices, grid and tokens equal ``Glm4vVideoProcessor`` run on index-coded frames with the clip's
+    metadata (``pixel_values_videos`` rows, ``video_grid_thw``, the frames it kept, read back from their pixels)."""
+    path = trained(FAMILY)["TRAINED"]
+    checked = 0
+    for frames, fps in ((1, 30.0), (3, 30.0), (15, 30.0), (61, 29.97), (90, 12.5)):
+        video = np.stack([oracle.encode_index(48, 64, i) for i in range(frames)])
+        for request in options(FAMILY):
+            plan = path.plan(Clip(frames, fps, 64, 48), request)
+            kw = {"fps": request.fps} if request.fps is not None else {}
+            if request.min_pixels is not None:
+                kw["size"] = {"shortest_edge": request.min_pixels, "longest_edge": request.max_pixels}
+            meta = {"total_num_frames": frames, "fps": fps, "width": 64, "height": 48, "duration": frames / fps}
+            out = path.proc(videos=[video], video_metadata=[meta], return_metadata=True, return_tensors="pt", **kw)
+            assert tuple(int(v) for v in out["video_grid_thw"][0]) == plan.grid, label(Clip(frames, fps), request)
+            assert [int(i) for i in out["video_metadata"][0].frames_indices] == list(plan.indices)
+            assert out["pixel_values_videos"].shape[0] == plan.tokens * 4
+            checked += 1
+    assert checked == 5 * len(options(FAMILY))
+
+
+@real_code
+def test_trained_decode_equals_the_oracle_decode() -> None:
+    """``load_video`` (PyAV) with the real sampler hands over the frames the oracle's plan names, the repeated last
+    index restored (§20.4), read back from the pixels, on the constant, short and one-frame kinds."""
+    from deferlab.properties import clips
+    from deferlab.properties.video_trained import oracle_path
+
+    path, mine = trained(FAMILY)["TRAINED"], oracle_path(FAMILY)
+    for kind in ("constant", "short", "one"):
+        data = clips.encode(clips.KINDS[kind])
+        for request in (VideoRequest(), VideoRequest(fps=4.0)):
+            got, want = path.decode(data, request), mine.decode(data, request)
+            assert got.indices == want.indices, (kind, request.label())
+            assert [oracle.read_index(f) for f in got.frames] == list(want.indices), (kind, request.label())
