@@ -1,0 +1,257 @@
+"""vLLM's served video path for GLM-4.1V, run for real on a CPU (semantics §20.6, GLM-4.1V).
+
+Why its own module: GLM-4.1V's path shares only the container step with the Qwen ones (`impl.vllm.video`). vLLM
+picks the ``opencv_dynamic`` loader for the checkpoint's ``Glm4vVideoProcessor``; that loader samples by duration
+and keeps the sorted set of its indices (no odd-count duplicate); the processor takes the frames as read unless
+the loader read every frame, when it samples again at its own fps; and vLLM writes the times itself
+(``Glm4vProcessingInfo._get_video_second_idx_glm4v``), one frame block of the prompt per time. Every step is the
+release's code or the checkpoint's processor (the release's pinned transformers):
+
+* ``plan`` (pixel-free): the release's ``VideoMediaIO`` and ``DynamicVideoBackend`` with the container read stood
+  in (`video_standin`: the clip's metadata, 1x1 frames); the processor's own ``sample_frames`` and ``smart_resize``
+  (`video_geometry`); the times from the release's ``_get_video_second_idx_glm4v``.
+* ``decode`` (bytes): the release's ``MediaConnector.fetch_video`` on a ``file:`` URL with the loader it picks,
+  then the processor's ``sample_frames`` where it samples again, and ``patchify``'s repeat of an odd count's last
+  frame (the frames the encoder gets; TRAINED's list carries that frame as its sampler's duplicate).
+
+Options: ``fps`` and ``num_frames`` go to the loader (``media_io_kwargs["video"]``: it ignores ``num_frames``);
+``min_pixels`` / ``max_pixels`` are ``mm_processor_kwargs``, handed flat to ``Glm4vProcessor``, whose transformers
+kwargs routing keeps only keys a processor's kwargs name (neither GLM processor names these: ignored, a note says
+so); ``total_pixels`` is no vLLM option (`Unsupported`).
+"""
+
+from __future__ import annotations
+
+import hashlib
+import importlib.util
+import json
+import tempfile
+import threading
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from deferlab.impl.image_bytes import folder as bytes_folder
+from deferlab.impl.vllm import video_geometry as geometry
+from deferlab.impl.vllm import video_standin as standin
+from deferlab.impl.vllm.sources import Source
+from deferlab.reference.system.errors import InputTypeError
+from deferlab.reference.system.requests import VIDEO_CONFIGS
+from deferlab.reference.system.video import Clip, DecodedVideo, Unsupported, VideoPlan, VideoRequest
+
+FAMILY = "glm-4.1v"
+LABEL = "VLLM"
+VIDEO = "vllm.multimodal.video"
+MEDIA = "vllm.multimodal.media.video"
+CONNECTOR = "vllm.multimodal.media.connector"
+PROCESSOR_NAME = "vllm.transformers_utils.processor"
+MODELS = "vllm.model_executor.models.glm4_1v"
+INFO = "Glm4vProcessingInfo"
+COMPANIONS = ("transformers", "torchvision")
+# The checkpoint's files as vLLM and transformers read them: config.json's model_type and the video config.
+FILES = {"config.json": {"model_type": "glm4v"}, "video_preprocessor_config.json": VIDEO_CONFIGS[FAMILY][0]}
+
+_FOLDER: list[tempfile.TemporaryDirectory] = []
+
+
+def checkpoint_folder() -> str:
+    """GLM-4.1V's checkpoint files for this process (written once, removed at exit)."""
+    if not _FOLDER:
+        holder = tempfile.TemporaryDirectory(prefix="deferlab-vllm-video-glm-")
+        for name, body in FILES.items():
+            (Path(holder.name) / name).write_text(json.dumps(body, sort_keys=True))
+        _FOLDER.append(holder)
+    return _FOLDER[0].name
+
+
+class VLLMGlmVideoPath:
+    """vLLM's GLM-4.1V video path on one release (`reference.system.video.VideoPath`)."""
+
+    label = LABEL
+    real_code = True
+    family = FAMILY
+
+    def __init__(self, source: Source, exact: bool = False) -> None:
+        missing = [c for c in COMPANIONS if c not in source.companions]
+        if missing:
+            raise Unsupported(f"n/a: {source.name} was loaded without {', '.join(missing)}, which its video path runs")
+        self.source, self.exact = source, exact
+        self.system = source.name
+        self.name = f"{self.system} ({FAMILY}, video)"
+        self._video = source.module(VIDEO)
+        self._media = source.module(MEDIA).VideoMediaIO
+        self._image_io = source.module("vllm.multimodal.media.image").ImageMediaIO
+        self._info_cls = getattr(source.module(MODELS), INFO)
+        # 0.34.0 checks the time count against the grid (_placeholder_from_timestamps); 0.33.0 writes what it has
+        self._checks_count = hasattr(self._info_cls, "_placeholder_from_timestamps")
+        folder = checkpoint_folder()
+        self.processor_name = source.module(PROCESSOR_NAME).get_video_processor_cls_name_from_config(folder)
+        self.backend = self._video.get_video_loader_backend_for_processor(self.processor_name)
+        from transformers import AutoVideoProcessor
+
+        self.processor = AutoVideoProcessor.from_pretrained(folder)
+        self._info = object.__new__(self._info_cls)  # only _get_video_second_idx_glm4v runs: it asks for this
+        self._info.get_video_processor = lambda **_: self.processor
+        self._lock = threading.Lock()
+        self._memo: dict[tuple, tuple] = {}
+        self._ran: dict[str, str] = {}
+
+    # --- the request as vLLM takes it -------------------------------------------------------------------------------
+    def _media_kwargs(self, request: VideoRequest) -> tuple[dict[str, Any], tuple[str, ...]]:
+        """``media_io_kwargs["video"]`` merged by the release over no server defaults, the loader ``fetch_video``
+        picks, and the notes on the options vLLM takes and drops."""
+        if not isinstance(request, VideoRequest):
+            raise InputTypeError(f"request must be a VideoRequest, got {type(request).__name__}")
+        if request.total_pixels is not None:
+            raise Unsupported(
+                f"{self.system} takes no total_pixels (neither a media_io nor an mm_processor kwarg of its GLM-4.1V "
+                "path); accepted: fps, num_frames, min_pixels, max_pixels"
+            )
+        runtime = {k: v for k, v in (("fps", request.fps), ("num_frames", request.num_frames)) if v is not None}
+        merged = dict(self._media.merge_kwargs(None, runtime))
+        if self.backend:
+            merged.setdefault("video_backend", self.backend)
+        notes = []
+        if request.num_frames is not None:
+            notes.append(f"num_frames={request.num_frames}: accepted by VideoMediaIO, ignored by vLLM's "
+                         f"{self.backend} loader (it samples by duration and fps; semantics §20.6)")  # fmt: skip
+        dropped = self._dropped(request)
+        if dropped:
+            notes.append(f"{', '.join(dropped)}: handed flat to Glm4vProcessor, ignored by its transformers kwargs "
+                         "routing (no GLM processor kwarg of that name; semantics §20.6)")  # fmt: skip
+        return merged, tuple(notes)
+
+    def _dropped(self, request: VideoRequest) -> list[str]:
+        """The pixel options the processor's kwargs routing drops: a flat key reaches the video processor only when
+        its kwargs (or the image processor's, which holds the same names) declare it."""
+        from transformers.processing_utils import VideosKwargs
+
+        named = set(VideosKwargs.__annotations__) | set(self.processor.valid_kwargs.__annotations__)
+        given = [k for k in ("min_pixels", "max_pixels") if getattr(request, k) is not None]
+        self._ran["processor kwargs"] = (
+            "restated: transformers ProcessorMixin._merge_kwargs' routing of flat kwargs, on the names of "
+            f"{type(self.processor).__name__}.valid_kwargs and VideosKwargs"
+        )
+        return [k for k in given if k not in named]
+
+    # --- the loader, on metadata only ------------------------------------------------------------------------------
+    def _load(self, clip: Clip, kwargs: dict[str, Any]) -> dict[str, Any]:
+        """The loader's metadata for ``clip`` (``VideoMediaIO.load_bytes`` -> ``DynamicVideoBackend.load_bytes``),
+        the container read stood in (`video_standin`)."""
+        with self._lock, standin.standin(self._video, clip):
+            io = self._media(self._image_io(), **kwargs)
+            media = io.load_bytes(b"")
+        _, metadata = media.media
+        loader = io.video_loader if isinstance(io.video_loader, type) else type(io.video_loader)
+        self._ran["sampling"] = (
+            f"real: {VIDEO}.{loader.__qualname__}._prepare_source and compute_frames_index_to_sample via "
+            f"{MEDIA}.VideoMediaIO.load_bytes (stand-in: {standin.where(self._video)} report the Clip's metadata)"
+        )
+        return dict(metadata)
+
+    @staticmethod
+    def _metadata(metadata: dict[str, Any]) -> Any:
+        """The ``VideoMetadata`` vLLM hands the processor (``_to_video_metadata``: the dict less its flag)."""
+        from transformers.video_utils import VideoMetadata
+
+        return VideoMetadata(**{k: v for k, v in metadata.items() if k != "do_sample_frames"})
+
+    def _process(self, clip: Clip, metadata: dict[str, Any]) -> tuple:
+        """(grid, the processor's own indices into the frames or None): `video_geometry` on the processor, with
+        vLLM's ``do_sample_frames`` = the loader's flag; memoized by what the answer depends on."""
+        n, sampling = len(metadata["frames_indices"]), bool(metadata["do_sample_frames"])
+        key = (n, clip.width, clip.height, sampling, (metadata["total_num_frames"], metadata["fps"]) if sampling else 0)
+        if key not in self._memo:
+            run = geometry.exact if self.exact else geometry.fast
+            call = {"do_sample_frames": sampling}
+            grid, chosen, _ = run(self.processor, n, clip.width, clip.height, self._metadata(metadata), call)
+            self._memo[key] = (grid, chosen)
+        return self._memo[key]
+
+    def plan(self, clip: Clip, request: VideoRequest) -> VideoPlan:
+        """vLLM's frames, geometry, tokens and times for ``clip`` (semantics §20.6, GLM-4.1V), nothing decoded."""
+        if not isinstance(clip, Clip):
+            raise InputTypeError(f"clip must be a Clip, got {type(clip).__name__}")
+        kwargs, notes = self._media_kwargs(request)
+        metadata = self._load(clip, kwargs)
+        valid = list(metadata["frames_indices"])
+        if not valid:  # the OpenCV codec's read_frames takes max() of the chosen indices before reading
+            raise ValueError("vLLM's OpenCV codec: the loader chose no frame (read_frames: max() arg is an empty "
+                             f"sequence; floor({clip.duration:g} s x fps) = 0)")  # fmt: skip
+        grid, chosen = self._process(clip, metadata)
+        taken = tuple(valid) if chosen is None else tuple(valid[i] for i in chosen)
+        if chosen is not None and self._checks_count:  # 0.34.0 writes the processor's indices back over the dict's
+            metadata["frames_indices"] = list(taken)
+        times = tuple(float(x) for x in self._info._get_video_second_idx_glm4v(metadata, len(valid)))
+        self._ran["times"] = f"real: {MODELS}.{INFO}._get_video_second_idx_glm4v"
+        vp = self.processor
+        t, h, w = grid
+        if self._checks_count and len(times) != t:  # _placeholder_from_timestamps' check, restated
+            raise ValueError(
+                f"Video timestamp count does not match video_grid_thw[0]: {len(times)} timestamps for grid_t={t}."
+            )
+        pad = t * vp.temporal_patch_size - len(taken)  # patchify repeats the last frame: kept in the indices
+        return VideoPlan(
+            indices=taken + taken[-1:] * pad,
+            size=(w * vp.patch_size, h * vp.patch_size),
+            grid=grid,
+            tokens=len(times) * (h * w // vp.merge_size**2),  # one frame block per time (0.33.0: whatever the grid)
+            times=times,
+            padded=pad,
+            notes=notes,
+        )
+
+    # --- bytes -----------------------------------------------------------------------------------------------------
+    def decode(self, data: bytes, request: VideoRequest) -> DecodedVideo:
+        """The frames vLLM's own loader reads from ``data`` sent as a file (a ``file:`` URL under the server's
+        ``--allowed-local-media-path``), those its processor keeps, and patchify's repeat of an odd count's last."""
+        if not isinstance(data, bytes | bytearray):
+            raise InputTypeError(f"data must be the encoded video's bytes, got {type(data).__name__}")
+        if importlib.util.find_spec("cv2") is None:
+            raise Unsupported("vLLM's 'opencv' video codec needs opencv-python-headless: install it to decode here")
+        kwargs, _ = self._media_kwargs(request)
+        kwargs.pop("video_backend", None)  # fetch_video picks it from the processor class, as a request does
+        connector = self.source.module(CONNECTOR).MediaConnector(
+            media_io_kwargs={"video": kwargs}, allowed_local_media_path=str(bytes_folder())
+        )
+        path = bytes_folder() / (hashlib.sha256(bytes(data)).hexdigest()[:24] + ".video")
+        if not path.exists():
+            path.write_bytes(bytes(data))
+        frames, metadata = connector.fetch_video(path.as_uri(), video_processor=self.processor_name).media
+        frames, indices = np.asarray(frames), list(metadata["frames_indices"])
+        if metadata["do_sample_frames"]:
+            kept = [int(i) for i in self.processor.sample_frames(self._metadata(metadata))]
+            frames, indices = frames[kept], [indices[i] for i in kept]
+            self._ran["decode resample"] = f"real: transformers {type(self.processor).__name__}.sample_frames"
+        if len(indices) % self.processor.temporal_patch_size:
+            frames, indices = np.concatenate([frames, frames[-1:]]), [*indices, indices[-1]]
+        self._ran["decode"] = f"real: {CONNECTOR}.MediaConnector.fetch_video (a file: URL, the opencv codec)"
+        return DecodedVideo(frames, tuple(indices), float(metadata["fps"]), int(metadata["total_num_frames"]))
+
+    def provenance(self) -> dict[str, str]:
+        vp = type(self.processor)
+        steps = {
+            "loader": f"real: {VIDEO}.get_video_loader_backend_for_processor({self.processor_name!r}) -> "
+            f"{self.backend!r}, from {PROCESSOR_NAME}.get_video_processor_cls_name_from_config on the checkpoint "
+            f"files ({VIDEO_CONFIGS[FAMILY][1]})",
+            "geometry": (
+                f"real: transformers {vp.__module__}.{vp.__qualname__}.__call__ on black frames of the clip's size"
+                if self.exact
+                else f"real: transformers {vp.__module__}.{vp.__qualname__}._standardize_kwargs and sample_frames, "
+                f"{vp.__module__}.smart_resize (restated: the arguments its resize passes, patchify's padding)"
+            )
+            + " with vLLM's metadata and do_sample_frames = the loader's flag",
+            "tokens": "restated: one frame block of h x w / merge_size**2 image tokens per time "
+            + (
+                "(_placeholder_from_timestamps, after its count check)"
+                if self._checks_count
+                else "(_construct_video_placeholder, no count check)"
+            ),  # fmt: skip
+            "options": "fps, num_frames: media_io_kwargs['video'] (the loader); min_pixels, max_pixels: "
+            "mm_processor_kwargs; the processor wrapper and tokenizer are not built",
+            **self._ran,
+        }
+        for name, companion in self.source.companions.items():
+            steps[f"companion {name}"] = f"{name} {companion.version} ({companion.how})"
+        return steps
