@@ -48,26 +48,11 @@ def taken(clip: Clip, request: VideoRequest) -> list[int]:
 
 
 def resize(frames: int, height: int, width: int, min_pixels: float, max_pixels: float) -> tuple[int, int]:
-    """GLM's 3-D ``smart_resize`` on ``frames`` frames (§20.4 "Size"): (height, width), multiples of 28."""
-    if frames < TPS:
-        raise Refused(f"TRAINED glm-4.1v: ValueError: t:{frames} must be larger than temporal_factor:{TPS}")
-    if height < FACTOR or width < FACTOR:
-        scale = max(FACTOR / height, FACTOR / width)
-        height, width = int(height * scale), int(width * scale)
-    if max(height, width) / min(height, width) > 200:
-        raise Refused(f"TRAINED glm-4.1v: ValueError: absolute aspect ratio must be smaller than 200, got "
-                      f"{max(height, width) / min(height, width)}")  # fmt: skip
-    h, w = round(height / FACTOR) * FACTOR, round(width / FACTOR) * FACTOR
-    t = round(frames / TPS) * TPS
-    if t * h * w > max_pixels:
-        beta = math.sqrt((frames * height * width) / max_pixels)
-        h = max(FACTOR, math.floor(height / beta / FACTOR) * FACTOR)
-        w = max(FACTOR, math.floor(width / beta / FACTOR) * FACTOR)
-    elif t * h * w < min_pixels:
-        beta = math.sqrt(min_pixels / (frames * height * width))
-        h = math.ceil(height * beta / FACTOR) * FACTOR
-        w = math.ceil(width * beta / FACTOR) * FACTOR
-    return h, w
+    """GLM's 3-D ``smart_resize`` on ``frames`` frames (§20.4 "Size"): (height, width), multiples of 28. The same
+    rule as Qwen3-VL's (`video.hf_resize_3d`, read side by side in transformers 5.24.0) at GLM's factor 28."""
+    from deferlab.reference.oracle.video import hf_resize_3d
+
+    return hf_resize_3d(frames, height, width, TPS, FACTOR, min_pixels, max_pixels)
 
 
 def times(indices: list[int], rate: float, grid_t: int) -> tuple[float, ...]:

@@ -106,19 +106,24 @@ def trained(family: str) -> dict[str, Any]:
 @real_code
 def test_trained_sides_in_a_child() -> None:
     """This file's trained-side tests in a pytest process of its own, when this one cannot run them."""
-    if os.environ.get(CHILD_ENV):
+    run_in_a_child(Path(__file__), "qwen3-vl", CHILD_TESTS, CHILD_ENV)
+
+
+def run_in_a_child(here: Path, family: str, tests: str, env: str) -> None:
+    """The ``tests`` of the file ``here`` in a pytest process of their own (``env`` set: they run there), all
+    passing and none skipped, when this process cannot build ``family``'s trained side (skipped when it can)."""
+    if os.environ.get(env):
         pytest.skip("this is the child")
     try:
-        trained("qwen3-vl")
+        trained(family)
     except pytest.skip.Exception as e:
         if "run in a child" not in str(e):
             raise
     else:
         pytest.skip("the trained sides run in this process")
-    here = Path(__file__)
     proc = subprocess.run(
-        [sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", str(here), "-k", CHILD_TESTS],
-        capture_output=True, text=True, timeout=900, env={**os.environ, CHILD_ENV: "1"}, cwd=here.parents[2],
+        [sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", str(here), "-k", tests],
+        capture_output=True, text=True, timeout=900, env={**os.environ, env: "1"}, cwd=here.parents[2],
     )  # fmt: skip
     print(proc.stdout[-3000:])
     assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-2000:]

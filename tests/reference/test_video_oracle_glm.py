@@ -6,9 +6,6 @@ transformers is first imported: where this process imported it first, one test r
 
 from __future__ import annotations
 
-import os
-import subprocess
-import sys
 import time
 from functools import partial
 from pathlib import Path
@@ -21,7 +18,7 @@ from hypothesis import strategies as st
 from deferlab.reference.oracle import video as oracle
 from deferlab.reference.oracle import video_glm
 from deferlab.reference.system.video import Clip, Unsupported, VideoRequest, grid_clips
-from tests.reference.test_video_oracle import difference, label, options, outcome, real_code, trained
+from tests.reference.test_video_oracle import difference, label, options, outcome, real_code, run_in_a_child, trained
 
 FAMILY = "glm-4.1v"
 CHILD_ENV = "DEFERLAB_VIDEO_ORACLE_GLM_CHILD"
@@ -31,24 +28,7 @@ CHILD_TESTS = "(trained or grid or drawn or decode) and not in_a_child"
 @real_code
 def test_trained_side_in_a_child() -> None:
     """This file's trained-side tests in a pytest process of its own, when this one cannot run them."""
-    if os.environ.get(CHILD_ENV):
-        pytest.skip("this is the child")
-    try:
-        trained(FAMILY)
-    except pytest.skip.Exception as e:
-        if "run in a child" not in str(e):
-            raise
-    else:
-        pytest.skip("the trained side runs in this process")
-    here = Path(__file__)
-    proc = subprocess.run(
-        [sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", str(here), "-k", CHILD_TESTS],
-        capture_output=True, text=True, timeout=900, env={**os.environ, CHILD_ENV: "1"}, cwd=here.parents[2],
-    )  # fmt: skip
-    print(proc.stdout[-3000:])
-    assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-2000:]
-    last = proc.stdout.strip().splitlines()[-1]
-    assert " passed" in last and " skipped" not in last, last
+    run_in_a_child(Path(__file__), FAMILY, CHILD_TESTS, CHILD_ENV)
 
 
 def test_one_row_only() -> None:
