@@ -81,7 +81,7 @@ def video_paths(source: Source, family: str) -> list[VideoPath]:
         return [VLLMGlmVideoPath(source)]
     if family not in checkpoint.FAMILIES:
         why = NO_PATH.get(family, f"no vLLM video path for {family!r} in deferlab")
-        raise Unsupported(f"n/a: {why}; accepted: {', '.join(checkpoint.FAMILIES)}")
+        raise Unsupported(f"n/a: {why}; accepted: {', '.join((*checkpoint.FAMILIES, 'glm-4.1v'))}")
     return [VLLMVideoPath(source, family)]
 
 
