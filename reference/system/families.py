@@ -171,7 +171,10 @@ for _name, _display, _checkpoint, _classes in (
 # GLM-4.1V (semantics §18.9): judged on geometry too, its checkpoint's smart_resize restated (reference.oracle.glm4v)
 # and SGLang's path computing it; a path that ships its pixels raw (vLLM's) answers C13 ``n/a`` by its own
 # ``judged_claims`` (properties/claims/test_families.py), so the family's scope does not judge it.
-FAMILIES["glm-4.1v"] = replace(FAMILIES["glm-4.1v"], scope="geometry", trained="deferlab.reference.oracle.glm4v")
+# Its checkpoint names a video processor (Glm4vVideoProcessor, semantics §20.4): the video claims apply.
+FAMILIES["glm-4.1v"] = replace(
+    FAMILIES["glm-4.1v"], scope="geometry", trained="deferlab.reference.oracle.glm4v", video=True
+)
 
 # PaddleOCR-VL (semantics §18.9): SGLang's own Qwen-VL processor subclass over transformers' processor, in full.
 FAMILIES["paddleocr-vl"] = Family(
