@@ -13,6 +13,7 @@ import pytest
 from deferlab.reference.oracle import glm4v
 from deferlab.reference.system.errors import InputTypeError, InputValueError
 from deferlab.reference.system.family_configs_published import PUBLISHED
+from tests.reference import family_checks as checks
 
 GEO = glm4v.Glm4vGeometry()  # the published config: factor 28, T 2, 12,544..9,633,792
 
@@ -31,67 +32,35 @@ def test_config_reader_refuses_bad_values() -> None:
         glm4v.Glm4vGeometry.from_config([("size", 1)])
 
 
-@pytest.mark.parametrize(
-    ("hw", "expected"),
-    [
-        ((1, 1), (84, 84)),  # scaled to 28 x 28, then 2*784 under the minimum: grown by sqrt(8), ceiled
-        ((200, 1), (5600, 28)),  # scaled to 5600 x 28: ratio exactly 200, kept
-        ((1, 6), (56, 196)),  # scaled by 28 (w under the factor), then the minimum
-        ((112, 112), (112, 112)),  # 2 * 12,544 pixels: inside the bounds, kept
-        ((42, 70), (84, 112)),  # 1.5 -> 2, 2.5 -> 2 (half to even): 2 * 56 * 56 under the minimum: grown
-        ((1080, 1920), (1092, 1932)),  # in budget: 38.57 -> 39, 68.57 -> 69 factors
-        ((3000, 4000), (1876, 2520)),  # over: scaled by sqrt(2 * 12e6 / 9633792), floored
-        ((4096, 4096), (2184, 2184)),
-    ],
-)
-def test_resize_target_by_hand(hw: tuple[int, int], expected: tuple[int, int]) -> None:
-    assert glm4v.resize_target(*hw, GEO) == expected
+BY_HAND = [  # (config, (h, w), resize target)
+    (GEO, (1, 1), (84, 84)),  # scaled to 28 x 28, then 2*784 under the minimum: grown by sqrt(8), ceiled
+    (GEO, (200, 1), (5600, 28)),  # scaled to 5600 x 28: ratio exactly 200, kept
+    (GEO, (1, 6), (56, 196)),  # scaled by 28 (w under the factor), then the minimum
+    (GEO, (112, 112), (112, 112)),  # 2 * 12,544 pixels: inside the bounds, kept
+    (GEO, (42, 70), (84, 112)),  # 1.5 -> 2, 2.5 -> 2 (half to even): 2 * 56 * 56 under the minimum: grown
+    (GEO, (1080, 1920), (1092, 1932)),  # in budget: 38.57 -> 39, 68.57 -> 69 factors
+    (GEO, (3000, 4000), (1876, 2520)),  # over: scaled by sqrt(2 * 12e6 / 9633792), floored
+    (GEO, (4096, 4096), (2184, 2184)),
+]
+# the ratio is read after the small-side scale-up: 1 x 201 (scaled to 28 x 5628) is refused
+TestResizeRules = checks.resize_rules(
+    glm4v, GEO, targets=BY_HAND, grid=((1080, 1920), (1, 78, 138), 78 * 138 // 4),
+    refused=[(201, 1), (1, 201), (4096, 20)],
+    refusals=("side ratio over 200", {"size": 1}, "Glm4vGeometry"),
+)  # fmt: skip
 
 
-def test_grid_and_tokens_by_hand() -> None:
-    assert glm4v.grid(1080, 1920, GEO) == (1, 78, 138)
-    assert glm4v.num_tokens(1080, 1920, GEO) == 78 * 138 // 4
-
-
-@pytest.mark.parametrize("hw", [(201, 1), (1, 201), (4096, 20)])
-def test_a_ratio_over_200_after_the_scale_up_is_refused(hw: tuple[int, int]) -> None:
-    with pytest.raises(InputValueError, match="side ratio over 200"):
-        glm4v.resize_target(*hw, GEO)
-
-
-def test_vectorized_refusals_are_0_and_bad_arrays_are_refused() -> None:
+def test_vectorized_refusals_are_0() -> None:
     new_h, new_w = glm4v.resize_targets(np.array([201, 200]), np.array([1, 1]), GEO)
     assert new_h.tolist() == [0, 5600] and new_w.tolist() == [0, 28]
-    with pytest.raises(InputTypeError, match="integer array"):
-        glm4v.resize_targets(np.array([1.5]), np.array([1]), GEO)
-    with pytest.raises(InputValueError, match="heights must all be in"):
-        glm4v.resize_targets(np.array([0]), np.array([1]), GEO)
-    with pytest.raises(InputTypeError, match="Glm4vGeometry"):
-        glm4v.resize_targets(np.array([1]), np.array([1]), {"size": 1})
-
-
-def _sizes() -> tuple[np.ndarray, np.ndarray]:
-    """(heights, widths): every size to 120 x 120, every 1 x n and n x 1 to 4096, multiples of 14 and 28 +-1 against
-    each other to 4096, 3000 drawn sizes."""
-    small = np.arange(1, 121)
-    hs, ws = [np.repeat(small, 120)], [np.tile(small, 120)]
-    line = np.arange(1, 4097)
-    hs += [line, np.ones_like(line)]
-    ws += [np.ones_like(line), line]
-    edge = np.unique(np.concatenate([np.arange(14, 4097, 14) + d for d in (-1, 0, 1)]))
-    edge = edge[(edge >= 1) & (edge <= 4096)]
-    rng = np.random.default_rng(29)
-    picked = rng.choice(edge, (4000, 2))
-    hs += [picked[:, 0], rng.integers(1, 4097, 3000)]
-    ws += [picked[:, 1], rng.integers(1, 4097, 3000)]
-    return np.concatenate(hs), np.concatenate(ws)
 
 
 @pytest.mark.extra("transformers")
 def test_equals_transformers_5_24_run_for_real() -> None:
     pil = pytest.importorskip("transformers.models.glm4v.image_processing_pil_glm4v")
     proc = pil.Glm4vImageProcessorPil(size={"shortest_edge": GEO.min_pixels, "longest_edge": GEO.max_pixels})
-    hs, ws = _sizes()
+    # every size to 120 x 120, 1 x n and n x 1 to 4096, multiples of 14 (and so 28) +-1 paired, 3000 drawn
+    hs, ws = checks.size_arrays(14, 29, 4000, 3000, small=True, squares=False)
     new_h, new_w = glm4v.resize_targets(hs, ws, GEO)
     refused = 0
     for h, w, oh, ow in zip(hs.tolist(), ws.tolist(), new_h.tolist(), new_w.tolist(), strict=True):

@@ -16,8 +16,9 @@ import pytest
 from PIL import Image
 
 from deferlab.reference.oracle import minicpm_v
-from deferlab.reference.system.errors import ConfigError, InputTypeError, InputValueError
+from deferlab.reference.system.errors import ConfigError
 from deferlab.reference.system.family_configs_published import PUBLISHED
+from tests.reference import family_checks as checks
 
 GEO = minicpm_v.MiniCPMVGeometry()  # the published values: 9 slices, 448, patch 14, 16x (divisor 56)
 
@@ -55,12 +56,7 @@ def test_vectorized_equals_the_scalar_rule_on_drawn_sizes() -> None:
 
 
 def test_bad_arrays_and_geometries_are_refused() -> None:
-    with pytest.raises(InputTypeError, match="integer array"):
-        minicpm_v.targets(np.array([1.5]), np.array([1]), GEO)
-    with pytest.raises(InputValueError, match="heights must all be in"):
-        minicpm_v.targets(np.array([0]), np.array([1]), GEO)
-    with pytest.raises(InputTypeError, match="MiniCPMVGeometry"):
-        minicpm_v.targets(np.array([1]), np.array([1]), {"max_slice_nums": 9})
+    checks.front_door_refusals(minicpm_v.geometry, minicpm_v.targets, GEO, {"max_slice_nums": 9}, "MiniCPMVGeometry")
 
 
 def test_the_family_is_judged_on_geometry_with_its_own_config_type() -> None:
@@ -86,23 +82,12 @@ def test_the_family_is_judged_on_geometry_with_its_own_config_type() -> None:
         MiniCPMVConfig.from_preprocessor_config({**PUBLISHED["minicpm-v-4.6"], "image_std": [0, 1, 1]}, name="std")
 
 
-def _sizes() -> tuple[np.ndarray, np.ndarray]:
-    """(heights, widths): 1 x n and n x 1 to 4096, multiples of 56 and 448 +-1 against each other, squares to
-    4096, 12,000 drawn sizes."""
-    line = np.arange(1, 4097)
-    edge = np.unique(np.concatenate([np.arange(56, 4097, 56) + d for d in (-1, 0, 1)]))
-    rng = np.random.default_rng(31)
-    picked = rng.choice(edge[edge <= 4096], (2000, 2))
-    hs = [line, np.ones_like(line), picked[:, 0], line, rng.integers(1, 4097, 12000)]
-    ws = [np.ones_like(line), line, picked[:, 1], line, rng.integers(1, 4097, 12000)]
-    return np.concatenate(hs), np.concatenate(ws)
-
-
 @pytest.mark.extra("transformers")
 def test_equals_transformers_5_24_run_for_real() -> None:
     pil = pytest.importorskip("transformers.models.minicpmv4_6.image_processing_pil_minicpmv4_6")
     ip = pil.MiniCPMV4_6ImageProcessorPil()
-    hs, ws = _sizes()
+    # 1 x n, n x 1 and n x n to 4096, multiples of 56 (and so 448) +-1 paired, 12,000 drawn
+    hs, ws = checks.size_arrays(56, 31, 2000, 12000, small=False, squares=True)
     found = np.stack(minicpm_v.targets(hs, ws, GEO))
     sliced = 0
     for i, (h, w) in enumerate(zip(hs.tolist(), ws.tolist(), strict=True)):

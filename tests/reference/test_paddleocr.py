@@ -15,81 +15,36 @@ import pytest
 from PIL import Image
 
 from deferlab.reference.oracle import paddleocr
-from deferlab.reference.system.errors import InputTypeError, InputValueError
+from deferlab.reference.system.errors import InputValueError
 from deferlab.reference.system.family_configs import PaddleOCRVLConfig, family_profile, published_config
+from tests.reference import family_checks as checks
 from tests.reference.test_qwen import classes
 
 CFG = family_profile("paddleocr-vl")  # factor 28, 147384..2822400 pixels
 TIGHT = PaddleOCRVLConfig(min_pixels=784, max_pixels=3136)  # small sizes reach the max-pixel branch
 
 
-@pytest.mark.parametrize(
-    ("cfg", "hw", "expected"),
-    [
-        (CFG, (1, 1), (392, 392)),  # 28 x 28 after the small-side step, then grown to the minimum
-        (CFG, (1, 200), (28, 5600)),  # 28 x 5600: ratio 200 exactly, not refused (Qwen refuses 1 x 201 only)
-        (CFG, (200, 1), (5600, 28)),
-        (CFG, (20, 30), (336, 476)),  # 28 x round(42) = 42, then grown
-        (CFG, (1000, 800), (1008, 812)),  # in budget: 35.7 -> 36, 28.57 -> 29 factors
-        (CFG, (3000, 4000), (1428, 1932)),  # over: x 1/sqrt(12e6 / 2822400), floored
-        (TIGHT, (100, 100), (56, 56)),  # 112 x 112 = 12544 > 3136: shrunk
-        (TIGHT, (10, 10), (28, 28)),  # small-side step to 28 x 28 = 784, the minimum: kept
-    ],
-)
-def test_resize_target_by_hand(cfg: PaddleOCRVLConfig, hw: tuple[int, int], expected: tuple[int, int]) -> None:
-    assert paddleocr.resize_target(*hw, cfg) == expected
+BY_HAND = [  # (config, (h, w), resize target)
+    (CFG, (1, 1), (392, 392)),  # 28 x 28 after the small-side step, then grown to the minimum
+    (CFG, (1, 200), (28, 5600)),  # 28 x 5600: ratio 200 exactly, not refused (Qwen refuses 1 x 201 only)
+    (CFG, (200, 1), (5600, 28)),
+    (CFG, (20, 30), (336, 476)),  # 28 x round(42) = 42, then grown
+    (CFG, (1000, 800), (1008, 812)),  # in budget: 35.7 -> 36, 28.57 -> 29 factors
+    (CFG, (3000, 4000), (1428, 1932)),  # over: x 1/sqrt(12e6 / 2822400), floored
+    (TIGHT, (100, 100), (56, 56)),  # 112 x 112 = 12544 > 3136: shrunk
+    (TIGHT, (10, 10), (28, 28)),  # small-side step to 28 x 28 = 784, the minimum: kept
+]
+# the ratio is read after the small-side step: 1 x 5600 is refused, 1 x 200 (28 x 5600) kept
+TestResizeRules = checks.resize_rules(
+    paddleocr, CFG, targets=BY_HAND, grid=((1000, 800), (1, 72, 58), 72 * 58 // 4),
+    refused=[(1, 5600), (27, 5401), (5601, 28)], sweep={"published": CFG, "tight": TIGHT},
+    refusals=("side ratio .* is over 200", family_profile("qwen2.5-vl"), "cfg must be a PaddleOCRVLConfig"),
+)  # fmt: skip
 
 
-def test_grid_and_tokens_by_hand() -> None:
-    assert paddleocr.grid(1000, 800, CFG) == (1, 72, 58)
-    assert paddleocr.num_tokens(1000, 800, CFG) == 72 * 58 // 4
-
-
-@pytest.mark.parametrize("hw", [(1, 5600), (27, 5401), (5601, 28)])
-def test_a_ratio_over_200_after_the_small_side_step_is_refused(hw: tuple[int, int]) -> None:
-    with pytest.raises(InputValueError, match="side ratio .* is over 200") as info:
-        paddleocr.resize_target(*hw, CFG)
-    assert "\n" not in str(info.value)
-    h, w = paddleocr.resize_targets(np.array([hw[0]]), np.array([hw[1]]), CFG)
-    assert (h.tolist(), w.tolist()) == ([0], [0])
-
-
-def test_front_door_refusals() -> None:
-    with pytest.raises(InputTypeError, match="cfg must be"):
-        paddleocr.resize_target(10, 10, family_profile("qwen2.5-vl"))
-    with pytest.raises(InputTypeError, match="heights must be an integer array"):
-        paddleocr.resize_targets(np.array([1.5]), np.array([2]), CFG)
-    with pytest.raises(InputValueError, match="widths must all be in 1.."):
-        paddleocr.resize_targets(np.array([1]), np.array([0]), CFG)
+def test_preprocess_without_rgb_conversion_refuses_other_modes() -> None:
     with pytest.raises(InputValueError, match="do_convert_rgb is false"):
-        cfg = PaddleOCRVLConfig(do_convert_rgb=False)
-        paddleocr.preprocess(Image.new("L", (4, 4)), cfg)
-
-
-def sizes(seed: int = 5) -> list[tuple[int, int]]:
-    """Every size to 120 x 120, every 1 x n and n x 1 to 4096, factor multiples +-1, and drawn sizes."""
-    rng = np.random.default_rng(seed)
-    found = [(h, w) for h in range(1, 121) for w in range(1, 121)]
-    found += [(1, n) for n in range(1, 4097)] + [(n, 1) for n in range(1, 4097)]
-    found += [
-        (k * 28 + d, j * 28 + e) for k in range(1, 147, 5) for j in (1, 13, 146) for d in (-1, 0, 1) for e in (-1, 0, 1)
-    ]
-    return found + [tuple(map(int, s)) for s in rng.integers(1, 4097, (5000, 2))]
-
-
-def scalar(h: int, w: int, cfg: PaddleOCRVLConfig) -> tuple[int, int]:
-    try:
-        return paddleocr.resize_target(h, w, cfg)
-    except InputValueError:
-        return 0, 0
-
-
-@pytest.mark.parametrize("cfg", [CFG, TIGHT], ids=["published", "tight"])
-def test_vectorized_equals_scalar(cfg: PaddleOCRVLConfig) -> None:
-    found = sizes()
-    h, w = (np.array(v) for v in zip(*found, strict=True))
-    vh, vw = paddleocr.resize_targets(h, w, cfg)
-    assert [scalar(a, b, cfg) for a, b in found] == list(zip(vh.tolist(), vw.tolist(), strict=True))
+        paddleocr.preprocess(Image.new("L", (4, 4)), PaddleOCRVLConfig(do_convert_rgb=False))
 
 
 @pytest.mark.slow
@@ -121,17 +76,7 @@ def transformers_processor():
 @pytest.mark.extra("transformers")
 def test_geometry_and_patches_equal_transformers() -> None:
     module, processor = transformers_processor()
-    for cfg in (CFG, TIGHT):
-        found = sizes(seed=6)
-        for h, w in found:
-            try:
-                theirs = module.smart_resize(h, w, cfg.factor, min_pixels=cfg.min_pixels, max_pixels=cfg.max_pixels)
-            except ValueError:
-                theirs = (0, 0)
-            assert scalar(h, w, cfg) == theirs, (h, w)
-    for h, w in sizes(seed=7)[::97]:
-        if scalar(h, w, CFG) != (0, 0):
-            assert paddleocr.num_tokens(h, w, CFG) * 4 == processor.get_number_of_image_patches(h, w), (h, w)
+    checks.smart_resize_equals(paddleocr, module, processor, CFG, TIGHT)
 
 
 @pytest.mark.extra("transformers")
