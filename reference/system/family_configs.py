@@ -126,8 +126,22 @@ class NormConfig:
         return _reading(name, lambda: cls(**read.values(cfg, read.NORM_KEYS, name)))
 
 
+class _PatchedNorm:
+    """What a config with a patch grid and its own normalization fields derives (`ErnieVLConfig`, `QwenVLConfig`
+    and their kin): one property each, so the two families cannot drift apart on them."""
+
+    @property
+    def factor(self) -> int:
+        """patch_size * merge_size: every resized side is a multiple of it."""
+        return self.patch_size * self.merge_size
+
+    @property
+    def norm(self) -> NormConfig:
+        return NormConfig(self.image_mean, self.image_std, self.rescale_factor, self.do_rescale, self.do_normalize)
+
+
 @dataclass(frozen=True)
-class ErnieVLConfig(NormConfig):
+class ErnieVLConfig(_PatchedNorm, NormConfig):
     """ERNIE-4.5-VL's image processor (transformers ``Ernie4_5_VLMoeImageProcessor``; semantics §18.9): the
     rescale and normalize of a `NormConfig` and its own ``smart_resize`` bounds (`reference.oracle.ernie45_vl`);
     judged on geometry and normalization (its pixels are not restated)."""
@@ -145,14 +159,6 @@ class ErnieVLConfig(NormConfig):
             object.__setattr__(self, key, check_positive_int(key, getattr(self, key)))
         if self.min_pixels > self.max_pixels:
             raise InputValueError(f"min_pixels must be <= max_pixels, got {self.min_pixels} > {self.max_pixels}")
-
-    @property
-    def factor(self) -> int:
-        return self.patch_size * self.merge_size
-
-    @property
-    def norm(self) -> NormConfig:
-        return NormConfig(self.image_mean, self.image_std, self.rescale_factor, self.do_rescale, self.do_normalize)
 
     @classmethod
     def from_preprocessor_config(cls, cfg: Mapping[str, Any], *, name: str = "config") -> ErnieVLConfig:
@@ -223,7 +229,7 @@ def _reading(name: str, build: Callable[[], _C]) -> _C:
 
 
 @dataclass(frozen=True)
-class QwenVLConfig:
+class QwenVLConfig(_PatchedNorm):
     """Qwen2-VL's image processor settings (transformers ``Qwen2VLImageProcessor``; semantics §18.2)."""
 
     kind: ClassVar[str] = "qwen"  # the family kind this type is (`CONFIG_TYPES`)
@@ -256,15 +262,6 @@ class QwenVLConfig:
         object.__setattr__(self, "do_convert_rgb", check_bool("do_convert_rgb", self.do_convert_rgb))
         resample = check_int("resample", self.resample, minimum=0, maximum=5)
         object.__setattr__(self, "resample", resample)
-
-    @property
-    def factor(self) -> int:
-        """patch_size * merge_size: every resized side is a multiple of it."""
-        return self.patch_size * self.merge_size
-
-    @property
-    def norm(self) -> NormConfig:
-        return NormConfig(self.image_mean, self.image_std, self.rescale_factor, self.do_rescale, self.do_normalize)
 
     @classmethod
     def from_preprocessor_config(cls, cfg: Mapping[str, Any], *, name: str = "config") -> QwenVLConfig:
