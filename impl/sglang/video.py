@@ -35,7 +35,7 @@ MODULE = "sglang.srt.multimodal.processors.qwen_vl"
 DECODER = "sglang.srt.utils.video_decoder"
 LABEL = "SGLANG"
 FAMILIES = ("qwen2.5-vl", "qwen3-vl")
-COMPANIONS = {family: ("transformers", "torchvision") for family in FAMILIES}
+COMPANIONS = {family: ("transformers", "torchvision") for family in (*FAMILIES, "glm-4.1v")}
 # The checkpoints' video processors (semantics §20.4): Qwen/Qwen2.5-VL-7B-Instruct ships no
 # video_preprocessor_config.json (transformers builds Qwen2VLVideoProcessor from preprocessor_config.json's
 # min/max_pixels), Qwen/Qwen3-VL-8B-Instruct's video_preprocessor_config.json gives size 4096..25165824.
@@ -290,8 +290,12 @@ def video_paths(source: Any, family: str) -> list[SGLangVideoPath]:
     """SGLang's video paths for ``family`` (semantics §20.5): one, labelled SGLANG, for the Qwen families."""
     if family in FAMILIES:
         return [SGLangVideoPath(source, family)]
+    if family == "glm-4.1v":  # its own module: SGLang's GLM-4V processor (semantics §20.5)
+        from deferlab.impl.sglang.video_glm import SGLangGlmVideoPath
+
+        return [SGLangGlmVideoPath(source)]
     why = {
         "kimi-k3": "SGLang's Kimi-K3 processor refuses video ('Kimi-K3 supports image input only')",
         "internvl": "InternVL's checkpoints name no video processor to be the trained side (semantics §20.1)",
-    }.get(family, "SGLang's video path in deferlab covers the Qwen families only")
-    raise Unsupported(f"n/a: no SGLang video path for {family!r}: {why}; accepted: {', '.join(FAMILIES)}")
+    }.get(family, "SGLang's video path in deferlab covers the Qwen families and GLM-4.1V only")
+    raise Unsupported(f"n/a: no SGLang video path for {family!r}: {why}; accepted: {', '.join(FAMILIES)}, glm-4.1v")
