@@ -9,6 +9,7 @@ Found by the reports through the registry: the module beside the plugin's ``vide
 
 from __future__ import annotations
 
+from deferlab.impl.vllm import video_glm
 from deferlab.impl.vllm.video_checkpoint import FAMILIES as _CHECKPOINTS
 
 # constant -> (the request's options it holds, None: every one; vLLM's name for those it names otherwise):
@@ -18,12 +19,18 @@ OPTIONS: dict[str, tuple[tuple[str, ...] | None, dict[str, str]]] = {
 }
 _QWEN = ("qwen2.5-vl", "qwen3-vl")
 # claim -> the families whose script the reproducers write for vLLM
-FAMILIES: dict[str, tuple[str, ...]] = {"C16": _QWEN, "C17": _QWEN, "C18": _QWEN, "C19": _QWEN}
+# GLM-4.1V's C16-C18 (semantics §20.6; its C19 script is not written yet)
+FAMILIES: dict[str, tuple[str, ...]] = {
+    **{cid: (*_QWEN, video_glm.FAMILY) for cid in ("C16", "C17", "C18")},
+    "C19": _QWEN,
+}
 SERVED = "vLLM's video loader"  # the served side, as a script's test names it
 LOADER = "vLLM's media connector"  # the served side of C20
 # family -> the constants its C17/C18 scripts state: INFO, (module, class) of the release's processing info, whose
-# _complete_mm_processor_size_aliases, _get_vision_size and (Qwen3-VL) _get_video_second_idx the scripts call
+# _complete_mm_processor_size_aliases, _get_vision_size and (Qwen3-VL) _get_video_second_idx the scripts call;
+# GLM-4.1V's, whose _construct_video_placeholder its scripts call
 CONSTANTS: dict[str, dict[str, object]] = {f: {"INFO": (v.info_module, v.info_class)} for f, v in _CHECKPOINTS.items()}
+CONSTANTS[video_glm.FAMILY] = {"INFO": (video_glm.MODELS, video_glm.INFO)}
 # none of vLLM's served times are the processor's timestamps of its frames: Qwen2.5-VL's are second_per_grid_ts of
 # its metadata, Qwen3-VL's its own _get_video_second_idx (semantics §20.6)
 PROCESSOR_TIMES: tuple[str, ...] = ()

@@ -29,14 +29,21 @@ from string import Template
 from types import ModuleType
 from typing import Any
 
-from deferlab.reports.repro import bytes_texts
+from deferlab.reports.repro import bytes_texts, video_glm_texts
 from deferlab.reports.repro import video_served_texts as more
 from deferlab.reports.repro import video_texts as texts
 from deferlab.reports.repro.fitting import literal
 from deferlab.reports.repro.served import _literal
 
 CLAIMS = ("C16", "C17", "C18", "C19", "C20")
-PROCESSORS = {"qwen2.5-vl": "Qwen2VLVideoProcessor", "qwen3-vl": "Qwen3VLVideoProcessor"}
+PROCESSORS = {
+    "qwen2.5-vl": "Qwen2VLVideoProcessor",
+    "qwen3-vl": "Qwen3VLVideoProcessor",
+    "glm-4.1v": "Glm4vVideoProcessor",
+}
+# family -> its own texts where its trained side is not the Qwen ones' (GLM-4.1V's sampler, padding and prompt
+# times, semantics §20.4): per engine its imports and functions (``VIDEO``), per claim its test, its constants
+_OWN = {"glm-4.1v": video_glm_texts}
 _TESTS = {"C16": texts.VIDEO_C16_TEST, "C17": texts.VIDEO_C17_TEST, "C18": texts.VIDEO_C18_TEST}
 _VIDEO = {
     "sglang": (texts.SGLANG_VIDEO_IMPORTS, texts.SGLANG_VIDEO),
@@ -146,6 +153,14 @@ def fit_video(cid: str, c: Any, ce: Any, failure: str) -> tuple[str, str, str] |
     consts = "# The clip deferlab's counterexample names (its metadata only: semantics §20.3, pixel-free)\n"
     consts += _consts(FRAMES=clip["frames"], FPS=clip["fps"], WIDTH=clip["width"], HEIGHT=clip["height"])
     consts += video_consts(c, part, options, "VideoRequest's names; semantics §20.4-§20.7 map them to each side")
+    own = _OWN.get(c.family)
+    if own is not None:
+        if c.engine not in own.VIDEO:
+            return None
+        (stdlib, engine), served = own.VIDEO[c.engine]
+        consts += "".join(_consts(**{n: part.CONSTANTS[c.family][n]}) for n in own.NAMES[c.engine])
+        imports = "\n" + texts.VIDEO_NEEDS + stdlib + "\n" + engine + texts.VIDEO_IMPORTS + own.IMPORTS
+        return imports, consts, served + own.TESTS[cid]
     (stdlib, engine), served = _VIDEO[c.engine]
     test, more_of = _TESTS[cid], _MORE.get((c.engine, cid), ("", "", "", ()))
     if cid == "C18" and c.family in getattr(part, "PROCESSOR_TIMES", ()):

@@ -93,7 +93,7 @@ def _served_times(monkeypatch):
     return [k * per for k in range(_grid(video)[0])]
 '''
 
-TRAINED_TIMES = '''
+_QWEN_TIMES = '''
 
 def _times(indices, fps):
     """Qwen3VLProcessor's own _calculate_timestamps of the indices at ``fps`` (pairs of the temporal patch
@@ -125,7 +125,9 @@ def _trained_times():
         meta.frames_indices = indices
     per = tps / meta.sampled_fps
     return [k * per for k in range(-(-len(indices) // tps))]
+'''
 
+TIMES_TEST = '''
 
 def test_${cid}_video_times_equal_the_checkpoints(monkeypatch):
     """The times the model is told each temporal grid step sits at equal the checkpoint's within 1e-6 s (semantics
@@ -138,3 +140,4 @@ def test_${cid}_video_times_equal_the_checkpoints(monkeypatch):
     assert len(served) == len(trained), f"{len(served)} times {served} != the checkpoint's {len(trained)} {trained}"
     assert all(abs(a - b) <= 1e-6 for a, b in zip(served, trained)), f"times {served} != {trained}"
 '''
+TRAINED_TIMES = _QWEN_TIMES + TIMES_TEST

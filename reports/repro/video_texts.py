@@ -16,7 +16,7 @@ VIDEO_IMPORTS = """import transformers
 from transformers.video_utils import VideoMetadata
 """
 
-_VIDEO_COMMON = '''
+VIDEO_ANSWER = '''
 REFUSALS = (ValueError, AssertionError, ZeroDivisionError, TypeError, IndexError)
 
 
@@ -42,7 +42,9 @@ def _sample(proc, meta, given):
     for name in ("input_data_format", "do_convert_rgb", "do_sample_frames", "device", "video_metadata"):
         kw.pop(name, None)
     return [int(i) for i in proc.sample_frames(meta, **kw)]
+'''
 
+_QWEN_TRAINED = '''
 
 def _trained_indices():
     """The checkpoint's video processor (transformers, built by from_dict from its video config as
@@ -59,6 +61,7 @@ def _trained_indices():
         raise IndexError(f"index {max(indices)} is out of bounds for {FRAMES} frames (video[indices])")
     return indices
 '''
+_VIDEO_COMMON = VIDEO_ANSWER + _QWEN_TRAINED
 
 VIDEO_C16_TEST = '''
 
@@ -99,7 +102,7 @@ def test_${cid}_video_times_equal_the_checkpoints(monkeypatch):
     assert all(abs(a - b) <= 1e-6 for a, b in zip(served, trained)), f"times {served} != {trained}"
 '''
 
-VIDEO_C17_TEST = '''
+_QWEN_GEOMETRY = '''
 
 def _grid(frames, **kwargs):
     """The checkpoint's video processor run on ``frames`` (uint8 black frames of the clip's size): its
@@ -128,7 +131,9 @@ def _trained_geometry():
     grid = _grid(frames, video_metadata=[meta], **given, **({"do_sample_frames": True} if given else {}),
                  **_size_kwargs())
     return grid, grid[0] * int(VIDEO_CONFIG["temporal_patch_size"]) - len(_trained_indices())
+'''
 
+GEOMETRY_TEST = '''
 
 def test_${cid}_video_geometry_equals_the_checkpoints(monkeypatch):
     """The served video_grid_thw (so the per-frame size and the tokens) and the temporal padding equal the
@@ -139,6 +144,7 @@ def test_${cid}_video_geometry_equals_the_checkpoints(monkeypatch):
         return
     assert served == trained, f"(grid, padded) {served} != the checkpoint's {trained}"
 '''
+VIDEO_C17_TEST = _QWEN_GEOMETRY + GEOMETRY_TEST
 
 LMDEPLOY_VIDEO_IMPORTS = (
     "import inspect\n",
@@ -185,9 +191,7 @@ from vllm.multimodal.media.video import VideoMediaIO
 """,
 )
 
-VLLM_VIDEO = (
-    _VIDEO_COMMON
-    + '''
+VLLM_LOADED = '''
 
 def _loaded(monkeypatch):
     """vLLM's loader metadata: VideoMediaIO.load_bytes with the request's media_io_kwargs['video'] and the loader
@@ -206,7 +210,9 @@ def _loaded(monkeypatch):
     kwargs = dict(VideoMediaIO.merge_kwargs(None, dict(MEDIA_IO_KWARGS)))
     kwargs.setdefault("video_backend", vllm_video.get_video_loader_backend_for_processor(PROCESSOR))
     return VideoMediaIO(ImageMediaIO(), **kwargs).load_bytes(b"").media[1]
+'''
 
+_VLLM_QWEN = '''
 
 def _served_indices(monkeypatch):
     """vLLM's frames: those its loader read (`_loaded`); Qwen2.5-VL's processor keeps them as they come, Qwen3-VL's
@@ -222,7 +228,7 @@ def _served_indices(monkeypatch):
     meta = VideoMetadata(**{k: v for k, v in metadata.items() if k != "do_sample_frames"})
     return [read[i] for i in _sample(proc, meta, {})]
 '''
-)
+VLLM_VIDEO = _VIDEO_COMMON + VLLM_LOADED + _VLLM_QWEN
 
 SGLANG_VIDEO_IMPORTS = (
     "import asyncio\n",

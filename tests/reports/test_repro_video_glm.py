@@ -1,0 +1,148 @@
+"""GLM-4.1V's video reproducers on vLLM (`reports.repro.video`, `reports.repro.video_glm_texts`; semantics §20.4,
+§20.6): written from rows as the claims record them, standalone, and run against the cached release.
+
+Why these rows: each counterexample is the smallest of its kind on vLLM 0.34.0 (`tests/impl/vllm/test_video_glm.py`
+holds deferlab's own path to them): the loader choosing no frame of 1 frame at 5 fps (vLLM refuses, the checkpoint
+takes [0, 0]); 602 frames at 1 fps under fps=4, which vLLM reads whole and its processor samples again at its own
+2 fps; an odd 3 frames handed on from 8 at 5 fps (padded 1 against the checkpoint's 0); the pixel pair vLLM drops
+(112x84 against 196x140). A script must fail on 0.34.0 with that difference and pass on a clip the sides agree on
+(120 frames at 30 fps), so it can do both. vLLM's reproducer set does not name GLM-4.1V's companions yet
+(`reports.repro.engine_sets`): patched in here, as the script's header must name them for ``deferlab repro``.
+"""
+
+from __future__ import annotations
+
+from dataclasses import replace
+from pathlib import Path
+
+import pytest
+
+from deferlab.impl.vllm.video import COMPANIONS
+from deferlab.reports.repro import cli as repro
+from deferlab.reports.repro import engine_sets, families
+from tests.reports.test_repro import run_cases
+from tests.reports.test_repro_video import DEFAULTS, _written, clip, code, consts, imports, row
+
+FAMILY = "glm-4.1v"
+FPS4 = DEFAULTS.replace("fps=None", "fps=4")
+PAIR = DEFAULTS.replace("min_pixels=None", "min_pixels=50176").replace("max_pixels=None", "max_pixels=200704")
+_REFUSED = "the served side refused what the trained side takes (Refused: ValueError: vLLM's OpenCV codec: "
+C16 = row("C16", f"{FAMILY}:VLLM", f"AssertionError: [1@5 64x48; defaults] {_REFUSED}the loader chose no frame",
+          [clip(1, 5.0), DEFAULTS])  # fmt: skip
+C16_FPS = row("C16", f"{FAMILY}:VLLM", "AssertionError: [602@1 64x48; fps=4] frames taken differ from the trained "
+              "side's: index 1: 2 != 1", [clip(602, 1.0), FPS4])  # fmt: skip
+C17 = row("C17", f"{FAMILY}:VLLM", "AssertionError: [8@5 64x48; defaults] geometry differs from the trained side's: "
+          "padded 1 != 0", [clip(8, 5.0), DEFAULTS])  # fmt: skip
+C17_PAIR = row("C17", f"{FAMILY}:VLLM", "AssertionError: [1@1 64x48; min_pixels=50176, max_pixels=200704] geometry "
+               "differs from the trained side's: size (112, 84) != (196, 140)", [clip(1, 1.0), PAIR])  # fmt: skip
+C18 = row("C18", f"{FAMILY}:VLLM", f"AssertionError: [1@5 64x48; defaults] {_REFUSED}the loader chose no frame",
+          [clip(1, 5.0), DEFAULTS])  # fmt: skip
+C18_FPS = row("C18", f"{FAMILY}:VLLM", "AssertionError: [602@1 64x48; fps=4] times differ from the trained side's: "
+              "300 times != 301", [clip(602, 1.0), FPS4])  # fmt: skip
+AGREE = [clip(120, 30.0), DEFAULTS]
+
+
+@pytest.fixture
+def glm_companions(monkeypatch: pytest.MonkeyPatch) -> None:
+    """vLLM's reproducer set naming GLM-4.1V's companions (as `engine_sets` will name them; unchanged if it does)."""
+    vllm = engine_sets.VLLM
+    if FAMILY not in vllm.companions:
+        vllm = replace(vllm, companions={**vllm.companions, FAMILY: COMPANIONS[FAMILY]})
+    real = families.repro_of
+    monkeypatch.setattr(families, "repro_of", lambda engine: vllm if engine == "vllm" else real(engine))
+
+
+@pytest.mark.parametrize(
+    ("r", "want"),
+    [
+        (C16, {"FRAMES": 1, "FPS": 5.0, "OPTIONS": {}, "MEDIA_IO_KWARGS": {}, "PROCESSOR": "Glm4vVideoProcessor"}),
+        (C16_FPS, {"FRAMES": 602, "OPTIONS": {"fps": 4}, "MEDIA_IO_KWARGS": {"fps": 4}}),
+        (C17_PAIR, {"OPTIONS": {"min_pixels": 50176, "max_pixels": 200704}, "MEDIA_IO_KWARGS": {}}),
+        (C18, {"INFO": ("vllm.model_executor.models.glm4_1v", "Glm4vProcessingInfo")}),
+    ],
+    ids=["C16", "C16-fps", "C17-pixels", "C18"],
+)
+def test_a_glm_row_becomes_a_standalone_script_calling_vllm_and_the_checkpoints_processor(r: dict, want: dict) -> None:
+    """The script states the clip, the request's options (vLLM's loader gets fps / num_frames), the checkpoint's
+    video config and vLLM's processing-info class, imports nothing of deferlab, and calls vLLM's loader, GLM's
+    processor routing and vLLM's placeholder (`_construct_video_placeholder`) rather than restating them."""
+    text = code(r)
+    assert text is not None, r
+    got = consts(text)
+    assert {k: got.get(k) for k in want} == want
+    assert got["VIDEO_CONFIG"]["fps"] == 2 and got["VIDEO_CONFIG"]["do_sample_frames"] is True
+    assert "$" not in text, "a placeholder left unfilled"
+    found = imports(text)
+    assert not any("deferlab" in m for m in found), found
+    assert {"vllm.multimodal.media.video", "transformers.models.glm4v.processing_glm4v"} <= found, found
+    for call in ("compute_frames_index_to_sample", "_merge_kwargs", "_construct_video_placeholder",
+                 "replace_video_token", ".sample_frames("):  # fmt: skip
+        assert call in text, call
+    assert f"def test_{r['id'].lower()}_" in text
+
+
+@pytest.mark.parametrize(
+    ("r", "why"),
+    [
+        ({**C16, "policy": f"{FAMILY}:LMDEPLOY"}, "LMDeploy serves no GLM-4.1V video (semantics §20.7)"),
+        ({**C17, "policy": f"{FAMILY}:VLLM host-normalized"}, "a served path that is not the default"),
+        (
+            {**C16, "counterexample": [clip(1, 5.0), DEFAULTS.replace("total_pixels=None", "total_pixels=9")]},
+            "total_pixels: no vLLM option",
+        ),  # fmt: skip
+    ],
+)
+def test_glm_rows_no_template_fits_get_no_file(r: dict, why: str) -> None:
+    assert code(r) is None, why
+
+
+def test_the_header_names_the_companions_the_script_computes_with(tmp_path: Path, glm_companions: None) -> None:
+    system = {"name": "vllm-0.34.0", "engine": "vllm", "kind": "wheel", "version": "0.34.0", "commit": None}
+    written, missing = repro.write_reproducers([C16, C17, C18], system, "0.34.0", tmp_path, source="a test",
+                                               engine="vllm")  # fmt: skip
+    assert sorted(p.name for p in written) == [f"{c}-{FAMILY}-vllm-0.34.0.py" for c in ("C16", "C17", "C18")], missing
+    info = repro.read_header(written[0])
+    assert (info["claim"], info["engine"], info["family"], info["companions"]) == (
+        "C16", "vllm", FAMILY, "transformers,torchvision")  # fmt: skip
+
+
+@pytest.mark.slow
+@pytest.mark.extra("transformers")  # the scripts' trained side
+def test_each_glm_script_fails_on_0_34_0_as_recorded_and_passes_where_the_sides_agree(
+    tmp_path: Path, glm_companions: None
+) -> None:
+    """One child on vLLM 0.34.0 with its companions: each recorded row's script fails with the difference the row
+    recorded (vLLM's refusal where its loader chose no frame, written by the release's own read_frames; the frames
+    and times of the clip it reads whole and samples again; the padding; the dropped pixel pair), and each
+    claim's script on 120 frames at 30 fps passes."""
+    from deferlab.reference.system import extras
+
+    if (missing := extras.why_missing("vllm")) is not None:
+        pytest.skip(missing)  # vLLM's loader path runs its ModelConfig (pydantic) and numba kernels
+    groups = {
+        "recorded": [C16, C17, C18],
+        "more": [C16_FPS, C17_PAIR, C18_FPS],
+        "agree": [{**r, "counterexample": AGREE} for r in (C16, C17, C18)],
+    }
+    paths = _written(tmp_path, groups, "vllm", "0.34.0")
+    cases, out = run_cases(paths, "0.34.0", tmp_path / "vllm-0.34.0.xml", engine="vllm")
+    by = {}
+    for case in cases:  # the failure's whole text: JUnit shortens a long message (the 600-frame lists)
+        (path,) = [p for p in paths if case.get("classname").endswith(p.stem)]
+        failure = case.find("failure")
+        by[f"{path.stem.split('-')[0]}-{path.stem.rsplit('-', 1)[1]}"] = "passed" if failure is None else failure.text
+    assert len(by) == len(paths), out[-3000:]
+    messages = {  # each part in the failure, in order (the empty max()'s wording is Python's own)
+        "C16-recorded": ("frames taken refused (ValueError: max() ", ") != the checkpoint's [0, 0]"),
+        "C16-more": ("frames taken [0, 2, 3, 4, 5,", "!= the checkpoint's [0, 1, 2, 3, 4, 5,"),
+        "C17-recorded": ("(grid, padded) ([2, 4, 4], 1) != the checkpoint's ([2, 4, 4], 0)",),
+        "C17-more": ("(grid, padded) ([1, 6, 8], 0) != the checkpoint's ([1, 10, 14], 0)",),
+        "C18-recorded": ("times refused (ValueError: max() ", ") != [0.0]"),
+        "C18-more": ("300 times [0.0, 3.0, 5.0, 7.0,", "!= the checkpoint's 301 [0.0, 2.0, 4.0, 6.0,"),
+    }
+    assert {k for k, v in by.items() if v != "passed"} == set(messages), by
+    for key, parts in messages.items():
+        at = 0
+        for part in parts:
+            at = by[key].find(part, at)
+            assert at >= 0, (key, part, by[key][:600])
