@@ -47,6 +47,12 @@ __all__ = [
 MAX_RATIO = 200
 TEMPORAL_PATCH = 1  # Ernie4_5_VLMoeImageProcessor's temporal_patch_size: a row is one frame's 3 x p x p values
 _MAX_SIDE = 1 << 20  # the vectorized form's bound: side * factor and h * w stay exact in float64
+# what an ErnieVLConfig hands `qwen_config` by name: each of its fields (the temporal patch is the caller's; Qwen's
+# do_convert_rgb and resample keep their class defaults)
+_QWEN_FIELDS = (
+    "patch_size", "merge_size", "min_pixels", "max_pixels", "image_mean", "image_std", "rescale_factor", "do_rescale",
+    "do_normalize",
+)  # fmt: skip
 
 
 def _cfg(cfg: Any) -> ErnieVLConfig:
@@ -83,18 +89,7 @@ def qwen_config(cfg: ErnieVLConfig, temporal_patch_size: int) -> QwenVLConfig:
     """The `QwenVLConfig` holding ``cfg``'s patch, merge, bounds and normalization with ``temporal_patch_size``:
     what `qwen`'s patch layout and (for MiMo-V2.5, a Qwen2VLImageProcessor config) its whole restatement read."""
     cfg = _cfg(cfg)
-    return QwenVLConfig(
-        patch_size=cfg.patch_size,
-        temporal_patch_size=temporal_patch_size,
-        merge_size=cfg.merge_size,
-        min_pixels=cfg.min_pixels,
-        max_pixels=cfg.max_pixels,
-        image_mean=cfg.image_mean,
-        image_std=cfg.image_std,
-        rescale_factor=cfg.rescale_factor,
-        do_rescale=cfg.do_rescale,
-        do_normalize=cfg.do_normalize,
-    )
+    return QwenVLConfig(temporal_patch_size=temporal_patch_size, **{k: getattr(cfg, k) for k in _QWEN_FIELDS})
 
 
 def preprocess(image: Image.Image, cfg: ErnieVLConfig) -> tuple[np.ndarray, np.ndarray]:

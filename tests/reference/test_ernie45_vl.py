@@ -7,6 +7,8 @@ both pixel branches, ties), the config reader, the vectorized form against the s
 
 from __future__ import annotations
 
+import dataclasses
+
 import pytest
 
 from deferlab.reference.oracle import ernie45_vl as ernie
@@ -32,6 +34,18 @@ def test_config_reads_size_and_refuses_bad_bounds() -> None:
         ErnieVLConfig.from_preprocessor_config(
             published_config("ernie-4.5-vl") | {"size": {"shortest_edge": 9, "longest_edge": 8}}, name="t"
         )
+
+
+def test_qwen_config_hands_over_every_field() -> None:
+    """What `qwen.patchify` and MiMo-V2.5's pixels read: each field of the config by name, none left at Qwen's
+    class default (every value below differs from it), the temporal patch the caller's."""
+    odd = ErnieVLConfig(
+        image_mean=(0.1, 0.2, 0.3), image_std=(0.4, 0.5, 0.6), rescale_factor=0.5, do_rescale=False,
+        do_normalize=False, patch_size=7, merge_size=3, min_pixels=441, max_pixels=9000,
+    )  # fmt: skip
+    found = ernie.qwen_config(odd, 3)
+    names = [f.name for f in dataclasses.fields(odd)]
+    assert found.temporal_patch_size == 3 and [getattr(found, n) for n in names] == [getattr(odd, n) for n in names]
 
 
 BY_HAND = [  # (config, (h, w), resize target)
