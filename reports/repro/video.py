@@ -1,6 +1,6 @@
 """The reproducers of the video and decoded-bytes claims (semantics §20): which template fits a recorded row, and
 the values it states (the texts are `reports.repro.video_texts`, `reports.repro.video_served_texts`, C19's
-`reports.repro.video_pixels`, C20's `reports.repro.bytes_texts`).
+`reports.repro.video_pixels`, C20's `reports.repro.bytes_texts`; GLM-4.1V's own, `reports.repro.video_glm_texts`).
 
 Why these: C16 (frames taken), C17 (size, padding, grid, tokens) and C18 (times) are pixel-free, so a reproducer
 needs only the clip's metadata, which the counterexample names (``Clip(frames=5, fps=5.0, ...)`` and its
@@ -122,11 +122,12 @@ def engine_part(engine: str) -> ModuleType | None:
         return None
 
 
-def option_constants(part: ModuleType, options: dict[str, Any]) -> str:
+def option_constants(part: ModuleType, options: dict[str, Any], family: str | None = None) -> str:
     """The engine's constants of the request's options (``part.OPTIONS``: constant -> (the options it holds, None
-    for every one; the engine's names where they differ)), in the order the engine lists them."""
+    for every one; the engine's names where they differ); a family's own where its path takes them elsewhere,
+    ``part.FAMILY_OPTIONS``), in the order the engine lists them."""
     out = ""
-    for name, (taken, renames) in part.OPTIONS.items():
+    for name, (taken, renames) in getattr(part, "FAMILY_OPTIONS", {}).get(family, part.OPTIONS).items():
         out += _consts(**{name: {renames.get(k, k): v for k, v in options.items() if taken is None or k in taken}})
     return out
 
@@ -134,7 +135,8 @@ def option_constants(part: ModuleType, options: dict[str, Any]) -> str:
 def video_consts(c: Any, part: ModuleType, options: dict[str, Any], what: str) -> str:
     """The constants every video script states after its clip: the request's options (``what`` says which), the
     engine's constants of them, and the checkpoint's video processor and config."""
-    consts = f"# The request's options ({what})\n" + _consts(OPTIONS=options) + option_constants(part, options)
+    consts = f"# The request's options ({what})\n" + _consts(OPTIONS=options)
+    consts += option_constants(part, options, c.family)
     consts += f"# The checkpoint's video processor ({c.family}) and its config (semantics §20.4)\n"
     return consts + _consts(PROCESSOR=PROCESSORS[c.family]) + f"VIDEO_CONFIG = {_literal(_video_config(c.family))}\n"
 

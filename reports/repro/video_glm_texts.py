@@ -7,19 +7,17 @@ and the times the model is told are the whole seconds ``Glm4vProcessor.replace_v
 frame, read here off the text it builds. vLLM's side differs where the scripts show it: its ``opencv_dynamic``
 loader chooses (and may choose nothing, which its OpenCV codec refuses), the processor gets the frames read with
 the loader's ``do_sample_frames`` through ``Glm4vProcessor``'s own kwargs routing, and the times are vLLM's own
-``Glm4vProcessingInfo._construct_video_placeholder``, read off the placeholder it builds. The scripts call each of
-those; nothing here is vLLM's or transformers' code.
+``Glm4vProcessingInfo._construct_video_placeholder``, read off the placeholder it builds. SGLang's (0.5.20 on,
+semantics §20.5) parses the client's ``video_url`` fields, merges and clamps them and samples with the processor's
+own ``sample_frames`` (``glm_sample_and_decode_sync``, on a stand-in reader of the clip's metadata), then hands the
+frames over with ``do_sample_frames=False``; an older release's script skips (transformers samples the raw request
+there). The scripts call each of those; nothing here is an engine's or transformers' code.
 """
 
 from deferlab.reports.repro import video_served_texts, video_texts
 
-_STDLIB = """import importlib
-import re
-from types import SimpleNamespace
-"""
 # after transformers: the processor wrapper whose kwargs routing and prompt text the scripts run
-IMPORTS = """import torch
-from transformers.models.glm4v.processing_glm4v import Glm4vProcessor
+IMPORTS = """from transformers.models.glm4v.processing_glm4v import Glm4vProcessor
 """
 
 TRAINED = '''
@@ -67,14 +65,19 @@ def _trained_geometry():
     return grid, grid[0] * int(VIDEO_CONFIG["temporal_patch_size"]) - len(indices)
 
 
-def _trained_times():
-    """The seconds Glm4vProcessor.replace_video_token writes after each frame of the prompt, run on the
-    processor's grid and metadata (no tokenizer: the wrapper carries only what that method reads)."""
-    grid, _, metadata = _trained_run()
+def _prompt_times(grid, metadata):
+    """The seconds Glm4vProcessor.replace_video_token writes after each frame of the prompt, on a processor
+    output's grid and metadata (no tokenizer: the wrapper carries only what that method reads)."""
     outer = Glm4vProcessor.__new__(Glm4vProcessor)
     outer.video_processor, outer.image_token = _processor(), "<image>"
     text = outer.replace_video_token({"video_grid_thw": grid, "video_metadata": metadata}, 0)
     return [float(s) for s in re.findall(r"<\\|end_of_image\\|>(-?\\d+)", text)]
+
+
+def _trained_times():
+    """The checkpoint's prompt times for its own frames (`_prompt_times` of its processor's output)."""
+    grid, _, metadata = _trained_run()
+    return _prompt_times(grid, metadata)
 '''
 
 VLLM_SERVED = '''
@@ -153,9 +156,71 @@ def _served_times(monkeypatch):
     return [float(placeholder[i + 1]) for i, token in enumerate(placeholder) if token == "<end>"]
 '''
 
-_VLLM_ENGINE = video_texts.VLLM_VIDEO_IMPORTS[1]
+SGLANG_SERVED = '''
+
+def _video_config():
+    """The per-video config SGLang's GLM processor builds (process_mm_data_async: its own functions, in its order):
+    the client's video_url part with the request's fields through SGLang's own template step (which keeps the
+    fields it reads), merged over the processor's defaults (the server's --mm-process-config video dict empty),
+    and its token budget."""
+    part = {"type": "video_url", "video_url": {"url": "clip.mp4", **VIDEO_URL_FIELDS}}
+    video_data = []
+    jinja.process_content_for_template_format({"role": "user", "content": [part]}, "openai", [], video_data, [], [])
+    _, configs = glm4v.split_glm_video_items(video_data)
+    configs = glm4v._merge_glm_video_configs(glm4v.glm_processor_video_config(_processor()), configs)
+    tokens = glm4v.glm_max_image_tokens_from_configs(configs)
+    budget = glm4v.glm_budget_kwargs(_processor(), user_max_image_tokens=tokens, count=1, split=True)
+    return glm4v._glm_effective_presize_budget(configs[0], (budget or {}).get("max_image_tokens"))
+
+
+def _handoff():
+    """(the processor's output, SGLang's indices): SGLang's glm_sample_and_decode_sync on the clip's reader with
+    that config (it samples with the processor's own sample_frames and fetches the frames), then the processor on
+    those frames with SGLang's metadata and do_sample_frames=False, as its processor hands them over."""
+    if not hasattr(glm4v, "glm_sample_and_decode_sync"):  # before 0.5.20 transformers samples the raw request
+        pytest.skip("this release hands GLM-4.1V videos to transformers whole: not the path this script calls")
+    frames, metadata = glm4v.glm_sample_and_decode_sync(ClipReader(), _video_config(), _processor())
+    out = _processor()(videos=[frames], video_metadata=[metadata], do_sample_frames=False, return_metadata=True,
+                       return_tensors="pt")
+    return out, [int(i) for i in metadata["frames_indices"]]
+
+
+def _served_indices(monkeypatch):
+    """SGLang's frames: those it sampled and fetched."""
+    return _handoff()[1]
+
+
+def _served_geometry(monkeypatch):
+    """(grid, temporal padding) of the processor on SGLang's frames."""
+    out, indices = _handoff()
+    grid = [int(v) for v in out["video_grid_thw"][0]]
+    return grid, grid[0] * int(VIDEO_CONFIG["temporal_patch_size"]) - len(indices)
+
+
+def _served_times(monkeypatch):
+    """The seconds Glm4vProcessor.replace_video_token writes after each frame, on the grid and the metadata of
+    SGLang's hand-over."""
+    out, _ = _handoff()
+    return _prompt_times(out["video_grid_thw"], out["video_metadata"])
+'''
+_SGLANG_ENGINE = """import numpy as np
+import pytest
+import torch
+from sglang.srt.multimodal.processors import glm4v
+from sglang.srt.parser import jinja_template_utils as jinja
+from sglang.srt.utils.video_decoder import VideoDecoderWrapper
+"""
+
+_VLLM_ENGINE = video_texts.VLLM_VIDEO_IMPORTS[1].replace("import numpy as np\n", "import numpy as np\nimport torch\n")
 # engine -> ((stdlib imports, the engine's imports), the script's functions); claim -> its test; engine -> the
 # constants of its part (`CONSTANTS` of its repro_video module) the functions read
-VIDEO = {"vllm": ((_STDLIB, _VLLM_ENGINE), video_texts.VIDEO_ANSWER + TRAINED + video_texts.VLLM_LOADED + VLLM_SERVED)}
+_COMMON = video_texts.VIDEO_ANSWER + TRAINED
+VIDEO = {
+    "vllm": (
+        ("import importlib\nimport re\nfrom types import SimpleNamespace\n", _VLLM_ENGINE),
+        _COMMON + video_texts.VLLM_LOADED + VLLM_SERVED,
+    ),
+    "sglang": (("import re\n", _SGLANG_ENGINE), _COMMON + video_texts.SGLANG_READER + SGLANG_SERVED),
+}
 TESTS = {"C16": video_texts.VIDEO_C16_TEST, "C17": video_texts.GEOMETRY_TEST, "C18": video_served_texts.TIMES_TEST}
-NAMES = {"vllm": ("INFO",)}
+NAMES = {"vllm": ("INFO",), "sglang": ()}

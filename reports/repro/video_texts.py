@@ -239,9 +239,7 @@ from sglang.srt.utils.video_decoder import VideoDecoderWrapper
 """,
 )
 
-SGLANG_VIDEO = (
-    _VIDEO_COMMON
-    + '''
+SGLANG_READER = '''
 
 class ClipReader(VideoDecoderWrapper):
     """The clip's metadata as SGLang's decoder wrapper reports it (frame count, average fps); black frames of its
@@ -263,7 +261,9 @@ class ClipReader(VideoDecoderWrapper):
 
     def close(self):
         return None
+'''
 
+_SGLANG_QWEN = '''
 
 def _preprocess(monkeypatch):
     """SGLang's own preprocess_video (smart_nframes, the indices it computes inline, its own resize) with the
@@ -290,4 +290,4 @@ def _served_geometry(monkeypatch):
     grid = _grid(video, **({"video_metadata": [metadata], "do_sample_frames": False} if qwen3 else {}))
     return grid, grid[0] * int(VIDEO_CONFIG["temporal_patch_size"]) - len(indices)
 '''
-)
+SGLANG_VIDEO = _VIDEO_COMMON + SGLANG_READER + _SGLANG_QWEN

@@ -1,12 +1,13 @@
-"""GLM-4.1V's video reproducers on vLLM (`reports.repro.video`, `reports.repro.video_glm_texts`; semantics §20.4,
-§20.6): written from rows as the claims record them, standalone, and run against the cached release.
+"""GLM-4.1V's video reproducers on vLLM and SGLang (`reports.repro.video`, `reports.repro.video_glm_texts`;
+semantics §20.4-§20.6): written from rows as the claims record them, standalone, and run against the cached releases
+(vLLM 0.34.0; SGLang 0.5.23, where a client's fps above 2 is clamped and its pixel bounds dropped).
 
 Why these rows: each counterexample is the smallest of its kind on vLLM 0.34.0 (`tests/impl/vllm/test_video_glm.py`
 holds deferlab's own path to them): the loader choosing no frame of 1 frame at 5 fps (vLLM refuses, the checkpoint
 takes [0, 0]); 602 frames at 1 fps under fps=4, which vLLM reads whole and its processor samples again at its own
 2 fps; an odd 3 frames handed on from 8 at 5 fps (padded 1 against the checkpoint's 0); the pixel pair vLLM drops
 (112x84 against 196x140). A script must fail on 0.34.0 with that difference and pass on a clip the sides agree on
-(120 frames at 30 fps), so it can do both. vLLM's reproducer set does not name GLM-4.1V's companions yet
+(120 frames at 30 fps), so it can do both. Neither engine's reproducer set names GLM-4.1V's companions yet
 (`reports.repro.engine_sets`): patched in here, as the script's header must name them for ``deferlab repro``.
 """
 
@@ -21,7 +22,7 @@ from deferlab.impl.vllm.video import COMPANIONS
 from deferlab.reports.repro import cli as repro
 from deferlab.reports.repro import engine_sets, families
 from tests.reports.test_repro import run_cases
-from tests.reports.test_repro_video import DEFAULTS, _written, clip, code, consts, imports, row
+from tests.reports.test_repro_video import DEFAULTS, _written, clip, code, consts, engine_of, imports, row
 
 FAMILY = "glm-4.1v"
 FPS4 = DEFAULTS.replace("fps=None", "fps=4")
@@ -40,16 +41,35 @@ C18 = row("C18", f"{FAMILY}:VLLM", f"AssertionError: [1@5 64x48; defaults] {_REF
 C18_FPS = row("C18", f"{FAMILY}:VLLM", "AssertionError: [602@1 64x48; fps=4] times differ from the trained side's: "
               "300 times != 301", [clip(602, 1.0), FPS4])  # fmt: skip
 AGREE = [clip(120, 30.0), DEFAULTS]
+# engine -> (modules a script imports, the engine's own functions it calls)
+CALLS = {
+    "vllm": (("vllm.multimodal.media.video",), ("compute_frames_index_to_sample", "_merge_kwargs",
+                                                "_construct_video_placeholder", "read_frames")),
+    "sglang": (("sglang.srt.multimodal.processors", "sglang.srt.parser"), ("process_content_for_template_format",
+               "_merge_glm_video_configs", "glm_budget_kwargs", "glm_sample_and_decode_sync")),
+}  # fmt: skip
+
+
+# SGLang 0.5.23 (semantics §20.5, GLM-4.1V): a client's fps above the processor's 2 is clamped to it, its pixel
+# bounds have no field and are dropped; each row is a failing cell of its claim there
+SGLANG_C16 = row("C16", f"{FAMILY}:SGLANG", "AssertionError: [3@5 64x48; fps=4] frames taken differ from the trained "
+                 "side's: index 1: 0 != 2", [clip(3, 5.0), DEFAULTS.replace("fps=None", "fps=4.0")])  # fmt: skip
+SGLANG_C17 = row("C17", f"{FAMILY}:SGLANG", "AssertionError: [1@1 64x48; min_pixels=50176, max_pixels=200704] "
+                 "geometry differs from the trained side's: size (112, 84) != (196, 140)", [clip(1, 1.0), PAIR])  # fmt: skip
+SGLANG_C18 = row("C18", f"{FAMILY}:SGLANG", "AssertionError: [602@1 64x48; fps=4] times differ from the trained "
+                 "side's: 300 times != 301", [clip(602, 1.0), FPS4])  # fmt: skip
 
 
 @pytest.fixture
 def glm_companions(monkeypatch: pytest.MonkeyPatch) -> None:
-    """vLLM's reproducer set naming GLM-4.1V's companions (as `engine_sets` will name them; unchanged if it does)."""
-    vllm = engine_sets.VLLM
-    if FAMILY not in vllm.companions:
-        vllm = replace(vllm, companions={**vllm.companions, FAMILY: COMPANIONS[FAMILY]})
+    """vLLM's and SGLang's reproducer sets naming GLM-4.1V's companions (as `engine_sets` will name them; unchanged
+    where it does)."""
+    sets = {"vllm": engine_sets.VLLM, "sglang": engine_sets.SGLANG}
+    for engine, found in sets.items():
+        if FAMILY not in found.companions:
+            sets[engine] = replace(found, companions={**found.companions, FAMILY: COMPANIONS[FAMILY]})
     real = families.repro_of
-    monkeypatch.setattr(families, "repro_of", lambda engine: vllm if engine == "vllm" else real(engine))
+    monkeypatch.setattr(families, "repro_of", lambda engine: sets.get(engine) or real(engine))
 
 
 @pytest.mark.parametrize(
@@ -59,13 +79,23 @@ def glm_companions(monkeypatch: pytest.MonkeyPatch) -> None:
         (C16_FPS, {"FRAMES": 602, "OPTIONS": {"fps": 4}, "MEDIA_IO_KWARGS": {"fps": 4}}),
         (C17_PAIR, {"OPTIONS": {"min_pixels": 50176, "max_pixels": 200704}, "MEDIA_IO_KWARGS": {}}),
         (C18, {"INFO": ("vllm.model_executor.models.glm4_1v", "Glm4vProcessingInfo")}),
+        (
+            SGLANG_C17,
+            {
+                "OPTIONS": {"min_pixels": 50176, "max_pixels": 200704},
+                "VIDEO_URL_FIELDS": {"min_pixels": 50176, "max_pixels": 200704},
+            },
+        ),  # fmt: skip
     ],
-    ids=["C16", "C16-fps", "C17-pixels", "C18"],
+    ids=["C16", "C16-fps", "C17-pixels", "C18", "sglang-C17"],
 )
-def test_a_glm_row_becomes_a_standalone_script_calling_vllm_and_the_checkpoints_processor(r: dict, want: dict) -> None:
-    """The script states the clip, the request's options (vLLM's loader gets fps / num_frames), the checkpoint's
-    video config and vLLM's processing-info class, imports nothing of deferlab, and calls vLLM's loader, GLM's
-    processor routing and vLLM's placeholder (`_construct_video_placeholder`) rather than restating them."""
+def test_a_glm_row_becomes_a_standalone_script_calling_the_engine_and_the_checkpoints_processor(
+    r: dict, want: dict
+) -> None:
+    """The script states the clip, the request's options under the engine's names (vLLM's loader gets fps /
+    num_frames; SGLang's request parsing a client's video_url fields), the checkpoint's video config (and vLLM's
+    processing-info class), imports nothing of deferlab, and calls the engine's own steps (`CALLS`) and the
+    checkpoint's sample_frames and replace_video_token rather than restating them."""
     text = code(r)
     assert text is not None, r
     got = consts(text)
@@ -74,9 +104,9 @@ def test_a_glm_row_becomes_a_standalone_script_calling_vllm_and_the_checkpoints_
     assert "$" not in text, "a placeholder left unfilled"
     found = imports(text)
     assert not any("deferlab" in m for m in found), found
-    assert {"vllm.multimodal.media.video", "transformers.models.glm4v.processing_glm4v"} <= found, found
-    for call in ("compute_frames_index_to_sample", "_merge_kwargs", "_construct_video_placeholder",
-                 "replace_video_token", ".sample_frames("):  # fmt: skip
+    modules, calls = CALLS[engine_of(r)]
+    assert {*modules, "transformers.models.glm4v.processing_glm4v"} <= found, found
+    for call in (*calls, "replace_video_token", ".sample_frames("):
         assert call in text, call
     assert f"def test_{r['id'].lower()}_" in text
 
@@ -104,6 +134,10 @@ def test_the_header_names_the_companions_the_script_computes_with(tmp_path: Path
     info = repro.read_header(written[0])
     assert (info["claim"], info["engine"], info["family"], info["companions"]) == (
         "C16", "vllm", FAMILY, "transformers,torchvision")  # fmt: skip
+    system = {**system, "name": "sglang-0.5.23", "engine": "sglang", "version": "0.5.23"}
+    written, _ = repro.write_reproducers([SGLANG_C16], system, "0.5.23", tmp_path / "sglang", source="a test",
+                                         engine="sglang")  # fmt: skip
+    assert repro.read_header(written[0])["companions"] == "transformers,torchvision"
 
 
 @pytest.mark.slow
@@ -124,14 +158,7 @@ def test_each_glm_script_fails_on_0_34_0_as_recorded_and_passes_where_the_sides_
         "more": [C16_FPS, C17_PAIR, C18_FPS],
         "agree": [{**r, "counterexample": AGREE} for r in (C16, C17, C18)],
     }
-    paths = _written(tmp_path, groups, "vllm", "0.34.0")
-    cases, out = run_cases(paths, "0.34.0", tmp_path / "vllm-0.34.0.xml", engine="vllm")
-    by = {}
-    for case in cases:  # the failure's whole text: JUnit shortens a long message (the 600-frame lists)
-        (path,) = [p for p in paths if case.get("classname").endswith(p.stem)]
-        failure = case.find("failure")
-        by[f"{path.stem.split('-')[0]}-{path.stem.rsplit('-', 1)[1]}"] = "passed" if failure is None else failure.text
-    assert len(by) == len(paths), out[-3000:]
+    by = _outcomes(tmp_path, groups, "vllm", "0.34.0")
     messages = {  # each part in the failure, in order (the empty max()'s wording is Python's own)
         "C16-recorded": ("frames taken refused (ValueError: max() ", ") != the checkpoint's [0, 0]"),
         "C16-more": ("frames taken [0, 2, 3, 4, 5,", "!= the checkpoint's [0, 1, 2, 3, 4, 5,"),
@@ -140,6 +167,44 @@ def test_each_glm_script_fails_on_0_34_0_as_recorded_and_passes_where_the_sides_
         "C18-recorded": ("times refused (ValueError: max() ", ") != [0.0]"),
         "C18-more": ("300 times [0.0, 3.0, 5.0, 7.0,", "!= the checkpoint's 301 [0.0, 2.0, 4.0, 6.0,"),
     }
+    _expect(by, messages)
+
+
+@pytest.mark.slow
+@pytest.mark.extra("transformers")  # the scripts' trained side
+def test_each_glm_script_fails_on_sglang_0_5_23_and_passes_where_the_sides_agree(
+    tmp_path: Path, glm_companions: None
+) -> None:
+    """One child on SGLang 0.5.23: its own request parsing, merge (the clamp) and sampling, then the checkpoint's
+    processor on its frames; each row's script fails with its difference, each claim's on 120@30 passes."""
+    groups = {
+        "recorded": [SGLANG_C16, SGLANG_C17, SGLANG_C18],
+        "agree": [{**r, "counterexample": AGREE} for r in (SGLANG_C16, SGLANG_C17, SGLANG_C18)],
+    }
+    messages = {
+        "C16-recorded": ("frames taken [0, 0] != the checkpoint's [0, 2]",),
+        "C17-recorded": ("(grid, padded) ([1, 6, 8], 0) != the checkpoint's ([1, 10, 14], 0)",),
+        "C18-recorded": ("300 times [0.0, 3.0, 5.0, 7.0,", "!= the checkpoint's 301 [0.0, 2.0, 4.0, 6.0,"),
+    }
+    _expect(_outcomes(tmp_path, groups, "sglang", "0.5.23"), messages)
+
+
+def _outcomes(tmp: Path, groups: dict[str, list[dict]], engine: str, spec: str) -> dict[str, str]:
+    """``<claim>-<group>`` -> "passed" or the failure's whole text (JUnit shortens a long message: the 600-frame
+    lists), from one child running every group's scripts on the release."""
+    paths = _written(tmp, groups, engine, spec)
+    cases, out = run_cases(paths, spec, tmp / f"{engine}-{spec}.xml", engine=engine)
+    by = {}
+    for case in cases:
+        (path,) = [p for p in paths if case.get("classname").endswith(p.stem)]
+        failure = case.find("failure")
+        by[f"{path.stem.split('-')[0]}-{path.stem.rsplit('-', 1)[1]}"] = "passed" if failure is None else failure.text
+    assert len(by) == len(paths), out[-3000:]
+    return by
+
+
+def _expect(by: dict[str, str], messages: dict[str, tuple[str, ...]]) -> None:
+    """The scripts that fail are the keys of ``messages``, each failure holding its parts in order; the rest pass."""
     assert {k for k, v in by.items() if v != "passed"} == set(messages), by
     for key, parts in messages.items():
         at = 0
