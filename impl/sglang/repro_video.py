@@ -20,11 +20,8 @@ FAMILY_OPTIONS: dict[str, dict[str, tuple[tuple[str, ...] | None, dict[str, str]
 }
 _QWEN = ("qwen2.5-vl", "qwen3-vl")
 # claim -> the families whose script the reproducers write for SGLang (its frames as deferlab runs them); GLM-4.1V's
-# C16-C18 from the releases that sample themselves (0.5.20 on: glm_sample_and_decode_sync)
-FAMILIES: dict[str, tuple[str, ...]] = {
-    **{cid: (*_QWEN, "glm-4.1v") for cid in ("C16", "C17", "C18")},
-    "C19": _QWEN,
-}
+# from the releases that sample themselves (0.5.20 on: glm_sample_and_decode_sync; its scripts skip before)
+FAMILIES: dict[str, tuple[str, ...]] = {cid: (*_QWEN, "glm-4.1v") for cid in ("C16", "C17", "C18", "C19")}
 SERVED = "SGLang's video path"  # the served side, as a script's test names it
 LOADER = "SGLang's image loader"  # the served side of C20
 # the families whose served times are the pinned processor's own timestamps of SGLang's frames (Qwen3-VL); the

@@ -19,11 +19,8 @@ OPTIONS: dict[str, tuple[tuple[str, ...] | None, dict[str, str]]] = {
 }
 _QWEN = ("qwen2.5-vl", "qwen3-vl")
 # claim -> the families whose script the reproducers write for vLLM
-# GLM-4.1V's C16-C18 (semantics §20.6; its C19 script is not written yet)
-FAMILIES: dict[str, tuple[str, ...]] = {
-    **{cid: (*_QWEN, video_glm.FAMILY) for cid in ("C16", "C17", "C18")},
-    "C19": _QWEN,
-}
+# GLM-4.1V's too (semantics §20.6)
+FAMILIES: dict[str, tuple[str, ...]] = {cid: (*_QWEN, video_glm.FAMILY) for cid in ("C16", "C17", "C18", "C19")}
 SERVED = "vLLM's video loader"  # the served side, as a script's test names it
 LOADER = "vLLM's media connector"  # the served side of C20
 # family -> the constants its C17/C18 scripts state: INFO, (module, class) of the release's processing info, whose

@@ -211,9 +211,10 @@ def render(
         made = fit_bytes(c, ce, failure) if c.path is None else None
         served = getattr(part, "LOADER", c.engine)
     elif cid == "C19":
-        from deferlab.reports.repro import video_pixels
+        from deferlab.reports.repro import video_glm_pixels, video_pixels
 
-        made = video_pixels.fit(c, part, ce, row)
+        own = {"glm-4.1v": video_glm_pixels.fit}  # a family with its own decode texts (GLM-4.1V, semantics §20.4)
+        made = own.get(c.family, video_pixels.fit)(c, part, ce, row)
         if made is not None and part is not None:
             what = "none: the claim runs each side's loader at its defaults"
             made = (made[0], made[1] + video_consts(c, part, {}, what), made[2])

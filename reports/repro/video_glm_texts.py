@@ -20,12 +20,16 @@ from deferlab.reports.repro import video_served_texts, video_texts
 IMPORTS = """from transformers.models.glm4v.processing_glm4v import Glm4vProcessor
 """
 
-TRAINED = '''
+PROCESSOR_TEXT = '''
 
 def _processor():
     """The checkpoint's video processor, built by from_dict from its video config as from_pretrained builds it."""
     return getattr(transformers, PROCESSOR).from_dict(dict(VIDEO_CONFIG))
+'''
 
+TRAINED = (
+    PROCESSOR_TEXT
+    + '''
 
 def _trained_metadata():
     """The clip's metadata as transformers' video loaders set it: GLM's sampler reads the duration, frames / fps."""
@@ -79,6 +83,7 @@ def _trained_times():
     grid, _, metadata = _trained_run()
     return _prompt_times(grid, metadata)
 '''
+)
 
 VLLM_SERVED = '''
 
@@ -156,7 +161,7 @@ def _served_times(monkeypatch):
     return [float(placeholder[i + 1]) for i, token in enumerate(placeholder) if token == "<end>"]
 '''
 
-SGLANG_SERVED = '''
+SGLANG_CONFIG = '''
 
 def _video_config():
     """The per-video config SGLang's GLM processor builds (process_mm_data_async: its own functions, in its order):
@@ -171,7 +176,9 @@ def _video_config():
     tokens = glm4v.glm_max_image_tokens_from_configs(configs)
     budget = glm4v.glm_budget_kwargs(_processor(), user_max_image_tokens=tokens, count=1, split=True)
     return glm4v._glm_effective_presize_budget(configs[0], (budget or {}).get("max_image_tokens"))
+'''
 
+_SGLANG_HANDOFF = '''
 
 def _handoff():
     """(the processor's output, SGLang's indices): SGLang's glm_sample_and_decode_sync on the clip's reader with
@@ -203,6 +210,7 @@ def _served_times(monkeypatch):
     out, _ = _handoff()
     return _prompt_times(out["video_grid_thw"], out["video_metadata"])
 '''
+SGLANG_SERVED = SGLANG_CONFIG + _SGLANG_HANDOFF
 _SGLANG_ENGINE = """import numpy as np
 import pytest
 import torch

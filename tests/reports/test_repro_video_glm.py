@@ -59,6 +59,20 @@ SGLANG_C17 = row("C17", f"{FAMILY}:SGLANG", "AssertionError: [1@1 64x48; min_pix
 SGLANG_C18 = row("C18", f"{FAMILY}:SGLANG", "AssertionError: [602@1 64x48; fps=4] times differ from the trained "
                  "side's: 300 times != 301", [clip(602, 1.0), FPS4])  # fmt: skip
 
+# C19: the clip kinds (properties.clips.KINDS) as a row names them; vLLM's loader chooses no frame of 'short' (0.1 s),
+# SGLang's decord refuses a rotation tag; 'constant' both take as the checkpoint does
+KIND = {
+    "constant": "ClipSpec(frames=120, fps=30.0, width=64, height=48, container='mp4', vfr=False, rotation=0)",
+    "short": "ClipSpec(frames=3, fps=30.0, width=64, height=48, container='mp4', vfr=False, rotation=0)",
+    "rotation90": "ClipSpec(frames=120, fps=30.0, width=64, height=48, container='mp4', vfr=False, rotation=90)",
+}
+C19 = {
+    "vllm": row("C19", f"{FAMILY}:VLLM", "AssertionError: [short] the served side refused what the trained side "
+                "takes", ["short", KIND["short"]]),
+    "sglang": row("C19", f"{FAMILY}:SGLANG", "AssertionError: [rotation90] the served side refused what the trained "
+                  "side takes", ["rotation90", KIND["rotation90"]]),
+}  # fmt: skip
+
 
 @pytest.fixture
 def glm_companions(monkeypatch: pytest.MonkeyPatch) -> None:
@@ -109,6 +123,22 @@ def test_a_glm_row_becomes_a_standalone_script_calling_the_engine_and_the_checkp
     for call in (*calls, "replace_video_token", ".sample_frames("):
         assert call in text, call
     assert f"def test_{r['id'].lower()}_" in text
+
+
+@pytest.mark.parametrize(
+    ("engine", "calls"),
+    [("vllm", ("MediaConnector(", ".fetch_video(")), ("sglang", ("load_video(", "glm_sample_and_decode_sync("))],
+)
+def test_a_glm_c19_row_becomes_a_script_decoding_with_the_engines_loader(engine: str, calls: tuple[str, ...]) -> None:
+    """C19's script states the kind, decodes with the engine's own loader and with transformers' load_video under
+    GLM's sample_frames, and restores the sampler's repeated index on the checkpoint's side."""
+    text = code(C19[engine])
+    assert text is not None
+    assert list(consts(text)["KINDS"]) == [C19[engine]["counterexample"][0]]
+    assert not any("deferlab" in m for m in imports(text))
+    for call in (*calls, "load_video(", "partial(proc.sample_frames", "read.index(i)"):
+        assert call in text, call
+    assert text.count("def _trained_frames(") == 1
 
 
 @pytest.mark.parametrize(
@@ -187,6 +217,34 @@ def test_each_glm_script_fails_on_sglang_0_5_23_and_passes_where_the_sides_agree
         "C18-recorded": ("300 times [0.0, 3.0, 5.0, 7.0,", "!= the checkpoint's 301 [0.0, 2.0, 4.0, 6.0,"),
     }
     _expect(_outcomes(tmp_path, groups, "sglang", "0.5.23"), messages)
+
+
+@pytest.mark.slow
+@pytest.mark.extra("video")  # the clips (PyAV), SGLang's decoder (decord)
+@pytest.mark.extra("transformers")  # the scripts' trained side
+@pytest.mark.parametrize(
+    ("engine", "spec", "message"),
+    [
+        ("vllm", "0.34.0", "the served side refused what the trained side takes: refused (ValueError: max() "),
+        ("sglang", "0.5.23", "the served side refused what the trained side takes: refused (DECORDError: "),
+    ],
+    ids=["vllm", "sglang"],
+)
+def test_each_glm_c19_script_fails_on_its_kind_and_passes_on_a_constant_clip(
+    tmp_path: Path, glm_companions: None, engine: str, spec: str, message: str
+) -> None:
+    """C19's script makes the clip, hands its bytes to the engine's own loader (vLLM's fetch_video, SGLang's
+    load_video and glm_sample_and_decode_sync) and to transformers' load_video with GLM's sampler (its repeated
+    index restored): vLLM refuses 'short' where the checkpoint takes [0, 0], SGLang's decord refuses the rotation
+    tag; each passes on 'constant', SGLang's on 'short' too (the checkpoint's repeated index restored)."""
+    from deferlab.reference.system import extras
+
+    if engine == "vllm" and (missing := extras.why_missing("vllm")) is not None:
+        pytest.skip(missing)
+    groups = {"recorded": [C19[engine]], "agree": [{**C19[engine], "counterexample": ["constant", KIND["constant"]]}]}
+    if engine == "sglang":  # 'short': one index, GLM's sampler repeats it; PyAV reads it once, restored (§20.4)
+        groups["short"] = [{**C19[engine], "counterexample": ["short", KIND["short"]]}]
+    _expect(_outcomes(tmp_path, groups, engine, spec), {"C19-recorded": (message,)})
 
 
 def _outcomes(tmp: Path, groups: dict[str, list[dict]], engine: str, spec: str) -> dict[str, str]:
