@@ -364,7 +364,7 @@ def trained_paths(family: str, backend: str = "pyav") -> dict[str, TrainedPath |
     if family in oracle.ONE_ROW:  # one row: the model card runs this processor itself (semantics §20.4)
         from deferlab.properties.video_trained_glm import GlmTrainedPath
 
-        return {"TRAINED": GlmTrainedPath(backend)}
+        return {"TRAINED": GlmTrainedPath(processor(family), backend)}
     return {"TRAINED": TrainedPath(family, backend), "CARD": CardPath(family)}
 
 

@@ -19,7 +19,7 @@ from typing import Any
 import numpy as np
 
 from deferlab.reference.system.requests import VIDEO_CONFIGS
-from deferlab.reference.system.video import Clip, DecodedVideo, Refused, Unsupported, VideoPlan, VideoRequest
+from deferlab.reference.system.video import Clip, DecodedVideo, Refused, VideoPlan, VideoRequest
 
 FAMILY = "glm-4.1v"
 MODULE = "transformers.models.glm4v.video_processing_glm4v"
@@ -54,18 +54,17 @@ class GlmTrainedPath:
 
     label, real_code, family = "TRAINED", True, FAMILY
 
-    def __init__(self, backend: str = "pyav") -> None:
-        from deferlab.properties.video_trained import processor
-
-        self.proc, self.backend = processor(FAMILY), backend
+    def __init__(self, proc: Any, backend: str = "pyav") -> None:
+        """``proc``: the checkpoint's ``Glm4vVideoProcessor`` (`properties.video_trained.processor`)."""
+        self.proc, self.backend = proc, backend
         self.module = importlib.import_module(MODULE)
         self.system = f"transformers-{importlib.import_module('transformers').__version__}"
 
     def _kwargs(self, request: VideoRequest) -> dict[str, Any]:
         """``preprocess``'s kwargs for ``sample_frames``: every valid one, the client's or the processor's own."""
-        if request.total_pixels is not None:
-            raise Unsupported("TRAINED glm-4.1v: the video processor takes no total_pixels (accepted: fps, "
-                              "min_pixels, max_pixels; num_frames is ignored)")  # fmt: skip
+        from deferlab.reference.oracle.video_glm import refuse_budgets
+
+        refuse_budgets(request)  # 5.24.0 answers them with a TypeError (checked in the oracle's tests)
         given = {k: v for k, v in (("fps", request.fps), ("num_frames", request.num_frames)) if v is not None}
         kw = {name: given.get(name, getattr(self.proc, name, None)) for name in self.proc.valid_kwargs.__annotations__}
         for name in ("input_data_format", "do_convert_rgb", "do_sample_frames", "device", "video_metadata"):
@@ -78,8 +77,7 @@ class GlmTrainedPath:
         kw = self._kwargs(request)
         fps = clip.fps if clip.fps > 0 else None
         meta = VideoMetadata(clip.frames, fps, clip.width, clip.height, duration=clip.frames / fps if fps else 0.0)
-        low = self.proc.size["shortest_edge"] if request.min_pixels is None else request.min_pixels
-        high = self.proc.size["longest_edge"] if request.max_pixels is None else request.max_pixels
+        low, high = self.proc.size["shortest_edge"], self.proc.size["longest_edge"]
         tps, p, m = int(self.proc.temporal_patch_size), int(self.proc.patch_size), int(self.proc.merge_size)
         try:
             idx = [int(i) for i in self.proc.sample_frames(meta, **kw)]

@@ -293,7 +293,7 @@ def video_paths(source: Any, family: str) -> list[SGLangVideoPath]:
     if family == "glm-4.1v":  # its own module: SGLang's GLM-4V processor (semantics §20.5)
         from deferlab.impl.sglang.video_glm import SGLangGlmVideoPath
 
-        return [SGLangGlmVideoPath(source)]
+        return [SGLangGlmVideoPath(source, _reader_class)]
     why = {
         "kimi-k3": "SGLang's Kimi-K3 processor refuses video ('Kimi-K3 supports image input only')",
         "internvl": "InternVL's checkpoints name no video processor to be the trained side (semantics §20.1)",

@@ -70,7 +70,8 @@ class SGLangGlmVideoPath:
     real_code = True
     family = FAMILY
 
-    def __init__(self, source: Any) -> None:
+    def __init__(self, source: Any, reader_class: Any) -> None:
+        """``reader_class``: `impl.sglang.video`'s stand-in reader factory (a clip's count and rate, no decode)."""
         src = common.source_of(source)
         missing = [c for c in COMPANIONS if c not in getattr(src, "companions", {})]
         if missing:
@@ -84,9 +85,7 @@ class SGLangGlmVideoPath:
         self.tf = src.companions["transformers"]
         self.vp = self.tf.module(TF_VIDEO).Glm4vVideoProcessor.from_dict(dict(VIDEO_CONFIGS[FAMILY][0]))
         self.own_sampling = hasattr(self.glm, "glm_sample_and_decode_sync")  # 0.5.20 on
-        from deferlab.impl.sglang.video import _reader_class
-
-        self.reader = _reader_class(src.module(DECODER).VideoDecoderWrapper)
+        self.reader = reader_class(src.module(DECODER).VideoDecoderWrapper)
         self.source.patch(
             f"{DECODER}.VideoDecoderWrapper",
             "plan: a subclass reporting the clip's frame count and fps, serving stride-0 frames of its size",

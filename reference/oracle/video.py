@@ -20,6 +20,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from deferlab.reference.oracle.video_index import INDEX_BITS, encode_index, read_index  # noqa: F401  (re-exported)
+from deferlab.reference.oracle.video_resize import _ratio_check, hf_resize_3d  # noqa: F401  (re-exported)
 from deferlab.reference.system.errors import InputValueError
 from deferlab.reference.system.video import Clip, Refused, Unsupported, VideoPlan, VideoRequest
 
@@ -102,12 +103,6 @@ def numpy_linspace_round(total: int, n: int) -> np.ndarray:
 
 
 # --- geometry (semantics §20.4 "Per-frame size") -------------------------------------------------------------------
-def _ratio_check(height: float, width: float) -> None:
-    """Both smart_resizes refuse an aspect ratio over 200 (semantics §20.4 "Per-frame size")."""
-    if max(height, width) / min(height, width) > 200:
-        raise Refused(f"absolute aspect ratio must be smaller than 200, got {max(height, width) / min(height, width)}")
-
-
 def hf_resize(height: int, width: int, factor: int, min_pixels: float, max_pixels: float) -> tuple[int, int]:
     """transformers' Qwen2-VL ``smart_resize`` (semantics §20.4): (height, width) multiples of ``factor``."""
     _ratio_check(height, width)
@@ -118,29 +113,6 @@ def hf_resize(height: int, width: int, factor: int, min_pixels: float, max_pixel
         w = max(factor, math.floor(width / beta / factor) * factor)
     elif h * w < min_pixels:
         beta = math.sqrt(min_pixels / (height * width))
-        h, w = math.ceil(height * beta / factor) * factor, math.ceil(width * beta / factor) * factor
-    return h, w
-
-
-def hf_resize_3d(
-    frames: int, height: int, width: int, tf: int, factor: int, min_pixels: float, max_pixels: float
-) -> tuple[int, int]:
-    """transformers' Qwen3-VL video ``smart_resize`` (semantics §20.4): the budget is over round(frames / tf) * tf
-    frames; fewer than ``tf`` frames is refused; a frame smaller than ``factor`` is scaled up first."""
-    if frames < tf:
-        raise Refused(f"t:{frames} must be larger than temporal_factor:{tf} (ValueError in smart_resize)")
-    if height < factor or width < factor:
-        scale = max(factor / height, factor / width)
-        height, width = int(height * scale), int(width * scale)
-    _ratio_check(height, width)
-    h, w = round(height / factor) * factor, round(width / factor) * factor
-    t = round(frames / tf) * tf
-    if t * h * w > max_pixels:
-        beta = math.sqrt((frames * height * width) / max_pixels)
-        h = max(factor, math.floor(height / beta / factor) * factor)
-        w = max(factor, math.floor(width / beta / factor) * factor)
-    elif t * h * w < min_pixels:
-        beta = math.sqrt(min_pixels / (frames * height * width))
         h, w = math.ceil(height * beta / factor) * factor, math.ceil(width * beta / factor) * factor
     return h, w
 

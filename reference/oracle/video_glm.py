@@ -14,6 +14,7 @@ import math
 
 import numpy as np
 
+from deferlab.reference.oracle.video_resize import hf_resize_3d
 from deferlab.reference.system.video import Clip, Refused, Unsupported, VideoPlan, VideoRequest
 
 NAME = "glm-4.1v"
@@ -49,9 +50,7 @@ def taken(clip: Clip, request: VideoRequest) -> list[int]:
 
 def resize(frames: int, height: int, width: int, min_pixels: float, max_pixels: float) -> tuple[int, int]:
     """GLM's 3-D ``smart_resize`` on ``frames`` frames (§20.4 "Size"): (height, width), multiples of 28. The same
-    rule as Qwen3-VL's (`video.hf_resize_3d`, read side by side in transformers 5.24.0) at GLM's factor 28."""
-    from deferlab.reference.oracle.video import hf_resize_3d
-
+    rule as Qwen3-VL's (`video_resize.hf_resize_3d`, read side by side in transformers 5.24.0) at GLM's factor 28."""
     return hf_resize_3d(frames, height, width, TPS, FACTOR, min_pixels, max_pixels)
 
 
@@ -64,15 +63,20 @@ def times(indices: list[int], rate: float, grid_t: int) -> tuple[float, ...]:
     return tuple(float(int(s)) for s in stamps)
 
 
+def refuse_budgets(request: VideoRequest) -> None:
+    """`Unsupported` for a pixel budget: ``Glm4vVideoProcessor``'s kwargs name none (its budget is ``size``), and
+    5.24.0 answers ``min_pixels`` / ``max_pixels`` / ``total_pixels`` with a TypeError (§20.4 "Size")."""
+    given = [k for k in ("min_pixels", "max_pixels", "total_pixels") if getattr(request, k) is not None]
+    if given:
+        raise Unsupported(f"TRAINED glm-4.1v: the video processor takes no {', '.join(given)} (TypeError: not a "
+                          "kwarg of Glm4vVideoProcessor; its budget is size; accepted: fps, num_frames (ignored))")  # fmt: skip
+
+
 def plan(clip: Clip, request: VideoRequest) -> VideoPlan:
     """TRAINED GLM-4.1V: transformers 5.24.0's ``Glm4vVideoProcessor`` with the checkpoint's values (§20.4)."""
-    if request.total_pixels is not None:
-        raise Unsupported("TRAINED glm-4.1v: the video processor takes no total_pixels (accepted: fps, "
-                          "min_pixels, max_pixels; num_frames is ignored)")  # fmt: skip
+    refuse_budgets(request)
     idx = taken(clip, request)
-    low = request.min_pixels if request.min_pixels is not None else MIN_PIXELS
-    high = request.max_pixels if request.max_pixels is not None else MAX_PIXELS
-    h, w = resize(len(idx), clip.height, clip.width, low, high)
+    h, w = resize(len(idx), clip.height, clip.width, MIN_PIXELS, MAX_PIXELS)
     pad = -len(idx) % TPS  # 0: the sampler evens the count itself
     grid = ((len(idx) + pad) // TPS, h // PATCH, w // PATCH)
     tokens = grid[0] * grid[1] * grid[2] // (MERGE * MERGE)

@@ -25,7 +25,8 @@ SGLANG = EngineRepro(
     family_served="SGLang's served path",
     internvl_tiles=texts.SGLANG_INTERNVL_TILES,
     companions={
-        f: _BOTH for f in ("qwen2.5-vl", "qwen3-vl", "ernie-4.5-vl", "mimo-v2.5", "minicpm-v-4.6", "paddleocr-vl")
+        f: _BOTH
+        for f in ("qwen2.5-vl", "qwen3-vl", "ernie-4.5-vl", "mimo-v2.5", "minicpm-v-4.6", "paddleocr-vl", "glm-4.1v")
     },
     serving=served.sglang_serving,
     geometry=served.sglang_geometry,
@@ -43,7 +44,7 @@ VLLM = EngineRepro(
     kimi_family_claims=("C4", "C15"),  # its Kimi-K3 column's C4 and device path's C15 take the family templates
     family_served="vLLM's device normalization",
     internvl_tiles=texts.VLLM_INTERNVL_TILES,
-    companions={f: _BOTH for f in ("qwen2.5-vl", "qwen3-vl", "internvl")},
+    companions={f: _BOTH for f in ("qwen2.5-vl", "qwen3-vl", "internvl", "glm-4.1v")},
     serving=served.vllm_serving,
     geometry=served.vllm_geometry,
     media_proc_defaults=served.vllm_media_proc_defaults,

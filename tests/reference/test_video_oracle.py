@@ -1,18 +1,14 @@
 """deferlab's video oracle (`reference.oracle.video`) against the trained sides run for real (semantics §20.4), and
 the generated clips and their index code (§20.3).
 
-The trained sides (`properties.video_trained`) need torchvision through the loader's companion before transformers
-is first imported, so where this process imported it first (the whole suite), `test_trained_sides_in_a_child` runs
-this file's trained-side tests in a pytest process of its own; run alone, they run here.
+The trained sides need torchvision through the loader's companion before transformers is first imported: where this
+process imported it first (the whole suite), `test_trained_sides_in_a_child` runs them in a process of their own.
 """
 
 from __future__ import annotations
 
 import math
-import os
 import re
-import subprocess
-import sys
 import time
 from collections.abc import Callable
 from functools import partial
@@ -27,6 +23,7 @@ from hypothesis import strategies as st
 from deferlab.reference.oracle import video as oracle
 from deferlab.reference.system.errors import InputValueError
 from deferlab.reference.system.video import Clip, Refused, Unsupported, VideoPlan, VideoRequest, differing, grid_clips
+from tests.reference.video_child import run_in_a_child
 
 FAMILIES = ("qwen2.5-vl", "qwen3-vl")
 ROWS = ("TRAINED", "CARD")
@@ -106,29 +103,7 @@ def trained(family: str) -> dict[str, Any]:
 @real_code
 def test_trained_sides_in_a_child() -> None:
     """This file's trained-side tests in a pytest process of its own, when this one cannot run them."""
-    run_in_a_child(Path(__file__), "qwen3-vl", CHILD_TESTS, CHILD_ENV)
-
-
-def run_in_a_child(here: Path, family: str, tests: str, env: str) -> None:
-    """The ``tests`` of the file ``here`` in a pytest process of their own (``env`` set: they run there), all
-    passing and none skipped, when this process cannot build ``family``'s trained side (skipped when it can)."""
-    if os.environ.get(env):
-        pytest.skip("this is the child")
-    try:
-        trained(family)
-    except pytest.skip.Exception as e:
-        if "run in a child" not in str(e):
-            raise
-    else:
-        pytest.skip("the trained sides run in this process")
-    proc = subprocess.run(
-        [sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", str(here), "-k", tests],
-        capture_output=True, text=True, timeout=900, env={**os.environ, env: "1"}, cwd=here.parents[2],
-    )  # fmt: skip
-    print(proc.stdout[-3000:])
-    assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-2000:]
-    last = proc.stdout.strip().splitlines()[-1]
-    assert " passed" in last and " skipped" not in last, last
+    run_in_a_child(Path(__file__), partial(trained, "qwen3-vl"), CHILD_TESTS, CHILD_ENV)
 
 
 # --- the grid ---------------------------------------------------------------------------------------------------------

@@ -18,7 +18,8 @@ from hypothesis import strategies as st
 from deferlab.reference.oracle import video as oracle
 from deferlab.reference.oracle import video_glm
 from deferlab.reference.system.video import Clip, Unsupported, VideoRequest, grid_clips
-from tests.reference.test_video_oracle import difference, label, options, outcome, real_code, run_in_a_child, trained
+from tests.reference.test_video_oracle import difference, label, options, outcome, real_code, trained
+from tests.reference.video_child import run_in_a_child
 
 FAMILY = "glm-4.1v"
 CHILD_ENV = "DEFERLAB_VIDEO_ORACLE_GLM_CHILD"
@@ -28,7 +29,7 @@ CHILD_TESTS = "(trained or grid or drawn or decode) and not in_a_child"
 @real_code
 def test_trained_side_in_a_child() -> None:
     """This file's trained-side tests in a pytest process of its own, when this one cannot run them."""
-    run_in_a_child(Path(__file__), FAMILY, CHILD_TESTS, CHILD_ENV)
+    run_in_a_child(Path(__file__), partial(trained, FAMILY), CHILD_TESTS, CHILD_ENV)
 
 
 def test_one_row_only() -> None:
@@ -54,18 +55,19 @@ def test_oracle_equals_trained_on_the_grid() -> None:
     """Every clip of the 6,000-clip grid x every option set: the oracle's plan equals the real processor's exactly
     (times: the whole seconds of the prompt text). The wall time is printed."""
     path = trained(FAMILY)["TRAINED"]
-    found, counts = [], {"refused": 0, "plans": 0}
+    found, counts = [], {"refused": 0, "unsupported": 0, "plans": 0}
     start = time.perf_counter()
     for request in options(FAMILY):
         for clip in grid_clips():
             a = outcome(partial(oracle.plan, FAMILY, "TRAINED"), clip, request)
             b = outcome(path.plan, clip, request)
-            counts["refused" if isinstance(b, str) else "plans"] += 1
+            counts[b if isinstance(b, str) else "plans"] += 1
             if (d := difference(a, b)) is not None:
                 found.append(f"{label(clip, request)}: {d}")
     print(f"\n{FAMILY}: {6000 * len(options(FAMILY))} plans per side in {time.perf_counter() - start:.1f} s, {counts}")
     assert not found, f"{len(found)} differ; first: " + "; ".join(found[:5])
-    assert counts["plans"] == 6000 * len(options(FAMILY))  # every grid rate is known: nothing refused
+    # every grid rate is known: nothing refused; the pixel pair is no option of the processor's (§20.4)
+    assert counts == {"refused": 0, "unsupported": 6000, "plans": 6000 * (len(options(FAMILY)) - 1)}
 
 
 @real_code
@@ -92,18 +94,22 @@ def test_trained_plan_equals_the_processor_run_on_frames() -> None:
     checked = 0
     for frames, fps in ((1, 30.0), (3, 30.0), (15, 30.0), (61, 29.97), (90, 12.5)):
         video = np.stack([oracle.encode_index(48, 64, i) for i in range(frames)])
+        meta = {"total_num_frames": frames, "fps": fps, "width": 64, "height": 48, "duration": frames / fps}
         for request in options(FAMILY):
+            kw = {k: v for k, v in request.given().items() if k != "num_frames"}
+            if request.min_pixels is not None:  # not a kwarg of the processor: refused by it, Unsupported here
+                with pytest.raises(TypeError, match="min_pixels"):
+                    path.proc(videos=[video], video_metadata=[meta], return_tensors="pt", **kw)
+                with pytest.raises(Unsupported, match="takes no min_pixels, max_pixels"):
+                    path.plan(Clip(frames, fps, 64, 48), request)
+                continue
             plan = path.plan(Clip(frames, fps, 64, 48), request)
-            kw = {"fps": request.fps} if request.fps is not None else {}
-            if request.min_pixels is not None:
-                kw["size"] = {"shortest_edge": request.min_pixels, "longest_edge": request.max_pixels}
-            meta = {"total_num_frames": frames, "fps": fps, "width": 64, "height": 48, "duration": frames / fps}
             out = path.proc(videos=[video], video_metadata=[meta], return_metadata=True, return_tensors="pt", **kw)
             assert tuple(int(v) for v in out["video_grid_thw"][0]) == plan.grid, label(Clip(frames, fps), request)
             assert [int(i) for i in out["video_metadata"][0].frames_indices] == list(plan.indices)
             assert out["pixel_values_videos"].shape[0] == plan.tokens * 4
             checked += 1
-    assert checked == 5 * len(options(FAMILY))
+    assert checked == 5 * (len(options(FAMILY)) - 1)
 
 
 @real_code

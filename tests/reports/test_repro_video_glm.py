@@ -7,20 +7,19 @@ holds deferlab's own path to them): the loader choosing no frame of 1 frame at 5
 takes [0, 0]); 602 frames at 1 fps under fps=4, which vLLM reads whole and its processor samples again at its own
 2 fps; an odd 3 frames handed on from 8 at 5 fps (padded 1 against the checkpoint's 0); the pixel pair vLLM drops
 (112x84 against 196x140). A script must fail on 0.34.0 with that difference and pass on a clip the sides agree on
-(120 frames at 30 fps), so it can do both. Neither engine's reproducer set names GLM-4.1V's companions yet
-(`reports.repro.engine_sets`): patched in here, as the script's header must name them for ``deferlab repro``.
+(120 frames at 30 fps), so it can do both. Both engines' reproducer sets name GLM-4.1V's companions
+(`reports.repro.engine_sets`), as the script's header must for ``deferlab repro``; `glm_companions` checks it.
 """
 
 from __future__ import annotations
 
-from dataclasses import replace
 from pathlib import Path
 
 import pytest
 
 from deferlab.impl.vllm.video import COMPANIONS
 from deferlab.reports.repro import cli as repro
-from deferlab.reports.repro import engine_sets, families
+from deferlab.reports.repro import engine_sets
 from tests.reports.test_repro import run_cases
 from tests.reports.test_repro_video import DEFAULTS, _written, clip, code, consts, engine_of, imports, row
 
@@ -76,14 +75,9 @@ C19 = {
 
 @pytest.fixture
 def glm_companions(monkeypatch: pytest.MonkeyPatch) -> None:
-    """vLLM's and SGLang's reproducer sets naming GLM-4.1V's companions (as `engine_sets` will name them; unchanged
-    where it does)."""
-    sets = {"vllm": engine_sets.VLLM, "sglang": engine_sets.SGLANG}
-    for engine, found in sets.items():
-        if FAMILY not in found.companions:
-            sets[engine] = replace(found, companions={**found.companions, FAMILY: COMPANIONS[FAMILY]})
-    real = families.repro_of
-    monkeypatch.setattr(families, "repro_of", lambda engine: sets.get(engine) or real(engine))
+    """vLLM's and SGLang's reproducer sets name GLM-4.1V's companions, those its video paths load."""
+    for found in (engine_sets.VLLM, engine_sets.SGLANG):
+        assert found.companions[FAMILY] == tuple(COMPANIONS[FAMILY])
 
 
 @pytest.mark.parametrize(

@@ -10,6 +10,7 @@ so the check can tell the two apart.
 
 from __future__ import annotations
 
+import os
 from types import SimpleNamespace
 from typing import Any
 
@@ -24,7 +25,20 @@ BASE = "lmdeploy.vl.model.base"
 IMAGE_ID, VIDEO_ID = 151343, 151344  # GLM-4.1V's <|image|> and <|video|> ids (the checkpoint's tokenizer)
 
 
-def test_glm_has_no_lmdeploy_video_path(lmdeploy_source):
+def _source() -> Any:
+    """The release under test, loaded in this test's process: these tests run in a process of their own when a
+    transformers is imported here already (``own_process``), since an earlier engine's torchvision companion would
+    keep LMDeploy's out (one copy per process)."""
+    from deferlab.impl.lmdeploy import sources
+    from deferlab.properties.engines import load_or_skip
+
+    spec = os.environ.get("DEFERLAB_LMDEPLOY", sources.DEFAULT_VERSION)
+    return load_or_skip(lambda s: sources.load(s, companions=sources.COMPANIONS), spec, "lmdeploy")
+
+
+@pytest.mark.own_process
+def test_glm_has_no_lmdeploy_video_path():
+    lmdeploy_source = _source()
     with pytest.raises(Unsupported, match=r"^n/a: .*GLM4_1_VisionModel registers no video token.*0\.14\.0-0\.18\.0"):
         video_paths(lmdeploy_source, "glm-4.1v")
 
@@ -73,13 +87,17 @@ def _preprocess(source: Any, mm_tokens: Any) -> dict[str, Any]:
 
 
 @pytest.mark.extra("transformers")
-def test_glm_class_registers_no_video_token(lmdeploy_source, monkeypatch):
+@pytest.mark.own_process
+def test_glm_class_registers_no_video_token(monkeypatch):
+    lmdeploy_source = _source()
     tokens = _glm_tokens(lmdeploy_source, monkeypatch)
     assert (tokens.image_token_id, tokens.video_token_id, tokens.video_token) == (IMAGE_ID, None, None)
 
 
 @pytest.mark.extra("transformers")
-def test_a_video_item_fails_in_preprocess_for_want_of_that_token(lmdeploy_source, monkeypatch):
+@pytest.mark.own_process
+def test_a_video_item_fails_in_preprocess_for_want_of_that_token(monkeypatch):
+    lmdeploy_source = _source()
     tokens = _glm_tokens(lmdeploy_source, monkeypatch)
     with pytest.raises(TypeError, match="not subscriptable"):  # get_mm_items_offset(input_ids, None)
         _preprocess(lmdeploy_source, tokens)

@@ -35,7 +35,7 @@ POINTS = [
     (Clip(8, 5.0), VideoRequest()),  # an odd 3 handed on: padded 1 against 0, the same frames
     (Clip(120, 30.0), VideoRequest()),  # agreement
     (Clip(120, 30.0), VideoRequest(num_frames=8)),  # ignored by both
-    (Clip(1, 1.0), PAIR),  # the pixel pair: ignored by vLLM, TRAINED's size edges
+    (Clip(1, 1.0), PAIR),  # the pixel pair: ignored by vLLM, no option of TRAINED's
     (Clip(300, 24.0), VideoRequest(fps=30.0)),  # C18's resample pin
     (Clip(1, 3.0), VideoRequest(fps=4.0)),  # off the grid: vLLM's times none against the processor's one step
 ]
@@ -111,8 +111,8 @@ def test_the_predicted_verdicts_at_their_smallest_clips(path, trained, vllm_sour
     # [120@30], defaults and num_frames=8: every field equal
     for k in (3, 4):
         assert got[k] == want[k], (POINTS[k], got[k], want[k])
-    # the pixel pair: vLLM's size is the default one, TRAINED's the pair's (C17)
-    assert (got[5]["size"], want[5]["size"]) == ([112, 84], [196, 140]) and got[5]["indices"] == want[5]["indices"]
+    # the pixel pair: vLLM drops it (its size is the default one); TRAINED takes no such option (left out, §20.4)
+    assert got[5]["size"] == [112, 84] and want[5] == {"refused": "Unsupported"}
     # the pin: vLLM's processor resamples the whole-read clip at 2 fps (13 times), TRAINED takes 300 (150 times)
     assert (len(got[6]["times"]), len(want[6]["times"])) == (13, 150)
     # off the grid: no time for the processor's one step; 0.34.0 refuses, 0.33.0 writes a frameless placeholder
