@@ -129,7 +129,7 @@ class StatedRule:
 
 def stated_rule(path: Any) -> StatedRule | None:
     """The stated rule of ``path``'s engine for its family (None: the semantics restate none for it)."""
-    found = rule_for(getattr(path, "system", ""))
+    found = rule_for(getattr(path, "system", ""), getattr(path, "family", None))
     return None if found is None else StatedRule(getattr(path, "family", ""), *found)
 
 

@@ -19,12 +19,12 @@ from typing import Any
 import numpy as np
 
 from deferlab.reference.system.requests import VIDEO_CONFIGS
-from deferlab.reference.system.video import Clip, DecodedVideo, Refused, VideoPlan, VideoRequest
+from deferlab.reference.system.video import Clip, CountedToken, DecodedVideo, Refused, VideoPlan, VideoRequest, counted
 
 FAMILY = "glm-4.1v"
 MODULE = "transformers.models.glm4v.video_processing_glm4v"
 PROCESSOR = "transformers.models.glm4v.processing_glm4v"
-_TOKEN = "<I>"  # a placeholder image token: replace_video_token writes it once per token
+_TOKEN = CountedToken("<I>")  # a placeholder image token: replace_video_token writes n of them as "<n>"
 _STAMP = re.compile(r"<\|end_of_image\|>(-?\d+)")
 _FAILURES = (ValueError, AssertionError, ZeroDivisionError, TypeError, IndexError)
 
@@ -46,7 +46,7 @@ def prompt_text(proc: Any, grid: tuple[int, int, int], meta: Any) -> str:
 
 def read_prompt(text: str) -> tuple[tuple[float, ...], int]:
     """The seconds written after each frame and the image tokens in all, read off the prompt text."""
-    return tuple(float(s) for s in _STAMP.findall(text)), text.count(_TOKEN)
+    return tuple(float(s) for s in _STAMP.findall(text)), counted(text)
 
 
 class GlmTrainedPath:

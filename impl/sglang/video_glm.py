@@ -30,7 +30,16 @@ from deferlab.impl.sglang.runtime import run_with_globals
 from deferlab.impl.sglang.sources import SGLangSourceError
 from deferlab.reference.system.errors import InputTypeError
 from deferlab.reference.system.requests import VIDEO_CONFIGS
-from deferlab.reference.system.video import Clip, DecodedVideo, Refused, Unsupported, VideoPlan, VideoRequest
+from deferlab.reference.system.video import (
+    Clip,
+    CountedToken,
+    DecodedVideo,
+    Refused,
+    Unsupported,
+    VideoPlan,
+    VideoRequest,
+    counted,
+)
 
 FAMILY = "glm-4.1v"
 MODULE = "sglang.srt.multimodal.processors.glm4v"
@@ -40,7 +49,7 @@ TF_VIDEO = "transformers.models.glm4v.video_processing_glm4v"
 TF_PROCESSOR = "transformers.models.glm4v.processing_glm4v"
 COMPANIONS = ("transformers", "torchvision")  # transformers' BaseVideoProcessor requires torchvision
 URL = "deferlab-clip.mp4"  # what the plan's request names: the stand-in reader never opens it
-_TOKEN = "<I>"  # the image token the prompt text is written with: counted for the tokens
+_TOKEN = CountedToken("<I>")  # the prompt's image token: n of them written as "<n>", counted for the tokens
 _STAMP = re.compile(r"<\|end_of_image\|>(-?\d+)")
 _QUIET = ("sglang.srt.multimodal.processors.glm4v", "sglang.srt.utils.common")
 _FAILURES = (ValueError, AssertionError, ZeroDivisionError, TypeError, IndexError, RuntimeError)
@@ -178,7 +187,7 @@ class SGLangGlmVideoPath:
             indices=tuple(idx) + tuple(idx[-1:]) * pad,
             size=size,
             grid=grid,
-            tokens=text.count(_TOKEN),
+            tokens=counted(text),
             times=tuple(float(s) for s in _STAMP.findall(text)),
             padded=pad,
             notes=notes,

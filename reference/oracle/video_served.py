@@ -230,6 +230,7 @@ def lmdeploy_plan(family: str, clip: Clip, request: VideoRequest) -> VideoPlan:
 
 
 # An engine's stated rule, by engine name (the part of a path's ``system`` before its version).
+RULED = ("qwen2.5-vl", "qwen3-vl")  # the families whose engine rules are restated here (GLM-4.1V's are not)
 RULES: dict[str, tuple[str, Callable[[str, Clip, VideoRequest], VideoPlan]]] = {
     "sglang": ("semantics §20.5", sglang_plan),
     "vllm": ("semantics §20.6", vllm_plan),
@@ -237,9 +238,13 @@ RULES: dict[str, tuple[str, Callable[[str, Clip, VideoRequest], VideoPlan]]] = {
 }
 
 
-def rule_for(system: str) -> tuple[str, Callable[[str, Clip, VideoRequest], VideoPlan]] | None:
+def rule_for(
+    system: str, family: str | None = None
+) -> tuple[str, Callable[[str, Clip, VideoRequest], VideoPlan]] | None:
     """The stated rule of the engine a path's ``system`` names (``"sglang-0.5.23"``), with the section that states
-    it; None where the semantics state none precisely enough to restate."""
+    it; None where the semantics state none precisely enough to restate (a ``family`` outside `RULED`)."""
+    if family is not None and family not in RULED:
+        return None
     name, _, release = str(system).partition("-")
     found = RULES.get(name.lower())
     if found is not None and release and "release" in inspect.signature(found[1]).parameters:

@@ -159,6 +159,24 @@ class ImageLoader(Protocol):
         """The function that decoded, ``module.qualname``."""
 
 
+class CountedToken(str):
+    """A placeholder image token for running a processor's own prompt builder (GLM-4.1V's ``replace_video_token``)
+    without a tokenizer: ``token * n`` writes ``<n>`` instead of n copies, so a clip's prompt costs its frames, not
+    its hundreds of thousands of tokens; `counted` reads the tokens back off the text."""
+
+    def __mul__(self, n: Any) -> str:  # type: ignore[override]
+        return f"<{int(n)}>"
+
+    __rmul__ = __mul__
+
+
+def counted(text: str) -> int:
+    """The image tokens a prompt built with `CountedToken` holds."""
+    import re
+
+    return sum(int(n) for n in re.findall(r"<(\d+)>", text))
+
+
 def differing(a: Sequence[int], b: Sequence[int]) -> str:
     """A short account of where two index sequences part: the first position and both values, or the lengths."""
     for i, (x, y) in enumerate(zip(a, b, strict=False)):
