@@ -1,5 +1,5 @@
-"""GLM-4.1V's image geometry as transformers' own ``Glm4vImageProcessor`` decides it: the trained side of its C13
-(semantics §18.9).
+"""GLM-4.1V's image processor as transformers' own ``Glm4vImageProcessor`` runs it: the trained side of its C13 and
+C14 (semantics §18.9).
 
 Why a restatement beside transformers: C13 sweeps every size up to 4096 x 4096, where no Python loop over
 transformers could finish; this is checked against transformers run for real (``tests/reference/test_glm4v.py``:
@@ -14,7 +14,11 @@ with T the temporal patch (2) and the factor patch x merge (28):
    ``sqrt(min_pixels/(T*h*w))`` and ceiled.
 4. Grid ``(1, h/p, w/p)``; tokens ``h*w / (p*p*merge**2)``.
 
-Normalization (C15) is `reference.oracle.family_norm`'s (§18.1's arithmetic); the pixels are not restated.
+Normalization (C15) is `reference.oracle.family_norm`'s (§18.1's arithmetic). Pixels (C14, `preprocess`): the PIL
+backend's steps around this rule, as for Qwen (`qwen`'s steps 1, 3 and 4): ``convert_to_rgb`` (5.24.0: alpha and a
+``transparency`` key composited onto white), Pillow's bicubic resize of the original image to the target, the
+rescale and normalize, patches merge-window by merge-window with the frame repeated over the temporal patch (rows of
+``3 x T x p x p``), checked against ``Glm4vImageProcessorPil`` run for real (``tests/reference/test_glm4v_pixels.py``).
 """
 
 from __future__ import annotations
@@ -24,12 +28,15 @@ from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
+from PIL import Image
 
-from deferlab.reference.oracle import qwen
+from deferlab.reference.oracle import ernie45_vl, qwen
+from deferlab.reference.oracle.family_norm import checkpoint_levels
 from deferlab.reference.system.errors import InputTypeError, InputValueError
-from deferlab.reference.system.validate import check_positive_int
+from deferlab.reference.system.family_configs import Glm4vConfig
+from deferlab.reference.system.validate import check_instance, check_positive_int
 
-__all__ = ["MAX_RATIO", "Glm4vGeometry", "grid", "num_tokens", "resize_target", "resize_targets"]
+__all__ = ["MAX_RATIO", "Glm4vGeometry", "grid", "num_tokens", "preprocess", "resize_target", "resize_targets"]
 
 MAX_RATIO = 200
 _MAX_SIDE = 1 << 20  # the vectorized form's bound: T * h * w stays exact in float64
@@ -117,3 +124,19 @@ def resize_target(height: int, width: int, geo: Any) -> tuple[int, int]:
 
 
 grid, num_tokens = qwen.grid_and_tokens(resize_target)  # the processor's image_grid_thw row, its prompt tokens
+
+
+def preprocess(image: Image.Image, cfg: Glm4vConfig) -> tuple[np.ndarray, np.ndarray]:
+    """(pixel_values float32 (gh*gw, 3*T*p*p), image_grid_thw int64 (1, 3)) for one PIL image, as transformers
+    5.24.0's ``Glm4vImageProcessorPil`` returns them (the module docstring's pixels); the size is decided (and a
+    refused one refused) before any pixel work."""
+    cfg = check_instance("cfg", cfg, Glm4vConfig, "reference.system.family_configs.family_profile")
+    if not isinstance(image, Image.Image):
+        raise InputTypeError(f"image must be a PIL.Image.Image, got {type(image).__name__}")
+    width, height = image.size
+    new_h, new_w = resize_target(height, width, cfg)
+    levels = np.asarray(qwen.convert_rgb(image).resize((new_w, new_h), resample=Image.Resampling.BICUBIC))
+    table = checkpoint_levels(cfg.norm)
+    chw = np.stack([table[levels[..., c], c] for c in range(3)])
+    pv = qwen.patchify(chw, ernie45_vl.qwen_config(cfg, cfg.temporal_patch_size))
+    return pv, np.array([grid(height, width, cfg)], dtype=np.int64)

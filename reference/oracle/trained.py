@@ -111,7 +111,7 @@ def _mimo_geometry(width: int, height: int, cfg: Any) -> Geometry:
 
 
 def _glm4v_geometry(width: int, height: int, cfg: Any) -> Geometry:
-    new_h, new_w = glm4v.resize_target(height, width, cfg)  # its pixels are not restated (semantics §18.9)
+    new_h, new_w = glm4v.resize_target(height, width, cfg)
     return Geometry(new_w, new_h, glm4v.grid(height, width, cfg), glm4v.num_tokens(height, width, cfg))
 
 
@@ -130,6 +130,11 @@ def _mimo_serve(image: Any, cfg: Any) -> tuple[np.ndarray, np.ndarray]:
     return pv.reshape(pv.shape[0], 3, -1), grid[0]
 
 
+def _glm4v_serve(image: Any, cfg: Any) -> tuple[np.ndarray, np.ndarray]:
+    pv, grid = glm4v.preprocess(image, cfg)  # its Glm4vImageProcessorPil (semantics §18.9)
+    return pv.reshape(pv.shape[0], 3, -1), grid[0]
+
+
 _GEOMETRY = {
     "qwen": _qwen_geometry,
     "internvl": _internvl_geometry,
@@ -145,6 +150,7 @@ _SERVE = {
     "paddleocr": _paddleocr_serve,
     "ernie": _ernie_serve,  # C14 (semantics §18.9)
     "mimo": _mimo_serve,
+    "glm4v": _glm4v_serve,  # C14 (semantics §18.9)
 }
 _LEVELS = {  # else the normalization's own
     "qwen": qwen.normalize_levels,
