@@ -93,7 +93,7 @@ ENGINE = EngineFacts(
             _served(
                 "0.5.17",
                 (f"{_PROCESSORS}.minicpmv4_6",),
-                "SGLang's own: slice, resize and normalize with torch (its own mean/std), normalization judged only",
+                "SGLang's own: slice, resize and normalize with torch (its own mean/std); geometry and normalization judged",
             ),
         ),
         # PaddleOCR-VL (semantics §18.9): from 0.5.21, the first release whose Qwen-VL processor has the
