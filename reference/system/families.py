@@ -168,12 +168,12 @@ for _name, _display, _checkpoint, _classes in (
         profile=_name,
     )
 
-# GLM-4.1V (semantics §18.9): judged on geometry too, its checkpoint's smart_resize restated (reference.oracle.glm4v)
-# and SGLang's path computing it; a path that ships its pixels raw (vLLM's) answers C13 ``n/a`` by its own
-# ``judged_claims`` (properties/claims/test_families.py), so the family's scope does not judge it.
+# GLM-4.1V (semantics §18.9): judged in full, its checkpoint's Glm4vImageProcessorPil restated (reference.oracle.glm4v:
+# smart_resize, and the pixels since 2026-12-07) and SGLang's path computing both; a path that ships its pixels raw
+# (vLLM's) answers C13 and C14 ``n/a`` by its own ``judged_claims`` (properties/claims/test_families.py).
 # Its checkpoint names a video processor (Glm4vVideoProcessor, semantics §20.4): the video claims apply.
 FAMILIES["glm-4.1v"] = replace(
-    FAMILIES["glm-4.1v"], scope="geometry", trained="deferlab.reference.oracle.glm4v", video=True
+    FAMILIES["glm-4.1v"], scope="full", trained="deferlab.reference.oracle.glm4v", video=True
 )
 
 # PaddleOCR-VL (semantics §18.9): SGLang's own Qwen-VL processor subclass over transformers' processor, in full.

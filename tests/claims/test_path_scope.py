@@ -1,6 +1,6 @@
 """A served path's own scope (`properties.claims.test_families.judged` / `_applies`, semantics §18.9): a path
-declares the geometry and pixel claims it answers (``judged_claims``), so one family can be judged on C13 on one
-engine's path (SGLang's GLM-4.1V) and be ``n/a`` on another's (vLLM's, which ships GLM-4.1V's pixels raw), with a
+declares the geometry and pixel claims it answers (``judged_claims``), so one family can be judged on C13 and C14 on
+one engine's path (SGLang's GLM-4.1V) and be ``n/a`` on another's (vLLM's, which ships GLM-4.1V's pixels raw), with a
 one-line reason naming the path; a path that declares nothing is judged on its family's scope."""
 
 from __future__ import annotations
@@ -15,6 +15,7 @@ def _path(name: str, **declared: object) -> SimpleNamespace:
 
 
 GEOMETRY = _path("sglang-0.5.23 (glm-4.1v, served)", judged_claims=("C13",), not_judged="pixels not restated")
+FULL = _path("sglang-0.5.23 (glm-4.1v, served)", judged_claims=("C13", "C14"))  # SGLang's GLM path since 2026-12-07
 RAW = _path("vllm-0.34.0 (glm-4.1v, device-normalized)", judged_claims=(), not_judged="vLLM ships the pixels raw")
 PLAIN = _path("sglang-0.5.23 (qwen2.5-vl, served)")  # declares nothing: its family's scope
 
@@ -26,9 +27,20 @@ def test_a_path_that_declares_c13_is_judged_on_it_and_a_raw_path_is_na_naming_it
     assert tf._applies([RAW], "glm-4.1v", "VLLM", "C15") == (True, "")  # normalization stays judged
 
 
+def test_glm_is_judged_on_c14_where_its_path_answers_it_and_na_naming_the_path_elsewhere() -> None:
+    assert tf._applies([FULL], "glm-4.1v", "SGLANG", "C14") == (True, "")  # the family's scope is full
+    for path in (GEOMETRY, RAW):  # a path answering C13 only, and vLLM's raw pixels: C14 n/a by the path
+        ok, why = tf._applies([path], "glm-4.1v", "SGLANG", "C14")
+        assert not ok and why.startswith(path.name) and path.not_judged in why and "\n" not in why
+
+
+def test_a_geometry_scope_family_is_na_on_c14_by_its_scope_whatever_its_path_declares() -> None:
+    path = _path("sglang-0.5.23 (minicpm-v-4.6, served)", judged_claims=("C13", "C14"))
+    ok, why = tf._applies([path], "minicpm-v-4.6", "SGLANG", "C14")  # MiniCPM-V 4.6's scope is geometry
+    assert not ok and why == tf.NO_PIXELS.format(family="minicpm-v-4.6")
+
+
 def test_the_familys_scope_still_comes_first_and_a_mixed_column_judges_only_its_answering_paths() -> None:
-    ok, why = tf._applies([GEOMETRY], "glm-4.1v", "SGLANG", "C14")  # geometry scope: no pixels on any path
-    assert not ok and why == tf.NO_PIXELS.format(family="glm-4.1v")
     ok, why = tf._applies([RAW], "gemma3", "VLLM", "C13")  # a normalization-only family: the family's reason
     assert not ok and why == tf.NOT_FULL.format(family="gemma3")
     assert tf.judged([RAW, GEOMETRY], "C13") == [GEOMETRY] and tf.judged([RAW, GEOMETRY], "C15") == [RAW, GEOMETRY]

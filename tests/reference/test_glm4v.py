@@ -76,16 +76,16 @@ def test_equals_transformers_5_24_run_for_real() -> None:
     assert refused > 7000  # the 1 x n and n x 1 lines refuse most of their sizes: the branch is exercised
 
 
-def test_the_family_is_judged_on_geometry_with_its_own_config_type() -> None:
-    """GLM-4.1V's scope is ``geometry`` (C13 on the paths that answer it, semantics §18.9): its published config reads
-    as a `Glm4vConfig` whose geometry is the oracle's, and a bad temporal patch is refused naming the config."""
+def test_the_family_is_judged_in_full_with_its_own_config_type() -> None:
+    """GLM-4.1V's scope is ``full`` (C13 and C14 on the paths that answer them, semantics §18.9): its published config
+    reads as a `Glm4vConfig` whose geometry is the oracle's, and a bad temporal patch is refused naming the config."""
     from deferlab.reference.oracle.trained import Trained, config
     from deferlab.reference.system import families
     from deferlab.reference.system.errors import ConfigError
     from deferlab.reference.system.family_configs import Glm4vConfig
 
     fam = families.family("glm-4.1v")
-    assert fam.scope == "geometry" and fam.claims[:3] == ("C4", "C13", "C15") and "C14" not in fam.claims
+    assert fam.scope == "full" and fam.claims[:4] == ("C4", "C13", "C14", "C15")
     cfg = config("glm-4.1v")
     assert type(cfg) is Glm4vConfig and cfg.kind == "glm4v" and glm4v._geo(cfg) == GEO
     assert Trained("glm-4.1v").geometry(1, 1, cfg).width == 84  # the small side scaled up (1x1 -> 84x84)

@@ -62,15 +62,15 @@ def test_a_family_whose_trained_side_needs_a_missing_extra_is_refused_at_the_fro
 
 
 def test_a_path_that_does_not_answer_a_claim_of_its_family_says_so(capsys: pytest.CaptureFixture) -> None:
-    """GLM-4.1V is judged on geometry (C13) on SGLang's path; vLLM's ships its pixels raw and answers none: its
-    cell says ``(n/a C13)`` and its JSON claims leave C13 out, SGLang's keep it. A family whose scope has no C13
-    (Gemma 4) says nothing of it on the same kind of path."""
+    """GLM-4.1V is judged in full (C13, C14) on SGLang's path; vLLM's ships its pixels raw and answers neither: its
+    cell says ``(n/a C13, C14)`` and its JSON claims leave both out, SGLang's keep them. A family whose scope has no
+    C13 (Gemma 4) says nothing of it on the same kind of path."""
     assert main(["families", "--format", "json"]) == 0
     glm = next(f for f in json.loads(capsys.readouterr().out) if f["name"] == "glm-4.1v")
     video = ["C16", "C17", "C18", "C19"]  # its checkpoint names a video processor (semantics §20.4)
     assert glm["engines"]["vllm"][0]["claims"] == ["C4", "C15", *video, "C20"]
-    assert glm["engines"]["sglang"][0]["claims"] == glm["claims"] == ["C4", "C13", "C15", *video, "C20"]
+    assert glm["engines"]["sglang"][0]["claims"] == glm["claims"] == ["C4", "C13", "C14", "C15", *video, "C20"]
     assert main(["families"]) == 0
     rows = {r.split("`")[1]: r for r in capsys.readouterr().out.splitlines() if r.startswith("| `")}
-    assert "0.32.0+ device-normalized * (n/a C13)" in rows["glm-4.1v"]
+    assert "0.32.0+ device-normalized * (n/a C13, C14)" in rows["glm-4.1v"]
     assert "(n/a" not in rows["gemma4"] and "(n/a" not in rows["qwen3-vl"]

@@ -1,5 +1,5 @@
 """SGLang's GLM-4V processor (``processors/glm4v.py``) as a `FamilyPath` for GLM-4.1V, judged on normalization
-(C15) and geometry (semantics §18.9).
+(C15), geometry (C13) and pixels (C14; semantics §18.9).
 
 Why this path: SGLang's ``Glm4vImageProcessor`` resizes and normalizes nothing of an image itself (the
 ``IMAGE_FACTOR`` / ``MIN_PIXELS`` / ``MAX_PIXELS`` its ``__init__`` sets are read by nothing); it loads each image
@@ -12,14 +12,18 @@ processor (no images kwargs: ``--mm-process-config`` is empty by default); the H
 
 Geometry: the image processor's ``resize`` calls its module's ``smart_resize(num_frames=T, h, w, temporal_factor=T,
 factor=patch*merge, min_pixels=size.shortest_edge, max_pixels=size.longest_edge)``; `geometry` runs that function
-of the companion with the processor's own values, `staged_geometry` names it for C13's exhaustive sweep. The
-torchvision resize's pixels are not restated (C14 ``n/a``).
+of the companion with the processor's own values, `staged_geometry` names it for C13's exhaustive sweep.
+
+Pixels (C14, `serve`): each image through the class's own loader, then that processor (its torchvision resize, fused
+rescale and normalize, patch layout), then the tower's cast; against the checkpoint's ``Glm4vImageProcessorPil``
+restated (`reference.oracle.glm4v.preprocess`).
 """
 
 from __future__ import annotations
 
 import json
 import tempfile
+from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
@@ -47,8 +51,7 @@ class Glm4vPath(common.NormOnlyPath):
 
     family = "glm-4.1v"
 
-    not_restated = "the torchvision resize's pixels are not restated"
-    judged_claims = ("C13",)  # its geometry is the processor's smart_resize (C13); its pixels are not (C14 n/a)
+    judged_claims = ("C13", "C14")  # its geometry (the processor's smart_resize) and its pixels (semantics §18.9)
 
     def preprocessor_config(self, cfg: NormConfig) -> dict[str, Any]:
         """The checkpoint's ``preprocessor_config.json``: the published GLM-4.1V one with ``cfg``'s rescale and
@@ -104,17 +107,27 @@ class Glm4vPath(common.NormOnlyPath):
         g = self.geometry(SIDE, SIDE, cfg)
         if (g.width, g.height) != (SIDE, SIDE):
             raise RuntimeError(f"{self.name}: a {SIDE}x{SIDE} image is resized ({g}): levels unreadable")
-        modality = self.source.module("managers.schedule_batch").Modality.IMAGE
-        loaded = self.module.Glm4vImageProcessor._load_single_item(
-            Image.fromarray(image), modality, discard_alpha_channel=True
-        )
-        out = ip(images=[loaded], return_tensors="pt")
-        values = out["pixel_values"]
-        if self.dtype == "bfloat16":
-            values = values.to(torch.bfloat16)  # the tower's cast to its dtype, modelled as .to
-        flat = common.widen(values)
-        canvas = QwenVLPath._canvas(flat.reshape(len(flat), 3, -1), out["image_grid_thw"][0].numpy(), ip)
+        values, grid = self.serve([Image.fromarray(image)], cfg)
+        canvas = QwenVLPath._canvas(values, grid[0], ip)
         return common.canvas_levels(canvas, image, self.name)
+
+    def serve(self, images: Sequence[Any], cfg: Any) -> tuple[np.ndarray, np.ndarray]:
+        """(values (N, 3, T*p*p) of the path's dtype widened, grid (n, 3) int64): each image through the class's
+        own ``_load_single_item`` (as ``load_mm_data`` calls it), then the image processor as ``process_mm_data``
+        calls it, then the tower's cast."""
+        ip = self.image_processor(cfg)
+        modality = self.source.module("managers.schedule_batch").Modality.IMAGE
+        values, grids = [], []
+        for image in images:
+            loaded = self.module.Glm4vImageProcessor._load_single_item(image, modality, discard_alpha_channel=True)
+            out = ip(images=[loaded], return_tensors="pt")
+            found = out["pixel_values"]
+            if self.dtype == "bfloat16":
+                found = found.to(torch.bfloat16)  # the tower's cast to its dtype, modelled as .to
+            flat = common.widen(found)
+            values.append(flat.reshape(len(flat), 3, -1))
+            grids.append(out["image_grid_thw"].to(torch.int64).numpy())
+        return np.concatenate(values), np.concatenate(grids)
 
     def provenance(self) -> dict[str, str]:
         cls = f"{MODULE}.Glm4vImageProcessor"
