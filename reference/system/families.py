@@ -25,7 +25,7 @@ from deferlab.reference.system.errors import DeferlabInputError
 SCOPES = ("full", "geometry", "normalization")
 FULL_CLAIMS = ("C4", "C13", "C14", "C15")
 NORMALIZATION_CLAIMS = ("C4", "C15")
-GEOMETRY_CLAIMS = ("C4", "C13", "C15")  # geometry and normalization, the pixels not restated (GLM-4.1V)
+GEOMETRY_CLAIMS = ("C4", "C13", "C15")  # geometry and normalization, the pixels not restated (MiniCPM-V 4.6)
 VIDEO_CLAIMS = ("C16", "C17", "C18", "C19")  # a family whose checkpoint names a video processor (semantics §20)
 BYTES_CLAIMS = ("C20",)  # every family: the decode of a client's bytes comes before any processor (semantics §20.8)
 

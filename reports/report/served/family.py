@@ -58,7 +58,8 @@ def _internvl_picture(v: np.ndarray, g: list[int], cfg: Any) -> np.ndarray:
 
 
 # per family kind (its config type declares it); ERNIE-4.5-VL and MiMo-V2.5 lay their patches out as Qwen's (§18.9)
-PICTURES = {"qwen": _qwen_picture, "internvl": _internvl_picture, "ernie": _qwen_picture, "mimo": _qwen_picture}
+PICTURES = {"qwen": _qwen_picture, "internvl": _internvl_picture, "ernie": _qwen_picture, "mimo": _qwen_picture,
+            "glm4v": _qwen_picture}  # fmt: skip
 
 
 def layout(values: np.ndarray, grid: Any, cfg: Any) -> np.ndarray:
