@@ -76,6 +76,8 @@ def _c14_path(family: str, row: Mapping[str, Any]) -> tuple[str, str, str, str] 
     if family == "ernie-4.5-vl":
         served = texts.BUILT + texts.ERNIE_C14_SERVED + pixels.C14_TEST
         return texts.ERNIE_C14_IMPORTS, repr(published_config(family)), "", served
+    if family == "glm-4.1v":
+        return texts.GLM_C14_IMPORTS, repr(published_config(family)), "", texts.GLM_C14_SERVED + pixels.C14_TEST
     if family == "mimo-v2.5":
         served = texts.MIMO_PROCESSOR + texts.MIMO_C14_SERVED + texts.MIMO_C14_TEST
         return texts.MIMO_C14_IMPORTS, repr(mimo_preprocessor_config(family)), "", served
@@ -89,7 +91,7 @@ def _c14_path(family: str, row: Mapping[str, Any]) -> tuple[str, str, str, str] 
 
 
 def own_c14(c: Any, ce: Any, failure: str, row: Mapping[str, Any]) -> tuple[str, str, str] | None:
-    """(imports, constants, body) of the C14 file of ERNIE-4.5-VL's, MiMo-V2.5's or PaddleOCR-VL's SGLang path, or
+    """(imports, constants, body) of the C14 file of ERNIE-4.5-VL's, MiMo-V2.5's, PaddleOCR-VL's or GLM-4.1V's SGLang path, or
     None: another family, a counterexample that is not a drawn case, a row whose served path is unknown."""
     case = qwen_pixels._case(ce)
     found = _c14_path(c.family, row) if case is not None and c.path is None else None

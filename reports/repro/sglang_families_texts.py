@@ -149,6 +149,26 @@ def _served_levels(image):
     return _as_levels(values.float().numpy(), ip), [int(v) for v in out["image_grid_thw"][0]]
 '''
 
+GLM_C14_IMPORTS = """
+from sglang.srt.managers.schedule_batch import Modality
+from sglang.srt.multimodal.processors import glm4v
+"""
+
+GLM_C14_SERVED = '''
+
+def _served_levels(image):
+    """What SGLang feeds the tower for GLM-4.1V, as levels ((N, 3, T*p*p), grid): the image through the class's own
+    _load_single_item (discard_alpha_channel=True, as load_mm_data passes it; from 0.5.20 its smart_rgb_conversion:
+    EXIF transpose, transparency composited onto a background chosen from the border), then the checkpoint's
+    transformers image processor (AutoImageProcessor of CFG at SGLang's pin, its own backend resolution: the
+    torchvision one) called as process_mm_data calls it on a host without CUDA; the model's cast to bfloat16 comes
+    after and is not applied: the levels are read off the float32 values."""
+    loaded = glm4v.Glm4vImageProcessor._load_single_item(image, Modality.IMAGE, discard_alpha_channel=True)
+    ip = AutoImageProcessor.from_pretrained(_checkpoint_folder())
+    out = ip(images=[loaded], return_tensors="pt")
+    return _as_levels(out["pixel_values"].float().numpy(), ip), [int(v) for v in out["image_grid_thw"][0]]
+'''
+
 MIMO_C14_IMPORTS = """
 from sglang.srt.managers.schedule_batch import Modality
 from sglang.srt.multimodal.processors import mimo_v2

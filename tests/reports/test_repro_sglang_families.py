@@ -1,6 +1,7 @@
 """Reproducers of the families SGLang serves with its own code (`reports.repro.sglang_families`, semantics §18.9),
 from the recorded newest-release matrix (reports/example/versions-newest/versions.json): ERNIE-4.5-VL's geometry
-(C13) and pixels (C14), MiMo-V2.5's geometry and pixels, PaddleOCR-VL's pixels, MiniCPM-V 4.6's normalization (C15).
+(C13) and pixels (C14), MiMo-V2.5's geometry and pixels, PaddleOCR-VL's and GLM-4.1V's pixels, MiniCPM-V 4.6's
+normalization (C15).
 Each failing cell becomes a standalone file headed with its family and companions; its trained side is the oracle's;
 run on SGLang 0.5.23 it fails with the difference deferlab recorded, and it passes where the served step is replaced
 by the trained rule (so it can pass)."""
@@ -16,7 +17,7 @@ import numpy as np
 import pytest
 
 from deferlab.properties.strategies.served import make_image
-from deferlab.reference.oracle import ernie45_vl, family_norm, paddleocr, qwen
+from deferlab.reference.oracle import ernie45_vl, family_norm, glm4v, paddleocr, qwen
 from deferlab.reference.system.errors import InputValueError
 from deferlab.reference.system.family_configs import family_profile, norm_of
 from deferlab.reference.system.systems import path_label
@@ -40,6 +41,7 @@ CELLS = [
     ("mimo-v2.5:0.5.23", "C14"),
     ("paddleocr-vl:0.5.23", "C14"),
     ("minicpm-v-4.6:0.5.23", "C15"),
+    ("glm-4.1v:0.5.23", "C14"),
 ]
 
 
@@ -172,7 +174,9 @@ def test_the_minicpm_files_trained_levels_are_the_checkpoints() -> None:
 
 
 @pytest.mark.extra("transformers")  # the file's trained side is transformers' PIL backend (here 5.24.0)
-@pytest.mark.parametrize("column", ["ernie-4.5-vl:0.5.23", "mimo-v2.5:0.5.23", "paddleocr-vl:0.5.23"])
+@pytest.mark.parametrize(
+    "column", ["ernie-4.5-vl:0.5.23", "mimo-v2.5:0.5.23", "paddleocr-vl:0.5.23", "glm-4.1v:0.5.23"]
+)
 @pytest.mark.parametrize("cls", ["RGBA partly transparent", "RGB", "P with tRNS"])
 def test_the_files_trained_pixels_are_the_oracles(column: str, cls: str) -> None:
     """The file's CFG through transformers' PIL backend, on the checkpoint's RGB image, gives the grid and the levels
@@ -185,7 +189,11 @@ def test_the_files_trained_pixels_are_the_oracles(column: str, cls: str) -> None
     assert image.tobytes() == make_image(cls, 12, 10, 0).tobytes()
     levels, grid = ns["_trained_levels"](image)
     cfg = family_profile(family)
-    oracle = {"ernie-4.5-vl": ernie45_vl.preprocess, "mimo-v2.5": ernie45_vl.mimo_preprocess}.get(
+    oracle = {
+        "ernie-4.5-vl": ernie45_vl.preprocess,
+        "mimo-v2.5": ernie45_vl.mimo_preprocess,
+        "glm-4.1v": glm4v.preprocess,
+    }.get(  # fmt: skip
         family, paddleocr.preprocess
     )
     values, want_grid = oracle(image, cfg)
@@ -229,6 +237,15 @@ def _fixed(monkeypatch):  # get_visual_transform resizes with Pillow's bicubic, 
     ("paddleocr-vl:0.5.23", "C14"): """
 @pytest.fixture(autouse=True)
 def _fixed(monkeypatch):  # SGLang's processor gets transformers' PIL backend (Pillow's resize)
+    pil = AutoImageProcessor.from_pretrained
+    monkeypatch.setitem(globals(), "AutoImageProcessor", types.SimpleNamespace(
+        from_pretrained=lambda folder, **kw: pil(folder, **{"backend": "pil", **kw})))
+""",
+    ("glm-4.1v:0.5.23", "C14"): """
+@pytest.fixture(autouse=True)
+def _fixed(monkeypatch):  # the loader composites as the checkpoint does; the processor gets transformers' PIL backend
+    rgb = classmethod(lambda cls, data, modality, **_: _checkpoint_rgb(data))
+    monkeypatch.setattr(glm4v.Glm4vImageProcessor, "_load_single_item", rgb)
     pil = AutoImageProcessor.from_pretrained
     monkeypatch.setitem(globals(), "AutoImageProcessor", types.SimpleNamespace(
         from_pretrained=lambda folder, **kw: pil(folder, **{"backend": "pil", **kw})))
