@@ -96,16 +96,22 @@ def preprocess(image: Image.Image, cfg: ErnieVLConfig) -> tuple[np.ndarray, np.n
     """(pixel_values float32 (gh*gw, 3*p*p), image_grid_thw int64 (1, 3)) for one PIL image, as transformers
     5.24.0's ``Ernie4_5_VLMoeImageProcessorPil`` returns them (the module docstring's pixels); the size is
     decided (and a refused one refused) before any pixel work."""
-    cfg = _cfg(cfg)
+    return pil_pixels(image, _cfg(cfg), resize_target, grid, TEMPORAL_PATCH)
+
+
+def pil_pixels(image: Image.Image, cfg: ErnieVLConfig, target: Any, grid_of: Any, temporal: int) -> tuple[np.ndarray, np.ndarray]:  # fmt: skip
+    """The PIL backend's pixels for a family whose processor is Qwen's but for its size rule (ERNIE-4.5-VL,
+    GLM-4.1V): ``target(h, w, cfg)`` decides the size (a refused one refused first), then convert_to_rgb, Pillow's
+    bicubic, the checkpoint's normalization and Qwen's patch layout with ``temporal`` frames."""
     if not isinstance(image, Image.Image):
         raise InputTypeError(f"image must be a PIL.Image.Image, got {type(image).__name__}")
     width, height = image.size
-    new_h, new_w = resize_target(height, width, cfg)
+    new_h, new_w = target(height, width, cfg)
     levels = np.asarray(qwen.convert_rgb(image).resize((new_w, new_h), resample=Image.Resampling.BICUBIC))
     table = checkpoint_levels(cfg.norm)
     chw = np.stack([table[levels[..., c], c] for c in range(3)])
-    pv = qwen.patchify(chw, qwen_config(cfg, TEMPORAL_PATCH))
-    return pv, np.array([grid(height, width, cfg)], dtype=np.int64)
+    pv = qwen.patchify(chw, qwen_config(cfg, temporal))
+    return pv, np.array([grid_of(height, width, cfg)], dtype=np.int64)
 
 
 def mimo_preprocess(image: Image.Image, cfg: ErnieVLConfig) -> tuple[np.ndarray, np.ndarray]:

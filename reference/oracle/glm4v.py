@@ -31,7 +31,6 @@ import numpy as np
 from PIL import Image
 
 from deferlab.reference.oracle import ernie45_vl, qwen
-from deferlab.reference.oracle.family_norm import checkpoint_levels
 from deferlab.reference.system.errors import InputTypeError, InputValueError
 from deferlab.reference.system.family_configs import Glm4vConfig
 from deferlab.reference.system.validate import check_instance, check_positive_int
@@ -131,12 +130,4 @@ def preprocess(image: Image.Image, cfg: Glm4vConfig) -> tuple[np.ndarray, np.nda
     5.24.0's ``Glm4vImageProcessorPil`` returns them (the module docstring's pixels); the size is decided (and a
     refused one refused) before any pixel work."""
     cfg = check_instance("cfg", cfg, Glm4vConfig, "reference.system.family_configs.family_profile")
-    if not isinstance(image, Image.Image):
-        raise InputTypeError(f"image must be a PIL.Image.Image, got {type(image).__name__}")
-    width, height = image.size
-    new_h, new_w = resize_target(height, width, cfg)
-    levels = np.asarray(qwen.convert_rgb(image).resize((new_w, new_h), resample=Image.Resampling.BICUBIC))
-    table = checkpoint_levels(cfg.norm)
-    chw = np.stack([table[levels[..., c], c] for c in range(3)])
-    pv = qwen.patchify(chw, ernie45_vl.qwen_config(cfg, cfg.temporal_patch_size))
-    return pv, np.array([grid(height, width, cfg)], dtype=np.int64)
+    return ernie45_vl.pil_pixels(image, cfg, resize_target, grid, cfg.temporal_patch_size)
