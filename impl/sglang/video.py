@@ -17,9 +17,7 @@ by the GLM-4V processor only. Each plan's notes say so (semantics §20.5).
 
 from __future__ import annotations
 
-import importlib.util
 import logging
-import tempfile
 import types
 from typing import Any
 
@@ -28,11 +26,11 @@ import torch
 from deferlab.impl.sglang.families import common
 from deferlab.impl.sglang.runtime import capture_locals, run_with_globals
 from deferlab.impl.sglang.sources import SGLangSourceError
+from deferlab.impl.sglang.video_reader import DECODER, opened, reader_class
 from deferlab.reference.system.errors import InputTypeError
 from deferlab.reference.system.video import Clip, DecodedVideo, Refused, Unsupported, VideoPlan, VideoRequest
 
 MODULE = "sglang.srt.multimodal.processors.qwen_vl"
-DECODER = "sglang.srt.utils.video_decoder"
 LABEL = "SGLANG"
 FAMILIES = ("qwen2.5-vl", "qwen3-vl")
 COMPANIONS = {family: ("transformers", "torchvision") for family in (*FAMILIES, "glm-4.1v")}
@@ -82,35 +80,6 @@ class _Resize:
         return torch.zeros((1, 1, 1, 1), dtype=video.dtype).expand(video.shape[0], video.shape[1], *self.size)
 
 
-def _reader_class(wrapper: type) -> type:
-    """A `VideoDecoderWrapper` subclass (it passes ``preprocess_video``'s isinstance check) over a `Clip`."""
-
-    class ClipReader(wrapper):  # type: ignore[misc, valid-type]
-        """Reports the clip's frame count and average fps; serves stride-0 NHWC frames of its size; records the
-        indices SGLang asked for. No decoder is opened."""
-
-        def __init__(self, clip: Clip) -> None:
-            self.clip = clip
-            self.asked: list[int] | None = None
-
-        def __len__(self) -> int:
-            return self.clip.frames
-
-        @property
-        def avg_fps(self) -> float:
-            return self.clip.fps
-
-        def get_frames_as_tensor(self, indices: list) -> torch.Tensor:
-            self.asked = [int(i) for i in indices]
-            shape = (len(indices), self.clip.height, self.clip.width, 3)
-            return torch.zeros((1, 1, 1, 1), dtype=torch.uint8).expand(*shape)
-
-        def close(self) -> None:  # nothing to close: the wrapper's own close would clear a decoder never opened
-            return None
-
-    return ClipReader
-
-
 def _drive(coro: Any) -> Any:
     """Run a coroutine that never awaits anything pending (``preprocess_video``) to its result."""
     try:
@@ -144,7 +113,7 @@ class SGLangVideoPath:
         cls_name, config = VIDEO_PROCESSORS[family]
         self.vp = getattr(self.transformers.module("transformers"), cls_name)(**config)
         self.video_utils = self.transformers.module("transformers.video_utils")
-        self.reader = _reader_class(self.decoder.VideoDecoderWrapper)
+        self.reader = reader_class(self.decoder.VideoDecoderWrapper)
         self.resize = _Resize()
         quiet = {"logger": _QUIET, "is_cpu": lambda: True}  # is_cpu: no pin_memory on a machine without CUDA
         self._plan_pre = run_with_globals(
@@ -223,29 +192,12 @@ class SGLangVideoPath:
         """SGLang's ``load_video`` on the bytes a client sends (as a file: its data-URI branch needs pybase64), then
         ``preprocess_video`` on what it decodes: the frames it fetched (before its resize), the indices it took,
         the container's fps and frame count (semantics §20.5)."""
-        if not isinstance(data, bytes | bytearray):
-            raise InputTypeError(f"data must be the encoded video's bytes, got {type(data).__name__}")
-        backend = self.decoder._BACKEND
-        if importlib.util.find_spec(backend) is None:
-            raise Unsupported(
-                f"SGLang {self.source.version} decodes video with torchcodec, else decord ({DECODER}); neither is "
-                "installed here: pip install decord (or a torchcodec built for this torch)"
-            )
-        utils = self.source.module("sglang.srt.utils.common")
-        # a file, as a client names one: SGLang's data-URI branch decodes with pybase64, not installed here
-        with tempfile.NamedTemporaryFile(suffix=".mp4", prefix="deferlab-sglang-") as file:
-            file.write(bytes(data))
-            file.flush()
-            try:
-                reader = utils.load_video(file.name, use_gpu=False)
-            except Exception as exc:
-                raise Refused(f"SGLang's load_video refused the bytes: {type(exc).__name__}: {exc}") from exc
+        with opened(self.source, data) as (reader, _):
             return self._fetch(reader, request)
 
     def _fetch(self, reader: Any, request: VideoRequest) -> DecodedVideo:
         fetched: list[torch.Tensor] = []
-        # its own method, with _is_cpu_engine answering True: no pin_memory on a machine without CUDA
-        own = run_with_globals(type(reader).get_frames_as_tensor, _is_cpu_engine=lambda: True).__get__(reader)
+        own = reader.get_frames_as_tensor  # its own method, answering the CPU (`video_reader.opened`)
 
         def fetch(indices: list) -> torch.Tensor:
             frames = own(indices)
@@ -293,7 +245,7 @@ def video_paths(source: Any, family: str) -> list[SGLangVideoPath]:
     if family == "glm-4.1v":  # its own module: SGLang's GLM-4V processor (semantics §20.5)
         from deferlab.impl.sglang.video_glm import SGLangGlmVideoPath
 
-        return [SGLangGlmVideoPath(source, _reader_class)]
+        return [SGLangGlmVideoPath(source)]
     why = {
         "kimi-k3": "SGLang's Kimi-K3 processor refuses video ('Kimi-K3 supports image input only')",
         "internvl": "InternVL's checkpoints name no video processor to be the trained side (semantics §20.1)",

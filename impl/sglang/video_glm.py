@@ -17,17 +17,15 @@ transformers' ``smart_resize`` and ``Glm4vProcessor.replace_video_token`` (times
 
 from __future__ import annotations
 
-import importlib.util
 import logging
 import re
-import tempfile
 from typing import Any
 
 import torch
 
 from deferlab.impl.sglang.families import common
-from deferlab.impl.sglang.runtime import run_with_globals
 from deferlab.impl.sglang.sources import SGLangSourceError
+from deferlab.impl.sglang.video_reader import DECODER, opened, reader_class
 from deferlab.reference.system.errors import InputTypeError
 from deferlab.reference.system.requests import VIDEO_CONFIGS
 from deferlab.reference.system.video import (
@@ -44,7 +42,6 @@ from deferlab.reference.system.video import (
 FAMILY = "glm-4.1v"
 MODULE = "sglang.srt.multimodal.processors.glm4v"
 JINJA = "sglang.srt.parser.jinja_template_utils"
-DECODER = "sglang.srt.utils.video_decoder"
 TF_VIDEO = "transformers.models.glm4v.video_processing_glm4v"
 TF_PROCESSOR = "transformers.models.glm4v.processing_glm4v"
 COMPANIONS = ("transformers", "torchvision")  # transformers' BaseVideoProcessor requires torchvision
@@ -79,8 +76,7 @@ class SGLangGlmVideoPath:
     real_code = True
     family = FAMILY
 
-    def __init__(self, source: Any, reader_class: Any) -> None:
-        """``reader_class``: `impl.sglang.video`'s stand-in reader factory (a clip's count and rate, no decode)."""
+    def __init__(self, source: Any) -> None:
         src = common.source_of(source)
         missing = [c for c in COMPANIONS if c not in getattr(src, "companions", {})]
         if missing:
@@ -196,36 +192,20 @@ class SGLangGlmVideoPath:
     def decode(self, data: bytes, request: VideoRequest) -> DecodedVideo:
         """SGLang's ``load_video`` on a file of the bytes (its data-URI branch needs pybase64), then
         ``glm_sample_and_decode_sync``: the frames it fetched, one per index (the repeat too), and its metadata."""
-        if not isinstance(data, bytes | bytearray):
+        if not isinstance(data, bytes | bytearray):  # before the release's own step, as `opened` checks it
             raise InputTypeError(f"data must be the encoded video's bytes, got {type(data).__name__}")
         if not self.own_sampling:
             raise Unsupported(
                 f"SGLang {self.source.version} hands GLM videos to transformers {self.tf.version}, whose fetch_videos "
                 "decodes with torchcodec (else torchvision's removed reader); torchcodec is not installed here"
             )
-        if importlib.util.find_spec(self.source.module(DECODER)._BACKEND) is None:
-            raise Unsupported(
-                f"SGLang {self.source.version} decodes video with torchcodec, else decord ({DECODER}); neither is "
-                "installed here: pip install decord (or a torchcodec built for this torch)"
-            )
-        utils = self.source.module("sglang.srt.utils.common")
-        with tempfile.NamedTemporaryFile(suffix=".mp4", prefix="deferlab-sglang-glm-") as file:
-            file.write(bytes(data))
-            file.flush()
+        with opened(self.source, data) as (reader, name):
             try:
-                reader = utils.load_video(file.name, use_gpu=False)
-            except Exception as exc:  # SGLang's loader (decord) refused the bytes
-                raise Refused(f"SGLang's load_video refused the bytes: {_one_line(exc)}") from exc
-            own = run_with_globals(type(reader).get_frames_as_tensor, _is_cpu_engine=lambda: True)
-            reader.get_frames_as_tensor = own.__get__(reader)
-            try:
-                frames, meta = self._sample(reader, request, file.name)
+                frames, meta = self._sample(reader, request, name)
             except Refused:
                 raise
             except Exception as exc:  # its decoder failing on a frame (decord on a rotation tag): a refusal
                 raise Refused(f"SGLang's decoder refused a frame: {_one_line(exc)}") from exc
-            finally:
-                reader.close()
         return DecodedVideo(
             frames.cpu().numpy(), tuple(int(i) for i in meta["frames_indices"]), float(meta["fps"]),
             int(meta["total_num_frames"]),

@@ -184,11 +184,7 @@ class VLLMVideoPath:
     def _load(self, clip: Clip, kwargs: dict[str, Any]) -> dict[str, Any]:
         """The loader's metadata for ``clip`` (``VideoMediaIO.load_bytes`` -> the loader's ``load_bytes``), with
         the container read stood in for (`video_standin`: ``decode_video``, or the OpenCV mixin before 0.29.0)."""
-        with self._lock, standin.standin(self._video, clip):
-            io = self._media(self._image_io(), **kwargs)
-            media = io.load_bytes(b"")
-        _, metadata = media.media
-        loader = io.video_loader if isinstance(io.video_loader, type) else type(io.video_loader)
+        metadata, loader = standin.load(self, clip, kwargs)
         self._ran["sampling"] = (
             f"real: {VIDEO}.{loader.__qualname__}.compute_frames_index_to_sample via {MEDIA}.VideoMediaIO.load_bytes "
             f"(stand-in: {standin.where(self._video)} report the Clip's metadata and serve 1x1 frames)"

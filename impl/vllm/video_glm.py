@@ -139,11 +139,7 @@ class VLLMGlmVideoPath:
     def _load(self, clip: Clip, kwargs: dict[str, Any]) -> dict[str, Any]:
         """The loader's metadata for ``clip`` (``VideoMediaIO.load_bytes`` -> ``DynamicVideoBackend.load_bytes``),
         the container read stood in (`video_standin`)."""
-        with self._lock, standin.standin(self._video, clip):
-            io = self._media(self._image_io(), **kwargs)
-            media = io.load_bytes(b"")
-        _, metadata = media.media
-        loader = io.video_loader if isinstance(io.video_loader, type) else type(io.video_loader)
+        metadata, loader = standin.load(self, clip, kwargs)
         self._ran["sampling"] = (
             f"real: {VIDEO}.{loader.__qualname__}._prepare_source and compute_frames_index_to_sample via "
             f"{MEDIA}.VideoMediaIO.load_bytes (stand-in: {standin.where(self._video)} report the Clip's metadata)"

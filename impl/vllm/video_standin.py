@@ -100,3 +100,14 @@ def standin(video: ModuleType, clip: Clip) -> Iterator[None]:
                 delattr(owner, name)
             else:
                 setattr(owner, name, value)
+
+
+def load(path: Any, clip: Clip, kwargs: dict[str, Any]) -> tuple[dict[str, Any], type]:
+    """(the loader's metadata, the loader class) for ``clip``: ``VideoMediaIO.load_bytes`` of the path's release
+    with ``kwargs``, the container read stood in (`standin`) under the path's lock; both of deferlab's vLLM video
+    paths (Qwen's and GLM-4.1V's) load so."""
+    with path._lock, standin(path._video, clip):
+        io = path._media(path._image_io(), **kwargs)
+        media = io.load_bytes(b"")
+    _, metadata = media.media
+    return metadata, io.video_loader if isinstance(io.video_loader, type) else type(io.video_loader)

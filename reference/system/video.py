@@ -14,6 +14,7 @@ back, not inferred (``reference.oracle.video.read_index``).
 
 from __future__ import annotations
 
+import re
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any, Protocol, runtime_checkable
@@ -170,11 +171,12 @@ class CountedToken(str):
     __rmul__ = __mul__
 
 
+_COUNT = re.compile(r"<(\d+)>")  # what `CountedToken` writes for n tokens
+
+
 def counted(text: str) -> int:
     """The image tokens a prompt built with `CountedToken` holds."""
-    import re
-
-    return sum(int(n) for n in re.findall(r"<(\d+)>", text))
+    return sum(int(n) for n in _COUNT.findall(text))
 
 
 def differing(a: Sequence[int], b: Sequence[int]) -> str:
