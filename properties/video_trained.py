@@ -34,9 +34,10 @@ from deferlab.reference.oracle import video as oracle
 from deferlab.reference.system.requests import VIDEO_CONFIGS
 from deferlab.reference.system.video import Clip, DecodedVideo, Refused, Unsupported, VideoPlan, VideoRequest
 
-FAMILIES = ("qwen2.5-vl", "qwen3-vl", "glm-4.1v")
+FAMILIES = ("qwen2.5-vl", "qwen3-vl", "glm-4.1v", "gemma4")
 
 _MODULES = {
+    "gemma4": ("transformers.models.gemma4.video_processing_gemma4", "Gemma4VideoProcessor"),
     "glm-4.1v": ("transformers.models.glm4v.video_processing_glm4v", "Glm4vVideoProcessor"),
     "qwen2.5-vl": ("transformers.models.qwen2_vl.video_processing_qwen2_vl", "Qwen2VLVideoProcessor"),
     "qwen3-vl": ("transformers.models.qwen3_vl.video_processing_qwen3_vl", "Qwen3VLVideoProcessor"),
@@ -359,8 +360,12 @@ def model_processor(family: str, video_processor: Any) -> Any:
 
 def trained_paths(family: str, backend: str = "pyav") -> dict[str, TrainedPath | CardPath]:
     """``{"TRAINED": ..., "CARD": ...}`` for ``family`` (semantics §20.1; ``backend``: TRAINED's ``load_video``
-    backend; GLM-4.1V: TRAINED only); `Unsupported` for other families."""
+    backend; GLM-4.1V and Gemma 4: TRAINED only); `Unsupported` for other families."""
     _check(family)
+    if family == "gemma4":  # one row, its own plumbing (semantics §20.10(a))
+        from deferlab.properties.video_trained_gemma4 import Gemma4TrainedPath
+
+        return {"TRAINED": Gemma4TrainedPath(processor(family), backend)}
     if family in oracle.ONE_ROW:  # one row: the model card runs this processor itself (semantics §20.4)
         from deferlab.properties.video_trained_glm import GlmTrainedPath
 

@@ -54,8 +54,12 @@ FAMILIES = {
     "qwen2.5-vl": Family("qwen2.5-vl", 14, 2, 2, 3136, 12845056, False, None),
     "qwen3-vl": Family("qwen3-vl", 16, 2, 2, 4096, 25165824, True, 2.0),
     "glm-4.1v": Family("glm-4.1v", 14, 2, 2, 12544, 47040000, True, 2.0),  # its rules: `video_glm` (one row)
+    # patch 16, pooling 3 as merge, no temporal patch, a 161,280-px budget per frame: its rules `video_gemma4`
+    "gemma4": Family("gemma4", 16, 3, 1, 0, 161280, True, None),
 }
-ONE_ROW = {"glm-4.1v": "GLM-4.1V's model card runs transformers' own processor: no recipe of its own, no CARD row"}
+ONE_ROW = {"glm-4.1v": "GLM-4.1V's model card runs transformers' own processor: no recipe of its own, no CARD row",
+           "gemma4": "Gemma 4's model card feeds videos to transformers' own processor: no recipe of its own, no CARD "
+           "row"}  # fmt: skip
 MIN_FRAMES, MAX_FRAMES = 4, 768  # both processors' class defaults and qwen-vl-utils' FPS_MIN/MAX_FRAMES
 UNKNOWN_FPS = 24  # what transformers assumes when the frame rate is unknown (Qwen3-VL sampling, sampled_fps)
 
@@ -316,9 +320,9 @@ def plan(family: str, row: str, clip: Clip, request: VideoRequest) -> VideoPlan:
     if family in ONE_ROW:
         family_of(family)
         if row == "TRAINED":
-            from deferlab.reference.oracle import video_glm
+            from deferlab.reference.oracle import video_gemma4, video_glm
 
-            return video_glm.plan(clip, request)
+            return (video_gemma4 if family == "gemma4" else video_glm).plan(clip, request)
         if row == "CARD":
             raise Unsupported(f"n/a: {ONE_ROW[family]}")
     if row == "TRAINED":

@@ -175,6 +175,8 @@ for _name, _display, _checkpoint, _classes in (
 FAMILIES["glm-4.1v"] = replace(
     FAMILIES["glm-4.1v"], scope="full", trained="deferlab.reference.oracle.glm4v", video=True
 )
+# Gemma 4's checkpoints name a video processor too (Gemma4VideoProcessor, semantics §20.10(a)): the video claims apply.
+FAMILIES["gemma4"] = replace(FAMILIES["gemma4"], video=True)
 
 # PaddleOCR-VL (semantics §18.9): SGLang's own Qwen-VL processor subclass over transformers' processor, in full.
 FAMILIES["paddleocr-vl"] = Family(

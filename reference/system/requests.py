@@ -66,6 +66,11 @@ _GLM4V_VIDEO = {"size": {"longest_edge": 47040000, "shortest_edge": 12544}, "fps
                 "rescale_factor": 0.00392156862745098, "image_mean": [0.48145466, 0.4578275, 0.40821073],
                 "image_std": [0.26862954, 0.26130258, 0.27577711], "processor_class": "Glm4vProcessor",
                 "video_processor_type": "Glm4vVideoProcessor"}  # fmt: skip
+_GEMMA4_VIDEO = {"do_convert_rgb": True, "do_normalize": True, "do_rescale": True, "do_resize": True,
+                 "do_sample_frames": True, "image_mean": [0.0, 0.0, 0.0], "image_std": [1.0, 1.0, 1.0],
+                 "max_soft_tokens": 70, "num_frames": 32, "patch_size": 16, "pooling_kernel_size": 3, "resample": 3,
+                 "rescale_factor": 0.00392156862745098, "return_metadata": False,
+                 "video_processor_type": "Gemma4VideoProcessor"}  # fmt: skip
 # family -> (the dict from_dict is handed, where it comes from)
 VIDEO_CONFIGS: dict[str, tuple[dict[str, Any], str]] = {
     "qwen2.5-vl": (_QWEN25, "Qwen/Qwen2.5-VL-7B-Instruct ships no video_preprocessor_config.json: transformers "
@@ -74,4 +79,7 @@ VIDEO_CONFIGS: dict[str, tuple[dict[str, Any], str]] = {
                  "(the same values in Qwen3.5/3.8 and MiniMax-H3 copies)"),
     "glm-4.1v": (_GLM4V_VIDEO, "zai-org/GLM-4.1V-9B-Thinking's video processor as vLLM prints it loaded (a user's "
                  "log on vLLM's tracker, third-party); the same numbers as Glm4vVideoProcessor's class defaults"),
+    "gemma4": (_GEMMA4_VIDEO, "google/gemma-4's processor_config.json, its nested video_processor block (no "
+               "video_preprocessor_config.json), third-party copies (Ollama's gemma4:26b / gemma4:31b blobs and "
+               "ports' test fixtures quoting it); the same values as Gemma4VideoProcessor's class defaults"),
 }  # fmt: skip

@@ -1,0 +1,121 @@
+"""Gemma 4's video trained side as a `reference.system.video.VideoPath` (semantics §20.10(a), "Gemma 4's trained side").
+
+Why its own path: Gemma 4's processor differs from the Qwen and GLM ones where the plumbing shows. It has no
+temporal patch and no ``smart_resize`` (its size is ``get_aspect_ratio_preserving_size``, a per-frame patch
+budget), its token count is per frame, and the times the model is told are the "MM:SS" text its processor writes
+before each frame. So ``plan`` calls the real ``Gemma4VideoProcessor.sample_frames`` (its kwargs filled as
+``preprocess`` fills them) and ``get_aspect_ratio_preserving_size``, and reads the times and the token count off the
+prompt text the real ``Gemma4Processor.replace_video_token`` builds, without a tokenizer (placeholder tokens).
+"""
+
+from __future__ import annotations
+
+import importlib
+import re
+import tempfile
+from functools import partial
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from deferlab.reference.system.requests import VIDEO_CONFIGS
+from deferlab.reference.system.video import Clip, CountedToken, DecodedVideo, Refused, VideoPlan, VideoRequest, counted
+
+FAMILY = "gemma4"
+MODULE = "transformers.models.gemma4.video_processing_gemma4"
+PROCESSOR = "transformers.models.gemma4.processing_gemma4"
+_TOKEN = CountedToken("<V>")  # a placeholder video token: replace_video_token writes n of them as "<n>"
+_STAMP = re.compile(r"(\d+):(\d+) <B>")  # "MM:SS <boi>" before each frame's tokens
+_FAILURES = (ValueError, AssertionError, ZeroDivisionError, TypeError, IndexError)
+
+
+def _one_line(e: BaseException) -> str:
+    return f"{type(e).__name__}: {(str(e).strip().splitlines() or [''])[0]}"
+
+
+def prompt_text(soft_tokens: int, meta: Any) -> str:
+    """The video's prompt text as ``Gemma4Processor.replace_video_token`` builds it (transformers 5.24.0), run
+    without a tokenizer: the processor object carries only what that method reads (its ``__init__`` needs the
+    checkpoint's tokenizer)."""
+    cls = importlib.import_module(PROCESSOR).Gemma4Processor
+    outer = cls.__new__(cls)
+    outer.boi_token, outer.eoi_token, outer.video_token = "<B>", "<E>", _TOKEN
+    return outer.replace_video_token({"num_soft_tokens_per_video": [soft_tokens], "video_metadata": [meta]}, 0)
+
+
+def read_prompt(text: str) -> tuple[tuple[float, ...], int]:
+    """The seconds written before each frame ("MM:SS" read back as whole seconds) and the soft tokens in all."""
+    return tuple(float(int(m) * 60 + int(s)) for m, s in _STAMP.findall(text)), counted(text)
+
+
+class Gemma4TrainedPath:
+    """TRAINED Gemma 4: transformers 5.24.0's ``Gemma4VideoProcessor`` with the checkpoint's values (§20.10(a))."""
+
+    label, real_code, family = "TRAINED", True, FAMILY
+
+    def __init__(self, proc: Any, backend: str = "pyav") -> None:
+        """``proc``: the checkpoint's ``Gemma4VideoProcessor`` (`properties.video_trained.processor`)."""
+        self.proc, self.backend = proc, backend
+        self.module = importlib.import_module(MODULE)
+        self.system = f"transformers-{importlib.import_module('transformers').__version__}"
+
+    def _kwargs(self, request: VideoRequest) -> dict[str, Any]:
+        """``preprocess``'s kwargs for ``sample_frames``: every valid one, the client's or the processor's own
+        (``num_frames`` = 32 among them, so a client's ``fps`` meets it)."""
+        from deferlab.reference.oracle.video_gemma4 import refuse_budgets
+
+        refuse_budgets(request)  # not kwargs of the processor (checked in the oracle's tests)
+        given = {k: v for k, v in (("fps", request.fps), ("num_frames", request.num_frames)) if v is not None}
+        kw = {name: given.get(name, getattr(self.proc, name, None)) for name in self.proc.valid_kwargs.__annotations__}
+        for name in ("input_data_format", "do_convert_rgb", "do_sample_frames", "device", "video_metadata"):
+            kw.pop(name, None)
+        return kw
+
+    def plan(self, clip: Clip, request: VideoRequest) -> VideoPlan:
+        from transformers.video_utils import VideoMetadata
+
+        kw = self._kwargs(request)
+        fps = clip.fps if clip.fps > 0 else None
+        meta = VideoMetadata(clip.frames, fps, clip.width, clip.height, duration=clip.frames / fps if fps else 0.0)
+        p, pool, soft = int(self.proc.patch_size), int(self.proc.pooling_kernel_size), int(self.proc.max_soft_tokens)
+        try:
+            idx = [int(i) for i in self.proc.sample_frames(meta, **kw)]
+            meta.frames_indices = idx
+            h, w = self.module.get_aspect_ratio_preserving_size(clip.height, clip.width, p, soft * pool**2, pool)
+            per_frame = (h // p) * (w // p) // pool**2  # _preprocess: patches per frame // pooling_kernel_size**2
+            times, tokens = read_prompt(prompt_text(per_frame, meta))
+        except _FAILURES as e:
+            raise Refused(f"TRAINED gemma4: {_one_line(e)}") from e
+        return VideoPlan(tuple(idx), (w, h), (len(idx), h // p, w // p), tokens, times, 0)
+
+    def decode(self, data: bytes, request: VideoRequest) -> DecodedVideo:
+        """transformers' ``load_video`` (``backend``) with the processor's ``sample_frames``: i x N // k never
+        repeats an index (k <= N), so the frames come back one per index."""
+        from transformers.video_utils import load_video
+
+        kw = self._kwargs(request)
+        with tempfile.TemporaryDirectory() as d:
+            path = Path(d) / "clip"
+            path.write_bytes(data)
+            try:
+                frames, meta = load_video(str(path), backend=self.backend,
+                                          sample_indices_fn=partial(self.proc.sample_frames, **kw))  # fmt: skip
+            except _FAILURES as e:
+                raise Refused(f"TRAINED gemma4 load_video: {_one_line(e)}") from e
+        idx = tuple(int(i) for i in meta.frames_indices)
+        return DecodedVideo(np.asarray(frames), idx, float(meta.fps or 0.0), int(meta.total_num_frames))
+
+    def provenance(self) -> dict[str, str]:
+        return {
+            "sampling": f"real: {MODULE}.Gemma4VideoProcessor.sample_frames (BaseVideoProcessor's, over "
+            "default_sample_indices_fn), its kwargs filled as preprocess fills them (num_frames=32 among them)",
+            "size": f"real: {MODULE}.get_aspect_ratio_preserving_size, called as aspect_ratio_preserving_resize "
+            "calls it (max_patches = max_soft_tokens x pooling_kernel_size**2)",
+            "grid": "modelled: one step per frame (no temporal patch), (h / patch, w / patch); soft tokens per frame "
+            "as _preprocess counts them (checked on real frames by tests/reference/test_video_oracle_gemma4.py)",
+            "times, tokens": f"real: {PROCESSOR}.Gemma4Processor.replace_video_token's text (the MM:SS before each "
+            "frame read back as seconds, the video tokens counted)",
+            "decode": f"real: transformers.video_utils.load_video(backend={self.backend!r})",
+            "config": VIDEO_CONFIGS[FAMILY][1],
+        }
