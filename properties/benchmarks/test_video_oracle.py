@@ -18,7 +18,7 @@ from deferlab.reference.system.video import Clip, Refused, Unsupported, VideoReq
 
 pytestmark = [pytest.mark.bench, pytest.mark.extra("video"), pytest.mark.extra("transformers")]
 
-FAMILIES = ("qwen2.5-vl", "qwen3-vl", "glm-4.1v")  # GLM-4.1V: one row, TRAINED (semantics §20.4)
+FAMILIES = ("qwen2.5-vl", "qwen3-vl", "glm-4.1v", "gemma4")  # GLM-4.1V, Gemma 4: one row, TRAINED (§20.4, §20.10(a))
 TARGET = 1.5
 
 

@@ -25,7 +25,8 @@ UNKNOWN_FPS = 24  # replace_video_token's fallback when the metadata has no rate
 
 def refuse_budgets(request: VideoRequest) -> None:
     """`Unsupported` for a pixel budget: ``Gemma4VideoProcessor``'s kwargs name none (its budget is
-    ``max_soft_tokens``), and 5.24.0's ``validate_kwargs`` does not let them through (§20.10(a))."""
+    ``max_soft_tokens``): 5.24.0's ``preprocess`` warns of them as unrecognized, then its typed-dict check raises
+    TypeError (§20.10(a); checked in the oracle's tests)."""
     given = [k for k in ("min_pixels", "max_pixels", "total_pixels") if getattr(request, k) is not None]
     if given:
         raise Unsupported(f"TRAINED gemma4: the video processor takes no {', '.join(given)} (not a kwarg of "
