@@ -45,7 +45,7 @@ VIDEO = "vllm.multimodal.video"
 MEDIA = "vllm.multimodal.media.video"
 CONNECTOR = "vllm.multimodal.media.connector"
 PROCESSOR_NAME = "vllm.transformers_utils.processor"
-COMPANIONS = {family: ("transformers", "torchvision") for family in (*checkpoint.FAMILIES, "glm-4.1v")}
+COMPANIONS = {family: ("transformers", "torchvision") for family in (*checkpoint.FAMILIES, "glm-4.1v", "gemma4")}
 # vLLM's codecs (video_decoders._BACKEND_OPTION_DEFAULTS) and what each needs here.
 CODECS = {
     "opencv": ("cv2", "opencv-python-headless"),
@@ -60,7 +60,6 @@ NO_PATH = {
     "gemma3": "vLLM's Gemma 3 takes images only",
     "internvl": "vLLM serves InternVL video (generic opencv loader, 32 frames) but deferlab has no trained video "
     "side for InternVL (semantics §20.1 covers the Qwen checkpoints)",
-    "gemma4": "vLLM serves Gemma 4 video but deferlab has no trained video side for it",
 }
 _RESAMPLES = {"qwen2.5-vl": False, "qwen3-vl": True}  # vLLM passes the loader's do_sample_frames to the processor
 
@@ -79,9 +78,13 @@ def video_paths(source: Source, family: str) -> list[VideoPath]:
         from deferlab.impl.vllm.video_glm import VLLMGlmVideoPath
 
         return [VLLMGlmVideoPath(source)]
+    if family == "gemma4":  # the generic opencv loader, frames through the image processor (`video_gemma4`, §20.10)
+        from deferlab.impl.vllm.video_gemma4 import VLLMGemma4VideoPath
+
+        return [VLLMGemma4VideoPath(source)]
     if family not in checkpoint.FAMILIES:
         why = NO_PATH.get(family, f"no vLLM video path for {family!r} in deferlab")
-        raise Unsupported(f"n/a: {why}; accepted: {', '.join((*checkpoint.FAMILIES, 'glm-4.1v'))}")
+        raise Unsupported(f"n/a: {why}; accepted: {', '.join((*checkpoint.FAMILIES, 'glm-4.1v', 'gemma4'))}")
     return [VLLMVideoPath(source, family)]
 
 
