@@ -142,6 +142,14 @@ RULE_PINNED = {
 }
 
 
+# Replayed for C16-C18 on one family's columns, whatever its engines' rules: a fractional rate, which the option
+# sets (whole rates 1 and 4) never ask. SGLang 0.5.23's GLM clamp converts a client's fps with `float`; a mutant
+# that made it `int` survived the stop-41 sample (int(0.5) = 0, refused as not positive). 8 s at 30 fps: TRAINED
+# and both GLM-4.1V engines take frames (0, 60, 120, 180), an even count the vLLM loader reads as chosen (semantics
+# §20.5, §20.6, and the GLM mutation fragment's prediction for every family x engine).
+FAMILY_PINNED = {"glm-4.1v": ((Clip(240, 30.0), VideoRequest(fps=0.5)),)}
+
+
 def clips() -> st.SearchStrategy[tuple[Clip, VideoRequest]]:
     """Drawn clips: 1 to 20,000 frames at a grid rate, any rate from 0.5 to 240, or an unknown one (0), of a
     `FRAME_SIZES` size, under each option set; shrinks towards one frame, 64x48 and the defaults."""
@@ -168,6 +176,7 @@ def _pixel_free(claim: str, session: Any, policy: str, family: str) -> None:
         pinned = [s.first(claim) for s in sweeps if s.first(claim) is not None] + list(LONG_AND_LARGE)
         if any(vc.stated_rule(p) is not None for p in paths):
             pinned += RULE_PINNED.get(claim, ())
+        pinned += FAMILY_PINNED.get(family, ())
         evidence = "; ".join(s.evidence(claim, rows) for s in sweeps)
         figure = vc.strips(paths, rows, pinned[0] if pinned else None)
     trained = rows.get(vc.TRAINED)
