@@ -87,6 +87,15 @@ ENGINE = EngineFacts(
                 "SGLang's own loader, then transformers' processor on the fast-processor device (the CPU here)",
             ),
         ),
+        # Gemma 4 (semantics §18.9): no resize or normalization of SGLang's own in any cached release (0.5.17-0.5.23).
+        (
+            "gemma4",
+            _served(
+                "0.5.17",
+                (f"{_PROCESSORS}.gemma4", "transformers Gemma4ImageProcessor"),
+                "SGLang's base loader, then transformers' processor on the fast-processor device (the CPU here)",
+            ),
+        ),
         # MiniCPM-V 4.6 (semantics §18.9): SGLang's own image processor in every cached release (0.5.17-0.5.23).
         (
             "minicpm-v-4.6",

@@ -33,7 +33,7 @@ from deferlab.reference.system.video import Clip, DecodedVideo, Refused, Unsuppo
 MODULE = "sglang.srt.multimodal.processors.qwen_vl"
 LABEL = "SGLANG"
 FAMILIES = ("qwen2.5-vl", "qwen3-vl")
-COMPANIONS = {family: ("transformers", "torchvision") for family in (*FAMILIES, "glm-4.1v")}
+COMPANIONS = {family: ("transformers", "torchvision") for family in (*FAMILIES, "glm-4.1v", "gemma4")}
 # The checkpoints' video processors (semantics §20.4): Qwen/Qwen2.5-VL-7B-Instruct ships no
 # video_preprocessor_config.json (transformers builds Qwen2VLVideoProcessor from preprocessor_config.json's
 # min/max_pixels), Qwen/Qwen3-VL-8B-Instruct's video_preprocessor_config.json gives size 4096..25165824.
@@ -246,8 +246,14 @@ def video_paths(source: Any, family: str) -> list[SGLangVideoPath]:
         from deferlab.impl.sglang.video_glm import SGLangGlmVideoPath
 
         return [SGLangGlmVideoPath(source)]
+    if family == "gemma4":  # its own module: SGLang's Gemma 4 processor (semantics §20.10(b))
+        from deferlab.impl.sglang.video_gemma4 import SGLangGemma4VideoPath
+
+        return [SGLangGemma4VideoPath(source)]
     why = {
         "kimi-k3": "SGLang's Kimi-K3 processor refuses video ('Kimi-K3 supports image input only')",
         "internvl": "InternVL's checkpoints name no video processor to be the trained side (semantics §20.1)",
-    }.get(family, "SGLang's video path in deferlab covers the Qwen families and GLM-4.1V only")
-    raise Unsupported(f"n/a: no SGLang video path for {family!r}: {why}; accepted: {', '.join(FAMILIES)}, glm-4.1v")
+    }.get(family, "SGLang's video path in deferlab covers the Qwen families, GLM-4.1V and Gemma 4 only")
+    raise Unsupported(
+        f"n/a: no SGLang video path for {family!r}: {why}; accepted: {', '.join(FAMILIES)}, glm-4.1v, gemma4"
+    )

@@ -52,11 +52,11 @@ TABLE = [
     "| Step3-VL | C15 holds, C20 FAILS (sequence) | n/a: no vLLM path for Step3-VL is checked (semantics §18) | n/a: no LMDeploy path for Step3-VL is checked (semantics §18) |",
 ]
 # families an engine serves since the recorded run: their columns and n/a lines are not the fixture's, and a fake run
-# of today's registry has no rows for them ("not run"); none since the stop-40 recording
-NEWLY_SERVED: set[tuple[str, str]] = set()
+# of today's registry has no rows for them ("not run"): Gemma 4 on SGLang since stop 42 (semantics §18.9)
+NEWLY_SERVED: set[tuple[str, str]] = {("sglang", "gemma4")}
 SEVERITY = re.compile(r" \((?:crash|sequence|tower-input|float32-only|cost)\)")
 PLAIN = [SEVERITY.sub("", line) for line in TABLE]  # the verdicts alone (a fake run's evidence classes otherwise)
-NOW = list(PLAIN)
+NOW = [line.replace("n/a: no SGLang path for Gemma 4 is checked (semantics §18)", "not run") for line in PLAIN]
 
 
 @pytest.fixture(autouse=True)
@@ -117,7 +117,7 @@ def test_one_run_per_release_judges_every_family_and_writes_families_md(
 
     out = tmp_path / "m"
     assert versions_cli.run(_args(out=out, format="families"), io.StringIO(), runner=runner, loader=loads) == 0
-    served_by_sglang = "kimi-k3,qwen2.5-vl,qwen3-vl,internvl,glm-4.1v," + (
+    served_by_sglang = "kimi-k3,qwen2.5-vl,qwen3-vl,internvl,glm-4.1v,gemma4," + (
         "paddleocr-vl,minicpm-v-4.6,ernie-4.5-vl,mimo-v2.5,step3-vl"
     )
     systems_run = [(s.engine, s.family) for s in systems]
@@ -161,11 +161,11 @@ def test_a_column_is_matched_against_its_familys_and_paths_rows() -> None:
 def test_a_release_serving_none_of_the_families_is_not_loaded(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setattr(versions_cli, "refuse_unlisted", lambda wanted: None)
     loaded: list = []
-    args = _args(vllm=None, model="gemma3,gemma4", out=tmp_path / "m")
+    args = _args(vllm=None, model="gemma3,mistral3", out=tmp_path / "m")
     rc = versions_cli.run(args, io.StringIO(), runner=fake_runner({}), loader=lambda s: loaded.append(s) or "x")
     doc = json.loads((tmp_path / "m" / "versions.json").read_text())
     assert rc == 0 and loaded == [] and doc["versions"] == [] and doc["errors"] == {}
-    assert set(doc["not_served"]["0.5.23"]) == {"gemma3", "gemma4"}
+    assert set(doc["not_served"]["0.5.23"]) == {"gemma3", "mistral3"}  # SGLang serves Gemma 4 from stop 42
     assert "n/a: no SGLang path for Gemma 3" in (tmp_path / "m" / "families.md").read_text()
 
 

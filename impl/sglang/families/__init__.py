@@ -10,6 +10,8 @@ family      SGLang module (processors/)     what runs here
 ==========  ==============================  ==================================================================
 ernie-4.5-  ernie45_vl.py                   ``Ernie4_5_VLImageProcessor._pixel_values_norm`` (its own
 vl                                          normalization of the checkpoint processor's levels): normalization only
+gemma4      gemma4.py                       the base loader, then transformers' ``Gemma4ImageProcessor`` (its
+                                            torchvision backend's rescale): normalization only
 glm-4.1v    glm4v.py                        ``Glm4vImageProcessor._load_single_item`` (its own loader), then
                                             transformers' image processor: geometry and normalization
 internvl    internvl.py                     ``InternVLProcessor``'s request entry, all of it on the CPU
@@ -62,6 +64,13 @@ PATHS: dict[str, Spec] = {
         "ernie45_vl",
         "Ernie45VLPath",
         ("transformers", "torchvision"),  # the module imports both
+    ),
+    "gemma4": Spec(
+        "sglang.srt.multimodal.processors.gemma4",
+        "Gemma 4",
+        "gemma4",
+        "Gemma4Path",
+        ("transformers", "torchvision"),  # transformers' image processor, its torchvision backend
     ),
     "glm-4.1v": Spec(
         "sglang.srt.multimodal.processors.glm4v", "GLM-4V", "glm4v", "Glm4vPath", ("transformers", "torchvision")
