@@ -161,6 +161,15 @@ def clip_of_bytes(data: bytes) -> Clip:
         return Clip(frames, float(s.average_rate or 0.0), int(s.width), int(s.height))
 
 
+def reported_frames(data: bytes) -> int:
+    """The frame count the container itself states (PyAV's ``stream.frames``), 0 where it says none (WebM): the
+    count transformers' PyAV ``load_video`` samples over (semantics §20.4), unlike `clip_of_bytes`' counted one."""
+    import av
+
+    with av.open(io.BytesIO(data)) as c:
+        return int(c.streams.video[0].frames)
+
+
 def clip_of(spec: ClipSpec) -> Clip:
     """The metadata of ``spec``'s encoded clip as the container reports it (semantics §20.3)."""
     return clip_of_bytes(encode(spec))

@@ -330,9 +330,16 @@ class OraclePath:
         """Every frame decoded by PyAV (`properties.clips.decode`), the frames the row's plan takes from them as
         the loader hands them to the processor: before its temporal padding (semantics §20.2: the plan's indices
         repeat the last frame of an odd count, which ``load_video`` does not read). A clip the row's processor
-        refuses (a one-frame Qwen3-VL clip: ``smart_resize``) is refused here, as the trained side refuses it."""
+        refuses (a one-frame Qwen3-VL clip: ``smart_resize``) is refused here, as the trained side refuses it; so
+        is a container that states no frame count (WebM) on the TRAINED row, whose PyAV ``load_video`` samples
+        over that count and refuses (semantics §20.4; the CARD row reads with decord, which counts)."""
         from deferlab.properties import clips
 
+        if self.row == "TRAINED" and clips.reported_frames(data) == 0:
+            raise Refused(
+                f"TRAINED {self.family} load_video (PyAV): the container states no frame count (stream.frames 0), "
+                "so the sampler has no frame to take"
+            )
         frames, clip = clips.decode(data), clips.clip_of_bytes(data)
         plan = self.plan(clip, request)
         idx = tuple(plan.indices[: len(plan.indices) - plan.padded])
