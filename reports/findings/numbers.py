@@ -32,6 +32,9 @@ _FP32_SHORT = re.compile(_INT + r" FP32 / \d+ BF16 of " + _INT)
 _CLASS = re.compile(r"^(?:AssertionError: )?\[([^\]]+)\]")
 _EXC = re.compile(r"\b([A-Z][A-Za-z]*(?:Error|Exception)): (?=([^;)]*))")  # the message: a lookahead, so a
 # nested exception inside an AssertionError's message is found too
+# a one-sided crash the other way round: the engine serves, the checkpoint refuses
+_TOOK = "took what the trained side refuses"
+_PIECE = re.compile(r"[;,]\s+(?=\[[^\]]+\] )")  # where the next "[input] failure" of a text starts
 _SIZE = re.compile(r"\[(\d+), (\d+)\]")
 _PATCHES = re.compile(r"materialized \((\d+), [^)]*\), the true (\d+x\d+) image needs (\d+) patches")  # C11
 _PLACED = re.compile(r"in the request \[([^\]]*)\], alone \[([^\]]*)\]")  # C10: each image's decision
@@ -50,8 +53,13 @@ def expected_served(m: Member) -> tuple[str, str]:
     head = m.texts[0] if m.texts else m.row.failure
     if m.severity == Severity.CRASH:
         inner = [e for e in _EXC.finditer(head) if e.group(1) != "AssertionError"]
-        served = f"{inner[0].group(1)}: {inner[0].group(2).strip()}" if inner else head.removeprefix("AssertionError: ")
-        return "accepted and served (the checkpoint's processor takes it)", served
+        said = f"{inner[0].group(1)}: {inner[0].group(2).strip()}" if inner else head.removeprefix("AssertionError: ")
+        if _TOOK in head:  # the other way round: the exception is the checkpoint's refusal (semantics §21.1)
+            return (
+                f"refused ({said})",
+                "taken and served (the engine serves an input the checkpoint's processor refuses)",
+            )
+        return "accepted and served (the checkpoint's processor takes it)", said
     if neq := _NEQ.search(head):
         return neq.group(3).strip(), neq.group(1).strip()
     if bf16 := _AFTER_BF16.search(head):
@@ -167,7 +175,14 @@ def measure(f: Finding) -> dict[str, Any]:
         together, alone = ([x.strip() for x in g.split(",")] for g in placed[0].groups())
         moved = sum(1 for a, b in zip(together, alone, strict=False) if a != b)
         out["placement"] = f"{moved} of {len(alone)} images decided otherwise in the request than alone"
-    if f.severity == Severity.CRASH:
-        errors = {e.group(1) for t in texts for e in _EXC.finditer(t) if e.group(1) != "AssertionError"}
-        out["errors"] = sorted(errors) or ["a refusal or unclear error the claim test names"]
+    if f.severity == Severity.CRASH:  # each failure of a text is its own "[input] ..." piece
+        raised: set[str] = set()
+        refused: set[str] = set()
+        for piece in (p for t in texts for p in _PIECE.split(t)):
+            errors = {e.group(1) for e in _EXC.finditer(piece) if e.group(1) != "AssertionError"}
+            (refused if _TOOK in piece else raised).update(errors or ({"a refusal"} if _TOOK in piece else ()))
+        if raised or not refused:
+            out["errors"] = sorted(raised) or ["a refusal or unclear error the claim test names"]
+        if refused:  # the engine took these; the exceptions named are the checkpoint's
+            out["takes"] = sorted(refused)
     return out

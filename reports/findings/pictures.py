@@ -115,7 +115,7 @@ WANTED = {  # what a cell of each claim would be drawn from: the reason a findin
 def why_none(d: Mapping[str, Any]) -> str:
     """Why finding ``d`` has no picture (a crash and the informational classes never get one)."""
     if d["severity"] == "crash":
-        return "a crash: the exception is the evidence (see Served)"
+        return "a crash: the exception is the evidence (see Served; Expected where the engine serves what the checkpoint refuses)"
     if d["severity"] in ("float32-only", "cost"):
         return "informational (folded): nothing the model sees differs"
     claim, column = d["minimal_cell"]["claim"], d["minimal_cell"]["column"]

@@ -43,6 +43,7 @@ _LABELS = {
     "fp32_differ": "values differing in float32 (worst cell)",
     "bf16_differ_max": "values differing after the BF16 cast (worst cell)",
     "errors": "errors raised",
+    "takes": "inputs the engine serves that the checkpoint refuses (the checkpoint's exception)",
     "patches": "patches the owner materializes (C11)",
     "placement": "placement decisions (C10)",
 }
@@ -181,6 +182,7 @@ def _line(d: dict[str, Any], code: bool = False) -> str:
         "sizes": "{}", "tokens": "{}", "realistic": "{}", "max_levels": "up to {} levels",
         "bf16_differ_max": "{} values differ after BF16",
         "errors": "raises {}",
+        "takes": "serves what the checkpoint refuses ({})",
     }  # fmt: skip
     impact = d["impact"]
     numbers = "; ".join(

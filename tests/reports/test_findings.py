@@ -156,3 +156,35 @@ def test_a_video_pixel_failure_through_other_frames_is_the_sampling_finding_seen
     (finding,) = group(doc)
     assert finding.severity == Severity.SEQUENCE and finding.function == "vllm.multimodal.video.sample_frames"
     assert [m.claim for m in finding.members] == ["C16", "C19"] and finding.representative().claim == "C16"
+
+
+def test_a_crash_the_other_way_round_names_the_checkpoints_refusal_not_the_engine() -> None:
+    """An engine that serves what the checkpoint refuses (a one-sided video point): the exception in the failure is
+    the trained side's, so the finding says the engine serves it and the checkpoint refuses, never that the engine
+    raises it (semantics §21.1); a refusal by the engine in the same cell is still "raises"."""
+    from deferlab.reports.findings.numbers import expected_served, measure
+
+    column = "gemma4:vllm-0.34.0"
+    step = {"vllm-0.34.0 (gemma4, served): sampling": "real: vllm.multimodal.video.VideoBackend.sample (own)"}
+    took = (
+        "AssertionError: [1@1 64x48; defaults] the served side took what the trained side refuses (ValueError: "
+        "When loading the video with num_frames=32, the requested number of frames exceeds total_num_frames=1)"
+    )
+    doc = {
+        "columns": {column: {"engine": "vllm", "version": "0.34.0", "family": "gemma4", "path": None}},
+        "verdicts": {"C16": {column: "fails"}},
+        "failure_groups": [{"claim": "C16", "where": [column], "failure": took}],
+        "evidence": {column: {"C16": ""}},
+        "provenance": {column: {"C16": step}},
+        "signatures": {},
+        "counterexamples": {},
+    }  # fmt: skip
+    (finding,) = group(doc)
+    assert finding.severity == Severity.CRASH
+    expected, served = expected_served(finding.members[0])
+    assert expected.startswith("refused (ValueError: When loading the video") and served.startswith("taken and served")
+    assert measure(finding) == {"takes": ["ValueError"]}
+    raised = "AssertionError: [one; defaults] the served side refused what the trained side takes (DECORDError: bad)"
+    doc["failure_groups"][0]["failure"] = f"{took}; {raised.removeprefix('AssertionError: ')}"
+    (finding,) = group(doc)
+    assert measure(finding) == {"errors": ["DECORDError"], "takes": ["ValueError"]}
