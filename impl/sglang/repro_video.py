@@ -17,11 +17,14 @@ OPTIONS: dict[str, tuple[tuple[str, ...] | None, dict[str, str]]] = {
 # (semantics §20.5): its script states them under the request's names
 FAMILY_OPTIONS: dict[str, dict[str, tuple[tuple[str, ...] | None, dict[str, str]]]] = {
     "glm-4.1v": {"VIDEO_URL_FIELDS": (None, {})},
+    # Gemma 4 (semantics §20.10(b)): the server's video dict reaches the checkpoint's processor under its own names
+    "gemma4": {"SERVER_VIDEO_CONFIG": (("fps", "num_frames"), {})},
 }
 _QWEN = ("qwen2.5-vl", "qwen3-vl")
 # claim -> the families whose script the reproducers write for SGLang (its frames as deferlab runs them); GLM-4.1V's
 # from the releases that sample themselves (0.5.20 on: glm_sample_and_decode_sync; its scripts skip before)
-FAMILIES: dict[str, tuple[str, ...]] = {cid: (*_QWEN, "glm-4.1v") for cid in ("C16", "C17", "C18", "C19")}
+# and Gemma 4's (its own _video_decoder_to_tensor, 0.5.17 on)
+FAMILIES: dict[str, tuple[str, ...]] = {cid: (*_QWEN, "glm-4.1v", "gemma4") for cid in ("C16", "C17", "C18", "C19")}
 SERVED = "SGLang's video path"  # the served side, as a script's test names it
 LOADER = "SGLang's image loader"  # the served side of C20
 # the families whose served times are the pinned processor's own timestamps of SGLang's frames (Qwen3-VL); the

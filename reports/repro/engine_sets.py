@@ -14,6 +14,7 @@ from deferlab.reports.repro.engines import EngineRepro
 # The libraries a path computes with, at the release's pins: what the engine's sessions load
 # (`impl.vllm.served.COMPANIONS`, `impl.sglang.families.PATHS`; a test keeps them equal).
 _BOTH = ("transformers", "torchvision")
+_SGLANG_FAMILIES = ("qwen2.5-vl", "qwen3-vl", "ernie-4.5-vl", "mimo-v2.5", "minicpm-v-4.6", "paddleocr-vl", "glm-4.1v")
 
 SGLANG = EngineRepro(
     templates=templates.sglang_templates,
@@ -24,10 +25,7 @@ SGLANG = EngineRepro(
     },
     family_served="SGLang's served path",
     internvl_tiles=texts.SGLANG_INTERNVL_TILES,
-    companions={
-        f: _BOTH
-        for f in ("qwen2.5-vl", "qwen3-vl", "ernie-4.5-vl", "mimo-v2.5", "minicpm-v-4.6", "paddleocr-vl", "glm-4.1v")
-    },
+    companions={f: _BOTH for f in (*_SGLANG_FAMILIES, "gemma4")},  # Gemma 4: semantics §20.10(b)
     serving=served.sglang_serving,
     geometry=served.sglang_geometry,
     geometry_args=True,
@@ -44,7 +42,7 @@ VLLM = EngineRepro(
     kimi_family_claims=("C4", "C15"),  # its Kimi-K3 column's C4 and device path's C15 take the family templates
     family_served="vLLM's device normalization",
     internvl_tiles=texts.VLLM_INTERNVL_TILES,
-    companions={f: _BOTH for f in ("qwen2.5-vl", "qwen3-vl", "internvl", "glm-4.1v")},
+    companions={f: _BOTH for f in ("qwen2.5-vl", "qwen3-vl", "internvl", "glm-4.1v", "gemma4")},
     serving=served.vllm_serving,
     geometry=served.vllm_geometry,
     media_proc_defaults=served.vllm_media_proc_defaults,

@@ -1,6 +1,7 @@
 """The reproducers of the video and decoded-bytes claims (semantics §20): which template fits a recorded row, and
 the values it states (the texts are `reports.repro.video_texts`, `reports.repro.video_served_texts`, C19's
-`reports.repro.video_pixels`, C20's `reports.repro.bytes_texts`; GLM-4.1V's own, `reports.repro.video_glm_texts`).
+`reports.repro.video_pixels`, C20's `reports.repro.bytes_texts`; GLM-4.1V's own, `reports.repro.video_glm_texts`; Gemma 4's,
+`reports.repro.video_gemma4_texts`).
 
 Why these: C16 (frames taken), C17 (size, padding, grid, tokens) and C18 (times) are pixel-free, so a reproducer
 needs only the clip's metadata, which the counterexample names (``Clip(frames=5, fps=5.0, ...)`` and its
@@ -29,7 +30,7 @@ from string import Template
 from types import ModuleType
 from typing import Any
 
-from deferlab.reports.repro import bytes_texts, video_glm_texts
+from deferlab.reports.repro import bytes_texts, video_gemma4_texts, video_glm_texts
 from deferlab.reports.repro import video_served_texts as more
 from deferlab.reports.repro import video_texts as texts
 from deferlab.reports.repro.fitting import literal
@@ -40,10 +41,11 @@ PROCESSORS = {
     "qwen2.5-vl": "Qwen2VLVideoProcessor",
     "qwen3-vl": "Qwen3VLVideoProcessor",
     "glm-4.1v": "Glm4vVideoProcessor",
+    "gemma4": "Gemma4VideoProcessor",
 }
 # family -> its own texts where its trained side is not the Qwen ones' (GLM-4.1V's sampler, padding and prompt
 # times, semantics §20.4): per engine its imports and functions (``VIDEO``), per claim its test, its constants
-_OWN = {"glm-4.1v": video_glm_texts}
+_OWN = {"glm-4.1v": video_glm_texts, "gemma4": video_gemma4_texts}  # Gemma 4: semantics §20.10
 _TESTS = {"C16": texts.VIDEO_C16_TEST, "C17": texts.VIDEO_C17_TEST, "C18": texts.VIDEO_C18_TEST}
 _VIDEO = {
     "sglang": (texts.SGLANG_VIDEO_IMPORTS, texts.SGLANG_VIDEO),
@@ -157,7 +159,7 @@ def fit_video(cid: str, c: Any, ce: Any, failure: str) -> tuple[str, str, str] |
     consts += video_consts(c, part, options, "VideoRequest's names; semantics §20.4-§20.7 map them to each side")
     own = _OWN.get(c.family)
     if own is not None:
-        if c.engine not in own.VIDEO:
+        if c.engine not in own.VIDEO or any(k in options for k in getattr(own, "NO_OPTIONS", ())):
             return None
         (stdlib, engine), served = own.VIDEO[c.engine]
         consts += "".join(_consts(**{n: part.CONSTANTS[c.family][n]}) for n in own.NAMES[c.engine])
@@ -211,9 +213,9 @@ def render(
         made = fit_bytes(c, ce, failure) if c.path is None else None
         served = getattr(part, "LOADER", c.engine)
     elif cid == "C19":
-        from deferlab.reports.repro import video_glm_pixels, video_pixels
+        from deferlab.reports.repro import video_gemma4_pixels, video_glm_pixels, video_pixels
 
-        own = {"glm-4.1v": video_glm_pixels.fit}  # a family with its own decode texts (GLM-4.1V, semantics §20.4)
+        own = {"glm-4.1v": video_glm_pixels.fit, "gemma4": video_gemma4_pixels.fit}  # own decode texts (§20.4, §20.10)
         made = own.get(c.family, video_pixels.fit)(c, part, ce, row)
         if made is not None and part is not None:
             what = "none: the claim runs each side's loader at its defaults"
