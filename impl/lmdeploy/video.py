@@ -176,6 +176,13 @@ class Qwen3VideoPath:
             f"{type(media_io.video_loader).__module__}.{type(media_io.video_loader).__qualname__}.load_bytes"
         )
         frames = np.asarray(frames.numpy() if hasattr(frames, "numpy") else frames)
+        try:  # the request goes on to the processor, which refuses some kept counts (one frame): as `plan` does
+            self.processor.geometry(len(frames), frames.shape[2], frames.shape[1], self.mm_processor_kwargs(request))
+        except (ValueError, ZeroDivisionError) as exc:
+            raise Refused(
+                f"LMDeploy's processor refuses the {len(frames)} frame(s) its loader kept: {type(exc).__name__}: "
+                f"{str(exc).splitlines()[0] if str(exc) else ''}"
+            ) from exc
         indices = meta.get("frames_indices")
         return DecodedVideo(
             frames=frames,

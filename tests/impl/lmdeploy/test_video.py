@@ -120,6 +120,15 @@ def test_decode_of_a_short_clip_takes_every_frame(child):
 
 
 @VIDEO
+def test_decode_refuses_what_its_processor_refuses(child):
+    """One frame kept: LMDeploy's request fails in the processor (t:1 under the temporal patch of 2), so the decode
+    refuses it as its plan does, not hands the frame on (semantics §20.7, "C19's served refusal")."""
+    one = child["one"]
+    assert one["error"] == "Refused" and "processor refuses the 1 frame(s)" in one["message"], one
+    assert "temporal_factor" in one["message"]
+
+
+@VIDEO
 def test_a_backend_not_installed_names_what_to_install(child):
     if child["decord"].get("error") is None:
         pytest.skip("decord is installed here: its decode ran")

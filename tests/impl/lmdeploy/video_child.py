@@ -108,6 +108,7 @@ def main(spec: str) -> dict[str, Any]:
             )
         },  # fmt: skip
         "short": decoded(path, encode_clip(3, 25), VideoRequest()),
+        "one": decoded(path, encode_clip(1, 25), VideoRequest()),
         "decord": decoded(backend_path(source, "qwen3-vl", "decord"), data, VideoRequest()),
         "provenance": path.provenance(),
     }
