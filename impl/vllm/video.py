@@ -38,7 +38,7 @@ from deferlab.impl.vllm import video_geometry as geometry
 from deferlab.impl.vllm import video_standin as standin
 from deferlab.impl.vllm.sources import Source
 from deferlab.reference.system.errors import InputTypeError
-from deferlab.reference.system.video import Clip, DecodedVideo, Unsupported, VideoPath, VideoPlan, VideoRequest
+from deferlab.reference.system.video import Clip, DecodedVideo, Refused, Unsupported, VideoPath, VideoPlan, VideoRequest
 
 LABEL = "VLLM"
 VIDEO = "vllm.multimodal.video"
@@ -284,6 +284,14 @@ class VLLMVideoPath:
             frames, indices = frames[kept], [indices[i] for i in kept]
             self._ran["decode resample"] = f"real: transformers {type(self.processor).__name__}.sample_frames"
         self._ran["decode"] = f"real: {CONNECTOR}.MediaConnector.fetch_video (a file: URL, codec {self.codec})"
+        read = Clip(int(metadata["total_num_frames"]), float(metadata["fps"]), frames.shape[2], frames.shape[1])
+        try:  # the request goes on to the processor, which refuses some counts (one frame): as `plan` does
+            self._process(len(metadata["frames_indices"]), read, metadata, self._processor_kwargs(request))
+        except (ValueError, ZeroDivisionError) as exc:
+            raise Refused(
+                f"vLLM's processor refuses the {len(frames)} frame(s) its loader kept: {type(exc).__name__}: "
+                f"{str(exc).splitlines()[0] if str(exc) else ''}"
+            ) from exc
         return DecodedVideo(frames, tuple(indices), float(metadata["fps"]), int(metadata["total_num_frames"]))
 
     def provenance(self) -> dict[str, str]:

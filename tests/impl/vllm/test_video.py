@@ -237,3 +237,19 @@ def test_the_release_pieces_are_read_off_the_loaded_code():
     assert "OpenCVVideoBackendMixin" in video_standin.where(inline)
     with pytest.raises(RuntimeError, match="neither decode_video nor OpenCVVideoBackendMixin"):
         video_standin.where(ModuleType("vllm.multimodal.video"))
+
+
+@VIDEO
+def test_decode_refuses_what_its_processor_refuses(paths):
+    """One frame read: vLLM's Qwen3-VL request fails in the processor (t:1 under the temporal patch of 2), so the
+    decode refuses it as its plan does (semantics §20.6, "C19's served refusal on vLLM")."""
+    from deferlab.properties import clips
+    from deferlab.reference.system.video import Refused
+
+    spec = clips.KINDS["one"]
+    with pytest.raises(
+        Refused, match=r"vLLM's processor refuses the 1 frame\(s\) its loader kept: ValueError: .*temporal"
+    ):
+        paths["qwen3-vl"].decode(clips.encode(spec), VideoRequest())
+    with pytest.raises(Exception):  # noqa: B017 - the plan refuses the same clip, whatever its exception
+        paths["qwen3-vl"].plan(clips.clip_of(spec), VideoRequest())
