@@ -33,7 +33,8 @@ def test_the_table_has_a_row_per_family_and_a_column_per_engine(capsys: pytest.C
     assert [r.split("`")[1] for r in rows] == list(FAMILIES)
     gemma = next(r for r in rows if r.startswith("| `gemma4`")).split("|")[-1 - len(ENGINES) : -1]
     cells = dict(zip(ENGINES, gemma, strict=True))
-    assert "not checked" in cells["sglang"] and "0.34.0+ device-normalized *" in cells["vllm"]
+    assert "0.5.17+ served *" in cells["sglang"] and "0.34.0+ device-normalized *" in cells["vllm"]
+    assert "not checked" in cells["lmdeploy"]
     internvl = dict(zip(ENGINES, next(r for r in rows if r.startswith("| `internvl`")).split("|")[-1 - len(ENGINES) : -1],
                         strict=True))  # fmt: skip
     assert "0.14.0+ served *" in internvl["lmdeploy"]  # a path the LMDeploy plugin declares itself
