@@ -173,6 +173,12 @@ def compare(
     return f"{WHAT[claim]}{odd}: {found}{tail}"
 
 
+ONE_SIDED = (
+    "the served side refused what the trained side takes",
+    "the served side took what the trained side refuses",
+)
+
+
 @dataclass
 class Sweep:
     """One engine path against the trained rows over the grid: per claim, the differing points (the first option set
@@ -187,6 +193,12 @@ class Sweep:
     def first(self, claim: str, row: str = TRAINED) -> tuple[Clip, VideoRequest] | None:
         found = self.differ.get(row, {}).get(claim, [])
         return None if not found else found[0][:2]
+
+    def first_taken(self, claim: str, row: str = TRAINED) -> tuple[Clip, VideoRequest] | None:
+        """The first differing point where both sides take frames (no one-sided refusal): what a frame strip can
+        show (a refused side draws no frame); None when every difference is a refusal."""
+        found = self.differ.get(row, {}).get(claim, [])
+        return next((p[:2] for p in found if not p[2].startswith(ONE_SIDED)), None)
 
     def evidence(self, claim: str, rows: Iterable[str]) -> str:
         sets = ", ".join(r.label() for r in OPTION_SETS)

@@ -178,7 +178,9 @@ def _pixel_free(claim: str, session: Any, policy: str, family: str) -> None:
             pinned += RULE_PINNED.get(claim, ())
         pinned += FAMILY_PINNED.get(family, ())
         evidence = "; ".join(s.evidence(claim, rows) for s in sweeps)
-        figure = vc.strips(paths, rows, pinned[0] if pinned else None)
+        # the strip shows the first clip both sides take, where there is one (a refusal draws no frame)
+        shown = next((p for s in sweeps if (p := s.first_taken(claim)) is not None), None)
+        figure = vc.strips(paths, rows, shown or (pinned[0] if pinned else None))
     trained = rows.get(vc.TRAINED)
     verdict = claimcheck.verify_claim(
         claim,

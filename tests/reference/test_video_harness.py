@@ -105,3 +105,12 @@ def test_the_strip_record_names_every_side() -> None:
     assert fig["kind"] == "video-strips" and fig["differs"] and fig["frames"] == 12
     assert [s["side"] for s in fig["sides"]] == ["fake-1.0 (qwen3-vl, video)", vc.TRAINED]
     assert fig["sides"][0]["indices"] != fig["sides"][1]["indices"]
+
+
+def test_the_strip_shows_the_first_clip_both_sides_take() -> None:
+    """A one-sided refusal draws no frame: the strip's point is the first difference both sides answer (a refusal
+    still comes first for the claim's own counterexample)."""
+    found = vc.sweep(Side(rounding=False, refuse_below=2), {vc.TRAINED: Side()}, CLIPS)
+    assert found.first("C16") == (Clip(1, 30.0), VideoRequest())  # the served side refuses one frame
+    assert found.first_taken("C16") == (Clip(12, 24.0), VideoRequest())  # where the two samplers differ
+    assert vc.sweep(Side(refuse_below=2), {vc.TRAINED: Side()}, CLIPS).first_taken("C16") is None  # refusals only
