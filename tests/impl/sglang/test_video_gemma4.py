@@ -15,14 +15,14 @@ from __future__ import annotations
 
 import json
 import sys
-from pathlib import Path
 from typing import Any
 
-import numpy as np
 import pytest
 
 from deferlab.reference.system.video import Clip, VideoRequest, grid_clips
-from tests.impl.sglang.support import JSON_MARK, run_child
+from tests.impl.sglang import video_support
+from tests.impl.sglang.support import JSON_MARK
+from tests.impl.sglang.video_support import record
 
 FAMILY = "gemma4"
 NEWEST, OLDEST = "0.5.23", "0.5.17"
@@ -37,15 +37,6 @@ def clips() -> list[Clip]:
 
 
 # --- the children ---------------------------------------------------------------------------------------------------
-def _record(path: Any, clip: Clip, request: VideoRequest) -> dict[str, Any]:
-    try:
-        p = path.plan(clip, request)
-    except Exception as exc:  # noqa: BLE001 - a refusal is a result the test reads
-        return {"refused": f"{type(exc).__name__}: {str(exc).splitlines()[0]}"}
-    return {"indices": list(p.indices), "size": list(p.size), "grid": list(p.grid), "tokens": p.tokens,
-            "times": list(p.times)}  # fmt: skip
-
-
 def _processor_check(path: Any) -> dict[str, Any]:
     """The pinned processor's own ``preprocess`` on 33 frames of 64x48, as SGLang hands them over (a deployment's
     fps beside ``do_sample_frames=False``, ``return_metadata`` as Gemma4Processor's defaults set it)."""
@@ -60,43 +51,13 @@ def _processor_check(path: Any) -> dict[str, Any]:
             int(real[:, 0].max()) + 1], "fps": meta.fps, "indices": list(meta.frames_indices)}  # fmt: skip
 
 
-def _decode_all(path: Any, out: Path, name: str) -> dict[str, Any]:
-    from deferlab.properties import clips as encoded
-    from deferlab.reference.oracle.video import read_index
-
-    found: dict[str, Any] = {}
-    for kind in KINDS:
-        try:
-            got = path.decode(encoded.encode(encoded.KINDS[kind]), VideoRequest())
-        except Exception as exc:  # noqa: BLE001 - the side's own loader refusing is a result
-            found[kind] = {"refused": f"{type(exc).__name__}: {str(exc).splitlines()[0]}"}
-            continue
-        np.save(out / f"{name}-{kind}.npy", np.asarray(got.frames))
-        found[kind] = {"said": list(got.indices or ()), "read": [read_index(f) for f in got.frames],
-                       "fps": got.fps, "total": got.total}  # fmt: skip
-    return found
+def _served(path: Any) -> dict[str, Any]:
+    """What SGLang's side records beside its plans: the processor's own step, and the pixel bounds' refusal."""
+    return {"processor": _processor_check(path), "pixels": record(path, Clip(40, 1.0), VideoRequest(min_pixels=50176))}
 
 
 def child(spec: str, out: str) -> dict[str, Any]:
-    if spec == "trained":
-        from deferlab.properties.video_trained import trained_paths
-
-        path = trained_paths(FAMILY)["TRAINED"]
-        rec: dict[str, Any] = {"system": path.system}
-    else:
-        from deferlab.impl.sglang.sources import load
-        from deferlab.impl.sglang.video import COMPANIONS, video_paths
-
-        path = video_paths(load(spec, companions=COMPANIONS[FAMILY]), FAMILY)[0]
-        rec = {"system": path.system, "label": path.label, "real_code": path.real_code, "prov": path.provenance()}
-        rec["processor"] = _processor_check(path)
-        rec["pixels"] = _record(path, Clip(40, 1.0), VideoRequest(min_pixels=50176))
-    rec["plans"] = [[_record(path, c, r) for r in OPTIONS] for c in clips()]
-    try:
-        rec["decoded"] = _decode_all(path, Path(out), spec)
-    except ImportError as exc:  # the video extra (PyAV) is absent: C19 not run
-        rec["decoded"] = {"unsupported": str(exc)}
-    return rec
+    return video_support.child(spec, out, FAMILY, (clips(), OPTIONS, KINDS), _served)
 
 
 # --- the tests ------------------------------------------------------------------------------------------------------
@@ -105,11 +66,9 @@ pytestmark = pytest.mark.extra("transformers")
 
 @pytest.fixture(scope="module")
 def runs(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Any]:
-    out = tmp_path_factory.mktemp("gemma4-video")
-    got = {s: run_child("tests.impl.sglang.test_video_gemma4", s, str(out), spec=s, timeout=900, module=True)
-           for s in (NEWEST, OLDEST)}  # fmt: skip
-    got["trained"] = run_child("tests.impl.sglang.test_video_gemma4", "trained", str(out), timeout=900, module=True)
-    return got
+    return video_support.run_sides(
+        "tests.impl.sglang.test_video_gemma4", tmp_path_factory.mktemp("gemma4-video"), (NEWEST, OLDEST)
+    )
 
 
 def plans(runs: dict[str, Any], side: str, option: int) -> dict[tuple[int, float], dict[str, Any]]:

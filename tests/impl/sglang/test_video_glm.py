@@ -14,7 +14,6 @@ from __future__ import annotations
 
 import json
 import sys
-from pathlib import Path
 from typing import Any
 
 import numpy as np
@@ -22,7 +21,8 @@ import pytest
 
 from deferlab.properties.video_claims import BASE_OPTION_SETS
 from deferlab.reference.system.video import Clip, VideoRequest, grid_clips
-from tests.impl.sglang.support import JSON_MARK, run_child
+from tests.impl.sglang import video_support
+from tests.impl.sglang.support import JSON_MARK
 
 FAMILY = "glm-4.1v"
 NEWEST, OLDEST = "0.5.23", "0.5.17"
@@ -39,50 +39,8 @@ def clips() -> list[Clip]:
 
 
 # --- the children ---------------------------------------------------------------------------------------------------
-def _record(path: Any, clip: Clip, request: VideoRequest) -> dict[str, Any]:
-    try:
-        p = path.plan(clip, request)
-    except Exception as exc:  # noqa: BLE001 - a refusal (or Unsupported) is a result the test reads
-        return {"refused": f"{type(exc).__name__}: {str(exc).splitlines()[0]}"}
-    return {"indices": list(p.indices), "size": list(p.size), "grid": list(p.grid), "tokens": p.tokens,
-            "times": list(p.times), "padded": p.padded}  # fmt: skip
-
-
-def _decode_all(path: Any, out: Path, name: str) -> dict[str, Any]:
-    from deferlab.properties import clips as encoded
-    from deferlab.reference.oracle.video import read_index
-
-    found: dict[str, Any] = {}
-    for kind in KINDS:
-        try:
-            got = path.decode(encoded.encode(encoded.KINDS[kind]), VideoRequest())
-        except Exception as exc:  # noqa: BLE001 - the side's own loader refusing is a result
-            found[kind] = {"refused": f"{type(exc).__name__}: {str(exc).splitlines()[0]}"}
-            continue
-        np.save(out / f"{name}-{kind}.npy", np.asarray(got.frames))
-        found[kind] = {"said": list(got.indices or ()), "read": [read_index(f) for f in got.frames],
-                       "fps": got.fps, "total": got.total}  # fmt: skip
-    return found
-
-
 def child(spec: str, out: str) -> dict[str, Any]:
-    if spec == "trained":
-        from deferlab.properties.video_trained import trained_paths
-
-        path = trained_paths(FAMILY)["TRAINED"]
-        rec: dict[str, Any] = {"system": path.system}
-    else:
-        from deferlab.impl.sglang.sources import load
-        from deferlab.impl.sglang.video import COMPANIONS, video_paths
-
-        path = video_paths(load(spec, companions=COMPANIONS[FAMILY]), FAMILY)[0]
-        rec = {"system": path.system, "label": path.label, "real_code": path.real_code, "prov": path.provenance()}
-    rec["plans"] = [[_record(path, c, r) for r in BASE_OPTION_SETS] for c in clips()]
-    try:
-        rec["decoded"] = _decode_all(path, Path(out), spec)
-    except ImportError as exc:  # the video extra (PyAV) is absent: C19 not run
-        rec["decoded"] = {"unsupported": str(exc)}
-    return rec
+    return video_support.child(spec, out, FAMILY, (clips(), BASE_OPTION_SETS, KINDS))
 
 
 # --- the tests ------------------------------------------------------------------------------------------------------
@@ -92,9 +50,7 @@ pytestmark = pytest.mark.extra("transformers")
 @pytest.fixture(scope="module")
 def runs(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Any]:
     out = tmp_path_factory.mktemp("glm-video")
-    got = {s: run_child("tests.impl.sglang.test_video_glm", s, str(out), spec=s, timeout=900, module=True)
-           for s in (NEWEST, OLDEST)}  # fmt: skip
-    got["trained"] = run_child("tests.impl.sglang.test_video_glm", "trained", str(out), timeout=900, module=True)
+    got = video_support.run_sides("tests.impl.sglang.test_video_glm", out, (NEWEST, OLDEST))
     got["out"] = out
     return got
 
