@@ -6,17 +6,14 @@ from their pixels."""
 
 from __future__ import annotations
 
-import json
 import math
 import os
-import subprocess
-import sys
-import textwrap
 
 import numpy as np
 import pytest
 
-from deferlab.reference.system.video import Clip, Unsupported, VideoPath, VideoRequest, grid_clips
+from deferlab.reference.system.video import Clip, Unsupported, VideoRequest, grid_clips
+from tests.impl.vllm.video_support import served, trained_decode, trained_plans, video_path
 
 pytestmark = [
     pytest.mark.skipif(
@@ -37,38 +34,6 @@ POINTS = [
     (Clip(120, 0.0), VideoRequest()),  # no header rate: both say index / 24
     (Clip(900, 30.0, 1280, 720), VideoRequest()),  # a large frame: 528x288, 66 tokens a frame on both sides
 ]
-_TRAINED = """
-import json, sys
-from deferlab.properties.video_trained import trained_paths
-from deferlab.reference.system.video import Clip, VideoRequest
-side = trained_paths("gemma4")["TRAINED"]
-out = []
-for c, r in json.loads(sys.argv[1]):
-    try:
-        p = side.plan(Clip(*c), VideoRequest(**r))
-        out.append({"indices": list(p.indices), "size": list(p.size), "grid": list(p.grid), "tokens": p.tokens,
-                    "times": list(p.times), "padded": p.padded})
-    except Exception as e:
-        out.append({"refused": type(e).__name__, "why": str(e)})
-print("JSON:" + json.dumps(out))
-"""
-
-
-def _trained(points: list[tuple[Clip, VideoRequest]]) -> list[dict]:
-    """TRAINED's plans of ``points`` from a child process (transformers 5.24.0, the real processor)."""
-    arg = json.dumps([[[c.frames, c.fps, c.width, c.height], r.given()] for c, r in points])
-    run = subprocess.run([sys.executable, "-c", textwrap.dedent(_TRAINED), arg], capture_output=True, text=True,
-                         timeout=600, check=True)  # fmt: skip
-    return json.loads(next(x for x in run.stdout.splitlines() if x.startswith("JSON:"))[5:])
-
-
-def _served(path, clip: Clip, request: VideoRequest) -> dict:
-    try:
-        p = path.plan(clip, request)
-    except (Unsupported, ValueError) as e:
-        return {"refused": type(e).__name__, "why": str(e)}
-    return {"indices": list(p.indices), "size": list(p.size), "grid": list(p.grid), "tokens": p.tokens,
-            "times": list(p.times), "padded": p.padded}  # fmt: skip
 
 
 def _linspace(n_frames: int, n: int) -> list[int]:
@@ -78,16 +43,12 @@ def _linspace(n_frames: int, n: int) -> list[int]:
 
 @pytest.fixture(scope="module")
 def path(vllm_source):
-    from deferlab.impl.vllm.video import video_paths
-
-    found = video_paths(vllm_source, "gemma4")
-    assert len(found) == 1 and isinstance(found[0], VideoPath)
-    return found[0]
+    return video_path(vllm_source, "gemma4")
 
 
 @pytest.fixture(scope="module")
 def trained():
-    return _trained(POINTS)
+    return trained_plans("gemma4", POINTS)
 
 
 def test_the_path_and_the_loader_vllm_picks(path, vllm_source):
@@ -103,7 +64,7 @@ def test_the_path_and_the_loader_vllm_picks(path, vllm_source):
 
 
 def test_the_hand_worked_points(path):
-    got = [_served(path, c, r) for c, r in POINTS]
+    got = [served(path, c, r) for c, r in POINTS]
     assert got[0]["indices"] == [0] and got[0]["times"] == [0.0]
     assert got[1]["indices"] == list(range(32))
     assert got[2]["indices"] == [*range(31), 32] and got[2]["times"] == [*map(float, range(31)), 32.0]
@@ -117,7 +78,7 @@ def test_the_hand_worked_points(path):
 
 
 def test_the_predicted_verdicts_at_their_smallest_clips(path, trained):
-    got = [_served(path, c, r) for c, r in POINTS]
+    got = [served(path, c, r) for c, r in POINTS]
     # [1@1]: one-sided (C16, C17, C18 fail); [120@30; fps=1]: TRAINED's fps is mutually exclusive with num_frames
     assert trained[0]["refused"] and "refused" not in got[0]
     assert "mutually exclusive" in trained[4]["why"] and "refused" not in got[4]
@@ -143,8 +104,8 @@ SLICE_REQUESTS = [VideoRequest(), VideoRequest(num_frames=8), VideoRequest(num_f
 def test_a_grid_slice_differs_only_as_predicted(path):
     points = [(c, r) for r in SLICE_REQUESTS for c in SLICE]
     seen = set()
-    for (clip, request), w in zip(points, _trained(points), strict=True):
-        g, k = _served(path, clip, request), request.num_frames or 32
+    for (clip, request), w in zip(points, trained_plans("gemma4", points), strict=True):
+        g, k = served(path, clip, request), request.num_frames or 32
         assert "refused" not in g, (clip, request, g)
         if request.fps is not None or k > clip.frames:  # TRAINED refuses, vLLM serves: one-sided
             assert "refused" in w, (clip, request, w)
@@ -160,19 +121,6 @@ def test_a_grid_slice_differs_only_as_predicted(path):
     assert seen == {"equal", "indices", "one-sided"}
 
 
-_DECODE = """
-import sys, numpy as np
-from deferlab.properties import clips
-from deferlab.properties.video_trained import trained_paths
-from deferlab.reference.system.video import VideoRequest
-try:
-    got = trained_paths("gemma4")["TRAINED"].decode(clips.encode(clips.KINDS[sys.argv[1]]), VideoRequest())
-    np.save(sys.argv[2], np.asarray(got.frames))
-except ValueError as e:
-    print("REFUSED", e)
-"""
-
-
 @VIDEO
 @pytest.mark.parametrize("kind", ["constant", "short"])
 def test_c19_decoded_frames_against_trained(path, kind, tmp_path):
@@ -180,12 +128,11 @@ def test_c19_decoded_frames_against_trained(path, kind, tmp_path):
     from deferlab.reference.oracle.video import read_index
 
     out = tmp_path / "trained.npy"
-    run = subprocess.run([sys.executable, "-c", textwrap.dedent(_DECODE), kind, str(out)], check=True, timeout=600,
-                         capture_output=True, text=True)  # fmt: skip
+    said = trained_decode("gemma4", kind, out)
     got = path.decode(clips.encode(clips.KINDS[kind]), VideoRequest())
     assert [read_index(f) for f in got.frames] == list(got.indices)
     if kind == "short":  # 3 frames: TRAINED refuses (32 > 3), vLLM reads every frame
-        assert "REFUSED" in run.stdout and list(got.indices) == [0, 1, 2]
+        assert "REFUSED" in said and list(got.indices) == [0, 1, 2]
         return
     want = [read_index(f) for f in np.load(out)]
     assert want == [i * 120 // 32 for i in range(32)] and list(got.indices) == _linspace(120, 32)

@@ -6,17 +6,14 @@ encoded kinds read back from their pixels."""
 
 from __future__ import annotations
 
-import json
 import math
 import os
-import subprocess
-import sys
-import textwrap
 
 import numpy as np
 import pytest
 
-from deferlab.reference.system.video import Clip, Unsupported, VideoPath, VideoRequest, grid_clips
+from deferlab.reference.system.video import Clip, Unsupported, VideoRequest, grid_clips
+from tests.impl.vllm.video_support import served, trained_decode, trained_plans, video_path
 
 pytestmark = [
     pytest.mark.skipif(
@@ -41,53 +38,16 @@ POINTS = [
 ]
 SLICE = [c for c in grid_clips() if c.frames <= 60]
 SLICE_REQUESTS = [VideoRequest(), VideoRequest(fps=1.0), VideoRequest(fps=4.0)]
-_TRAINED = """
-import json, sys
-from deferlab.properties.video_trained import trained_paths
-from deferlab.reference.system.video import Clip, VideoRequest
-side = trained_paths("glm-4.1v")["TRAINED"]
-out = []
-for c, r in json.loads(sys.argv[1]):
-    try:
-        p = side.plan(Clip(*c), VideoRequest(**r))
-        out.append({"indices": p.indices, "size": p.size, "grid": p.grid, "tokens": p.tokens, "times": p.times,
-                    "padded": p.padded})
-    except Exception as e:
-        out.append({"refused": type(e).__name__})
-print("JSON:" + json.dumps(out))
-"""
-
-
-def _trained(points: list[tuple[Clip, VideoRequest]]) -> list[dict]:
-    """TRAINED's plans of ``points`` from a child process (transformers 5.24.0, the real processor)."""
-    arg = json.dumps([[[c.frames, c.fps, c.width, c.height], r.given()] for c, r in points])
-    run = subprocess.run([sys.executable, "-c", textwrap.dedent(_TRAINED), arg], capture_output=True, text=True,
-                         timeout=600, check=True)  # fmt: skip
-    line = next(x for x in run.stdout.splitlines() if x.startswith("JSON:"))
-    return [{k: tuple(map(tuple, v)) if k == "size_" else v for k, v in d.items()} for d in json.loads(line[5:])]
-
-
-def _served(path, clip: Clip, request: VideoRequest) -> dict:
-    try:
-        p = path.plan(clip, request)
-    except (Unsupported, ValueError) as e:
-        return {"refused": type(e).__name__, "why": str(e)}
-    return {"indices": list(p.indices), "size": list(p.size), "grid": list(p.grid), "tokens": p.tokens,
-            "times": list(p.times), "padded": p.padded}  # fmt: skip
 
 
 @pytest.fixture(scope="module")
 def path(vllm_source):
-    from deferlab.impl.vllm.video import video_paths
-
-    found = video_paths(vllm_source, "glm-4.1v")
-    assert len(found) == 1 and isinstance(found[0], VideoPath)
-    return found[0]
+    return video_path(vllm_source, "glm-4.1v")
 
 
 @pytest.fixture(scope="module")
 def trained():
-    return dict(zip(range(len(POINTS)), _trained(POINTS), strict=True))
+    return dict(zip(range(len(POINTS)), trained_plans("glm-4.1v", POINTS), strict=True))
 
 
 def test_the_path_and_the_loader_vllm_picks(path, vllm_source):
@@ -99,7 +59,7 @@ def test_the_path_and_the_loader_vllm_picks(path, vllm_source):
 
 
 def test_the_predicted_verdicts_at_their_smallest_clips(path, trained, vllm_source):
-    got = [_served(path, c, r) for c, r in POINTS]
+    got = [served(path, c, r) for c, r in POINTS]
     want = [trained[i] for i in range(len(POINTS))]
     # [1@5]: vLLM refuses (no frame chosen), TRAINED takes [0, 0] (C16, C17, C18 fail)
     assert "chose no frame" in got[0]["why"] and want[0]["indices"] == [0, 0]
@@ -112,7 +72,8 @@ def test_the_predicted_verdicts_at_their_smallest_clips(path, trained, vllm_sour
     for k in (3, 4):
         assert got[k] == want[k], (POINTS[k], got[k], want[k])
     # the pixel pair: vLLM drops it (its size is the default one); TRAINED takes no such option (left out, §20.4)
-    assert got[5]["size"] == [112, 84] and want[5] == {"refused": "Unsupported"}
+    assert got[5]["size"] == [112, 84] and want[5]["refused"] == "Unsupported"
+    assert "takes no min_pixels, max_pixels" in want[5]["why"]
     # the pin: vLLM's processor resamples the whole-read clip at 2 fps (13 times), TRAINED takes 300 (150 times)
     assert (len(got[6]["times"]), len(want[6]["times"])) == (13, 150)
     # off the grid: no time for the processor's one step; 0.34.0 refuses, 0.33.0 writes a frameless placeholder
@@ -136,10 +97,10 @@ def _expected_kind(clip: Clip, request: VideoRequest) -> str:
 
 def test_a_grid_slice_differs_only_as_predicted(path):
     points = [(c, r) for r in SLICE_REQUESTS for c in SLICE]
-    want = _trained(points)
+    want = trained_plans("glm-4.1v", points)
     seen = set()
     for (clip, request), w in zip(points, want, strict=True):
-        g, kind = _served(path, clip, request), _expected_kind(clip, request)
+        g, kind = served(path, clip, request), _expected_kind(clip, request)
         assert "refused" not in w, (clip, request, w)
         seen.add(kind)
         if kind == "served refuses":
@@ -152,16 +113,6 @@ def test_a_grid_slice_differs_only_as_predicted(path):
     assert seen == {"equal", "padded", "served refuses"}
 
 
-_DECODE = """
-import sys, numpy as np
-from deferlab.properties import clips
-from deferlab.properties.video_trained import trained_paths
-from deferlab.reference.system.video import VideoRequest
-got = trained_paths("glm-4.1v")["TRAINED"].decode(clips.encode(clips.KINDS[sys.argv[1]]), VideoRequest())
-np.save(sys.argv[2], np.asarray(got.frames))
-"""
-
-
 @VIDEO
 @pytest.mark.parametrize("kind", ["constant", "short"])
 def test_c19_decoded_frames_against_trained(path, kind, tmp_path):
@@ -169,8 +120,7 @@ def test_c19_decoded_frames_against_trained(path, kind, tmp_path):
     from deferlab.reference.oracle.video import read_index
 
     out = tmp_path / "trained.npy"
-    subprocess.run([sys.executable, "-c", textwrap.dedent(_DECODE), kind, str(out)], check=True, timeout=600,
-                   capture_output=True)  # fmt: skip
+    assert "REFUSED" not in trained_decode("glm-4.1v", kind, out)
     want = np.load(out)
     if kind == "short":  # D = 0.1 s: the loader chooses no frame (fetch_video refuses); TRAINED takes [0, 0]
         with pytest.raises(ValueError, match="empty"):
