@@ -7,22 +7,14 @@ from their pixels."""
 from __future__ import annotations
 
 import math
-import os
 
 import numpy as np
 import pytest
 
 from deferlab.reference.system.video import Clip, Unsupported, VideoRequest, grid_clips
-from tests.impl.vllm.video_support import served, trained_decode, trained_plans, video_path
+from tests.impl.vllm.video_support import marks, served, trained_decode, trained_plans, video_path
 
-pytestmark = [
-    pytest.mark.skipif(
-        os.environ.get("DEFERLAB_VLLM", "0.34.0") not in ("0.33.0", "0.34.0"),
-        reason="the Gemma 4 facts of semantics §20.10(b) are 0.33.0's and 0.34.0's",
-    ),
-    pytest.mark.extra("vllm"),
-    pytest.mark.extra("transformers"),
-]
+pytestmark = marks("Gemma 4 facts of semantics §20.10(b)")
 VIDEO = pytest.mark.extra("video")
 # (clip, request): the worked points, each the smallest the fragment predicted for its kind of difference
 POINTS = [

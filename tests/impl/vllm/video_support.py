@@ -10,11 +10,14 @@ message).
 from __future__ import annotations
 
 import json
+import os
 import subprocess
 import sys
 import textwrap
 from pathlib import Path
 from typing import Any
+
+import pytest
 
 from deferlab.reference.system.video import Clip, Unsupported, VideoPath, VideoRequest
 
@@ -45,6 +48,19 @@ try:
 except ValueError as e:
     print("REFUSED", e)
 """
+
+
+def marks(facts: str) -> list[pytest.MarkDecorator]:
+    """A family video test's marks: it runs on the releases whose ``facts`` (what the semantics section states) it
+    checks, 0.33.0 and 0.34.0, with vLLM and transformers installed."""
+    return [
+        pytest.mark.skipif(
+            os.environ.get("DEFERLAB_VLLM", "0.34.0") not in ("0.33.0", "0.34.0"),
+            reason=f"the {facts} are 0.33.0's and 0.34.0's",
+        ),
+        pytest.mark.extra("vllm"),
+        pytest.mark.extra("transformers"),
+    ]
 
 
 def video_path(source: Any, family: str) -> VideoPath:
