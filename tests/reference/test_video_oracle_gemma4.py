@@ -7,9 +7,7 @@ child.
 
 from __future__ import annotations
 
-import time
 from functools import partial
-from pathlib import Path
 
 import numpy as np
 import pytest
@@ -19,28 +17,19 @@ from hypothesis import strategies as st
 from deferlab.reference.oracle import video as oracle
 from deferlab.reference.oracle import video_gemma4
 from deferlab.reference.system.video import Clip, Refused, Unsupported, VideoRequest, grid_clips
-from tests.reference.test_video_oracle import difference, label, options, outcome, real_code, trained
-from tests.reference.video_child import run_in_a_child
+from tests.reference import video_oracle_checks as checks
+from tests.reference.test_video_oracle import label, options, outcome, real_code, trained
 
 FAMILY = "gemma4"
 CHILD_ENV = "DEFERLAB_VIDEO_ORACLE_GEMMA4_CHILD"
-CHILD_TESTS = "(trained or grid or drawn or decode) and not in_a_child"
 
 
 def _plan(clip: Clip, request: VideoRequest = VideoRequest()):  # noqa: B008  (frozen, never mutated)
     return oracle.plan(FAMILY, "TRAINED", clip, request)
 
 
-@real_code
-def test_trained_side_in_a_child() -> None:
-    """This file's trained-side tests in a pytest process of their own, when this one cannot run them."""
-    run_in_a_child(Path(__file__), partial(trained, FAMILY), CHILD_TESTS, CHILD_ENV)
-
-
-def test_one_row_only() -> None:
-    """Gemma 4 has no card recipe of its own: its CARD row is `Unsupported` with the reason (§20.10(a))."""
-    with pytest.raises(Unsupported, match="no CARD row"):
-        oracle.plan(FAMILY, "CARD", Clip(120, 30.0), VideoRequest())
+# its trained-side tests in a child when this process cannot run them; no card recipe: CARD is Unsupported (§20.10(a))
+test_trained_side_in_a_child, test_one_row_only = checks.family_tests(__file__, FAMILY, CHILD_ENV)
 
 
 def test_stated_examples() -> None:
@@ -69,18 +58,7 @@ def test_stated_examples() -> None:
 def test_oracle_equals_trained_on_the_grid() -> None:
     """Every clip of the 6,000-clip grid x every option set: the oracle's plan equals the real processor's exactly
     (times: the whole seconds of the prompt text), a refusal on both sides agreeing. The wall time is printed."""
-    path = trained(FAMILY)["TRAINED"]
-    found, counts = [], {"refused": 0, "unsupported": 0, "plans": 0}
-    start = time.perf_counter()
-    for request in options(FAMILY):
-        for clip in grid_clips():
-            a = outcome(partial(oracle.plan, FAMILY, "TRAINED"), clip, request)
-            b = outcome(path.plan, clip, request)
-            counts[b if isinstance(b, str) else "plans"] += 1
-            if (d := difference(a, b)) is not None:
-                found.append(f"{label(clip, request)}: {d}")
-    print(f"\n{FAMILY}: {6000 * len(options(FAMILY))} plans per side in {time.perf_counter() - start:.1f} s, {counts}")
-    assert not found, f"{len(found)} differ; first: " + "; ".join(found[:5])
+    counts = checks.grid_counts(FAMILY)
     # refused: N < 32 at the defaults, every fps point (num_frames=32 filled beside it), N < 8 and N < 16
     short = {k: sum(c.frames < k for c in grid_clips()) for k in (8, 16, 32)}
     refused = short[32] + 2 * 6000 + short[8] + short[16]
@@ -99,10 +77,7 @@ def test_oracle_equals_trained_on_the_grid() -> None:
 @example(frames=40, fps=1.0, size=(16, 2160), request=VideoRequest())  # the short side floors to 0
 @example(frames=40, fps=0.0, size=(3840, 16), request=VideoRequest(num_frames=40))  # the other side, unknown rate
 def test_oracle_equals_trained_on_drawn_clips(frames: int, fps: float, size: tuple[int, int], request: VideoRequest):
-    clip = Clip(frames, fps, *size)
-    a = outcome(partial(oracle.plan, FAMILY, "TRAINED"), clip, request)
-    b = outcome(trained(FAMILY)["TRAINED"].plan, clip, request)
-    assert difference(a, b) is None, f"{label(clip, request)}: {difference(a, b)}"
+    checks.agrees_on(FAMILY, frames, fps, size, request)
 
 
 def _frames_back(out: dict, grid: tuple[int, int, int], patch: int = 16) -> np.ndarray:

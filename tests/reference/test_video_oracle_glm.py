@@ -6,10 +6,6 @@ transformers is first imported: where this process imported it first, one test r
 
 from __future__ import annotations
 
-import time
-from functools import partial
-from pathlib import Path
-
 import numpy as np
 import pytest
 from hypothesis import HealthCheck, example, given, settings
@@ -17,25 +13,16 @@ from hypothesis import strategies as st
 
 from deferlab.reference.oracle import video as oracle
 from deferlab.reference.oracle import video_glm
-from deferlab.reference.system.video import Clip, Unsupported, VideoRequest, grid_clips
-from tests.reference.test_video_oracle import difference, label, options, outcome, real_code, trained
-from tests.reference.video_child import run_in_a_child
+from deferlab.reference.system.video import Clip, Unsupported, VideoRequest
+from tests.reference import video_oracle_checks as checks
+from tests.reference.test_video_oracle import label, options, real_code, trained
 
 FAMILY = "glm-4.1v"
 CHILD_ENV = "DEFERLAB_VIDEO_ORACLE_GLM_CHILD"
-CHILD_TESTS = "(trained or grid or drawn or decode) and not in_a_child"
 
 
-@real_code
-def test_trained_side_in_a_child() -> None:
-    """This file's trained-side tests in a pytest process of its own, when this one cannot run them."""
-    run_in_a_child(Path(__file__), partial(trained, FAMILY), CHILD_TESTS, CHILD_ENV)
-
-
-def test_one_row_only() -> None:
-    """GLM-4.1V has no card recipe of its own: its CARD row is `Unsupported` with the reason (semantics §20.4)."""
-    with pytest.raises(Unsupported, match="no CARD row"):
-        oracle.plan(FAMILY, "CARD", Clip(120, 30.0), VideoRequest())
+# its trained-side tests in a child when this process cannot run them; no card recipe: CARD is Unsupported (semantics §20.4)
+test_trained_side_in_a_child, test_one_row_only = checks.family_tests(__file__, FAMILY, CHILD_ENV)
 
 
 def test_stated_examples() -> None:
@@ -54,18 +41,7 @@ def test_stated_examples() -> None:
 def test_oracle_equals_trained_on_the_grid() -> None:
     """Every clip of the 6,000-clip grid x every option set: the oracle's plan equals the real processor's exactly
     (times: the whole seconds of the prompt text). The wall time is printed."""
-    path = trained(FAMILY)["TRAINED"]
-    found, counts = [], {"refused": 0, "unsupported": 0, "plans": 0}
-    start = time.perf_counter()
-    for request in options(FAMILY):
-        for clip in grid_clips():
-            a = outcome(partial(oracle.plan, FAMILY, "TRAINED"), clip, request)
-            b = outcome(path.plan, clip, request)
-            counts[b if isinstance(b, str) else "plans"] += 1
-            if (d := difference(a, b)) is not None:
-                found.append(f"{label(clip, request)}: {d}")
-    print(f"\n{FAMILY}: {6000 * len(options(FAMILY))} plans per side in {time.perf_counter() - start:.1f} s, {counts}")
-    assert not found, f"{len(found)} differ; first: " + "; ".join(found[:5])
+    counts = checks.grid_counts(FAMILY)
     # every grid rate is known: nothing refused; the pixel pair is no option of the processor's (§20.4)
     assert counts == {"refused": 0, "unsupported": 6000, "plans": 6000 * (len(options(FAMILY)) - 1)}
 
@@ -80,10 +56,7 @@ def test_oracle_equals_trained_on_the_grid() -> None:
 @example(frames=9000, fps=29.97, size=(1280, 720), request=VideoRequest())  # past max_duration, budget binds
 @example(frames=2, fps=1.0, size=(16, 3000), request=VideoRequest())  # scaled up, aspect ratio over 200
 def test_oracle_equals_trained_on_drawn_clips(frames: int, fps: float, size: tuple[int, int], request: VideoRequest):
-    clip = Clip(frames, fps, *size)
-    a = outcome(partial(oracle.plan, FAMILY, "TRAINED"), clip, request)
-    b = outcome(trained(FAMILY)["TRAINED"].plan, clip, request)
-    assert difference(a, b) is None, f"{label(clip, request)}: {difference(a, b)}"
+    checks.agrees_on(FAMILY, frames, fps, size, request)
 
 
 @real_code
