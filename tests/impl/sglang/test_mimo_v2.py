@@ -12,28 +12,13 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from tests.impl.sglang.support import CLIP_MEAN, CLIP_STD, bits, release_child
-
-CHILD = """
-import json, sys
-from deferlab.impl.sglang.families import family_path
-from deferlab.impl.sglang.sources import load
-from deferlab.properties import families as fam
-from tests.impl.sglang.support import JSON_MARK, outcome
-
-source = load(sys.argv[1], companions=("transformers", "torchvision"))
-cfg, want = fam.config("mimo-v2.5"), fam.Trained("mimo-v2.5")
-path = family_path(source, "mimo-v2.5", dtype="float32")
-out = {"version": source.version, "levels": path.levels(cfg).tolist(), "problem": fam.normalization_problem(path, cfg, want)}
-out["provenance"] = path.provenance()
-out["geometry"] = outcome(lambda: path.geometry(10, 10, cfg), "answered {}")
-print(JSON_MARK + json.dumps(out))
-"""
+from tests.impl.sglang import norm_only
+from tests.impl.sglang.support import CLIP_MEAN, CLIP_STD
 
 
 @pytest.fixture(scope="module", params=["0.5.21", "newest"])
 def served(request):
-    return release_child(CHILD, request.param)
+    return norm_only.served("mimo-v2.5", request.param, dtypes=("float32",))
 
 
 def stated(version: str) -> np.ndarray:
@@ -50,8 +35,7 @@ def stated(version: str) -> np.ndarray:
 
 @pytest.mark.extra("transformers")
 def test_levels_are_the_releases_stated_standardization(served):
-    got = np.asarray(served["levels"], dtype=np.float32)
-    assert got.shape == (3, 256) and np.array_equal(bits(got), bits(stated(served["version"])))
+    assert set(norm_only.levels(served, stated(served["version"]))) == {"float32"}
     assert "MiMoProcessor.get_visual_transform" in served["provenance"]["serve"]
 
 
@@ -62,6 +46,6 @@ def test_c15_counts_are_semantics_18_7s(served):
     counts = "768 of 768 values differ from the checkpoint in FP32, first level 0, 768 of 768 after BF16"
     if not old:
         counts = "537 of 768 values differ from the checkpoint in FP32, first level 1, 0 of 768 after BF16"
-    assert counts in served["problem"]
+    assert counts in served["float32"]["problem"]
     # its geometry is judged (C13, tests/impl/sglang/test_mimo_v2_geometry.py): 10 x 10 -> 56 x 56
     assert served["geometry"] == "answered Geometry(width=56, height=56, grid=(1, 4, 4), tokens=4, pad=(0, 0))"

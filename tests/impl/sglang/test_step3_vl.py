@@ -13,31 +13,13 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from tests.impl.sglang.support import CLIP_MEAN, CLIP_STD, bits, release_child
-
-CHILD = """
-import json, sys
-from deferlab.impl.sglang.families import family_path
-from deferlab.impl.sglang.sources import load
-from deferlab.properties import families as fam
-from tests.impl.sglang.support import JSON_MARK, outcome
-
-source = load(sys.argv[1], companions=("transformers", "torchvision"))
-cfg, want = fam.config("step3-vl"), fam.Trained("step3-vl")
-out = {"version": source.version}
-for dtype in ("float32", "bfloat16"):
-    path = family_path(source, "step3-vl", dtype=dtype)
-    out[dtype] = {"levels": path.levels(cfg).tolist(), "problem": fam.normalization_problem(path, cfg, want)}
-out["provenance"] = path.provenance()
-out["geometry"] = outcome(lambda: path.geometry(10, 10, cfg), "answered {}")
-out["dtype"] = outcome(lambda: family_path(source, "step3-vl", dtype="float16"), "accepted")
-print(JSON_MARK + json.dumps(out))
-"""
+from tests.impl.sglang import norm_only
+from tests.impl.sglang.support import CLIP_MEAN, CLIP_STD, bits
 
 
 @pytest.fixture(scope="module", params=["0.5.17", "newest"])
 def served(request):
-    return release_child(CHILD, request.param)
+    return norm_only.served("step3-vl", request.param, asked=("dtype",))
 
 
 def stated() -> np.ndarray:
@@ -47,20 +29,10 @@ def stated() -> np.ndarray:
     return (x - mean[:, None]) / std[:, None]
 
 
-def to_bf16(a: np.ndarray) -> np.ndarray:
-    """Round-to-nearest-even to BF16, widened back to float32 (as torch's cast does)."""
-    u = np.ascontiguousarray(a, dtype=np.float32).view(np.uint32).astype(np.uint64)
-    u = (u + 0x7FFF + ((u >> 16) & 1)) & 0xFFFF0000
-    return u.astype(np.uint32).view(np.float32)
-
-
 @pytest.mark.extra("transformers")
 def test_levels_are_the_stated_totensor_then_normalize(served):
-    got = np.asarray(served["float32"]["levels"], dtype=np.float32)
-    assert got.shape == (3, 256) and np.array_equal(bits(got), bits(stated()))
-    cast = np.asarray(served["bfloat16"]["levels"], dtype=np.float32)
-    assert np.array_equal(bits(cast), bits(to_bf16(stated())))
-    assert not np.array_equal(bits(cast), bits(got))  # the cast is applied: some level moved
+    got = norm_only.levels(served, stated())
+    assert not np.array_equal(bits(got["bfloat16"]), bits(got["float32"]))  # the cast is applied: some level moved
     assert "Step3VisionProcessor" in served["provenance"]["serve"]
 
 
