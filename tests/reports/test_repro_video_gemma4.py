@@ -21,9 +21,8 @@ import pytest
 from deferlab.impl.vllm.video import COMPANIONS
 from deferlab.reports.repro import cli as repro
 from deferlab.reports.repro import engine_sets
-from tests.reports.test_repro import run_cases
-from tests.reports.test_repro_video import DEFAULTS, _written, clip, code, consts, engine_of, imports, row
-from tests.reports.test_repro_video_glm import _expect, _outcomes
+from tests.reports.repro_video_support import assert_standalone, expect, outcomes
+from tests.reports.test_repro_video import DEFAULTS, clip, code, consts, engine_of, imports, row
 
 FAMILY = "gemma4"
 _REFUSED = ("AssertionError: [1@1 64x48; defaults] the served side took what the trained side refuses (Refused: "
@@ -94,14 +93,9 @@ def test_a_gemma4_row_becomes_a_standalone_script_calling_the_engine_and_the_che
         assert got["IMAGE_CONFIG"]["image_processor_type"] == "Gemma4ImageProcessor" and got["MEDIA_IO_KWARGS"] == {}
     else:
         assert got["SERVER_VIDEO_CONFIG"] == {}
-    assert "$" not in text, "a placeholder left unfilled"
-    found = imports(text)
-    assert not any("deferlab" in m for m in found), found
     modules, calls = CALLS[engine_of(r)]
-    assert {*modules, "transformers.models.gemma4.processing_gemma4"} <= found, found
-    for call in (*calls, ".replace_video_token(", ".sample_frames("):
-        assert call in text, call
-    assert f"def test_{r['id'].lower()}_" in text
+    assert_standalone(text, r, (*modules, "transformers.models.gemma4.processing_gemma4"),
+                      (*calls, ".replace_video_token(", ".sample_frames("))  # fmt: skip
 
 
 def test_the_request_options_reach_each_engine_and_the_pixel_pair_gets_no_file() -> None:
@@ -185,7 +179,7 @@ def test_each_gemma4_script_fails_as_recorded_and_passes_where_the_sides_agree(
         "C18-recorded": (f"times (s): {served} gives [0.0]; the checkpoint's Gemma4VideoProcessor {_ONE_REFUSED}",),
         **more,
     }
-    _expect(_outcomes(tmp_path, groups, engine, spec), messages)
+    expect(outcomes(tmp_path, groups, engine, spec), messages)
 
 
 @pytest.mark.slow
@@ -221,19 +215,4 @@ def test_each_gemma4_c19_script_fails_on_its_kinds_and_passes_on_a_clip_both_tak
     groups = {"recorded": [C19[engine]], "agree": [{**alone, "counterexample": ["thirty-two", KIND["thirty-two"]]}]}
     if engine == "sglang":
         groups["constant"] = [{**alone, "counterexample": ["constant", KIND["constant"]]}]
-    _expect(_kinds_outcomes(tmp_path, groups, engine, spec), {"C19-recorded": message})
-
-
-def _kinds_outcomes(tmp: Path, groups: dict[str, list[dict]], engine: str, spec: str) -> dict[str, str]:
-    """``<claim>-<group>`` -> "passed" or its kinds' failures joined in the script's order (a C19 script runs one
-    case per kind), from one child."""
-    paths = _written(tmp, groups, engine, spec)
-    cases, out = run_cases(paths, spec, tmp / f"{engine}-{spec}.xml", engine=engine)
-    by: dict[str, list[str]] = {}
-    for case in cases:
-        (path,) = [p for p in paths if case.get("classname").endswith(p.stem)]
-        failure = case.find("failure")
-        key = f"{path.stem.split('-')[0]}-{path.stem.rsplit('-', 1)[1]}"
-        by.setdefault(key, []).extend([] if failure is None else [failure.text or ""])
-    assert len(by) == len(paths), out[-3000:]
-    return {k: "\n".join(v) if v else "passed" for k, v in by.items()}
+    expect(outcomes(tmp_path, groups, engine, spec), {"C19-recorded": message})

@@ -20,8 +20,8 @@ import pytest
 from deferlab.impl.vllm.video import COMPANIONS
 from deferlab.reports.repro import cli as repro
 from deferlab.reports.repro import engine_sets
-from tests.reports.test_repro import run_cases
-from tests.reports.test_repro_video import DEFAULTS, _written, clip, code, consts, engine_of, imports, row
+from tests.reports.repro_video_support import assert_standalone, expect, outcomes
+from tests.reports.test_repro_video import DEFAULTS, clip, code, consts, engine_of, imports, row
 
 FAMILY = "glm-4.1v"
 FPS4 = DEFAULTS.replace("fps=None", "fps=4")
@@ -109,14 +109,9 @@ def test_a_glm_row_becomes_a_standalone_script_calling_the_engine_and_the_checkp
     got = consts(text)
     assert {k: got.get(k) for k in want} == want
     assert got["VIDEO_CONFIG"]["fps"] == 2 and got["VIDEO_CONFIG"]["do_sample_frames"] is True
-    assert "$" not in text, "a placeholder left unfilled"
-    found = imports(text)
-    assert not any("deferlab" in m for m in found), found
     modules, calls = CALLS[engine_of(r)]
-    assert {*modules, "transformers.models.glm4v.processing_glm4v"} <= found, found
-    for call in (*calls, "replace_video_token", ".sample_frames("):
-        assert call in text, call
-    assert f"def test_{r['id'].lower()}_" in text
+    assert_standalone(text, r, (*modules, "transformers.models.glm4v.processing_glm4v"),
+                      (*calls, "replace_video_token", ".sample_frames("))  # fmt: skip
 
 
 @pytest.mark.parametrize(
@@ -182,7 +177,7 @@ def test_each_glm_script_fails_on_0_34_0_as_recorded_and_passes_where_the_sides_
         "more": [C16_FPS, C17_PAIR, C18_FPS],
         "agree": [{**r, "counterexample": AGREE} for r in (C16, C17, C18)],
     }
-    by = _outcomes(tmp_path, groups, "vllm", "0.34.0")
+    by = outcomes(tmp_path, groups, "vllm", "0.34.0")
     messages = {  # each part in the failure, in order (the empty max()'s wording is Python's own)
         "C16-recorded": ("frames taken refused (ValueError: max() ", ") != the checkpoint's [0, 0]"),
         "C16-more": ("frames taken [0, 2, 3, 4, 5,", "!= the checkpoint's [0, 1, 2, 3, 4, 5,"),
@@ -191,7 +186,7 @@ def test_each_glm_script_fails_on_0_34_0_as_recorded_and_passes_where_the_sides_
         "C18-recorded": ("times refused (ValueError: max() ", ") != [0.0]"),
         "C18-more": ("300 times [0.0, 3.0, 5.0, 7.0,", "!= the checkpoint's 301 [0.0, 2.0, 4.0, 6.0,"),
     }
-    _expect(by, messages)
+    expect(by, messages)
 
 
 @pytest.mark.slow
@@ -210,7 +205,7 @@ def test_each_glm_script_fails_on_sglang_0_5_23_and_passes_where_the_sides_agree
         "C17-recorded": ("(grid, padded) ([1, 6, 8], 0) != the checkpoint's ([1, 10, 14], 0)",),
         "C18-recorded": ("300 times [0.0, 3.0, 5.0, 7.0,", "!= the checkpoint's 301 [0.0, 2.0, 4.0, 6.0,"),
     }
-    _expect(_outcomes(tmp_path, groups, "sglang", "0.5.23"), messages)
+    expect(outcomes(tmp_path, groups, "sglang", "0.5.23"), messages)
 
 
 @pytest.mark.slow
@@ -238,28 +233,4 @@ def test_each_glm_c19_script_fails_on_its_kind_and_passes_on_a_constant_clip(
     groups = {"recorded": [C19[engine]], "agree": [{**C19[engine], "counterexample": ["constant", KIND["constant"]]}]}
     if engine == "sglang":  # 'short': one index, GLM's sampler repeats it; PyAV reads it once, restored (§20.4)
         groups["short"] = [{**C19[engine], "counterexample": ["short", KIND["short"]]}]
-    _expect(_outcomes(tmp_path, groups, engine, spec), {"C19-recorded": (message,)})
-
-
-def _outcomes(tmp: Path, groups: dict[str, list[dict]], engine: str, spec: str) -> dict[str, str]:
-    """``<claim>-<group>`` -> "passed" or the failure's whole text (JUnit shortens a long message: the 600-frame
-    lists), from one child running every group's scripts on the release."""
-    paths = _written(tmp, groups, engine, spec)
-    cases, out = run_cases(paths, spec, tmp / f"{engine}-{spec}.xml", engine=engine)
-    by = {}
-    for case in cases:
-        (path,) = [p for p in paths if case.get("classname").endswith(p.stem)]
-        failure = case.find("failure")
-        by[f"{path.stem.split('-')[0]}-{path.stem.rsplit('-', 1)[1]}"] = "passed" if failure is None else failure.text
-    assert len(by) == len(paths), out[-3000:]
-    return by
-
-
-def _expect(by: dict[str, str], messages: dict[str, tuple[str, ...]]) -> None:
-    """The scripts that fail are the keys of ``messages``, each failure holding its parts in order; the rest pass."""
-    assert {k for k, v in by.items() if v != "passed"} == set(messages), by
-    for key, parts in messages.items():
-        at = 0
-        for part in parts:
-            at = by[key].find(part, at)
-            assert at >= 0, (key, part, by[key][:600])
+    expect(outcomes(tmp_path, groups, engine, spec), {"C19-recorded": (message,)})
