@@ -161,29 +161,13 @@ def _served_times(monkeypatch):
     return [float(int(m) * 60 + int(s)) for m, s in _STAMP.findall("".join(t for t in repl.full if t != "<video>"))]
 '''
 
-SGLANG_SERVED = '''
-
-class ClipReader(VideoDecoderWrapper):
-    """The clip's metadata as SGLang's decoder wrapper reports it (frame count, average fps); black frames of its
-    size from get_frames_at (the fetch Gemma 4's processor calls); records the indices asked for. No decoder."""
-
-    def __init__(self):
-        self.asked = None
-
-    def __len__(self):
-        return FRAMES
-
-    @property
-    def avg_fps(self):
-        return FPS
-
-    def get_frames_at(self, indices):
-        self.asked = [int(i) for i in indices]
-        return np.zeros((len(self.asked), HEIGHT, WIDTH, 3), np.uint8)
-
-    def close(self):
-        return None
-
+SGLANG_SERVED = (
+    video_texts.sglang_reader(
+        "size from get_frames_at (the fetch Gemma 4's processor calls); records the indices asked for. No decoder.",
+        "get_frames_at",
+        "np.zeros((len(self.asked), HEIGHT, WIDTH, 3), np.uint8)",
+    )
+    + '''
 
 def _handoff():
     """(the processor's output, SGLang's indices): the release's own Gemma4SGLangProcessor._video_decoder_to_tensor
@@ -210,6 +194,7 @@ def _served_times(monkeypatch):
     """replace_video_token's seconds on the metadata the processor built itself (no rate: 24 per position)."""
     return _prompt_times(_handoff()[0])
 '''
+)
 
 C16_TEST = '''
 

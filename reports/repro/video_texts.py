@@ -10,6 +10,8 @@ are the same), and hands them to the engine's own loader and to transformers' ``
 engine's or transformers' code: the texts only call it.
 """
 
+import string
+
 # --- video (C16, C17, C18) ---------------------------------------------------------------------------------------------
 VIDEO_NEEDS = "# Needs the engine, and transformers with torchvision (transformers' video processors use it).\n"
 VIDEO_IMPORTS = """import transformers
@@ -239,11 +241,11 @@ from sglang.srt.utils.video_decoder import VideoDecoderWrapper
 """,
 )
 
-SGLANG_READER = '''
+_SGLANG_READER = '''
 
 class ClipReader(VideoDecoderWrapper):
     """The clip's metadata as SGLang's decoder wrapper reports it (frame count, average fps); black frames of its
-    size; records the indices preprocess_video asks for. No decoder is opened."""
+    $said"""
 
     def __init__(self):
         self.asked = None
@@ -255,13 +257,30 @@ class ClipReader(VideoDecoderWrapper):
     def avg_fps(self):
         return FPS
 
-    def get_frames_as_tensor(self, indices):
+    def $fetch(self, indices):
         self.asked = [int(i) for i in indices]
-        return torch.zeros((len(self.asked), HEIGHT, WIDTH, 3), dtype=torch.uint8)
+        return $frames
 
     def close(self):
         return None
 '''
+
+
+def sglang_reader(said: str, fetch: str, frames: str) -> str:
+    """The scripts' ClipReader: SGLang's decoder wrapper reporting the clip's frame count and average fps, with no
+    decoder opened; its method ``fetch`` (the one the engine's sampler calls) records the indices asked for and
+    gives ``frames`` (an expression: black frames of the clip's size). ``said`` ends its docstring.
+
+    Why one text: every SGLang video script stands its reader in for the decoder the same way; only the fetch its
+    sampler calls differs (the Qwen path's get_frames_as_tensor, Gemma 4's get_frames_at)."""
+    return string.Template(_SGLANG_READER).substitute(said=said, fetch=fetch, frames=frames)
+
+
+SGLANG_READER = sglang_reader(
+    "size; records the indices preprocess_video asks for. No decoder is opened.",
+    "get_frames_as_tensor",
+    "torch.zeros((len(self.asked), HEIGHT, WIDTH, 3), dtype=torch.uint8)",
+)
 
 _SGLANG_QWEN = '''
 
