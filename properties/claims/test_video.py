@@ -147,7 +147,14 @@ RULE_PINNED = {
 # that made it `int` survived the stop-41 sample (int(0.5) = 0, refused as not positive). 8 s at 30 fps: TRAINED
 # and both GLM-4.1V engines take frames (0, 60, 120, 180), an even count the vLLM loader reads as chosen (semantics
 # §20.5, §20.6, and the GLM mutation fragment's prediction for every family x engine).
-FAMILY_PINNED = {"glm-4.1v": ((Clip(240, 30.0), VideoRequest(fps=0.5)),)}
+# Gemma 4: a count asked equal to a short clip's length under an option label of its own (12 frames, `num_frames=12`),
+# where TRAINED, SGLang and vLLM all take every frame and agree; SGLang's `_video_decoder_to_tensor` with its
+# `total <= num_frames` made `==` or `is` survived the stop-42 campaign (it then asks 32 indices with repeats of a
+# short clip, hidden elsewhere behind the option sets' own failures; semantics, Gemma 4's count pin).
+FAMILY_PINNED = {
+    "glm-4.1v": ((Clip(240, 30.0), VideoRequest(fps=0.5)),),
+    "gemma4": ((Clip(12, 30.0), VideoRequest(num_frames=12)),),
+}
 
 
 def clips() -> st.SearchStrategy[tuple[Clip, VideoRequest]]:
