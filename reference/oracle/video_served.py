@@ -21,6 +21,7 @@ from dataclasses import replace
 
 import numpy as np
 
+from deferlab.reference.oracle import video_gemma4 as g4
 from deferlab.reference.oracle.video import (
     MAX_FRAMES,
     MIN_FRAMES,
@@ -230,11 +231,48 @@ def lmdeploy_plan(family: str, clip: Clip, request: VideoRequest) -> VideoPlan:
 
 
 # An engine's stated rule, by engine name (the part of a path's ``system`` before its version).
-RULED = ("qwen2.5-vl", "qwen3-vl")  # the families whose engine rules are restated here (GLM-4.1V's are not)
+def _gemma4_plan(clip: Clip, idx: list[int], fps: float) -> VideoPlan:
+    """Gemma 4's frames ``idx`` through the checkpoint's size rule (both engines run it), times floor(index / fps)."""
+    h, w = g4.resize(clip.height, clip.width)
+    grid = (len(idx), h // g4.PATCH, w // g4.PATCH)
+    tokens = len(idx) * (grid[1] * grid[2] // (g4.POOL * g4.POOL))
+    return VideoPlan(tuple(idx), (w, h), grid, tokens, tuple(float(math.floor(i / fps)) for i in idx), 0)
+
+
+def vllm_gemma4_plan(family: str, clip: Clip, request: VideoRequest) -> VideoPlan:
+    """§20.10(b) "The engines' Gemma 4 rules": vLLM's generic OpenCV loader takes min(num_frames or 32, N), under a
+    request rate also at most floor(N / F x fps), at least 1; every frame at N, else the truncated linspace; the
+    pixel options ignored; times floor(index / F), F = 24 when 0."""
+    total = clip.frames
+    n = min(request.num_frames if request.num_frames is not None else 32, total)
+    if request.fps is not None:
+        n = min(n, math.floor((total / clip.fps if clip.fps > 0 else 0.0) * request.fps))
+    n = max(n, 1)
+    idx = list(range(total)) if n == total else [int(v) for v in np.linspace(0, total - 1, n).astype(np.int64)]
+    return _gemma4_plan(clip, idx, clip.fps if clip.fps > 0 else float(UNKNOWN_FPS))
+
+
+def sglang_gemma4_plan(family: str, clip: Clip, request: VideoRequest) -> VideoPlan:
+    """§20.10(b) "The engines' Gemma 4 rules": SGLang takes every frame up to 32, else i x N // 32, whatever the
+    request's fps or num_frames; a pixel option `Unsupported`; times floor(position / 24) (no metadata)."""
+    if request.min_pixels is not None or request.max_pixels is not None or request.total_pixels is not None:
+        raise Unsupported("SGLang's Gemma 4 path takes no pixel bound (not a kwarg of the processor; §20.10(b))")
+    total = clip.frames
+    idx = list(range(total)) if total <= 32 else [i * total // 32 for i in range(32)]
+    plan = _gemma4_plan(clip, idx, 1.0)
+    return replace(plan, times=tuple(float(math.floor(p / UNKNOWN_FPS)) for p in range(len(idx))))
+
+
+RULED = ("qwen2.5-vl", "qwen3-vl")  # the families whose engine rules are restated here for every engine
 RULES: dict[str, tuple[str, Callable[[str, Clip, VideoRequest], VideoPlan]]] = {
     "sglang": ("semantics §20.5", sglang_plan),
     "vllm": ("semantics §20.6", vllm_plan),
     "lmdeploy": ("semantics §20.7", lmdeploy_plan),
+}
+# One engine's rule for one other family (GLM-4.1V's are not restated)
+FAMILY_RULES: dict[tuple[str, str], tuple[str, Callable[[str, Clip, VideoRequest], VideoPlan]]] = {
+    ("sglang", "gemma4"): ("semantics §20.10(b)", sglang_gemma4_plan),
+    ("vllm", "gemma4"): ("semantics §20.10(b)", vllm_gemma4_plan),
 }
 
 
@@ -243,9 +281,11 @@ def rule_for(
 ) -> tuple[str, Callable[[str, Clip, VideoRequest], VideoPlan]] | None:
     """The stated rule of the engine a path's ``system`` names (``"sglang-0.5.23"``), with the section that states
     it; None where the semantics state none precisely enough to restate (a ``family`` outside `RULED`)."""
+    name, _, release = str(system).partition("-")
+    if family is not None and (name.lower(), family) in FAMILY_RULES:
+        return FAMILY_RULES[(name.lower(), family)]
     if family is not None and family not in RULED:
         return None
-    name, _, release = str(system).partition("-")
     found = RULES.get(name.lower())
     if found is not None and release and "release" in inspect.signature(found[1]).parameters:
         return found[0], functools.partial(found[1], release=release)  # a rule that differs by release (vLLM's)
