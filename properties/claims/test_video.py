@@ -153,7 +153,9 @@ RULE_PINNED = {
 # short clip, hidden elsewhere behind the option sets' own failures; semantics, Gemma 4's count pin).
 FAMILY_PINNED = {
     "glm-4.1v": ((Clip(240, 30.0), VideoRequest(fps=0.5)),),
-    "gemma4": ((Clip(12, 30.0), VideoRequest(num_frames=12)),),
+    # and a count of one, which vLLM's loader reads as one frame (`num_frames > 0`: a campaign survivor read it as
+    # "every frame"), SGLang ignores (explained by its stated rule; semantics §20.10(b), "one-frame count pin")
+    "gemma4": ((Clip(12, 30.0), VideoRequest(num_frames=12)), (Clip(12, 30.0), VideoRequest(num_frames=1))),
 }
 
 
