@@ -22,35 +22,23 @@ Options: ``fps`` and ``num_frames`` go to the loader (``media_io_kwargs["video"]
 
 from __future__ import annotations
 
-import hashlib
-import importlib.util
-import json
-import tempfile
-import threading
-from pathlib import Path
 from types import SimpleNamespace
 from typing import Any
 
 import numpy as np
 
-from deferlab.impl.image_bytes import folder as bytes_folder
 from deferlab.impl.vllm import video_standin as standin
 from deferlab.impl.vllm.sources import Source
+from deferlab.impl.vllm.video_own import FETCHED, MEDIA, VIDEO, OwnVideoPath
 from deferlab.reference.system.errors import InputTypeError
 from deferlab.reference.system.family_configs import SOURCES, published_config
 from deferlab.reference.system.requests import VIDEO_CONFIGS
-from deferlab.reference.system.video import Clip, DecodedVideo, Unsupported, VideoPlan, VideoRequest
+from deferlab.reference.system.video import Clip, DecodedVideo, VideoPlan, VideoRequest
 
 FAMILY = "gemma4"
-LABEL = "VLLM"
-VIDEO = "vllm.multimodal.video"
-MEDIA = "vllm.multimodal.media.video"
-CONNECTOR = "vllm.multimodal.media.connector"
-PROCESSOR_NAME = "vllm.transformers_utils.processor"
 MODELS = "vllm.model_executor.models.gemma4_mm"
 INFO = "Gemma4ProcessingInfo"
 IMAGES = "transformers.models.gemma4.image_processing_gemma4"
-COMPANIONS = ("transformers", "torchvision")
 SOFT_TOKENS = "_VIDEO_MAX_SOFT_TOKENS"  # the release's per-frame budget for video (70)
 # The checkpoint's files as vLLM reads them: config.json's model_type and the one processor_config.json, whose
 # nested blocks vLLM's loader lookup does not read (it reads video_/preprocessor_config.json, then model_type).
@@ -61,18 +49,6 @@ FILES = {
 }  # fmt: skip
 # Token ids of the stand-in tokenizer: the three special ones below 0, text as code points (read back exactly).
 BOI, EOI, VIDEO_TOKEN = -1, -2, -3
-
-_FOLDER: list[tempfile.TemporaryDirectory] = []
-
-
-def checkpoint_folder() -> str:
-    """Gemma 4's checkpoint files for this process (written once, removed at exit)."""
-    if not _FOLDER:
-        holder = tempfile.TemporaryDirectory(prefix="deferlab-vllm-video-gemma4-")
-        for name, body in FILES.items():
-            (Path(holder.name) / name).write_text(json.dumps(body, sort_keys=True))
-        _FOLDER.append(holder)
-    return _FOLDER[0].name
 
 
 class _Text:
@@ -102,28 +78,16 @@ def _read_back(ids: list[int]) -> tuple[tuple[float, ...], tuple[int, ...]]:
     return tuple(times), tuple(counts)
 
 
-class VLLMGemma4VideoPath:
+class VLLMGemma4VideoPath(OwnVideoPath):
     """vLLM's Gemma 4 video path on one release (`reference.system.video.VideoPath`)."""
 
-    label = LABEL
-    real_code = True
     family = FAMILY
+    checkpoint_files, folder_name, says = FILES, "gemma4", "Gemma 4"
 
     def __init__(self, source: Source) -> None:
-        missing = [c for c in COMPANIONS if c not in source.companions]
-        if missing:
-            raise Unsupported(f"n/a: {source.name} was loaded without {', '.join(missing)}, which its video path runs")
-        self.source = source
-        self.system = source.name
-        self.name = f"{self.system} ({FAMILY}, video)"
-        self._video = source.module(VIDEO)
-        self._media = source.module(MEDIA).VideoMediaIO
-        self._image_io = source.module("vllm.multimodal.media.image").ImageMediaIO
+        super().__init__(source)
         models = source.module(MODELS)
         self.max_soft_tokens = int(getattr(models, SOFT_TOKENS))
-        folder = checkpoint_folder()
-        self.processor_name = source.module(PROCESSOR_NAME).get_video_processor_cls_name_from_config(folder)
-        self.backend = self._video.get_video_loader_backend_for_processor(self.processor_name)
         import importlib
 
         from transformers.models.gemma4.configuration_gemma4 import Gemma4VisionConfig
@@ -137,25 +101,13 @@ class VLLMGemma4VideoPath:
         self._info.get_hf_config = lambda: SimpleNamespace(vision_config=vision, boi_token_id=BOI, eoi_token_id=EOI)
         self._info.ctx = SimpleNamespace(get_tokenizer=_Text)
         self._hf = SimpleNamespace(video_token_id=VIDEO_TOKEN)
-        self._lock = threading.Lock()
         self._sizes: dict[tuple[int, int], tuple[tuple[int, int], int]] = {}
-        self._ran: dict[str, str] = {}
 
     # --- the request as vLLM takes it -------------------------------------------------------------------------------
     def _media_kwargs(self, request: VideoRequest) -> tuple[dict[str, Any], tuple[str, ...]]:
-        """``media_io_kwargs["video"]`` merged by the release over no server defaults, the loader ``fetch_video``
-        picks (none registered: ``VideoMediaIO`` takes ``VLLM_VIDEO_LOADER_BACKEND``), and notes on dropped options."""
-        if not isinstance(request, VideoRequest):
-            raise InputTypeError(f"request must be a VideoRequest, got {type(request).__name__}")
-        if request.total_pixels is not None:
-            raise Unsupported(
-                f"{self.system} takes no total_pixels (neither a media_io nor an mm_processor kwarg of its Gemma 4 "
-                "path); accepted: fps, num_frames, min_pixels, max_pixels"
-            )
-        runtime = {k: v for k, v in (("fps", request.fps), ("num_frames", request.num_frames)) if v is not None}
-        merged = dict(self._media.merge_kwargs(None, runtime))
-        if self.backend:
-            merged.setdefault("video_backend", self.backend)
+        """The loader kwargs (`OwnVideoPath._loader_kwargs`: none registered for Gemma 4, so ``VideoMediaIO`` takes
+        ``VLLM_VIDEO_LOADER_BACKEND``), and notes on dropped options."""
+        merged = self._loader_kwargs(request)
         notes = []
         given = [k for k in ("min_pixels", "max_pixels") if getattr(request, k) is not None]
         if given:
@@ -218,40 +170,22 @@ class VLLMGemma4VideoPath:
 
     # --- bytes -----------------------------------------------------------------------------------------------------
     def decode(self, data: bytes, request: VideoRequest) -> DecodedVideo:
-        """The frames vLLM's own loader reads from ``data`` sent as a file (a ``file:`` URL under the server's
-        ``--allowed-local-media-path``): all of them reach the image processor."""
-        if not isinstance(data, bytes | bytearray):
-            raise InputTypeError(f"data must be the encoded video's bytes, got {type(data).__name__}")
-        if importlib.util.find_spec("cv2") is None:
-            raise Unsupported("vLLM's 'opencv' video codec needs opencv-python-headless: install it to decode here")
-        kwargs, _ = self._media_kwargs(request)
-        kwargs.pop("video_backend", None)  # fetch_video picks it from the processor class, as a request does
-        connector = self.source.module(CONNECTOR).MediaConnector(
-            media_io_kwargs={"video": kwargs}, allowed_local_media_path=str(bytes_folder())
-        )
-        path = bytes_folder() / (hashlib.sha256(bytes(data)).hexdigest()[:24] + ".video")
-        if not path.exists():
-            path.write_bytes(bytes(data))
-        frames, metadata = connector.fetch_video(path.as_uri(), video_processor=self.processor_name).media
-        self._ran["decode"] = f"real: {CONNECTOR}.MediaConnector.fetch_video (a file: URL, the opencv codec)"
+        """The frames vLLM's own loader reads from ``data`` sent as a file (`OwnVideoPath._fetch`): all of them
+        reach the image processor."""
+        frames, metadata = self._fetch(data, request)
+        self._ran["decode"] = FETCHED
         indices = tuple(int(i) for i in metadata["frames_indices"])
         return DecodedVideo(np.asarray(frames), indices, float(metadata["fps"]), int(metadata["total_num_frames"]))
 
     def provenance(self) -> dict[str, str]:
         ip = type(self.image_processor)
-        steps = {
-            "loader": f"real: {VIDEO}.get_video_loader_backend_for_processor({self.processor_name!r}) -> "
-            f"{self.backend!r} (None: VideoMediaIO takes VLLM_VIDEO_LOADER_BACKEND), from {PROCESSOR_NAME}."
-            f"get_video_processor_cls_name_from_config on the checkpoint files ({VIDEO_CONFIGS[FAMILY][1]})",
+        own = {
             "size": f"real: transformers {IMAGES}.get_aspect_ratio_preserving_size with {ip.__qualname__}'s "
             f"patch_size and pooling_kernel_size ({SOURCES[FAMILY]}), max_patches = {self.max_soft_tokens} x "
             f"pooling**2 ({MODELS}.{SOFT_TOKENS}); grid = (frames, h / patch, w / patch)",
             "tokens": f"real: {MODELS}.{INFO}._compute_num_soft_tokens per frame, max_soft_tokens "
             f"{self.max_soft_tokens}, summed over the frames by get_video_repl's placeholder",
-            "options": "fps, num_frames: media_io_kwargs['video'] (the loader); min_pixels, max_pixels: "
-            "mm_processor_kwargs (not named by Gemma 4's kwargs); the processor wrapper and tokenizer are not built",
-            **self._ran,
         }
-        for name, companion in self.source.companions.items():
-            steps[f"companion {name}"] = f"{name} {companion.version} ({companion.how})"
-        return steps
+        return self._provenance(
+            own, " (None: VideoMediaIO takes VLLM_VIDEO_LOADER_BACKEND)", " (not named by Gemma 4's kwargs)"
+        )

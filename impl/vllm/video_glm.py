@@ -22,96 +22,49 @@ so); ``total_pixels`` is no vLLM option (`Unsupported`).
 
 from __future__ import annotations
 
-import hashlib
-import importlib.util
-import json
-import tempfile
-import threading
-from pathlib import Path
 from typing import Any
 
 import numpy as np
 
-from deferlab.impl.image_bytes import folder as bytes_folder
 from deferlab.impl.vllm import video_geometry as geometry
 from deferlab.impl.vllm import video_standin as standin
 from deferlab.impl.vllm.sources import Source
+from deferlab.impl.vllm.video_own import FETCHED, MEDIA, VIDEO, OwnVideoPath
 from deferlab.reference.system.errors import InputTypeError
 from deferlab.reference.system.requests import VIDEO_CONFIGS
-from deferlab.reference.system.video import Clip, DecodedVideo, Unsupported, VideoPlan, VideoRequest
+from deferlab.reference.system.video import Clip, DecodedVideo, VideoPlan, VideoRequest
 
 FAMILY = "glm-4.1v"
-LABEL = "VLLM"
-VIDEO = "vllm.multimodal.video"
-MEDIA = "vllm.multimodal.media.video"
-CONNECTOR = "vllm.multimodal.media.connector"
-PROCESSOR_NAME = "vllm.transformers_utils.processor"
 MODELS = "vllm.model_executor.models.glm4_1v"
 INFO = "Glm4vProcessingInfo"
-COMPANIONS = ("transformers", "torchvision")
 # The checkpoint's files as vLLM and transformers read them: config.json's model_type and the video config.
 FILES = {"config.json": {"model_type": "glm4v"}, "video_preprocessor_config.json": VIDEO_CONFIGS[FAMILY][0]}
 
-_FOLDER: list[tempfile.TemporaryDirectory] = []
 
-
-def checkpoint_folder() -> str:
-    """GLM-4.1V's checkpoint files for this process (written once, removed at exit)."""
-    if not _FOLDER:
-        holder = tempfile.TemporaryDirectory(prefix="deferlab-vllm-video-glm-")
-        for name, body in FILES.items():
-            (Path(holder.name) / name).write_text(json.dumps(body, sort_keys=True))
-        _FOLDER.append(holder)
-    return _FOLDER[0].name
-
-
-class VLLMGlmVideoPath:
+class VLLMGlmVideoPath(OwnVideoPath):
     """vLLM's GLM-4.1V video path on one release (`reference.system.video.VideoPath`)."""
 
-    label = LABEL
-    real_code = True
     family = FAMILY
+    checkpoint_files, folder_name, says = FILES, "glm", "GLM-4.1V"
 
     def __init__(self, source: Source, exact: bool = False) -> None:
-        missing = [c for c in COMPANIONS if c not in source.companions]
-        if missing:
-            raise Unsupported(f"n/a: {source.name} was loaded without {', '.join(missing)}, which its video path runs")
-        self.source, self.exact = source, exact
-        self.system = source.name
-        self.name = f"{self.system} ({FAMILY}, video)"
-        self._video = source.module(VIDEO)
-        self._media = source.module(MEDIA).VideoMediaIO
-        self._image_io = source.module("vllm.multimodal.media.image").ImageMediaIO
+        super().__init__(source)
+        self.exact = exact
         self._info_cls = getattr(source.module(MODELS), INFO)
         # 0.34.0 checks the time count against the grid (_placeholder_from_timestamps); 0.33.0 writes what it has
         self._checks_count = hasattr(self._info_cls, "_placeholder_from_timestamps")
-        folder = checkpoint_folder()
-        self.processor_name = source.module(PROCESSOR_NAME).get_video_processor_cls_name_from_config(folder)
-        self.backend = self._video.get_video_loader_backend_for_processor(self.processor_name)
         from transformers import AutoVideoProcessor
 
-        self.processor = AutoVideoProcessor.from_pretrained(folder)
+        self.processor = AutoVideoProcessor.from_pretrained(self.folder)
         self._info = object.__new__(self._info_cls)  # only _get_video_second_idx_glm4v runs: it asks for this
         self._info.get_video_processor = lambda **_: self.processor
-        self._lock = threading.Lock()
         self._memo: dict[tuple, tuple] = {}
-        self._ran: dict[str, str] = {}
 
     # --- the request as vLLM takes it -------------------------------------------------------------------------------
     def _media_kwargs(self, request: VideoRequest) -> tuple[dict[str, Any], tuple[str, ...]]:
-        """``media_io_kwargs["video"]`` merged by the release over no server defaults, the loader ``fetch_video``
-        picks, and the notes on the options vLLM takes and drops."""
-        if not isinstance(request, VideoRequest):
-            raise InputTypeError(f"request must be a VideoRequest, got {type(request).__name__}")
-        if request.total_pixels is not None:
-            raise Unsupported(
-                f"{self.system} takes no total_pixels (neither a media_io nor an mm_processor kwarg of its GLM-4.1V "
-                "path); accepted: fps, num_frames, min_pixels, max_pixels"
-            )
-        runtime = {k: v for k, v in (("fps", request.fps), ("num_frames", request.num_frames)) if v is not None}
-        merged = dict(self._media.merge_kwargs(None, runtime))
-        if self.backend:
-            merged.setdefault("video_backend", self.backend)
+        """The loader kwargs (`OwnVideoPath._loader_kwargs`: the loader ``fetch_video`` picks for the checkpoint's
+        processor) and the notes on the options vLLM takes and drops."""
+        merged = self._loader_kwargs(request)
         notes = []
         if request.num_frames is not None:
             notes.append(f"num_frames={request.num_frames}: accepted by VideoMediaIO, ignored by vLLM's "
@@ -201,20 +154,9 @@ class VLLMGlmVideoPath:
     # --- bytes -----------------------------------------------------------------------------------------------------
     def decode(self, data: bytes, request: VideoRequest) -> DecodedVideo:
         """The frames vLLM's own loader reads from ``data`` sent as a file (a ``file:`` URL under the server's
-        ``--allowed-local-media-path``), those its processor keeps, and patchify's repeat of an odd count's last."""
-        if not isinstance(data, bytes | bytearray):
-            raise InputTypeError(f"data must be the encoded video's bytes, got {type(data).__name__}")
-        if importlib.util.find_spec("cv2") is None:
-            raise Unsupported("vLLM's 'opencv' video codec needs opencv-python-headless: install it to decode here")
-        kwargs, _ = self._media_kwargs(request)
-        kwargs.pop("video_backend", None)  # fetch_video picks it from the processor class, as a request does
-        connector = self.source.module(CONNECTOR).MediaConnector(
-            media_io_kwargs={"video": kwargs}, allowed_local_media_path=str(bytes_folder())
-        )
-        path = bytes_folder() / (hashlib.sha256(bytes(data)).hexdigest()[:24] + ".video")
-        if not path.exists():
-            path.write_bytes(bytes(data))
-        frames, metadata = connector.fetch_video(path.as_uri(), video_processor=self.processor_name).media
+        ``--allowed-local-media-path``: `OwnVideoPath._fetch`), those its processor keeps, and patchify's repeat of an
+        odd count's last."""
+        frames, metadata = self._fetch(data, request)
         frames, indices = np.asarray(frames), list(metadata["frames_indices"])
         if metadata["do_sample_frames"]:
             kept = [int(i) for i in self.processor.sample_frames(self._metadata(metadata))]
@@ -222,15 +164,12 @@ class VLLMGlmVideoPath:
             self._ran["decode resample"] = f"real: transformers {type(self.processor).__name__}.sample_frames"
         if len(indices) % self.processor.temporal_patch_size:
             frames, indices = np.concatenate([frames, frames[-1:]]), [*indices, indices[-1]]
-        self._ran["decode"] = f"real: {CONNECTOR}.MediaConnector.fetch_video (a file: URL, the opencv codec)"
+        self._ran["decode"] = FETCHED
         return DecodedVideo(frames, tuple(indices), float(metadata["fps"]), int(metadata["total_num_frames"]))
 
     def provenance(self) -> dict[str, str]:
         vp = type(self.processor)
-        steps = {
-            "loader": f"real: {VIDEO}.get_video_loader_backend_for_processor({self.processor_name!r}) -> "
-            f"{self.backend!r}, from {PROCESSOR_NAME}.get_video_processor_cls_name_from_config on the checkpoint "
-            f"files ({VIDEO_CONFIGS[FAMILY][1]})",
+        own = {
             "geometry": (
                 f"real: transformers {vp.__module__}.{vp.__qualname__}.__call__ on black frames of the clip's size"
                 if self.exact
@@ -244,10 +183,5 @@ class VLLMGlmVideoPath:
                 if self._checks_count
                 else "(_construct_video_placeholder, no count check)"
             ),  # fmt: skip
-            "options": "fps, num_frames: media_io_kwargs['video'] (the loader); min_pixels, max_pixels: "
-            "mm_processor_kwargs; the processor wrapper and tokenizer are not built",
-            **self._ran,
         }
-        for name, companion in self.source.companions.items():
-            steps[f"companion {name}"] = f"{name} {companion.version} ({companion.how})"
-        return steps
+        return self._provenance(own)
