@@ -24,7 +24,7 @@ import numpy as np
 import torch
 
 from deferlab.impl.sglang.families import common
-from deferlab.impl.sglang.sources import SGLangSourceError
+from deferlab.impl.sglang.video_own import FAILURES, OwnVideoPath, one_line
 from deferlab.impl.sglang.video_reader import DECODER, opened, reader_class
 from deferlab.reference.system.errors import InputTypeError
 from deferlab.reference.system.requests import VIDEO_CONFIGS
@@ -43,19 +43,13 @@ FAMILY = "gemma4"
 MODULE = "sglang.srt.multimodal.processors.gemma4"
 TF_VIDEO = "transformers.models.gemma4.video_processing_gemma4"
 TF_PROCESSOR = "transformers.models.gemma4.processing_gemma4"
-COMPANIONS = ("transformers", "torchvision")  # transformers' BaseVideoProcessor requires torchvision
 _TOKEN = CountedToken("<V>")  # a placeholder video token: replace_video_token writes n of them as "<n>"
 _STAMP = re.compile(r"(\d+):(\d+) <B>")  # "MM:SS <boi>" before each frame's tokens
-_FAILURES = (ValueError, AssertionError, ZeroDivisionError, TypeError, IndexError, RuntimeError)
 OPTIONS_NOTE = (
     "options as the server's --mm-process-config video dict: fps and num_frames reach the processor beside "
     "do_sample_frames=False and are read by nothing (a client's video_url fields are read by GLM-4V only); "
     "min/max/total_pixels are no kwargs of Gemma4VideoProcessor"
 )
-
-
-def _one_line(e: BaseException) -> str:
-    return f"{type(e).__name__}: {(str(e).strip().splitlines() or [''])[0]}"
 
 
 def _options(request: VideoRequest) -> None:
@@ -67,25 +61,16 @@ def _options(request: VideoRequest) -> None:
         raise Unsupported(f"n/a: {', '.join(bounds)}: no kwarg of Gemma4VideoProcessor (its budget is max_soft_tokens)")
 
 
-class SGLangGemma4VideoPath:
+class SGLangGemma4VideoPath(OwnVideoPath):
     """SGLang's Gemma 4 video path: its own sampling, then the pinned transformers' video processor and prompt text
     with the checkpoint's video config, as ``process_mm_data`` hands the frames over (semantics §20.10(b))."""
 
-    label = "SGLANG"
-    real_code = True
     family = FAMILY
 
     def __init__(self, source: Any) -> None:
-        src = common.source_of(source)
-        missing = [c for c in COMPANIONS if c not in getattr(src, "companions", {})]
-        if missing:
-            raise SGLangSourceError(
-                f"sglang source {src.spec!r} (version {src.version}) was loaded without the companions {missing} its "
-                f"{FAMILY} video path computes with; accepted: sources.load(spec, companions={COMPANIONS})"
-            )
-        self.source, self.system = src, f"sglang-{src.version}"
+        super().__init__(source)
+        src = self.source
         self.gemma = common.require(src, MODULE, "Gemma 4")
-        self.tf = src.companions["transformers"]
         self.vp = self.tf.module(TF_VIDEO).Gemma4VideoProcessor(**dict(VIDEO_CONFIGS[FAMILY][0]))
         # what _video_decoder_to_tensor reads of its processor: _processor.video_processor.num_frames
         self.proc = type("Gemma4Standin", (), {"_processor": type("P", (), {"video_processor": self.vp})()})()
@@ -107,16 +92,16 @@ class SGLangGemma4VideoPath:
         reader = self.reader(clip)
         try:
             video = self._sample(reader)
-        except _FAILURES as exc:
-            raise Refused(f"SGLang refused the clip: {_one_line(exc)}") from exc
+        except FAILURES as exc:
+            raise Refused(f"SGLang refused the clip: {one_line(exc)}") from exc
         idx = list(reader.asked or ())
         vp, module = self.vp, self.tf.module(TF_VIDEO)
         p, pool, soft = int(vp.patch_size), int(vp.pooling_kernel_size), int(vp.max_soft_tokens)
         try:
             _, (meta,) = vp._decode_and_sample_videos(video, video_metadata=None, do_sample_frames=False)
             h, w = module.get_aspect_ratio_preserving_size(clip.height, clip.width, p, soft * pool**2, pool)
-        except _FAILURES as exc:
-            raise Refused(f"SGLang (the checkpoint's processor) refused the clip: {_one_line(exc)}") from exc
+        except FAILURES as exc:
+            raise Refused(f"SGLang (the checkpoint's processor) refused the clip: {one_line(exc)}") from exc
         text = self._text((h // p) * (w // p) // pool**2, meta)
         times = tuple(float(int(m) * 60 + int(s)) for m, s in _STAMP.findall(text))
         grid = (len(idx), int(h) // p, int(w) // p)
@@ -132,8 +117,7 @@ class SGLangGemma4VideoPath:
     def decode(self, data: bytes, request: VideoRequest) -> DecodedVideo:
         """SGLang's ``load_video`` on a file of the bytes (its data-URI branch needs pybase64), then
         ``_video_decoder_to_tensor``: the frames it fetched, the indices it asked for, the reader's fps and count."""
-        if not isinstance(data, bytes | bytearray):  # before the release's own step, as `opened` checks it
-            raise InputTypeError(f"data must be the encoded video's bytes, got {type(data).__name__}")
+        self._bytes(data)
         _options(request)
         with opened(self.source, data) as (reader, _):
             asked: list[int] = []
@@ -147,7 +131,7 @@ class SGLangGemma4VideoPath:
             try:
                 video = self._sample(reader)
             except Exception as exc:  # its decoder failing on a frame (decord on a rotation tag): a refusal
-                raise Refused(f"SGLang's decoder refused a frame: {_one_line(exc)}") from exc
+                raise self._decoder_refused(exc) from exc
             fps, total = float(reader.avg_fps), len(reader)
         frames = video.permute(0, 2, 3, 1).cpu().numpy()
         return DecodedVideo(np.ascontiguousarray(frames), tuple(asked), fps, total)

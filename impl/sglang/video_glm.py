@@ -24,7 +24,7 @@ from typing import Any
 import torch
 
 from deferlab.impl.sglang.families import common
-from deferlab.impl.sglang.sources import SGLangSourceError
+from deferlab.impl.sglang.video_own import FAILURES, OwnVideoPath, one_line
 from deferlab.impl.sglang.video_reader import DECODER, opened, reader_class
 from deferlab.reference.system.errors import InputTypeError
 from deferlab.reference.system.requests import VIDEO_CONFIGS
@@ -44,21 +44,15 @@ MODULE = "sglang.srt.multimodal.processors.glm4v"
 JINJA = "sglang.srt.parser.jinja_template_utils"
 TF_VIDEO = "transformers.models.glm4v.video_processing_glm4v"
 TF_PROCESSOR = "transformers.models.glm4v.processing_glm4v"
-COMPANIONS = ("transformers", "torchvision")  # transformers' BaseVideoProcessor requires torchvision
 URL = "deferlab-clip.mp4"  # what the plan's request names: the stand-in reader never opens it
 _TOKEN = CountedToken("<I>")  # the prompt's image token: n of them written as "<n>", counted for the tokens
 _STAMP = re.compile(r"<\|end_of_image\|>(-?\d+)")
 _QUIET = ("sglang.srt.multimodal.processors.glm4v", "sglang.srt.utils.common")
-_FAILURES = (ValueError, AssertionError, ZeroDivisionError, TypeError, IndexError, RuntimeError)
 OPTIONS_NOTE = (
     "options as a client's video_url fields through SGLang's own process_content_for_template_format: fps where "
     "the release has the field (0.5.23 clamps it to the deployment's, the processor's 2, unless --mm-process-config "
     "raises it); num_frames, min/max/total_pixels have no field and are dropped"
 )
-
-
-def _one_line(e: BaseException) -> str:
-    return f"{type(e).__name__}: {(str(e).strip().splitlines() or [''])[0]}"
 
 
 def client_part(request: VideoRequest, url: str) -> dict[str, Any]:
@@ -68,26 +62,17 @@ def client_part(request: VideoRequest, url: str) -> dict[str, Any]:
     return {"type": "video_url", "video_url": {"url": url, **request.given()}}
 
 
-class SGLangGlmVideoPath:
+class SGLangGlmVideoPath(OwnVideoPath):
     """SGLang's GLM-4.1V video path (semantics §20.5): its request parsing, merge, sampling and hand-over, then the
     pinned transformers' resize and prompt text, with the checkpoint's video config."""
 
-    label = "SGLANG"
-    real_code = True
     family = FAMILY
 
     def __init__(self, source: Any) -> None:
-        src = common.source_of(source)
-        missing = [c for c in COMPANIONS if c not in getattr(src, "companions", {})]
-        if missing:
-            raise SGLangSourceError(
-                f"sglang source {src.spec!r} (version {src.version}) was loaded without the companions {missing} its "
-                f"{FAMILY} video path computes with; accepted: sources.load(spec, companions={COMPANIONS})"
-            )
-        self.source, self.system = src, f"sglang-{src.version}"
+        super().__init__(source)
+        src = self.source
         self.glm = common.require(src, MODULE, "GLM-4V")
         self.jinja = src.importer.import_required(JINJA)
-        self.tf = src.companions["transformers"]
         self.vp = self.tf.module(TF_VIDEO).Glm4vVideoProcessor.from_dict(dict(VIDEO_CONFIGS[FAMILY][0]))
         self.own_sampling = hasattr(self.glm, "glm_sample_and_decode_sync")  # 0.5.20 on
         self.reader = reader_class(src.module(DECODER).VideoDecoderWrapper)
@@ -125,8 +110,8 @@ class SGLangGlmVideoPath:
             lg.disabled = True
         try:
             return self.glm.glm_sample_and_decode_sync(reader, self._config(request, url), self.vp)
-        except _FAILURES as exc:
-            raise Refused(f"SGLang refused the clip: {_one_line(exc)}") from exc
+        except FAILURES as exc:
+            raise Refused(f"SGLang refused the clip: {one_line(exc)}") from exc
         finally:
             for lg, w in zip(loggers, was, strict=True):
                 lg.disabled = w
@@ -140,8 +125,8 @@ class SGLangGlmVideoPath:
         video_metadata = self.tf.module("transformers.video_utils").VideoMetadata(**meta)
         try:
             got = self.vp.sample_frames(video_metadata, fps=self.vp.fps, num_frames=self.vp.num_frames)
-        except _FAILURES as exc:
-            raise Refused(f"SGLang (transformers' sample_frames) refused the clip: {_one_line(exc)}") from exc
+        except FAILURES as exc:
+            raise Refused(f"SGLang (transformers' sample_frames) refused the clip: {one_line(exc)}") from exc
         return [int(i) for i in got], {**meta, "frames_indices": [int(i) for i in got]}
 
     # --- the processor's side, the pinned transformers ---------------------------------------------------------------
@@ -154,8 +139,8 @@ class SGLangGlmVideoPath:
                 num_frames=n, height=height, width=width, temporal_factor=tps, factor=patch * merge,
                 min_pixels=vp.size["shortest_edge"], max_pixels=vp.size["longest_edge"],
             )  # fmt: skip
-        except _FAILURES as exc:
-            raise Refused(f"SGLang (the checkpoint's processor) refused the clip: {_one_line(exc)}") from exc
+        except FAILURES as exc:
+            raise Refused(f"SGLang (the checkpoint's processor) refused the clip: {one_line(exc)}") from exc
         grid = ((n + -n % tps) // tps, int(h) // patch, int(w) // patch)
         video_utils = self.tf.module("transformers.video_utils")
         metadata = video_utils.make_batched_metadata([None], video_metadata=[dict(meta)])[0]
@@ -192,8 +177,7 @@ class SGLangGlmVideoPath:
     def decode(self, data: bytes, request: VideoRequest) -> DecodedVideo:
         """SGLang's ``load_video`` on a file of the bytes (its data-URI branch needs pybase64), then
         ``glm_sample_and_decode_sync``: the frames it fetched, one per index (the repeat too), and its metadata."""
-        if not isinstance(data, bytes | bytearray):  # before the release's own step, as `opened` checks it
-            raise InputTypeError(f"data must be the encoded video's bytes, got {type(data).__name__}")
+        self._bytes(data)
         if not self.own_sampling:
             raise Unsupported(
                 f"SGLang {self.source.version} hands GLM videos to transformers {self.tf.version}, whose fetch_videos "
@@ -205,7 +189,7 @@ class SGLangGlmVideoPath:
             except Refused:
                 raise
             except Exception as exc:  # its decoder failing on a frame (decord on a rotation tag): a refusal
-                raise Refused(f"SGLang's decoder refused a frame: {_one_line(exc)}") from exc
+                raise self._decoder_refused(exc) from exc
         return DecodedVideo(
             frames.cpu().numpy(), tuple(int(i) for i in meta["frames_indices"]), float(meta["fps"]),
             int(meta["total_num_frames"]),
