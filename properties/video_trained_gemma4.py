@@ -12,13 +12,9 @@ from __future__ import annotations
 
 import importlib
 import re
-import tempfile
-from functools import partial
-from pathlib import Path
 from typing import Any
 
-import numpy as np
-
+from deferlab.properties.video_trained_path import FAILURES, TrainedVideoPath, one_line
 from deferlab.reference.system.requests import VIDEO_CONFIGS
 from deferlab.reference.system.video import Clip, CountedToken, DecodedVideo, Refused, VideoPlan, VideoRequest, counted
 
@@ -27,11 +23,6 @@ MODULE = "transformers.models.gemma4.video_processing_gemma4"
 PROCESSOR = "transformers.models.gemma4.processing_gemma4"
 _TOKEN = CountedToken("<V>")  # a placeholder video token: replace_video_token writes n of them as "<n>"
 _STAMP = re.compile(r"(\d+):(\d+) <B>")  # "MM:SS <boi>" before each frame's tokens
-_FAILURES = (ValueError, AssertionError, ZeroDivisionError, TypeError, IndexError)
-
-
-def _one_line(e: BaseException) -> str:
-    return f"{type(e).__name__}: {(str(e).strip().splitlines() or [''])[0]}"
 
 
 def prompt_text(soft_tokens: int, meta: Any) -> str:
@@ -49,35 +40,14 @@ def read_prompt(text: str) -> tuple[tuple[float, ...], int]:
     return tuple(float(int(m) * 60 + int(s)) for m, s in _STAMP.findall(text)), counted(text)
 
 
-class Gemma4TrainedPath:
-    """TRAINED Gemma 4: transformers 5.24.0's ``Gemma4VideoProcessor`` with the checkpoint's values (§20.10(a))."""
+class Gemma4TrainedPath(TrainedVideoPath):
+    """TRAINED Gemma 4: transformers 5.24.0's ``Gemma4VideoProcessor`` with the checkpoint's values (§20.10(a));
+    ``preprocess`` fills ``num_frames`` = 32 among ``sample_frames``' kwargs, so a client's ``fps`` meets it."""
 
-    label, real_code, family = "TRAINED", True, FAMILY
-
-    def __init__(self, proc: Any, backend: str = "pyav") -> None:
-        """``proc``: the checkpoint's ``Gemma4VideoProcessor`` (`properties.video_trained.processor`)."""
-        self.proc, self.backend = proc, backend
-        self.module = importlib.import_module(MODULE)
-        self.system = f"transformers-{importlib.import_module('transformers').__version__}"
-
-    def _kwargs(self, request: VideoRequest) -> dict[str, Any]:
-        """``preprocess``'s kwargs for ``sample_frames``: every valid one, the client's or the processor's own
-        (``num_frames`` = 32 among them, so a client's ``fps`` meets it)."""
-        from deferlab.reference.oracle.video_gemma4 import refuse_budgets
-
-        refuse_budgets(request)  # not kwargs of the processor (checked in the oracle's tests)
-        given = {k: v for k, v in (("fps", request.fps), ("num_frames", request.num_frames)) if v is not None}
-        kw = {name: given.get(name, getattr(self.proc, name, None)) for name in self.proc.valid_kwargs.__annotations__}
-        for name in ("input_data_format", "do_convert_rgb", "do_sample_frames", "device", "video_metadata"):
-            kw.pop(name, None)
-        return kw
+    family, module_name, oracle = FAMILY, MODULE, "deferlab.reference.oracle.video_gemma4"
 
     def plan(self, clip: Clip, request: VideoRequest) -> VideoPlan:
-        from transformers.video_utils import VideoMetadata
-
-        kw = self._kwargs(request)
-        fps = clip.fps if clip.fps > 0 else None
-        meta = VideoMetadata(clip.frames, fps, clip.width, clip.height, duration=clip.frames / fps if fps else 0.0)
+        kw, meta = self._kwargs(request), self._metadata(clip)
         p, pool, soft = int(self.proc.patch_size), int(self.proc.pooling_kernel_size), int(self.proc.max_soft_tokens)
         try:
             idx = [int(i) for i in self.proc.sample_frames(meta, **kw)]
@@ -85,26 +55,16 @@ class Gemma4TrainedPath:
             h, w = self.module.get_aspect_ratio_preserving_size(clip.height, clip.width, p, soft * pool**2, pool)
             per_frame = (h // p) * (w // p) // pool**2  # _preprocess: patches per frame // pooling_kernel_size**2
             times, tokens = read_prompt(prompt_text(per_frame, meta))
-        except _FAILURES as e:
-            raise Refused(f"TRAINED gemma4: {_one_line(e)}") from e
+        except FAILURES as e:
+            raise Refused(f"TRAINED gemma4: {one_line(e)}") from e
         return VideoPlan(tuple(idx), (w, h), (len(idx), h // p, w // p), tokens, times, 0)
 
     def decode(self, data: bytes, request: VideoRequest) -> DecodedVideo:
         """transformers' ``load_video`` (``backend``) with the processor's ``sample_frames``: i x N // k never
         repeats an index (k <= N), so the frames come back one per index."""
-        from transformers.video_utils import load_video
-
-        kw = self._kwargs(request)
-        with tempfile.TemporaryDirectory() as d:
-            path = Path(d) / "clip"
-            path.write_bytes(data)
-            try:
-                frames, meta = load_video(str(path), backend=self.backend,
-                                          sample_indices_fn=partial(self.proc.sample_frames, **kw))  # fmt: skip
-            except _FAILURES as e:
-                raise Refused(f"TRAINED gemma4 load_video: {_one_line(e)}") from e
+        frames, meta = self._load(data, request)
         idx = tuple(int(i) for i in meta.frames_indices)
-        return DecodedVideo(np.asarray(frames), idx, float(meta.fps or 0.0), int(meta.total_num_frames))
+        return DecodedVideo(frames, idx, float(meta.fps or 0.0), int(meta.total_num_frames))
 
     def provenance(self) -> dict[str, str]:
         return {

@@ -11,13 +11,9 @@ from __future__ import annotations
 
 import importlib
 import re
-import tempfile
-from functools import partial
-from pathlib import Path
 from typing import Any
 
-import numpy as np
-
+from deferlab.properties.video_trained_path import FAILURES, TrainedVideoPath, one_line
 from deferlab.reference.system.requests import VIDEO_CONFIGS
 from deferlab.reference.system.video import Clip, CountedToken, DecodedVideo, Refused, VideoPlan, VideoRequest, counted
 
@@ -26,11 +22,6 @@ MODULE = "transformers.models.glm4v.video_processing_glm4v"
 PROCESSOR = "transformers.models.glm4v.processing_glm4v"
 _TOKEN = CountedToken("<I>")  # a placeholder image token: replace_video_token writes n of them as "<n>"
 _STAMP = re.compile(r"<\|end_of_image\|>(-?\d+)")
-_FAILURES = (ValueError, AssertionError, ZeroDivisionError, TypeError, IndexError)
-
-
-def _one_line(e: BaseException) -> str:
-    return f"{type(e).__name__}: {(str(e).strip().splitlines() or [''])[0]}"
 
 
 def prompt_text(proc: Any, grid: tuple[int, int, int], meta: Any) -> str:
@@ -49,34 +40,14 @@ def read_prompt(text: str) -> tuple[tuple[float, ...], int]:
     return tuple(float(s) for s in _STAMP.findall(text)), counted(text)
 
 
-class GlmTrainedPath:
-    """TRAINED GLM-4.1V: transformers 5.24.0's ``Glm4vVideoProcessor`` with the checkpoint's values (§20.4)."""
+class GlmTrainedPath(TrainedVideoPath):
+    """TRAINED GLM-4.1V: transformers 5.24.0's ``Glm4vVideoProcessor`` with the checkpoint's values (§20.4); the
+    pixel bounds, no kwarg of it, 5.24.0 answers with a TypeError."""
 
-    label, real_code, family = "TRAINED", True, FAMILY
-
-    def __init__(self, proc: Any, backend: str = "pyav") -> None:
-        """``proc``: the checkpoint's ``Glm4vVideoProcessor`` (`properties.video_trained.processor`)."""
-        self.proc, self.backend = proc, backend
-        self.module = importlib.import_module(MODULE)
-        self.system = f"transformers-{importlib.import_module('transformers').__version__}"
-
-    def _kwargs(self, request: VideoRequest) -> dict[str, Any]:
-        """``preprocess``'s kwargs for ``sample_frames``: every valid one, the client's or the processor's own."""
-        from deferlab.reference.oracle.video_glm import refuse_budgets
-
-        refuse_budgets(request)  # 5.24.0 answers them with a TypeError (checked in the oracle's tests)
-        given = {k: v for k, v in (("fps", request.fps), ("num_frames", request.num_frames)) if v is not None}
-        kw = {name: given.get(name, getattr(self.proc, name, None)) for name in self.proc.valid_kwargs.__annotations__}
-        for name in ("input_data_format", "do_convert_rgb", "do_sample_frames", "device", "video_metadata"):
-            kw.pop(name, None)
-        return kw
+    family, module_name, oracle = FAMILY, MODULE, "deferlab.reference.oracle.video_glm"
 
     def plan(self, clip: Clip, request: VideoRequest) -> VideoPlan:
-        from transformers.video_utils import VideoMetadata
-
-        kw = self._kwargs(request)
-        fps = clip.fps if clip.fps > 0 else None
-        meta = VideoMetadata(clip.frames, fps, clip.width, clip.height, duration=clip.frames / fps if fps else 0.0)
+        kw, meta = self._kwargs(request), self._metadata(clip)
         low, high = self.proc.size["shortest_edge"], self.proc.size["longest_edge"]
         tps, p, m = int(self.proc.temporal_patch_size), int(self.proc.patch_size), int(self.proc.merge_size)
         try:
@@ -86,8 +57,8 @@ class GlmTrainedPath:
             pad = -len(idx) % tps
             grid = ((len(idx) + pad) // tps, h // p, w // p)
             times, tokens = read_prompt(prompt_text(self.proc, grid, meta))
-        except _FAILURES as e:
-            raise Refused(f"TRAINED glm-4.1v: {_one_line(e)}") from e
+        except FAILURES as e:
+            raise Refused(f"TRAINED glm-4.1v: {one_line(e)}") from e
         return VideoPlan(tuple(idx) + (idx[-1],) * pad, (w, h), grid, tokens, times, pad)
 
     def decode(self, data: bytes, request: VideoRequest) -> DecodedVideo:
@@ -95,19 +66,8 @@ class GlmTrainedPath:
         a frame once however often the indices name it, so the sampler's repeated last index comes back once; the
         frames are handed on as the processor's default loader (torchcodec's ``get_frames_at``) returns them, one
         per index, the repeat restored (semantics §20.4)."""
-        from transformers.video_utils import load_video
-
-        kw = self._kwargs(request)
-        with tempfile.TemporaryDirectory() as d:
-            path = Path(d) / "clip"
-            path.write_bytes(data)
-            try:
-                frames, meta = load_video(str(path), backend=self.backend,
-                                          sample_indices_fn=partial(self.proc.sample_frames, **kw))  # fmt: skip
-            except _FAILURES as e:
-                raise Refused(f"TRAINED glm-4.1v load_video: {_one_line(e)}") from e
+        frames, meta = self._load(data, request)
         idx = tuple(int(i) for i in meta.frames_indices)
-        frames = np.asarray(frames)
         if len(frames) != len(idx):
             read = sorted(set(idx))
             frames = frames[[read.index(i) for i in idx]]
