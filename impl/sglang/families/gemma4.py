@@ -11,9 +11,6 @@ class's ``_load_single_item`` (``convert("RGB")``) and then the checkpoint's tra
 
 from __future__ import annotations
 
-import json
-import tempfile
-from pathlib import Path
 from typing import Any
 
 import numpy as np
@@ -21,6 +18,7 @@ import torch
 from PIL import Image
 
 from deferlab.impl.sglang.families import common
+from deferlab.impl.sglang.families.auto_image import auto_image_processor, cast_step, served_steps, with_normalization
 from deferlab.reference.system.family_configs import NormConfig
 from deferlab.reference.system.family_configs_published import PUBLISHED
 
@@ -38,18 +36,8 @@ class Gemma4Path(common.NormOnlyPath):
     def image_processor(self, cfg: Any) -> Any:
         """transformers' image processor (the release's companion) for the published config with ``cfg``'s rescale
         and normalize, by its own backend resolution (SGLang names no backend)."""
-        cfg = NormConfig.checked(cfg)
-        table = dict(PUBLISHED["gemma4"])
-        table.update(image_mean=list(cfg.image_mean), image_std=list(cfg.image_std))
-        table.update(rescale_factor=cfg.rescale_factor, do_rescale=cfg.do_rescale, do_normalize=cfg.do_normalize)
-
-        def build() -> Any:
-            auto = self.source.companions["transformers"].module("transformers").AutoImageProcessor
-            with tempfile.TemporaryDirectory(prefix="deferlab-gemma4-") as folder:
-                (Path(folder) / "preprocessor_config.json").write_text(json.dumps(table))
-                return auto.from_pretrained(folder)
-
-        return self.cached(("ip", json.dumps(table, sort_keys=True)), build)
+        table = with_normalization(dict(PUBLISHED["gemma4"]), NormConfig.checked(cfg))
+        return auto_image_processor(self, table, "deferlab-gemma4-")
 
     def levels(self, cfg: Any) -> np.ndarray:
         """(3, 256): what the path gives each level, read off the patches of a level image kept at its size."""
@@ -71,15 +59,9 @@ class Gemma4Path(common.NormOnlyPath):
         return common.canvas_levels(patches.transpose(4, 0, 2, 1, 3).reshape(3, SIDE, SIDE), image, self.name)
 
     def provenance(self) -> dict[str, str]:
-        version = self.source.companions["transformers"].version
+        served = "transformers.models.gemma4.image_processing_gemma4.Gemma4ImageProcessor"
         return {
             "load": f"{MODULE}.Gemma4SGLangProcessor._load_single_item (the base class's: convert RGB)",
-            "serve": f"transformers.models.gemma4.image_processing_gemma4.Gemma4ImageProcessor ({version}, "
-            "torchvision backend) called as process_mm_data calls the checkpoint's processor (no images kwargs, "
-            "no device without CUDA); the HF processor's text side not run",
-            "image_processor": "transformers.AutoImageProcessor.from_pretrained of the published Gemma 4 config "
-            "(its own backend resolution)",
-            "cast": "the model's cast to the tower's dtype, modelled as .to(bfloat16)"
-            if self.dtype == "bfloat16"
-            else "none (float32: the processor's own values)",
+            **served_steps(self, served, "the published Gemma 4 config"),
+            "cast": cast_step(self.dtype),
         }

@@ -21,10 +21,7 @@ restated (`reference.oracle.glm4v.preprocess`).
 
 from __future__ import annotations
 
-import json
-import tempfile
 from collections.abc import Sequence
-from pathlib import Path
 from typing import Any
 
 import numpy as np
@@ -33,6 +30,7 @@ from PIL import Image
 
 from deferlab.impl import compiled
 from deferlab.impl.sglang.families import common
+from deferlab.impl.sglang.families.auto_image import auto_image_processor, cast_step, served_steps, with_normalization
 from deferlab.impl.sglang.families.qwen_vl import QwenVLPath
 from deferlab.reference.system.family_configs import NormConfig
 from deferlab.reference.system.family_configs_published import PUBLISHED
@@ -61,21 +59,11 @@ class Glm4vPath(common.NormOnlyPath):
         if getattr(cfg, "kind", None) == "glm4v":  # a Glm4vConfig: its bounds, patch, merge and temporal patch
             found.update({k: getattr(cfg, k) for k in ("patch_size", "merge_size", "temporal_patch_size")})
             found.update(size={"shortest_edge": cfg.min_pixels, "longest_edge": cfg.max_pixels})  # type: ignore[attr-defined]
-        found.update(image_mean=list(cfg.image_mean), image_std=list(cfg.image_std))
-        found.update(rescale_factor=cfg.rescale_factor, do_rescale=cfg.do_rescale, do_normalize=cfg.do_normalize)
-        return found
+        return with_normalization(found, cfg)
 
     def image_processor(self, cfg: Any) -> Any:
         """transformers' image processor (the release's companion) for the config, by its own resolution."""
-        table = self.preprocessor_config(cfg)
-
-        def build() -> Any:
-            auto = self.source.companions["transformers"].module("transformers").AutoImageProcessor
-            with tempfile.TemporaryDirectory(prefix="deferlab-glm4v-") as folder:
-                (Path(folder) / "preprocessor_config.json").write_text(json.dumps(table))
-                return auto.from_pretrained(folder)
-
-        return self.cached(("ip", json.dumps(table, sort_keys=True)), build)
+        return auto_image_processor(self, self.preprocessor_config(cfg), "deferlab-glm4v-")
 
     def resize_call(self, cfg: Any) -> tuple[Any, tuple[int, int, int, int]]:
         """The image processor module's ``smart_resize`` and (T, factor, min_pixels, max_pixels) as its ``resize``
@@ -134,14 +122,10 @@ class Glm4vPath(common.NormOnlyPath):
         version = self.source.companions["transformers"].version
         return {
             "load": f"{cls}._load_single_item (own; smart_rgb_conversion where the release sets it)",
-            "serve": f"{PROCESSOR_MODULE}.Glm4vImageProcessor ({version}, torchvision backend) called as "
-            "process_mm_data calls the checkpoint's processor (no images kwargs, no device without CUDA); the HF "
-            "processor's text side not run",
-            "image_processor": "transformers.AutoImageProcessor.from_pretrained of the checkpoint's "
-            "preprocessor_config.json (its own backend resolution)",
+            **served_steps(
+                self, f"{PROCESSOR_MODULE}.Glm4vImageProcessor", "the checkpoint's preprocessor_config.json"
+            ),
             "geometry": f"{PROCESSOR_MODULE}.smart_resize ({version}) with the image processor's temporal patch, "
             "factor and size, as its resize calls it",
-            "cast": "the model's cast to the tower's dtype, modelled as .to(bfloat16)"
-            if self.dtype == "bfloat16"
-            else "none (float32: the processor's own values)",
+            "cast": cast_step(self.dtype),
         }
