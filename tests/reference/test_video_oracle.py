@@ -375,30 +375,3 @@ def test_trained_decode_takes_the_frames_its_plan_names(kind: str, backend: str)
             assert [oracle.read_index(f) for f in got.frames] == said, where
             if want != "refused":  # a plan refused by the processor's resize (one frame) still loads
                 assert got.indices == want.indices[: len(want.indices) - want.padded], where
-
-
-@real_code
-@pytest.mark.parametrize("family", ["qwen2.5-vl", "qwen3-vl", "glm-4.1v", "gemma4"])
-def test_restated_decode_refuses_what_the_trained_loader_refuses(family: str) -> None:
-    """The ORACLE row's ``decode`` (what an engine's process compares with, no transformers there) refuses a clip
-    exactly where TRAINED's real ``load_video`` refuses it and otherwise hands over the same frames: a container
-    that states no frame count (the WebM kind) is refused by PyAV's sampler (semantics §20.4). Before stop 42 the
-    restated row counted the WebM's frames and took them, so C19 read a WebM the checkpoint's loader refuses."""
-    from deferlab.properties import clips, video_trained
-
-    real = trained(family)["TRAINED"] if family in FAMILIES else video_trained.trained_paths(family)["TRAINED"]
-    restated = video_trained.OraclePath(family)
-    for kind in KIND_NAMES:
-        spec = clips.KINDS[kind]
-        if not clips.codec_available(spec):
-            continue
-        data = clips.encode(spec)
-        got = []
-        for side in (real, restated):
-            try:  # the real side refuses in its loader, or in its processor (its plan: a one-frame Qwen3-VL clip)
-                d = side.decode(data, VideoRequest())
-                side.plan(clips.clip_of(spec), VideoRequest())
-                got.append(tuple(oracle.read_index(f) for f in d.frames) if kind != "rotation90" else d.indices)
-            except Refused:
-                got.append("refused")
-        assert got[0] == got[1], (family, kind, got)
