@@ -94,7 +94,8 @@ def trained(family: str) -> dict[str, Any]:
             _PATHS[family] = str(e)
     got = _PATHS[family]
     if isinstance(got, str):
-        if "in this process" in got or "before the companion" in got:
+        # this process imported another transformers, or an engine's companion put its own first on the path
+        if "in this process" in got or "before the companion" in got or "the installed transformers is" in got:
             pytest.skip(f"the trained sides run in a child here (test_trained_sides_in_a_child): {got}")
         pytest.skip(got)
     return got
