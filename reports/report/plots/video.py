@@ -96,7 +96,11 @@ def draw(found: list[tuple[str, str, Any]], out: Path) -> list[tuple[str, str]]:
         kind = (figure or {}).get("kind")
         if kind == "video-strips":
             name = f"video/{slug(column)}.png"
-            where = "smallest differing clip" if figure.get("differs") else "demonstration clip (nothing differs)"
+            where = (
+                "the smallest differing clip both take, if any"
+                if figure.get("differs")
+                else "demonstration clip (nothing differs)"
+            )
             (out / "video").mkdir(parents=True, exist_ok=True)
             strips_png(figure, f"{column}: C16 {verdict}, frames taken ({where})", out / name)
         elif kind == "bytes-side-by-side":
