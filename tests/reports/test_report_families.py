@@ -22,6 +22,7 @@ def test_a_real_engine_must_answer_the_default_column_of_each_family_it_serves()
         "qwen3-vl:SGLANG",
         "internvl:SGLANG",
         "glm-4.1v:SGLANG",
+        "gemma4:SGLANG",
         "paddleocr-vl:SGLANG",
         "minicpm-v-4.6:SGLANG",
         "ernie-4.5-vl:SGLANG",
