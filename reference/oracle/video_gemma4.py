@@ -72,11 +72,17 @@ def times(indices: list[int], fps: float) -> tuple[float, ...]:
     return tuple(float(math.floor(i / rate)) for i in indices)
 
 
+def plan_of(clip: Clip, idx: list[int], told: tuple[float, ...]) -> VideoPlan:
+    """The frames ``idx`` of ``clip`` through the checkpoint's size rule (each frame its own grid step, no padding),
+    the model told ``told``: what TRAINED and both engines' Gemma 4 rules (`video_served`) share."""
+    h, w = resize(clip.height, clip.width)
+    grid = (len(idx), h // PATCH, w // PATCH)
+    tokens = len(idx) * (grid[1] * grid[2] // (POOL * POOL))
+    return VideoPlan(tuple(idx), (w, h), grid, tokens, told, 0)
+
+
 def plan(clip: Clip, request: VideoRequest) -> VideoPlan:
     """TRAINED Gemma 4: transformers 5.24.0's ``Gemma4VideoProcessor`` with the checkpoint's values (§20.10(a))."""
     refuse_budgets(request)
     idx = taken(clip, request)
-    h, w = resize(clip.height, clip.width)
-    grid = (len(idx), h // PATCH, w // PATCH)
-    tokens = len(idx) * (grid[1] * grid[2] // (POOL * POOL))
-    return VideoPlan(tuple(idx), (w, h), grid, tokens, times(idx, clip.fps), 0)
+    return plan_of(clip, idx, times(idx, clip.fps))

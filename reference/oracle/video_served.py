@@ -231,14 +231,6 @@ def lmdeploy_plan(family: str, clip: Clip, request: VideoRequest) -> VideoPlan:
 
 
 # An engine's stated rule, by engine name (the part of a path's ``system`` before its version).
-def _gemma4_plan(clip: Clip, idx: list[int], fps: float) -> VideoPlan:
-    """Gemma 4's frames ``idx`` through the checkpoint's size rule (both engines run it), times floor(index / fps)."""
-    h, w = g4.resize(clip.height, clip.width)
-    grid = (len(idx), h // g4.PATCH, w // g4.PATCH)
-    tokens = len(idx) * (grid[1] * grid[2] // (g4.POOL * g4.POOL))
-    return VideoPlan(tuple(idx), (w, h), grid, tokens, tuple(float(math.floor(i / fps)) for i in idx), 0)
-
-
 def vllm_gemma4_plan(family: str, clip: Clip, request: VideoRequest) -> VideoPlan:
     """§20.10(b) "The engines' Gemma 4 rules": vLLM's generic OpenCV loader takes min(num_frames or 32, N), under a
     request rate also at most floor(N / F x fps), at least 1; every frame at N, else the truncated linspace; the
@@ -249,7 +241,7 @@ def vllm_gemma4_plan(family: str, clip: Clip, request: VideoRequest) -> VideoPla
         n = min(n, math.floor((total / clip.fps if clip.fps > 0 else 0.0) * request.fps))
     n = max(n, 1)
     idx = list(range(total)) if n == total else [int(v) for v in np.linspace(0, total - 1, n).astype(np.int64)]
-    return _gemma4_plan(clip, idx, clip.fps if clip.fps > 0 else float(UNKNOWN_FPS))
+    return g4.plan_of(clip, idx, g4.times(idx, clip.fps))
 
 
 def sglang_gemma4_plan(family: str, clip: Clip, request: VideoRequest) -> VideoPlan:
@@ -259,8 +251,7 @@ def sglang_gemma4_plan(family: str, clip: Clip, request: VideoRequest) -> VideoP
         raise Unsupported("SGLang's Gemma 4 path takes no pixel bound (not a kwarg of the processor; §20.10(b))")
     total = clip.frames
     idx = list(range(total)) if total <= 32 else [i * total // 32 for i in range(32)]
-    plan = _gemma4_plan(clip, idx, 1.0)
-    return replace(plan, times=tuple(float(math.floor(p / UNKNOWN_FPS)) for p in range(len(idx))))
+    return g4.plan_of(clip, idx, g4.times(list(range(len(idx))), 0.0))  # positions, at the unknown rate's 24
 
 
 RULED = ("qwen2.5-vl", "qwen3-vl")  # the families whose engine rules are restated here for every engine
