@@ -30,6 +30,7 @@ from deferlab.reports.core.tasks import CLUSTER_FORMS, Outcome, Task, perform
 OWNER_ENV = "DEFERLAB_CLUSTER_OWNER"  # set in every task's environment: a local run's leftovers are found by it
 GPU_RESOURCE_ENV = "DEFERLAB_GPU_RESOURCE"  # a Ray resource standing in for a GPU (tests: a node given one)
 POLL_S = 0.5
+CANCEL_GRACE_S = 5.0  # a cancelled task's time to return before a remote one is cancelled by force
 QUIET = {"RAY_USAGE_STATS_ENABLED": "0", "RAY_DISABLE_USAGE_STATS": "1"}
 
 
@@ -240,13 +241,20 @@ class RayExecutor:
             self._ray.cancel(ref, force=False)  # a KeyboardInterrupt in the task: its runner reaps its child
 
     def cancel_all(self) -> None:
-        """Cancel every task still running (Ctrl-C, SIGTERM, a failed command)."""
-        for ref in list(self._running):
+        """Cancel every task still running (Ctrl-C, SIGTERM, a failed command): each is asked to stop, then
+        given `CANCEL_GRACE_S` to return. Only on a remote cluster is a task still running after that cancelled
+        by force, and only that task: a forced cancel racing the reply of a task that is returning aborts Ray
+        2.60's driver ("Tried to complete task that was not pending", task_manager.cc), which took a CI run's
+        test process down. ``local`` needs no force: `close` stops the instance and kills what its tasks
+        started."""
+        pending = list(self._running)
+        for ref in pending:
             self._cancel(ref)
-        if self._running:
+        if pending:
             with contextlib.suppress(Exception):
-                self._ray.wait(list(self._running), num_returns=len(self._running), timeout=5)
-            for ref in list(self._running):
+                _, pending = self._ray.wait(pending, num_returns=len(pending), timeout=CANCEL_GRACE_S)
+        if not self._local:
+            for ref in pending:
                 with contextlib.suppress(Exception):
                     self._ray.cancel(ref, force=True)
         self._running.clear()
