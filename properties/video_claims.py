@@ -53,7 +53,7 @@ BASE_OPTION_SETS: tuple[VideoRequest, ...] = (
 OPTION_SETS = BASE_OPTION_SETS + tuple(
     r for r in user_requests(os.environ.get(OPTIONS_ENV)) if r not in BASE_OPTION_SETS
 )
-FIELDS = {"C16": ("indices",), "C17": ("size", "padded", "grid", "tokens"), "C18": ("times",)}
+FIELDS = {"C16": ("indices",), "C17": ("size", "padded", "grid", "tokens"), "C18": ("times", "stamps")}
 WHAT = {
     "C16": "frames taken differ from the trained side's",
     "C17": "geometry differs from the trained side's",
@@ -104,6 +104,13 @@ def field_difference(claim: str, served: VideoPlan, trained: VideoPlan) -> str |
             if gap.size and float(gap.max()) > TIME_TOLERANCE:
                 i = int(gap.argmax())
                 return f"grid step {i}: {a[i]:.6f} s != {b[i]:.6f} s"
+            continue
+        if name == "stamps":  # the text told, where both sides give it (semantics §20.2)
+            if a is not None and b is not None and tuple(a) != tuple(b):
+                if len(a) != len(b):
+                    return f"{len(a)} stamps != {len(b)}"
+                i = next(k for k, (x, y) in enumerate(zip(a, b, strict=True)) if x != y)
+                return f"stamp {i}: {a[i]!r} != {b[i]!r}"
             continue
         if name != "indices" and a != b:
             return f"{name} {a} != {b}"

@@ -16,7 +16,16 @@ from typing import Any
 
 from deferlab.properties.video_trained_path import FAILURES, TrainedVideoPath, one_line
 from deferlab.reference.system.requests import VIDEO_CONFIGS
-from deferlab.reference.system.video import Clip, CountedToken, DecodedVideo, Refused, VideoPlan, VideoRequest, counted
+from deferlab.reference.system.video import (
+    Clip,
+    CountedToken,
+    DecodedVideo,
+    Refused,
+    VideoPlan,
+    VideoRequest,
+    counted,
+    stamps_before,
+)
 
 FAMILY = "gemma4"
 MODULE = "transformers.models.gemma4.video_processing_gemma4"
@@ -54,10 +63,12 @@ class Gemma4TrainedPath(TrainedVideoPath):
             meta.frames_indices = idx
             h, w = self.module.get_aspect_ratio_preserving_size(clip.height, clip.width, p, soft * pool**2, pool)
             per_frame = (h // p) * (w // p) // pool**2  # _preprocess: patches per frame // pooling_kernel_size**2
-            times, tokens = read_prompt(prompt_text(per_frame, meta))
+            text = prompt_text(per_frame, meta)
+            times, tokens = read_prompt(text)
         except FAILURES as e:
             raise Refused(f"TRAINED gemma4: {one_line(e)}") from e
-        return VideoPlan(tuple(idx), (w, h), (len(idx), h // p, w // p), tokens, times, 0)
+        grid = (len(idx), h // p, w // p)
+        return VideoPlan(tuple(idx), (w, h), grid, tokens, times, 0, stamps=stamps_before(text, "<B>", "<E>"))
 
     def decode(self, data: bytes, request: VideoRequest) -> DecodedVideo:
         """transformers' ``load_video`` (``backend``) with the processor's ``sample_frames``: i x N // k never

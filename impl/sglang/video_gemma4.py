@@ -37,6 +37,7 @@ from deferlab.reference.system.video import (
     VideoPlan,
     VideoRequest,
     counted,
+    stamps_before,
 )
 
 FAMILY = "gemma4"
@@ -105,7 +106,10 @@ class SGLangGemma4VideoPath(OwnVideoPath):
         text = self._text((h // p) * (w // p) // pool**2, meta)
         times = tuple(float(int(m) * 60 + int(s)) for m, s in _STAMP.findall(text))
         grid = (len(idx), int(h) // p, int(w) // p)
-        return VideoPlan(tuple(idx), (int(w), int(h)), grid, counted(text), times, 0, notes=(OPTIONS_NOTE,))
+        told = stamps_before(text, "<B>", "<E>")
+        return VideoPlan(
+            tuple(idx), (int(w), int(h)), grid, counted(text), times, 0, notes=(OPTIONS_NOTE,), stamps=told
+        )
 
     def _text(self, soft_tokens: int, meta: Any) -> str:
         """``Gemma4Processor.replace_video_token`` of the pinned transformers, without a tokenizer."""

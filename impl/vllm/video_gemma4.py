@@ -22,6 +22,7 @@ Options: ``fps`` and ``num_frames`` go to the loader (``media_io_kwargs["video"]
 
 from __future__ import annotations
 
+import re
 from types import SimpleNamespace
 from typing import Any
 
@@ -47,25 +48,30 @@ FILES = {
     "processor_config.json": {"image_processor": published_config(FAMILY), "video_processor": VIDEO_CONFIGS[FAMILY][0],
                               "processor_class": "Gemma4Processor"},
 }  # fmt: skip
-# Token ids of the stand-in tokenizer: the three special ones below 0, text as code points (read back exactly).
-BOI, EOI, VIDEO_TOKEN = -1, -2, -3
+# Token ids of the stand-in tokenizer: the special ones below 0, text as code points (read back exactly).
+BOI, EOI, VIDEO_TOKEN, BOS = -1, -2, -3, -4
+_MMSS = re.compile(r"(\d+):(\d+)")  # a stamp's minutes and seconds
+SPECIAL = {BOS: "<bos>"}  # written into a stamp as text, so a stamp tokenized with its special tokens differs
 
 
 class _Text:
     """The tokenizer ``get_video_repl`` asks for: each character its code point, so the text it writes is read back
-    exactly (the real tokenizer would change the ids, not the text)."""
+    exactly (the real tokenizer would change the ids, not the text); ``add_special_tokens`` puts Gemma's ``<bos>``
+    first, as the checkpoint's tokenizer does (its ``add_bos_token``), so a stamp encoded with it reads back so."""
 
     @staticmethod
-    def encode(text: str, add_special_tokens: bool = False) -> list[int]:
-        return [ord(c) for c in text]
+    def encode(text: str, add_special_tokens: bool = True) -> list[int]:
+        return [BOS] * bool(add_special_tokens) + [ord(c) for c in text]
 
 
-def _read_back(ids: list[int]) -> tuple[tuple[float, ...], tuple[int, ...]]:
-    """(the seconds each frame's "MM:SS" text says, each frame's soft tokens) from ``get_video_repl``'s ids."""
-    times, counts, text, inside = [], [], [], False
+def _read_back(ids: list[int]) -> tuple[tuple[float, ...], tuple[int, ...], tuple[str, ...]]:
+    """(the seconds each frame's "MM:SS" text says, each frame's soft tokens, the text before each frame's
+    ``<boi>`` as written) from ``get_video_repl``'s ids."""
+    times, counts, stamps, text, inside = [], [], [], [], False
     for i in ids:
         if i == BOI:
-            minutes, seconds = "".join(text).strip().split(":")
+            stamps.append("".join(text))
+            minutes, seconds = _MMSS.search(stamps[-1]).groups()  # type: ignore[union-attr]
             times.append(float(int(minutes) * 60 + int(seconds)))
             counts.append(0)
             text, inside = [], True
@@ -74,8 +80,8 @@ def _read_back(ids: list[int]) -> tuple[tuple[float, ...], tuple[int, ...]]:
         elif inside:
             counts[-1] += i == VIDEO_TOKEN
         else:
-            text.append(chr(i))
-    return tuple(times), tuple(counts)
+            text.append(SPECIAL.get(i) or chr(i))
+    return tuple(times), tuple(counts), tuple(stamps)
 
 
 class VLLMGemma4VideoPath(OwnVideoPath):
@@ -152,7 +158,7 @@ class VLLMGemma4VideoPath(OwnVideoPath):
         repl = self._info.get_video_repl(
             timestamps=[i / fps for i in taken], num_soft_tokens_per_frame=[per_frame] * len(taken), processor=self._hf
         )
-        times, counts = _read_back(list(repl.full))
+        times, counts, stamps = _read_back(list(repl.full))
         self._ran["times"] = (
             f"restated: index / (metadata fps or 24) ({MODELS}.Gemma4MultiModalProcessor._apply_hf_processor_main); "
             f"real: {MODELS}.{INFO}.get_video_repl writes the MM:SS text (read back as seconds)"
@@ -166,6 +172,7 @@ class VLLMGemma4VideoPath(OwnVideoPath):
             times=times,
             padded=0,
             notes=notes,
+            stamps=stamps,
         )
 
     # --- bytes -----------------------------------------------------------------------------------------------------

@@ -72,13 +72,19 @@ def times(indices: list[int], fps: float) -> tuple[float, ...]:
     return tuple(float(math.floor(i / rate)) for i in indices)
 
 
+def stamps(told: tuple[float, ...]) -> tuple[str, ...]:
+    """The text before each frame's ``<boi>``: "MM:SS " (whole minutes, then the seconds left, two digits at
+    least), the frames after the first one space further on, after the ``<eoi>`` before them (§20.10(a))."""
+    return tuple(f"{' ' if k else ''}{int(t // 60):02d}:{int(t % 60):02d} " for k, t in enumerate(told))
+
+
 def plan_of(clip: Clip, idx: list[int], told: tuple[float, ...]) -> VideoPlan:
     """The frames ``idx`` of ``clip`` through the checkpoint's size rule (each frame its own grid step, no padding),
     the model told ``told``: what TRAINED and both engines' Gemma 4 rules (`video_served`) share."""
     h, w = resize(clip.height, clip.width)
     grid = (len(idx), h // PATCH, w // PATCH)
     tokens = len(idx) * (grid[1] * grid[2] // (POOL * POOL))
-    return VideoPlan(tuple(idx), (w, h), grid, tokens, told, 0)
+    return VideoPlan(tuple(idx), (w, h), grid, tokens, told, 0, stamps=stamps(told))
 
 
 def plan(clip: Clip, request: VideoRequest) -> VideoPlan:

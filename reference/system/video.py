@@ -87,6 +87,9 @@ class VideoPlan:
     an engine resizes the frames to itself before the checkpoint's processor resizes them again (SGLang's own
     pre-resize, semantics §20.5), None where it hands the decoded frames on; the trained side has no such step,
     so it is not compared with it, only with the engine's stated rule (`reference.oracle.video_served`).
+    ``stamps``: the prompt text written before each frame's tokens, exactly as written, whitespace and any special
+    token included (Gemma 4's ``"MM:SS "``, ``" MM:SS "``: `stamps_before`), None where a side writes none or does
+    not read it back; compared only where both sides give it (semantics §20.2).
     """
 
     indices: tuple[int, ...]
@@ -97,6 +100,7 @@ class VideoPlan:
     padded: int = 0
     notes: tuple[str, ...] = field(default=(), compare=False)
     pre_size: tuple[int, int] | None = field(default=None, compare=False)
+    stamps: tuple[str, ...] | None = None
 
 
 @dataclass(frozen=True)
@@ -177,6 +181,12 @@ _COUNT = re.compile(r"<(\d+)>")  # what `CountedToken` writes for n tokens
 def counted(text: str) -> int:
     """The image tokens a prompt built with `CountedToken` holds."""
     return sum(int(n) for n in _COUNT.findall(text))
+
+
+def stamps_before(text: str, boi: str, eoi: str) -> tuple[str, ...]:
+    """The text before each ``boi`` since the ``eoi`` before it (or the start): what a prompt tells the model
+    between one frame's tokens and the next (`VideoPlan.stamps`), whitespace kept."""
+    return tuple(part.rsplit(eoi, 1)[-1] for part in text.split(boi)[:-1])
 
 
 def differing(a: Sequence[int], b: Sequence[int]) -> str:

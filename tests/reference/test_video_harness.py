@@ -71,6 +71,21 @@ def test_times_are_compared_within_a_microsecond() -> None:
     assert said is not None and said.startswith("times differ from the trained side's: grid step 0: 0.500000 s")
 
 
+def test_stamps_are_compared_as_text_where_both_sides_write_them() -> None:
+    """C18 reads the text before each frame exactly (a moved space differs) when both sides give it, and skips it
+    when one side writes none (every family but Gemma 4)."""
+    told = VideoPlan((0, 30), times=(0.0, 1.0), stamps=("00:00 ", " 00:01 "))
+    moved = VideoPlan((0, 30), times=(0.0, 1.0), stamps=("00:00 ", "00:01 "))
+    assert vc.field_difference("C18", told, told) is None
+    assert vc.field_difference("C18", moved, told) == "stamp 1: '00:01 ' != ' 00:01 '"
+    assert vc.field_difference("C18", VideoPlan((0,), times=(0.0,), stamps=("00:00 ",)), told) == "1 times != 2"
+    assert vc.field_difference("C18", VideoPlan((0, 30), times=(0.0, 1.0), stamps=("00:00 ",)), told) == (
+        "1 stamps != 2"
+    )
+    assert vc.field_difference("C18", VideoPlan((0, 30), times=(0.0, 1.0)), told) is None
+    assert vc.field_difference("C17", moved, told) is None  # only C18 reads them
+
+
 def test_a_one_sided_refusal_fails_and_a_shared_one_agrees() -> None:
     short = Clip(2, 30.0)
     served, trained = vc.answer(Side(refuse_below=3), short, VideoRequest()), vc.answer(Side(), short, VideoRequest())

@@ -54,8 +54,8 @@ def outcome(fn: Callable[[Clip, VideoRequest], VideoPlan], clip: Clip, request: 
 
 
 def difference(a: Any, b: Any) -> str | None:
-    """None when the oracle's outcome ``a`` equals the real ``b`` exactly (times within 1e-6 s); else the first
-    difference, in the words of a counterexample."""
+    """None when the oracle's outcome ``a`` equals the real ``b`` exactly (times within 1e-6 s, stamps as text);
+    else the first difference, in the words of a counterexample."""
     if isinstance(a, str) or isinstance(b, str):
         return None if a == b else f"{a if isinstance(a, str) else 'a plan'} != {b if isinstance(b, str) else 'a plan'}"
     if a.indices != b.indices:
@@ -66,6 +66,8 @@ def difference(a: Any, b: Any) -> str | None:
     ta, tb = a.times or (), b.times or ()
     if len(ta) != len(tb) or (ta and float(np.abs(np.subtract(ta, tb)).max()) > 1e-6):
         return f"times: {differing([round(x, 6) for x in ta], [round(y, 6) for y in tb])}"
+    if a.stamps != b.stamps:  # the text told before each frame, exactly (Gemma 4's "MM:SS ")
+        return f"stamps: {(a.stamps or ())[:3]} != {(b.stamps or ())[:3]}"
     return None
 
 

@@ -16,7 +16,7 @@ from hypothesis import strategies as st
 
 from deferlab.reference.oracle import video as oracle
 from deferlab.reference.oracle import video_gemma4
-from deferlab.reference.system.video import Clip, Refused, Unsupported, VideoRequest, grid_clips
+from deferlab.reference.system.video import Clip, Refused, Unsupported, VideoRequest, grid_clips, stamps_before
 from tests.reference import video_oracle_checks as checks
 from tests.reference.test_video_oracle import label, options, outcome, real_code, trained
 
@@ -78,6 +78,16 @@ def test_oracle_equals_trained_on_the_grid() -> None:
 @example(frames=40, fps=0.0, size=(3840, 16), request=VideoRequest(num_frames=40))  # the other side, unknown rate
 def test_oracle_equals_trained_on_drawn_clips(frames: int, fps: float, size: tuple[int, int], request: VideoRequest):
     checks.agrees_on(FAMILY, frames, fps, size, request)
+
+
+def test_the_stamps_are_the_text_before_each_frame() -> None:
+    """The oracle writes "MM:SS " then " MM:SS " (minutes two digits at least), and `stamps_before` reads the same
+    text back off a prompt built the way ``replace_video_token`` builds it."""
+    assert video_gemma4.stamps((0.0, 61.0, 6000.0)) == ("00:00 ", " 01:01 ", " 100:00 ")
+    prompt = "00:00 <B><63><E> 01:01 <B><63><E> 100:00 <B><63><E>"
+    assert stamps_before(prompt, "<B>", "<E>") == video_gemma4.stamps((0.0, 61.0, 6000.0))
+    assert stamps_before("no frame", "<B>", "<E>") == ()
+    assert _plan(Clip(96, 0.0), VideoRequest(num_frames=4)).stamps == ("00:00 ", " 00:01 ", " 00:02 ", " 00:03 ")
 
 
 def _frames_back(out: dict, grid: tuple[int, int, int], patch: int = 16) -> np.ndarray:

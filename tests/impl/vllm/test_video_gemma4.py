@@ -67,6 +67,18 @@ def test_the_hand_worked_points(path):
         assert (g["size"], g["grid"], g["tokens"], g["padded"]) == ([432, 336], [n, 21, 27], 63 * n, 0)
     assert (got[6]["size"], got[6]["grid"], got[6]["tokens"]) == ([528, 288], [32, 18, 33], 66 * 32)
     assert path.plan(Clip(10, 30.0, 1080, 1920), VideoRequest()).size == (288, 528)
+    assert path.plan(Clip(120, 30.0), VideoRequest(num_frames=3)).stamps == ("00:00 ", " 00:01 ", " 00:03 ")
+
+
+def test_a_stamp_encoded_with_special_tokens_reads_back_with_them() -> None:
+    """The stand-in tokenizer writes Gemma's ``<bos>`` when asked for special tokens (the checkpoint's tokenizer adds
+    it), so vLLM encoding its stamps with them would read back as a differing stamp, not as the same seconds."""
+    from deferlab.impl.vllm.video_gemma4 import BOI, EOI, _read_back, _Text
+
+    plain = _Text.encode(" 00:01 ", add_special_tokens=False) + [BOI, EOI]
+    special = _Text.encode(" 00:01 ", add_special_tokens=True) + [BOI, EOI]
+    assert _read_back(plain) == ((1.0,), (0,), (" 00:01 ",))
+    assert _read_back(special) == ((1.0,), (0,), ("<bos> 00:01 ",))
 
 
 def test_the_predicted_verdicts_at_their_smallest_clips(path, trained):
