@@ -22,6 +22,7 @@ from dataclasses import replace
 import numpy as np
 
 from deferlab.reference.oracle import video_gemma4 as g4
+from deferlab.reference.oracle import video_glm as glm
 from deferlab.reference.oracle.video import (
     MAX_FRAMES,
     MIN_FRAMES,
@@ -254,16 +255,64 @@ def sglang_gemma4_plan(family: str, clip: Clip, request: VideoRequest) -> VideoP
     return g4.plan_of(clip, idx, g4.times(list(range(len(idx))), 0.0))  # positions, at the unknown rate's 24
 
 
+GLM_COUNT_CHECK_FROM = "0.34.0"  # _placeholder_from_timestamps checks the time count against grid t (§20.6)
+
+
+def _glm_rate_rule(clip: Clip, fps: float, floor_one: bool) -> list[int]:
+    """The GLM sampler at ``fps`` over ``clip`` (D = N / F, 0 at an unknown rate): up to 300 s, n = floor(D x fps)
+    (at least 1 when ``floor_one``) and min(N - 1, ceil(i x F / fps)); past it int(300 x fps) samples, every frame
+    when that reaches N, else the linspace over [0, D] and min(N - 1, ceil(t x F)). In order, repeats kept."""
+    total, rate, duration = clip.frames, clip.fps, clip.duration
+    last = total - 1
+    if duration <= glm.MAX_DURATION:
+        n = int(math.floor(duration * fps))
+        return [min(last, int(math.ceil(i * rate / fps))) for i in range(max(n, 1) if floor_one else n)]
+    samples = int(glm.MAX_DURATION * fps)
+    if samples >= total:
+        return list(range(total))
+    return [min(last, int(math.ceil(t * rate))) for t in np.linspace(0, duration, samples, endpoint=True)]
+
+
+def vllm_glm_plan(family: str, clip: Clip, request: VideoRequest, release: str = "") -> VideoPlan:
+    """§20.6 "vLLM's GLM-4.1V rule, restated": the dynamic loader's sorted set at the request's fps (2 when none;
+    ``num_frames`` and the pixel pair ignored); read whole, the processor samples again at its own 2 fps, else it
+    takes the k frames read (padded to even); times re-run at 2 fps (read whole) or from the loader's indices,
+    every second int(index / F); 0.34.0 refuses a time count other than grid t."""
+    if request.total_pixels is not None:
+        raise Unsupported("vLLM takes no total_pixels (§20.6)")
+    fps = request.fps if request.fps is not None else glm.DEFAULT_FPS
+    read = sorted(set(_glm_rate_rule(clip, fps, floor_one=False)))
+    if not read:
+        raise Refused("vLLM's OpenCV codec: the loader chose no frame (§20.6)")
+    whole = len(read) == clip.frames
+    idx = glm.taken(clip, VideoRequest()) if whole else read
+    if len(idx) < glm.TPS:
+        raise Refused(f"t:{len(idx)} must be larger than temporal_factor:{glm.TPS} (smart_resize, §20.6)")
+    h, w = glm.resize(len(idx), clip.height, clip.width, glm.MIN_PIXELS, glm.MAX_PIXELS)
+    pad = len(idx) % glm.TPS
+    grid = ((len(idx) + pad) // glm.TPS, h // glm.PATCH, w // glm.PATCH)
+    told = list(dict.fromkeys(_glm_rate_rule(clip, glm.DEFAULT_FPS, floor_one=False) if whole else read))
+    if len(told) % 2:
+        told.append(told[-1])
+    times = tuple(float(int(i / clip.fps)) for i in told)[::2]
+    if _since(release, GLM_COUNT_CHECK_FROM) and len(times) != grid[0]:
+        raise Refused(f"Video timestamp count does not match video_grid_thw[0]: {len(times)} timestamps for "
+                      f"grid_t={grid[0]} (§20.6)")  # fmt: skip
+    tokens = len(times) * (grid[1] * grid[2] // (glm.MERGE * glm.MERGE))
+    return VideoPlan(tuple(idx) + (idx[-1],) * pad, (w, h), grid, tokens, times, pad)
+
+
 RULED = ("qwen2.5-vl", "qwen3-vl")  # the families whose engine rules are restated here for every engine
 RULES: dict[str, tuple[str, Callable[[str, Clip, VideoRequest], VideoPlan]]] = {
     "sglang": ("semantics §20.5", sglang_plan),
     "vllm": ("semantics §20.6", vllm_plan),
     "lmdeploy": ("semantics §20.7", lmdeploy_plan),
 }
-# One engine's rule for one other family (GLM-4.1V's are not restated)
+# One engine's rule for one other family (SGLang's GLM-4.1V rule is not restated)
 FAMILY_RULES: dict[tuple[str, str], tuple[str, Callable[[str, Clip, VideoRequest], VideoPlan]]] = {
     ("sglang", "gemma4"): ("semantics §20.10(b)", sglang_gemma4_plan),
     ("vllm", "gemma4"): ("semantics §20.10(b)", vllm_gemma4_plan),
+    ("vllm", "glm-4.1v"): ("semantics §20.6", vllm_glm_plan),
 }
 
 
@@ -274,10 +323,11 @@ def rule_for(
     it; None where the semantics state none precisely enough to restate (a ``family`` outside `RULED`)."""
     name, _, release = str(system).partition("-")
     if family is not None and (name.lower(), family) in FAMILY_RULES:
-        return FAMILY_RULES[(name.lower(), family)]
-    if family is not None and family not in RULED:
+        found = FAMILY_RULES[(name.lower(), family)]
+    elif family is not None and family not in RULED:
         return None
-    found = RULES.get(name.lower())
+    else:
+        found = RULES.get(name.lower())
     if found is not None and release and "release" in inspect.signature(found[1]).parameters:
         return found[0], functools.partial(found[1], release=release)  # a rule that differs by release (vLLM's)
     return found
