@@ -207,6 +207,14 @@ class Sweep:
         found = self.differ.get(row, {}).get(claim, [])
         return next((p[:2] for p in found if not p[2].startswith(ONE_SIDED)), None)
 
+    def first_unexplained(self, claim: str, row: str = TRAINED) -> tuple[Clip, VideoRequest] | None:
+        """The first differing point the engine's stated rule does not explain (None: every one is the rule's):
+        replayed beside the smallest difference, so an unexplained difference anywhere on the grid reaches the
+        claim's failure signature, not only the sweep's evidence count."""
+        found = self.differ.get(row, {}).get(claim, [])
+        marker = UNEXPLAINED.format(rule=self.rule)
+        return next((p[:2] for p in found if self.rule and marker in p[2]), None)
+
     def evidence(self, claim: str, rows: Iterable[str]) -> str:
         sets = ", ".join(r.label() for r in OPTION_SETS)
         parts = [

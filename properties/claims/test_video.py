@@ -183,6 +183,8 @@ def _pixel_free(claim: str, session: Any, policy: str, family: str) -> None:
     if ok:
         sweeps = [_sweep(p, family, rows) for p in paths]
         pinned = [s.first(claim) for s in sweeps if s.first(claim) is not None] + list(LONG_AND_LARGE)
+        # and the first difference the engine's stated rule does not explain, wherever on the grid it is
+        pinned += [p for s in sweeps if (p := s.first_unexplained(claim)) is not None]
         if any(vc.stated_rule(p) is not None for p in paths):
             pinned += RULE_PINNED.get(claim, ())
         pinned += FAMILY_PINNED.get(family, ())

@@ -129,3 +129,19 @@ def test_the_strip_shows_the_first_clip_both_sides_take() -> None:
     assert found.first("C16") == (Clip(1, 30.0), VideoRequest())  # the served side refuses one frame
     assert found.first_taken("C16") == (Clip(12, 24.0), VideoRequest())  # where the two samplers differ
     assert vc.sweep(Side(refuse_below=2), {vc.TRAINED: Side()}, CLIPS).first_taken("C16") is None  # refusals only
+
+
+def test_the_first_difference_the_rule_does_not_explain_is_pinned() -> None:
+    """An unexplained difference anywhere on the grid is replayed (so it reaches the claim's signature); none when
+    every difference is the rule's, or when no rule is stated."""
+    odd = vc.UNEXPLAINED.format(rule="semantics §20.6")
+    found = [
+        (Clip(1, 5.0), VideoRequest(), "frames taken differ from the trained side's: index 0: 0 != 1"),
+        (Clip(602, 1.0), VideoRequest(fps=4.0), f"the served side refused what the trained side takes{odd} (x)"),
+    ]
+    swept = vc.Sweep(differ={vc.TRAINED: {"C16": found}}, rule="semantics §20.6")
+    assert swept.first("C16") == (Clip(1, 5.0), VideoRequest())
+    assert swept.first_unexplained("C16") == (Clip(602, 1.0), VideoRequest(fps=4.0))
+    assert vc.Sweep(differ={vc.TRAINED: {"C16": found[:1]}}, rule="semantics §20.6").first_unexplained("C16") is None
+    assert vc.Sweep(differ={vc.TRAINED: {"C16": found}}).first_unexplained("C16") is None
+    assert swept.first_unexplained("C17") is None
