@@ -2,12 +2,14 @@
 
 Why through `reports.repro`: `deferlab repro` already writes, for a failing verdict row, a script that imports
 nothing of deferlab and calls the engine's own functions (run with pytest where the release is installed or its
-wheel unpacked). A finding is told by its representative cell, so its reproducer is that cell's script, tried on
-the finding's other cells when no template fits the first. A finding no template fits says why, never a blank.
+wheel unpacked). A finding is told by its representative cell, so its reproducer is that cell's script, built on the
+finding's own minimal input (a cell with two findings records one counterexample), tried on the finding's other
+cells when no template fits the first. A finding no template fits says why, never a blank.
 """
 
 from __future__ import annotations
 
+import re
 from collections.abc import Iterator, Mapping
 from pathlib import Path
 from typing import Any
@@ -37,6 +39,30 @@ def _cells(d: Mapping[str, Any]) -> Iterator[tuple[str, str]]:
     yield from ((c["claim"], c["column"]) for c in d["cells"] if (c["claim"], c["column"]) != first)
 
 
+def _inputs(d: Mapping[str, Any], claim: str, column: str, row: Mapping[str, Any]) -> Iterator[tuple[Any, str]]:
+    """What a reproducer may be built on, best first: the finding's own minimal input and failure (its minimal
+    cell's; a cell with two findings, a refusal and a sequence, records only one counterexample, so the second
+    finding's reproducer showed its sibling's flaw), then the cell's recorded counterexample and failure."""
+    cell = d.get("minimal_cell") or {}
+    if (cell.get("claim"), cell.get("column")) == (claim, column) and d.get("minimal_input") is not None:
+        own = d["minimal_input"]
+        if own != row["counterexample"] and d.get("failure") and not _too_large(claim, own):
+            yield own, str(d["failure"])
+    yield row["counterexample"], failure_text(row["evidence"])
+
+
+# C17's script runs the checkpoint's processor on black frames of the clip's size: a clip past this many pixels in
+# all (frames x width x height) does not fit a user's machine (the pinned 900 frames of 1280x720, 829 million, took
+# 24 GB and was killed on 24 GiB); its finding is then reproduced on its cell's recorded counterexample.
+FRAME_PIXELS = 2**27
+_CLIP = re.compile(r"Clip\(frames=(\d+), fps=[^,]+, width=(\d+), height=(\d+)\)")
+
+
+def _too_large(claim: str, given: Any) -> bool:
+    found = _CLIP.search(str(given)) if claim == "C17" else None
+    return found is not None and int(found[1]) * int(found[2]) * int(found[3]) > FRAME_PIXELS
+
+
 def write(doc: Mapping[str, Any], result: dict[str, Any], out: Path, source: str) -> list[Path]:
     """Each defect finding of ``result`` gets ``reproducer`` (``F<n>-repro.py`` in ``out``) or None and
     ``no_reproducer`` (why); returns the files written."""
@@ -58,7 +84,12 @@ def write(doc: Mapping[str, Any], result: dict[str, Any], out: Path, source: str
                 continue
             row["statement"] = statements.get(claim, {}).get("statement", "")
             engine = doc["columns"][column]["engine"]
-            made = render(claim, row["counterexample"], failure_text(row["evidence"]), engine=engine, row=row)
+            made = None
+            for given, failure in _inputs(d, claim, column, row):
+                row = {**row, "counterexample": given, "evidence": failure}
+                made = render(claim, given, failure, engine=engine, row=row)
+                if made is not None:
+                    break
             if made is None:
                 continue
             code, what = made
