@@ -211,11 +211,40 @@ def apply(engine: Engine, spec: str, found: Any, diff: Diff) -> Any:
     return dataclasses.replace(found, root=copy, patch={**diff.describe(), "tree": str(found.root)})
 
 
+COPY_PREFIX = "deferlab-patched-"
+_OWNED = re.compile(rf"^{COPY_PREFIX}.+-(\d+)-[^-]+$")  # ...-<pid of the process that made it>-<mkdtemp's suffix>
+
+
+def sweep(where: Path | None = None) -> list[Path]:
+    """Remove the patched copies whose process is gone (one killed, or a pytest-xdist worker ended without its
+    exit handlers, leaves its copy behind); the folders removed. A copy of a live process is kept."""
+    removed = []
+    for folder in Path(where or tempfile.gettempdir()).glob(f"{COPY_PREFIX}*"):
+        owner = _OWNED.match(folder.name)
+        if owner is None or not folder.is_dir() or _alive(int(owner[1])):
+            continue
+        shutil.rmtree(folder, ignore_errors=True)
+        removed.append(folder)
+    return removed
+
+
+def _alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        return True  # another user's process
+    return True
+
+
 def _copy(engine: Engine, root: Path, name: str) -> Path:
     """A copy of ``root`` (the folder holding the package; a release's kept wheel and stamp left out) in this
-    process's temporary place, removed when this process ends."""
-    top = Path(tempfile.mkdtemp(prefix=f"deferlab-patched-{name}-"))
+    process's temporary place, removed when this process ends; the copies a process that ended without removing
+    its own left are swept first (`sweep`)."""
     owner = os.getpid()
+    sweep()
+    top = Path(tempfile.mkdtemp(prefix=f"{COPY_PREFIX}{name}-{owner}-"))
     atexit.register(lambda: os.getpid() == owner and shutil.rmtree(top, ignore_errors=True))  # not a fork's
 
     def ignore(folder: str, names: list[str]) -> set[str]:
