@@ -17,19 +17,17 @@ fix this verifies), docs/reviewing.md "Verify a fix".
 
 from __future__ import annotations
 
-import atexit
 import dataclasses
 import hashlib
 import importlib
 import os
 import re
 import shutil
-import tempfile
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from deferlab.impl.loader import children
+from deferlab.impl.loader import children, owned
 from deferlab.impl.loader.engine import Engine
 from deferlab.reference.system.engines import engine as registered
 from deferlab.reference.system.errors import InputValueError, UsageError
@@ -212,40 +210,13 @@ def apply(engine: Engine, spec: str, found: Any, diff: Diff) -> Any:
 
 
 COPY_PREFIX = "deferlab-patched-"
-_OWNED = re.compile(rf"^{COPY_PREFIX}.+-(\d+)-[^-]+$")  # ...-<pid of the process that made it>-<mkdtemp's suffix>
-
-
-def sweep(where: Path | None = None) -> list[Path]:
-    """Remove the patched copies whose process is gone (one killed, or a pytest-xdist worker ended without its
-    exit handlers, leaves its copy behind); the folders removed. A copy of a live process is kept."""
-    removed = []
-    for folder in Path(where or tempfile.gettempdir()).glob(f"{COPY_PREFIX}*"):
-        owner = _OWNED.match(folder.name)
-        if owner is None or not folder.is_dir() or _alive(int(owner[1])):
-            continue
-        shutil.rmtree(folder, ignore_errors=True)
-        removed.append(folder)
-    return removed
-
-
-def _alive(pid: int) -> bool:
-    try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
-        return False
-    except PermissionError:
-        return True  # another user's process
-    return True
 
 
 def _copy(engine: Engine, root: Path, name: str) -> Path:
     """A copy of ``root`` (the folder holding the package; a release's kept wheel and stamp left out) in this
-    process's temporary place, removed when this process ends; the copies a process that ended without removing
-    its own left are swept first (`sweep`)."""
-    owner = os.getpid()
-    sweep()
-    top = Path(tempfile.mkdtemp(prefix=f"{COPY_PREFIX}{name}-{owner}-"))
-    atexit.register(lambda: os.getpid() == owner and shutil.rmtree(top, ignore_errors=True))  # not a fork's
+    process's temporary place, removed when this process ends (`owned.make`: a copy whose process ended without
+    removing it is swept by the next)."""
+    top = owned.make(f"{COPY_PREFIX}{name}-")
 
     def ignore(folder: str, names: list[str]) -> set[str]:
         skip = {n for n in names if n in ("__pycache__", ".git")}

@@ -30,7 +30,6 @@ from __future__ import annotations
 import ast
 import inspect
 import json
-import tempfile
 import types
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
@@ -40,6 +39,7 @@ from typing import Any
 
 import numpy as np
 
+from deferlab.impl.loader import owned
 from deferlab.impl.vllm.sources import Source
 from deferlab.reference.system.errors import InputTypeError, InputValueError
 
@@ -199,20 +199,11 @@ def roles(device: bool, default: bool, dtype: str, host_path: str) -> tuple[str,
 
 
 # --- the checkpoint folder and the model config -----------------------------------------------------------------------
-_FOLDERS: dict[str, tempfile.TemporaryDirectory] = {}  # config (as JSON) -> its folder, for the process
-
-
 def config_folder(cfg: Mapping[str, Any]) -> str:
     """A folder holding ``cfg`` as ``preprocessor_config.json`` (one per distinct config, removed at exit)."""
-    key = json.dumps(cfg, sort_keys=True, default=list)
-    if key not in _FOLDERS:
-        folder = tempfile.TemporaryDirectory(prefix="deferlab-vllm-config-")
-        root = Path(folder.name)
-        (root / "preprocessor_config.json").write_text(json.dumps(cfg, default=list))
-        for empty in ("processor_config.json", "tokenizer_config.json"):
-            (root / empty).write_text("{}")
-        _FOLDERS[key] = folder
-    return _FOLDERS[key].name
+    body = json.dumps(cfg, default=list)
+    files = {"preprocessor_config.json": body, "processor_config.json": "{}", "tokenizer_config.json": "{}"}
+    return owned.written("deferlab-vllm-config-", json.dumps(cfg, sort_keys=True, default=list), files)
 
 
 def model_config(cfg: Mapping[str, Any], mm_config: Any = None, hf_config: Any = None) -> types.SimpleNamespace:

@@ -11,12 +11,11 @@ once per process and lets both read them, as they would read a downloaded checkp
 from __future__ import annotations
 
 import json
-import tempfile
 from dataclasses import dataclass
 from functools import lru_cache
-from pathlib import Path
 from typing import Any
 
+from deferlab.impl.loader import owned
 from deferlab.reference.system.family_configs import published_config
 from deferlab.reference.system.requests import VIDEO_CONFIGS
 
@@ -74,17 +73,10 @@ SOURCES = {
     "preprocessor_config.json as reference.system.family_configs.PUBLISHED",
 }
 
-_FOLDERS: dict[str, tempfile.TemporaryDirectory] = {}
-
 
 def folder(family: str) -> str:
     """The family's checkpoint folder for this process (written once; removed at exit)."""
-    if family not in _FOLDERS:
-        holder = tempfile.TemporaryDirectory(prefix=f"deferlab-vllm-video-{family}-")
-        for name, text in FAMILIES[family].files:
-            (Path(holder.name) / name).write_text(text)
-        _FOLDERS[family] = holder
-    return _FOLDERS[family].name
+    return owned.written(f"deferlab-vllm-video-{family}-", family, dict(FAMILIES[family].files))
 
 
 @lru_cache(maxsize=8)

@@ -13,12 +13,11 @@ from __future__ import annotations
 import hashlib
 import importlib.util
 import json
-import tempfile
 import threading
-from pathlib import Path
 from typing import Any, ClassVar
 
 from deferlab.impl.image_bytes import folder as bytes_folder
+from deferlab.impl.loader import owned
 from deferlab.impl.vllm.sources import Source
 from deferlab.reference.system.errors import InputTypeError
 from deferlab.reference.system.requests import VIDEO_CONFIGS
@@ -31,18 +30,12 @@ PROCESSOR_NAME = "vllm.transformers_utils.processor"
 COMPANIONS = ("transformers", "torchvision")
 FETCHED = f"real: {CONNECTOR}.MediaConnector.fetch_video (a file: URL, the opencv codec)"
 
-_FOLDERS: dict[str, tempfile.TemporaryDirectory] = {}
-
 
 def checkpoint_folder(name: str, files: dict[str, Any]) -> str:
     """The checkpoint ``files`` (file name -> JSON body) in a folder for this process, written once per ``name``
     and removed at exit: vLLM reads the video processor's class from it, as from a downloaded checkpoint."""
-    if name not in _FOLDERS:
-        holder = tempfile.TemporaryDirectory(prefix=f"deferlab-vllm-video-{name}-")
-        for file, body in files.items():
-            (Path(holder.name) / file).write_text(json.dumps(body, sort_keys=True))
-        _FOLDERS[name] = holder
-    return _FOLDERS[name].name
+    bodies = {file: json.dumps(body, sort_keys=True) for file, body in files.items()}
+    return owned.written(f"deferlab-vllm-video-{name}-", name, bodies)
 
 
 class OwnVideoPath:

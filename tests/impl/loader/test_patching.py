@@ -230,23 +230,3 @@ def test_compare_patches_head_only_so_a_release_is_compared_with_its_fix(tmp_pat
         process.release_output(tmp_path / "out")
     assert base.run_spec == "0.5.23" and head.run_spec == f"0.5.23{patching.MARK}{EXAMPLE}"
     assert head.system.spec == head.run_spec and patching.read(EXAMPLE).sha256 in head.identity[-1]
-
-
-def test_a_copy_left_by_a_process_that_is_gone_is_swept(tmp_path: Path) -> None:
-    """A process killed (or a pytest-xdist worker ended) without its exit handlers leaves its patched copy: the
-    next patched load removes it, and keeps a live process's copy and any other folder."""
-    import os
-    import subprocess
-    import sys
-
-    from deferlab.impl.loader import patching
-
-    gone = subprocess.run([sys.executable, "-c", "import os; print(os.getpid())"], capture_output=True, text=True)
-    dead = int(gone.stdout)
-    stale = tmp_path / f"{patching.COPY_PREFIX}fakeeng-1.0.0-3b27f9d8-{dead}-ab12cd_9"
-    live = tmp_path / f"{patching.COPY_PREFIX}fakeeng-1.0.0-3b27f9d8-{os.getpid()}-ef34gh56"
-    other = tmp_path / f"{patching.COPY_PREFIX}without-an-owner"
-    for folder in (stale, live, other):
-        (folder / "tree").mkdir(parents=True)
-    assert patching.sweep(tmp_path) == [stale]
-    assert not stale.exists() and live.is_dir() and other.is_dir()
