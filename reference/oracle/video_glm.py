@@ -30,22 +30,27 @@ def taken(clip: Clip, request: VideoRequest) -> list[int]:
     if not clip.fps > 0:
         raise Refused("TRAINED glm-4.1v: ValueError: Asked to sample frames per second but no video metadata was "
                       "provided (sample_frames needs the rate)")  # fmt: skip
-    total, rate = clip.frames, clip.fps
     fps = request.fps if request.fps is not None else DEFAULT_FPS
-    last, duration = total - 1, total / rate
-    if duration <= MAX_DURATION:
-        n = max(int(math.floor(duration * fps)), 1)
-        idx = [min(last, int(math.ceil(i * rate / fps))) for i in range(n)]
-    else:
-        samples = int(MAX_DURATION * fps)
-        if samples >= total:
-            idx = list(range(total))
-        else:
-            idx = [min(last, int(math.ceil(t * rate))) for t in np.linspace(0, duration, samples, endpoint=True)]
-    out = list(dict.fromkeys(idx))  # first occurrence kept, order kept
+    out = list(dict.fromkeys(at_rate(clip, fps, at_least_one=True)))  # first occurrence kept, order kept
     if len(out) % 2:
         out.append(out[-1])
     return out
+
+
+def at_rate(clip: Clip, fps: float, at_least_one: bool) -> list[int]:
+    """GLM's sampler at ``fps`` over ``clip`` (D = N / F, 0 at an unknown rate), repeats kept: up to 300 s, n =
+    floor(D x fps) (at least 1 where ``at_least_one``: the processor's; vLLM's loader and times have no such floor,
+    `video_served.vllm_glm_plan`) and min(N - 1, ceil(i x F / fps)); past it int(300 x fps) samples, every frame
+    when that reaches N, else the linspace over [0, D] and min(N - 1, ceil(t x F))."""
+    total, rate, duration = clip.frames, clip.fps, clip.duration
+    last = total - 1
+    if duration <= MAX_DURATION:
+        n = int(math.floor(duration * fps))
+        return [min(last, int(math.ceil(i * rate / fps))) for i in range(max(n, 1) if at_least_one else n)]
+    samples = int(MAX_DURATION * fps)
+    if samples >= total:
+        return list(range(total))
+    return [min(last, int(math.ceil(t * rate))) for t in np.linspace(0, duration, samples, endpoint=True)]
 
 
 def resize(frames: int, height: int, width: int, min_pixels: float, max_pixels: float) -> tuple[int, int]:

@@ -258,21 +258,6 @@ def sglang_gemma4_plan(family: str, clip: Clip, request: VideoRequest) -> VideoP
 GLM_COUNT_CHECK_FROM = "0.34.0"  # _placeholder_from_timestamps checks the time count against grid t (§20.6)
 
 
-def _glm_rate_rule(clip: Clip, fps: float, floor_one: bool) -> list[int]:
-    """The GLM sampler at ``fps`` over ``clip`` (D = N / F, 0 at an unknown rate): up to 300 s, n = floor(D x fps)
-    (at least 1 when ``floor_one``) and min(N - 1, ceil(i x F / fps)); past it int(300 x fps) samples, every frame
-    when that reaches N, else the linspace over [0, D] and min(N - 1, ceil(t x F)). In order, repeats kept."""
-    total, rate, duration = clip.frames, clip.fps, clip.duration
-    last = total - 1
-    if duration <= glm.MAX_DURATION:
-        n = int(math.floor(duration * fps))
-        return [min(last, int(math.ceil(i * rate / fps))) for i in range(max(n, 1) if floor_one else n)]
-    samples = int(glm.MAX_DURATION * fps)
-    if samples >= total:
-        return list(range(total))
-    return [min(last, int(math.ceil(t * rate))) for t in np.linspace(0, duration, samples, endpoint=True)]
-
-
 def vllm_glm_plan(family: str, clip: Clip, request: VideoRequest, release: str = "") -> VideoPlan:
     """§20.6 "vLLM's GLM-4.1V rule, restated": the dynamic loader's sorted set at the request's fps (2 when none;
     ``num_frames`` and the pixel pair ignored); read whole, the processor samples again at its own 2 fps, else it
@@ -281,7 +266,7 @@ def vllm_glm_plan(family: str, clip: Clip, request: VideoRequest, release: str =
     if request.total_pixels is not None:
         raise Unsupported("vLLM takes no total_pixels (§20.6)")
     fps = request.fps if request.fps is not None else glm.DEFAULT_FPS
-    read = sorted(set(_glm_rate_rule(clip, fps, floor_one=False)))
+    read = sorted(set(glm.at_rate(clip, fps, at_least_one=False)))
     if not read:
         raise Refused("vLLM's OpenCV codec: the loader chose no frame (§20.6)")
     whole = len(read) == clip.frames
@@ -291,7 +276,7 @@ def vllm_glm_plan(family: str, clip: Clip, request: VideoRequest, release: str =
     h, w = glm.resize(len(idx), clip.height, clip.width, glm.MIN_PIXELS, glm.MAX_PIXELS)
     pad = len(idx) % glm.TPS
     grid = ((len(idx) + pad) // glm.TPS, h // glm.PATCH, w // glm.PATCH)
-    told = list(dict.fromkeys(_glm_rate_rule(clip, glm.DEFAULT_FPS, floor_one=False) if whole else read))
+    told = list(dict.fromkeys(glm.at_rate(clip, glm.DEFAULT_FPS, at_least_one=False) if whole else read))
     if len(told) % 2:
         told.append(told[-1])
     times = tuple(float(int(i / clip.fps)) for i in told)[::2]

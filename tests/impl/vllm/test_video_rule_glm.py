@@ -72,8 +72,8 @@ def test_a_mutant_of_the_rule_parts_from_vllm(path, monkeypatch, mutant):
     from deferlab.reference.oracle import video_glm, video_served
 
     if mutant == "floor_one":
-        real = video_served._glm_rate_rule
-        monkeypatch.setattr(video_served, "_glm_rate_rule", lambda c, f, floor_one: real(c, f, True))
+        real = video_glm.at_rate
+        monkeypatch.setattr(video_glm, "at_rate", lambda c, f, at_least_one: real(c, f, True))
     else:
         monkeypatch.setattr(video_glm, "DEFAULT_FPS", 1.0)
     rule = functools.partial(video_served.vllm_glm_plan, FAMILY, release=_release(path))
