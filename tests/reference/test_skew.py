@@ -82,3 +82,68 @@ def test_compare_image_separates_levels_from_ulps():
     assert result.max_levels == 1 and result.max_ulps == expected_ulps
     assert result.grids_equal and result.elements == 48
     assert result.bitwise_equal == int((served.view(np.uint32) == trained.view(np.uint32)).sum())
+
+
+def _by_definition(values: np.ndarray, table: np.ndarray) -> np.ndarray:
+    """`skew.nearest_level` (the definition) on every element, channel by channel: what the shortcuts must give."""
+    x, t = np.asarray(values, dtype=np.float64), np.asarray(table, dtype=np.float64)
+    out = np.empty(x.shape, dtype=np.uint8)
+    for c in range(3):
+        order = np.argsort(t[c], kind="stable")
+        out[c] = skew.nearest_level(x[c], t[c][order], order)
+    return out
+
+
+SPECIAL = [0.0, -0.0, np.nan, np.inf, -np.inf, 1e30, -1e30]
+
+
+@given(
+    seed=st.integers(0, 2**32 - 1),
+    kind=st.sampled_from(
+        ["entries", "entries and others", "near entries", "bfloat16", "bfloat16 with specials", "float32", "24 bits"]
+    ),
+    duplicates=st.integers(0, 40),
+)
+@example(seed=0, kind="bfloat16 with specials", duplicates=40)
+@example(seed=1, kind="entries", duplicates=255)
+@example(seed=2, kind="near entries", duplicates=0)
+@example(seed=3, kind="24 bits", duplicates=0)
+def test_the_shortcuts_give_the_definitions_level_for_every_element(seed, kind, duplicates):
+    """`recover_levels`' shortcuts (a table entry's own level; a bfloat16 array's 65,536-value table) equal the
+    definition element by element: ties, duplicate table values, +-0, NaN, infinities and values past the ends."""
+    rng = np.random.default_rng(seed)
+    table = ((np.arange(256) / 255 - rng.uniform(0.3, 0.7, (3, 1))) / rng.uniform(0.2, 0.3, (3, 1))).astype(np.float32)
+    if duplicates:
+        table[:, 1 : 1 + duplicates] = table[:, :1]  # a table with repeated values (a coarse BF16 path's)
+    n = 3 * 1 << 16  # past the bfloat16 shortcut's threshold on every channel
+    levels = rng.integers(0, 256, n)
+    values = np.stack([table[c][levels] for c in range(3)]).astype(np.float32)
+    if kind == "near entries":  # a float32 ulp or a few off each entry, either side: none is an entry
+        away = np.where(rng.random(values.shape) < 0.5, np.float32(-np.inf), np.float32(np.inf)).astype(np.float32)
+        values = np.nextafter(values, away)
+    elif kind != "entries":
+        values = values + rng.normal(0.0, 0.01, values.shape).astype(np.float32)
+    if kind == "entries and others":
+        values[:, ::2] = np.stack([table[c][levels[::2]] for c in range(3)])
+    if kind.startswith("bfloat16"):
+        values = (values.view(np.uint32) & np.uint32(0xFFFF0000)).view(np.float32)
+    if kind == "24 bits":  # float32 with the low 8 bits zero: not bfloat16, whose shortcut must not take it
+        values = (values.view(np.uint32) & np.uint32(0xFFFFFF00)).view(np.float32)
+    if kind.endswith("specials"):
+        values[:, : len(SPECIAL)] = (np.asarray(SPECIAL, np.float32).view(np.uint32) & 0xFFFF0000).view(np.float32)
+    if kind == "float32":
+        values[0, 0] = np.float32((table[0, 10].astype(np.float64) + table[0, 11]) / 2)  # a tie, as near as float32
+        values[:, 1 : 1 + len(SPECIAL)] = np.asarray(SPECIAL, np.float32)
+    shaped = values.reshape(3, 3, 1 << 16)
+    assert np.array_equal(skew.recover_levels(shaped, table), _by_definition(shaped, table))
+    small = values[:, :999].reshape(3, 27, 37)  # under the threshold: the direct path
+    assert np.array_equal(skew.recover_levels(small, table), _by_definition(small, table))
+
+
+def test_the_bfloat16_shortcut_is_taken_and_agrees_with_the_definition():
+    """A bfloat16 array takes the 16-bit table (so the test above checks the shortcut, not only the direct path),
+    and an array with one float32 value past bfloat16 does not."""
+    values = np.linspace(-3, 3, 3 << 16, dtype=np.float32)
+    widened = (values.view(np.uint32) & np.uint32(0xFFFF0000)).view(np.float32)
+    assert skew._bfloat16_keys(widened) is not None and skew._bfloat16_keys(values) is None
+    assert skew._bfloat16_keys(widened[:100]) is None  # small: the direct path
