@@ -49,3 +49,27 @@ def test_gate_calls_name_the_call_site_and_its_images(sgl):
     assert request.n_images == 2 and request.site.endswith("_process_mm_data_uncached")
     with pytest.raises(ValueError, match="gate_path must be one of"):
         sgl.__class__(sgl.source, gate_path="nowhere")
+
+
+def test_a_broadcast_tensor_is_digested_without_materializing_and_keeps_content_identity():
+    """`producer._digest`: the gate claims' broadcast images (one element, up to 16384 x 16384) are digested from
+    shape, dtype and that element; equal ones are equal, another value, shape or dtype is another digest; a
+    materialized tensor still digests its bytes (equal bytes, equal digest; one byte more, another)."""
+    from deferlab.impl.sglang.producer import _digest
+
+    def big(value: int, c: int = 4, side: int = 16384, dtype: torch.dtype = torch.uint8) -> torch.Tensor:
+        return torch.full((1, 1, 1), value, dtype=dtype).expand(c, side, side)
+
+    assert _digest(big(0)) == _digest(big(0))
+    assert len({_digest(big(0)), _digest(big(1)), _digest(big(0, c=3)), _digest(big(0, side=16383))}) == 4
+    assert _digest(big(0, dtype=torch.int8)) != _digest(big(0))
+    one = torch.full((1, 1, 1), 7, dtype=torch.uint8).expand(1, 16384, 16384)  # a size-1 dimension keeps stride 1
+    assert one.stride()[0] == 1 and _digest(one) == _digest(
+        torch.full((1, 1, 1), 7, dtype=torch.uint8).expand(1, 16384, 16384)
+    )
+    a = torch.arange(24, dtype=torch.uint8).reshape(2, 3, 4)
+    b = a.clone()
+    assert _digest(a) == _digest(b) and _digest(a.transpose(1, 2).contiguous()) != _digest(a)
+    b[1, 2, 3] += 1
+    assert _digest(a) != _digest(b)
+    assert _digest(torch.zeros(1, 1, 1, dtype=torch.uint8)) == _digest(torch.zeros(1, 1, 1, dtype=torch.uint8))
