@@ -152,7 +152,14 @@ RULE_PINNED = {
 # `total <= num_frames` made `==` or `is` survived the stop-42 campaign (it then asks 32 indices with repeats of a
 # short clip, hidden elsewhere behind the option sets' own failures; semantics, Gemma 4's count pin).
 FAMILY_PINNED = {
-    "glm-4.1v": ((Clip(240, 30.0), VideoRequest(fps=0.5)),),
+    # and the boundaries no grid clip sits on, where vLLM and TRAINED agree (semantics §20.6, "GLM-4.1V's boundary
+    # pins"): exactly 300 s at a rate above 2 (the dynamic loader's `duration <= max_duration`), and exactly 600
+    # frames past 300 s, read whole (the processor's `num_samples >= meta_frames`)
+    "glm-4.1v": (
+        (Clip(240, 30.0), VideoRequest(fps=0.5)),
+        (Clip(9000, 30.0), VideoRequest()),
+        (Clip(600, 1.0), VideoRequest()),
+    ),
     # and a count of one, which vLLM's loader reads as one frame (`num_frames > 0`: a campaign survivor read it as
     # "every frame"), SGLang ignores (explained by its stated rule; semantics §20.10(b), "one-frame count pin")
     "gemma4": ((Clip(12, 30.0), VideoRequest(num_frames=12)), (Clip(12, 30.0), VideoRequest(num_frames=1))),
