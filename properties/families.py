@@ -14,6 +14,7 @@ one over every path and raises one AssertionError naming each failing path.
 
 from __future__ import annotations
 
+import weakref
 from collections.abc import Sequence
 from typing import Any
 
@@ -93,10 +94,27 @@ def compare(
     differ = float32_bits(served) != float32_bits(want)
     bad = differ & ~((off <= 1) & (err <= allowance(want_table, dtype).reshape(1, -1, 1)))
     first = "none"
-    if bad.any():
-        n, c, i = (int(v) for v in np.argwhere(bad)[0])
+    if bad.any():  # the first in C order, without listing every one (millions where a whole tile differs)
+        n, c, i = (int(v) for v in np.unravel_index(int(np.argmax(bad)), bad.shape))
         first = f"patch {n} channel {c} element {i}: level {got_levels[n, c, i]} served, {want_levels[n, c, i]} trained"
     return PixelReport(int(served.size), int(differ.sum()), int(bad.sum()), int(off.max(initial=0)), None, first)
+
+
+_LEVELS: weakref.WeakKeyDictionary[Any, dict[Any, np.ndarray]] = weakref.WeakKeyDictionary()
+
+
+def levels_of(side: Any, cfg: Any) -> np.ndarray:
+    """``side.levels(cfg)`` (a path's or the checkpoint's value per level), read once per side and config: a
+    side's table is a function of its code and the config, and reading it serves a probe image (InternVL on
+    SGLang: a tiled canvas, about a quarter of a second) that C14 would otherwise serve again for every example.
+    A side or config that cannot key a cache is read every time."""
+    try:
+        per = _LEVELS.setdefault(side, {})
+        if cfg not in per:
+            per[cfg] = side.levels(cfg)
+        return per[cfg]
+    except TypeError:  # not weakly referable, or not hashable
+        return side.levels(cfg)
 
 
 def pixel_problem(path: Any, image: Any, cfg: Any, trained: Trained) -> str | None:
@@ -108,7 +126,7 @@ def pixel_problem(path: Any, image: Any, cfg: Any, trained: Trained) -> str | No
         return f"{path.name} cannot serve it ({type(e).__name__}: {(str(e).strip().splitlines() or [''])[0][:200]})"
     if np.asarray(grid).tolist() != want_grid.tolist() or got.shape != want.shape:
         return f"{path.name}: grid {np.asarray(grid).tolist()} {got.shape} != checkpoint's {want_grid.tolist()} {want.shape}"
-    report = compare(got, path.levels(cfg), want, trained.levels(cfg), path.dtype)
+    report = compare(got, levels_of(path, cfg), want, levels_of(trained, cfg), path.dtype)
     return f"{path.name}: {report}{parse_reading(path, image)}" if report.unexplained else None
 
 

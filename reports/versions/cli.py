@@ -296,6 +296,9 @@ def run(
     out = args.out
     records: dict[str, RunRecord] = {}
     tasks: list[Task] = []
+    # releases side by side on this machine: each child's torch and BLAS on one core, as report and compare run
+    # theirs, so that --jobs children do not each spin a pool over every core (None: the library's default)
+    threads = 1 if getattr(args, "cluster", None) is None and getattr(args, "jobs", 1) > 1 else None
     for i, (name, version) in enumerate(todo, 1):
         label = column(name, version)
         served = [f for f in families if family_facts(f).not_served(name, version) is None]
@@ -305,7 +308,7 @@ def run(
             continue
         system = System(name, version, family=family_option(served))
         claims = tuple(c for c in asked if answered_by(name, served, c))
-        request = Request(system, args.profile, claims=claims, strict=strict, env=videoopts.env(args))
+        request = Request(system, args.profile, claims=claims, strict=strict, env=videoopts.env(args), threads=threads)
         tasks.append(Task(label, request, load=True))
     records.update(_run_tasks(tasks, args, say, runner, loader))
     # each record names every family asked (its run, only those served): the matrix lists the others as n/a

@@ -233,6 +233,35 @@ def test_claims_run_only_those_claims_and_the_strict_switch_reaches_the_run(
     assert list(doc["verdicts"]) == ["C1", "C2"]
 
 
+@pytest.mark.parametrize(("jobs", "cluster", "threads"), [(2, None, 1), (1, None, None), (2, "local", None)])
+def test_releases_side_by_side_run_their_children_on_one_thread_each(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, jobs: int, cluster: str | None, threads: int | None
+) -> None:
+    """``--jobs`` above 1 on this machine: each release's child gets one torch / BLAS thread (as report and compare
+    ask), so two children do not each spin a pool over both cores; one at a time, or on a cluster: the default."""
+    import argparse
+
+    from deferlab.reports.versions import cli
+
+    asked: list = []
+    table = {("sglang", "0.5.23"): record("sglang", "0.5.23", policy("RELEASED"))}
+    inner = fake_runner(table)
+
+    def runner(request: Any, **kw: Any) -> RunRecord:
+        asked.append(request.threads)
+        return inner(request, **kw)
+
+    args = argparse.Namespace(versions=["0.5.23"], vllm=None, newest=False, out=tmp_path / "m", profile="ci",
+                              baseline="none", update_baseline=False, format=None, junit=None, claims="C1",
+                              jobs=jobs, cluster=None)  # fmt: skip
+    monkeypatch.setattr(cli, "refuse_unlisted", lambda wanted: None)
+    if cluster is not None:  # the cluster path is another executor: the requests it would submit, run here
+        args.cluster = cluster
+        monkeypatch.setattr(cli, "_run_tasks", lambda tasks, *a: {t.key: runner(t.request) for t in tasks})
+    assert cli.run(args, io.StringIO(), runner=runner, loader=loads) == 0
+    assert asked == [threads]
+
+
 def test_the_suite_and_the_cli_read_one_registry() -> None:
     """The recorder's registry is reference.system.claims's, the CLI's claim ids are claims.toml's (in order), and
     both name real SGLang's column with the one label."""
