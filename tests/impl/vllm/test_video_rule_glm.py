@@ -25,6 +25,8 @@ PINNED = (
     (Clip(8100, 30.0, 1280, 720), VideoRequest()),
     (Clip(4860, 30.0, 1120, 630), VideoRequest()),
     (Clip(10, 1.0), VideoRequest()),  # a 1 fps clip read whole at the defaults
+    (Clip(9000, 30.0), VideoRequest()),  # FAMILY_PINNED: exactly 300 s (the loader's `<=`)
+    (Clip(600, 1.0), VideoRequest()),  # FAMILY_PINNED: 600 frames past 300 s, read whole (the processor's `>=`)
 )
 
 
