@@ -14,8 +14,8 @@ one over every path and raises one AssertionError naming each failing path.
 
 from __future__ import annotations
 
-import weakref
 from collections.abc import Sequence
+from functools import lru_cache
 from typing import Any
 
 import numpy as np
@@ -100,21 +100,21 @@ def compare(
     return PixelReport(int(served.size), int(differ.sum()), int(bad.sum()), int(off.max(initial=0)), None, first)
 
 
-_LEVELS: weakref.WeakKeyDictionary[Any, dict[Any, np.ndarray]] = weakref.WeakKeyDictionary()
+@lru_cache(maxsize=256)
+def _levels(side: Any, cfg: Any) -> np.ndarray:
+    return side.levels(cfg)
 
 
 def levels_of(side: Any, cfg: Any) -> np.ndarray:
-    """``side.levels(cfg)`` (a path's or the checkpoint's value per level), read once per side and config: a
-    side's table is a function of its code and the config, and reading it serves a probe image (InternVL on
-    SGLang: a tiled canvas, about a quarter of a second) that C14 would otherwise serve again for every example.
-    A side or config that cannot key a cache is read every time."""
+    """``side.levels(cfg)`` (a path's or the checkpoint's value per level), read once per side and config, as
+    `served.level_table` caches a served path's: a side's table is a function of its code and the config, and
+    reading it serves a probe image (InternVL on SGLang: a tiled canvas, about a quarter of a second) that C14
+    would otherwise serve again for every example. A side or config that cannot key a cache is read every time."""
     try:
-        per = _LEVELS.setdefault(side, {})
-        if cfg not in per:
-            per[cfg] = side.levels(cfg)
-        return per[cfg]
-    except TypeError:  # not weakly referable, or not hashable
+        hash((side, cfg))
+    except TypeError:
         return side.levels(cfg)
+    return _levels(side, cfg)
 
 
 def pixel_problem(path: Any, image: Any, cfg: Any, trained: Trained) -> str | None:

@@ -84,9 +84,9 @@ def artifact_entries(source: Source, proc: Any, images: Sequence[Any]) -> list[A
 def _digest(image: Any) -> str:
     """The content digest the preprocess cache would key ``image`` by (equal content, equal digest).
 
-    A tensor broadcast from one element (every stride 0 but a size-1 dimension's: the gate claims' images of up to 16384 x 16384, which
-    allocate one byte) is digested from its shape, dtype and that element, marked as such, instead of
-    materializing up to a GiB to hash it: C1's search spent about 50 s per run there."""
+    A tensor broadcast from one element (every stride 0 but a size-1 dimension's: the gate claims' images of up
+    to 16384 x 16384, which allocate one byte) is digested from its shape, dtype and that element, marked as such,
+    instead of materializing up to a GiB to hash it: C1's search spent about 50 s per run there."""
     h = hashlib.sha256()
     if isinstance(image, torch.Tensor):
         h.update(repr((tuple(image.shape), str(image.dtype))).encode())

@@ -63,7 +63,8 @@ def recover_levels(values: np.ndarray, table: np.ndarray) -> np.ndarray:
     without its per-element arithmetic, because C14 recovers millions of values per example (InternVL's 13
     tiles of 448 x 448: 7.8 million): a value that is a table entry is that entry's level, and values that are
     all bfloat16 (widened to float32: the low 16 bits zero) take at most 65,536 distinct values, each computed
-    once (a channel whose values are mostly not entries takes the definition's arithmetic everywhere). `tests/reference/test_skew.py` checks both against `nearest_level` element by element.
+    once; a channel with any value that is not an entry takes the definition's arithmetic everywhere.
+    `tests/reference/test_skew.py` checks both against `nearest_level` element by element.
     """
     raw = np.asarray(values)
     v = np.asarray(raw, dtype=np.float64)
@@ -83,15 +84,7 @@ def recover_levels(values: np.ndarray, table: np.ndarray) -> np.ndarray:
         idx = np.searchsorted(st, v[c])
         safe = np.minimum(idx, 255)
         hit = st[safe] == v[c]  # a table entry: searchsorted's left index is its lowest level (ties: the lower)
-        if hit.all():
-            out[c] = order[safe]
-        elif hit.mean() < 0.5:
-            out[c] = nearest_level(v[c], st, order, idx)
-        else:  # mostly entries: the definition's arithmetic on the others only
-            level = order[safe]
-            miss = ~hit
-            level[miss] = nearest_level(v[c][miss], st, order, idx[miss])
-            out[c] = level
+        out[c] = order[safe] if hit.all() else nearest_level(v[c], st, order, idx)
     return out
 
 
