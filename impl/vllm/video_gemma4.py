@@ -139,7 +139,9 @@ class VLLMGemma4VideoPath(OwnVideoPath):
                 pooling_kernel_size=ip.pooling_kernel_size,
             )
             tokens = self._info._compute_num_soft_tokens(width, height, max_soft_tokens=self.max_soft_tokens)
-            self._sizes[(width, height)] = ((int(w), int(h)), int(tokens))
+            # the count as the release returns it, not cast: vLLM hands it on to `[token] * n` as is, where a count
+            # that is not an int raises (a campaign survivor, `//` made `/`, hid behind an int() here)
+            self._sizes[(width, height)] = ((int(w), int(h)), tokens)
         return self._sizes[(width, height)]
 
     def plan(self, clip: Clip, request: VideoRequest) -> VideoPlan:

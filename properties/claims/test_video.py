@@ -161,8 +161,16 @@ FAMILY_PINNED = {
         (Clip(600, 1.0), VideoRequest()),
     ),
     # and a count of one, which vLLM's loader reads as one frame (`num_frames > 0`: a campaign survivor read it as
-    # "every frame"), SGLang ignores (explained by its stated rule; semantics §20.10(b), "one-frame count pin")
-    "gemma4": ((Clip(12, 30.0), VideoRequest(num_frames=12)), (Clip(12, 30.0), VideoRequest(num_frames=1))),
+    # "every frame"), SGLang ignores (explained by its stated rule; semantics §20.10(b), "one-frame count pin"); and
+    # a frame whose sides are no multiples of 16, where vLLM's soft-token count reads H / 16 and W / 16 unfloored
+    # (the `/` made `//` survivors; §20.10(b), "vLLM's soft-token count"): every side agrees there; and a 70:1 frame,
+    # where that count is 69 and the checkpoint's resize gives 70 (the tie the same section states)
+    "gemma4": (
+        (Clip(12, 30.0), VideoRequest(num_frames=12)),
+        (Clip(12, 30.0), VideoRequest(num_frames=1)),
+        (Clip(12, 30.0, 190, 142), VideoRequest(num_frames=12)),
+        (Clip(12, 30.0, 17, 1190), VideoRequest(num_frames=12)),
+    ),
 }
 
 

@@ -242,7 +242,19 @@ def vllm_gemma4_plan(family: str, clip: Clip, request: VideoRequest) -> VideoPla
         n = min(n, math.floor((total / clip.fps if clip.fps > 0 else 0.0) * request.fps))
     n = max(n, 1)
     idx = list(range(total)) if n == total else [int(v) for v in np.linspace(0, total - 1, n).astype(np.int64)]
-    return g4.plan_of(clip, idx, g4.times(idx, clip.fps))
+    plan = g4.plan_of(clip, idx, g4.times(idx, clip.fps))
+    return replace(plan, tokens=len(idx) * vllm_gemma4_soft_tokens(clip.width, clip.height))
+
+
+def vllm_gemma4_soft_tokens(width: int, height: int) -> int:
+    """§20.10(b) "vLLM's soft-token count": the prompt's tokens per frame, from vLLM's own arithmetic on the
+    frame's size (scale = sqrt(630 / ((H / 16)(W / 16))), each side floor(side x scale / 48) x 48, at least 48,
+    patches / 9, at most 70), not from the size the checkpoint's processor resizes to: equal to TRAINED's count on
+    every frame size up to 4096 a side but 17x1190, 34x2380 and their transposes (70:1), where it is 69, not 70."""
+    scale = math.sqrt(g4.MAX_PATCHES / ((height / g4.PATCH) * (width / g4.PATCH)))
+    h = max(g4.SIDE, math.floor(height * scale / g4.SIDE) * g4.SIDE)
+    w = max(g4.SIDE, math.floor(width * scale / g4.SIDE) * g4.SIDE)
+    return min((h // g4.PATCH) * (w // g4.PATCH) // (g4.POOL * g4.POOL), g4.MAX_SOFT_TOKENS)
 
 
 def sglang_gemma4_plan(family: str, clip: Clip, request: VideoRequest) -> VideoPlan:

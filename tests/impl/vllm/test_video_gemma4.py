@@ -141,3 +141,25 @@ def test_c19_decoded_frames_against_trained(path, kind, tmp_path):
     want = [read_index(f) for f in np.load(out)]
     assert want == [i * 120 // 32 for i in range(32)] and list(got.indices) == _linspace(120, 32)
     assert (want[5], got.indices[5]) == (18, 19)  # the first frame the two take differently
+
+
+def test_the_soft_token_count_is_vllms_own_and_handed_on_as_returned(path, monkeypatch):
+    """§20.10(b) "vLLM's soft-token count", on the release's own ``_compute_num_soft_tokens``: the 190x142 pin agrees
+    with TRAINED and the stated rule (63 a frame); at the 70:1 tie the release counts 69 where the processor's size
+    (48x3360) gives TRAINED 70, as the rule states; and a count that is no int (a mutant's ``/``) is handed on as the
+    release hands it, so its ``[token] * n`` refuses, where casting it would have hidden it."""
+    from deferlab.reference.oracle import video_gemma4 as g4
+    from deferlab.reference.oracle import video_served as vs
+
+    request = VideoRequest(num_frames=12)
+    for clip, per_frame in ((Clip(12, 30.0, 190, 142), 63), (Clip(12, 30.0, 17, 1190), 69)):
+        got = path.plan(clip, request)
+        assert got == vs.vllm_gemma4_plan("gemma4", clip, request) and got.tokens == 12 * per_frame
+        assert got.size == g4.plan(clip, request).size
+    assert g4.plan(Clip(12, 30.0, 17, 1190), request).tokens == 12 * 70
+    own = type(path._info)._compute_num_soft_tokens
+    monkeypatch.setattr(type(path._info), "_compute_num_soft_tokens", lambda *a, **k: float(own(*a, **k)))
+    path._sizes.clear()
+    with pytest.raises(TypeError):
+        path.plan(Clip(12, 30.0, 64, 48), request)
+    path._sizes.clear()
