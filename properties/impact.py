@@ -154,7 +154,8 @@ def _video_answers(paths: Sequence[Any], trained: Any, n: int) -> tuple[float, l
 
 def video_impact(claim: str, paths: Sequence[Any], trained: Any, n: int = 200) -> dict[str, Any]:
     """C16/C17/C18: the realistic clips (semantics §21.5) each path plans otherwise than TRAINED, under the defaults,
-    by the claim's own comparison; C17 adds the tokens of the affected clips. ``seconds``: the plans' time, counted
+    by the claim's own comparison (``both_take``: of them, those both sides take, the share a finding other than
+    the one-sided refusal's states); C17 adds the tokens of the affected clips. ``seconds``: the plans' time, counted
     by the first claim that needed them (0 for the claims reading them after)."""
     from deferlab.properties import video_claims as vc
 
@@ -162,16 +163,20 @@ def video_impact(claim: str, paths: Sequence[Any], trained: Any, n: int = 200) -
     fresh = (tuple(id(p) for p in paths), id(trained), n) not in _VIDEO_ANSWERS
     planned, answers = _video_answers(paths, trained, n)
     affected: dict[str, list[int]] = {}
+    both: dict[str, list[int]] = {}  # differing where both sides take the clip: not a one-sided refusal
     tokens: list[tuple[int, int]] = []
     for kind, want, got in answers:
         if want.unsupported is not None or any(g.unsupported is not None for g in got):
             continue
-        hit = any(vc.compare(claim, g, want) is not None for g in got)
+        texts = [vc.compare(claim, g, want) for g in got]
+        hit = any(t is not None for t in texts)
         _count(affected, kind, hit)
+        _count(both, kind, any(t is not None and not t.startswith(vc.ONE_SIDED) for t in texts))
         if hit:
             if claim == "C17" and want.plan is not None:
                 tokens += [(g.plan.tokens, want.plan.tokens) for g in got if g.plan is not None]
-    out: dict[str, Any] = {"realistic": {**share(affected), "distribution": f"realistic.videos({n}, seed 0), defaults"}}
+    out: dict[str, Any] = {"realistic": {**share(affected), "distribution": f"realistic.videos({n}, seed 0), defaults",
+                                         "both_take": share(both)["affected"]}}  # fmt: skip
     if tokens:
         out["tokens"] = ratios(tokens)
     out["seconds"] = round(time.perf_counter() - started, 3)  # the plans' time included when this claim made them

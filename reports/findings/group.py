@@ -48,7 +48,11 @@ STAGES = {
     "decode": ("load", "decode", "fetch", "serve"),
     "staging": ("materialize", "process", "deliver"),
     "gate": ("defer_decisions", "gate_paths", "defers"),
+    "tokens": ("tokens", "num_tokens", "geometry", "plan", "serve"),
 }
+# A video geometry failure naming only the token count (C17 words the first differing field: size, padding and
+# grid are equal there), so the count's own function is the cause (semantics §21.4)
+TOKENS_ONLY = re.compile(r"geometry differs from the trained side's: tokens (\d+|#) != (\d+|#)")
 # a pixel claim -> the sequence claims whose change it can inherit (C19's frames are C16's, its sizes C17's)
 GEOMETRY_OF = {"C14": ("C13",), "C19": ("C16", "C17")}
 _DOTTED = re.compile(r"\b([A-Za-z_]\w*(?:\.[A-Za-z_]\w*){2,})")
@@ -188,9 +192,13 @@ def group(doc: Mapping[str, Any]) -> list[Finding]:
             if severity == Severity.SEQUENCE and geometry:
                 later.append(member)  # attached once the geometry claim's finding exists
                 continue
-            key = (col["engine"], function, CAUSE.get(effect, effect), severity == Severity.CRASH)
+            cause, where = effect, function
+            if effect == "geometry" and severity != Severity.CRASH and all(TOKENS_ONLY.search(t) for _, t in found):
+                # only the count differs (size, padding and grid equal): the stage that counts, not the sampler
+                cause, where = "tokens", stage_function(row.provenance, "tokens", package) or function
+            key = (col["engine"], where, CAUSE.get(cause, cause), severity == Severity.CRASH)
             findings.setdefault(key, Finding(key)).members.append(member)
-            if effect in ("geometry", "sampling") and severity != Severity.CRASH:
+            if cause in ("geometry", "sampling") and severity != Severity.CRASH:
                 geometry_key[(claim, column)] = key
     for member in later:  # a geometry claim that only crashed leaves its pixel claim's change a finding of its own
         own = (member.engine, stage_function(member.row.provenance, "pixels", _package(member.engine)), "pixels", False)

@@ -99,8 +99,10 @@ def measured(f: Finding) -> dict[str, Any]:
             continue
         if r and m.column not in [c for c, _ in shares]:
             what = "clips" if m.claim in ("C16", "C17", "C18", "C19") else "images"
+            # a video cell counts its one-sided refusals too: they are its crash finding's, not this one's
+            hit, where = (r["both_take"], ", both sides taking them,") if "both_take" in r else (r["affected"], "")
             shares.append(
-                (m.column, f"{r['affected']:,} of {r['of']:,} realistic {what} ({r['share']:.1%}) on {m.column}")
+                (m.column, f"{hit:,} of {r['of']:,} realistic {what} ({hit / r['of']:.1%}){where} on {m.column}")
             )
     if shares:  # one line per distinct share, naming its columns (a loader shared by seven families: one line)
         same: dict[str, list[str]] = {}

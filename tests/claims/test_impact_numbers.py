@@ -222,3 +222,30 @@ def test_the_levels_kept_for_a_picture_are_a_window_around_the_first_difference(
     assert len(s) == len(t) == 3 and len(s[0]) == len(t[0]) == WINDOW
     assert np.argwhere(np.array(t) != np.array(s)).tolist() == [[2, 2507 - offset]]
     assert offset == 2507 - WINDOW // 8
+
+
+def test_video_impact_counts_apart_the_clips_both_sides_take() -> None:
+    """§21.7: a video cell's ``affected`` counts the one-sided refusals too (its crash finding's); ``both_take``
+    counts only the clips both sides plan and that differ, the share a cell's other finding states. Read on the
+    Gemma 4 rules: TRAINED refuses a clip under 32 frames (one-sided where vLLM's rule takes it); where both take a
+    clip, C16 differs wherever vLLM's linspace is not TRAINED's i x N // 32, C17 only at the 70:1 ties."""
+    from types import SimpleNamespace
+
+    from deferlab.reference.oracle import video_gemma4 as g4
+    from deferlab.reference.oracle import video_served as vs
+    from deferlab.reference.system.video import Clip, VideoRequest
+
+    trained = SimpleNamespace(plan=g4.plan)
+    served = SimpleNamespace(plan=lambda clip, request: vs.vllm_gemma4_plan("gemma4", clip, request))
+    clips = [Clip(r.frames, r.fps, r.width, r.height) for r in realistic.videos(200)]
+    short = sum(c.frames < 32 for c in clips)
+    linspace = sum(
+        c.frames >= 32
+        and vs.vllm_gemma4_plan("gemma4", c, VideoRequest()).indices != tuple(g4.taken(c, VideoRequest()))
+        for c in clips
+    )
+    c16 = impact.video_impact("C16", [served], trained)["realistic"]
+    assert (c16["affected"], c16["both_take"]) == (short + linspace, linspace)
+    c17 = impact.video_impact("C17", [served], trained)["realistic"]
+    ties = sum((c.width, c.height) in {(17, 1190), (1190, 17), (34, 2380), (2380, 34)} for c in clips)
+    assert (c17["affected"], c17["both_take"]) == (short, ties)
