@@ -84,6 +84,9 @@ def realistic_share(recorded: set[tuple[int, int]], differing: int | None) -> st
     return f"{hit:,} of {len(images):,} realistic images ({hit / len(images):.1%})"
 
 
+VIDEO_CLAIMS = ("C16", "C17", "C18", "C19")
+
+
 def measured(f: Finding) -> dict[str, Any]:
     """The numbers its cells' tests measured (semantics §21.7), the representative's first, then each other cell's
     realistic share: what the finding states before anything read from text."""
@@ -92,18 +95,24 @@ def measured(f: Finding) -> dict[str, Any]:
     if f.severity == Severity.CRASH:  # the cell's numbers count every way it differs: its other finding states them
         return out
     cells = sorted((m for m in f.members if m.row.impact), key=lambda m: m is not rep)
-    shares = []
+    best: dict[str, tuple[int, str, bool]] = {}  # column -> (hit, the share stated there, a video claim's)
+    video = [m for m in cells if m.claim in VIDEO_CLAIMS and (m.row.impact.get("realistic") or {}).get("of")]
     for m in cells:
         r = m.row.impact.get("realistic")
-        if r and not r.get("of"):  # nothing comparable (C14: the remade size's grid differs on every image)
+        if not r or not r.get("of"):  # nothing comparable (C14: the remade size's grid differs on every image)
             continue
-        if r and m.column not in [c for c, _ in shares]:
-            what = "clips" if m.claim in ("C16", "C17", "C18", "C19") else "images"
-            # a video cell counts its one-sided refusals too: they are its crash finding's, not this one's
-            hit, where = (r["both_take"], ", both sides taking them,") if "both_take" in r else (r["affected"], "")
-            shares.append(
-                (m.column, f"{hit:,} of {r['of']:,} realistic {what} ({hit / r['of']:.1%}){where} on {m.column}")
-            )
+        what = "clips" if m.claim in VIDEO_CLAIMS else "images"
+        # a video cell counts its one-sided refusals too: they are its crash finding's, not this one's
+        hit, where = (r["both_take"], ", both sides taking them,") if "both_take" in r else (r["affected"], "")
+        # a sampler's finding (C16 with C18, §21.4) states the larger of its claims' shares there: its times may
+        # differ on clips whose frames agree (SGLang's Gemma 4: position / 24 s)
+        larger = m in video and m.column in best and best[m.column][2] and hit > best[m.column][0]
+        if m.column not in best or larger:
+            several = len({c.claim for c in video if c.column == m.column}) > 1 and m in video
+            claim = f" in {m.claim}" if several else ""
+            share_ = f"{hit:,} of {r['of']:,} realistic {what} ({hit / r['of']:.1%}){claim}{where} on {m.column}"
+            best[m.column] = (hit, share_, m in video)
+    shares = [(column, text) for column, (_, text, _) in best.items()]
     if shares:  # one line per distinct share, naming its columns (a loader shared by seven families: one line)
         same: dict[str, list[str]] = {}
         for column, text in shares:

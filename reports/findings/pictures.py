@@ -49,10 +49,18 @@ def _title(d: Mapping[str, Any], what: str, column: str) -> str:
 Drawer = Callable[[Path], Path]
 
 
+def _tokens_only(d: Mapping[str, Any]) -> bool:
+    """A video geometry finding whose failure names only the token count (§21.4): its cell's frame strips show
+    frames that agree, so they would picture another difference of the cell, not this one."""
+    from deferlab.reports.findings.group import TOKENS_ONLY
+
+    return bool(TOKENS_ONLY.search(str(d.get("failure") or "")))
+
+
 def _strips(doc: Mapping[str, Any], d: Mapping[str, Any], claim: str, column: str) -> Drawer | None:
     from deferlab.reports.report.plots.video import strips_png
 
-    if d["severity"] != "sequence":
+    if d["severity"] != "sequence" or _tokens_only(d):
         return None
     figure = next(
         (
@@ -119,6 +127,8 @@ def why_none(d: Mapping[str, Any]) -> str:
     if d["severity"] in ("float32-only", "cost"):
         return "informational (folded): nothing the model sees differs"
     claim, column = d["minimal_cell"]["claim"], d["minimal_cell"]["column"]
+    if _tokens_only(d):
+        return "the frames, size and grid agree; only the token count differs (see Served)"
     effect = str(d.get("effect", "")).split("/")[0]
     if effect in WHY_NONE:
         return WHY_NONE[effect]

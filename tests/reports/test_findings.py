@@ -188,3 +188,30 @@ def test_a_crash_the_other_way_round_names_the_checkpoints_refusal_not_the_engin
     doc["failure_groups"][0]["failure"] = f"{took}; {raised.removeprefix('AssertionError: ')}"
     (finding,) = group(doc)
     assert measure(finding) == {"errors": ["DECORDError"], "takes": ["ValueError"]}
+
+
+def test_a_token_count_difference_is_the_counting_functions_finding_with_its_own_share(example: tuple) -> None:
+    """§21.4 (stop 45): a C17 failure naming only the token count is keyed to the provenance's counting step, not
+    the sampler the geometry steps name first; §21.7: a video finding beside its cell's crash finding states the
+    clips both sides take (the cell's one-sided refusals are the crash finding's), and a sampler's C16/C18 finding
+    the larger of its claims' shares."""
+    _, doc, md, _ = example
+    found = doc["findings"]
+    tie = found[_index(found, "Gemma4ProcessingInfo._compute_num_soft_tokens")]
+    assert (tie["claims"], tie["severity"], tie["engine"]) == (["C17"], "sequence", "vllm")
+    assert "17x1190; num_frames=12] geometry differs from the trained side's: tokens 828 != 840" in tie["failure"]
+    assert tie["impact"]["realistic"] == [
+        "0 of 200 realistic clips (0.0%), both sides taking them, on gemma4:vllm-0.34.0"
+    ]  # the cell's whole count is 2: the two phone clips under 32 frames TRAINED refuses
+    assert tie["picture"] is None and "only the token count differs" in tie["no_picture"]
+    sampler_c17 = [f for f in found if f["function"].endswith(".VideoBackend.compute_frames_index_to_sample")]
+    assert [f["severity"] for f in sampler_c17 if f["claims"] == ["C17"]] == ["crash"]
+    sglang = next(
+        f
+        for f in found
+        if f["function"].endswith("_video_decoder_to_tensor") and "C18" in f["claims"] and f["severity"] == "sequence"
+    )
+    # its frames agree on every realistic clip both sides take (C16: 0), the times told on 198 (C18)
+    assert sglang["impact"]["realistic"] == [
+        "198 of 200 realistic clips (99.0%) in C18, both sides taking them, on gemma4:0.5.23"
+    ]

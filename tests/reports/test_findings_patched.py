@@ -41,7 +41,7 @@ def test_the_tie_break_finding_is_fixed_and_the_hidden_pixel_cause_is_new() -> N
     ran = [d for d in result["findings"] if d["patch"]["status"] != "not run with the patch"]
     assert [d["function"] for d in ran] == [TIE]  # the patched run ran InternVL's C13-C15 on SGLang only
     md = render.markdown(result)
-    assert "**With the patch** (`sglang-0.5.23+patch.5c8f6af9`" in md and "1 fixed, 70 not run" in md
+    assert "**With the patch** (`sglang-0.5.23+patch.5c8f6af9`" in md and "1 fixed, 71 not run" in md
     assert md.count("**With the patch.**") == 1
 
 
