@@ -87,6 +87,28 @@ def realistic_share(recorded: set[tuple[int, int]], differing: int | None) -> st
 VIDEO_CLAIMS = ("C16", "C17", "C18", "C19")
 
 
+def _hit(m: Member) -> int:
+    """The realistic inputs member ``m``'s finding affects: of a video cell, the clips both sides take
+    (``both_take``): its one-sided refusals are counted too, and they are its crash finding's, not this one's."""
+    r = m.row.impact["realistic"]
+    return r.get("both_take", r["affected"])
+
+
+def _share(members: list[Member]) -> str:
+    """The share a finding states on one column, from its members there (representative first): the first's, or
+    where that is a video claim the largest of its video claims' (a sampler's finding, C16 with C18, §21.4: its
+    times may differ on clips whose frames agree, SGLang's Gemma 4 telling position / 24 s), naming the claim
+    when there are several."""
+    video = [m for m in members if m.claim in VIDEO_CLAIMS]
+    clips = members[0].claim in VIDEO_CLAIMS
+    m = max(video, key=_hit) if clips else members[0]  # max: the first of equal ones
+    r, hit = m.row.impact["realistic"], _hit(m)
+    what = "clips" if clips else "images"
+    claim = f" in {m.claim}" if clips and len({v.claim for v in video}) > 1 else ""
+    where = ", both sides taking them," if "both_take" in r else ""
+    return f"{hit:,} of {r['of']:,} realistic {what} ({hit / r['of']:.1%}){claim}{where} on {m.column}"
+
+
 def measured(f: Finding) -> dict[str, Any]:
     """The numbers its cells' tests measured (semantics §21.7), the representative's first, then each other cell's
     realistic share: what the finding states before anything read from text."""
@@ -95,24 +117,12 @@ def measured(f: Finding) -> dict[str, Any]:
     if f.severity == Severity.CRASH:  # the cell's numbers count every way it differs: its other finding states them
         return out
     cells = sorted((m for m in f.members if m.row.impact), key=lambda m: m is not rep)
-    best: dict[str, tuple[int, str, bool]] = {}  # column -> (hit, the share stated there, a video claim's)
-    video = [m for m in cells if m.claim in VIDEO_CLAIMS and (m.row.impact.get("realistic") or {}).get("of")]
+    comparable: dict[str, list[Member]] = {}  # column -> its members with a share to state, representative first
     for m in cells:
         r = m.row.impact.get("realistic")
-        if not r or not r.get("of"):  # nothing comparable (C14: the remade size's grid differs on every image)
-            continue
-        what = "clips" if m.claim in VIDEO_CLAIMS else "images"
-        # a video cell counts its one-sided refusals too: they are its crash finding's, not this one's
-        hit, where = (r["both_take"], ", both sides taking them,") if "both_take" in r else (r["affected"], "")
-        # a sampler's finding (C16 with C18, §21.4) states the larger of its claims' shares there: its times may
-        # differ on clips whose frames agree (SGLang's Gemma 4: position / 24 s)
-        larger = m in video and m.column in best and best[m.column][2] and hit > best[m.column][0]
-        if m.column not in best or larger:
-            several = len({c.claim for c in video if c.column == m.column}) > 1 and m in video
-            claim = f" in {m.claim}" if several else ""
-            share_ = f"{hit:,} of {r['of']:,} realistic {what} ({hit / r['of']:.1%}){claim}{where} on {m.column}"
-            best[m.column] = (hit, share_, m in video)
-    shares = [(column, text) for column, (_, text, _) in best.items()]
+        if r and r.get("of"):  # else nothing comparable (C14: the remade size's grid differs on every image)
+            comparable.setdefault(m.column, []).append(m)
+    shares = [(column, _share(members)) for column, members in comparable.items()]
     if shares:  # one line per distinct share, naming its columns (a loader shared by seven families: one line)
         same: dict[str, list[str]] = {}
         for column, text in shares:

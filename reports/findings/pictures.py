@@ -19,6 +19,7 @@ import numpy as np
 
 from deferlab.reference.system.errors import InputValueError
 from deferlab.reports.findings import plots
+from deferlab.reports.findings.group import TOKENS_ONLY
 from deferlab.reports.findings.render import display, span
 
 VIDEO_STRIPS = ("C16", "C17", "C18")  # the claims whose cells record a clip's frame strips (one sweep, §20)
@@ -52,8 +53,6 @@ Drawer = Callable[[Path], Path]
 def _tokens_only(d: Mapping[str, Any]) -> bool:
     """A video geometry finding whose failure names only the token count (§21.4): its cell's frame strips show
     frames that agree, so they would picture another difference of the cell, not this one."""
-    from deferlab.reports.findings.group import TOKENS_ONLY
-
     return bool(TOKENS_ONLY.search(str(d.get("failure") or "")))
 
 
